@@ -1,0 +1,40 @@
+# SOLAR developer entry points. `make demo` and `make test` set up .venv themselves.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.solar-installed
+
+.PHONY: venv demo test test-core lint bench clean
+
+$(STAMP): pyproject.toml Makefile
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	# Pin the CPU wheel first: an unpinned torch can pull a multi-GB CUDA build.
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[torch,jax,llm,plot,dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/solar analyze samples/torch/gpt_block.py --arch H100_SXM --arch A100_SXM_80GB
+
+test: $(STAMP)
+	$(VENV)/bin/ruff check solar tests benchmarks
+	$(PY) -m pytest -n 2 -q
+
+# The core suite without torch/jax installed: their tests must skip, not fail.
+test-core:
+	test -x .venv-core/bin/python || $(PYTHON) -m venv .venv-core
+	.venv-core/bin/python -m pip install -q -e '.[llm,dev]'
+	.venv-core/bin/python -m pytest -n 2 -q -m "not torch and not jax"
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check solar tests benchmarks
+	$(VENV)/bin/mypy solar
+
+bench: $(STAMP)
+	for b in benchmarks/*.py; do $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) .venv-core build dist .pytest_cache .solar-cache

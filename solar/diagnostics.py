@@ -1,0 +1,223 @@
+"""Diagnostics: source spans, the SOLAR error hierarchy and its rendering.
+
+Contract: a leaf module (no SOLAR imports). Every error a user can provoke is a
+`SolarError` with a stable code and, where it concerns source text, a `Span`.
+`render_diagnostic` formats it rustc/ruff style::
+
+    error[E0203]: index `k` is not bound by an enclosing loop
+      --> samples/matmul.alir:7:22
+       |
+     7 |       C[i, j] += A[i, k] * B[k, j]
+       |                      ^
+
+Error code ranges (stable, documented in README.md):
+
+* ``E01xx`` IR syntax
+* ``E02xx`` IR verification (names, ranks, affinity, bounds, dtypes)
+* ``E03xx`` execution and validation
+* ``E04xx`` hardware specs and bound evaluation
+* ``E05xx`` frontends (model loading, capture, lowering)
+* ``E06xx`` LLM frontend
+* ``E07xx`` reports and CI gate
+* ``E09xx`` usage and resources
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+__all__ = [
+    "ExecutionError",
+    "FrontendError",
+    "GateError",
+    "HardwareSpecError",
+    "IRSyntaxError",
+    "IRVerifyError",
+    "LLMError",
+    "ReportError",
+    "ResourceError",
+    "SolarError",
+    "Source",
+    "Span",
+    "UsageError",
+    "ValidationMismatchError",
+    "render_diagnostic",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """A named source text; spans point into it."""
+
+    name: str
+    text: str = field(repr=False)
+
+    def line_col(self, offset: int) -> tuple[int, int]:
+        """Return the 1-based (line, column) of a character offset.
+
+        >>> Source("x", "ab\\ncd").line_col(4)
+        (2, 2)
+        """
+        offset = max(0, min(offset, len(self.text)))
+        line = self.text.count("\n", 0, offset) + 1
+        col = offset - (self.text.rfind("\n", 0, offset) + 1) + 1
+        return line, col
+
+    def line_text(self, line: int) -> str:
+        """Return the text of a 1-based line without its newline."""
+        lines = self.text.split("\n")
+        return lines[line - 1] if 0 < line <= len(lines) else ""
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A half-open character range ``[start, end)`` in a `Source`."""
+
+    source: Source
+    start: int
+    end: int
+
+    @property
+    def line(self) -> int:
+        """The 1-based line of the span start."""
+        return self.source.line_col(self.start)[0]
+
+    @property
+    def col(self) -> int:
+        """The 1-based column of the span start."""
+        return self.source.line_col(self.start)[1]
+
+    def __str__(self) -> str:
+        return f"{self.source.name}:{self.line}:{self.col}"
+
+
+class SolarError(Exception):
+    """Base of every error SOLAR reports to a user.
+
+    Attributes:
+        code: stable error code, e.g. ``E0203``.
+        message: one-line human message.
+        span: where in the source the error is, if it concerns source text.
+        notes: extra lines rendered after the excerpt.
+    """
+
+    default_code: ClassVar[str] = "E0900"
+    exit_code: ClassVar[int] = 1
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        span: Span | None = None,
+        notes: tuple[str, ...] = (),
+    ) -> None:
+        super().__init__(message)
+        self.code = code or self.default_code
+        self.message = message
+        self.span = span
+        self.notes = tuple(notes)
+
+    def render(self) -> str:
+        """Render this error as a multi-line diagnostic."""
+        return render_diagnostic(self)
+
+
+class IRSyntaxError(SolarError):
+    """The IR text does not match the grammar."""
+
+    default_code = "E0100"
+
+
+class IRVerifyError(SolarError):
+    """The IR parses but is not well formed."""
+
+    default_code = "E0200"
+
+
+class ExecutionError(SolarError):
+    """Executing IR failed (out of bounds, uninitialised read, division by zero...)."""
+
+    default_code = "E0300"
+
+
+class ValidationMismatchError(SolarError):
+    """IR outputs differ from the source program's outputs."""
+
+    default_code = "E0310"
+
+
+class HardwareSpecError(SolarError):
+    """A hardware spec is missing, unknown or malformed."""
+
+    default_code = "E0400"
+    exit_code = 2
+
+
+class FrontendError(SolarError):
+    """A model file could not be loaded, captured or lowered."""
+
+    default_code = "E0500"
+
+
+class LLMError(SolarError):
+    """The LLM frontend failed (endpoint, auth, rate limit, bad replies)."""
+
+    default_code = "E0600"
+
+
+class ReportError(SolarError):
+    """A report file is missing or malformed."""
+
+    default_code = "E0700"
+
+
+class GateError(SolarError):
+    """A CI gate check failed."""
+
+    default_code = "E0710"
+
+
+class UsageError(SolarError):
+    """The command line is wrong."""
+
+    default_code = "E0900"
+    exit_code = 2
+
+
+class ResourceError(SolarError):
+    """A resource budget (memory, time) would be exceeded."""
+
+    default_code = "E0910"
+
+
+def render_diagnostic(err: SolarError, *, context_lines: int = 0) -> str:
+    """Render an error as ``error[CODE]: message`` with location and caret.
+
+    Args:
+        err: the error to render.
+        context_lines: how many source lines before the offending one to show.
+
+    Returns:
+        The multi-line diagnostic text (no trailing newline).
+    """
+    out = [f"error[{err.code}]: {err.message}"]
+    span = err.span
+    if span is not None:
+        line, col = span.source.line_col(span.start)
+        end_line, end_col = span.source.line_col(max(span.start, span.end))
+        width = len(str(line))
+        pad = " " * width
+        out.append(f"{pad}--> {span.source.name}:{line}:{col}")
+        out.append(f"{pad} |")
+        for ctx in range(max(1, line - context_lines), line):
+            out.append(f"{str(ctx).rjust(width)} | {span.source.line_text(ctx)}")
+        text = span.source.line_text(line)
+        out.append(f"{line} | {text}")
+        n_carets = end_col - col if end_line == line and end_col > col else 1
+        n_carets = max(1, min(n_carets, max(1, len(text) - col + 1)))
+        out.append(f"{pad} | {' ' * (col - 1)}{'^' * n_carets}")
+    for note in err.notes:
+        out.append(f"  = note: {note}")
+    return "\n".join(out)

@@ -1,0 +1,362 @@
+"""Parse Affine Loop IR text into `Program` nodes.
+
+Contract: ``str -> Program``. The only module that touches ``lark.Tree``. Every
+syntax error becomes an `IRSyntaxError` with a span; nothing else escapes. The
+result is syntactically valid but unverified: call `verify_program` next.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from lark import Token, Transformer, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, VisitError
+
+from solar.diagnostics import IRSyntaxError, SolarError, Source, Span
+from solar.ir.grammar import ir_parser
+from solar.ir.nodes import (
+    Access,
+    Assign,
+    Binary,
+    BoolLit,
+    Call,
+    Cast,
+    DType,
+    Expr,
+    FloatLit,
+    For,
+    If,
+    IntLit,
+    Kernel,
+    Name,
+    Program,
+    Reduce,
+    SizeDecl,
+    Stmt,
+    TensorDecl,
+    Unary,
+)
+
+__all__ = ["parse_expr", "parse_program"]
+
+MAX_IR_BYTES = 64 * 1024 * 1024
+
+_OPENERS = {"(": ")", "[": "]", "{": "}"}
+_CLOSERS = {v: k for k, v in _OPENERS.items()}
+
+# Readable spellings of lark terminal names in "expected ..." lists.
+_TOKEN_TEXT = {
+    "NAME": "a name",
+    "INT": "an integer",
+    "FLOAT": "a float",
+    "REDUCE_OP": "`+=`, `*=`, `max=` or `min=`",
+    "$END": "end of input",
+}
+
+
+def _span_of(source: Source, meta: Any) -> Span | None:
+    if getattr(meta, "empty", True):
+        return None
+    return Span(source, meta.start_pos, meta.end_pos)
+
+
+@v_args(inline=True, meta=True)
+class _ToAst(Transformer[Token, Program]):
+    """Build frozen IR nodes from the parse tree, attaching spans."""
+
+    def __init__(self, source: Source) -> None:
+        super().__init__()
+        self.source = source
+
+    def _span(self, meta: Any) -> Span | None:
+        return _span_of(self.source, meta)
+
+    # ---- program structure -------------------------------------------------
+    def program(self, meta: Any, version: int, name: Token, *items: Any) -> Program:
+        sizes = tuple(i for i in items if isinstance(i, SizeDecl))
+        tensors = tuple(i for i in items if isinstance(i, TensorDecl))
+        kernels = tuple(i for i in items if isinstance(i, Kernel))
+        return Program(str(name), sizes, tensors, kernels, version, span=self._span(meta))
+
+    def version(self, meta: Any, tok: Token) -> int:
+        return int(tok)
+
+    def size_decl(self, meta: Any, name: Token, value: Expr) -> SizeDecl:
+        return SizeDecl(str(name), value, span=self._span(meta))
+
+    def role(self, meta: Any, tok: Token) -> str:
+        return str(tok)
+
+    def dtype(self, meta: Any, tok: Token) -> DType:
+        return DType(str(tok))
+
+    def shape(self, meta: Any, *dims: Expr) -> tuple[Expr, ...]:
+        return dims
+
+    def tensor_decl(
+        self, meta: Any, role: str, name: Token, dtype: DType, shape: tuple[Expr, ...]
+    ) -> TensorDecl:
+        return TensorDecl(str(name), role, dtype, shape, span=self._span(meta))  # type: ignore[arg-type]
+
+    def local_decl(
+        self, meta: Any, name: Token, dtype: DType, shape: tuple[Expr, ...]
+    ) -> TensorDecl:
+        return TensorDecl(str(name), "local", dtype, shape, span=self._span(meta))
+
+    def kernel(self, meta: Any, name: Token, *items: Any) -> Kernel:
+        local_decls = tuple(i for i in items if isinstance(i, TensorDecl))
+        body = tuple(i for i in items if not isinstance(i, TensorDecl))
+        return Kernel(str(name), local_decls, body, span=self._span(meta))
+
+    # ---- statements ---------------------------------------------------------
+    def assign(self, meta: Any, target: Access, value: Expr) -> Assign:
+        return Assign(target, value, span=self._span(meta))
+
+    def reduce(self, meta: Any, target: Access, op: Token, value: Expr) -> Reduce:
+        return Reduce(target, str(op)[:-1], value, span=self._span(meta))  # type: ignore[arg-type]
+
+    def step(self, meta: Any, tok: Token) -> int:
+        return int(tok)
+
+    def block(self, meta: Any, *stmts: Stmt) -> tuple[Stmt, ...]:
+        return stmts
+
+    def _loop(self, meta: Any, args: tuple[Any, ...], *, seq: bool) -> For:
+        var, lo, hi, *rest = args
+        body = rest[-1]
+        step = rest[0] if len(rest) == 2 else 1
+        return For(str(var), lo, hi, body, step=step, seq=seq, span=self._span(meta))
+
+    def for_stmt(self, meta: Any, *args: Any) -> For:
+        return self._loop(meta, args, seq=False)
+
+    def seq_for_stmt(self, meta: Any, *args: Any) -> For:
+        return self._loop(meta, args, seq=True)
+
+    def if_stmt(self, meta: Any, cond: Expr, body: tuple[Stmt, ...]) -> If:
+        return If(cond, body, span=self._span(meta))
+
+    # ---- expressions --------------------------------------------------------
+    def _binary(self, op: str, meta: Any, lhs: Expr, rhs: Expr) -> Binary:
+        return Binary(op, lhs, rhs, span=self._span(meta))
+
+    def or_op(self, meta: Any, lhs: Expr, rhs: Expr) -> Binary:
+        return self._binary("or", meta, lhs, rhs)
+
+    def and_op(self, meta: Any, lhs: Expr, rhs: Expr) -> Binary:
+        return self._binary("and", meta, lhs, rhs)
+
+    def not_op(self, meta: Any, operand: Expr) -> Unary:
+        return Unary("not", operand, span=self._span(meta))
+
+    def neg(self, meta: Any, operand: Expr) -> Unary:
+        return Unary("-", operand, span=self._span(meta))
+
+    def lt(self, meta: Any, a: Expr, b: Expr) -> Binary:
+        return self._binary("<", meta, a, b)
+
+    def le(self, meta: Any, a: Expr, b: Expr) -> Binary:
+        return self._binary("<=", meta, a, b)
+
+    def gt(self, meta: Any, a: Expr, b: Expr) -> Binary:
+        return self._binary(">", meta, a, b)
+
+    def ge(self, meta: Any, a: Expr, b: Expr) -> Binary:
+        return self._binary(">=", meta, a, b)
+
+    def eq(self, meta: Any, a: Expr, b: Expr) -> Binary:
+        return self._binary("==", meta, a, b)
+
+    def ne(self, meta: Any, a: Expr, b: Expr) -> Binary:
+        return self._binary("!=", meta, a, b)
+
+    def add(self, meta: Any, a: Expr, b: Expr) -> Binary:
+        return self._binary("+", meta, a, b)
+
+    def sub(self, meta: Any, a: Expr, b: Expr) -> Binary:
+        return self._binary("-", meta, a, b)
+
+    def mul(self, meta: Any, a: Expr, b: Expr) -> Binary:
+        return self._binary("*", meta, a, b)
+
+    def div(self, meta: Any, a: Expr, b: Expr) -> Binary:
+        return self._binary("/", meta, a, b)
+
+    def floordiv(self, meta: Any, a: Expr, b: Expr) -> Binary:
+        return self._binary("//", meta, a, b)
+
+    def mod(self, meta: Any, a: Expr, b: Expr) -> Binary:
+        return self._binary("%", meta, a, b)
+
+    def int_lit(self, meta: Any, tok: Token) -> IntLit:
+        return IntLit(int(tok), span=self._span(meta))
+
+    def float_lit(self, meta: Any, tok: Token) -> FloatLit:
+        value = float(tok)
+        if math.isinf(value):
+            raise IRSyntaxError(
+                f"float literal `{tok}` overflows; write `inf`",
+                code="E0105",
+                span=self._span(meta),
+            )
+        return FloatLit(value, span=self._span(meta))
+
+    def inf_lit(self, meta: Any) -> FloatLit:
+        return FloatLit(math.inf, span=self._span(meta))
+
+    def nan_lit(self, meta: Any) -> FloatLit:
+        return FloatLit(math.nan, span=self._span(meta))
+
+    def true_lit(self, meta: Any) -> BoolLit:
+        return BoolLit(True, span=self._span(meta))
+
+    def false_lit(self, meta: Any) -> BoolLit:
+        return BoolLit(False, span=self._span(meta))
+
+    def name(self, meta: Any, tok: Token) -> Name:
+        return Name(str(tok), span=self._span(meta))
+
+    def access(self, meta: Any, name: Token, *indices: Expr) -> Access:
+        return Access(str(name), indices, span=self._span(meta))
+
+    def call(self, meta: Any, name: Token, *args: Expr) -> Call:
+        return Call(str(name), args, span=self._span(meta))
+
+    def cast(self, meta: Any, dtype: DType, operand: Expr) -> Cast:
+        return Cast(dtype, operand, span=self._span(meta))
+
+
+def _check_brackets(source: Source) -> None:
+    """Report the first unbalanced bracket with its own position (E0104)."""
+    stack: list[tuple[str, int]] = []
+    text = source.text
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "#":
+            nl = text.find("\n", i)
+            i = len(text) if nl < 0 else nl
+            continue
+        if ch in _OPENERS:
+            stack.append((ch, i))
+        elif ch in _CLOSERS:
+            if not stack or stack[-1][0] != _CLOSERS[ch]:
+                expected = f"`{_OPENERS[stack[-1][0]]}`" if stack else "no closing bracket"
+                raise IRSyntaxError(
+                    f"unbalanced `{ch}`: expected {expected}",
+                    code="E0104",
+                    span=Span(source, i, i + 1),
+                )
+            stack.pop()
+        i += 1
+    if stack:
+        ch, pos = stack[-1]
+        raise IRSyntaxError(
+            f"unclosed `{ch}`: no matching `{_OPENERS[ch]}` before end of input",
+            code="E0104",
+            span=Span(source, pos, pos + 1),
+        )
+
+
+def _expected_text(expected: set[str] | frozenset[str]) -> str:
+    parser = ir_parser()
+    names = []
+    for term in sorted(expected):
+        if term in _TOKEN_TEXT:
+            names.append(_TOKEN_TEXT[term])
+            continue
+        try:
+            pattern = parser.get_terminal(term).pattern
+        except KeyError:
+            names.append(term)
+            continue
+        names.append(f"`{pattern.value}`" if pattern.type == "str" else term.lower())
+    uniq = sorted(set(names))
+    if len(uniq) > 6:
+        uniq = [*uniq[:6], "..."]
+    return ", ".join(uniq)
+
+
+def _translate(err: UnexpectedInput, source: Source) -> IRSyntaxError:
+    if isinstance(err, UnexpectedEOF):
+        end = len(source.text)
+        return IRSyntaxError(
+            f"unexpected end of input; expected {_expected_text(err.expected)}",
+            code="E0103",
+            span=Span(source, max(0, end - 1), end),
+        )
+    if isinstance(err, UnexpectedCharacters):
+        pos = err.pos_in_stream
+        return IRSyntaxError(
+            f"unexpected character `{source.text[pos]}`",
+            code="E0101",
+            span=Span(source, pos, pos + 1),
+        )
+    token = getattr(err, "token", None)
+    expected = getattr(err, "expected", set()) or getattr(err, "allowed", set())
+    if token is None or token.type == "$END":
+        end = len(source.text)
+        return IRSyntaxError(
+            f"unexpected end of input; expected {_expected_text(expected)}",
+            code="E0103",
+            span=Span(source, max(0, end - 1), end),
+        )
+    start = token.start_pos if token.start_pos is not None else 0
+    end_pos = token.end_pos if token.end_pos is not None else start + 1
+    return IRSyntaxError(
+        f"unexpected `{token}`; expected {_expected_text(expected)}",
+        code="E0102",
+        span=Span(source, start, end_pos),
+    )
+
+
+def _parse(text: str, filename: str) -> tuple[Source, Any]:
+    source = Source(filename, text)
+    if len(text.encode("utf-8", errors="replace")) > MAX_IR_BYTES:
+        raise IRSyntaxError(
+            f"IR text is larger than {MAX_IR_BYTES // (1024 * 1024)} MiB", code="E0106"
+        )
+    _check_brackets(source)
+    try:
+        return source, ir_parser().parse(text)
+    except UnexpectedInput as err:
+        raise _translate(err, source) from None
+
+
+def parse_program(text: str, *, filename: str = "<input>") -> Program:
+    """Parse IR text into an (unverified) `Program`.
+
+    Args:
+        text: the IR source.
+        filename: shown in diagnostics.
+
+    Returns:
+        The program, with spans pointing into ``text``.
+
+    Raises:
+        IRSyntaxError: the text does not match the grammar (codes E0101-E0106).
+    """
+    source, tree = _parse(text, filename)
+    try:
+        program = _ToAst(source).transform(tree)
+    except VisitError as err:
+        if isinstance(err.orig_exc, SolarError):
+            raise err.orig_exc from None
+        raise
+    assert isinstance(program, Program)
+    return program
+
+
+def parse_expr(text: str) -> Expr:
+    """Parse a single expression (convenience for tests and frontends).
+
+    Raises:
+        IRSyntaxError: the text is not an expression.
+    """
+    program = parse_program(
+        f"solar-ir 1\nprogram _expr\nsize _e = {text}\n", filename="<expr>"
+    )
+    if len(program.sizes) != 1:
+        raise IRSyntaxError(f"not a single expression: {text!r}", code="E0102")
+    return program.sizes[0].value

@@ -1,0 +1,205 @@
+"""Generic traversals over IR nodes and integer evaluation of index expressions.
+
+Contract: pure functions over `solar.ir.nodes`; none mutates its input. `map_exprs`
+returns the very same object when nothing changed, so unchanged subtrees stay shared.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator, Mapping
+from typing import assert_never
+
+from solar.diagnostics import IRVerifyError
+from solar.ir.nodes import (
+    Access,
+    Assign,
+    Binary,
+    BoolLit,
+    Call,
+    Cast,
+    Expr,
+    FloatLit,
+    For,
+    If,
+    IntLit,
+    Name,
+    Program,
+    Reduce,
+    Stmt,
+    Unary,
+)
+
+__all__ = [
+    "accesses",
+    "eval_int",
+    "expr_children",
+    "loops_of",
+    "map_exprs",
+    "resolve_sizes",
+    "walk_exprs",
+    "walk_stmts",
+]
+
+
+def expr_children(expr: Expr) -> tuple[Expr, ...]:
+    """Direct sub-expressions of ``expr``."""
+    match expr:
+        case IntLit() | FloatLit() | BoolLit() | Name():
+            return ()
+        case Access(indices=idx):
+            return idx
+        case Unary(operand=o) | Cast(operand=o):
+            return (o,)
+        case Binary(lhs=a, rhs=b):
+            return (a, b)
+        case Call(args=args):
+            return args
+        case _:
+            assert_never(expr)
+
+
+def walk_exprs(expr: Expr) -> Iterator[Expr]:
+    """Yield ``expr`` and all its sub-expressions, pre-order."""
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        yield e
+        stack.extend(reversed(expr_children(e)))
+
+
+def walk_stmts(body: tuple[Stmt, ...]) -> Iterator[tuple[Stmt, tuple[For | If, ...]]]:
+    """Yield every statement with its enclosing loops and guards (outermost first)."""
+
+    def go(stmts: tuple[Stmt, ...], ctx: tuple[For | If, ...]) -> Iterator[
+        tuple[Stmt, tuple[For | If, ...]]
+    ]:
+        for s in stmts:
+            yield s, ctx
+            if isinstance(s, For | If):
+                yield from go(s.body, (*ctx, s))
+
+    return go(body, ())
+
+
+def loops_of(ctx: tuple[For | If, ...]) -> tuple[For, ...]:
+    """The loops among a statement's enclosing context."""
+    return tuple(c for c in ctx if isinstance(c, For))
+
+
+def accesses(stmt: Assign | Reduce) -> tuple[tuple[Access, ...], Access]:
+    """Return (reads, write) of a leaf statement; reads include index reads (gathers)."""
+    reads = [e for e in walk_exprs(stmt.value) if isinstance(e, Access)]
+    for idx in stmt.target.indices:
+        reads += [e for e in walk_exprs(idx) if isinstance(e, Access)]
+    if isinstance(stmt, Reduce):
+        reads.append(stmt.target)
+    return tuple(reads), stmt.target
+
+
+def map_exprs(stmt: Stmt, fn: Callable[[Expr], Expr]) -> Stmt:
+    """Apply ``fn`` to every top-level expression of ``stmt`` (recursively into bodies)."""
+    match stmt:
+        case Assign(target=t, value=v) | Reduce(target=t, value=v):
+            nt, nv = fn(t), fn(v)
+            if nt is t and nv is v:
+                return stmt
+            assert isinstance(nt, Access)
+            return dataclasses.replace(stmt, target=nt, value=nv)
+        case For():
+            lo, hi = fn(stmt.lo), fn(stmt.hi)
+            body = tuple(map_exprs(s, fn) for s in stmt.body)
+            if lo is stmt.lo and hi is stmt.hi and all(a is b for a, b in zip(body, stmt.body)):
+                return stmt
+            return dataclasses.replace(stmt, lo=lo, hi=hi, body=body)
+        case If():
+            cond = fn(stmt.cond)
+            body = tuple(map_exprs(s, fn) for s in stmt.body)
+            if cond is stmt.cond and all(a is b for a, b in zip(body, stmt.body)):
+                return stmt
+            return dataclasses.replace(stmt, cond=cond, body=body)
+        case _:
+            assert_never(stmt)
+
+
+def eval_int(expr: Expr, env: Mapping[str, int]) -> int:
+    """Evaluate an integer (affine, div/mod) expression under ``env``.
+
+    Raises:
+        KeyError: a name is not in ``env``.
+        ValueError: the expression is not an integer expression.
+        ZeroDivisionError: division or modulo by zero.
+
+    >>> from solar.ir.parser import parse_expr
+    >>> eval_int(parse_expr("(H - 3) // 2 + 1"), {"H": 9})
+    4
+    """
+    match expr:
+        case IntLit(value=v):
+            return v
+        case Name(name=n):
+            return env[n]
+        case Unary(op="-", operand=o):
+            return -eval_int(o, env)
+        case Binary(op=op, lhs=a, rhs=b) if op in ("+", "-", "*", "//", "%"):
+            x, y = eval_int(a, env), eval_int(b, env)
+            if op == "+":
+                return x + y
+            if op == "-":
+                return x - y
+            if op == "*":
+                return x * y
+            if op == "//":
+                return x // y
+            return x % y
+        case Call(func="min" | "max" as f, args=(a, b)):
+            x, y = eval_int(a, env), eval_int(b, env)
+            return min(x, y) if f == "min" else max(x, y)
+        case _:
+            raise ValueError(f"not an integer expression: {type(expr).__name__}")
+
+
+def resolve_sizes(program: Program, overrides: Mapping[str, int] | None = None) -> dict[str, int]:
+    """Evaluate every size declaration in order, applying ``overrides`` to free sizes.
+
+    A free size is one declared as an integer literal; derived sizes (``Ho = (H-3)//2+1``)
+    are recomputed from the bound free sizes.
+
+    Raises:
+        IRVerifyError: an override names an unknown or derived size (E0220), or a size
+            evaluates to a non-positive value (E0221).
+    """
+    overrides = dict(overrides or {})
+    names = {s.name for s in program.sizes}
+    for key in overrides:
+        if key not in names:
+            raise IRVerifyError(
+                f"cannot bind unknown size `{key}`; sizes are: {', '.join(sorted(names))}",
+                code="E0220",
+            )
+    env: dict[str, int] = {}
+    for decl in program.sizes:
+        if decl.name in overrides:
+            if not isinstance(decl.value, IntLit):
+                raise IRVerifyError(
+                    f"size `{decl.name}` is derived from other sizes and cannot be bound",
+                    code="E0220",
+                    span=decl.span,
+                )
+            env[decl.name] = int(overrides[decl.name])
+        else:
+            try:
+                env[decl.name] = eval_int(decl.value, env)
+            except (KeyError, ValueError, ZeroDivisionError) as err:
+                raise IRVerifyError(
+                    f"size `{decl.name}` is not an integer expression of earlier sizes ({err})",
+                    code="E0222",
+                    span=decl.span,
+                ) from None
+        if env[decl.name] <= 0:
+            raise IRVerifyError(
+                f"size `{decl.name}` must be positive, got {env[decl.name]}",
+                code="E0221",
+                span=decl.span,
+            )
+    return env

@@ -1,0 +1,172 @@
+"""The one sympy façade: symbols for sizes and indices, conversion and evaluation.
+
+Contract: no other SOLAR module imports sympy. Sizes are ``integer, positive``
+symbols; loop indices are ``integer, nonnegative``. Expressions built here can be
+evaluated at any size binding with `evaluate`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Mapping
+from typing import TypeAlias
+
+import sympy
+
+from solar.ir import Binary, Call, Expr, IntLit, Name, Unary
+
+__all__ = [
+    "SymExpr",
+    "as_int",
+    "compile_expr",
+    "evaluate",
+    "free_size_names",
+    "index_symbol",
+    "is_known_leq",
+    "integer",
+    "product",
+    "size_symbol",
+    "smax",
+    "smin",
+    "sym_to_str",
+    "to_sympy",
+]
+
+SymExpr: TypeAlias = sympy.Expr
+
+
+@functools.cache
+def size_symbol(name: str) -> sympy.Symbol:
+    """The symbol for a program size (positive integer)."""
+    return sympy.Symbol(name, integer=True, positive=True)
+
+
+@functools.cache
+def index_symbol(name: str) -> sympy.Symbol:
+    """The symbol for a loop index (non-negative integer)."""
+    return sympy.Symbol(f"_i_{name}", integer=True, nonnegative=True)
+
+
+def integer(value: int | float) -> SymExpr:
+    """A sympy number (``Integer`` for ints, ``Float``/``Rational`` otherwise)."""
+    if isinstance(value, int):
+        return sympy.Integer(value)
+    return sympy.nsimplify(value) if float(value).is_integer() else sympy.Float(value)
+
+
+def to_sympy(
+    expr: Expr,
+    *,
+    indices: Iterable[str] = (),
+    sizes: Mapping[str, SymExpr] | None = None,
+) -> SymExpr:
+    """Convert an integer IR expression to sympy.
+
+    Names in ``indices`` become index symbols; names in ``sizes`` are substituted by
+    the given expressions (derived sizes); other names become size symbols.
+
+    Raises:
+        ValueError: the expression is not an integer expression.
+
+    >>> from solar.ir import parse_expr
+    >>> to_sympy(parse_expr("(H - 3) // 2 + 1"))
+    floor(H/2 - 3/2) + 1
+    """
+    idx = frozenset(indices)
+    sizes = sizes or {}
+
+    def go(e: Expr) -> SymExpr:
+        match e:
+            case IntLit(value=v):
+                return sympy.Integer(v)
+            case Name(name=n):
+                if n in idx:
+                    return index_symbol(n)
+                if n in sizes:
+                    return sizes[n]
+                return size_symbol(n)
+            case Unary(op="-", operand=o):
+                return -go(o)
+            case Binary(op="+", lhs=a, rhs=b):
+                return go(a) + go(b)
+            case Binary(op="-", lhs=a, rhs=b):
+                return go(a) - go(b)
+            case Binary(op="*", lhs=a, rhs=b):
+                return go(a) * go(b)
+            case Binary(op="//", lhs=a, rhs=b):
+                return sympy.floor(go(a) / go(b))
+            case Binary(op="%", lhs=a, rhs=b):
+                return sympy.Mod(go(a), go(b))
+            case Call(func="min", args=(a, b)):
+                return sympy.Min(go(a), go(b))
+            case Call(func="max", args=(a, b)):
+                return sympy.Max(go(a), go(b))
+            case _:
+                raise ValueError(f"not an integer expression: {type(e).__name__}")
+
+    return go(expr)
+
+
+def product(factors: Iterable[SymExpr | int]) -> SymExpr:
+    """Product of symbolic factors (1 for none)."""
+    out: SymExpr = sympy.Integer(1)
+    for f in factors:
+        out = out * f
+    return out
+
+
+def smin(a: SymExpr | int, b: SymExpr | int) -> SymExpr:
+    """Symbolic minimum."""
+    return sympy.Min(a, b)
+
+
+def smax(a: SymExpr | int, b: SymExpr | int) -> SymExpr:
+    """Symbolic maximum."""
+    return sympy.Max(a, b)
+
+
+def free_size_names(expr: SymExpr) -> frozenset[str]:
+    """Names of the size symbols ``expr`` depends on."""
+    return frozenset(str(s) for s in expr.free_symbols)
+
+
+def evaluate(expr: SymExpr | int | float, bindings: Mapping[str, int | float]) -> float:
+    """Evaluate a symbolic expression at a size binding.
+
+    Raises:
+        ValueError: a size the expression depends on is unbound.
+
+    >>> evaluate(size_symbol("M") * 2, {"M": 3})
+    6.0
+    """
+    if isinstance(expr, int | float):
+        return float(expr)
+    missing = free_size_names(expr) - set(bindings)
+    if missing:
+        raise ValueError(f"unbound sizes: {', '.join(sorted(missing))}")
+    subs = {size_symbol(n): v for n, v in bindings.items() if size_symbol(n) in expr.free_symbols}
+    return float(expr.xreplace({k: sympy.Integer(v) if isinstance(v, int) else sympy.Float(v)
+                                for k, v in subs.items()}))
+
+
+def compile_expr(expr: SymExpr, names: tuple[str, ...]) -> object:
+    """Compile ``expr`` to a fast numpy function of the given size names (no eval of text)."""
+    return sympy.lambdify([size_symbol(n) for n in names], expr, modules="numpy")
+
+
+def as_int(expr: SymExpr) -> int | None:
+    """The integer value of a constant expression, or ``None`` if it is symbolic."""
+    if expr.is_Integer:
+        return int(expr)
+    return None
+
+
+def is_known_leq(a: SymExpr | int, b: SymExpr | int) -> bool:
+    """True only if ``a <= b`` is provable for all positive size bindings."""
+    diff = sympy.simplify(sympy.sympify(b) - sympy.sympify(a))
+    return bool(diff.is_nonnegative)
+
+
+def sym_to_str(expr: SymExpr | int) -> str:
+    """A stable textual form of a symbolic expression (for reports)."""
+    return str(sympy.sympify(expr))
