@@ -1,0 +1,160 @@
+"""The ATen lowering table: op name -> function that emits one IR kernel.
+
+Contract: a lowering receives an `OpCall` whose tensor arguments are `TensorInfo`
+values (already declared in the program, possibly views of another tensor) and
+whose outputs are already declared; it emits exactly one kernel (or none, for a
+pure view, by returning view `TensorInfo`s) through `LowerCtx`. Lowerings never
+import torch at module import time and never see torch tensors: shapes, dtypes
+and scalar arguments are plain Python values.
+
+Views: eager PyTorch moves no data for ``view``/``permute``/``expand``/``slice``...
+A view lowering returns `TensorInfo` objects sharing the producer's storage with
+an index map; consumers read through `LowerCtx.read`, which composes the map, so
+no kernel (and no traffic) is charged. Ops that really copy (``clone``,
+``contiguous`` on a permuted tensor, ``_to_copy``) emit a copy kernel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from solar.frontends.builder import KernelBuilder, ProgramBuilder, TensorRef, as_expr
+from solar.ir import Access, DType, Expr, Name
+
+__all__ = [
+    "LOWERINGS",
+    "IndexMap",
+    "LowerCtx",
+    "LoweringFn",
+    "OpCall",
+    "TensorInfo",
+    "lowering",
+]
+
+IndexMap = Callable[[tuple[Expr, ...]], tuple[Expr, ...]]
+"""Maps indices of a view to indices of its storage tensor."""
+
+
+@dataclass(frozen=True, slots=True)
+class TensorInfo:
+    """A tensor value seen by a lowering.
+
+    Attributes:
+        ref: the storage tensor declared in the program.
+        shape: the (concrete) shape of this value; for a view, differs from ``ref``'s.
+        dtype: element type.
+        index_map: for views, maps this value's indices to ``ref``'s; ``None`` if the
+            value is ``ref`` itself.
+    """
+
+    ref: TensorRef
+    shape: tuple[int, ...]
+    dtype: DType
+    index_map: IndexMap | None = field(default=None, compare=False)
+
+    @property
+    def rank(self) -> int:
+        """Number of dimensions of this value."""
+        return len(self.shape)
+
+    @property
+    def numel(self) -> int:
+        """Number of elements of this value."""
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def storage_index(self, idx: Sequence[Expr | int]) -> tuple[Expr, ...]:
+        """Indices into the storage tensor for indices of this value."""
+        exprs = tuple(as_expr(i) for i in idx)
+        return self.index_map(exprs) if self.index_map is not None else exprs
+
+    def view(self, shape: Sequence[int], index_map: IndexMap) -> TensorInfo:
+        """A view of this value: ``index_map`` maps the new indices to this value's."""
+        inner = self.index_map
+
+        def composed(idx: tuple[Expr, ...]) -> tuple[Expr, ...]:
+            mapped = index_map(idx)
+            return inner(mapped) if inner is not None else mapped
+
+        return TensorInfo(self.ref, tuple(shape), self.dtype, composed)
+
+
+@dataclass(frozen=True, slots=True)
+class OpCall:
+    """One recorded ATen call.
+
+    Attributes:
+        target: the overload name, e.g. ``"aten.addmm.default"``.
+        args: positional arguments; tensors replaced by `TensorInfo`, lists kept as
+            tuples, scalars as Python values.
+        kwargs: keyword arguments, likewise.
+        outputs: the declared output tensors (in the op's output order); ``None`` for
+            non-tensor outputs.
+    """
+
+    target: str
+    args: tuple[Any, ...]
+    kwargs: Mapping[str, Any]
+    outputs: tuple[TensorInfo | None, ...]
+
+    def arg(self, index: int, name: str, default: Any = None) -> Any:
+        """The argument at ``index`` or keyword ``name``, else ``default``."""
+        if index < len(self.args):
+            return self.args[index]
+        return self.kwargs.get(name, default)
+
+
+class LowerCtx:
+    """What a lowering may do: start one kernel, read inputs, write outputs."""
+
+    def __init__(self, pb: ProgramBuilder, call: OpCall) -> None:
+        self.pb = pb
+        self.call = call
+        self.kernels: list[KernelBuilder] = []
+
+    def kernel(self, hint: str | None = None) -> KernelBuilder:
+        """Start the kernel for this op (one launch); finished by the driver."""
+        name = hint or self.call.target.split(".")[1]
+        kb = self.pb.kernel(name)
+        self.kernels.append(kb)
+        return kb
+
+    @staticmethod
+    def read(t: TensorInfo, idx: Sequence[Expr | int]) -> Access:
+        """An access of ``t`` at ``idx`` through its view map."""
+        return Access(t.ref.name, t.storage_index(idx))
+
+    @staticmethod
+    def write(t: TensorInfo, idx: Sequence[Expr | int]) -> Access:
+        """The access to store into output ``t`` at ``idx``."""
+        return Access(t.ref.name, t.storage_index(idx))
+
+    def vars(self, kb: KernelBuilder, n: int, hint: str = "i") -> tuple[Name, ...]:
+        """Fresh loop variables for ``kb``."""
+        return kb.fresh_vars(n, hint)
+
+
+LoweringFn = Callable[[LowerCtx, OpCall], "tuple[TensorInfo | None, ...] | None"]
+"""A lowering emits one kernel via ``ctx`` (returning ``None``), or returns views."""
+
+LOWERINGS: dict[str, LoweringFn] = {}
+
+
+def lowering(*targets: str) -> Callable[[LoweringFn], LoweringFn]:
+    """Register a lowering for one or more ATen overload names (``aten.mm.default``).
+
+    A name without overload (``aten.mm``) matches every overload of the op.
+    """
+
+    def register(fn: LoweringFn) -> LoweringFn:
+        for t in targets:
+            if t in LOWERINGS:
+                raise ValueError(f"duplicate lowering for {t}")
+            LOWERINGS[t] = fn
+        return fn
+
+    return register

@@ -1,0 +1,42 @@
+"""Hardware specs: validated, cited, dense peak figures for each device.
+
+Contract: `load_hardware_spec(name_or_path) -> HardwareSpec` is the entry point;
+`HardwareSpec` (pydantic, frozen) carries dense peaks, the memory system and
+sources. Every failure is a `solar.diagnostics.HardwareSpecError` (E0401-E0404).
+"""
+
+from __future__ import annotations
+
+from solar.hw.loader import (
+    dump_hardware_spec,
+    hardware_spec_dir,
+    list_hardware_specs,
+    load_hardware_spec,
+    parse_hardware_spec,
+    validate_hardware_spec,
+)
+from solar.hw.spec import (
+    FIGURE_FIELDS,
+    ComputeUnit,
+    DeviceKind,
+    HardwareSpec,
+    Precision,
+    Source,
+    sanity_problems,
+)
+
+__all__ = [
+    "FIGURE_FIELDS",
+    "ComputeUnit",
+    "DeviceKind",
+    "HardwareSpec",
+    "Precision",
+    "Source",
+    "dump_hardware_spec",
+    "hardware_spec_dir",
+    "list_hardware_specs",
+    "load_hardware_spec",
+    "parse_hardware_spec",
+    "sanity_problems",
+    "validate_hardware_spec",
+]

@@ -1,0 +1,116 @@
+"""Roofline and per-kernel charts from a report (matplotlib, imported lazily).
+
+Contract: ``Report -> image file`` (PNG or SVG by suffix). One figure with two
+panels: a log-log roofline (device roofs per precision and memory level, each
+kernel as a point at its arithmetic intensity and bound-limited throughput, the
+measured program as a star) and a horizontal bar chart of the slowest kernels'
+unfused bound times.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from solar.diagnostics import UsageError
+from solar.report.schema import ArchBounds, Report
+
+__all__ = ["plot_report"]
+
+_MAX_BARS = 15
+
+
+def _pick_arch(report: Report, arch: str | None) -> ArchBounds:
+    if not report.archs:
+        raise UsageError("the report has no architectures to plot", code="E0920")
+    if arch is None:
+        return report.archs[0]
+    for a in report.archs:
+        if a.arch.lower() == arch.lower():
+            return a
+    known = ", ".join(a.arch for a in report.archs)
+    raise UsageError(f"report has no architecture `{arch}` (has: {known})", code="E0920")
+
+
+def plot_report(report: Report, output: Path, *, arch: str | None = None) -> Path:
+    """Draw the roofline and kernel-time charts of ``report`` into ``output``.
+
+    Raises:
+        UsageError: unsupported suffix, unknown arch, or matplotlib missing (E0920-E0922).
+    """
+    if output.suffix.lower() not in (".png", ".svg"):
+        raise UsageError(f"plot output must end in .png or .svg, got `{output.name}`", code="E0921")
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise UsageError(
+            "plotting needs matplotlib: pip install 'solar-sol[plot]'", code="E0922"
+        ) from None
+    row = _pick_arch(report, arch)
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(14, 5.5), width_ratios=(1.2, 1))
+    _draw_roofline(ax, report, row)
+    _draw_bars(bx, row)
+    fig.suptitle(
+        f"SOLAR — {report.program} on {row.display_name} (precision policy: {row.precision_policy})"
+    )
+    fig.tight_layout()
+    output.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(output, dpi=130)
+    plt.close(fig)
+    return output
+
+
+def _draw_roofline(ax: object, report: Report, row: ArchBounds) -> None:
+    import numpy as np
+
+    kernels = [k for k in row.kernels if k.flops > 0 and k.bytes > 0]
+    ais = [k.arithmetic_intensity_flops_per_byte for k in kernels] or [1.0]
+    lo = max(1e-3, min(ais) / 10)
+    hi = max(1e3, max(ais) * 10)
+    x = np.logspace(np.log10(lo), np.log10(hi), 200)
+    levels = [("DRAM", row.dram_bandwidth_bytes_per_s, "-")]
+    if row.l2_bandwidth_bytes_per_s:
+        levels.append(("L2", row.l2_bandwidth_bytes_per_s, ":"))
+    colors = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown"]
+    for i, (unit, peak) in enumerate(sorted(row.peak_flops_per_s.items(), key=lambda kv: -kv[1])):
+        for name, bw, style in levels:
+            ax.plot(  # type: ignore[attr-defined]
+                x,
+                np.minimum(peak, bw * x),
+                linestyle=style,
+                color=colors[i % len(colors)],
+                label=f"{unit} ({peak / 1e12:.0f} TFLOP/s) / {name}",
+            )
+    for k in kernels:
+        ax.scatter(  # type: ignore[attr-defined]
+            k.arithmetic_intensity_flops_per_byte,
+            k.flops / k.time_s if k.time_s > 0 else 0,
+            s=18,
+            color="black",
+            alpha=0.6,
+        )
+    if report.measurement is not None and report.fused_dram_bytes > 0:
+        ai = report.flops / report.fused_dram_bytes
+        ach = report.flops / (report.measurement.median_ms / 1e3)
+        ax.scatter([ai], [ach], marker="*", s=160, color="red", label="measured (whole program)")  # type: ignore[attr-defined]
+    ax.set_xscale("log")  # type: ignore[attr-defined]
+    ax.set_yscale("log")  # type: ignore[attr-defined]
+    ax.set_xlabel("arithmetic intensity (FLOP / DRAM byte)")  # type: ignore[attr-defined]
+    ax.set_ylabel("FLOP/s")  # type: ignore[attr-defined]
+    ax.set_title("Roofline: kernels at their unfused bound")  # type: ignore[attr-defined]
+    ax.grid(True, which="both", alpha=0.25)  # type: ignore[attr-defined]
+    ax.legend(fontsize=7, loc="lower right")  # type: ignore[attr-defined]
+
+
+def _draw_bars(bx: object, row: ArchBounds) -> None:
+    top = sorted(row.kernels, key=lambda k: -k.time_s)[:_MAX_BARS][::-1]
+    names = [k.name if len(k.name) <= 32 else k.name[:29] + "..." for k in top]
+    times_us = [k.time_s * 1e6 for k in top]
+    colors = ["tab:red" if k.bottleneck == "compute" else "tab:blue" for k in top]
+    bx.barh(names, times_us, color=colors)  # type: ignore[attr-defined]
+    bx.set_xlabel("unfused bound time (µs)   red = compute-bound, blue = memory-bound")  # type: ignore[attr-defined]
+    total = sum(k.time_s for k in row.kernels) * 1e6
+    bx.set_title(f"Slowest kernels ({len(row.kernels)} total, {total:.1f} µs summed)")  # type: ignore[attr-defined]
+    bx.tick_params(axis="y", labelsize=7)  # type: ignore[attr-defined]

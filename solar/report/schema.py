@@ -1,0 +1,237 @@
+"""The versioned JSON report: pydantic models at the output boundary.
+
+Contract: `Report` is what `solar analyze` writes and `solar gate`/`solar plot`
+read. Field names carry units. `REPORT_SCHEMA_VERSION` changes whenever a field
+changes meaning; additive fields bump the minor part. The JSON Schema
+(`report_json_schema()`) is committed as ``docs/report.schema.json`` and a test
+fails when it drifts. docs/report.md documents every field.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "REPORT_SCHEMA_VERSION",
+    "ArchBounds",
+    "BoundResult",
+    "CoverageInfo",
+    "FrontendInfo",
+    "Headroom",
+    "InputInfo",
+    "IRInfo",
+    "KernelRow",
+    "Measurement",
+    "OutputError",
+    "Report",
+    "ToolInfo",
+    "UncoveredOpInfo",
+    "ValidationInfo",
+    "report_json_schema",
+]
+
+REPORT_SCHEMA_VERSION = "1.0"
+
+_FROZEN = ConfigDict(extra="forbid", frozen=True)
+
+
+class ToolInfo(BaseModel):
+    """Which SOLAR produced the report."""
+
+    model_config = _FROZEN
+    name: Literal["solar"] = "solar"
+    version: str
+
+
+class InputInfo(BaseModel):
+    """The analysed source file."""
+
+    model_config = _FROZEN
+    path: str
+    sha256: str
+    entry: str | None = None
+
+
+class FrontendInfo(BaseModel):
+    """How the program was turned into IR."""
+
+    model_config = _FROZEN
+    name: Literal["torch", "jax", "llm", "ir"]
+    captured_with: str = Field(description="e.g. 'fake-tensor dispatch', 'real tensors', 'jaxpr'")
+    notes: tuple[str, ...] = ()
+
+
+class IRInfo(BaseModel):
+    """The IR the bounds were computed from."""
+
+    model_config = _FROZEN
+    sha256: str
+    path: str | None = None
+    kernels: int
+    statements: int
+    text: str | None = None
+
+
+class UncoveredOpInfo(BaseModel):
+    """An op SOLAR could not lower; it is reported, never counted as free."""
+
+    model_config = _FROZEN
+    op: str
+    count: int
+    bytes_share: float = Field(description="share of the program's tensor bytes touched by it")
+
+
+class CoverageInfo(BaseModel):
+    """How much of the program the IR covers."""
+
+    model_config = _FROZEN
+    complete: bool
+    covered_bytes_fraction: float
+    ops_total: int
+    uncovered: tuple[UncoveredOpInfo, ...] = ()
+
+
+class OutputError(BaseModel):
+    """Comparison of one output."""
+
+    model_config = _FROZEN
+    name: str
+    passed: bool
+    max_abs_error: float | None
+    max_rel_error: float | None
+    rtol: float
+    atol: float
+
+
+class ValidationInfo(BaseModel):
+    """What was validated, exactly."""
+
+    model_config = _FROZEN
+    status: Literal["passed", "failed", "skipped", "error"]
+    strategy: str
+    sizes: dict[str, int]
+    fraction_checked: float
+    outputs: tuple[OutputError, ...] = ()
+    wall_time_s: float = 0.0
+    reason: str | None = None
+
+
+class KernelRow(BaseModel):
+    """One kernel of the unfused model on one architecture."""
+
+    model_config = _FROZEN
+    name: str
+    flops: float
+    bytes: float
+    unit: str
+    precision: str
+    time_s: float
+    bottleneck: Literal["compute", "memory"]
+    arithmetic_intensity_flops_per_byte: float
+
+
+class BoundResult(BaseModel):
+    """One bound model on one architecture."""
+
+    model_config = _FROZEN
+    model: Literal["unfused", "fused", "cache-aware"]
+    time_s: float
+    compute_time_s: float
+    compute_time_s_by_unit: dict[str, float]
+    memory_time_s: float
+    flops: float
+    dram_bytes: float
+    l2_bytes: float = 0.0
+    arithmetic_intensity_flops_per_byte: float
+    bottleneck: Literal["compute", "memory"]
+    assumptions: tuple[str, ...] = ()
+
+
+class Headroom(BaseModel):
+    """Measured time over a bound; ``violation`` when the bound exceeds the measurement."""
+
+    model_config = _FROZEN
+    model: Literal["unfused", "fused", "cache-aware"]
+    ratio: float
+    violation: bool
+
+
+class ArchBounds(BaseModel):
+    """All bound models for one architecture."""
+
+    model_config = _FROZEN
+    arch: str
+    display_name: str
+    spec_measured: bool = False
+    precision_policy: str
+    cache_assumption: str
+    peak_flops_per_s: dict[str, float] = Field(
+        description="dense peaks used as roofs, keyed 'tensor:bf16', 'vector:fp32', ..."
+    )
+    dram_bandwidth_bytes_per_s: float
+    l2_bandwidth_bytes_per_s: float | None = None
+    bounds: tuple[BoundResult, ...]
+    kernels: tuple[KernelRow, ...] = ()
+    headroom: tuple[Headroom, ...] = ()
+
+
+class Measurement(BaseModel):
+    """A measured time of the source program."""
+
+    model_config = _FROZEN
+    source: Literal["measured", "user"]
+    median_ms: float
+    min_ms: float | None = None
+    max_ms: float | None = None
+    trials: int = 1
+    device: str | None = None
+    arch: str | None = Field(None, description="architecture the measurement belongs to")
+
+
+class Report(BaseModel):
+    """A SOLAR analysis report."""
+
+    model_config = _FROZEN
+    schema_version: str = REPORT_SCHEMA_VERSION
+    tool: ToolInfo
+    input: InputInfo
+    frontend: FrontendInfo
+    program: str
+    ir: IRInfo
+    sizes: dict[str, int]
+    coverage: CoverageInfo
+    validation: ValidationInfo
+    flops: float
+    flops_formula: str
+    fused_dram_bytes: float
+    fused_bytes_formula: str
+    archs: tuple[ArchBounds, ...]
+    measurement: Measurement | None = None
+    warnings: tuple[str, ...] = ()
+
+    def to_json(self) -> str:
+        """Deterministic JSON: sorted keys, floats to 9 significant digits."""
+        return dumps_deterministic(self.model_dump(mode="json"))
+
+
+def _round_floats(value: Any) -> Any:
+    if isinstance(value, float):
+        return float(f"{value:.9g}")
+    if isinstance(value, dict):
+        return {k: _round_floats(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_round_floats(v) for v in value]
+    return value
+
+
+def dumps_deterministic(data: Any) -> str:
+    """Serialise JSON with sorted keys and fixed float precision."""
+    return json.dumps(_round_floats(data), sort_keys=True, indent=2, allow_nan=False) + "\n"
+
+
+def report_json_schema() -> str:
+    """The JSON Schema of `Report`, deterministic text."""
+    return json.dumps(Report.model_json_schema(), sort_keys=True, indent=2) + "\n"
