@@ -18,16 +18,21 @@ from solar.ir import Binary, Call, Expr, IntLit, Name, Unary
 __all__ = [
     "SymExpr",
     "as_int",
+    "ceiling",
     "compile_expr",
+    "compile_exprs",
+    "count_symbol",
     "evaluate",
     "free_size_names",
     "index_symbol",
     "is_known_leq",
     "integer",
     "product",
+    "has_unevaluated_sum",
     "size_symbol",
     "smax",
     "smin",
+    "summation",
     "sym_to_str",
     "to_sympy",
 ]
@@ -45,6 +50,12 @@ def size_symbol(name: str) -> sympy.Symbol:
 def index_symbol(name: str) -> sympy.Symbol:
     """The symbol for a loop index (non-negative integer)."""
     return sympy.Symbol(f"_i_{name}", integer=True, nonnegative=True)
+
+
+@functools.cache
+def count_symbol(name: str) -> sympy.Symbol:
+    """An opaque count evaluated numerically (non-negative integer, bound by name like a size)."""
+    return sympy.Symbol(name, integer=True, nonnegative=True)
 
 
 def integer(value: int | float) -> SymExpr:
@@ -144,7 +155,8 @@ def evaluate(expr: SymExpr | int | float, bindings: Mapping[str, int | float]) -
     missing = free_size_names(expr) - set(bindings)
     if missing:
         raise ValueError(f"unbound sizes: {', '.join(sorted(missing))}")
-    subs = {size_symbol(n): v for n, v in bindings.items() if size_symbol(n) in expr.free_symbols}
+    # Bind by name, so opaque `count_symbol`s are bound like sizes.
+    subs = {s: bindings[str(s)] for s in expr.free_symbols}
     return float(expr.xreplace({k: sympy.Integer(v) if isinstance(v, int) else sympy.Float(v)
                                 for k, v in subs.items()}))
 
@@ -152,6 +164,49 @@ def evaluate(expr: SymExpr | int | float, bindings: Mapping[str, int | float]) -
 def compile_expr(expr: SymExpr, names: tuple[str, ...]) -> object:
     """Compile ``expr`` to a fast numpy function of the given size names (no eval of text)."""
     return sympy.lambdify([size_symbol(n) for n in names], expr, modules="numpy")
+
+
+def compile_exprs(exprs: Iterable[SymExpr | int], names: tuple[str, ...]) -> object:
+    """Compile several expressions into one numpy function of the named symbols.
+
+    Symbols are matched by name, so sizes and `count_symbol`s may both be arguments.
+    The function returns a list with one value per expression.
+
+    >>> f = compile_exprs([size_symbol("M") * 2, count_symbol("q0") + 1], ("M", "q0"))
+    >>> [int(v) for v in f(3, 4)]
+    [6, 5]
+    """
+    items = [sympy.sympify(e) for e in exprs]
+    by_name: dict[str, sympy.Symbol] = {}
+    for e in items:
+        for sym in e.free_symbols:
+            by_name[str(sym)] = sym
+    args = [by_name.get(n, size_symbol(n)) for n in names]
+    return sympy.lambdify(args, items, modules="numpy", cse=False)
+
+
+def summation(expr: SymExpr, index: str, lo: SymExpr | int, hi: SymExpr | int) -> SymExpr:
+    """Closed form of ``sum(expr for index in range(lo, hi))`` (``hi`` exclusive).
+
+    The caller guarantees ``hi >= lo`` (sympy's convention for reversed limits
+    is not an empty sum). Returns an expression that may contain an unevaluated
+    ``Sum`` when no closed form exists; check with `has_unevaluated_sum`.
+
+    >>> i = index_symbol("i")
+    >>> summation(i + 1, "i", 0, size_symbol("L"))
+    L**2/2 + L/2
+    """
+    return sympy.summation(expr, (index_symbol(index), lo, sympy.sympify(hi) - 1))
+
+
+def has_unevaluated_sum(expr: SymExpr) -> bool:
+    """True if ``expr`` contains a ``Sum`` that sympy could not evaluate."""
+    return bool(sympy.sympify(expr).has(sympy.Sum))
+
+
+def ceiling(expr: SymExpr) -> SymExpr:
+    """Symbolic ceiling."""
+    return sympy.ceiling(expr)
 
 
 def as_int(expr: SymExpr) -> int | None:

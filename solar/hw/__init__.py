@@ -7,6 +7,7 @@ sources. Every failure is a `solar.diagnostics.HardwareSpecError` (E0401-E0404).
 
 from __future__ import annotations
 
+from solar.hw.calibrate import calibrate_machine
 from solar.hw.loader import (
     dump_hardware_spec,
     hardware_spec_dir,
@@ -26,6 +27,7 @@ from solar.hw.spec import (
 )
 
 __all__ = [
+    "calibrate_machine",
     "FIGURE_FIELDS",
     "ComputeUnit",
     "DeviceKind",

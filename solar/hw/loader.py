@@ -121,7 +121,10 @@ def load_hardware_spec(name_or_path: str | os.PathLike[str]) -> HardwareSpec:
                 f"cannot read hardware spec file `{path}`: {err.strerror}", code="E0401"
             ) from err
         return _load_file(path.resolve(), mtime_ns)
-    return _load_bundled(_normalize(name_or_path))
+    key = _normalize(name_or_path)
+    if key not in _bundled_files():
+        raise _unknown_name_error(name_or_path.strip(), key)
+    return _load_bundled(key)
 
 
 @functools.lru_cache(maxsize=1)
@@ -221,7 +224,7 @@ def _bundled_files() -> dict[str, Path]:
 def _load_bundled(key: str) -> HardwareSpec:
     path = _bundled_files().get(key)
     if path is None:
-        raise _unknown_name_error(key)
+        raise _unknown_name_error(key, key)
     spec = parse_hardware_spec(path.read_text(encoding="utf-8"), filename=str(path))
     if spec.name.lower() != path.stem:
         raise HardwareSpecError(
@@ -249,10 +252,14 @@ def _load_file(path: Path, mtime_ns: int) -> HardwareSpec:
     return parse_hardware_spec(text, filename=str(path))
 
 
-def _unknown_name_error(key: str) -> HardwareSpecError:
+def _unknown_name_error(name: str, key: str) -> HardwareSpecError:
     canonical = {_normalize(spec.name): spec.name for spec in list_hardware_specs()}
-    close = difflib.get_close_matches(key, list(canonical), n=3, cutoff=0.5)
-    message = f"unknown hardware spec `{key}`"
+    # A name the user typed a prefix of ("a100") beats difflib's ranking,
+    # which would put "h200" first.
+    partial = [c for c in sorted(canonical) if key and key in c]
+    fuzzy = difflib.get_close_matches(key, list(canonical), n=3, cutoff=0.5)
+    close = list(dict.fromkeys(partial + fuzzy))[:3]
+    message = f"unknown hardware spec `{name}`"
     if close:
         message += "; did you mean " + " or ".join(f"`{canonical[c]}`" for c in close) + "?"
     available = ", ".join(sorted(canonical.values())) or f"none found in {hardware_spec_dir()}"
@@ -293,9 +300,11 @@ def _validation_error(
         else:
             items.append((detail["loc"], _describe(detail["type"], detail["loc"], detail["msg"])))
     nodes = [_find_node(root, loc) for loc, _ in items]
+    # One problem is fully told by the message and span; several are listed.
     notes = tuple(
         f"{_show_loc(loc)}: {msg}" + (f" (line {node.start_mark.line + 1})" if node else "")
         for (loc, msg), node in zip(items, nodes, strict=True)
+        if len(items) > 1
     )
     kind = "fails sanity checks" if code == "E0404" else "does not match the schema"
     first_loc, first_msg = items[0]

@@ -38,6 +38,8 @@ from solar.ir.nodes import (
 )
 from solar.ir.parser import parse_expr, parse_program
 from solar.ir.printer import print_expr, print_program, print_stmt
+from solar.ir.traversal import accesses, eval_int, map_exprs, resolve_sizes, walk_exprs, walk_stmts
+from solar.ir.verify import VerifyInfo, collect_errors, verify_program
 
 __all__ = [
     "BINARY_OPS",
@@ -70,11 +72,20 @@ __all__ = [
     "TensorDecl",
     "TensorName",
     "Unary",
+    "VerifyInfo",
+    "accesses",
+    "collect_errors",
+    "eval_int",
     "grammar_text",
     "lit",
+    "map_exprs",
     "parse_expr",
     "parse_program",
     "print_expr",
     "print_program",
     "print_stmt",
+    "resolve_sizes",
+    "verify_program",
+    "walk_exprs",
+    "walk_stmts",
 ]

@@ -324,6 +324,15 @@ def _parse(text: str, filename: str) -> tuple[Source, Any]:
         raise _translate(err, source) from None
 
 
+def _too_deep() -> IRSyntaxError:
+    # The tree transform recurses once per nesting level (a long `a + b + ...` chain
+    # nests too); Python's stack bounds it, so report it instead of crashing.
+    return IRSyntaxError(
+        "expression nested too deeply (split long sums into several statements)",
+        code="E0107",
+    )
+
+
 def parse_program(text: str, *, filename: str = "<input>") -> Program:
     """Parse IR text into an (unverified) `Program`.
 
@@ -335,7 +344,7 @@ def parse_program(text: str, *, filename: str = "<input>") -> Program:
         The program, with spans pointing into ``text``.
 
     Raises:
-        IRSyntaxError: the text does not match the grammar (codes E0101-E0106).
+        IRSyntaxError: the text does not match the grammar (codes E0101-E0107).
     """
     source, tree = _parse(text, filename)
     try:
@@ -343,7 +352,11 @@ def parse_program(text: str, *, filename: str = "<input>") -> Program:
     except VisitError as err:
         if isinstance(err.orig_exc, SolarError):
             raise err.orig_exc from None
+        if isinstance(err.orig_exc, RecursionError):
+            raise _too_deep() from None
         raise
+    except RecursionError:
+        raise _too_deep() from None
     assert isinstance(program, Program)
     return program
 

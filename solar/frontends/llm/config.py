@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from solar.frontends.llm.errors import E_BAD_CONFIG, LLMConfigError
 
@@ -38,6 +39,15 @@ def default_cache_dir() -> Path:
     root = os.environ.get("SOLAR_CACHE_DIR", "").strip()
     base = Path(root) if root else Path.cwd() / ".solar-cache"
     return base / "llm"
+
+
+def _is_http_url(url: str) -> bool:
+    try:
+        parts = urlsplit(url)
+        _ = parts.port  # raises ValueError for a malformed port
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname) and " " not in url
 
 
 def _env(name: str, default: str = "") -> str:
@@ -101,8 +111,8 @@ class LLMConfig:
             problems.append("backoff delays must be >= 0")
         if not 0.0 <= self.temperature <= 2.0:
             problems.append(f"temperature must be in [0, 2], got {self.temperature}")
-        if not self.base_url.startswith(("http://", "https://")):
-            problems.append(f"base_url must be an http(s) URL, got `{self.base_url}`")
+        if not _is_http_url(self.base_url):
+            problems.append(f"base_url must be an http(s) URL with a host, got `{self.base_url}`")
         if problems:
             raise LLMConfigError(
                 "invalid LLM configuration", code=E_BAD_CONFIG, notes=tuple(problems)

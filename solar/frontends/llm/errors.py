@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, ClassVar
 from solar.diagnostics import LLMError
 
 if TYPE_CHECKING:
-    from solar.frontends.llm.translate import Attempt
+    from solar.frontends.llm.result import Attempt
 
 __all__ = [
     "E_ATTEMPTS_EXHAUSTED",

@@ -19,6 +19,7 @@ Naming convention for whole programs (what validation binds), see
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -54,8 +55,28 @@ SpecRole = Literal["input", "param", "output"]
 
 _IR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _KEYWORDS = frozenset(
-    "solar-ir program size input param output temp local kernel for seq in step if "
-    "and or not inf nan true false".split()
+    [
+        "program",
+        "size",
+        "input",
+        "param",
+        "output",
+        "temp",
+        "local",
+        "kernel",
+        "for",
+        "seq",
+        "in",
+        "step",
+        "if",
+        "and",
+        "or",
+        "not",
+        "inf",
+        "nan",
+        "true",
+        "false",
+    ]
 ) | frozenset(d.value for d in DType)
 
 
@@ -95,9 +116,7 @@ class ProgramIONames:
     outputs: tuple[str, ...]
 
 
-def program_io_names(
-    n_inputs: int, param_keys: Sequence[str], n_outputs: int
-) -> ProgramIONames:
+def program_io_names(n_inputs: int, param_keys: Sequence[str], n_outputs: int) -> ProgramIONames:
     """Apply the naming convention (module docstring) to a program's tensors.
 
     Args:
@@ -295,11 +314,17 @@ def check_interface(program: Program, task: TranslationTask) -> None:
             )
             spans.append(decl.span)
     wanted = {t.name for t in task.tensors}
+    missing = sorted(wanted - set(declared))
     for decl in program.tensors_with_role("input", "param", "output"):
         if decl.name not in wanted:
+            close = difflib.get_close_matches(decl.name, missing, n=1, cutoff=0.5)
+            hint = (
+                f"did you mean `{close[0]}`?"
+                if close
+                else "use a `temp` tensor or a kernel `local` for intermediates"
+            )
             problems.append(
-                f"`{decl.role} {decl.name}` is not part of the task's interface; "
-                "use a `temp` tensor or a kernel `local` for intermediates"
+                f"`{decl.role} {decl.name}` is not part of the task's interface; {hint}"
             )
             spans.append(decl.span)
     if problems:

@@ -42,7 +42,8 @@ def torch_dtype_to_ir(dtype: Any) -> DType:
     try:
         return _DTYPES[str(dtype)]
     except KeyError:
-        raise LLMConfigError(f"dtype `{dtype}` has no Affine Loop IR dtype", code=E_BAD_CONFIG) from None
+        message = f"dtype `{dtype}` has no Affine Loop IR dtype"
+        raise LLMConfigError(message, code=E_BAD_CONFIG) from None
 
 
 def program_task_from_torch(

@@ -30,6 +30,8 @@ __all__ = [
     "LoweringFn",
     "OpCall",
     "TensorInfo",
+    "UnsupportedOpError",
+    "find_lowering",
     "lowering",
 ]
 
@@ -92,14 +94,30 @@ class OpCall:
         args: positional arguments; tensors replaced by `TensorInfo`, lists kept as
             tuples, scalars as Python values.
         kwargs: keyword arguments, likewise.
-        outputs: the declared output tensors (in the op's output order); ``None`` for
-            non-tensor outputs.
+        outputs: the declared output tensors (in the op's output order, list outputs
+            flattened); ``None`` for non-tensor outputs and for the outputs of view ops
+            (``aten.view``, ``aten.permute``...), which a lowering returns itself.
+        out_shapes: the shapes eager PyTorch gave the outputs (``None`` for non-tensors);
+            view lowerings use these instead of re-deriving ``-1`` sizes or clamped slices.
+        out_dtypes: the dtypes of the outputs, likewise.
+        index: position of the call in the capture (``-1`` when built by hand).
+        module_path: dotted ``nn.Module`` path the call ran in (``""`` at top level).
     """
 
     target: str
     args: tuple[Any, ...]
     kwargs: Mapping[str, Any]
     outputs: tuple[TensorInfo | None, ...]
+    out_shapes: tuple[tuple[int, ...] | None, ...] = ()
+    out_dtypes: tuple[DType | None, ...] = ()
+    index: int = -1
+    module_path: str = ""
+
+    @property
+    def op(self) -> str:
+        """The op name without namespace and overload: ``"addmm"`` for ``aten.addmm.default``."""
+        parts = self.target.split(".")
+        return parts[1] if len(parts) > 1 else parts[0]
 
     def arg(self, index: int, name: str, default: Any = None) -> Any:
         """The argument at ``index`` or keyword ``name``, else ``default``."""
@@ -117,8 +135,14 @@ class LowerCtx:
         self.kernels: list[KernelBuilder] = []
 
     def kernel(self, hint: str | None = None) -> KernelBuilder:
-        """Start the kernel for this op (one launch); finished by the driver."""
-        name = hint or self.call.target.split(".")[1]
+        """Start the kernel for this op (one launch); finished by the driver.
+
+        The kernel is named after the module path and the op (or ``hint``), e.g.
+        ``layer1_0_conv1_convolution``.
+        """
+        name = hint or self.call.op
+        if self.call.module_path:
+            name = f"{self.call.module_path}_{name}"
         kb = self.pb.kernel(name)
         self.kernels.append(kb)
         return kb
@@ -142,6 +166,26 @@ LoweringFn = Callable[[LowerCtx, OpCall], "tuple[TensorInfo | None, ...] | None"
 """A lowering emits one kernel via ``ctx`` (returning ``None``), or returns views."""
 
 LOWERINGS: dict[str, LoweringFn] = {}
+
+
+class UnsupportedOpError(Exception):
+    """Raised by a lowering for a variant it does not handle (e.g. an unsupported dtype).
+
+    Internal control flow only: the driver catches it and reports the op as uncovered
+    (with this message as the reason); it never reaches a user.
+    """
+
+
+def find_lowering(target: str) -> LoweringFn | None:
+    """The lowering for an overload name: exact match first, then the op-wide entry.
+
+    >>> find_lowering("aten.no_such_op.default") is None
+    True
+    """
+    fn = LOWERINGS.get(target)
+    if fn is None:
+        fn = LOWERINGS.get(target.rsplit(".", 1)[0])
+    return fn
 
 
 def lowering(*targets: str) -> Callable[[LoweringFn], LoweringFn]:

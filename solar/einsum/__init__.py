@@ -1,0 +1,52 @@
+"""Einsum graphs: programs lifted to einsum nodes with exact, symbolic cost counts.
+
+Contract: `lift_to_einsum(Program) -> EinsumGraph`. Every count is a `Count`
+(symbolic in the program's sizes, evaluable at any binding) that is exact or a
+lower bound, never more. Counting and FLOP rules: docs/bounds.md.
+"""
+
+from __future__ import annotations
+
+from solar.einsum.cost import analyse_value, contraction_operands, flops_per_point
+from solar.einsum.count import ENUMERATION_LIMIT, Count, DeferredCount, Domain, LoopDim
+from solar.einsum.graph import (
+    ContractionInfo,
+    Edge,
+    EinsumGraph,
+    EinsumNode,
+    FlopGroup,
+    KernelCost,
+    NodeKind,
+    Operand,
+    SpillInfo,
+    TensorInfo,
+    TensorTraffic,
+    WorkClass,
+    einsum_equation,
+)
+from solar.einsum.lift import lift_to_einsum
+
+__all__ = [
+    "ENUMERATION_LIMIT",
+    "ContractionInfo",
+    "Count",
+    "DeferredCount",
+    "Domain",
+    "Edge",
+    "EinsumGraph",
+    "EinsumNode",
+    "FlopGroup",
+    "KernelCost",
+    "LoopDim",
+    "NodeKind",
+    "Operand",
+    "SpillInfo",
+    "TensorInfo",
+    "TensorTraffic",
+    "WorkClass",
+    "analyse_value",
+    "contraction_operands",
+    "einsum_equation",
+    "flops_per_point",
+    "lift_to_einsum",
+]

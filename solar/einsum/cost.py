@@ -1,0 +1,249 @@
+"""FLOP rules and per-statement work analysis (docs/bounds.md, "FLOP rules").
+
+Contract: pure helpers over `solar.ir` expressions. The rules, used everywhere:
+
+* a multiply-add is 2 FLOPs (a ``+=`` of a product: 1 multiply + 1 combine);
+* each arithmetic op (``+ - * / // %``, unary ``-``), comparison, ``select`` and
+  library function (`solar.ir.FUNCTIONS`) is 1 FLOP;
+* casts, tensor accesses, literals, logical ``and``/``or``/``not``, index
+  arithmetic inside subscripts, and operations whose operands are all
+  loop-invariant constants (literals and sizes: constant-folded) are 0;
+* a Reduce adds 1 for its combine op; a plain copy or ``= 0.0`` is 0;
+* guards restrict counts to the points that execute. A ``select`` on an affine
+  (index-only) condition charges each branch only where it is taken; on a
+  value-dependent condition it charges the cheaper branch everywhere, and reads
+  only the accesses both branches share (a lower bound either way).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from solar.ir import (
+    FUNCTIONS,
+    Access,
+    Assign,
+    Binary,
+    BoolLit,
+    Call,
+    Cast,
+    Expr,
+    FloatLit,
+    IntLit,
+    Name,
+    Reduce,
+    Unary,
+)
+from solar.ir.traversal import walk_exprs
+
+__all__ = [
+    "FlopTerm",
+    "ReadSite",
+    "analyse_value",
+    "contraction_operands",
+    "flops_per_point",
+    "is_affine_condition",
+    "negate_condition",
+]
+
+_ARITH = frozenset({"+", "-", "*", "/", "//", "%"})
+_COMPARE = frozenset({"<", "<=", ">", ">=", "==", "!="})
+_NEGATED = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
+
+
+@dataclass(frozen=True, slots=True)
+class FlopTerm:
+    """``flops`` per point of the statement's domain restricted by ``guards``."""
+
+    flops: int
+    guards: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ReadSite:
+    """A tensor read, executed at the points of the domain that satisfy ``guards``."""
+
+    access: Access
+    guards: tuple[Expr, ...]
+
+
+def is_affine_condition(expr: Expr, loop_vars: Iterable[str]) -> bool:
+    """True if ``expr`` is a condition on loop indices and sizes only (a guard).
+
+    >>> from solar.ir import parse_expr as p
+    >>> is_affine_condition(p("0 <= 2 * h + r - 1 and 2 * h + r - 1 < H"), ["h", "r"])
+    True
+    >>> is_affine_condition(p("X[i] > 0.0"), ["i"])
+    False
+    """
+    del loop_vars  # every Name is a loop index or a size: both are integers
+    for e in walk_exprs(expr):
+        match e:
+            case Access() | FloatLit() | Cast():
+                return False
+            case Call(func=f) if f not in ("min", "max"):
+                return False
+            case Binary(op="/"):
+                return False
+            case _:
+                pass
+    return True
+
+
+def negate_condition(expr: Expr) -> Expr:
+    """The logical negation, pushed through comparisons and ``and``/``or``.
+
+    >>> from solar.ir import parse_expr as p, print_expr
+    >>> print_expr(negate_condition(p("j <= i and i < N")))
+    'j > i or i >= N'
+    """
+    match expr:
+        case Binary(op=op, lhs=a, rhs=b) if op in _NEGATED:
+            return Binary(_NEGATED[op], a, b)
+        case Binary(op="and", lhs=a, rhs=b):
+            return Binary("or", negate_condition(a), negate_condition(b))
+        case Binary(op="or", lhs=a, rhs=b):
+            return Binary("and", negate_condition(a), negate_condition(b))
+        case Unary(op="not", operand=o):
+            return o
+        case BoolLit(value=v):
+            return BoolLit(not v)
+        case _:
+            return Unary("not", expr)
+
+
+def _invariant(expr: Expr, loop_vars: frozenset[str]) -> bool:
+    """No tensor read and no loop index: a constant the compiler folds."""
+    for e in walk_exprs(expr):
+        if isinstance(e, Access) or (isinstance(e, Name) and e.name in loop_vars):
+            return False
+    return True
+
+
+def _conjuncts(cond: Expr) -> tuple[Expr, ...]:
+    if isinstance(cond, Binary) and cond.op == "and":
+        return (*_conjuncts(cond.lhs), *_conjuncts(cond.rhs))
+    return (cond,)
+
+
+def _index_reads(access: Access, guards: tuple[Expr, ...]) -> list[ReadSite]:
+    return [
+        ReadSite(e, guards)
+        for idx in access.indices
+        for e in walk_exprs(idx)
+        if isinstance(e, Access)
+    ]
+
+
+def analyse_value(
+    expr: Expr, loop_vars: Iterable[str], guards: tuple[Expr, ...] = ()
+) -> tuple[list[FlopTerm], list[ReadSite]]:
+    """FLOP terms and tensor reads of a value expression (see the module rules).
+
+    Args:
+        expr: the value (or a value-dependent condition).
+        loop_vars: the loop indices in scope.
+        guards: guards already restricting where ``expr`` is evaluated.
+
+    Returns:
+        ``(terms, reads)``; terms with equal guards are merged.
+    """
+    lv = frozenset(loop_vars)
+    terms: dict[tuple[Expr, ...], int] = {}
+    reads: list[ReadSite] = []
+
+    def add(n: int, g: tuple[Expr, ...]) -> None:
+        if n:
+            terms[g] = terms.get(g, 0) + n
+
+    def go(e: Expr, g: tuple[Expr, ...]) -> None:
+        match e:
+            case Access():
+                reads.append(ReadSite(e, g))
+                reads.extend(_index_reads(e, g))
+            case Cast(operand=o):
+                go(o, g)
+            case Unary(op=op, operand=o):
+                add(1 if op == "-" and not _invariant(e, lv) else 0, g)
+                go(o, g)
+            case Binary(op=op, lhs=a, rhs=b):
+                add(1 if op in _ARITH | _COMPARE and not _invariant(e, lv) else 0, g)
+                go(a, g)
+                go(b, g)
+            case Call(func="select", args=(c, a, b)):
+                add(0 if _invariant(e, lv) else 1, g)
+                go(c, g)
+                if is_affine_condition(c, lv):
+                    go(a, (*g, *_conjuncts(c)))
+                    go(b, (*g, *_conjuncts(negate_condition(c))))
+                else:
+                    _value_select(a, b, g)
+            case Call(func=f, args=args):
+                add(0 if _invariant(e, lv) else FUNCTIONS[f][1], g)
+                for x in args:
+                    go(x, g)
+            case IntLit() | FloatLit() | BoolLit() | Name():
+                pass
+
+    def _value_select(a: Expr, b: Expr, g: tuple[Expr, ...]) -> None:
+        ta, ra = analyse_value(a, lv, g)
+        tb, rb = analyse_value(b, lv, g)
+        fa = sum(t.flops for t in ta) if all(t.guards == g for t in ta) else 0
+        fb = sum(t.flops for t in tb) if all(t.guards == g for t in tb) else 0
+        add(min(fa, fb), g)
+        shared = {r.access for r in rb}
+        reads.extend(r for r in ra if r.access in shared)
+
+    go(expr, guards)
+    return [FlopTerm(n, g) for g, n in terms.items()], reads
+
+
+def flops_per_point(expr: Expr, loop_vars: Sequence[str]) -> int:
+    """FLOPs of one evaluation of ``expr`` (all terms, guards ignored).
+
+    >>> from solar.ir import parse_expr as p
+    >>> flops_per_point(p("0.5 * H[m, n] * (1.0 + erf(H[m, n] * 0.7071067811865476))"), ["m", "n"])
+    5
+    >>> flops_per_point(p("X[m, k] * W[n, k]"), ["m", "n", "k"])
+    1
+    >>> flops_per_point(p("f32(X[2 * i + 1]) + 1.0 / 3.0"), ["i"])
+    1
+    """
+    terms, _ = analyse_value(expr, loop_vars)
+    return sum(t.flops for t in terms)
+
+
+def _strip_casts(e: Expr) -> Expr:
+    while isinstance(e, Cast):
+        e = e.operand
+    return e
+
+
+def contraction_operands(stmt: Assign | Reduce) -> tuple[Access, Access] | None:
+    """The two operands if ``stmt`` is a contraction ``C[..] += A[..] * B[..]``.
+
+    Casts around the operands are allowed. A contraction is tensor-core eligible
+    work; every other statement is vector work.
+
+    >>> from solar.ir import parse_program
+    >>> p = parse_program('''solar-ir 1
+    ... program m
+    ... size N = 2
+    ... input A : f32[N, N]
+    ... output C : f32[N, N]
+    ... kernel k { for i in 0 .. N { for j in 0 .. N { C[i, j] = 0.0
+    ...   for k in 0 .. N { C[i, j] += A[i, k] * A[k, j] } } } }''')
+    >>> stmt = p.kernels[0].body[0].body[0].body[1].body[0]
+    >>> [a.tensor for a in contraction_operands(stmt)]
+    ['A', 'A']
+    """
+    if not isinstance(stmt, Reduce) or stmt.op != "+":
+        return None
+    value = _strip_casts(stmt.value)
+    if not (isinstance(value, Binary) and value.op == "*"):
+        return None
+    a, b = _strip_casts(value.lhs), _strip_casts(value.rhs)
+    if isinstance(a, Access) and isinstance(b, Access):
+        return a, b
+    return None

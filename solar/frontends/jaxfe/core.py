@@ -1,0 +1,297 @@
+"""Values and the lowering table shared by every jaxpr lowering.
+
+Contract: a lowering receives an `EqnCtx` whose inputs are `Operand` values (a declared
+tensor, possibly a free view of one, or a literal) and emits one kernel through
+``ctx.kernel()``, writing each output it asks for with ``ctx.out(k)``; or, for a view or
+alias op, returns the output operands itself and emits nothing. Lowerings never import
+jax: shapes, dtypes and parameters are plain Python values or jax parameter objects
+read by attribute. A variant a lowering cannot express raises `Unsupported`, which the
+driver turns into an uncovered op (its outputs become program inputs).
+
+Views (Note [Free views]): ``reshape``, ``squeeze``, ``expand_dims`` and
+``broadcast_in_dim`` move no data in XLA (they are layout metadata or fuse into their
+consumer) and are free views here, as ``view``/``expand`` are in the PyTorch frontend:
+the view is a `TensorInfo` with an index map, and consumers read through it. Ops that
+produce new values element by element (``transpose``, ``slice``, ``pad``, ``concatenate``,
+``gather``...) are kernels, because an unfused executor materialises them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from solar.frontends.builder import TensorRef, as_expr
+from solar.frontends.jaxfe.index import shape_numel
+from solar.ir import Access, DType, Expr, Name, Stmt, TensorDecl, lit
+
+if TYPE_CHECKING:
+    from solar.frontends.jaxfe.driver import Lowerer
+
+__all__ = [
+    "DTYPES",
+    "LOWERINGS",
+    "EqnCtx",
+    "IndexMap",
+    "Lit",
+    "LoweringFn",
+    "Operand",
+    "Sink",
+    "TensorInfo",
+    "Unsupported",
+    "bread",
+    "ir_dtype",
+    "lowering",
+    "operand_shape",
+    "read",
+]
+
+IndexMap = Callable[[tuple[Expr, ...]], tuple[Expr, ...]]
+"""Maps indices of a view to indices of its storage tensor."""
+
+DTYPES: dict[str, DType] = {
+    "float64": DType.F64,
+    "float32": DType.F32,
+    "float16": DType.F16,
+    "bfloat16": DType.BF16,
+    "float8_e4m3fn": DType.F8E4M3,
+    "float8_e5m2": DType.F8E5M2,
+    "int64": DType.I64,
+    "int32": DType.I32,
+    "int8": DType.I8,
+    "bool": DType.BOOL,
+}
+"""numpy/jax dtype names the IR represents; anything else (uint32 PRNG bits...) is uncovered."""
+
+
+class Unsupported(Exception):  # noqa: N818 - internal control flow, never reaches a user
+    """A lowering cannot express this equation; the driver reports it as uncovered."""
+
+
+def ir_dtype(dtype: object) -> DType:
+    """The IR dtype of a numpy/jax dtype.
+
+    >>> ir_dtype("float32")
+    <DType.F32: 'f32'>
+
+    Raises:
+        Unsupported: the dtype has no IR equivalent.
+    """
+    name = getattr(dtype, "name", None) or str(dtype)
+    try:
+        return DTYPES[name]
+    except KeyError:
+        raise Unsupported(f"dtype {name} has no IR equivalent") from None
+
+
+@dataclass(frozen=True, slots=True)
+class TensorInfo:
+    """A tensor value: a declared storage tensor, or a free view of one.
+
+    Attributes:
+        ref: the storage tensor declared in the program (or kernel, for locals).
+        shape: the shape of this value; differs from ``ref``'s for a view.
+        dtype: element type.
+        index_map: for views, maps this value's indices to ``ref``'s; ``None`` if the
+            value is ``ref`` itself.
+    """
+
+    ref: TensorRef
+    shape: tuple[int, ...]
+    dtype: DType
+    index_map: IndexMap | None = field(default=None, compare=False)
+
+    @property
+    def rank(self) -> int:
+        """Number of dimensions."""
+        return len(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        """Size of this value in bytes."""
+        return shape_numel(self.shape) * self.dtype.itemsize_bytes
+
+    @property
+    def is_storage(self) -> bool:
+        """True when this value is its storage tensor itself (not a view)."""
+        return self.index_map is None
+
+    def storage_index(self, idx: Sequence[Expr | int]) -> tuple[Expr, ...]:
+        """Indices into the storage tensor for indices of this value."""
+        exprs = tuple(as_expr(i) for i in idx)
+        return self.index_map(exprs) if self.index_map is not None else exprs
+
+    def view(self, shape: Sequence[int], index_map: IndexMap) -> TensorInfo:
+        """A view of this value; ``index_map`` maps the new indices to this value's."""
+        inner = self.index_map
+
+        def composed(idx: tuple[Expr, ...]) -> tuple[Expr, ...]:
+            mapped = index_map(idx)
+            return inner(mapped) if inner is not None else mapped
+
+        return TensorInfo(self.ref, tuple(shape), self.dtype, composed)
+
+
+@dataclass(frozen=True, slots=True)
+class Lit:
+    """A literal operand: one value (broadcast to ``shape``) of ``dtype``.
+
+    Scalar jaxpr literals and broadcasts of them (``jnp.zeros``) are literals: reading
+    one costs nothing and needs no kernel.
+    """
+
+    value: float | int | bool
+    dtype: DType
+    shape: tuple[int, ...] = ()
+
+    def expr(self) -> Expr:
+        """The literal expression, typed like ``dtype`` (floats print as ``1.0``)."""
+        if self.dtype == DType.BOOL:
+            return lit(bool(self.value))
+        if self.dtype.is_float:
+            return lit(float(self.value))
+        return lit(int(self.value))
+
+    def reshaped(self, shape: Sequence[int]) -> Lit:
+        """The same value with another shape."""
+        return Lit(self.value, self.dtype, tuple(shape))
+
+    @property
+    def nbytes(self) -> int:
+        """Size of the value it stands for, in bytes."""
+        return shape_numel(self.shape) * self.dtype.itemsize_bytes
+
+
+Operand = TensorInfo | Lit
+"""An equation input or output value."""
+
+
+def operand_shape(x: Operand) -> tuple[int, ...]:
+    """The shape of an operand."""
+    return x.shape
+
+
+def read(x: Operand, idx: Sequence[Expr | int]) -> Expr:
+    """The element of ``x`` at ``idx`` (its own indices, through any view map)."""
+    if isinstance(x, Lit):
+        return x.expr()
+    return Access(x.ref.name, x.storage_index(idx))
+
+
+def bread(x: Operand, idx: Sequence[Expr], out_shape: Sequence[int]) -> Expr:
+    """Read ``x`` at ``idx`` of ``out_shape`` with numpy broadcasting (size-1/rank-0 dims)."""
+    if isinstance(x, Lit):
+        return x.expr()
+    off = len(out_shape) - x.rank
+    if off < 0:
+        raise Unsupported(f"cannot broadcast {x.shape} to {tuple(out_shape)}")
+    sub = [
+        lit(0) if d == 1 and out_shape[off + k] != 1 else idx[off + k]
+        for k, d in enumerate(x.shape)
+    ]
+    return read(x, sub)
+
+
+class Sink(Protocol):
+    """Where a lowering emits: a `KernelBuilder`, or the body of an enclosing loop."""
+
+    def local(self, dtype: DType, shape: Sequence[Expr | int], hint: str = ...) -> TensorRef:
+        """Declare a kernel-local temporary."""
+        ...
+
+    def fresh_vars(self, n: int, hint: str = ...) -> tuple[Name, ...]:
+        """Fresh loop variables."""
+        ...
+
+    def emit(self, *stmts: Stmt) -> None:
+        """Append statements."""
+        ...
+
+
+class EqnCtx:
+    """What a lowering sees of one jaxpr equation and what it may do.
+
+    Attributes:
+        prim: the primitive name, e.g. ``"dot_general"``.
+        params: the equation's parameters.
+        ins: the input operands.
+        in_avals / out_avals: ``(shape, dtype-name)`` of every input/output.
+    """
+
+    def __init__(self, lowerer: Lowerer, eqn: Any, ins: Sequence[Operand]) -> None:
+        self.lowerer = lowerer
+        self.eqn = eqn
+        self.prim: str = eqn.primitive.name
+        self.params: Mapping[str, Any] = eqn.params
+        self.ins: tuple[Operand, ...] = tuple(ins)
+        self.out_avals: tuple[tuple[tuple[int, ...], str], ...] = tuple(
+            (tuple(int(d) for d in v.aval.shape), str(v.aval.dtype)) for v in eqn.outvars
+        )
+        self._outs: dict[int, TensorInfo] = {}
+
+    @property
+    def nested(self) -> bool:
+        """True when emitting into an enclosing loop body (scan/while) rather than kernels."""
+        return self.lowerer.sink is not None
+
+    def kernel(self, hint: str | None = None) -> Sink:
+        """The emission target for this equation (a new kernel, or the enclosing body)."""
+        return self.lowerer.start_kernel(hint or self.prim)
+
+    def out_shape(self, k: int = 0) -> tuple[int, ...]:
+        """Shape of output ``k``."""
+        return self.out_avals[k][0]
+
+    def out_dtype(self, k: int = 0) -> DType:
+        """IR dtype of output ``k``."""
+        return ir_dtype(self.out_avals[k][1])
+
+    def in_dtype(self, k: int) -> DType:
+        """IR dtype of input ``k``."""
+        return self.ins[k].dtype
+
+    def out(self, k: int = 0) -> TensorInfo:
+        """Storage for output ``k`` (declared on first use)."""
+        if k not in self._outs:
+            self._outs[k] = self.lowerer.alloc(
+                self.eqn.outvars[k], self.out_shape(k), self.out_dtype(k), self.prim
+            )
+        return self._outs[k]
+
+    def tensor_in(self, k: int) -> TensorInfo:
+        """Input ``k``, which must be a tensor (not a literal)."""
+        x = self.ins[k]
+        if not isinstance(x, TensorInfo):
+            raise Unsupported(f"{self.prim}: literal operand {k} not supported here")
+        return x
+
+
+LoweringFn = Callable[[EqnCtx], "tuple[Operand, ...] | None"]
+"""Emit via ``ctx`` and return ``None``, or return the output operands (views)."""
+
+LOWERINGS: dict[str, LoweringFn] = {}
+
+
+def lowering(*prims: str) -> Callable[[LoweringFn], LoweringFn]:
+    """Register a lowering for one or more primitive names."""
+
+    def register(fn: LoweringFn) -> LoweringFn:
+        for p in prims:
+            if p in LOWERINGS:
+                raise ValueError(f"duplicate lowering for {p}")
+            LOWERINGS[p] = fn
+        return fn
+
+    return register
+
+
+def decl_bytes(decl: TensorDecl) -> int:
+    """Bytes of a declaration with integer-literal shape (0 when symbolic)."""
+    n = 1
+    for d in decl.shape:
+        v = getattr(d, "value", None)
+        if not isinstance(v, int):
+            return 0
+        n *= v
+    return n * decl.dtype.itemsize_bytes

@@ -1,0 +1,604 @@
+"""Lower a captured jaxpr to an Affine Loop IR `Program`: one kernel per equation.
+
+Contract: ``JaxCapture -> LoweredProgram``. The driver walks the closed jaxpr in order,
+inlines call-like equations (``jit``/``pjit``, ``closed_call``, ``custom_jvp_call``,
+``custom_vjp_call``, ``remat``), skips dead equations (XLA would too), and hands every
+other equation to its registered lowering (`solar.frontends.jaxfe.core.LOWERINGS`),
+which emits one kernel, or returns a free view. An equation without a lowering, or one
+its lowering rejects, is *uncovered*: its kernels are rolled back, its outputs become
+extra program inputs (their values come from the reference run, see
+`solar.frontends.jaxfe.reference`), and `Coverage` reports it with its share of the
+program's tensor bytes. The result is unverified; run `verify_program` on it.
+
+Naming: ``x0, x1, ...`` for the ``get_inputs()`` arrays, ``p_<path>`` for Flax params,
+``y0, y1, ...`` for the flattened outputs, ``c0, c1, ...`` for jaxpr constants and
+``u0, u1, ...`` for outputs of uncovered equations.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from solar.frontends.builder import KernelBuilder, ProgramBuilder, TensorRef, sanitize_name
+from solar.frontends.jaxfe.core import (
+    LOWERINGS,
+    EqnCtx,
+    Lit,
+    Operand,
+    Sink,
+    TensorInfo,
+    Unsupported,
+    ir_dtype,
+)
+from solar.frontends.jaxfe.index import Nest, shape_numel
+from solar.ir import Assign, DType, Expr, If, Kernel, Program, Role
+
+__all__ = [
+    "CondRegion",
+    "Coverage",
+    "ExtraInput",
+    "LoweredProgram",
+    "Lowerer",
+    "UncoveredOp",
+]
+
+INLINE_PRIMITIVES = frozenset({
+    "pjit", "jit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call",
+    "custom_vjp_call_jaxpr", "remat", "remat2", "checkpoint", "name",
+})
+"""Call-like primitives whose body is lowered in place of the call."""
+
+
+@dataclass(frozen=True, slots=True)
+class UncoveredOp:
+    """A primitive the lowering could not express.
+
+    Attributes:
+        target: the primitive name, e.g. ``"sort"``.
+        count: how many equations of it were uncovered.
+        bytes_share: their input+output bytes over all equations' input+output bytes.
+        reason: why the first one was uncovered.
+    """
+
+    target: str
+    count: int
+    bytes_share: float
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Coverage:
+    """How much of the jaxpr was lowered.
+
+    Attributes:
+        equations: kernel-level equations seen (inlined calls counted by their body).
+        lowered: of those, how many were lowered (views included).
+        uncovered: the uncovered primitives, most bytes first.
+    """
+
+    equations: int
+    lowered: int
+    uncovered: tuple[UncoveredOp, ...]
+
+    @property
+    def complete(self) -> bool:
+        """True when every equation was lowered."""
+        return not self.uncovered
+
+
+@dataclass(frozen=True, slots=True)
+class ExtraInput:
+    """A program input that is not a ``get_inputs()`` array or a parameter.
+
+    Attributes:
+        name: the IR tensor name.
+        kind: ``"const"`` (a jaxpr constant; ``value`` holds it) or ``"uncovered"`` (the
+            output ``out_index`` of the equation at ``path``; the reference run supplies it).
+        path: equation indices from the top-level jaxpr through inlined call bodies.
+        out_index: which output of that equation.
+        value: the constant's value (``kind == "const"``).
+    """
+
+    name: str
+    kind: str
+    path: tuple[int, ...] = ()
+    out_index: int = 0
+    value: np.ndarray | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class CondRegion:
+    """The kernels of one top-level ``lax.cond``/``lax.switch``.
+
+    Each branch's kernels run under a value-dependent guard ``if pred[] == k``; exactly one
+    branch executes. See docs/jax.md, "cond": a lower bound must count, per region, the
+    minimum over branches (FLOPs and bytes separately), never the sum.
+
+    Attributes:
+        name: a label (``cond0``...).
+        predicate: the rank-0 integer tensor (or literal) selecting the branch.
+        branches: kernel names of each branch, in branch order.
+    """
+
+    name: str
+    predicate: str
+    branches: tuple[tuple[str, ...], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LoweredProgram:
+    """The lowering result.
+
+    Attributes:
+        program: the IR program (unverified).
+        inputs: IR names of the ``get_inputs()`` arrays (``x0``...), in order.
+        params: IR names of the Flax parameters (``p_...``), in order.
+        outputs: IR names of the flattened outputs (``y0``...), in order.
+        extra_inputs: constants and uncovered-op outputs the program also reads.
+        coverage: lowered vs uncovered equations.
+        cond_regions: top-level conds (branch kernels; see `CondRegion`).
+        notes: remarks for the report (dropped outputs, cond regions...).
+    """
+
+    program: Program
+    inputs: tuple[str, ...]
+    params: tuple[str, ...]
+    outputs: tuple[str, ...]
+    extra_inputs: tuple[ExtraInput, ...]
+    coverage: Coverage
+    cond_regions: tuple[CondRegion, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+def sanitize_scope(stack: str, strip_root: bool) -> str:
+    """A kernel-name prefix from a jax name stack (``"Model/Dense_0"`` -> ``"Dense_0"``).
+
+    >>> sanitize_scope("Model/Dense_0", True), sanitize_scope("", False)
+    ('Dense_0', '')
+    """
+    parts = [p for p in stack.split("/") if p]
+    if strip_root and parts:
+        parts = parts[1:]
+    return "_".join(parts)
+
+
+class _Builder(ProgramBuilder):
+    """A `ProgramBuilder` that can roll back an uncovered equation's declarations."""
+
+    def checkpoint(self) -> tuple[int, int, int, frozenset[str]]:
+        """The builder state to return to."""
+        return (len(self._sizes), len(self._tensors), len(self._kernels), frozenset(self._used))
+
+    def rollback(self, cp: tuple[int, int, int, frozenset[str]]) -> None:
+        """Forget everything declared since ``cp``."""
+        self._sizes = self._sizes[: cp[0]]
+        self._tensors = self._tensors[: cp[1]]
+        self._kernels = self._kernels[: cp[2]]
+        self._used = set(cp[3])
+
+    def kernel_names(self) -> list[str]:
+        """Names of the finished kernels, in order."""
+        return [k.name for k in self._kernels]
+
+    def add_kernel(self, kernel: Kernel) -> None:
+        """Append a finished kernel."""
+        self._kernels.append(kernel)
+
+
+class NestedSink:
+    """Emission into the body of an enclosing loop: statements go to a list, locals to the kernel."""
+
+    def __init__(self, kb: Sink, stmts: list[Any]) -> None:
+        self._kb = kb
+        self.stmts = stmts
+
+    def local(self, dtype: DType, shape: Sequence[Expr | int], hint: str = "tmp") -> TensorRef:
+        """Declare a local of the enclosing kernel."""
+        return self._kb.local(dtype, shape, hint)
+
+    def fresh_vars(self, n: int, hint: str = "i") -> tuple[Any, ...]:
+        """Fresh loop variables."""
+        return self._kb.fresh_vars(n, hint)
+
+    def emit(self, *stmts: Any) -> None:
+        """Append statements to the body."""
+        self.stmts.extend(stmts)
+
+
+def inline_body(eqn: Any) -> tuple[Any, Sequence[Any]] | None:
+    """``(jaxpr, consts)`` of a call-like equation to inline, else ``None``."""
+    if eqn.primitive.name not in INLINE_PRIMITIVES:
+        return None
+    for key in ("jaxpr", "call_jaxpr", "fun_jaxpr"):
+        body = eqn.params.get(key)
+        if body is None:
+            continue
+        if hasattr(body, "consts"):
+            return body.jaxpr, list(body.consts)
+        return body, []
+    return None
+
+
+def is_var(atom: Any) -> bool:
+    """True for a jaxpr variable (not a literal, not a dropped output)."""
+    return type(atom).__name__ == "Var"
+
+
+def live_equations(jaxpr: Any, live_out: Sequence[bool]) -> tuple[set[int], set[Any]]:
+    """Indices of equations whose results are needed, and the live variables."""
+    live: set[Any] = {v for v, keep in zip(jaxpr.outvars, live_out, strict=True) if keep and is_var(v)}
+    needed: set[int] = set()
+    for n in range(len(jaxpr.eqns) - 1, -1, -1):
+        eqn = jaxpr.eqns[n]
+        if any(v in live for v in eqn.outvars if is_var(v)):
+            needed.add(n)
+            live.update(v for v in eqn.invars if is_var(v))
+    return needed, live
+
+
+class Lowerer:
+    """Walks jaxprs and emits kernels; holds everything the lowerings share."""
+
+    def __init__(self, name: str, *, strip_root: bool = False) -> None:
+        self.pb = _Builder(name)
+        self.sink: Sink | None = None
+        self.guard: Expr | None = None
+        self.catch = True
+        self.strip_root = strip_root
+        self.scope = ""
+        self.notes: list[str] = []
+        self.extra: list[ExtraInput] = []
+        self.cond_regions: list[CondRegion] = []
+        self._pending: list[KernelBuilder] = []
+        self._dest: Mapping[Any, TensorInfo] = {}
+        self._live: set[Any] = set()
+        self._consts: dict[int, tuple[Any, Operand]] = {}
+        self._bytes_total = 0
+        self._uncovered: dict[str, list[Any]] = {}
+        self._equations = 0
+        self._lowered = 0
+        self._counter: dict[str, int] = {}
+        self._frames: list[_Frame] = []
+
+    # -- declarations -------------------------------------------------------------
+
+    def fresh(self, prefix: str) -> str:
+        """A numbered name ``prefix0, prefix1, ...`` not used yet."""
+        while True:
+            k = self._counter.get(prefix, 0)
+            self._counter[prefix] = k + 1
+            name = f"{prefix}{k}"
+            if name not in self.pb._used:
+                return name
+
+    def declare(self, role: Role, dtype: DType, shape: Sequence[int], name: str) -> TensorInfo:
+        """Declare a program-level tensor and return it as a value."""
+        ref = self.pb.tensor(role, dtype, tuple(shape), name)
+        return TensorInfo(ref, tuple(int(d) for d in shape), dtype)
+
+    def alloc(self, var: Any, shape: Sequence[int], dtype: DType, hint: str) -> TensorInfo:
+        """Storage for an equation output: its destination, a local, or a new temp."""
+        if is_var(var) and var in self._dest:
+            return self._dest[var]
+        shape = tuple(shape)
+        if self.sink is not None:
+            ref = self.sink.local(dtype, shape, f"{hint}_l")
+            return TensorInfo(ref, shape, dtype)
+        if (not is_var(var) or var not in self._live) and self._pending:
+            ref = self._pending[-1].local(dtype, shape, f"{hint}_l")
+            return TensorInfo(ref, shape, dtype)
+        return self.declare("temp", dtype, shape, f"{hint}_out")
+
+    def start_kernel(self, hint: str) -> Sink:
+        """The emission target of the current equation."""
+        if self.sink is not None:
+            return self.sink
+        name = f"{self.scope}_{hint}" if self.scope else hint
+        kb = self.pb.kernel(name)
+        self._pending.append(kb)
+        return kb
+
+    def const_operand(self, value: Any) -> Operand:
+        """An operand for a jaxpr constant or array literal (declared once per object)."""
+        key = id(value)
+        if key in self._consts:
+            return self._consts[key][1]
+        arr = np.asarray(value)
+        dtype = ir_dtype(arr.dtype)
+        op: Operand
+        if arr.ndim == 0:
+            op = Lit(arr.item(), dtype)
+        else:
+            name = self.fresh("c")
+            op = self.declare("param", dtype, arr.shape, name)
+            stored = arr.astype(np.float32) if dtype.is_float and arr.dtype.itemsize < 4 else arr
+            self.extra.append(ExtraInput(name, "const", value=np.array(stored)))
+        self._consts[key] = (value, op)
+        return op
+
+    def atom(self, a: Any, env: Mapping[Any, Operand]) -> Operand:
+        """The operand of a jaxpr atom (variable or literal)."""
+        if is_var(a):
+            return env[a]
+        val = a.val
+        arr = np.asarray(val)
+        if arr.ndim == 0:
+            return Lit(arr.item(), ir_dtype(a.aval.dtype))
+        return self.const_operand(val)
+
+    # -- walking ------------------------------------------------------------------
+
+    def lower_jaxpr(
+        self,
+        jaxpr: Any,
+        consts: Sequence[Operand],
+        args: Sequence[Operand],
+        *,
+        dest: Mapping[Any, TensorInfo] | None = None,
+        live_out: Sequence[bool] | None = None,
+        path: tuple[int, ...] = (),
+        pinned: Sequence[Any] = (),
+    ) -> list[Operand]:
+        """Lower every needed equation of ``jaxpr``; return the operands of its outputs.
+
+        ``pinned`` invars stay live to the end (loop-invariant inputs of a loop body).
+        """
+        env: dict[Any, Operand] = {}
+        for v, c in zip(jaxpr.constvars, consts, strict=True):
+            env[v] = c
+        for v, x in zip(jaxpr.invars, args, strict=True):
+            env[v] = x
+        if live_out is None:
+            live_out = [True] * len(jaxpr.outvars)
+        needed, live = live_equations(jaxpr, live_out)
+        frame = _Frame(env, _last_uses(jaxpr, pinned))
+        saved = (self._dest, self._live)
+        self._dest, self._live = dict(dest or {}), live
+        self._frames.append(frame)
+        try:
+            for n, eqn in enumerate(jaxpr.eqns):
+                if n not in needed:
+                    continue
+                frame.index = n
+                ins = [self.atom(a, env) for a in eqn.invars]
+                outs = self._lower_one(eqn, ins, path + (n,))
+                for v, o in zip(eqn.outvars, outs, strict=True):
+                    if is_var(v):
+                        env[v] = o
+        finally:
+            self._dest, self._live = saved
+            self._frames.pop()
+        return [self.atom(v, env) for v in jaxpr.outvars]
+
+    def reusable(self, x: Operand) -> bool:
+        """True if ``x``'s storage may be updated in place by the current equation.
+
+        That is XLA's buffer reuse: ``x`` is a whole intermediate (temp or local, not an
+        input, parameter, output or destination) that no later equation reads, at this
+        level or in any enclosing one.
+        """
+        if not isinstance(x, TensorInfo) or not x.is_storage:
+            return False
+        name = x.ref.name
+        if any(d.ref.name == name for d in self._dest.values()):
+            return False
+        decl = next((t for t in self.pb._tensors if t.name == name), None)
+        if decl is not None and decl.role != "temp":
+            return False
+        for frame in self._frames:
+            for v, val in frame.env.items():
+                if isinstance(val, TensorInfo) and val.ref.name == name:
+                    if frame.last_use.get(v, -1) > frame.index:
+                        return False
+        return True
+
+    @contextlib.contextmanager
+    def _scoped(self, eqn: Any) -> Iterator[None]:
+        saved = self.scope
+        inner = sanitize_scope(str(eqn.source_info.name_stack), self.strip_root and not saved)
+        if inner:
+            self.scope = sanitize_name(f"{saved}_{inner}" if saved else inner)
+        try:
+            yield
+        finally:
+            self.scope = saved
+
+    def _lower_one(self, eqn: Any, ins: Sequence[Operand], path: tuple[int, ...]) -> list[Operand]:
+        body = inline_body(eqn)
+        with self._scoped(eqn):
+            if body is not None:
+                jaxpr, consts = body
+                inner_dest = {
+                    iv: self._dest[ov]
+                    for iv, ov in zip(jaxpr.outvars, eqn.outvars, strict=True)
+                    if is_var(iv) and is_var(ov) and ov in self._dest and iv not in jaxpr.invars
+                }
+                live_out = [is_var(ov) and ov in self._live for ov in eqn.outvars]
+                return self.lower_jaxpr(
+                    jaxpr, [self.const_operand(c) for c in consts], ins,
+                    dest=inner_dest, live_out=live_out, path=path,
+                )
+            return self.lower_eqn(eqn, ins, path)
+
+    def lower_eqn(self, eqn: Any, ins: Sequence[Operand], path: tuple[int, ...]) -> list[Operand]:
+        """Lower one non-call equation; uncovered ones become inputs (when allowed)."""
+        prim = eqn.primitive.name
+        fn = LOWERINGS.get(prim)
+        opaque = [x for x in ins if isinstance(x, Opaque)]
+        if opaque:
+            fn = _opaque_input(opaque[0])
+        if not self.catch:
+            if fn is None:
+                raise Unsupported(f"no lowering for primitive `{prim}`")
+            return self._apply(fn, eqn, ins)
+        self._equations += 1
+        nbytes = _eqn_bytes(eqn)
+        self._bytes_total += nbytes
+        cp = self.checkpoint()
+        try:
+            if fn is None:
+                raise Unsupported(f"no lowering for primitive `{prim}`")
+            outs = self._apply(fn, eqn, ins)
+        except Unsupported as err:
+            self.rollback(cp)
+            return self._uncover(eqn, path, str(err), nbytes)
+        self._lowered += 1
+        return outs
+
+    def _apply(self, fn: Any, eqn: Any, ins: Sequence[Operand]) -> list[Operand]:
+        saved = self._pending
+        self._pending = []
+        try:
+            ctx = EqnCtx(self, eqn, ins)
+            res = fn(ctx)
+            outs = (
+                [ctx.out(k) for k in range(len(eqn.outvars))] if res is None else list(res)
+            )
+            for kb in self._pending:
+                self.finish_kernel(kb)
+        finally:
+            self._pending = saved
+        return outs
+
+    def finish_kernel(self, kb: KernelBuilder) -> None:
+        """Add a kernel to the program (under the current cond guard, if any)."""
+        body = tuple(kb.body)
+        if self.guard is not None and body:
+            body = (If(self.guard, body),)
+        self.pb.add_kernel(Kernel(kb.name, tuple(kb.locals), body))
+
+    def checkpoint(self) -> tuple[Any, ...]:
+        """State to roll back to if an equation turns out uncovered."""
+        return (self.pb.checkpoint(), len(self.extra), len(self.cond_regions), len(self.notes),
+                dict(self._consts))
+
+    def rollback(self, cp: tuple[Any, ...]) -> None:
+        """Forget everything emitted since ``cp``."""
+        self.pb.rollback(cp[0])
+        del self.extra[cp[1]:]
+        del self.cond_regions[cp[2]:]
+        del self.notes[cp[3]:]
+        self._consts = cp[4]
+
+    def _uncover(self, eqn: Any, path: tuple[int, ...], reason: str, nbytes: int) -> list[Operand]:
+        prim = eqn.primitive.name
+        self._uncovered.setdefault(prim, []).append((nbytes, reason))
+        outs: list[Operand] = []
+        for k, v in enumerate(eqn.outvars):
+            shape = tuple(int(d) for d in v.aval.shape)
+            try:
+                dtype = ir_dtype(v.aval.dtype)
+            except Unsupported:
+                outs.append(Opaque(shape, str(v.aval.dtype)))  # type: ignore[arg-type]
+                continue
+            name = self.fresh("u")
+            outs.append(self.declare("input", dtype, shape, name))
+            self.extra.append(ExtraInput(name, "uncovered", path=path, out_index=k))
+        return outs
+
+    # -- nested emission ----------------------------------------------------------
+
+    @contextlib.contextmanager
+    def nested(self, sink: Sink) -> Iterator[None]:
+        """Emit into ``sink`` (a loop body) instead of new kernels; no per-equation catch."""
+        saved = (self.sink, self.catch)
+        self.sink, self.catch = sink, False
+        try:
+            yield
+        finally:
+            self.sink, self.catch = saved
+
+    @contextlib.contextmanager
+    def guarded(self, cond: Expr) -> Iterator[None]:
+        """Emit kernels under a value-dependent guard (a cond branch); no per-equation catch."""
+        saved = (self.guard, self.catch)
+        self.guard, self.catch = cond, False
+        try:
+            yield
+        finally:
+            self.guard, self.catch = saved
+
+    def copy_into(self, sink: Sink, dst: TensorInfo, src: Operand) -> None:
+        """Emit ``dst[i...] = src[i...]`` over ``dst``'s shape into ``sink``."""
+        from solar.frontends.jaxfe.core import read
+
+        nest = Nest(sink, dst.shape)  # type: ignore[arg-type]
+        if nest.empty:
+            return
+        sink.emit(*nest.wrap([Assign(_write(dst, nest.idx), read(src, nest.idx))]))
+
+    # -- results ------------------------------------------------------------------
+
+    def coverage(self) -> Coverage:
+        """The coverage summary so far."""
+        total = max(self._bytes_total, 1)
+        ops = [
+            UncoveredOp(prim, len(items), sum(b for b, _ in items) / total, items[0][1])
+            for prim, items in self._uncovered.items()
+        ]
+        ops.sort(key=lambda u: (-u.bytes_share, u.target))
+        return Coverage(self._equations, self._lowered, tuple(ops))
+
+
+@dataclass(slots=True)
+class _Frame:
+    """One jaxpr being walked: its environment, last uses and current equation."""
+
+    env: dict[Any, Operand]
+    last_use: dict[Any, int]
+    index: int = -1
+
+
+def _last_uses(jaxpr: Any, pinned: Sequence[Any]) -> dict[Any, int]:
+    """Index of the last equation reading each variable (outputs and pinned: never)."""
+    last: dict[Any, int] = {}
+    for n, eqn in enumerate(jaxpr.eqns):
+        for v in eqn.invars:
+            if is_var(v):
+                last[v] = n
+    end = len(jaxpr.eqns) + 1
+    for v in [*jaxpr.outvars, *pinned]:
+        if is_var(v):
+            last[v] = end
+    return last
+
+
+@dataclass(frozen=True, slots=True)
+class Opaque:
+    """The output of an uncovered equation whose dtype the IR lacks (PRNG bits, keys)."""
+
+    shape: tuple[int, ...]
+    dtype_name: str
+
+
+def _opaque_input(x: Opaque) -> Any:
+    def fail(ctx: EqnCtx) -> None:
+        raise Unsupported(f"input of dtype {x.dtype_name} comes from an uncovered op")
+
+    return fail
+
+
+def _write(t: TensorInfo, idx: Sequence[Expr]) -> Any:
+    from solar.frontends.jaxfe.core import read
+
+    return read(t, idx)
+
+
+def _eqn_bytes(eqn: Any) -> int:
+    """Input+output bytes of an equation (literals count 0)."""
+    total = 0
+    for a in [*eqn.invars, *eqn.outvars]:
+        if not is_var(a):
+            continue
+        aval = a.aval
+        shape = getattr(aval, "shape", None)
+        dtype = getattr(aval, "dtype", None)
+        if shape is None or dtype is None:
+            continue
+        total += shape_numel(shape) * int(getattr(dtype, "itemsize", 4))
+    return total

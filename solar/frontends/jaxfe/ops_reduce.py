@@ -1,0 +1,260 @@
+"""Lowerings of reductions, arg-reductions, cumulative scans and windowed reductions.
+
+Contract: ``EqnCtx -> None``; each equation emits one kernel:
+
+* ``reduce_sum/max/min/prod/and/or``: ``out = init; out op= x`` over the reduced axes
+  (16/8-bit float outputs accumulate in an f32 kernel-local, as XLA does), the same
+  structure as the PyTorch frontend's reductions, so both count the same FLOPs.
+* ``argmax``/``argmin``: the extreme value into a local, then the first index that
+  attains it (``if x == m { out min= i }``): two passes, one kernel.
+* ``cumsum/cumprod/cummax/cummin/cumlogsumexp``: ``seq`` recurrences over the scanned
+  axis (innermost), honouring ``reverse``.
+* ``reduce_window_sum/max/min`` and ``reduce_window`` with a single-op body: pooling,
+  with guards that skip padded taps and base-dilation holes (FLOPs count real taps).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+from solar.frontends.jaxfe.core import EqnCtx, Lit, Operand, TensorInfo, Unsupported, lowering, read
+from solar.frontends.jaxfe.index import Nest, guard, range_guard
+from solar.ir import Access, Assign, Binary, Call, DType, Expr, For, If, IntLit, Reduce, Stmt, Unary, lit
+
+__all__ = ["reduce_init"]
+
+_LOW = frozenset({DType.F16, DType.BF16, DType.F8E4M3, DType.F8E5M2})
+_INT_MIN = {DType.I8: -(2**7), DType.I32: -(2**31), DType.I64: -(2**63)}
+_INT_MAX = {DType.I8: 2**7 - 1, DType.I32: 2**31 - 1, DType.I64: 2**63 - 1}
+
+
+def reduce_init(op: str, dtype: DType) -> Expr:
+    """The identity of reduction ``op`` in ``dtype``.
+
+    >>> from solar.ir import print_expr
+    >>> print_expr(reduce_init("max", DType.F32)), print_expr(reduce_init("+", DType.I32))
+    ('-inf', '0')
+    """
+    if dtype == DType.BOOL:
+        return lit(op == "min" or op == "*")
+    if op == "+":
+        return lit(0.0) if dtype.is_float else lit(0)
+    if op == "*":
+        return lit(1.0) if dtype.is_float else lit(1)
+    if op == "max":
+        return lit(-math.inf) if dtype.is_float else lit(_INT_MIN[dtype])
+    return lit(math.inf) if dtype.is_float else lit(_INT_MAX[dtype])
+
+
+_REDUCE_OPS = {
+    "reduce_sum": "+",
+    "reduce_max": "max",
+    "reduce_min": "min",
+    "reduce_prod": "*",
+    "reduce_and": "min",
+    "reduce_or": "max",
+}
+
+
+@lowering(*_REDUCE_OPS)
+def _reduce(ctx: EqnCtx) -> tuple[Operand, ...] | None:
+    op = _REDUCE_OPS[ctx.prim]
+    x = ctx.ins[0]
+    dtype = ctx.out_dtype(0)
+    if ctx.prim in ("reduce_and", "reduce_or") and dtype != DType.BOOL:
+        raise Unsupported(f"bitwise `{ctx.prim}` on integers has no IR operator")
+    axes = tuple(sorted(int(a) for a in ctx.params["axes"]))
+    if isinstance(x, Lit):
+        n = 1
+        for a in axes:
+            n *= x.shape[a]
+        if op in ("max", "min") and n > 0:
+            return (Lit(x.value, dtype, ctx.out_shape(0)),)
+        if op == "+" and dtype.is_float:
+            return (Lit(float(x.value) * n, dtype, ctx.out_shape(0)),)
+    emit_reduce(ctx, x, axes, op, lambda idx: read(x, idx))
+    return None
+
+
+def emit_reduce(
+    ctx: EqnCtx,
+    x: Operand,
+    axes: Sequence[int],
+    op: str,
+    value: Callable[[Sequence[Expr]], Expr],
+) -> None:
+    """One kernel ``out[kept] = init; out[kept] op= value(idx)`` over ``axes`` of ``x``."""
+    dtype = ctx.out_dtype(0)
+    out = ctx.out(0)
+    kb = ctx.kernel()
+    in_shape = x.shape
+    kept = [k for k in range(len(in_shape)) if k not in axes]
+    outer = Nest(kb, [in_shape[k] for k in kept])
+    inner = Nest(kb, [in_shape[k] for k in axes])
+    if outer.empty:
+        return
+    idx: list[Expr] = [IntLit(0)] * len(in_shape)
+    for pos, k in enumerate(kept):
+        idx[k] = outer.idx[pos]
+    for pos, k in enumerate(axes):
+        idx[k] = inner.idx[pos]
+    tgt = Access(out.ref.name, out.storage_index(outer.idx))
+    init = reduce_init(op, dtype)
+    if dtype in _LOW:
+        acc_t = kb.local(DType.F32, [in_shape[k] for k in kept], "acc")
+        acc = acc_t[tuple(outer.idx)] if kept else acc_t.scalar()
+        body: list[Stmt] = [
+            Assign(acc, reduce_init(op, DType.F32)),
+            *([] if inner.empty else inner.wrap([Reduce(acc, op, value(idx))])),  # type: ignore[arg-type]
+            Assign(tgt, acc),
+        ]
+    else:
+        body = [Assign(tgt, init)]
+        if not inner.empty:
+            body += inner.wrap([Reduce(tgt, op, value(idx))])  # type: ignore[arg-type]
+    kb.emit(*outer.wrap(body))
+
+
+@lowering("argmax", "argmin")
+def _argextreme(ctx: EqnCtx) -> None:
+    x = ctx.ins[0]
+    axes = tuple(int(a) for a in ctx.params["axes"])
+    if len(axes) != 1:
+        raise Unsupported("argmax/argmin over several axes")
+    (axis,) = axes
+    op = "max" if ctx.prim == "argmax" else "min"
+    out = ctx.out(0)
+    kb = ctx.kernel()
+    shape = x.shape
+    kept = [k for k in range(len(shape)) if k != axis]
+    outer = Nest(kb, [shape[k] for k in kept])
+    if outer.empty:
+        return
+    r1, r2 = kb.fresh_vars(2, "r")
+    n = shape[axis]
+
+    def at(r: Expr) -> list[Expr]:
+        idx: list[Expr] = [IntLit(0)] * len(shape)
+        for pos, k in enumerate(kept):
+            idx[k] = outer.idx[pos]
+        idx[axis] = r
+        return idx
+
+    m_t = kb.local(x.dtype, [shape[k] for k in kept], "m")
+    m = m_t[tuple(outer.idx)] if kept else m_t.scalar()
+    tgt = Access(out.ref.name, out.storage_index(outer.idx))
+    body: list[Stmt] = [
+        Assign(m, reduce_init(op, x.dtype)),
+        For(r1.name, IntLit(0), lit(n), (Reduce(m, op, read(x, at(r1))),)),
+        # The first index attaining the extreme (every candidate is <= n - 1).
+        Assign(tgt, lit(n - 1)),
+        For(r2.name, IntLit(0), lit(n), (
+            If(Binary("==", read(x, at(r2)), m), (Reduce(tgt, "min", r2),)),
+        )),
+    ]
+    kb.emit(*outer.wrap(body))
+
+
+_CUM = {
+    "cumsum": lambda a, b: Binary("+", a, b),
+    "cumprod": lambda a, b: Binary("*", a, b),
+    "cummax": lambda a, b: Call("max", (a, b)),
+    "cummin": lambda a, b: Call("min", (a, b)),
+    "cumlogsumexp": lambda a, b: Binary(
+        "+",
+        Call("max", (a, b)),
+        Call("log1p", (Call("exp", (Unary("-", Call("abs", (Binary("-", a, b),)))),)),),
+    ),
+}
+
+
+@lowering(*_CUM)
+def _cumulative(ctx: EqnCtx) -> None:
+    x = ctx.ins[0]
+    axis = int(ctx.params["axis"])
+    reverse = bool(ctx.params.get("reverse", False))
+    combine = _CUM[ctx.prim]
+    out = ctx.out(0)
+    kb = ctx.kernel()
+    shape = ctx.out_shape(0)
+    n = shape[axis]
+    others = [k for k in range(len(shape)) if k != axis]
+    outer = Nest(kb, [shape[k] for k in others])
+    if outer.empty or n == 0:
+        return
+
+    def at(pos: Expr) -> list[Expr]:
+        idx: list[Expr] = [IntLit(0)] * len(shape)
+        for p, k in enumerate(others):
+            idx[k] = outer.idx[p]
+        idx[axis] = pos
+        return idx
+
+    first = lit(n - 1) if reverse else IntLit(0)
+    body: list[Stmt] = [Assign(Access(out.ref.name, out.storage_index(at(first))), read(x, at(first)))]
+    if n > 1:
+        (i,) = kb.fresh_vars(1, "t")
+        cur = Binary("-", lit(n - 1), i) if reverse else i
+        prev = Binary("-", lit(n), i) if reverse else Binary("-", i, IntLit(1))
+        stmt = Assign(
+            Access(out.ref.name, out.storage_index(at(cur))),
+            combine(read(out, at(prev)), read(x, at(cur))),
+        )
+        body.append(For(i.name, IntLit(1), lit(n), (stmt,), seq=True))
+    kb.emit(*outer.wrap(body))
+
+
+_WINDOW_OPS = {"reduce_window_sum": "+", "reduce_window_max": "max", "reduce_window_min": "min"}
+_BODY_OPS = {"add": "+", "max": "max", "min": "min", "mul": "*"}
+
+
+@lowering(*_WINDOW_OPS, "reduce_window")
+def _reduce_window(ctx: EqnCtx) -> None:
+    if ctx.prim == "reduce_window":
+        op, x, init = _generic_window(ctx)
+    else:
+        op, x = _WINDOW_OPS[ctx.prim], ctx.ins[0]
+        init = reduce_init(op, ctx.out_dtype(0))
+    p = ctx.params
+    nd = len(x.shape)
+    win = tuple(int(v) for v in p["window_dimensions"])
+    strides = tuple(int(v) for v in p["window_strides"])
+    pads = tuple((int(a), int(b)) for a, b in p["padding"])
+    bdil = tuple(int(v) for v in (p.get("base_dilation") or (1,) * nd))
+    wdil = tuple(int(v) for v in (p.get("window_dilation") or (1,) * nd))
+    out = ctx.out(0)
+    kb = ctx.kernel()
+    outer = Nest(kb, ctx.out_shape(0), "o")
+    taps = Nest(kb, win, "w")
+    if outer.empty:
+        return
+    conds: list[Expr] = []
+    src: list[Expr] = []
+    for d in range(nd):
+        a = outer.aff(d, strides[d]).plus(taps.aff(d, wdil[d])).plus(-pads[d][0])
+        extent = (x.shape[d] - 1) * bdil[d] + 1 if x.shape[d] else 0
+        conds += range_guard(a, extent)
+        if bdil[d] > 1:
+            conds.append(Binary("==", Binary("%", a.expr(), lit(bdil[d])), IntLit(0)))
+            src.append(Binary("//", a.expr(), lit(bdil[d])))
+        else:
+            src.append(a.expr())
+    tgt = Access(out.ref.name, out.storage_index(outer.idx))
+    body: list[Stmt] = [Assign(tgt, init)]
+    if not taps.empty:
+        body += taps.wrap(guard(conds, [Reduce(tgt, op, read(x, src))]))  # type: ignore[arg-type]
+    kb.emit(*outer.wrap(body))
+
+
+def _generic_window(ctx: EqnCtx) -> tuple[str, TensorInfo, Expr]:
+    """The op, operand and init of a ``reduce_window`` whose body is one binary op."""
+    body = ctx.params["jaxpr"]
+    jaxpr = getattr(body, "jaxpr", body)
+    if len(ctx.ins) != 2 or len(jaxpr.eqns) != 1:
+        raise Unsupported("reduce_window with a variadic or multi-op body")
+    op = _BODY_OPS.get(jaxpr.eqns[0].primitive.name)
+    x, init = ctx.ins
+    if op is None or not isinstance(x, TensorInfo) or not isinstance(init, Lit):
+        raise Unsupported("reduce_window body is not a single add/max/min/mul")
+    return op, x, init.expr()

@@ -1,0 +1,292 @@
+"""Lowerings of shape primitives: free views, and data-moving copies (one kernel each).
+
+Contract: ``reshape``, ``squeeze``, ``expand_dims`` and ``broadcast_in_dim`` return views
+(Note [Free views] in `solar.frontends.jaxfe.core`); ``transpose``, ``rev``, ``slice``,
+``pad``, ``concatenate``, ``split``, ``iota``, ``dynamic_slice`` and
+``dynamic_update_slice`` emit one kernel that writes every output element once.
+Literal inputs (``jnp.zeros`` is a broadcast literal) stay literals through views and
+copies, so constant fills cost nothing. ``dynamic_update_slice`` updates its operand in
+place when XLA can (the operand is an intermediate that is dead afterwards), so only
+the update window is charged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from solar.frontends.jaxfe.core import (
+    EqnCtx,
+    Lit,
+    Operand,
+    TensorInfo,
+    Unsupported,
+    lowering,
+    read,
+)
+from solar.frontends.jaxfe.index import Nest, broadcast_map, iadd, imul, range_guard, reshape_map
+from solar.ir import Access, Assign, Binary, Call, Cast, DType, Expr, If, IntLit, Stmt, Unary, lit
+
+__all__ = ["clamped_starts", "write"]
+
+
+def write(t: TensorInfo, idx: Sequence[Expr | int]) -> Access:
+    """The access storing into ``t`` at ``idx``."""
+    return Access(t.ref.name, t.storage_index(idx))
+
+
+# -- free views ---------------------------------------------------------------------
+
+
+@lowering("reshape")
+def _reshape(ctx: EqnCtx) -> tuple[Operand, ...]:
+    if ctx.params.get("dimensions") is not None:
+        raise Unsupported("reshape with `dimensions` (a fused transpose)")
+    x = ctx.ins[0]
+    shape = ctx.out_shape(0)
+    if isinstance(x, Lit):
+        return (x.reshaped(shape),)
+    in_shape = x.shape
+    return (x.view(shape, lambda idx: tuple(reshape_map(in_shape, shape, idx))),)
+
+
+@lowering("squeeze")
+def _squeeze(ctx: EqnCtx) -> tuple[Operand, ...]:
+    x = ctx.ins[0]
+    shape = ctx.out_shape(0)
+    if isinstance(x, Lit):
+        return (x.reshaped(shape),)
+    dims = {d % max(x.rank, 1) for d in ctx.params["dimensions"]}
+    rank = x.rank
+
+    def index_map(idx: tuple[Expr, ...]) -> tuple[Expr, ...]:
+        it = iter(idx)
+        return tuple(IntLit(0) if k in dims else next(it) for k in range(rank))
+
+    return (x.view(shape, index_map),)
+
+
+@lowering("expand_dims")
+def _expand_dims(ctx: EqnCtx) -> tuple[Operand, ...]:
+    x = ctx.ins[0]
+    shape = ctx.out_shape(0)
+    if isinstance(x, Lit):
+        return (x.reshaped(shape),)
+    new = {d % len(shape) for d in ctx.params["dimensions"]}
+    return (x.view(shape, lambda idx: tuple(e for k, e in enumerate(idx) if k not in new)),)
+
+
+@lowering("broadcast_in_dim")
+def _broadcast_in_dim(ctx: EqnCtx) -> tuple[Operand, ...]:
+    x = ctx.ins[0]
+    shape = ctx.out_shape(0)
+    if isinstance(x, Lit):
+        return (x.reshaped(shape),)
+    src = broadcast_map(x.shape, shape, tuple(ctx.params["broadcast_dimensions"]))
+    return (x.view(shape, lambda idx: tuple(idx[s[0]] if s else IntLit(0) for s in src)),)
+
+
+# -- data-moving copies ---------------------------------------------------------------
+
+
+def _copy_kernel(
+    ctx: EqnCtx, source: Callable[[list[Expr]], Expr]
+) -> tuple[Operand, ...] | None:
+    """``out[idx] = source(idx)`` over the output; literals pass through unchanged."""
+    x = ctx.ins[0]
+    if isinstance(x, Lit):
+        return (x.reshaped(ctx.out_shape(0)),)
+    out = ctx.out(0)
+    kb = ctx.kernel()
+    nest = Nest(kb, ctx.out_shape(0))
+    if not nest.empty:
+        kb.emit(*nest.wrap([Assign(write(out, nest.idx), source(nest.idx))]))
+    return None
+
+
+@lowering("transpose")
+def _transpose(ctx: EqnCtx) -> tuple[Operand, ...] | None:
+    perm = tuple(ctx.params["permutation"])
+    x = ctx.ins[0]
+
+    def source(idx: list[Expr]) -> Expr:
+        src: list[Expr] = [IntLit(0)] * len(perm)
+        for k, p in enumerate(perm):
+            src[p] = idx[k]
+        return read(x, src)
+
+    return _copy_kernel(ctx, source)
+
+
+@lowering("rev")
+def _rev(ctx: EqnCtx) -> tuple[Operand, ...] | None:
+    dims = set(ctx.params["dimensions"])
+    x = ctx.ins[0]
+    shape = ctx.out_shape(0)
+
+    def source(idx: list[Expr]) -> Expr:
+        return read(x, [
+            Binary("-", lit(shape[k] - 1), e) if k in dims else e for k, e in enumerate(idx)
+        ])
+
+    return _copy_kernel(ctx, source)
+
+
+@lowering("slice")
+def _slice(ctx: EqnCtx) -> tuple[Operand, ...] | None:
+    starts = tuple(ctx.params["start_indices"])
+    strides = tuple(ctx.params["strides"] or (1,) * len(starts))
+    x = ctx.ins[0]
+
+    def source(idx: list[Expr]) -> Expr:
+        return read(x, [iadd(imul(st, e), s) for e, s, st in zip(idx, starts, strides, strict=True)])
+
+    return _copy_kernel(ctx, source)
+
+
+@lowering("pad")
+def _pad(ctx: EqnCtx) -> tuple[Operand, ...] | None:
+    x, value = ctx.ins[0], ctx.ins[1]
+    config = [tuple(int(v) for v in c) for c in ctx.params["padding_config"]]
+    if isinstance(x, Lit) and isinstance(value, Lit) and x.value == value.value:
+        return (x.reshaped(ctx.out_shape(0)),)
+    out = ctx.out(0)
+    kb = ctx.kernel()
+    nest = Nest(kb, ctx.out_shape(0))
+    if nest.empty:
+        return None
+    conds: list[Expr] = []
+    src: list[Expr] = []
+    for k, (lo, _hi, interior) in enumerate(config):
+        a = nest.aff(k).plus(-lo)  # position in the interior-dilated input
+        step = interior + 1
+        extent = (x.shape[k] - 1) * step + 1 if x.shape[k] else 0
+        conds += range_guard(a, extent)
+        if step > 1:
+            conds.append(Binary("==", Binary("%", a.expr(), lit(step)), IntLit(0)))
+            src.append(Binary("//", a.expr(), lit(step)))
+        else:
+            src.append(a.expr())
+    tgt = write(out, nest.idx)
+    fill = read(value, [])
+    if not conds:
+        body: list[Stmt] = [Assign(tgt, read(x, src))]
+    else:
+        inside = conds[0]
+        for c in conds[1:]:
+            inside = Binary("and", inside, c)
+        body = [
+            If(Unary("not", inside), (Assign(tgt, fill),)),
+            If(inside, (Assign(tgt, read(x, src)),)),
+        ]
+    kb.emit(*nest.wrap(body))
+    return None
+
+
+@lowering("concatenate")
+def _concatenate(ctx: EqnCtx) -> None:
+    dim = int(ctx.params["dimension"])
+    out = ctx.out(0)
+    kb = ctx.kernel()
+    offset = 0
+    for x in ctx.ins:
+        nest = Nest(kb, x.shape)
+        if not nest.empty:
+            dst = list(nest.idx)
+            dst[dim] = iadd(dst[dim], offset)
+            kb.emit(*nest.wrap([Assign(write(out, dst), read(x, nest.idx))]))
+        offset += x.shape[dim]
+
+
+@lowering("split")
+def _split(ctx: EqnCtx) -> tuple[Operand, ...] | None:
+    axis = int(ctx.params["axis"])
+    x = ctx.ins[0]
+    n = len(ctx.eqn.outvars)
+    if isinstance(x, Lit):
+        return tuple(x.reshaped(ctx.out_shape(k)) for k in range(n))
+    kb = ctx.kernel()
+    offset = 0
+    for k in range(n):
+        shape = ctx.out_shape(k)
+        out = ctx.out(k)
+        nest = Nest(kb, shape)
+        if not nest.empty:
+            src = list(nest.idx)
+            src[axis] = iadd(src[axis], offset)
+            kb.emit(*nest.wrap([Assign(write(out, nest.idx), read(x, src))]))
+        offset += shape[axis]
+    return None
+
+
+@lowering("iota")
+def _iota(ctx: EqnCtx) -> None:
+    dim = int(ctx.params["dimension"])
+    dtype = ctx.out_dtype(0)
+    out = ctx.out(0)
+    kb = ctx.kernel()
+    shape = ctx.out_shape(0)
+    nest = Nest(kb, shape)
+    if nest.empty:
+        return
+    value: Expr = nest.idx[dim]
+    if dtype != DType.I64:
+        value = Cast(dtype, value)
+    kb.emit(*nest.wrap([Assign(write(out, nest.idx), value)]))
+
+
+def clamped_starts(
+    kb: object, starts: Sequence[Operand], dims: Sequence[int], sizes: Sequence[int]
+) -> list[Expr]:
+    """Start indices clamped to ``[0, dim - size]`` as XLA does.
+
+    Literal starts fold; a tensor start is clamped once into a rank-0 kernel local
+    (2 FLOPs), which the subscripts then read.
+    """
+    out: list[Expr] = []
+    for s, d, z in zip(starts, dims, sizes, strict=True):
+        if isinstance(s, Lit):
+            out.append(lit(min(max(int(s.value), 0), d - z)))
+            continue
+        if d - z == 0:
+            out.append(IntLit(0))
+            continue
+        loc = kb.local(DType.I64, (), "start")  # type: ignore[attr-defined]
+        acc = loc.scalar()
+        value = Call("min", (Call("max", (Cast(DType.I64, read(s, [])), IntLit(0))), lit(d - z)))
+        kb.emit(Assign(acc, value))  # type: ignore[attr-defined]
+        out.append(acc)
+    return out
+
+
+@lowering("dynamic_slice")
+def _dynamic_slice(ctx: EqnCtx) -> None:
+    x = ctx.ins[0]
+    sizes = tuple(int(s) for s in ctx.params["slice_sizes"])
+    out = ctx.out(0)
+    kb = ctx.kernel()
+    starts = clamped_starts(kb, ctx.ins[1:], x.shape, sizes)
+    nest = Nest(kb, sizes)
+    if nest.empty:
+        return
+    src = [iadd(e, s) for s, e in zip(starts, nest.idx, strict=True)]
+    kb.emit(*nest.wrap([Assign(write(out, nest.idx), read(x, src))]))
+
+
+@lowering("dynamic_update_slice")
+def _dynamic_update_slice(ctx: EqnCtx) -> tuple[Operand, ...] | None:
+    x, upd = ctx.ins[0], ctx.ins[1]
+    out_shape = ctx.out_shape(0)
+    inplace = ctx.lowerer.reusable(x)
+    out = x if inplace else ctx.out(0)
+    assert isinstance(out, TensorInfo)
+    kb = ctx.kernel()
+    if not inplace:
+        full = Nest(kb, out_shape)
+        if not full.empty:
+            kb.emit(*full.wrap([Assign(write(out, full.idx), read(x, full.idx))]))
+    starts = clamped_starts(kb, ctx.ins[2:], out_shape, upd.shape)
+    nest = Nest(kb, upd.shape)
+    if not nest.empty:
+        dst = [iadd(e, s) for s, e in zip(starts, nest.idx, strict=True)]
+        kb.emit(*nest.wrap([Assign(write(out, dst), read(upd, nest.idx))]))
+    return (out,) if inplace else None

@@ -1,0 +1,530 @@
+"""Capture a PyTorch program at ATen level, as eager PyTorch runs it.
+
+Contract: ``ProgramSource -> TorchCapture``. A `TorchDispatchMode` records every
+ATen call that eager execution dispatches (one call = one kernel launch), with
+tensors replaced by stable integer ids. By default the program runs over
+FakeTensors (``FakeTensorMode``): nothing is allocated, so a model with tens of GiB
+of weights is captured in seconds. No graph exporter is involved, so Python control
+flow, loops and in-place ops are captured exactly as they run.
+
+When fake execution cannot proceed because it needs real values (``.item()``,
+``nonzero``, data-dependent control flow), the program is re-run with real tensors if
+its inputs and parameters fit `REAL_BUDGET_BYTES`, and the capture says so
+(`CaptureInfo.used_real_values`). Otherwise `FrontendError` E0505.
+
+`replay_values` re-runs the program for real and returns the values the reference
+path needs (constants, outputs of chosen calls), checking that the real run performs
+the same calls as the capture (E0506 otherwise).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from solar.diagnostics import FrontendError
+from solar.frontends.pytorch.loader import Instance, ProgramSource, instantiate, user_code
+
+__all__ = [
+    "REAL_BUDGET_BYTES",
+    "CallKind",
+    "CaptureInfo",
+    "NamedTensor",
+    "RecordedCall",
+    "TensorArg",
+    "TensorMeta",
+    "TorchCapture",
+    "capture_program",
+    "replay_values",
+    "to_numpy",
+]
+
+REAL_BUDGET_BYTES = 2 << 30
+"""Largest inputs+parameters (bytes) the real-values fallback will allocate."""
+
+_CONSTANT_VALUE_LIMIT = 1 << 24
+"""Constants up to this many elements keep their value in the capture."""
+
+CallKind = Literal["functional", "view", "inplace", "out", "host"]
+
+_HOST_OPS = frozenset({"aten._local_scalar_dense.default", "aten.equal.default",
+                       "aten.is_nonzero.default"})
+
+
+@dataclass(frozen=True, slots=True)
+class TensorArg:
+    """A tensor argument of a recorded call, by id."""
+
+    id: int
+
+
+@dataclass(frozen=True, slots=True)
+class TensorMeta:
+    """What eager PyTorch knows about a tensor value (never its data).
+
+    Attributes:
+        id: stable id within the capture (same Python tensor object -> same id).
+        shape: sizes.
+        dtype: torch dtype name, e.g. ``"float32"``.
+        stride: strides in elements.
+        storage_offset: offset into the storage, in elements.
+        storage_id: id of the underlying storage (views share it).
+    """
+
+    id: int
+    shape: tuple[int, ...]
+    dtype: str
+    stride: tuple[int, ...]
+    storage_offset: int
+    storage_id: int
+
+    @property
+    def numel(self) -> int:
+        """Number of elements."""
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+
+@dataclass(frozen=True, slots=True)
+class NamedTensor:
+    """A program-level tensor with its source name (state_dict key or attribute path)."""
+
+    name: str
+    meta: TensorMeta
+    value: np.ndarray | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedCall:
+    """One ATen call.
+
+    Attributes:
+        index: position in the capture.
+        target: overload name, ``str(func)``, e.g. ``"aten.addmm.default"``.
+        args: positional args; tensors as `TensorArg`, lists as tuples, dtypes as names.
+        kwargs: keyword args, likewise.
+        outputs: flattened outputs; `TensorMeta` for tensors, else ``None``.
+        kind: ``view`` (output aliases an input), ``inplace``/``out`` (writes into
+            argument tensors), ``host`` (reads data to the host), else ``functional``.
+        mutated: ids of the tensors written in place.
+        module_path: dotted path of the innermost ``nn.Module`` running the call.
+        new_constants: constants first seen as arguments of this call.
+    """
+
+    index: int
+    target: str
+    args: tuple[Any, ...]
+    kwargs: Mapping[str, Any]
+    outputs: tuple[TensorMeta | None, ...]
+    kind: CallKind
+    mutated: tuple[int, ...]
+    module_path: str
+
+
+@dataclass(frozen=True, slots=True)
+class CaptureInfo:
+    """How a capture was made.
+
+    Attributes:
+        used_real_values: the program ran on real tensors (fake execution hit a
+            data-dependent op).
+        real_reason: why real values were needed.
+        input_bytes: bytes of the program inputs.
+        param_bytes: bytes of parameters and buffers.
+        sizes: module-level integer constants of the model file at capture time.
+        num_calls: number of recorded ATen calls.
+    """
+
+    used_real_values: bool
+    real_reason: str | None
+    input_bytes: int
+    param_bytes: int
+    sizes: Mapping[str, int]
+    num_calls: int
+
+
+@dataclass(frozen=True, slots=True)
+class TorchCapture:
+    """A captured program.
+
+    Attributes:
+        name: program name.
+        calls: the ATen calls in execution order.
+        inputs: flattened inputs; `TensorMeta` for tensor leaves, ``None`` otherwise.
+        params: parameters and buffers by state_dict name.
+        constants: other tensors the program reads (plain tensor attributes,
+            ``torch.tensor(...)`` literals); named by attribute path or ``c<k>``.
+        outputs: flattened outputs; `TensorMeta` for tensors, ``None`` otherwise.
+        info: how the capture was made.
+        source: how to rebuild the program (for reference values).
+        constant_sites: for each constant, ``(call index, id)`` where it is first read.
+    """
+
+    name: str
+    calls: tuple[RecordedCall, ...]
+    inputs: tuple[TensorMeta | None, ...]
+    params: tuple[NamedTensor, ...]
+    constants: tuple[NamedTensor, ...]
+    outputs: tuple[TensorMeta | None, ...]
+    info: CaptureInfo
+    source: ProgramSource = field(compare=False)
+    constant_sites: tuple[tuple[int, int], ...] = ()
+
+
+def to_numpy(t: Any) -> np.ndarray:
+    """A real tensor as a numpy array (bf16/fp8 widened to f32, as the executor uses)."""
+    import torch
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    with _disable_current_modes(), torch.no_grad():
+        t = t.detach().cpu()
+        if t.dtype in (torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2):
+            t = t.float()
+        return np.array(t.numpy(), copy=True)
+
+
+class _Ids:
+    """Stable ids for tensor objects and storages."""
+
+    def __init__(self) -> None:
+        import torch.utils.weak as weak
+
+        self._ids: Any = weak.WeakIdKeyDictionary()
+        self._storages: dict[Any, int] = {}
+        self.next = 0
+
+    def known(self, t: Any) -> bool:
+        return t in self._ids
+
+    def get(self, t: Any) -> int:
+        if t not in self._ids:
+            self._ids[t] = self.next
+            self.next += 1
+        return int(self._ids[t])
+
+    def meta(self, t: Any) -> TensorMeta:
+        from torch.multiprocessing.reductions import StorageWeakRef
+
+        try:
+            key = StorageWeakRef(t.untyped_storage())
+            sid = self._storages.setdefault(key, len(self._storages))
+        except (RuntimeError, NotImplementedError):
+            sid = -1
+        return TensorMeta(
+            self.get(t),
+            tuple(int(d) for d in t.shape),
+            str(t.dtype).removeprefix("torch."),
+            tuple(int(s) for s in t.stride()),
+            int(t.storage_offset()),
+            sid,
+        )
+
+
+def _call_kind(func: Any) -> tuple[CallKind, tuple[int, ...]]:
+    schema = func._schema
+    written = tuple(
+        k for k, a in enumerate(schema.arguments) if a.alias_info is not None and a.alias_info.is_write
+    )
+    if written:
+        is_out = any(schema.arguments[k].is_out for k in written)
+        return ("out" if is_out else "inplace"), written
+    rets = schema.returns
+    if rets and rets[0].alias_info is not None:
+        return "view", ()
+    return "functional", ()
+
+
+class _Recorder:
+    """The dispatch mode body; built lazily so torch is imported only when capturing."""
+
+    def __init__(self, ids: _Ids, attr_names: Mapping[int, str], keep: frozenset[int],
+                 expect: tuple[str, ...] | None) -> None:
+        self.ids = ids
+        self.attr_names = attr_names
+        self.keep = keep
+        self.expect = expect
+        self.calls: list[RecordedCall] = []
+        self.constants: list[NamedTensor] = []
+        self.constant_sites: list[tuple[int, int]] = []
+        self.kept: dict[int, tuple[np.ndarray | None, ...]] = {}
+        self.module_stack: list[str] = []
+
+    def convert(self, a: Any, index: int) -> Any:
+        import torch
+
+        if isinstance(a, torch.Tensor):
+            if not self.ids.known(a):
+                self._new_constant(a, index)
+            return TensorArg(self.ids.get(a))
+        if isinstance(a, list | tuple):
+            return tuple(self.convert(x, index) for x in a)
+        if isinstance(a, torch.dtype):
+            return str(a).removeprefix("torch.")
+        if isinstance(a, torch.device | torch.layout | torch.memory_format):
+            return str(a)
+        if isinstance(a, bool | int | float | str) or a is None:
+            return a
+        return repr(a)
+
+    def _new_constant(self, t: Any, index: int) -> None:
+        from torch._subclasses.fake_tensor import FakeTensor
+
+        meta = self.ids.meta(t)
+        name = self.attr_names.get(id(t), f"c{len(self.constants)}")
+        value = None
+        if not isinstance(t, FakeTensor) and t.device.type != "meta" and t.numel() <= _CONSTANT_VALUE_LIMIT:
+            value = to_numpy(t)
+        self.constants.append(NamedTensor(name, meta, value))
+        self.constant_sites.append((index, meta.id))
+
+    def record(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
+        import torch
+        from torch.utils._pytree import tree_flatten
+
+        target = str(func)
+        leaves, _ = tree_flatten(out)
+        has_tensor = any(isinstance(x, torch.Tensor) for x in leaves)
+        if not has_tensor and target not in _HOST_OPS:
+            return
+        index = len(self.calls)
+        if self.expect is not None and (index >= len(self.expect) or self.expect[index] != target):
+            expected = self.expect[index] if index < len(self.expect) else "end of program"
+            raise FrontendError(
+                f"the real run diverged from the capture at call {index}: {target} "
+                f"instead of {expected}",
+                code="E0506",
+                notes=("the program's control flow depends on tensor values",),
+            )
+        kind, written = _call_kind(func)
+        if not has_tensor:
+            kind = "host"
+        cargs = tuple(self.convert(a, index) for a in args)
+        ckwargs = {k: self.convert(v, index) for k, v in kwargs.items()}
+        mutated: list[int] = []
+        for pos in written:
+            arg = func._schema.arguments[pos]
+            val = kwargs.get(arg.name) if arg.kwarg_only or pos >= len(args) else args[pos]
+            if isinstance(val, torch.Tensor):
+                mutated.append(self.ids.get(val))
+        outs = tuple(self.ids.meta(x) if isinstance(x, torch.Tensor) else None for x in leaves)
+        if index in self.keep:
+            self.kept[index] = tuple(
+                to_numpy(x) if isinstance(x, torch.Tensor) else None for x in leaves
+            )
+        path = self.module_stack[-1] if self.module_stack else ""
+        self.calls.append(RecordedCall(index, target, cargs, ckwargs, outs, kind,
+                                       tuple(mutated), path))
+
+
+@contextlib.contextmanager
+def _recording(rec: _Recorder, root: Any) -> Iterator[None]:
+    """Push the dispatch mode and the module-path hooks."""
+    import torch
+    from torch.nn.modules import module as nn_module
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    names: dict[int, str] = {}
+    if isinstance(root, torch.nn.Module):
+        names = {id(m): n for n, m in root.named_modules(remove_duplicate=False)}
+
+    def pre_hook(mod: Any, _args: Any) -> None:
+        name = names.get(id(mod), type(mod).__name__.lower())
+        rec.module_stack.append(name)
+
+    def post_hook(_mod: Any, _args: Any, _out: Any) -> None:
+        if rec.module_stack:
+            rec.module_stack.pop()
+
+    class Mode(TorchDispatchMode):
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (),
+                               kwargs: Any = None) -> Any:
+            kwargs = kwargs or {}
+            out = func(*args, **kwargs)
+            rec.record(func, tuple(args), dict(kwargs), out)
+            return out
+
+    h1 = nn_module.register_module_forward_pre_hook(pre_hook)
+    h2 = nn_module.register_module_forward_hook(post_hook, always_call=True)
+    try:
+        with Mode():
+            yield
+    finally:
+        h1.remove()
+        h2.remove()
+
+
+def _tensor_bytes(xs: Any) -> int:
+    import torch
+    from torch.utils._pytree import tree_flatten
+
+    leaves, _ = tree_flatten(xs)
+    return sum(x.numel() * x.element_size() for x in leaves if isinstance(x, torch.Tensor))
+
+
+def _run(inst: Instance, rec: _Recorder, fake_mode: Any) -> Any:
+    import torch
+
+    ctx = fake_mode if fake_mode is not None else contextlib.nullcontext()
+    with torch.no_grad(), ctx, _recording(rec, inst.module), user_code("the model's forward"):
+        return inst.fn(*inst.args)
+
+
+def _register(inst: Instance, ids: _Ids) -> tuple[tuple[TensorMeta | None, ...],
+                                                  tuple[NamedTensor, ...]]:
+    import torch
+    from torch.utils._pytree import tree_flatten
+
+    leaves, _ = tree_flatten(list(inst.args))
+    inputs = tuple(ids.meta(x) if isinstance(x, torch.Tensor) else None for x in leaves)
+    params = tuple(NamedTensor(k, ids.meta(v)) for k, v in inst.state.items())
+    return inputs, params
+
+
+def _fake_blocked_errors() -> tuple[type[BaseException], ...]:
+    from torch._subclasses import fake_tensor as ft
+
+    return (ft.DataDependentOutputException, ft.DynamicOutputShapeException,
+            ft.UnsupportedOperatorException)
+
+
+def capture_program(source: ProgramSource, *, real: bool = False) -> TorchCapture:
+    """Capture ``source`` at ATen level (fake tensors unless ``real`` or forced).
+
+    Args:
+        source: the program.
+        real: capture with real tensors from the start.
+
+    Returns:
+        The capture.
+
+    Raises:
+        FrontendError: loading/running errors (E0501-E0504), E0505 when real values are
+            needed but inputs+parameters exceed `REAL_BUDGET_BYTES`.
+    """
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    reason = "requested" if real else None
+    if not real:
+        fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
+        inst = instantiate(source, fake_mode=fake_mode)
+        try:
+            return _finish(source, inst, fake_mode, None)
+        except FrontendError as err:
+            cause = err.__cause__
+            if err.code != "E0501" or cause is None:
+                raise
+            blocked = isinstance(cause, _fake_blocked_errors())
+            need = _tensor_bytes(inst.args) + _tensor_bytes(list(inst.state.values()))
+            if need > REAL_BUDGET_BYTES:
+                if not blocked:
+                    raise
+                raise FrontendError(
+                    "the program needs real tensor values (data-dependent op), but its "
+                    f"inputs and parameters take {need / 2**30:.1f} GiB",
+                    code="E0505",
+                    notes=(f"fake execution stopped at: {cause}",
+                           "reduce the sizes in the model file"),
+                ) from err
+            reason = f"{type(cause).__name__}: {cause}".splitlines()[0]
+    inst = instantiate(source)
+    return _finish(source, inst, None, reason)
+
+
+def _finish(source: ProgramSource, inst: Instance, fake_mode: Any,
+            reason: str | None) -> TorchCapture:
+    from torch.utils._pytree import tree_flatten
+
+    ids = _Ids()
+    inputs, params = _register(inst, ids)
+    rec = _Recorder(ids, inst.attr_names, frozenset(), None)
+    out = _run(inst, rec, fake_mode)
+    leaves, _ = tree_flatten(out)
+    outputs = tuple(_output_meta(x, ids) for x in leaves)
+    info = CaptureInfo(
+        used_real_values=fake_mode is None,
+        real_reason=reason,
+        input_bytes=_tensor_bytes(inst.args),
+        param_bytes=_tensor_bytes(list(inst.state.values())),
+        sizes=dict(inst.sizes),
+        num_calls=len(rec.calls),
+    )
+    return TorchCapture(source.name, tuple(rec.calls), inputs, params, tuple(rec.constants),
+                        outputs, info, source, tuple(rec.constant_sites))
+
+
+def _output_meta(x: Any, ids: _Ids) -> TensorMeta | None:
+    import torch
+
+    if isinstance(x, torch.Tensor):
+        return ids.meta(x)
+    if x is None or isinstance(x, bool | int | float | str):
+        return None
+    raise FrontendError(
+        f"the model returned a {type(x).__name__}; outputs must be tensors, "
+        "numbers or containers of them",
+        code="E0503",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class RealValues:
+    """Values of a real run, keyed to a capture.
+
+    Attributes:
+        inputs: flattened input leaves (numpy for tensors, ``None`` otherwise), before
+            the program ran (so in-place mutation does not leak in).
+        params: parameter/buffer values by state_dict name.
+        constants: constant values by constant name.
+        outputs: flattened output leaves.
+        kept: outputs of the requested calls, by call index.
+    """
+
+    inputs: tuple[np.ndarray | None, ...]
+    params: Mapping[str, np.ndarray]
+    constants: Mapping[str, np.ndarray]
+    outputs: tuple[np.ndarray | None, ...]
+    kept: Mapping[int, tuple[np.ndarray | None, ...]]
+
+
+def replay_values(capture: TorchCapture, *, keep: frozenset[int] = frozenset()) -> RealValues:
+    """Run the captured program for real (seeded) and collect reference values.
+
+    Args:
+        capture: the capture to replay; its source is rebuilt with real tensors.
+        keep: call indices whose outputs to return.
+
+    Returns:
+        The values, keyed as the capture names them.
+
+    Raises:
+        FrontendError: E0506 if the real run performs different calls.
+    """
+    import torch
+    from torch.utils._pytree import tree_flatten
+
+    inst = instantiate(capture.source)
+    leaves, _ = tree_flatten(list(inst.args))
+    inputs = tuple(to_numpy(x) if isinstance(x, torch.Tensor) else None for x in leaves)
+    params = {k: to_numpy(v) for k, v in inst.state.items()}
+    ids = _Ids()
+    _register(inst, ids)
+    rec = _Recorder(ids, inst.attr_names, keep, tuple(c.target for c in capture.calls))
+    out = _run(inst, rec, None)
+    if len(rec.calls) != len(capture.calls):
+        raise FrontendError(
+            f"the real run made {len(rec.calls)} calls, the capture {len(capture.calls)}",
+            code="E0506",
+        )
+    out_leaves, _ = tree_flatten(out)
+    outputs = tuple(to_numpy(x) if isinstance(x, torch.Tensor) else None for x in out_leaves)
+    constants: dict[str, np.ndarray] = {}
+    for cap_const, real_const in zip(capture.constants, rec.constants, strict=False):
+        if real_const.value is not None:
+            constants[cap_const.name] = real_const.value
+    return RealValues(inputs, params, constants, outputs, rec.kept)

@@ -1,0 +1,558 @@
+"""Lower a `TorchCapture` to an Affine Loop IR `Program`, one kernel per ATen call.
+
+Contract: ``TorchCapture -> LoweredProgram``. Every recorded call is either lowered
+by its registered lowering (registry.py), spliced from ``op_fallback``, or reported
+in `LoweredProgram.coverage` as uncovered: an uncovered op is never dropped. Its
+output tensors become extra program ``input``s (named ``u<call>_<op>``), so every
+downstream kernel is still lowered and can be validated by feeding the real
+intermediate values (see reference.py); the coverage records each uncovered target
+with its count and share of the program's tensor bytes.
+
+Naming: ``x0, x1, ...`` are the tensor leaves of the program inputs in order,
+``p_<state_dict key>`` parameters/buffers (``.`` -> ``_``), ``p_<attr>``/``c<k>``
+other constant tensors, ``y0, y1, ...`` the tensor outputs, ``t<call>_<op>`` temps;
+kernels are named ``<module path>_<op>``.
+
+Aliasing: view ops are free (no kernel); their values read their storage through
+index maps. An in-place op that overwrites every element of a tensor (``add_``,
+``relu_``, ``copy_`` into a whole tensor) produces a new version of the storage (a new
+temp) that later reads use; scatter-like in-place ops (``index_put_``...) and in-place
+ops on a part of a tensor (``x[:, 0] = v``) write into the existing tensor, as eager
+does, so no untouched element is charged. Inputs/parameters written in place are
+listed in `IOBinding.mutated`.
+
+Error codes: E0510 a tensor has a dtype the IR cannot represent; E0512 the capture
+references an unknown tensor (internal).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from solar.diagnostics import FrontendError
+from solar.frontends.builder import ProgramBuilder, TensorRef, loop_nest, sanitize_name
+from solar.frontends.pytorch.capture import RecordedCall, TensorArg, TensorMeta, TorchCapture
+from solar.frontends.pytorch.registry import (
+    LowerCtx,
+    OpCall,
+    TensorInfo,
+    UnsupportedOpError,
+    find_lowering,
+)
+from solar.frontends.pytorch.ir_edits import prune_unused, rename_tensors, splice_program
+from solar.ir import Access, Assign, DType, Program
+
+__all__ = [
+    "INPLACE_PARTIAL_OPS",
+    "TORCH_DTYPES",
+    "IOBinding",
+    "LoweredProgram",
+    "OpFallback",
+    "UncoveredOp",
+    "UncoveredValue",
+    "lower_capture",
+]
+
+TORCH_DTYPES: dict[str, DType] = {
+    "float64": DType.F64,
+    "float32": DType.F32,
+    "float16": DType.F16,
+    "bfloat16": DType.BF16,
+    "float8_e4m3fn": DType.F8E4M3,
+    "float8_e5m2": DType.F8E5M2,
+    "int64": DType.I64,
+    "int32": DType.I32,
+    "int8": DType.I8,
+    "bool": DType.BOOL,
+}
+"""torch dtype name -> IR dtype. Other dtypes (uint8, int16, complex) are rejected (E0510)."""
+
+INPLACE_PARTIAL_OPS = frozenset({
+    "index_put_", "_index_put_impl_", "scatter_", "scatter_add_", "scatter_reduce_",
+    "index_add_", "index_copy_", "index_fill_", "masked_fill_", "masked_scatter_",
+    "put_", "fill_diagonal_",
+})
+"""In-place ops that write only some elements of ``self``: lowered as writes into the
+existing tensor (their lowerings skip the copy of ``self`` when output is ``self``)."""
+
+OpFallback = Callable[[OpCall], Program | None]
+"""Per-op fallback: given an uncovered call, return a kernel program whose inputs are
+``a0, a1, ...`` (the call's tensor arguments in order, args then kwargs, lists
+flattened, at their logical shapes) and whose outputs are ``out0, out1, ...`` (the
+call's tensor outputs), or ``None`` to leave the op uncovered."""
+
+
+@dataclass(frozen=True, slots=True)
+class UncoveredOp:
+    """An ATen target the program uses but the IR does not cover.
+
+    Attributes:
+        target: overload name.
+        count: number of calls.
+        bytes_share: share of the program's tensor bytes (inputs+outputs of these calls
+            over those of all calls), in ``[0, 1]``.
+        reason: why it is uncovered (no lowering, unsupported variant...).
+    """
+
+    target: str
+    count: int
+    bytes_share: float
+    reason: str = "no lowering"
+
+
+@dataclass(frozen=True, slots=True)
+class UncoveredValue:
+    """An extra program input holding the real output of an uncovered call."""
+
+    name: str
+    call_index: int
+    output_index: int
+
+
+@dataclass(frozen=True, slots=True)
+class IOBinding:
+    """IR names of the program's interface.
+
+    Attributes:
+        inputs: one per flattened input leaf: the IR name, ``None`` for non-tensors.
+        params: ``(state_dict key, IR name)`` of the parameters/buffers the program reads.
+        constants: ``(constant name, IR name)`` of other tensors it reads.
+        outputs: one per flattened output leaf: the IR name, ``None`` for non-tensors.
+        uncovered_values: extra inputs standing for uncovered calls' outputs.
+        mutated: IR names of inputs/parameters the program writes in place.
+    """
+
+    inputs: tuple[str | None, ...]
+    params: tuple[tuple[str, str], ...]
+    constants: tuple[tuple[str, str], ...]
+    outputs: tuple[str | None, ...]
+    uncovered_values: tuple[UncoveredValue, ...]
+    mutated: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LoweredProgram:
+    """The result of lowering a capture.
+
+    Attributes:
+        program: the (unverified) IR program.
+        binding: names of its interface tensors.
+        coverage: uncovered targets (empty when fully covered).
+        capture_name: the program name.
+    """
+
+    program: Program
+    binding: IOBinding
+    coverage: tuple[UncoveredOp, ...]
+    capture_name: str
+
+    @property
+    def fully_covered(self) -> bool:
+        """True when every call was lowered."""
+        return not self.coverage
+
+    @property
+    def uncovered_share(self) -> float:
+        """Share of the program's tensor bytes in uncovered calls."""
+        return min(1.0, sum(u.bytes_share for u in self.coverage))
+
+
+def ir_dtype(name: str) -> DType:
+    """The IR dtype of a torch dtype name.
+
+    Raises:
+        FrontendError: E0510 for dtypes the IR cannot represent.
+    """
+    try:
+        return TORCH_DTYPES[name]
+    except KeyError:
+        raise FrontendError(
+            f"tensors of dtype {name} cannot be represented in the IR",
+            code="E0510",
+            notes=(f"supported: {', '.join(TORCH_DTYPES)}",),
+        ) from None
+
+
+_RESHAPES = frozenset({"view", "_unsafe_view", "reshape", "squeeze", "unsqueeze", "flatten",
+                       "alias", "detach", "lift_fresh", "_reshape_alias"})
+
+
+class _Lowerer:
+    """Walks the calls of a capture, keeping the current IR value of each tensor id."""
+
+    def __init__(self, capture: TorchCapture, op_fallback: OpFallback | None) -> None:
+        self.capture = capture
+        self.fallback = op_fallback
+        self.pb = ProgramBuilder(capture.name)
+        self.env: dict[int, TensorInfo] = {}
+        self.roles: dict[str, str] = {}
+        self.reshape_only: set[int] = set()
+        self.uncovered: dict[str, list[int]] = {}
+        self.reasons: dict[str, str] = {}
+        self.uncovered_values: list[UncoveredValue] = []
+        self.mutated: list[str] = []
+        self.metas: dict[int, TensorMeta] = {}
+        for name in ("y" + str(k) for k in range(len(capture.outputs))):
+            self.pb.unique(name)  # reserve y0.. for the outputs
+
+    def declare(self, role: str, meta: TensorMeta, hint: str, *, exact: bool = False) -> TensorInfo:
+        dtype = ir_dtype(meta.dtype)
+        ref = self.pb.tensor(role, dtype, meta.shape, hint)  # type: ignore[arg-type]
+        if exact and ref.name != sanitize_name(hint):
+            raise FrontendError(f"name clash for {hint}", code="E0512")
+        self.roles[ref.name] = role
+        info = TensorInfo(ref, meta.shape, dtype)
+        self.env[meta.id] = info
+        self.metas[meta.id] = meta
+        return info
+
+    def interface(self) -> None:
+        cap = self.capture
+        k = 0
+        for meta in cap.inputs:
+            if meta is not None:
+                self.declare("input", meta, f"x{k}", exact=True)
+                k += 1
+        for nt in cap.params:
+            self.declare("param", nt.meta, "p_" + nt.name.replace(".", "_"))
+        for nt in cap.constants:
+            hint = "p_" + nt.name.replace(".", "_") if not nt.name[1:].isdigit() else nt.name
+            self.declare("param", nt.meta, hint)
+
+    # -- argument conversion ---------------------------------------------------------
+    def resolve(self, a: Any) -> Any:
+        if isinstance(a, TensorArg):
+            try:
+                return self.env[a.id]
+            except KeyError:
+                raise FrontendError(f"capture reads unknown tensor {a.id}", code="E0512") from None
+        if isinstance(a, tuple):
+            return tuple(self.resolve(x) for x in a)
+        if isinstance(a, str) and a in TORCH_DTYPES:
+            return TORCH_DTYPES[a]
+        return a
+
+    def call_bytes(self, call: RecordedCall) -> int:
+        if call.kind in ("view", "host"):
+            return 0
+        seen: dict[int, TensorMeta] = {}
+        for a in _tensor_args(call):
+            if a.id in self.metas:
+                seen[a.id] = self.metas[a.id]
+        for m in call.outputs:
+            if m is not None:
+                seen[m.id] = m
+        return sum(m.numel * _itemsize(m.dtype) for m in seen.values())
+
+    # -- one call ------------------------------------------------------------------
+    def lower_call(self, call: RecordedCall) -> None:
+        for m in call.outputs:
+            if m is not None:
+                self.metas.setdefault(m.id, m)
+        if call.kind == "host":
+            if call.target != "aten._local_scalar_dense.default":
+                self.mark_uncovered(call, "reads tensor data on the host")
+            return
+        target = _functional_target(call)
+        fn = find_lowering(target)
+        try:
+            for m in call.outputs:
+                if m is not None:
+                    ir_dtype(m.dtype)
+            args = tuple(self.resolve(a) for a in call.args)
+            kwargs = {k: self.resolve(v) for k, v in call.kwargs.items() if k != "out"}
+        except FrontendError as err:
+            if err.code != "E0510":
+                raise
+            self.mark_uncovered(call, err.message)
+            return
+        outs = self.outputs_for(call)
+        opcall = OpCall(
+            target, args, kwargs, tuple(outs),
+            out_shapes=tuple(m.shape if m is not None else None for m in call.outputs),
+            out_dtypes=tuple(ir_dtype(m.dtype) if m is not None else None for m in call.outputs),
+            index=call.index,
+            module_path=sanitize_name(call.module_path) if call.module_path else "",
+        )
+        if fn is None:
+            if not self.try_fallback(call, opcall):
+                self.mark_uncovered(call, "no lowering")
+            return
+        ctx = LowerCtx(self.pb, opcall)
+        try:
+            result = fn(ctx, opcall)
+        except (UnsupportedOpError, NotImplementedError) as err:
+            if not self.try_fallback(call, opcall):
+                self.mark_uncovered(call, str(err) or "unsupported variant")
+            return
+        for kb in ctx.kernels:
+            self.pb.finish_kernel(kb)
+        self.bind_outputs(call, outs, result)
+
+    def outputs_for(self, call: RecordedCall) -> list[TensorInfo | None]:
+        """Declare (or locate) the tensors the call writes."""
+        outs: list[TensorInfo | None] = []
+        for pos, m in enumerate(call.outputs):
+            if m is None or call.kind == "view":
+                outs.append(None)
+                continue
+            if call.kind in ("inplace", "out") and m.id in self.env:
+                outs.append(self.version_for_write(call, self.env[m.id]))
+                continue
+            hint = f"t{call.index}_{_op_name(call.target)}" + (f"_{pos}" if pos else "")
+            ref = self.pb.tensor("temp", ir_dtype(m.dtype), m.shape, hint)
+            self.roles[ref.name] = "temp"
+            outs.append(TensorInfo(ref, m.shape, ir_dtype(m.dtype)))
+        return outs
+
+    def version_for_write(self, call: RecordedCall, cur: TensorInfo) -> TensorInfo:
+        """The value an in-place op writes: a new version, or the tensor itself."""
+        storage = cur.ref
+        op = _op_name(call.target)
+        full = _numel(cur.shape) == _numel_ref(storage)
+        if op in INPLACE_PARTIAL_OPS or not full:
+            self.note_mutation(storage.name)
+            return cur
+        ref = self.pb.tensor("temp", storage.dtype, storage.shape, f"t{call.index}_{op}")
+        self.roles[ref.name] = "temp"
+        return dataclasses.replace(cur, ref=ref)
+
+    def note_mutation(self, name: str) -> None:
+        if self.roles.get(name) in ("input", "param") and name not in self.mutated:
+            self.mutated.append(name)
+
+    def rebase(self, old: TensorRef, new: TensorRef) -> None:
+        """Every alias of ``old``'s storage now reads the new version ``new``."""
+        self.note_mutation(old.name)
+        for tid, info in list(self.env.items()):
+            if info.ref.name == old.name:
+                self.env[tid] = dataclasses.replace(info, ref=new)
+
+    def bind_outputs(self, call: RecordedCall, outs: Sequence[TensorInfo | None],
+                     result: Any) -> None:
+        values: list[TensorInfo | None] = list(outs)
+        if result is not None:
+            for k, r in enumerate(result):
+                if isinstance(r, TensorInfo) and k < len(values):
+                    values[k] = r
+        op = _op_name(call.target)
+        for m, v in zip(call.outputs, values, strict=False):
+            if m is None or v is None:
+                continue
+            old = self.env.get(m.id)
+            if call.kind in ("inplace", "out") and old is not None and old.ref.name != v.ref.name:
+                self.rebase(old.ref, v.ref)
+            self.env[m.id] = v
+            if call.kind == "view" or op in _RESHAPES:
+                src = next(iter(_tensor_args(call)), None)
+                if op in _RESHAPES and src is not None and (
+                    src.id in self.reshape_only or self._is_base(src.id)
+                ) and v.numel == _numel_ref(v.ref):
+                    self.reshape_only.add(m.id)
+
+    def _is_base(self, tid: int) -> bool:
+        info = self.env.get(tid)
+        return info is not None and info.index_map is None
+
+    # -- uncovered ops -------------------------------------------------------------
+    def try_fallback(self, call: RecordedCall, opcall: OpCall) -> bool:
+        if self.fallback is None:
+            return False
+        kernel_prog = self.fallback(opcall)
+        if kernel_prog is None:
+            return False
+        outs = [o for o in opcall.outputs]
+        if call.kind == "view":
+            outs = []
+            for pos, m in enumerate(call.outputs):
+                if m is None:
+                    outs.append(None)
+                    continue
+                ref = self.pb.tensor("temp", ir_dtype(m.dtype), m.shape,
+                                     f"t{call.index}_{_op_name(call.target)}_{pos}")
+                outs.append(TensorInfo(ref, m.shape, ir_dtype(m.dtype)))
+        args = [x for x in _flat_values(opcall.args, opcall.kwargs) if isinstance(x, TensorInfo)]
+        splice_program(self.pb, kernel_prog, args, [o for o in outs if o is not None],
+                       prefix=opcall.module_path)
+        self.bind_outputs(call, outs, None)
+        return True
+
+    def mark_uncovered(self, call: RecordedCall, reason: str) -> None:
+        self.uncovered.setdefault(call.target, []).append(call.index)
+        self.reasons.setdefault(call.target, reason)
+        for pos, m in enumerate(call.outputs):
+            if m is None:
+                continue
+            cur = self.env.get(m.id) if call.kind in ("inplace", "out") else None
+            hint = f"u{call.index}_{_op_name(call.target)}" + (f"_{pos}" if pos else "")
+            if m.dtype not in TORCH_DTYPES:
+                continue
+            ref = self.pb.tensor("input", ir_dtype(m.dtype), m.shape, hint)
+            self.roles[ref.name] = "input"
+            self.uncovered_values.append(UncoveredValue(ref.name, call.index, pos))
+            value = TensorInfo(ref, m.shape, ir_dtype(m.dtype))
+            if cur is not None and _numel(cur.shape) != _numel_ref(cur.ref):
+                self._write_into(cur, value, call)  # partial in-place: store the values
+                continue
+            if cur is not None:
+                self.rebase(cur.ref, ref)
+            self.env[m.id] = value
+
+    def _write_into(self, dst: TensorInfo, src: TensorInfo, call: RecordedCall) -> None:
+        kb = self.pb.kernel(f"t{call.index}_{_op_name(call.target)}_store")
+        idx = kb.fresh_vars(dst.rank)
+        kb.emit(loop_nest(list(zip(idx, dst.shape, strict=True)),
+                          [Assign(LowerCtx.write(dst, idx), LowerCtx.read(src, idx))]))
+        self.pb.finish_kernel(kb)
+        self.note_mutation(dst.ref.name)
+
+    # -- outputs -------------------------------------------------------------------
+    def finish(self) -> LoweredProgram:
+        rename: dict[str, str] = {}
+        out_names: list[str | None] = []
+        k = 0
+        for meta in self.capture.outputs:
+            if meta is None:
+                out_names.append(None)
+                continue
+            name = f"y{k}"
+            k += 1
+            info = self.env[meta.id]
+            role = self.roles.get(info.ref.name)
+            direct = info.index_map is None or meta.id in self.reshape_only
+            if role == "temp" and direct and info.ref.name not in rename:
+                rename[info.ref.name] = name
+            else:
+                self._copy_out(info, name, rename)
+            out_names.append(name)
+        program = prune_unused(rename_tensors(self.pb.build(), rename, role="output"))
+        kept = {t.name for t in program.tensors}
+        binding = self._binding(out_names, kept)
+        return LoweredProgram(program, binding, self._coverage(), self.capture.name)
+
+    def _copy_out(self, info: TensorInfo, name: str, rename: dict[str, str]) -> None:
+        ref = self.pb.tensor("output", info.dtype, info.shape, f"{name}_value")
+        rename[ref.name] = name
+        self.roles[ref.name] = "output"
+        kb = self.pb.kernel(f"{name}_copy")
+        idx = kb.fresh_vars(info.rank)
+        body = Assign(Access(ref.name, tuple(idx)), LowerCtx.read(info, idx))
+        kb.emit(loop_nest(list(zip(idx, info.shape, strict=True)), [body]))
+        self.pb.finish_kernel(kb)
+
+    def _binding(self, out_names: list[str | None], kept: set[str]) -> IOBinding:
+        cap = self.capture
+        ins: list[str | None] = []
+        for meta in cap.inputs:
+            ins.append(None if meta is None else self._decl_name(meta.id))
+        params = tuple((nt.name, n) for nt in cap.params
+                       if (n := self._decl_name(nt.meta.id)) in kept)
+        consts = tuple((nt.name, n) for nt in cap.constants
+                       if (n := self._decl_name(nt.meta.id)) in kept)
+        return IOBinding(tuple(ins), params, consts, tuple(out_names),
+                         tuple(v for v in self.uncovered_values if v.name in kept),
+                         tuple(self.mutated))
+
+    def _decl_name(self, tid: int) -> str:
+        return self._initial_names[tid]
+
+    def _coverage(self) -> tuple[UncoveredOp, ...]:
+        total = sum(self.call_bytes(c) for c in self.capture.calls) or 1
+        out = []
+        for target, indices in sorted(self.uncovered.items()):
+            b = sum(self.call_bytes(self.capture.calls[i]) for i in indices)
+            out.append(UncoveredOp(target, len(indices), b / total, self.reasons[target]))
+        return tuple(out)
+
+    def run(self) -> LoweredProgram:
+        self.interface()
+        self._initial_names = {tid: info.ref.name for tid, info in self.env.items()}
+        for call in self.capture.calls:
+            self.lower_call(call)
+        return self.finish()
+
+
+def lower_capture(capture: TorchCapture, *, op_fallback: OpFallback | None = None) -> LoweredProgram:
+    """Lower every call of ``capture`` to IR kernels.
+
+    Args:
+        capture: the captured program.
+        op_fallback: tried for calls without a lowering (see `OpFallback`).
+
+    Returns:
+        The program, its interface names and its coverage.
+
+    Raises:
+        FrontendError: E0510 for inputs/parameters of unsupported dtypes.
+    """
+    _load_lowerings()
+    return _Lowerer(capture, op_fallback).run()
+
+
+def _load_lowerings() -> None:
+    from solar.frontends.pytorch import register_lowerings
+
+    register_lowerings()
+
+
+def _tensor_args(call: RecordedCall) -> list[TensorArg]:
+    return [x for x in _flat_values(call.args, call.kwargs) if isinstance(x, TensorArg)]
+
+
+def _flat_values(args: Sequence[Any], kwargs: Mapping[str, Any]) -> list[Any]:
+    out: list[Any] = []
+
+    def go(x: Any) -> None:
+        if isinstance(x, tuple):
+            for y in x:
+                go(y)
+        else:
+            out.append(x)
+
+    for a in args:
+        go(a)
+    for k, v in kwargs.items():
+        if k != "out":
+            go(v)
+    return out
+
+
+def _op_name(target: str) -> str:
+    parts = target.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def _functional_target(call: RecordedCall) -> str:
+    """``aten.add_.Tensor -> aten.add.Tensor``; ``aten.add.out -> aten.add.out`` (op-wide)."""
+    if call.kind != "inplace":
+        return call.target
+    ns, op, overload = (call.target.split(".") + ["default"])[:3]
+    return f"{ns}.{op[:-1] if op.endswith('_') else op}.{overload}"
+
+
+def _itemsize(dtype: str) -> int:
+    d = TORCH_DTYPES.get(dtype)
+    return d.itemsize_bytes if d is not None else 1
+
+
+def _numel(shape: Sequence[int]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _numel_ref(ref: TensorRef) -> int:
+    return _numel(_lit_shape(ref.shape))
+
+
+def _lit_shape(shape: Sequence[Any]) -> list[int]:
+    out = []
+    for d in shape:
+        value = getattr(d, "value", d)
+        out.append(int(value))
+    return out

@@ -1,0 +1,181 @@
+"""Whole-program edits the torch driver needs: renaming, pruning, splicing.
+
+Contract: pure functions ``Program -> Program`` (and one that appends kernels to a
+`ProgramBuilder`); none mutates its input.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from solar.frontends.builder import ProgramBuilder
+from solar.frontends.pytorch.registry import TensorInfo
+from solar.ir import (
+    Access,
+    Assign,
+    Binary,
+    Call,
+    Cast,
+    Expr,
+    For,
+    If,
+    IntLit,
+    Kernel,
+    Name,
+    Program,
+    Reduce,
+    Role,
+    Stmt,
+    TensorDecl,
+    Unary,
+)
+from solar.ir.traversal import accesses, eval_int, resolve_sizes, walk_exprs, walk_stmts
+
+__all__ = ["map_expr", "prune_unused", "rename_tensors", "splice_program"]
+
+
+def map_expr(expr: Expr, fn: Callable[[Expr], Expr | None]) -> Expr:
+    """Rewrite ``expr`` bottom-up: ``fn`` returns a replacement or ``None`` to keep the node."""
+    match expr:
+        case Access(tensor=t, indices=idx):
+            new: Expr = Access(t, tuple(map_expr(i, fn) for i in idx))
+        case Binary(op=op, lhs=a, rhs=b):
+            new = Binary(op, map_expr(a, fn), map_expr(b, fn))
+        case Unary(op=op, operand=o):
+            new = Unary(op, map_expr(o, fn))
+        case Call(func=f, args=args):
+            new = Call(f, tuple(map_expr(a, fn) for a in args))
+        case Cast(dtype=d, operand=o):
+            new = Cast(d, map_expr(o, fn))
+        case _:
+            new = expr
+    out = fn(new)
+    return new if out is None else out
+
+
+def map_stmt(stmt: Stmt, fn: Callable[[Expr], Expr | None],
+             var: Callable[[str], str] = lambda v: v) -> Stmt:
+    """Apply `map_expr` to every expression of ``stmt``; ``var`` renames loop variables."""
+    match stmt:
+        case Assign(target=t, value=v):
+            tgt = map_expr(t, fn)
+            assert isinstance(tgt, Access)
+            return Assign(tgt, map_expr(v, fn))
+        case Reduce(target=t, op=op, value=v):
+            tgt = map_expr(t, fn)
+            assert isinstance(tgt, Access)
+            return Reduce(tgt, op, map_expr(v, fn))
+        case For():
+            return For(var(stmt.var), map_expr(stmt.lo, fn), map_expr(stmt.hi, fn),
+                       tuple(map_stmt(s, fn, var) for s in stmt.body), stmt.step, stmt.seq)
+        case If(cond=c, body=body):
+            return If(map_expr(c, fn), tuple(map_stmt(s, fn, var) for s in body))
+    raise TypeError(type(stmt))
+
+
+def rename_tensors(program: Program, mapping: Mapping[str, str], *, role: Role) -> Program:
+    """Rename program-level tensors (declarations and accesses); renamed ones get ``role``."""
+    if not mapping:
+        return program
+
+    def fix(e: Expr) -> Expr | None:
+        if isinstance(e, Access) and e.tensor in mapping:
+            return Access(mapping[e.tensor], e.indices)
+        return None
+
+    tensors = tuple(
+        TensorDecl(mapping[t.name], role, t.dtype, t.shape) if t.name in mapping else t
+        for t in program.tensors
+    )
+    kernels = tuple(
+        dataclasses.replace(k, body=tuple(map_stmt(s, fix) for s in k.body))
+        for k in program.kernels
+    )
+    return dataclasses.replace(program, tensors=tensors, kernels=kernels)
+
+
+def _tensors_in(exprs: Sequence[Expr]) -> set[str]:
+    return {sub.tensor for e in exprs for sub in walk_exprs(e) if isinstance(sub, Access)}
+
+
+def prune_unused(program: Program) -> Program:
+    """Drop temps/params no kernel touches (superseded versions, view-only declarations)."""
+    used: set[str] = set()
+    for k in program.kernels:
+        for stmt, _ctx in walk_stmts(k.body):
+            match stmt:
+                case Assign() | Reduce():
+                    reads, write = accesses(stmt)
+                    used.update(a.tensor for a in (*reads, write))
+                case For():
+                    used.update(_tensors_in((stmt.lo, stmt.hi)))
+                case If():
+                    used.update(_tensors_in((stmt.cond,)))
+    tensors = tuple(
+        t for t in program.tensors if t.role in ("input", "output") or t.name in used
+    )
+    return dataclasses.replace(program, tensors=tensors)
+
+
+def splice_program(
+    pb: ProgramBuilder,
+    kernel_program: Program,
+    args: Sequence[TensorInfo],
+    outs: Sequence[TensorInfo],
+    *,
+    prefix: str = "",
+) -> None:
+    """Append ``kernel_program``'s kernels to ``pb``, binding ``a<k>``/``out<k>`` to tensors.
+
+    Sizes are replaced by their default values, temps become program temps, locals and
+    loop variables get fresh names, and accesses of ``a<k>``/``out<k>`` go through the
+    view maps of ``args``/``outs``.
+
+    Raises:
+        ValueError: the program names an ``a<k>``/``out<k>`` that does not exist.
+    """
+    sizes = resolve_sizes(kernel_program)
+    binding: dict[str, TensorInfo] = {}
+    for decl in kernel_program.tensors:
+        name = decl.name
+        if name.startswith("a") and name[1:].isdigit():
+            binding[name] = args[int(name[1:])]
+        elif name.startswith("out") and name[3:].isdigit():
+            binding[name] = outs[int(name[3:])]
+        else:
+            shape = tuple(eval_int(d, sizes) for d in decl.shape)
+            ref = pb.tensor("temp", decl.dtype, shape, f"{prefix}_{name}" if prefix else name)
+            binding[name] = TensorInfo(ref, shape, decl.dtype)
+    for kernel in kernel_program.kernels:
+        kb = pb.kernel(f"{prefix}_{kernel.name}" if prefix else kernel.name)
+        local_names: dict[str, str] = {}
+        for loc in kernel.locals:
+            shape = tuple(IntLit(eval_int(d, sizes)) for d in loc.shape)
+            local_names[loc.name] = kb.local(loc.dtype, shape, loc.name).name
+        var_names: dict[str, str] = {}
+        for stmt, _ctx in walk_stmts(kernel.body):
+            if isinstance(stmt, For) and stmt.var not in var_names:
+                var_names[stmt.var] = pb.unique(stmt.var)
+
+        def fix(e: Expr, _locals: dict[str, str] = local_names,
+                _vars: dict[str, str] = var_names) -> Expr | None:
+            if isinstance(e, Name):
+                if e.name in _vars:
+                    return Name(_vars[e.name])
+                if e.name in sizes:
+                    return IntLit(sizes[e.name])
+            if isinstance(e, Access):
+                if e.tensor in binding:
+                    return Access(binding[e.tensor].ref.name,
+                                  binding[e.tensor].storage_index(e.indices))
+                if e.tensor in _locals:
+                    return Access(_locals[e.tensor], e.indices)
+            return None
+
+        kb.emit(*(map_stmt(s, fix, lambda v, _v=var_names: _v.get(v, v)) for s in kernel.body))
+        pb.finish_kernel(kb)
+
+
+

@@ -1,0 +1,318 @@
+"""Helpers shared by the ATen lowerings: dims, broadcasting, casts, loop nests.
+
+Contract: pure helpers over `TensorInfo`/`OpCall` and IR nodes; no torch. Every
+helper that emits code goes through `LowerCtx`, so kernel naming and view maps
+stay in one place (registry.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from solar.frontends.builder import KernelBuilder, TensorRef, loop_nest
+from solar.frontends.pytorch.registry import LowerCtx, OpCall, TensorInfo, UnsupportedOpError
+from solar.ir import Assign, Binary, Call, Cast, DType, Expr, IntLit, Name, Reduce, Stmt, Unary, lit
+
+__all__ = [
+    "Operand",
+    "accumulate_dtype",
+    "bcast_read",
+    "cast",
+    "elementwise",
+    "float_dtype",
+    "is_tensor",
+    "norm_dim",
+    "norm_dims",
+    "operand",
+    "out0",
+    "promote",
+    "reduce_kernel",
+    "scalar_lit",
+    "shape_numel",
+]
+
+Operand = TensorInfo | int | float | bool
+"""An elementwise operand: a tensor or a Python scalar."""
+
+_LOW_PRECISION = frozenset({DType.F16, DType.BF16, DType.F8E4M3, DType.F8E5M2})
+_FLOAT_RANK = {DType.F8E4M3: 0, DType.F8E5M2: 0, DType.BF16: 1, DType.F16: 1, DType.F32: 2,
+               DType.F64: 3}
+_INT_RANK = {DType.BOOL: 0, DType.I8: 1, DType.I32: 2, DType.I64: 3}
+
+
+def is_tensor(x: object) -> bool:
+    """True for a `TensorInfo` argument."""
+    return isinstance(x, TensorInfo)
+
+
+def shape_numel(shape: Sequence[int]) -> int:
+    """Number of elements of a shape.
+
+    >>> shape_numel((2, 3, 4))
+    24
+    """
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def norm_dim(dim: int, rank: int) -> int:
+    """Normalise a possibly negative dim (rank-0 tensors accept 0 and -1).
+
+    >>> norm_dim(-1, 3)
+    2
+    """
+    r = max(rank, 1)
+    if not -r <= dim < r:
+        raise UnsupportedOpError(f"dim {dim} out of range for rank {rank}")
+    return dim + r if dim < 0 else dim
+
+
+def norm_dims(dims: int | Sequence[int] | None, rank: int) -> tuple[int, ...]:
+    """Normalised sorted dims; ``None`` or ``[]`` means every dim.
+
+    >>> norm_dims([-1, 0], 3)
+    (0, 2)
+    """
+    if dims is None:
+        return tuple(range(rank))
+    if isinstance(dims, int):
+        dims = (dims,)
+    if len(dims) == 0:
+        return tuple(range(rank))
+    if rank == 0:
+        return ()
+    return tuple(sorted({norm_dim(d, rank) for d in dims}))
+
+
+def out0(call: OpCall) -> TensorInfo:
+    """The first declared output of a call."""
+    out = call.outputs[0]
+    if out is None:
+        raise UnsupportedOpError(f"{call.target}: no tensor output declared")
+    return out
+
+
+def float_dtype(dtype: DType) -> DType:
+    """``dtype`` if floating, else f32 (torch's default dtype)."""
+    return dtype if dtype.is_float else DType.F32
+
+
+def accumulate_dtype(dtype: DType) -> DType:
+    """The type eager kernels accumulate in: f32 for 16/8-bit floats, else ``dtype``."""
+    return DType.F32 if dtype in _LOW_PRECISION else dtype
+
+
+def promote(*operands: Any) -> DType:
+    """Result dtype of an elementwise op following torch's rules, approximately.
+
+    Tensors decide the category (bool < int < float); scalars only raise the
+    category (a float scalar with int tensors gives f32), never the width.
+    """
+    tensors = [x.dtype for x in operands if isinstance(x, TensorInfo)]
+    floats = [d for d in tensors if d.is_float]
+    if floats:
+        return max(floats, key=lambda d: _FLOAT_RANK[d])
+    if any(isinstance(x, float) for x in operands):
+        return DType.F32
+    ints = [d for d in tensors if d != DType.BOOL]
+    if ints:
+        return max(ints, key=lambda d: _INT_RANK[d])
+    if any(isinstance(x, int) and not isinstance(x, bool) for x in operands):
+        return DType.I64
+    return DType.BOOL
+
+
+def cast(expr: Expr, from_dtype: DType | None, to_dtype: DType) -> Expr:
+    """``expr`` converted to ``to_dtype`` (no-op when the types already agree)."""
+    if from_dtype == to_dtype:
+        return expr
+    return Cast(to_dtype, expr)
+
+
+def scalar_lit(value: Any, dtype: DType | None = None) -> Expr:
+    """A literal for a Python scalar; ints become floats when ``dtype`` is floating."""
+    if isinstance(value, bool):
+        if dtype is not None and dtype.is_float:
+            return lit(1.0 if value else 0.0)
+        return lit(value)
+    if isinstance(value, int):
+        return lit(float(value)) if dtype is not None and dtype.is_float else lit(value)
+    if isinstance(value, float):
+        return lit(value)
+    raise UnsupportedOpError(f"unsupported scalar argument {value!r}")
+
+
+def bcast_index(shape: Sequence[int], out_shape: Sequence[int], idx: Sequence[Expr]) -> list[Expr]:
+    """Indices into a tensor of ``shape`` broadcast (right-aligned) to ``out_shape``."""
+    off = len(out_shape) - len(shape)
+    if off < 0:
+        raise UnsupportedOpError(f"cannot broadcast {tuple(shape)} to {tuple(out_shape)}")
+    return [
+        IntLit(0) if d == 1 and out_shape[off + k] != 1 else idx[off + k]
+        for k, d in enumerate(shape)
+    ]
+
+
+def bcast_read(t: TensorInfo, idx: Sequence[Expr], out_shape: Sequence[int]) -> Expr:
+    """Read ``t`` at ``idx`` of the broadcast shape ``out_shape``."""
+    return LowerCtx.read(t, bcast_index(t.shape, out_shape, idx))
+
+
+def operand(
+    x: Operand, idx: Sequence[Expr], out_shape: Sequence[int], dtype: DType | None = None
+) -> Expr:
+    """The value of an elementwise operand at ``idx``, cast to ``dtype`` if given."""
+    if isinstance(x, TensorInfo):
+        expr = bcast_read(x, idx, out_shape)
+        return cast(expr, x.dtype, dtype) if dtype is not None else expr
+    return scalar_lit(x, dtype)
+
+
+def elementwise(
+    ctx: LowerCtx,
+    out: TensorInfo,
+    fn: Callable[[tuple[Name, ...]], Expr],
+    *,
+    hint: str | None = None,
+    extra_outputs: Sequence[tuple[TensorInfo, Callable[[tuple[Name, ...]], Expr]]] = (),
+) -> KernelBuilder:
+    """Emit one kernel ``out[idx] = fn(idx)`` over the output's shape.
+
+    ``extra_outputs`` adds further assignments in the same loop nest (ops with two
+    results such as ``log_sigmoid_forward``).
+    """
+    kb = ctx.kernel(hint)
+    idx = ctx.vars(kb, out.rank)
+    stmts: list[Stmt] = [Assign(ctx.write(out, idx), cast_value(fn(idx), out.dtype))]
+    for extra, efn in extra_outputs:
+        stmts.append(Assign(ctx.write(extra, idx), efn(idx)))
+    kb.emit(loop_nest(list(zip(idx, out.shape, strict=True)), stmts))
+    return kb
+
+
+def cast_value(expr: Expr, dtype: DType) -> Expr:
+    """Leave values alone: the executor rounds on store. Kept as a hook for clarity."""
+    del dtype
+    return expr
+
+
+def reduce_kernel(
+    ctx: LowerCtx,
+    out: TensorInfo,
+    in_shape: Sequence[int],
+    dims: Sequence[int],
+    keepdim: bool,
+    *,
+    op: str,
+    init: Expr,
+    value: Callable[[tuple[Expr, ...]], Expr],
+    finish: Callable[[Expr], Expr] | None = None,
+    hint: str | None = None,
+) -> None:
+    """Emit ``out = finish(reduce_op(value(idx) for idx over dims))`` as one kernel.
+
+    Accumulates in a kernel-local f32 buffer when ``out`` is a 16/8-bit float, as
+    eager kernels do; the local is not DRAM traffic.
+
+    Args:
+        ctx: lowering context.
+        out: output (shape = input shape with ``dims`` removed or kept as 1).
+        in_shape: the shape being reduced.
+        dims: normalised dims to reduce.
+        keepdim: whether ``out`` keeps reduced dims as size 1.
+        op: reduce operator (``+ * max min``).
+        init: initial value.
+        value: the element expression at input indices.
+        finish: optional map applied to the accumulator to give the output.
+        hint: kernel name hint.
+    """
+    kb = ctx.kernel(hint)
+    rank = len(in_shape)
+    ivars = ctx.vars(kb, rank)
+    kept = [k for k in range(rank) if k not in dims]
+    out_idx: list[Expr] = []
+    for k in range(rank):
+        if k in dims:
+            if keepdim:
+                out_idx.append(IntLit(0))
+        else:
+            out_idx.append(ivars[k])
+    acc_dtype = accumulate_dtype(out.dtype)
+    if acc_dtype != out.dtype or finish is not None:
+        acc_t: TensorRef = kb.local(acc_dtype, [in_shape[k] for k in kept], "acc")
+        acc = acc_t[tuple(ivars[k] for k in kept)] if kept else acc_t.scalar()
+        body: list[Stmt] = [
+            Assign(acc, init),
+            loop_nest([(ivars[k], in_shape[k]) for k in dims], [Reduce(acc, op, value(ivars))])
+            if dims
+            else Reduce(acc, op, value(ivars)),
+            Assign(ctx.write(out, out_idx), finish(acc) if finish is not None else acc),
+        ]
+    else:
+        tgt = ctx.write(out, out_idx)
+        red = Reduce(tgt, op, value(ivars))  # type: ignore[arg-type]
+        body = [
+            Assign(tgt, init),
+            loop_nest([(ivars[k], in_shape[k]) for k in dims], [red]) if dims else red,
+        ]
+    if kept:
+        kb.emit(loop_nest([(ivars[k], in_shape[k]) for k in kept], body))
+    else:
+        kb.emit(*body)
+
+
+def neg(expr: Expr) -> Expr:
+    """``-expr`` (literal-folded)."""
+    return Unary("-", expr)
+
+
+def mul(a: Expr, b: Expr) -> Expr:
+    """``a * b``."""
+    return Binary("*", a, b)
+
+
+def fn(name: str, *args: Expr) -> Expr:
+    """A library call ``name(args...)``."""
+    return Call(name, tuple(args))
+
+
+def sel(cond: Expr, a: Expr, b: Expr) -> Expr:
+    """``select(cond, a, b)``."""
+    return Call("select", (cond, a, b))
+
+
+def binop(op: str, a: Expr, b: Expr) -> Expr:
+    """``a op b``."""
+    return Binary(op, a, b)
+
+
+def scale(expr: Expr, factor: float | int) -> Expr:
+    """``expr * factor``, omitted when the factor is 1."""
+    if factor == 1:
+        return expr
+    return Binary("*", expr, lit(float(factor)) if isinstance(factor, float) else lit(factor))
+
+
+def tensor_arg(call: OpCall, index: int, name: str) -> TensorInfo:
+    """A required tensor argument."""
+    x = call.arg(index, name)
+    if not isinstance(x, TensorInfo):
+        raise UnsupportedOpError(f"{call.target}: argument {name} is not a tensor")
+    return x
+
+
+def copy_kernel(ctx: LowerCtx, src: TensorInfo | int | float | bool, out: TensorInfo,
+                hint: str | None = None) -> KernelBuilder:
+    """``out = src`` (broadcast, cast to ``out``'s dtype) as one kernel."""
+    return elementwise(ctx, out, lambda idx: operand(src, idx, out.shape, out.dtype), hint=hint)
+
+
+def same_value(a: TensorInfo, b: TensorInfo) -> bool:
+    """True when ``a`` and ``b`` are the same elements of the same tensor (in-place ops)."""
+    if a.ref.name != b.ref.name or a.shape != b.shape:
+        return False
+    probe = tuple(Name(f"__probe{k}") for k in range(a.rank))
+    return a.storage_index(probe) == b.storage_index(probe)

@@ -1,0 +1,222 @@
+"""Lowerings of ATen scaled-dot-product attention ops: one fused kernel each.
+
+Contract: ``(LowerCtx, OpCall) -> None``; each call emits one kernel with kernel-local
+scores ``S[..., i, j]``, row maxima and row sums (in f32 for 16-bit inputs):
+
+    S = (Q K^T) * scale (+ additive mask | bool mask -> -inf);  m = max_j S
+    S = exp(S - m);  l = sum_j S;  O = (S V) / l;  logsumexp = m + log(l)
+
+Causal attention (torch's top-left aligned ``j <= i``) uses triangular loops
+``for j in 0 .. i + 1``, so masked scores are never computed and FLOPs count the
+triangle; rows past the key length (``L > S``) get a full-width loop. Grouped-query
+attention (fewer key/value heads) splits the query-head loop into ``(kv head, rep)`` so
+every subscript stays affine. ``dropout_p > 0`` is random and is rejected.
+
+CPU dispatch (torch 2.13): ``F.scaled_dot_product_attention`` on 4-D inputs reaches
+``_scaled_dot_product_flash_attention_for_cpu`` (boolean masks are first converted to
+additive float masks with ``where``; ``enable_gqa`` passes through); 3-D inputs take
+the math path (bmm + ``_safe_softmax``). The CUDA-path siblings (flash, efficient,
+cuDNN) and the math op are registered here too.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from solar.frontends.builder import KernelBuilder
+from solar.frontends.pytorch.lowering_utils import accumulate_dtype, cast
+from solar.frontends.pytorch.nn_utils import Nest, iadd, imul, nest
+from solar.frontends.pytorch.registry import (
+    LowerCtx,
+    OpCall,
+    TensorInfo,
+    UnsupportedOpError,
+    lowering,
+)
+from solar.ir import Access, Assign, Binary, Call, DType, Expr, IntLit, Name, Reduce, Stmt, Unary, lit
+
+__all__ = ["Attention", "emit_attention"]
+
+
+@dataclass(frozen=True, slots=True)
+class Attention:
+    """One attention problem: ``q [*lead, L, E]``, ``k [*lead', S, E]``, ``v [*lead', S, Ev]``.
+
+    ``lead'`` equals ``lead`` except for a smaller head dim (-3) under grouped-query
+    attention. ``mask`` broadcasts to ``[*lead, L, S]``. Optional outputs: ``lse``
+    (``[*lead, L]``, or with a trailing 1) and ``weights`` (``[*lead, L, S]``).
+    """
+
+    q: TensorInfo
+    k: TensorInfo
+    v: TensorInfo
+    out: TensorInfo
+    mask: TensorInfo | None = None
+    causal: bool = False
+    scale: float | None = None
+    lse: TensorInfo | None = None
+    weights: TensorInfo | None = None
+
+
+def _bcast(shape: Sequence[int], full: Sequence[int], idx: Sequence[Expr]) -> list[Expr]:
+    off = len(full) - len(shape)
+    return [IntLit(0) if d == 1 and full[off + k] != 1 else idx[off + k] for k, d in enumerate(shape)]
+
+
+def emit_attention(ctx: LowerCtx, kb: KernelBuilder, a: Attention) -> None:
+    """Emit the attention loops for ``a`` into ``kb``.
+
+    Raises:
+        UnsupportedOpError: shapes that do not fit (e.g. query heads not a multiple
+            of key/value heads).
+    """
+    q, k, v = a.q, a.k, a.v
+    lead, (n_q, e_dim) = q.shape[:-2], q.shape[-2:]
+    n_k, ev = k.shape[-2], v.shape[-1]
+    if k.shape[-1] != e_dim or v.shape[-2] != n_k or len(k.shape) != len(q.shape):
+        raise UnsupportedOpError("attention: q/k/v shapes do not match")
+    rep = 1
+    if lead and k.shape[-3] != q.shape[-3]:
+        if q.shape[-3] % k.shape[-3]:
+            raise UnsupportedOpError("attention: query heads not a multiple of key/value heads")
+        rep = q.shape[-3] // k.shape[-3]
+    kv_lead = k.shape[:-2]
+    acc = accumulate_dtype(a.out.dtype)
+    scale = a.scale if a.scale is not None else 1.0 / math.sqrt(e_dim)
+    # lead loops; with GQA the head dim becomes (kv head, rep)
+    if rep > 1:
+        outer = Nest(kb, [*lead[:-1], kv_lead[-1], rep], ["b"] * (len(lead) - 1) + ["h", "r"])
+        hk, r = outer.idx[-2], outer.idx[-1]
+        q_lead = [*outer.idx[:-2], iadd(imul(hk, rep), r)]
+        kv_idx = [*outer.idx[:-2], hk]
+    else:
+        outer = Nest(kb, list(lead), ["b"] * (len(lead) - 1) + ["h"] if lead else [])
+        q_lead = list(outer.idx)
+        kv_idx = [IntLit(0) if kd == 1 and qd != 1 else ix
+                  for kd, qd, ix in zip(kv_lead, lead, outer.idx, strict=True)]
+    scores = kb.local(acc, [*lead, n_q, n_k], "scores")
+    row_max = kb.local(acc, [*lead, n_q], "row_max")
+    row_sum = kb.local(acc, [*lead, n_q], "row_sum")
+    o_acc = kb.local(acc, [*lead, n_q, ev], "o_acc") if acc != a.out.dtype else None
+    full = [*lead, n_q, n_k]
+
+    def rows(i: Name, j_hi: Expr) -> list[Stmt]:
+        (j, j2, j3, j4, d, d2) = (*kb.fresh_vars(4, "j"), *kb.fresh_vars(2, "d"))
+        s_at = scores[(*q_lead, i, j)]
+        m_at, l_at = row_max[(*q_lead, i)], row_sum[(*q_lead, i)]
+        qk = Binary("*", cast(ctx.read(q, [*q_lead, i, d]), q.dtype, acc),
+                    cast(ctx.read(k, [*kv_idx, j, d]), k.dtype, acc))
+        scaled: Expr = Binary("*", s_at, lit(scale))
+        if a.mask is not None:
+            mval = ctx.read(a.mask, _bcast(a.mask.shape, full, [*q_lead, i, j]))
+            if a.mask.dtype == DType.BOOL:
+                scaled = Call("select", (mval, scaled, Unary("-", lit(float("inf")))))
+            else:
+                scaled = Binary("+", scaled, cast(mval, a.mask.dtype, acc))
+        s3 = scores[(*q_lead, i, j3)]
+        out_t: Access = o_acc[(*q_lead, i, d2)] if o_acc is not None else ctx.write(a.out, [*q_lead, i, d2])
+        body: list[Stmt] = [
+            *nest([(j, j_hi)], [
+                Assign(s_at, lit(0.0)),
+                *nest([(d, e_dim)], [Reduce(s_at, "+", qk)]),
+                Assign(s_at, scaled),
+            ]),
+            Assign(m_at, Unary("-", lit(float("inf")))),
+            *nest([(j2, j_hi)], [Reduce(m_at, "max", scores[(*q_lead, i, j2)])]),
+            Assign(l_at, lit(0.0)),
+            *nest([(j3, j_hi)], [
+                Assign(s3, Call("exp", (Binary("-", s3, m_at),))),
+                Reduce(l_at, "+", s3),
+            ]),
+            *nest([(d2, ev)], [
+                Assign(out_t, lit(0.0)),
+                *nest([(j4, j_hi)], [Reduce(out_t, "+", Binary(
+                    "*", scores[(*q_lead, i, j4)], cast(ctx.read(v, [*kv_idx, j4, d2]), v.dtype, acc)))]),
+                Assign(out_t, Binary("/", out_t, l_at)),
+                *([Assign(ctx.write(a.out, [*q_lead, i, d2]), out_t)] if o_acc is not None else []),
+            ]),
+        ]
+        if a.lse is not None:
+            tail = [IntLit(0)] * (a.lse.rank - len(lead) - 1)
+            body.append(Assign(ctx.write(a.lse, [*q_lead, i, *tail]),
+                               Binary("+", m_at, Call("log", (l_at,)))))
+        if a.weights is not None:
+            (j5, j6) = kb.fresh_vars(2, "j")
+            body += nest([(j5, j_hi)], [Assign(ctx.write(a.weights, [*q_lead, i, j5]),
+                                               Binary("/", scores[(*q_lead, i, j5)], l_at))])
+            if not (isinstance(j_hi, IntLit) and j_hi.value == n_k):
+                body += nest([(j6, j_hi, lit(n_k))], [Assign(ctx.write(a.weights, [*q_lead, i, j6]), lit(0.0))])
+        return body
+
+    stmts: list[Stmt] = []
+    if a.causal:
+        (i,) = kb.fresh_vars(1, "i")
+        stmts += nest([(i, min(n_q, n_k))], rows(i, iadd(i, 1)))
+        if n_q > n_k:
+            (i2,) = kb.fresh_vars(1, "i")
+            stmts += nest([(i2, lit(n_k), lit(n_q))], rows(i2, lit(n_k)))
+    else:
+        (i,) = kb.fresh_vars(1, "i")
+        stmts += nest([(i, n_q)], rows(i, lit(n_k)))
+    kb.emit(*outer.wrap(stmts))
+
+
+def _sdpa(ctx: LowerCtx, call: OpCall, *, mask_at: int | None, causal_at: int, dropout_at: int,
+          lse_pos: int | None = 1, weights_pos: int | None = None, mask_name: str = "attn_mask") -> None:
+    q, k, v = call.arg(0, "query"), call.arg(1, "key"), call.arg(2, "value")
+    out = call.outputs[0]
+    if not all(isinstance(t, TensorInfo) for t in (q, k, v)) or out is None:
+        raise UnsupportedOpError(f"{call.target}: tensor q/k/v expected")
+    if float(call.arg(dropout_at, "dropout_p", 0.0) or 0.0) > 0.0:
+        raise UnsupportedOpError("attention dropout is random; only dropout_p=0 is lowered")
+    mask = call.arg(mask_at, mask_name) if mask_at is not None else call.kwargs.get(mask_name)
+    lse = call.outputs[lse_pos] if lse_pos is not None and len(call.outputs) > lse_pos else None
+    if lse is not None and tuple(lse.shape[: q.rank - 1]) != tuple(q.shape[:-1]):
+        lse = None  # a padded layout (memory-efficient kernels): not modelled
+    weights = call.outputs[weights_pos] if weights_pos is not None and len(call.outputs) > weights_pos else None
+    scale = call.kwargs.get("scale")
+    att = Attention(q, k, v, out, mask if isinstance(mask, TensorInfo) else None,
+                    bool(call.arg(causal_at, "is_causal", False)),
+                    None if scale is None else float(scale), lse, weights)
+    emit_attention(ctx, ctx.kernel("attention"), att)
+
+
+@lowering("aten._scaled_dot_product_flash_attention_for_cpu.default")
+def _flash_cpu(ctx: LowerCtx, call: OpCall) -> None:
+    """``(query, key, value, dropout_p, is_causal, *, attn_mask, scale) -> (out, logsumexp)``."""
+    _sdpa(ctx, call, mask_at=None, causal_at=4, dropout_at=3)
+
+
+@lowering("aten._scaled_dot_product_flash_attention.default")
+def _flash(ctx: LowerCtx, call: OpCall) -> None:
+    """``(query, key, value, dropout_p, is_causal, return_debug_mask, *, scale)``."""
+    _sdpa(ctx, call, mask_at=None, causal_at=4, dropout_at=3)
+
+
+@lowering("aten._scaled_dot_product_efficient_attention.default",
+          "aten._scaled_dot_product_cudnn_attention.default")
+def _efficient(ctx: LowerCtx, call: OpCall) -> None:
+    """``(query, key, value, attn_bias, compute_log_sumexp, dropout_p, is_causal, ...)``."""
+    _sdpa(ctx, call, mask_at=3, causal_at=6, dropout_at=5, mask_name="attn_bias")
+
+
+@lowering("aten.scaled_dot_product_attention.default")
+def _sdpa_composite(ctx: LowerCtx, call: OpCall) -> None:
+    """``(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)``."""
+    scale = call.arg(6, "scale")
+    kwargs = dict(call.kwargs)
+    kwargs["scale"] = scale
+    _sdpa(ctx, OpCall(call.target, call.args[:6], kwargs, call.outputs), mask_at=3,
+          causal_at=5, dropout_at=4, lse_pos=None)
+
+
+@lowering("aten._scaled_dot_product_attention_math.default")
+def _sdpa_math(ctx: LowerCtx, call: OpCall) -> None:
+    """``(query, key, value, attn_mask, dropout_p, is_causal, dropout_mask, *, scale, enable_gqa)``."""
+    mask = call.arg(3, "attn_mask")
+    if isinstance(mask, TensorInfo) and mask.dtype == DType.BOOL:
+        # called directly, the math op adds a bool mask as 0/1 (the composite converts it first)
+        raise UnsupportedOpError("_scaled_dot_product_attention_math with a bool mask")
+    _sdpa(ctx, call, mask_at=3, causal_at=5, dropout_at=4, lse_pos=None, weights_pos=1)

@@ -1,0 +1,336 @@
+"""Lowerings of ATen pooling ops (max/avg, adaptive max/avg, 1-3D): one kernel each.
+
+Contract: ``(LowerCtx, OpCall) -> None``; each call emits one kernel over the pooled
+(trailing) dims, looping over every leading dim. Taps that fall into the padding are
+skipped by a guard (max pooling pads with -inf, average pooling with zeros), so FLOPs
+count real taps only. Output extents come from the declared outputs, so ``ceil_mode``
+needs no special casing beyond the guard.
+
+* Max pooling with indices: ``Y max= X[tap]``, then ``I min= flat(tap)`` over the taps
+  whose value equals the maximum (torch's "first maximum wins"); ``flat`` is the index
+  into the input's pooled plane. Indices are only computed when the output is declared.
+* Average pooling divides by torch's divisor: ``divisor_override``, else the window
+  clipped to the padded input (``count_include_pad``) or to the input; the divisor is
+  a literal when it is the same for every window and an integer expression otherwise.
+* Adaptive pooling window ``o`` covers ``[(o*In)//Out, ((o+1)*In + Out - 1)//Out)``:
+  a plain ``k``-wide window when ``Out`` divides ``In``, else loop bounds with ``//``.
+
+CPU dispatch (torch 2.13): ``F.max_pool1d/2d`` reach ``max_pool2d_with_indices`` (1D via
+unsqueeze), ``F.max_pool3d`` ``max_pool3d_with_indices``; ``F.avg_pool1d/2d`` reach
+``avg_pool2d``; ``F.adaptive_avg_pool*`` reach ``_adaptive_avg_pool2d/3d`` (or
+``mean.dim`` for output size 1); ``F.adaptive_max_pool*`` ``adaptive_max_pool2d/3d``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from solar.frontends.builder import KernelBuilder
+from solar.frontends.pytorch.lowering_utils import accumulate_dtype, cast
+from solar.frontends.pytorch.nn_utils import (
+    Aff,
+    Nest,
+    expand_param,
+    fmax,
+    fmin,
+    guard,
+    iadd,
+    imul,
+    nest,
+    range_guard,
+)
+from solar.frontends.pytorch.registry import (
+    LowerCtx,
+    LoweringFn,
+    OpCall,
+    TensorInfo,
+    UnsupportedOpError,
+    lowering,
+)
+from solar.ir import Assign, Binary, Expr, If, Name, Reduce, Stmt, Unary, lit
+
+__all__: list[str] = []
+
+_SP = ("d", "h", "w")
+_TAPS = ("r", "s", "t")
+
+Loop = tuple[Name, int] | tuple[Name, Expr, Expr]
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """The taps of one pooling window: loops, source index per pooled dim, guards."""
+
+    loops: list[Loop]
+    src: list[Aff]
+    conds: list[Expr]
+
+
+WindowFn = Callable[[KernelBuilder, Nest], Window]
+"""Builds a window (with fresh tap variables) for the output indices of a `Nest`."""
+
+
+def _io(call: OpCall, nd: int) -> tuple[TensorInfo, TensorInfo, TensorInfo | None]:
+    x = call.arg(0, "self")
+    out = call.outputs[0]
+    if not isinstance(x, TensorInfo) or out is None or x.rank < nd + 1:
+        raise UnsupportedOpError(f"{call.target}: expected a tensor of rank >= {nd + 1}")
+    idx = call.outputs[1] if len(call.outputs) > 1 else None
+    return x, out, idx
+
+
+def _outer(kb: KernelBuilder, out: TensorInfo, nd: int) -> Nest:
+    return Nest(kb, out.shape, ["i"] * (out.rank - nd) + list(_SP[3 - nd :]))
+
+
+def _emit_max(
+    ctx: LowerCtx,
+    kb: KernelBuilder,
+    x: TensorInfo,
+    out: TensorInfo,
+    indices: TensorInfo | None,
+    nd: int,
+    windows: WindowFn,
+) -> None:
+    """``Y = max over the window`` and, if declared, the index of its first maximum."""
+    lead = x.rank - nd
+    outer = _outer(kb, out, nd)
+    tgt = ctx.write(out, outer.idx)
+
+    def x_at(src: list[Aff]) -> Expr:
+        return ctx.read(x, [*outer.idx[:lead], *(a.expr() for a in src)])
+
+    win = windows(kb, outer)
+    body: list[Stmt] = [
+        Assign(tgt, Unary("-", lit(float("inf")))),
+        *nest(win.loops, guard(win.conds, [Reduce(tgt, "max", x_at(win.src))])),
+    ]
+    if indices is not None:
+        itgt = ctx.write(indices, outer.idx)
+        plane = x.shape[lead:]
+        win = windows(kb, outer)
+        flat = Aff(())
+        size = 1
+        for d in range(nd):
+            size *= plane[d]
+        step = size
+        for d in range(nd):
+            step //= plane[d]
+            flat = flat.plus(win.src[d].scaled(step))
+        is_max = Binary("==", x_at(win.src), ctx.read(out, outer.idx))
+        # The plane size is past every valid index; the window's first maximum wins.
+        body += [
+            Assign(itgt, lit(size)),
+            *nest(win.loops, guard(win.conds, [If(is_max, (Reduce(itgt, "min", flat.expr()),))])),
+        ]
+    kb.emit(*outer.wrap(body))
+
+
+def _strided(
+    nd: int,
+    in_sp: Sequence[int],
+    kernel: Sequence[int],
+    stride: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+) -> WindowFn:
+    def windows(kb: KernelBuilder, outer: Nest) -> Window:
+        taps = Nest(kb, kernel, list(_TAPS[:nd]))
+        lead = len(outer.extents) - nd
+        src: list[Aff] = []
+        conds: list[Expr] = []
+        for d in range(nd):
+            a = outer.aff(lead + d, stride[d]).plus(taps.aff(d, dilation[d])).plus(-padding[d])
+            conds += range_guard(a, in_sp[d])
+            src.append(a)
+        return Window(list(taps.dims), src, conds)
+
+    return windows
+
+
+def _pool_params(call: OpCall, nd: int, x: TensorInfo) -> tuple[tuple[int, ...], ...]:
+    kernel = expand_param(call.arg(1, "kernel_size"), nd, "kernel_size")
+    stride = expand_param(call.arg(2, "stride"), nd, "stride", 0)
+    stride = tuple(s if s else k for s, k in zip(stride, kernel, strict=True))
+    padding = expand_param(call.arg(3, "padding", 0), nd, "padding", 0)
+    return kernel, stride, padding, tuple(x.shape[x.rank - nd :])
+
+
+def _max_pool(nd: int) -> LoweringFn:
+    def lower(ctx: LowerCtx, call: OpCall) -> None:
+        x, out, idx = _io(call, nd)
+        kernel, stride, padding, in_sp = _pool_params(call, nd, x)
+        dilation = expand_param(call.arg(4, "dilation", 1), nd, "dilation", 1)
+        kb = ctx.kernel(f"max_pool{nd}d")
+        win = _strided(nd, in_sp, kernel, stride, padding, dilation)
+        _emit_max(ctx, kb, x, out, idx, nd, win)
+
+    return lower
+
+
+for _nd in (1, 2, 3):
+    lowering(f"aten.max_pool{_nd}d_with_indices.default", f"aten.max_pool{_nd}d.default")(
+        _max_pool(_nd)
+    )
+lowering("aten.mkldnn_max_pool2d.default")(_max_pool(2))
+lowering("aten.mkldnn_max_pool3d.default")(_max_pool(3))
+
+
+def _avg_divisor_dim(o: Aff, ext: int, k: int, s: int, p: int, n_in: int, incl: bool) -> int | Expr:
+    """Torch's per-dim window size at output index ``o`` (an int when constant)."""
+    sizes = set()
+    lo_clips = hi_clips = False
+    for oi in range(ext):
+        start = oi * s - p
+        end = min(start + k, n_in + p)
+        sizes.add(end - start if incl else min(end, n_in) - max(start, 0))
+        lo_clips |= start < 0
+        hi_clips |= start + k > (n_in + p if incl else n_in)
+    if len(sizes) == 1:
+        return sizes.pop()
+    so = o.scaled(s)
+    if incl:  # min(start + k, In + p) - start
+        return fmin(lit(k), Binary("-", lit(n_in + 2 * p), so.expr()))
+    if lo_clips and hi_clips:
+        return Binary("-", fmin(so.plus(k - p).expr(), lit(n_in)), fmax(so.plus(-p).expr(), lit(0)))
+    if hi_clips:
+        return fmin(lit(k), Binary("-", lit(n_in + p), so.expr()))
+    return fmin(lit(k), so.plus(k - p).expr())
+
+
+def _emit_avg(
+    ctx: LowerCtx,
+    kb: KernelBuilder,
+    x: TensorInfo,
+    out: TensorInfo,
+    nd: int,
+    windows: WindowFn,
+    divisor: Callable[[Nest], list[int | Expr]],
+) -> None:
+    """``Y = sum over the window / divisor``."""
+    lead = x.rank - nd
+    outer = _outer(kb, out, nd)
+    acc_dtype = accumulate_dtype(out.dtype)
+    acc_t = kb.local(acc_dtype, out.shape, "acc") if acc_dtype != out.dtype else None
+    tgt = acc_t[tuple(outer.idx)] if acc_t is not None else ctx.write(out, outer.idx)
+    win = windows(kb, outer)
+    val = cast(ctx.read(x, [*outer.idx[:lead], *(a.expr() for a in win.src)]), x.dtype, acc_dtype)
+    const, den = 1, None
+    for v in divisor(outer):
+        if isinstance(v, int):
+            const *= v
+        else:
+            den = v if den is None else Binary("*", den, v)
+    if den is None:
+        den = lit(float(const))
+    elif const != 1:
+        den = Binary("*", lit(const), den)
+    kb.emit(
+        *outer.wrap(
+            [
+                Assign(tgt, lit(0.0)),
+                *nest(win.loops, guard(win.conds, [Reduce(tgt, "+", val)])),
+                Assign(ctx.write(out, outer.idx), Binary("/", tgt, den)),
+            ]
+        )
+    )
+
+
+def _avg_pool(nd: int) -> LoweringFn:
+    def lower(ctx: LowerCtx, call: OpCall) -> None:
+        x, out, _ = _io(call, nd)
+        kernel, stride, padding, in_sp = _pool_params(call, nd, x)
+        incl = bool(call.arg(5, "count_include_pad", True))
+        override = call.arg(6, "divisor_override") if nd > 1 else None
+        kb = ctx.kernel(f"avg_pool{nd}d")
+        win = _strided(nd, in_sp, kernel, stride, padding, (1,) * nd)
+
+        def divisor(outer: Nest) -> list[int | Expr]:
+            if override:
+                return [int(override)]
+            lead = len(outer.extents) - nd
+            return [
+                _avg_divisor_dim(
+                    outer.aff(lead + d), outer.extents[lead + d], kernel[d], stride[d],
+                    padding[d], in_sp[d], incl,
+                )
+                for d in range(nd)
+            ]
+
+        _emit_avg(ctx, kb, x, out, nd, win, divisor)
+
+    return lower
+
+
+for _nd in (1, 2, 3):
+    lowering(f"aten.avg_pool{_nd}d.default")(_avg_pool(_nd))
+
+
+def _adaptive_bounds(o: Expr, n_in: int, n_out: int) -> tuple[Expr, Expr]:
+    """``(o*In)//Out`` and ``((o+1)*In + Out - 1)//Out``: torch's window start and end."""
+    lo = Binary("//", imul(n_in, o), lit(n_out))
+    hi = Binary("//", iadd(imul(n_in, o), n_in + n_out - 1), lit(n_out))
+    return lo, hi
+
+
+def _adaptive(nd: int, in_sp: Sequence[int], out_sp: Sequence[int]) -> WindowFn:
+    def windows(kb: KernelBuilder, outer: Nest) -> Window:
+        lead = len(outer.extents) - nd
+        loops: list[Loop] = []
+        src: list[Aff] = []
+        for d in range(nd):
+            n_in, n_out = in_sp[d], out_sp[d]
+            if n_in % n_out == 0:
+                k = n_in // n_out
+                taps = Nest(kb, [k], _TAPS[d])
+                loops += taps.dims
+                src.append(outer.aff(lead + d, k).plus(taps.aff(0)))
+            else:
+                (r,) = kb.fresh_vars(1, _TAPS[d])
+                lo, hi = _adaptive_bounds(outer.idx[lead + d], n_in, n_out)
+                loops.append((r, lo, hi))
+                src.append(Aff.of((1, r, n_in)))
+        return Window(loops, src, [])
+
+    return windows
+
+
+def _adaptive_avg(nd: int) -> LoweringFn:
+    def lower(ctx: LowerCtx, call: OpCall) -> None:
+        x, out, _ = _io(call, nd)
+        in_sp, out_sp = x.shape[x.rank - nd :], out.shape[out.rank - nd :]
+        kb = ctx.kernel(f"adaptive_avg_pool{nd}d")
+
+        def divisor(outer: Nest) -> list[int | Expr]:
+            lead = len(outer.extents) - nd
+            sizes: list[int | Expr] = []
+            for d in range(nd):
+                if in_sp[d] % out_sp[d] == 0:
+                    sizes.append(in_sp[d] // out_sp[d])
+                else:
+                    lo, hi = _adaptive_bounds(outer.idx[lead + d], in_sp[d], out_sp[d])
+                    sizes.append(Binary("-", hi, lo))
+            return sizes
+
+        _emit_avg(ctx, kb, x, out, nd, _adaptive(nd, in_sp, out_sp), divisor)
+
+    return lower
+
+
+def _adaptive_max(nd: int) -> LoweringFn:
+    def lower(ctx: LowerCtx, call: OpCall) -> None:
+        x, out, idx = _io(call, nd)
+        in_sp, out_sp = x.shape[x.rank - nd :], out.shape[out.rank - nd :]
+        kb = ctx.kernel(f"adaptive_max_pool{nd}d")
+        _emit_max(ctx, kb, x, out, idx, nd, _adaptive(nd, in_sp, out_sp))
+
+    return lower
+
+
+for _nd in (1, 2, 3):
+    _pre = "_" if _nd > 1 else ""
+    lowering(f"aten.{_pre}adaptive_avg_pool{_nd}d.default")(_adaptive_avg(_nd))
+    lowering(f"aten.adaptive_max_pool{_nd}d.default")(_adaptive_max(_nd))
+lowering("aten.adaptive_avg_pool2d.default")(_adaptive_avg(2))
+lowering("aten.adaptive_avg_pool3d.default")(_adaptive_avg(3))

@@ -1,0 +1,466 @@
+"""The vectorised IR executor: run a verified `Program` over numpy arrays.
+
+Contract: ``(Program, inputs) -> outputs``. The executor *interprets* the IR; it never
+turns IR text into Python source and never calls ``eval``/``exec`` (IR may come from
+an LLM). Each statement runs once over its whole iteration space as whole-array numpy
+work (loop fission, which the IR's independence promise for plain loops makes exact):
+
+* iteration spaces are broadcast index grids (`solar.validate.grids.Domain`); guards
+  and triangular bounds are boolean masks over the box of loop values;
+* affine reads are zero-copy strided views (sliding windows for convolutions and
+  pooling), other reads are fancy-index gathers;
+* ``+=`` of products is a contraction (`solar.validate.contraction`: BLAS matmul or
+  broadcast multiply-adds); other reductions are ``ufunc.reduce`` over loop axes, or
+  ``ufunc.at`` when iteration points collide on target elements;
+* ``seq`` loops run one iteration at a time in Python, each iteration vectorised over
+  the inner loops, unless `solar.validate.scan` recognises a scan;
+* grids larger than `CHUNK_POINTS` are processed in chunks of the outer loops.
+
+Faults raise `ExecutionError` (codes in `solar.validate.faults`) naming the statement
+and its span; reads of never-written elements are caught through a per-tensor written
+mask. Dtypes follow Note [Executor dtypes] in `solar.validate.dtypes`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from solar.diagnostics import IRVerifyError
+from solar.ir import Assign, For, If, Kernel, Program, Reduce, Stmt, TensorDecl
+from solar.ir.traversal import eval_int, resolve_sizes
+from solar.validate.contraction import contract_reduce
+from solar.validate.dtypes import output_array, round_to_dtype, storage_dtype
+from solar.validate.evaluate import Evaluator, ExecCache, Value
+from solar.validate.faults import raise_fault, raise_resource
+from solar.validate.grids import CHUNK_POINTS, Axis, Domain, iter_chunks
+from solar.validate.memory import memory_budget_bytes, workload_of
+from solar.validate.prepare import KernelPlan, PreparedProgram, prepare_program
+from solar.validate.scan import ScanMatch, match_scan, run_scan
+from solar.validate.state import TensorState
+from solar.validate.writes import reduce_into, store, target_axes
+
+__all__ = ["CHUNK_POINTS", "RunResult", "execute_program", "run_program"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """Everything a run produced.
+
+    Attributes:
+        outputs: output name -> array (see Note [Executor dtypes] for dtypes).
+        written: output name -> boolean mask of written elements, ``None`` when all are.
+        sizes: the size binding the program ran at.
+    """
+
+    outputs: Mapping[str, np.ndarray]
+    written: Mapping[str, np.ndarray | None]
+    sizes: Mapping[str, int]
+
+
+def _shape(decl: TensorDecl, sizes: Mapping[str, int]) -> tuple[int, ...]:
+    try:
+        return tuple(eval_int(d, sizes) for d in decl.shape)
+    except (KeyError, ValueError, ZeroDivisionError) as err:
+        raise IRVerifyError(
+            f"shape of `{decl.name}` is not an integer expression of sizes ({err})",
+            code="E0209",
+            span=decl.span,
+        ) from None
+
+
+def _bind_input(decl: TensorDecl, value: object, shape: tuple[int, ...]) -> np.ndarray:
+    from solar.diagnostics import ExecutionError  # noqa: PLC0415
+
+    arr = np.asarray(value)
+    if arr.shape != shape:
+        raise ExecutionError(
+            f"{decl.role} `{decl.name}` has shape {arr.shape}, expected {shape}",
+            code="E0304",
+            span=decl.span,
+        )
+    kind = arr.dtype.kind
+    ok = {"f": "fiub", "i": "iub", "b": "b"}
+    want = "f" if decl.dtype.is_float else ("b" if decl.dtype.value == "bool" else "i")
+    if kind not in ok[want] and not (want == "f" and kind == "V"):
+        raise ExecutionError(
+            f"{decl.role} `{decl.name}` has dtype {arr.dtype}, expected {decl.dtype.value}",
+            code="E0304",
+            span=decl.span,
+        )
+    if kind == "V" or arr.dtype.name in ("bfloat16",) or arr.dtype.itemsize == 1 and want == "f":
+        arr = arr.astype(np.float32)
+    return np.ascontiguousarray(round_to_dtype(arr, decl.dtype))
+
+
+class _Machine:
+    """The execution state of one run (tensors, caches, deadline)."""
+
+    def __init__(
+        self,
+        prepared: PreparedProgram,
+        sizes: Mapping[str, int],
+        tensors: dict[str, TensorState],
+        cache: ExecCache,
+        *,
+        deadline: float | None,
+        restrict: Mapping[tuple[int, int], np.ndarray] | None,
+    ) -> None:
+        self.prepared = prepared
+        self.sizes = dict(sizes)
+        self.tensors = tensors
+        self.deadline = deadline
+        self.restrict = dict(restrict or {})
+        self.cache = cache
+        self.plan: KernelPlan | None = None
+        self.kernel_index = 0
+
+    # ---- driving ------------------------------------------------------------------
+    def run(self) -> None:
+        try:
+            with np.errstate(all="ignore"):
+                for index, (kernel, plan) in enumerate(
+                    zip(self.prepared.program.kernels, self.prepared.plans, strict=True)
+                ):
+                    self.kernel_index = index
+                    self.run_kernel(kernel, plan)
+        finally:
+            self.cache.padded.clear()
+
+    def run_kernel(self, kernel: Kernel, plan: KernelPlan) -> None:
+        self.plan = plan
+        for decl in kernel.locals:
+            shape = _shape(decl, self.sizes)
+            data = np.zeros(shape, dtype=storage_dtype(decl.dtype))
+            self.tensors[decl.name] = TensorState(decl, data, np.zeros(shape, dtype=bool))
+        try:
+            self.exec_body(kernel.body, Domain(plan.ndim, {}, {}, None))
+        finally:
+            for decl in kernel.locals:
+                self.tensors.pop(decl.name, None)
+
+    def check_time(self, stmt: Stmt) -> None:
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise_resource(
+                "E0308",
+                "execution exceeded its time budget",
+                span=stmt.span,
+            )
+
+    def exec_body(self, body: tuple[Stmt, ...], domain: Domain) -> None:
+        for stmt in body:
+            self.exec_stmt(stmt, domain)
+
+    def exec_stmt(self, stmt: Stmt, domain: Domain) -> None:
+        match stmt:
+            case Assign():
+                self.check_time(stmt)
+                for chunk in iter_chunks(domain, CHUNK_POINTS):
+                    if not chunk.is_empty():
+                        ev = self.evaluator(chunk, stmt)
+                        store(ev, stmt.target, ev.eval(stmt.value, chunk.mask))
+            case Reduce():
+                self.check_time(stmt)
+                self.reduce(stmt, domain)
+            case For():
+                self.loop(stmt, domain)
+            case If():
+                self.guard(stmt, domain)
+            case _:
+                raise_fault("E0309", f"unsupported statement {type(stmt).__name__}", stmt)
+
+    def evaluator(self, domain: Domain, stmt: Stmt) -> Evaluator:
+        return Evaluator(self.tensors, self.sizes, domain, stmt, self.cache)
+
+    # ---- statements ----------------------------------------------------------------
+    def reduce(self, stmt: Reduce, domain: Domain) -> None:
+        if domain.is_empty():
+            return
+        if stmt.op == "+" and domain.volume > 1:
+            ev = self.evaluator(domain, stmt)
+            plan = target_axes(ev, stmt.target)
+            if plan is not None and _contraction_fits(domain, plan[1]):
+                summed = contract_reduce(ev, stmt, plan[1])
+                if summed is not None:
+                    reduce_into(ev, stmt.target, "+", summed, plan=plan, summed=True)
+                    return
+        for chunk in iter_chunks(domain, CHUNK_POINTS):
+            if chunk.is_empty():
+                continue
+            ev = self.evaluator(chunk, stmt)
+            value = ev.eval(stmt.value, chunk.mask)
+            reduce_into(ev, stmt.target, stmt.op, value, plan=target_axes(ev, stmt.target))
+
+    def guard(self, stmt: If, domain: Domain) -> None:
+        cond = self.evaluator(domain, stmt).eval(stmt.cond, domain.mask)
+        if np.ndim(cond) == 0:
+            if bool(cond):
+                self.exec_body(stmt.body, domain)
+            return
+        inner = domain.with_mask(np.asarray(cond, dtype=bool))
+        if not inner.is_empty():
+            self.exec_body(stmt.body, inner)
+
+    def _bounds(self, stmt: For, domain: Domain) -> tuple[Value, Value]:
+        if stmt.step < 1:
+            raise_fault("E0309", f"loop step {stmt.step} is not positive", stmt)
+        ev = self.evaluator(domain, stmt)
+        lo, hi = ev.eval(stmt.lo, domain.mask), ev.eval(stmt.hi, domain.mask)
+        for bound in (lo, hi):
+            if np.asarray(bound).dtype.kind not in "iu":
+                raise_fault("E0307", "loop bound is not an integer", stmt)
+        return lo, hi
+
+    def loop(self, stmt: For, domain: Domain) -> None:
+        assert self.plan is not None
+        lo, hi = self._bounds(stmt, domain)
+        axis = self.plan.axis[id(stmt)]
+        if stmt.seq or id(stmt) in self.plan.sequential:
+            self.sequential_loop(stmt, domain, lo, hi)
+            return
+        if np.ndim(lo) == 0 and np.ndim(hi) == 0:
+            lo_i, hi_i = int(lo), int(hi)
+            count = max(0, -(-(hi_i - lo_i) // stmt.step))
+            values = None
+            if self.restrict and not domain.axes:
+                position = _top_level_position(stmt, self.prepared, self.kernel_index)
+                values = self.restrict.get((self.kernel_index, position))
+            if values is not None:
+                keep = values[(values >= lo_i) & (values < hi_i) & ((values - lo_i) % stmt.step == 0)]
+                if keep.size == 0:
+                    return
+                ax = Axis(stmt.var, axis, int(keep[0]), 1, keep.size, keep)
+            else:
+                ax = Axis(stmt.var, axis, lo_i, stmt.step, count)
+            if count == 0:
+                return
+            self.exec_body(stmt.body, domain.with_axis(ax))
+            return
+        # bounds depend on outer vectorised loops: the box of all values, masked
+        active = domain.mask if domain.mask is not None else True
+        lo_b = np.broadcast_to(lo, np.broadcast_shapes(np.shape(lo), np.shape(hi), domain.shape))
+        hi_b = np.broadcast_to(hi, lo_b.shape)
+        sel = np.broadcast_to(active, lo_b.shape)
+        if not sel.any():
+            return
+        lo_min, hi_max = int(lo_b[sel].min()), int(hi_b[sel].max())
+        if hi_max <= lo_min:
+            return
+        ax = Axis(stmt.var, axis, lo_min, 1, hi_max - lo_min)
+        inner = domain.with_axis(ax)
+        v = inner.var_array(stmt.var)
+        cond = (v >= lo) & (v < hi)
+        if stmt.step > 1:
+            cond &= (v - lo) % stmt.step == 0
+        inner = inner.with_mask(cond)
+        if not inner.is_empty():
+            self.exec_body(stmt.body, inner)
+
+    def sequential_loop(self, stmt: For, domain: Domain, lo: Value, hi: Value) -> None:
+        scalar = np.ndim(lo) == 0 and np.ndim(hi) == 0
+        if scalar and stmt.seq:
+            match = self.scan_of(stmt)
+            if match is not None and run_scan(
+                match, stmt, domain, int(lo), int(hi), dict(self.plan.axis) if self.plan else {},
+                self.tensors, self.sizes, self.cache,
+            ):
+                return
+        if scalar:
+            for t in range(int(lo), int(hi), stmt.step):
+                self.check_time(stmt)
+                self.exec_body(stmt.body, domain.with_scalar(stmt.var, t))
+            return
+        active = domain.mask if domain.mask is not None else True
+        lo_b = np.broadcast_to(lo, np.broadcast_shapes(np.shape(lo), np.shape(hi), domain.shape))
+        hi_b = np.broadcast_to(hi, lo_b.shape)
+        sel = np.broadcast_to(active, lo_b.shape)
+        if not sel.any():
+            return
+        for t in range(int(lo_b[sel].min()), int(hi_b[sel].max())):
+            self.check_time(stmt)
+            cond = (lo <= t) & (t < hi)
+            if stmt.step > 1:
+                cond &= (t - np.asarray(lo)) % stmt.step == 0
+            inner = domain.with_scalar(stmt.var, t).with_mask(np.asarray(cond))
+            if not inner.is_empty():
+                self.exec_body(stmt.body, inner)
+
+    def scan_of(self, stmt: For) -> ScanMatch | None:
+        key = id(stmt)
+        if key not in self.cache.scans:
+            self.cache.scans[key] = match_scan(stmt, self.sizes)
+        match = self.cache.scans[key]
+        return match if isinstance(match, ScanMatch) else None
+
+
+def _contraction_fits(domain: Domain, target: frozenset[int]) -> bool:
+    """Contractions never build the full grid; only refuse absurdly large outputs."""
+    out = 1
+    for k in target:
+        out *= domain.shape[k]
+    return out <= (1 << 31)
+
+
+def _top_level_position(stmt: For, prepared: PreparedProgram, kernel_index: int) -> int:
+    body = prepared.program.kernels[kernel_index].body
+    return next((k for k, s in enumerate(body) if s is stmt), -1)
+
+
+def _allocate(
+    program: Program, sizes: Mapping[str, int], inputs: Mapping[str, object]
+) -> dict[str, TensorState]:
+    from solar.diagnostics import ExecutionError  # noqa: PLC0415
+
+    tensors: dict[str, TensorState] = {}
+    known = {d.name for d in program.tensors_with_role("input", "param")}
+    unknown = sorted(set(inputs) - known)
+    if unknown:
+        raise ExecutionError(
+            f"unknown input(s) {', '.join(unknown)}; the program takes "
+            f"{', '.join(sorted(known)) or 'none'}",
+            code="E0304",
+        )
+    for decl in program.tensors:
+        shape = _shape(decl, sizes)
+        if decl.role in ("input", "param"):
+            if decl.name not in inputs:
+                raise ExecutionError(
+                    f"missing {decl.role} `{decl.name}`", code="E0304", span=decl.span
+                )
+            tensors[decl.name] = TensorState(decl, _bind_input(decl, inputs[decl.name], shape), None)
+        else:
+            data = np.zeros(shape, dtype=storage_dtype(decl.dtype))
+            tensors[decl.name] = TensorState(decl, data, np.zeros(shape, dtype=bool))
+    return tensors
+
+
+def run_program(
+    program: Program,
+    inputs: Mapping[str, object],
+    *,
+    sizes: Mapping[str, int] | None = None,
+    memory_budget_bytes: int | None = None,
+    deadline: float | None = None,
+    restrict: Mapping[tuple[int, int], np.ndarray] | None = None,
+) -> RunResult:
+    """Run ``program`` and return its outputs and their written masks.
+
+    Args:
+        program: a parsed, verified program.
+        inputs: one array per input and param.
+        sizes: overrides of free sizes (default bindings otherwise).
+        memory_budget_bytes: refuse (E0305) when the estimate exceeds this; ``None``
+            uses `memory_budget_bytes` (a safe share of available memory).
+        deadline: ``time.monotonic()`` value after which to stop (E0308).
+        restrict: ``(kernel index, statement position) -> values``: run that top-level
+            loop of that kernel over these values only (sampled validation).
+
+    Returns:
+        A `RunResult`; outputs may be partially written only under ``restrict``.
+    """
+    bound = resolve_sizes(program, sizes)
+    budget = memory_budget_bytes if memory_budget_bytes is not None else _default_budget()
+    prepared, needed, cache = _prepared(program, bound)
+    if needed > budget:
+        raise_resource(
+            "E0305",
+            f"executing `{program.name}` needs about {needed / 2**20:.0f} MiB, over the "
+            f"memory budget of {budget / 2**20:.0f} MiB",
+            span=program.span,
+        )
+    tensors = _allocate(program, bound, inputs)
+    _Machine(prepared, bound, tensors, cache, deadline=deadline, restrict=restrict).run()
+    outputs: dict[str, np.ndarray] = {}
+    written: dict[str, np.ndarray | None] = {}
+    for decl in program.tensors_with_role("output"):
+        st = tensors[decl.name]
+        outputs[decl.name] = output_array(st.data, decl.dtype)
+        written[decl.name] = None if st.written is None else st.written.copy()
+    return RunResult(outputs, written, bound)
+
+
+_Entry = tuple[Program, PreparedProgram, int, ExecCache]
+_PREPARED: OrderedDict[tuple[int, tuple[tuple[str, int], ...]], _Entry] = OrderedDict()
+_PREPARED_CAPACITY = 16
+
+
+def _prepared(
+    program: Program, bound: Mapping[str, int]
+) -> tuple[PreparedProgram, int, ExecCache]:
+    """`prepare_program` and the memory estimate, cached per program object and sizes.
+
+    Repeated runs of one program (validation retries, benchmarks) skip the analysis.
+    The cache holds the program itself, so its ``id`` cannot be reused while cached.
+    """
+    key = (id(program), tuple(sorted(bound.items())))
+    hit = _PREPARED.get(key)
+    if hit is not None and hit[0] is program:
+        _PREPARED.move_to_end(key)
+        return hit[1], hit[2], hit[3]
+    prepared = prepare_program(program, bound)
+    needed = workload_of(prepared, bound).memory_bytes
+    cache = ExecCache()
+    _PREPARED[key] = (program, prepared, needed, cache)
+    while len(_PREPARED) > _PREPARED_CAPACITY:
+        _PREPARED.popitem(last=False)
+    return prepared, needed, cache
+
+
+def _default_budget() -> int:
+    global _BUDGET  # noqa: PLW0603
+    now = time.monotonic()
+    if _BUDGET is None or now - _BUDGET[0] > 1.0:
+        _BUDGET = (now, memory_budget_bytes())
+    return _BUDGET[1]
+
+
+_BUDGET: tuple[float, int] | None = None
+
+
+def execute_program(
+    program: Program,
+    inputs: Mapping[str, np.ndarray],
+    *,
+    sizes: Mapping[str, int] | None = None,
+    memory_budget_bytes: int | None = None,
+) -> dict[str, np.ndarray]:
+    """Execute ``program`` on ``inputs`` and return its outputs.
+
+    Args:
+        program: a parsed, verified program.
+        inputs: one array per ``input`` and ``param`` tensor, by IR name, of the
+            declared shape at the size binding (bf16/fp8 as float32 or ml_dtypes).
+        sizes: overrides of free sizes (default bindings otherwise).
+        memory_budget_bytes: the most memory the run may need (default: half of the
+            available memory, 4 GiB when unknown).
+
+    Returns:
+        Output name -> array: float64/float32/float16 for f64/f32/f16, float32 holding
+        exactly representable values for bf16/fp8, the declared width for integers.
+
+    Raises:
+        ExecutionError: a fault (E0301-E0304, E0306, E0307, E0309) with the statement.
+        ResourceError: the memory budget is exceeded (E0305).
+        IRVerifyError: bad size overrides (E0220-E0222).
+    """
+    result = run_program(program, inputs, sizes=sizes, memory_budget_bytes=memory_budget_bytes)
+    for decl in program.tensors_with_role("output"):
+        mask = result.written[decl.name]
+        if mask is not None:
+            from solar.diagnostics import ExecutionError  # noqa: PLC0415
+
+            first = tuple(int(i) for i in np.argwhere(~mask)[0])
+            raise ExecutionError(
+                f"output `{decl.name}` is not fully written: {int((~mask).sum())} of "
+                f"{mask.size} elements never written, first at {list(first)}",
+                code="E0306",
+                span=decl.span,
+            )
+    return dict(result.outputs)

@@ -1,0 +1,286 @@
+"""Iteration domains as broadcast index grids, and zero-copy strided views of accesses.
+
+Contract: pure geometry, no IR semantics and no errors of its own. A `Domain` is the
+set of iteration points a statement runs over: one numpy axis per enclosing loop
+(axis ``k`` for the loop at nesting depth ``k``; axes of loops that run as Python
+loops keep extent 1), the values of each vectorised loop variable (an arithmetic
+progression, or an explicit sorted array when sampled), scalar bindings (sizes and
+loop variables of loops run one iteration at a time) and an optional boolean mask
+(guards, triangular bounds) broadcastable to the domain shape.
+
+Arrays computed over a domain always have ``domain.ndim`` dimensions, extent 1 along
+axes they do not depend on, so ordinary numpy broadcasting combines them.
+
+`affine_view` turns an access whose subscripts are affine in the domain variables
+into a strided view of the tensor (``np.ndarray(buffer=...)``, no copy): a sliding
+window, a transposition or a diagonal are all just strides. This is what makes
+convolutions and pooling cheap (Note [Windows as strides]).
+
+Note [Windows as strides]
+    ``X[n, c, 2 * h + r - 1, w + s]`` over loops ``n c h r w s`` is the view of ``X``
+    with offset ``stride_2 * (-1)`` and per-loop strides ``stride_0, stride_1,
+    2 * stride_2, stride_2, stride_3, stride_3``. Where the box of loop values reaches
+    outside the tensor (padding), the caller checks that no *active* point does, then
+    views a padded copy instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from solar.validate.affine import Lin
+
+__all__ = ["CHUNK_POINTS", "Axis", "Domain", "affine_view", "box_range", "is_injective", "iter_chunks"]
+
+CHUNK_POINTS = 1 << 22
+"""Largest iteration grid (points) a statement evaluates at once; larger ones are chunked."""
+
+
+@dataclass(frozen=True, slots=True)
+class Axis:
+    """The values a vectorised loop variable takes on one domain axis.
+
+    Either an arithmetic progression ``start, start + step, ...`` of ``count`` values,
+    or an explicit increasing array ``values`` (then ``start``/``step`` are unused).
+    """
+
+    var: str
+    index: int
+    start: int
+    step: int
+    count: int
+    values: np.ndarray | None = field(default=None, compare=False)
+
+    @property
+    def is_progression(self) -> bool:
+        """True for an arithmetic progression (strided views are possible)."""
+        return self.values is None
+
+    def array(self) -> np.ndarray:
+        """The values as a 1-D int64 array."""
+        if self.values is not None:
+            return self.values
+        return np.arange(self.count, dtype=np.int64) * self.step + self.start
+
+    @property
+    def low(self) -> int:
+        """The smallest value."""
+        if self.values is not None:
+            return int(self.values[0])
+        return self.start if self.step > 0 else self.start + self.step * (self.count - 1)
+
+    @property
+    def high(self) -> int:
+        """The largest value."""
+        if self.values is not None:
+            return int(self.values[-1])
+        return self.start + self.step * (self.count - 1) if self.step > 0 else self.start
+
+    def sliced(self, lo: int, hi: int) -> Axis:
+        """The sub-axis of positions ``lo .. hi`` (exclusive)."""
+        if self.values is not None:
+            vals = self.values[lo:hi]
+            return Axis(self.var, self.index, int(vals[0]), 1, len(vals), vals)
+        return Axis(self.var, self.index, self.start + lo * self.step, self.step, hi - lo)
+
+
+class Domain:
+    """A set of iteration points (see module docstring). Immutable by convention."""
+
+    __slots__ = ("_cache", "axes", "mask", "ndim", "scalars", "shape")
+
+    def __init__(
+        self,
+        ndim: int,
+        axes: Mapping[str, Axis],
+        scalars: Mapping[str, int],
+        mask: np.ndarray | None,
+    ) -> None:
+        self.ndim = ndim
+        self.axes = dict(axes)
+        self.scalars = dict(scalars)
+        self.mask = mask
+        shape = [1] * ndim
+        for ax in self.axes.values():
+            shape[ax.index] = ax.count
+        self.shape = tuple(shape)
+        self._cache: dict[str, np.ndarray] = {}
+
+    @property
+    def volume(self) -> int:
+        """Number of points in the box (ignoring the mask)."""
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def var_array(self, name: str) -> np.ndarray:
+        """The values of a vectorised variable, shaped to broadcast along its axis."""
+        arr = self._cache.get(name)
+        if arr is None:
+            ax = self.axes[name]
+            shape = [1] * self.ndim
+            shape[ax.index] = ax.count
+            arr = ax.array().reshape(shape)
+            self._cache[name] = arr
+        return arr
+
+    def with_axis(self, axis: Axis) -> Domain:
+        """This domain with one more vectorised variable."""
+        mask = self.mask
+        return Domain(self.ndim, {**self.axes, axis.var: axis}, self.scalars, mask)
+
+    def with_scalar(self, name: str, value: int) -> Domain:
+        """This domain with a loop variable bound to one value."""
+        return Domain(self.ndim, self.axes, {**self.scalars, name: value}, self.mask)
+
+    def with_mask(self, mask: np.ndarray | None) -> Domain:
+        """This domain restricted to the points where ``mask`` holds (``None``: no change)."""
+        if mask is None:
+            return self
+        mask = np.asarray(mask, dtype=bool)
+        combined = mask if self.mask is None else (self.mask & mask)
+        return Domain(self.ndim, self.axes, self.scalars, combined)
+
+    def is_empty(self) -> bool:
+        """True when no point of the domain is active."""
+        if any(ax.count == 0 for ax in self.axes.values()):
+            return True
+        return self.mask is not None and not bool(self.mask.any())
+
+    def sliced(self, axis_index: int, lo: int, hi: int) -> Domain:
+        """The sub-domain whose axis ``axis_index`` keeps positions ``lo .. hi``."""
+        axes = {
+            v: (ax.sliced(lo, hi) if ax.index == axis_index else ax) for v, ax in self.axes.items()
+        }
+        mask = self.mask
+        if mask is not None and mask.shape[axis_index] > 1:
+            index = [slice(None)] * self.ndim
+            index[axis_index] = slice(lo, hi)
+            mask = mask[tuple(index)]
+        return Domain(self.ndim, axes, self.scalars, mask)
+
+    def point(self, coords: Sequence[int]) -> dict[str, int]:
+        """Variable values at a domain coordinate (one position per axis)."""
+        out = {}
+        for v, ax in self.axes.items():
+            pos = coords[ax.index] if ax.count > 1 else 0
+            out[v] = int(ax.array()[pos])
+        return out
+
+
+def iter_chunks(domain: Domain, limit: int) -> Iterator[Domain]:
+    """Split a domain along its outer axes into pieces of at most ``limit`` points.
+
+    Chunks come in iteration order (outer axis ascending), so "last write wins"
+    stays sequential. An axis is split only when the axes inside it fit no more.
+
+    >>> d = Domain(2, {"i": Axis("i", 0, 0, 1, 10), "j": Axis("j", 1, 0, 1, 10)}, {}, None)
+    >>> [c.shape for c in iter_chunks(d, 30)]
+    [(3, 10), (3, 10), (3, 10), (1, 10)]
+    """
+    if domain.volume <= limit:
+        yield domain
+        return
+    for axis_index, extent in enumerate(domain.shape):
+        if extent <= 1:
+            continue
+        inner = domain.volume // extent
+        step = max(1, limit // max(inner, 1))
+        for lo in range(0, extent, step):
+            yield from iter_chunks(domain.sliced(axis_index, lo, min(extent, lo + step)), limit)
+        return
+    yield domain
+
+
+def box_range(form: Lin, domain: Domain) -> tuple[int, int]:
+    """Inclusive range of an affine subscript over the box of ``domain``."""
+    lo = hi = form.const
+    for var, coef in form.coefs:
+        ax = domain.axes.get(var)
+        if ax is None:
+            value = coef * domain.scalars[var]
+            lo += value
+            hi += value
+            continue
+        a, b = coef * ax.low, coef * ax.high
+        lo += min(a, b)
+        hi += max(a, b)
+    return lo, hi
+
+
+def affine_view(
+    base: np.ndarray,
+    forms: Sequence[Lin],
+    domain: Domain,
+    shift: Sequence[int] | None = None,
+) -> np.ndarray:
+    """A strided view of ``base`` giving ``base[forms]`` at every domain point.
+
+    Args:
+        base: a C-contiguous array; its rank equals ``len(forms)``.
+        forms: one affine subscript per dimension, over the domain variables.
+        domain: all variables of ``forms`` are vectorised progressions or scalars.
+        shift: added to each subscript (the low padding of a padded copy).
+
+    Returns:
+        An array of ``domain.ndim`` dimensions (extent 1 on axes the access does not
+        depend on) sharing memory with ``base``; writeable when ``base`` is. The
+        caller guarantees every subscript over the box lies inside ``base``.
+    """
+    item = base.itemsize
+    elem_strides = [s // item for s in base.strides]
+    offset = 0
+    shape = [1] * domain.ndim
+    strides = [0] * domain.ndim
+    for dim, form in enumerate(forms):
+        stride = elem_strides[dim]
+        const = form.const + (shift[dim] if shift is not None else 0)
+        for var, coef in form.coefs:
+            ax = domain.axes.get(var)
+            if ax is None:
+                const += coef * domain.scalars[var]
+                continue
+            const += coef * ax.start
+            strides[ax.index] += stride * coef * ax.step
+            shape[ax.index] = ax.count
+        offset += stride * const
+    for k, extent in enumerate(shape):
+        if extent == 1:
+            strides[k] = 0
+    return np.ndarray(
+        tuple(shape),
+        dtype=base.dtype,
+        buffer=base,
+        offset=offset * item,
+        strides=tuple(s * item for s in strides),
+    )
+
+
+def is_injective(forms: Sequence[Lin], base_shape: Sequence[int], domain: Domain) -> bool:
+    """True when distinct box points map to distinct elements (writes do not collide).
+
+    Classic non-overlap test for strided layouts: sorted by absolute stride, each
+    axis stride must exceed the span of all smaller axes.
+    """
+    elem_strides = [1] * len(base_shape)
+    for d in range(len(base_shape) - 2, -1, -1):
+        elem_strides[d] = elem_strides[d + 1] * base_shape[d + 1]
+    per_axis: dict[int, int] = {}
+    extents: dict[int, int] = {}
+    for dim, form in enumerate(forms):
+        for var, coef in form.coefs:
+            ax = domain.axes.get(var)
+            if ax is None or ax.count <= 1:
+                continue
+            if not ax.is_progression:
+                return False
+            per_axis[ax.index] = per_axis.get(ax.index, 0) + elem_strides[dim] * coef * ax.step
+            extents[ax.index] = ax.count
+    span = 0
+    for k in sorted(per_axis, key=lambda k: abs(per_axis[k])):
+        stride = abs(per_axis[k])
+        if stride <= span:
+            return False
+        span += stride * (extents[k] - 1)
+    return True

@@ -1,0 +1,213 @@
+"""Writing statement results into tensors: stores (``=``) and reductions (``+=`` ...).
+
+Contract: `store` and `reduce_into` take values already computed over a domain (arrays
+of ``domain.ndim`` dimensions) and update a `TensorState` at the active points only,
+keeping its written mask. Targets whose subscripts are affine and injective over the
+domain are updated through one strided view (``np.copyto``/in-place ufuncs); any other
+target (``Y[i // 2]``, ``H[idx[i]]``, colliding writes) is updated element-wise with
+fancy indexing (``ufunc.at`` for reductions, so repeated indices accumulate). Values
+are rounded to the target dtype on store (Note [Executor dtypes]).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from solar.ir import Access, DType, ReduceOp
+from solar.validate.affine import Lin
+from solar.validate.dtypes import round_to_dtype
+from solar.validate.evaluate import Evaluator, Value
+from solar.validate.grids import affine_view, box_range, is_injective
+from solar.validate.state import TensorState
+
+__all__ = ["REDUCE_UFUNCS", "exact_dtype", "reduce_identity", "reduce_into", "store", "target_axes"]
+
+REDUCE_UFUNCS: dict[str, np.ufunc] = {
+    "+": np.add,
+    "*": np.multiply,
+    "max": np.maximum,
+    "min": np.minimum,
+}
+
+_EXACT = frozenset({DType.F64, DType.F32, DType.I64, DType.BOOL})
+
+
+def exact_dtype(dtype: DType) -> bool:
+    """True when the storage dtype *is* the IR dtype (no rounding needed on store)."""
+    return dtype in _EXACT
+
+
+def reduce_identity(op: ReduceOp, dtype: np.dtype[np.generic]) -> float | int:
+    """The identity element of a reduction in ``dtype``."""
+    if op == "+":
+        return 0
+    if op == "*":
+        return 1
+    if dtype.kind == "f":
+        return -np.inf if op == "max" else np.inf
+    info = np.iinfo(np.int64)
+    return info.min if op == "max" else info.max
+
+
+def target_axes(ev: Evaluator, target: Access) -> tuple[tuple[Lin, ...], frozenset[int]] | None:
+    """Affine forms and used domain axes of a target that one strided view can update.
+
+    Returns ``None`` when the target needs element-wise updates: non-affine or sampled
+    subscripts, a box reaching outside the tensor, or colliding points.
+    """
+    st = ev.state(target)
+    forms = ev.forms(target)
+    if forms is None or not ev.viewable(forms):
+        return None
+    for form, extent in zip(forms, st.data.shape, strict=True):
+        lo, hi = box_range(form, ev.domain)
+        if lo < 0 or hi >= extent:
+            ev.check_bounds(target, forms, st.data.shape, ev.domain.mask)
+            return None
+    if not is_injective(forms, st.data.shape, ev.domain):
+        return None
+    axes = frozenset(
+        ev.domain.axes[v].index
+        for form in forms
+        for v, _ in form.coefs
+        if v in ev.domain.axes and ev.domain.axes[v].count > 1
+    )
+    return forms, axes
+
+
+def _axes_of(shape: tuple[int, ...]) -> frozenset[int]:
+    return frozenset(k for k, n in enumerate(shape) if n > 1)
+
+
+def store(ev: Evaluator, target: Access, value: Value) -> None:
+    """``target = value`` at the active points of the evaluator's domain."""
+    st = ev.state(target)
+    mask = ev.domain.mask
+    val = round_to_dtype(value, st.decl.dtype)
+    plan = target_axes(ev, target)
+    if plan is not None:
+        forms, axes = plan
+        used = _axes_of(val.shape) | (_axes_of(mask.shape) if mask is not None else frozenset())
+        if used <= axes:
+            view = affine_view(st.data, forms, ev.domain)
+            np.copyto(view, val, where=True if mask is None else mask)
+            if st.written is not None:
+                np.copyto(affine_view(st.written, forms, ev.domain), True, where=True if mask is None else mask)
+            st.mark_changed()
+            return
+    index, vals = _scatter_points(ev, target, val)
+    st.data[index] = vals
+    if st.written is not None:
+        st.written[index] = True
+    st.mark_changed()
+
+
+def _scatter_points(
+    ev: Evaluator, target: Access, val: np.ndarray, *, all_axes: bool = False
+) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
+    """Active points of an element-wise update, flattened in iteration order."""
+    mask = ev.domain.mask
+    idx = ev.index_arrays(target, mask)
+    shapes = [np.shape(ix) for ix in idx] + [val.shape]
+    if mask is not None:
+        shapes.append(mask.shape)
+    if all_axes:
+        shapes.append(ev.domain.shape)
+    full = np.broadcast_shapes(*shapes) if shapes else ()
+    if mask is not None:
+        sel = np.broadcast_to(mask, full)
+        index = tuple(np.broadcast_to(np.asarray(ix, dtype=np.intp), full)[sel] for ix in idx)
+        return index, np.broadcast_to(val, full)[sel]
+    index = tuple(np.broadcast_to(np.asarray(ix, dtype=np.intp), full).ravel() for ix in idx)
+    return index, np.broadcast_to(val, full).ravel()
+
+
+def _check_target_written(
+    ev: Evaluator, st: TensorState, written: np.ndarray, touched: np.ndarray | bool
+) -> None:
+    bad = ~written & touched
+    if np.any(bad):
+        ev.fault("E0302", f"reduction into a never-written element of `{st.decl.name}`", bad)
+
+
+def reduce_into(
+    ev: Evaluator,
+    target: Access,
+    op: ReduceOp,
+    value: Value,
+    *,
+    plan: tuple[tuple[Lin, ...], frozenset[int]] | None,
+    summed: bool = False,
+) -> None:
+    """``target op= value`` over the evaluator's domain.
+
+    Args:
+        ev: the statement's evaluator.
+        target: the reduced-into access.
+        op: ``+ * max min``.
+        value: per-point values (or, with ``summed``, contributions already reduced
+            over the axes not in the target, as `contract_reduce` returns them).
+        plan: `target_axes` of the target, or ``None`` for element-wise updates.
+        summed: ``value`` is already reduced; masked points contributed the identity.
+    """
+    st = ev.state(target)
+    mask = ev.domain.mask
+    ufunc = REDUCE_UFUNCS[op]
+    val = np.asarray(value)
+    if val.dtype == np.bool_:
+        val = val.astype(np.int64)
+    if plan is None:
+        _reduce_scatter(ev, st, target, ufunc, val)
+        return
+    forms, axes = plan
+    reduced = tuple(k for k, n in enumerate(ev.domain.shape) if n > 1 and k not in axes)
+    touched: np.ndarray | bool = True
+    if not summed:
+        if reduced:
+            shape = list(np.broadcast_shapes(val.shape, mask.shape if mask is not None else ()))
+            for k in reduced:
+                shape[k] = ev.domain.shape[k]
+            full = tuple(shape)
+            where = True if mask is None else np.broadcast_to(mask, full)
+            val = ufunc.reduce(
+                np.broadcast_to(val, full),
+                axis=reduced,
+                keepdims=True,
+                where=where,
+                initial=reduce_identity(op, val.dtype),
+            )
+        if mask is not None:
+            touched = np.any(mask, axis=reduced, keepdims=True) if reduced else mask
+    elif mask is not None:
+        touched = np.any(mask, axis=reduced, keepdims=True) if reduced else mask
+    view = affine_view(st.data, forms, ev.domain)
+    if st.written is not None:
+        _check_target_written(ev, st, affine_view(st.written, forms, ev.domain), touched)
+    _combine(view, ufunc, val, st.decl.dtype, touched)
+    st.mark_changed()
+
+
+def _combine(
+    view: np.ndarray, ufunc: np.ufunc, val: np.ndarray, dtype: DType, touched: np.ndarray | bool
+) -> None:
+    if val.dtype.kind != view.dtype.kind and not (val.dtype.kind in "iu" and view.dtype.kind == "f"):
+        val = round_to_dtype(val, dtype)
+    if exact_dtype(dtype) and touched is True:
+        ufunc(view, val, out=view, casting="unsafe")
+        return
+    new = round_to_dtype(ufunc(view, val), dtype)
+    np.copyto(view, new, where=touched, casting="unsafe")
+
+
+def _reduce_scatter(
+    ev: Evaluator, st: TensorState, target: Access, ufunc: np.ufunc, val: np.ndarray
+) -> None:
+    index, vals = _scatter_points(ev, target, val, all_axes=True)
+    if st.written is not None and not np.all(st.written[index]):
+        ev.fault("E0302", f"reduction into a never-written element of `{st.decl.name}`")
+    vals = vals.astype(st.data.dtype, copy=False) if vals.dtype.kind == st.data.dtype.kind else round_to_dtype(vals, st.decl.dtype)
+    ufunc.at(st.data, index, vals)
+    if not exact_dtype(st.decl.dtype):
+        st.data[index] = round_to_dtype(st.data[index], st.decl.dtype)
+    st.mark_changed()
+

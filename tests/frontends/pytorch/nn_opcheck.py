@@ -1,0 +1,154 @@
+"""Test support: lower one ATen call through the lowering table and compare with torch.
+
+`check_op(op, *args, **kwargs)` runs the real torch op on the given tensors, declares
+each tensor argument as a program input and each tensor result as an output, calls the
+registered lowering exactly as the driver does (`LowerCtx` + `OpCall`), verifies the
+program, executes it with `solar.validate.execute_program` and compares every output
+with torch's. It returns the program so tests can also inspect FLOP-relevant structure.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+import pytest
+
+from solar.frontends.builder import ProgramBuilder
+from solar.frontends.pytorch.registry import LowerCtx, OpCall, TensorInfo, find_lowering
+from solar.ir import DType, Program
+
+torch = pytest.importorskip("torch")
+
+import solar.frontends.pytorch.ops_nn  # noqa: E402  (registers lowerings)
+import solar.frontends.pytorch.ops_pool  # noqa: E402, F401
+import solar.frontends.pytorch.ops_norm  # noqa: E402, F401
+import solar.frontends.pytorch.ops_attention  # noqa: E402, F401
+import solar.frontends.pytorch.ops_loss  # noqa: E402, F401
+import solar.frontends.pytorch.ops_resize  # noqa: E402, F401
+
+_DTYPES = {
+    torch.float32: DType.F32,
+    torch.float64: DType.F64,
+    torch.float16: DType.F16,
+    torch.bfloat16: DType.BF16,
+    torch.int64: DType.I64,
+    torch.int32: DType.I32,
+    torch.int8: DType.I8,
+    torch.bool: DType.BOOL,
+}
+
+Executor = Callable[[Program, Mapping[str, np.ndarray]], Mapping[str, np.ndarray]]
+
+
+def _executor() -> Executor:
+    dev = os.environ.get("SOLAR_NN_DEV_INTERP")
+    if dev:  # a scratch interpreter used while the executor was being written
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("_dev_interp", dev)
+        assert spec is not None and spec.loader is not None
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod.run  # type: ignore[no-any-return]
+    validate = pytest.importorskip("solar.validate")
+    return validate.execute_program  # type: ignore[no-any-return]
+
+
+def _verify(program: Program) -> None:
+    try:
+        from solar.ir import verify_program  # type: ignore[attr-defined]
+    except ImportError:
+        return
+    verify_program(program)
+
+
+def _to_numpy(t: Any) -> np.ndarray:
+    if t.dtype == torch.bfloat16:
+        t = t.float()
+    return t.detach().cpu().numpy()
+
+
+def lower_call(
+    op: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], results: Any
+) -> tuple[Program, dict[str, np.ndarray], list[str | None]]:
+    """Build the one-op program for ``op(*args, **kwargs)`` with the given torch results.
+
+    Returns:
+        The program, its input arrays by name, and the output names (``None`` where a
+        result is not a tensor or is empty).
+    """
+    pb = ProgramBuilder(str(op).replace(".", "_"))
+    inputs: dict[str, np.ndarray] = {}
+
+    def conv(x: Any) -> Any:
+        if isinstance(x, torch.Tensor):
+            ref = pb.tensor("input", _DTYPES[x.dtype], tuple(x.shape), "x")
+            inputs[ref.name] = _to_numpy(x)
+            return TensorInfo(ref, tuple(x.shape), _DTYPES[x.dtype])
+        if isinstance(x, list | tuple):
+            return tuple(conv(v) for v in x)
+        return x
+
+    cargs = tuple(conv(a) for a in args)
+    ckw = {k: conv(v) for k, v in kwargs.items()}
+    flat = list(results) if isinstance(results, tuple | list) else [results]
+    outs: list[TensorInfo | None] = []
+    for r in flat:
+        if isinstance(r, torch.Tensor) and r.numel() > 0:
+            ref = pb.tensor("output", _DTYPES[r.dtype], tuple(r.shape), "out")
+            outs.append(TensorInfo(ref, tuple(r.shape), _DTYPES[r.dtype]))
+        else:
+            outs.append(None)
+    call = OpCall(str(op), cargs, ckw, tuple(outs))
+    fn = find_lowering(str(op))
+    assert fn is not None, f"no lowering for {op}"
+    ctx = LowerCtx(pb, call)
+    ret = fn(ctx, call)
+    assert ret is None, "nn lowerings emit kernels, not views"
+    assert len(ctx.kernels) == 1, f"{op} emitted {len(ctx.kernels)} kernels"
+    for kb in ctx.kernels:
+        pb.finish_kernel(kb)
+    return pb.build(), inputs, [o.ref.name if o is not None else None for o in outs]
+
+
+def check_op(
+    op: Any,
+    *args: Any,
+    rtol: float = 1e-4,
+    atol: float = 1e-5,
+    skip_outputs: tuple[int, ...] = (),
+    **kwargs: Any,
+) -> Program:
+    """Lower ``op(*args, **kwargs)``, execute it, and compare with torch.
+
+    Args:
+        op: an ``torch.ops.aten`` overload.
+        *args: its positional arguments (torch tensors and Python values).
+        rtol: relative tolerance.
+        atol: absolute tolerance.
+        skip_outputs: result positions not compared (e.g. unspecified scratch outputs).
+        **kwargs: its keyword arguments.
+
+    Returns:
+        The lowered program.
+    """
+    with torch.no_grad():
+        results = op(*args, **kwargs)
+    program, inputs, names = lower_call(op, args, kwargs, results)
+    _verify(program)
+    got = _executor()(program, inputs)
+    flat = list(results) if isinstance(results, tuple | list) else [results]
+    for pos, (name, want) in enumerate(zip(names, flat, strict=True)):
+        if name is None or pos in skip_outputs:
+            continue
+        w = _to_numpy(want)
+        g = np.asarray(got[name])
+        assert g.shape == w.shape, f"output {pos}: shape {g.shape} != {w.shape}"
+        if w.dtype.kind in "iub":
+            np.testing.assert_array_equal(g, w, err_msg=f"output {pos} of {op}")
+        else:
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, err_msg=f"output {pos} of {op}")
+    return program
