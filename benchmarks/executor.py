@@ -164,7 +164,8 @@ kernel maxpool {{
           Y[n, c, h, w] = -inf
           for r in 0 .. 3 {{
             for s in 0 .. 3 {{
-              if 0 <= 2 * h + r - 1 and 2 * h + r - 1 < H and 0 <= 2 * w + s - 1 and 2 * w + s - 1 < W {{
+              if 0 <= 2 * h + r - 1 and 2 * h + r - 1 < H
+                 and 0 <= 2 * w + s - 1 and 2 * w + s - 1 < W {{
                 Y[n, c, h, w] max= X[n, c, 2 * h + r - 1, 2 * w + s - 1]
               }}
             }}
@@ -376,7 +377,8 @@ kernel lstm {{
         }}
       }}
       for j in 0 .. Hd {{
-        c[b, j] = sigmoid(gates[b, Hd + j]) * c[b, j] + sigmoid(gates[b, j]) * tanh(gates[b, 2 * Hd + j])
+        c[b, j] = sigmoid(gates[b, Hd + j]) * c[b, j]
+                  + sigmoid(gates[b, j]) * tanh(gates[b, 2 * Hd + j])
         h[b, j] = sigmoid(gates[b, 3 * Hd + j]) * tanh(c[b, j])
         Y[t, b, j] = h[b, j]
       }}
@@ -409,7 +411,7 @@ kernel lstm {{
     )
 
 
-CASES = {
+CASES: dict[str, Callable[[np.random.Generator], Case]] = {
     "matmul": matmul,
     "conv2d": conv2d,
     "depthwise": depthwise,
@@ -458,7 +460,9 @@ def main() -> None:
     torch.set_num_threads(2)
     rng = np.random.default_rng(0)
     ratios = []
-    print(f"{'case':36s} {'executor ms':>12s} {'torch ms':>10s} {'ratio':>7s} {'max rel diff':>13s}")
+    print(
+        f"{'case':36s} {'executor ms':>12s} {'torch ms':>10s} {'ratio':>7s} {'max rel diff':>13s}"
+    )
     for key, make in CASES.items():
         if args.only and key not in args.only:
             continue
@@ -466,7 +470,9 @@ def main() -> None:
         t_exec, t_torch, diff = run_case(case, args.repeat)
         ratio = t_exec / t_torch
         ratios.append(ratio)
-        print(f"{case.name:36s} {t_exec * 1e3:12.2f} {t_torch * 1e3:10.2f} {ratio:7.2f} {diff:13.2e}")
+        print(
+            f"{case.name:36s} {t_exec * 1e3:12.2f} {t_torch * 1e3:10.2f} {ratio:7.2f} {diff:13.2e}"
+        )
     geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
     print(f"{'geometric mean ratio':36s} {'':12s} {'':10s} {geo:7.2f}")
     print(f"{'max ratio':36s} {'':12s} {'':10s} {max(ratios):7.2f}")

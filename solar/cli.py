@@ -96,6 +96,96 @@ def ir_fmt(
     typer.echo(print_program(parse_program(_read_text(file), filename=str(file))), nl=False)
 
 
+def _load_checked(file: Path):  # type: ignore[no-untyped-def]
+    from solar.ir import parse_program, verify_program
+
+    program = parse_program(_read_text(file), filename=str(file))
+    verify_program(program)
+    return program
+
+
+@ir_app.command("run")
+def ir_run(
+    file: Annotated[Path, typer.Argument(help="IR file to execute.")],
+    inputs: Annotated[
+        Path | None, typer.Option(help=".npz with one array per input/param (default: random).")
+    ] = None,
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", help="NAME=VALUE (repeatable).")
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="Write outputs (.npz).")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed for random inputs.")] = 0,
+) -> None:
+    """Execute IR with the vectorised numpy executor."""
+    import numpy as np
+
+    from solar.frontends.adapters import _load_npz
+    from solar.ir import resolve_sizes
+    from solar.validate import execute_program, random_inputs
+
+    program = _load_checked(file)
+    sizes = _parse_sets(set_)
+    if inputs is not None:
+        data = _load_npz(inputs)
+    else:
+        data = random_inputs(program, resolve_sizes(program, sizes), np.random.default_rng(seed))
+    outs = execute_program(program, data, sizes=sizes)
+    for name, arr in outs.items():
+        finite = arr[np.isfinite(arr)] if arr.dtype.kind == "f" else arr
+        stats = (
+            f"min {finite.min():.6g} max {finite.max():.6g} mean {finite.mean():.6g}"
+            if finite.size
+            else "no finite values"
+        )
+        typer.echo(f"{name}: {arr.dtype}{list(arr.shape)}  {stats}")
+    if output is not None:
+        np.savez(output, **outs)
+        _err(f"wrote {output}")
+
+
+@ir_app.command("validate")
+def ir_validate(
+    file: Annotated[Path, typer.Argument(help="IR file to validate.")],
+    reference: Annotated[
+        Path, typer.Option(help=".npz with the inputs/params and the expected outputs by name.")
+    ],
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", help="NAME=VALUE (repeatable).")
+    ] = None,
+    time_budget: Annotated[float, typer.Option(help="Time budget (s).")] = 60.0,
+) -> None:
+    """Execute IR on reference inputs and compare with reference outputs (exit 1 on mismatch)."""
+    from solar.frontends.adapters import _load_npz
+    from solar.validate import validate
+
+    program = _load_checked(file)
+    data = _load_npz(reference)
+    outs = {t.name for t in program.tensors if t.role == "output"}
+    result = validate(
+        program,
+        {k: v for k, v in data.items() if k not in outs},
+        {k: v for k, v in data.items() if k in outs},
+        sizes=_parse_sets(set_) or None,
+        time_budget_s=time_budget,
+    )
+    for o in result.outputs:
+        typer.echo(
+            f"{o.name}: {o.status}  max abs {o.max_abs_error:.3g}  max rel "
+            f"{o.max_rel_error:.3g}  ({o.tolerance})"
+        )
+    typer.echo(
+        f"validation {result.status} ({result.strategy}, "
+        f"{result.checked_fraction:.0%} checked, {result.wall_time_s:.2f} s)"
+        + (f": {result.reason}" if result.reason else "")
+    )
+    if result.mismatch:
+        _err(result.mismatch)
+    if result.status != "passed":
+        raise typer.Exit(1)
+
+
 # ---------------------------------------------------------------------------- specs
 def _fmt_flops(value: float | None) -> str:
     return "-" if value is None else f"{value / 1e12:,.1f}"
@@ -106,15 +196,15 @@ def specs_list() -> None:
     """List the bundled hardware specs (dense peaks, TFLOP/s)."""
     from solar.hw import Precision, list_hardware_specs
 
-    header = f"{'name':<18} {'fp32 vec':>9} {'tf32':>8} {'bf16':>9} {'fp8':>9} {'DRAM TB/s':>10}  device"
+    header = (
+        f"{'name':<18} {'fp32 vec':>9} {'tf32':>8} {'bf16':>9} {'fp8':>9} {'DRAM TB/s':>10}  device"
+    )
     typer.echo(header)
     for s in list_hardware_specs():
-        typer.echo(
-            f"{s.name:<18} {_fmt_flops(s.peak_for(Precision.FP32, 'vector')):>9} "
-            f"{_fmt_flops(s.peak_for(Precision.TF32)):>8} {_fmt_flops(s.peak_for(Precision.BF16)):>9} "
-            f"{_fmt_flops(s.peak_for(Precision.FP8)):>9} {s.dram_bandwidth_bytes_per_s / 1e12:>10.3f}  "
-            f"{s.display_name}"
-        )
+        fp32 = _fmt_flops(s.peak_for(Precision.FP32, "vector"))
+        tf32, bf16 = _fmt_flops(s.peak_for(Precision.TF32)), _fmt_flops(s.peak_for(Precision.BF16))
+        fp8, bw = _fmt_flops(s.peak_for(Precision.FP8)), s.dram_bandwidth_bytes_per_s / 1e12
+        typer.echo(f"{s.name:<18} {fp32:>9} {tf32:>8} {bf16:>9} {fp8:>9} {bw:>10.3f}  {s.display_name}")
 
 
 @specs_app.command("show")
@@ -145,6 +235,368 @@ def calibrate(
     )
 
 
+# ---------------------------------------------------------------------------- analyze
+def _llm_config(
+    model: str | None,
+    temperature: float | None,
+    max_attempts: int | None,
+    timeout: float | None,
+    cache_dir: Path | None,
+    no_cache: bool,
+) -> object | None:
+    """An LLMConfig when a model is configured (flag or SOLAR_LLM_MODEL), else None."""
+    if not (model or os.environ.get("SOLAR_LLM_MODEL")):
+        return None
+    from solar.frontends.llm import LLMConfig
+
+    fields: dict[str, object] = {"use_cache": not no_cache}
+    for key, value in (
+        ("model", model),
+        ("temperature", temperature),
+        ("max_attempts", max_attempts),
+        ("timeout_s", timeout),
+        ("cache_dir", cache_dir),
+    ):
+        if value is not None:
+            fields[key] = value
+    return LLMConfig(**fields)  # type: ignore[arg-type]
+
+
+class _Progress:
+    """Progress lines on stderr for steps slower than a second (silenced by --quiet)."""
+
+    def __init__(self, quiet: bool, verbose: bool) -> None:
+        import time
+
+        self._clock = time.monotonic
+        self.quiet, self.verbose = quiet, verbose
+        self.start = self._clock()
+        self.pending: str | None = None
+
+    def __call__(self, message: str) -> None:
+        if self.quiet:
+            return
+        now = self._clock()
+        if self.verbose or now - self.start > 1.0:
+            _err(f"[{now - self.start:6.1f}s] {message}")
+        self.pending = message
+
+
+@app.command("analyze")
+def analyze(
+    source: Annotated[Path, typer.Argument(help="Model file (.py) or IR file (.alir).")],
+    arch: Annotated[
+        list[str] | None, typer.Option("--arch", help="Hardware spec name or YAML (repeatable).")
+    ] = None,
+    precision: Annotated[
+        str, typer.Option(help="Precision policy: default, strict-fp32, tf32, bf16, fp16, fp8.")
+    ] = "default",
+    frontend: Annotated[str, typer.Option(help="auto, torch, jax, llm or ir.")] = "auto",
+    ir: Annotated[
+        Path | None, typer.Option("--ir", help="Analyse this hand-written IR against the model.")
+    ] = None,
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", help="Rebind a size: NAME=VALUE (repeatable).")
+    ] = None,
+    validate: Annotated[str, typer.Option(help="auto, full, sampled or off.")] = "auto",
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write the JSON report here.")
+    ] = None,
+    save_ir: Annotated[Path | None, typer.Option(help="Write the IR here.")] = None,
+    include_ir: Annotated[bool, typer.Option(help="Embed the IR text in the report.")] = False,
+    format_: Annotated[str, typer.Option("--format", help="text or json (stdout).")] = "text",
+    measured_ms: Annotated[
+        float | None, typer.Option(help="A measured time (ms) from elsewhere.")
+    ] = None,
+    measure: Annotated[bool, typer.Option(help="Time the program on the local device.")] = False,
+    entry: Annotated[str | None, typer.Option(help="module:function to analyse.")] = None,
+    inputs: Annotated[Path | None, typer.Option(help="Inputs (.npz/.pt) for --entry.")] = None,
+    reference: Annotated[
+        Path | None, typer.Option(help="Reference .npz (inputs+outputs) for an .alir file.")
+    ] = None,
+    train: Annotated[bool, typer.Option(help="Analyse the module in training mode.")] = False,
+    time_budget: Annotated[float, typer.Option(help="Validation time budget (s).")] = 60.0,
+    model: Annotated[str | None, typer.Option(help="LLM model name (LLM frontend).")] = None,
+    temperature: Annotated[float | None, typer.Option(help="LLM temperature.")] = None,
+    max_attempts: Annotated[int | None, typer.Option(help="LLM repair attempts.")] = None,
+    timeout: Annotated[float | None, typer.Option(help="LLM request timeout (s).")] = None,
+    cache_dir: Annotated[Path | None, typer.Option(help="LLM cache directory.")] = None,
+    no_cache: Annotated[bool, typer.Option(help="Do not read the LLM cache.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="All progress output.")] = False,
+) -> None:
+    """Analyse a program: frontend → validate → bounds → report."""
+    from solar.pipeline import AnalyzeOptions
+    from solar.pipeline import analyze as run_analyze
+    from solar.report import render_text
+
+    if frontend not in ("auto", "torch", "jax", "llm", "ir"):
+        raise UsageError(
+            f"--frontend must be auto, torch, jax, llm or ir, got `{frontend}`", code="E0904"
+        )
+    if validate not in ("auto", "full", "sampled", "off"):
+        raise UsageError(
+            f"--validate must be auto, full, sampled or off, got `{validate}`", code="E0904"
+        )
+    if format_ not in ("text", "json"):
+        raise UsageError(f"--format must be text or json, got `{format_}`", code="E0904")
+    options = AnalyzeOptions(
+        archs=tuple(arch or ["H100_SXM"]),
+        precision=precision,
+        frontend=frontend,  # type: ignore[arg-type]
+        ir_file=ir,
+        sizes=_parse_sets(set_),
+        validate=validate,  # type: ignore[arg-type]
+        time_budget_s=time_budget,
+        measured_ms=measured_ms,
+        measure=measure,
+        entry=entry,
+        inputs_file=inputs,
+        reference_file=reference,
+        train=train,
+        include_ir=include_ir,
+        save_ir=save_ir,
+        llm=_llm_config(model, temperature, max_attempts, timeout, cache_dir, no_cache),
+    )
+    report = run_analyze(source, options, progress=_Progress(quiet, verbose))
+    text = report.to_json()
+    if output is not None:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(text, encoding="utf-8")
+    typer.echo(text if format_ == "json" else render_text(report), nl=False)
+    if report.validation.status == "failed":
+        raise typer.Exit(1)
+
+
+def _lift(source: Path, frontend: str, set_: list[str] | None, entry: str | None):  # type: ignore[no-untyped-def]
+    from solar.pipeline import AnalyzeOptions, lift_source
+
+    options = AnalyzeOptions(
+        frontend=frontend,
+        sizes=_parse_sets(set_),
+        entry=entry,  # type: ignore[arg-type]
+        validate="off",
+    )
+    return lift_source(source, options)
+
+
+@app.command("bounds")
+def bounds(
+    source: Annotated[Path, typer.Argument(help="IR file (.alir) or model file (.py).")],
+    arch: Annotated[list[str] | None, typer.Option("--arch", help="Spec (repeatable).")] = None,
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", help="NAME=VALUE (repeatable).")
+    ] = None,
+    precision: Annotated[str, typer.Option(help="Precision policy.")] = "default",
+    frontend: Annotated[str, typer.Option(help="auto, torch, jax, llm or ir.")] = "auto",
+    json_: Annotated[bool, typer.Option("--json", help="JSON on stdout.")] = False,
+) -> None:
+    """The three SOL bounds of a program on one or more devices (no validation)."""
+    from solar.hw import load_hardware_spec
+    from solar.pipeline import bound_arch
+    from solar.report import dumps_deterministic, format_bytes, format_flops, format_time
+
+    _front, graph, sizes = _lift(source, frontend, set_, None)
+    rows = [
+        bound_arch(graph, load_hardware_spec(a), precision=precision, sizes=sizes)
+        for a in (arch or ["H100_SXM"])
+    ]
+    if json_:
+        typer.echo(
+            dumps_deterministic(
+                {"sizes": sizes, "archs": [r.model_dump(mode="json") for r in rows]}
+            ),
+            nl=False,
+        )
+        return
+    typer.echo("sizes: " + (", ".join(f"{k}={v}" for k, v in sorted(sizes.items())) or "-"))
+    typer.echo(f"{'arch':<18} {'model':<12} {'bound':>12} {'FLOPs':>14} {'DRAM':>10}  bottleneck")
+    for r in rows:
+        for b in r.bounds:
+            typer.echo(
+                f"{r.arch:<18} {b.model:<12} {format_time(b.time_s):>12} "
+                f"{format_flops(b.flops):>14} {format_bytes(b.dram_bytes):>10}  {b.bottleneck}"
+            )
+
+
+@app.command("compare")
+def compare(
+    source: Annotated[Path, typer.Argument(help="Model file or IR file.")],
+    arch: Annotated[
+        list[str] | None, typer.Option("--arch", help="Spec (repeatable; default all).")
+    ] = None,
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", help="NAME=VALUE (repeatable).")
+    ] = None,
+    precision: Annotated[str, typer.Option(help="Precision policy.")] = "default",
+    frontend: Annotated[str, typer.Option(help="auto, torch, jax, llm or ir.")] = "auto",
+    entry: Annotated[str | None, typer.Option(help="module:function to analyse.")] = None,
+) -> None:
+    """Cross-platform table: the same program's bounds on several devices."""
+    from solar.bounds import cross_platform
+    from solar.hw import list_hardware_specs, load_hardware_spec
+    from solar.report import format_time
+
+    _front, graph, sizes = _lift(source, frontend, set_, entry)
+    specs = [load_hardware_spec(a) for a in arch] if arch else list(list_hardware_specs())
+    rows = cross_platform(graph, specs, precision_policy=precision, sizes=sizes)  # type: ignore[arg-type]
+    by_dev: dict[str, dict[str, object]] = {}
+    for row in rows:
+        by_dev.setdefault(row.device, {})[row.model] = row
+    typer.echo(
+        f"{'device':<18} {'unfused':>12} {'fused':>12} {'cache-aware':>12}  fused bottleneck"
+    )
+    for dev, models in by_dev.items():
+        cells = [
+            format_time(models[m].time_s) if m in models else "-"  # type: ignore[attr-defined]
+            for m in ("unfused", "fused", "cache-aware")
+        ]
+        fused = models.get("fused")
+        typer.echo(
+            f"{dev:<18} {cells[0]:>12} {cells[1]:>12} {cells[2]:>12}  "
+            f"{getattr(fused, 'bottleneck', '-')}"
+        )
+
+
+@app.command("provision")
+def provision(
+    source: Annotated[Path, typer.Argument(help="Model file or IR file.")],
+    target_ms: Annotated[float, typer.Option(help="Target run time in milliseconds.")],
+    model: Annotated[
+        str, typer.Option(help="Bound model: fused, cache-aware or unfused.")
+    ] = "fused",
+    arch: Annotated[
+        list[str] | None, typer.Option("--arch", help="Devices to check (default all).")
+    ] = None,
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", help="NAME=VALUE (repeatable).")
+    ] = None,
+    precision: Annotated[str, typer.Option(help="Precision policy.")] = "default",
+    frontend: Annotated[str, typer.Option(help="auto, torch, jax, llm or ir.")] = "auto",
+) -> None:
+    """Inverse roofline: the bandwidth and throughput a device needs to hit a target time."""
+    from solar.bounds import inverse_roofline
+    from solar.hw import list_hardware_specs, load_hardware_spec
+    from solar.report import format_bytes, format_time
+
+    _front, graph, sizes = _lift(source, frontend, set_, None)
+    specs = [load_hardware_spec(a) for a in arch] if arch else list(list_hardware_specs())
+    inv = inverse_roofline(
+        graph,
+        target_time_s=target_ms / 1e3,
+        model=model,  # type: ignore[arg-type]
+        precision_policy=precision,
+        sizes=sizes,
+        specs=specs,
+    )  # type: ignore[arg-type]
+    typer.echo(f"target {format_time(inv.target_time_s)} under the {inv.model} model:")
+    typer.echo(
+        f"  DRAM bandwidth  >= {format_bytes(inv.required_dram_bandwidth_bytes_per_s)}/s "
+        f"({format_bytes(inv.dram_bytes)} moved)"
+    )
+    for unit, need in sorted(inv.required_flops_per_s.items()):
+        typer.echo(f"  {unit:<15} >= {need / 1e12:,.3f} TFLOP/s")
+    typer.echo(f"{'device':<18} {'bound':>12}  meets target")
+    for d in inv.devices:
+        typer.echo(f"{d.device:<18} {format_time(d.time_s):>12}  {'yes' if d.meets else 'no'}")
+
+
+# ---------------------------------------------------------------------------- reports
+@app.command("schema")
+def schema() -> None:
+    """Print the JSON Schema of the analysis report."""
+    from solar.report import report_json_schema
+
+    typer.echo(report_json_schema(), nl=False)
+
+
+@app.command("gate")
+def gate(
+    report: Annotated[Path, typer.Argument(help="Report JSON written by `solar analyze`.")],
+    max_headroom: Annotated[
+        float | None, typer.Option(help="Fail when measured/bound exceeds this.")
+    ] = None,
+    bound: Annotated[
+        str, typer.Option(help="Bound model for headroom: fused, cache-aware or unfused.")
+    ] = "fused",
+    arch: Annotated[str | None, typer.Option(help="Only check this architecture.")] = None,
+    baseline: Annotated[Path | None, typer.Option(help="Baseline report to compare with.")] = None,
+    max_regression: Annotated[
+        float | None, typer.Option(help="Fail when headroom grows more than PCT percent.")
+    ] = None,
+    min_coverage: Annotated[
+        float | None, typer.Option(help="Fail when coverage is below PCT percent.")
+    ] = None,
+    require_validated: Annotated[bool, typer.Option(help="Fail unless validation passed.")] = False,
+    summary: Annotated[
+        Path | None,
+        typer.Option(help="Write a markdown summary here (default $GITHUB_STEP_SUMMARY)."),
+    ] = None,
+    junit: Annotated[Path | None, typer.Option(help="Write JUnit XML here.")] = None,
+) -> None:
+    """Pass or fail a CI job on headroom, regression, coverage and validation."""
+    from solar.report import (
+        GatePolicy,
+        evaluate_gate,
+        load_report,
+        render_junit,
+        render_markdown,
+    )
+
+    if bound not in ("fused", "cache-aware", "unfused"):
+        raise UsageError(
+            f"--bound must be fused, cache-aware or unfused, got `{bound}`", code="E0904"
+        )
+    policy = GatePolicy(
+        bound=bound,
+        arch=arch,
+        max_headroom=max_headroom,
+        max_regression_pct=max_regression,
+        min_coverage_pct=min_coverage,
+        require_validated=require_validated,
+    )
+    base = load_report(baseline) if baseline else None
+    result = evaluate_gate(load_report(report), policy, baseline=base)
+    for c in result.checks:
+        typer.echo(f"{'PASS' if c.passed else 'FAIL'}  {c.name}: {c.detail}")
+    typer.echo(f"gate {'passed' if result.passed else 'FAILED'} for {result.program}")
+    target = summary or (
+        Path(os.environ["GITHUB_STEP_SUMMARY"]) if os.environ.get("GITHUB_STEP_SUMMARY") else None
+    )
+    if target is not None:
+        with target.open("a", encoding="utf-8") as fh:
+            fh.write(render_markdown(result))
+    if junit is not None:
+        junit.write_text(render_junit(result), encoding="utf-8")
+    if not result.passed:
+        raise typer.Exit(1)
+
+
+@app.command("plot")
+def plot(
+    report: Annotated[Path, typer.Argument(help="Report JSON written by `solar analyze`.")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="PNG or SVG file.")],
+    arch: Annotated[str | None, typer.Option(help="Architecture to draw (default: first).")] = None,
+) -> None:
+    """Draw a roofline chart and per-kernel bound bars."""
+    from solar.report import load_report
+    from solar.report.plot import plot_report
+
+    path = plot_report(load_report(report), output, arch=arch)
+    _err(f"wrote {path}")
+
+
+@cache_app.command("clear")
+def cache_clear(
+    cache_dir: Annotated[Path | None, typer.Option(help="Cache directory.")] = None,
+) -> None:
+    """Delete every cached LLM translation."""
+    from solar.frontends.llm import clear_cache, default_cache_dir
+
+    n = clear_cache(cache_dir or default_cache_dir())
+    _err(f"removed {n} cached translation(s)")
+
+
 def main() -> None:
     """Console entry point: run the app, turning errors into diagnostics and exit codes."""
     logging.basicConfig(
@@ -153,7 +605,10 @@ def main() -> None:
         stream=sys.stderr,
     )
     try:
-        app(standalone_mode=False)
+        # With standalone_mode=False, click returns typer.Exit's code instead of raising.
+        code = app(standalone_mode=False)
+        if isinstance(code, int) and code:
+            sys.exit(code)
     except SolarError as err:
         _err(err.render())
         sys.exit(err.exit_code)

@@ -101,8 +101,9 @@ def measure_torch(
     return time_callable(run, warmup=warmup, trials=trials, device="cpu")
 
 
-def measure_jax(fn: Callable[..., Any], inputs: Sequence[Any], *, warmup: int = 3,
-                trials: int = 10) -> Timing:
+def measure_jax(
+    fn: Callable[..., Any], inputs: Sequence[Any], *, warmup: int = 3, trials: int = 10
+) -> Timing:
     """Run a jitted JAX function, blocking on its results each trial."""
     import jax
 

@@ -293,13 +293,19 @@ class CountContext:
     definitions: Mapping[str, SymExpr] = field(default_factory=dict)
     _deferred: dict[str, DeferredCount] = field(default_factory=dict)
     _memo: dict[str, Count] = field(default_factory=dict)
+    _calls: dict[tuple[Domain, tuple[Expr, ...]], tuple[Count, str]] = field(
+        default_factory=dict
+    )
 
     def points(self, domain: Domain) -> Count:
         """Number of points of ``domain`` that satisfy its guards."""
-        out = Count.of(1)
-        for cl in _clusters(domain, ()):
-            out = out * self._cluster_points(cl)
-        return out
+        key = (domain, (BoolLit(True),))
+        if key not in self._calls:
+            out = Count.of(1)
+            for cl in _clusters(domain, ()):
+                out = out * self._cluster_points(cl)
+            self._calls[key] = (out, "")
+        return self._calls[key][0]
 
     def image(self, domain: Domain, dims: Sequence[Expr]) -> tuple[Count, str]:
         """Number of distinct subscript tuples ``dims`` over ``domain``, and a canonical key.
@@ -307,10 +313,15 @@ class CountContext:
         Subscripts must be integer expressions of loop variables and sizes (drop
         indirect subscripts before calling: the projection is a lower bound).
         """
-        out = Count.of(1)
-        for cl in _clusters(domain, tuple(dims)):
-            out = out * (self._cluster_image(cl) if cl.dims else self._nonempty(cl))
-        return out, _canonical_key("image", _Cluster(domain.loops, domain.guards, tuple(dims)))
+        key = (domain, tuple(dims))
+        if key not in self._calls:
+            out = Count.of(1)
+            for cl in _clusters(domain, key[1]):
+                out = out * (self._cluster_image(cl) if cl.dims else self._nonempty(cl))
+            self._calls[key] = (
+                out, _canonical_key("image", _Cluster(domain.loops, domain.guards, key[1]))
+            )
+        return self._calls[key]
 
     # -- clusters
 
@@ -336,8 +347,67 @@ class CountContext:
             if self._injective(split):
                 self._memo[key] = self._cluster_points(cl)
             else:
-                self._memo[key] = self._defer("image", cl, key)
+                projected = self._project(cl)
+                self._memo[key] = (
+                    projected if projected is not None else self._defer("image", cl, key)
+                )
         return self._memo[key]
+
+    def _project(self, cl: _Cluster) -> Count | None:
+        """Closed forms for projections (Note [Projections]); guards folded first.
+
+        (a) An innermost loop that no subscript mentions, with a provably non-empty
+        (guard-folded) range at every outer point, does not change the image: drop
+        it with the guards it absorbed.
+        (b) ``T[v]`` for the innermost ``v`` in ``lo .. hi(outer)`` over rectangular,
+        non-empty outer loops: nested intervals, so the image is ``max(hi) - lo``
+        (or ``hi - min(lo)`` when ``hi`` is fixed).
+        """
+        vs = [lp.var for lp in cl.loops]
+        folded = self._fold(cl.loops, cl.guards)
+        if folded is None:
+            return None
+        _, chosen, box, owners = folded
+        used = set().union(*(expr_vars(d, vs) for d in cl.dims))
+        n = len(cl.loops)
+        while n > 1 and vs[n - 1] not in used:
+            lo, hi = chosen[n - 1]
+            trip = self._extreme(hi - lo, box, largest=False)
+            if trip is None or not self._nonneg(trip - 1):
+                break
+            n -= 1
+        if n < len(cl.loops):
+            if any(min(o) < n <= max(o) for o in owners if o):
+                return None  # a guard bounds both a kept and a dropped variable
+            guards = tuple(g for g, o in zip(cl.guards, owners, strict=True) if max(o) < n)
+            if any(not expr_vars(g, vs) <= set(vs[:n]) for g in guards):
+                return None
+            return self.image(Domain(cl.loops[:n], guards), cl.dims)[0]
+        if cl.dims != (Name(vs[-1]),):
+            return None
+        for lo, hi in chosen[:-1]:
+            if _has_index(lo) or _has_index(hi) or not self._nonneg(hi - lo - 1):
+                return None
+        lo, hi = chosen[-1]
+        if not _has_index(lo):
+            top = self._extreme(hi, box, largest=True)
+            return None if top is None else Count.of(smax(0, top - lo))
+        if not _has_index(hi):
+            bottom = self._extreme(lo, box, largest=False)
+            return None if bottom is None else Count.of(smax(0, hi - bottom))
+        return None
+
+    def _box(
+        self, syms: Sequence[SymExpr], los: Sequence[SymExpr], his: Sequence[SymExpr]
+    ) -> dict[SymExpr, tuple[SymExpr, SymExpr]]:
+        """Ranges ``[lo, hi)`` of each variable over all outer points (a superset)."""
+        box: dict[SymExpr, tuple[SymExpr, SymExpr]] = {}
+        for s, lo, hi in zip(syms, los, his, strict=True):
+            lo_box = self._extreme(lo, box, largest=False)
+            hi_box = self._extreme(hi, box, largest=True)
+            if lo_box is not None and hi_box is not None:
+                box[s] = (lo_box, hi_box)
+        return box
 
     def _defer(self, kind: Literal["points", "image"], cl: _Cluster, key: str) -> Count:
         dc = self._deferred.get(key)
@@ -377,24 +447,51 @@ class CountContext:
         if not loops:
             return None if guards else integer(1)
         vs = [lp.var for lp in loops]
-        syms = [index_symbol(v) for v in vs]
-        try:
-            los = [to_sympy(lp.lo, indices=vs) for lp in loops]
-            his = [to_sympy(lp.hi, indices=vs) for lp in loops]
-        except ValueError:
-            return None
-        if not all(_is_affine(e, syms) for e in (*los, *his)):
-            return None
         if any(lp.step != 1 for lp in loops):
-            if len(loops) == 1 and not guards and not (los[0].free_symbols & set(syms)):
-                return smax(0, ceiling((his[0] - los[0]) / loops[0].step))
+            aff = _affine_loops(loops)
+            if aff is None or len(loops) != 1 or guards or _has_index(aff[1][0]):
+                return None
+            return smax(0, ceiling((aff[2][0] - aff[1][0]) / loops[0].step))
+        folded = self._fold(loops, guards)
+        if folded is None:
             return None
+        syms, chosen, box, _ = folded
+        expr: SymExpr = integer(1)
+        for i in reversed(range(len(syms))):
+            lo, hi = chosen[i]
+            trip_min = self._extreme(hi - lo, box, largest=False)
+            if trip_min is None or not self._nonneg(trip_min):
+                hi = smax(lo, hi)
+            expr = summation(expr, vs[i], lo, hi)
+        if has_unevaluated_sum(expr) or (expr.free_symbols & set(syms)):
+            return None
+        return expr.expand()
+
+    def _fold(
+        self, loops: Sequence[LoopDim], guards: Sequence[Expr]
+    ) -> tuple[list[SymExpr], list[tuple[SymExpr, SymExpr]],
+               dict[SymExpr, tuple[SymExpr, SymExpr]], list[set[int]]] | None:
+        """Fold affine guards into loop bounds (Note [Guard folding]).
+
+        A guard ``+-v + rest >= 0`` bounds its innermost variable ``v``; of several
+        candidate bounds the one that provably dominates over the box of outer
+        variables is kept. Returns index symbols, ``(lo, hi)`` per variable, the box
+        and, per guard, the variables it was folded into; or None when a guard is not
+        of that form or no bound dominates.
+        """
+        vs = [lp.var for lp in loops]
+        aff = _affine_loops(loops)
+        if aff is None or any(lp.step != 1 for lp in loops):
+            return None
+        syms, los, his = aff
         lo_c: list[list[SymExpr]] = [[e] for e in los]
         hi_c: list[list[SymExpr]] = [[e] for e in his]
+        owners: list[set[int]] = []
         for g in guards:
             ineqs = _sym_inequalities(g, vs)
             if ineqs is None:
                 return None
+            owners.append(set())
             for e in ineqs:
                 if not _is_affine(e, syms):
                     return None
@@ -402,6 +499,7 @@ class CountContext:
                 if not pos:
                     return None
                 i = pos[-1]
+                owners[-1].add(i)
                 c = e.coeff(syms[i])
                 if c == 1:
                     lo_c[i].append(-(e - syms[i]))
@@ -421,16 +519,7 @@ class CountContext:
             hi_box = self._extreme(hi, box, largest=True)
             if lo_box is not None and hi_box is not None:
                 box[s] = (lo_box, hi_box)
-        expr: SymExpr = integer(1)
-        for i in reversed(range(len(syms))):
-            lo, hi = chosen[i]
-            trip_min = self._extreme(hi - lo, box, largest=False)
-            if trip_min is None or not self._nonneg(trip_min):
-                hi = smax(lo, hi)
-            expr = summation(expr, vs[i], lo, hi)
-        if has_unevaluated_sum(expr) or (expr.free_symbols & set(syms)):
-            return None
-        return expr.expand()
+        return syms, chosen, box, owners
 
     def _extreme(
         self, e: SymExpr, box: Mapping[SymExpr, tuple[SymExpr, SymExpr]], *, largest: bool
@@ -489,7 +578,8 @@ class CountContext:
         coeffs = [[d.coeff(s) for s in syms] for d in dims]
         if all(c.is_Integer for row in coeffs for c in row):
             mat = np.array([[int(c) for c in row] for row in coeffs], dtype=float)
-            return bool(np.linalg.matrix_rank(mat) == len(syms)) if len(dims) else not syms
+            if len(dims) and np.linalg.matrix_rank(mat) == len(syms):
+                return True
         # Mixed radix: each variable in exactly one subscript, and within a subscript the
         # coefficients dominate the span of the smaller digits.
         owner: dict[int, int] = {}
@@ -612,6 +702,22 @@ def _canonical_key(kind: str, cl: _Cluster) -> str:
     guards = ";".join(print_expr(_rename(g, mapping)) for g in cl.guards)
     dims = ";".join(print_expr(_rename(d, mapping)) for d in cl.dims)
     return f"{kind}|{loops}|{guards}|{dims}"
+
+
+def _affine_loops(
+    loops: Sequence[LoopDim],
+) -> tuple[list[SymExpr], list[SymExpr], list[SymExpr]] | None:
+    """Index symbols and sympy bounds of loops, if every bound is affine."""
+    vs = [lp.var for lp in loops]
+    syms = [index_symbol(v) for v in vs]
+    try:
+        los = [to_sympy(lp.lo, indices=vs) for lp in loops]
+        his = [to_sympy(lp.hi, indices=vs) for lp in loops]
+    except ValueError:
+        return None
+    if not all(_is_affine(e, syms) for e in (*los, *his)):
+        return None
+    return syms, los, his
 
 
 def _has_index(e: SymExpr) -> bool:

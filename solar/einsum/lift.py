@@ -33,7 +33,21 @@ from solar.einsum.graph import (
     TensorTraffic,
     WorkClass,
 )
-from solar.ir import Access, Assign, DType, Expr, For, If, IntLit, Kernel, Name, Program, Reduce
+from solar.ir import (
+    Access,
+    Assign,
+    DType,
+    Expr,
+    For,
+    If,
+    IntLit,
+    Kernel,
+    Name,
+    Program,
+    Reduce,
+    Role,
+    TensorDecl,
+)
 from solar.ir.traversal import walk_exprs, walk_stmts
 from solar.symbolic import SymExpr, product, to_sympy
 
@@ -50,6 +64,35 @@ class _Leaf:
     node: EinsumNode
     stmt: Assign | Reduce | None
     kernel_index: int
+    reads: dict[str, list[_Img]]
+    writes: dict[str, list[_Img]]
+
+
+@dataclass(frozen=True, slots=True)
+class _Img:
+    """An access image: its count, canonical key and what containment needs."""
+
+    count: Count
+    key: str
+    loops: tuple[LoopDim, ...]
+    guards: tuple[Expr, ...]
+    indices: tuple[Expr, ...]
+
+
+def _contains(big: _Img, small: _Img) -> bool:
+    """True if ``small``'s image is provably a subset of ``big``'s.
+
+    Same key, or the same subscripts over a domain that extends ``big``'s loops
+    (as a prefix) and adds guards: every point of ``small`` projects onto a point of
+    ``big`` with the same subscript values.
+    """
+    if big.key == small.key:
+        return True
+    return (
+        big.indices == small.indices
+        and small.loops[: len(big.loops)] == big.loops
+        and set(big.guards) <= set(small.guards)
+    )
 
 
 def lift_to_einsum(program: Program) -> EinsumGraph:
@@ -81,7 +124,7 @@ def lift_to_einsum(program: Program) -> EinsumGraph:
     for ki, kernel in enumerate(program.kernels):
         kl = _lift_kernel(program, kernel, ki, ctx)
         leaves.extend(kl)
-        kernels.append(_kernel_cost(program, kernel, ki, [lf.node for lf in kl]))
+        kernels.append(_kernel_cost(program, kernel, ki, kl))
     nodes = tuple(lf.node for lf in leaves)
     return EinsumGraph(
         program=program,
@@ -92,6 +135,29 @@ def lift_to_einsum(program: Program) -> EinsumGraph:
         contractions=tuple(_contractions(program, leaves)),
         spills=tuple(_spills(program, leaves)),
     )
+
+
+_DECLS: dict[int, tuple[Program, dict[str, TensorDecl], dict[str, int]]] = {}
+
+
+def _index(program: Program) -> tuple[dict[str, TensorDecl], dict[str, int]]:
+    """Declarations by name (locals included) and program-level declaration order."""
+    hit = _DECLS.get(id(program))
+    if hit is None or hit[0] is not program:
+        decls = {t.name: t for k in program.kernels for t in k.locals}
+        decls.update((t.name, t) for t in program.tensors)
+        order = {t.name: i for i, t in enumerate(program.tensors)}
+        _DECLS.clear()
+        hit = _DECLS[id(program)] = (program, decls, order)
+    return hit[1], hit[2]
+
+
+def _decl(program: Program, name: str) -> TensorDecl:
+    return _index(program)[0][name]
+
+
+def _decl_order(program: Program) -> dict[str, int]:
+    return _index(program)[1]
 
 
 def _definitions(program: Program) -> dict[str, SymExpr]:
@@ -130,16 +196,16 @@ def _lift_kernel(program: Program, kernel: Kernel, ki: int, ctx: CountContext) -
                         tuple(guards))
         common = (kernel.name, index, domain, value_guarded, seq[0] if seq else None)
         if isinstance(stmt, If) and not is_affine_condition(stmt.cond, lv):
-            out.append(_Leaf(_guard_node(program, ctx, stmt, common), None, ki))
+            out.append(_guard_node(program, ctx, stmt, common, ki))
         elif isinstance(stmt, Assign | Reduce):
-            out.append(_Leaf(_leaf_node(program, ctx, stmt, common), stmt, ki))
+            out.append(_leaf_node(program, ctx, stmt, common, ki))
     return out
 
 
 _Common = tuple[str, int, Domain, bool, int | None]
 
 
-def _image(ctx: CountContext, domain: Domain, access: Access) -> tuple[Count, str]:
+def _image(ctx: CountContext, domain: Domain, access: Access) -> _Img:
     """Distinct elements an access touches; indirect subscripts are projected away."""
     direct = tuple(i for i in access.indices if not any(isinstance(e, Access)
                                                         for e in walk_exprs(i)))
@@ -147,38 +213,48 @@ def _image(ctx: CountContext, domain: Domain, access: Access) -> tuple[Count, st
     if len(direct) != len(access.indices):
         # Note [Gathers]: the rows an index tensor selects are data-dependent; the
         # projection onto the direct subscripts (at least one row) is a lower bound.
-        return Count(count.expr, count.deferred, False), f"{key}|gather"
-    return count, key
+        count, key = Count(count.expr, count.deferred, False), f"{key}|gather"
+    return _Img(count, key, domain.loops, domain.guards, access.indices)
 
 
-def _union(items: Sequence[tuple[Count, str]]) -> tuple[Count, str | None]:
-    """Union of images: exact when all share a key, else the max (a lower bound)."""
+def _union(items: Sequence[_Img]) -> tuple[Count, _Img | None]:
+    """Union of images: exact when one contains all others, else the max (a lower bound)."""
     if not items:
         return _ZERO, None
-    by_key = dict((k, c) for c, k in items)
-    if len(by_key) == 1:
-        (key, count), = by_key.items()
-        return count, key
-    counts = list(by_key.values())
-    out = counts[0]
-    for c in counts[1:]:
-        out = out.maximum(c, exact=False)
+    uniq = list({img.key: img for img in items}.values())
+    survivors = [
+        a for i, a in enumerate(uniq)
+        if not any(
+            j != i and _contains(b, a) and (not _contains(a, b) or j < i)
+            for j, b in enumerate(uniq)
+        )
+    ]
+    if len(survivors) == 1:
+        return survivors[0].count, survivors[0]
+    out = survivors[0].count
+    for img in survivors[1:]:
+        out = out.maximum(img.count, exact=False)
     return out, None
 
 
-def _reads_by_tensor(
+def _by_tensor(
     ctx: CountContext, domain: Domain, sites: Sequence[ReadSite], skip: bool
-) -> tuple[tuple[str, Count, str], ...]:
-    grouped: dict[str, list[tuple[Count, str]]] = {}
+) -> dict[str, list[_Img]]:
+    grouped: dict[str, list[_Img]] = {}
     for site in sites:
-        img = (_LOWER_ZERO, "zero") if skip else _image(
-            ctx, domain.with_guards(site.guards), site.access
-        )
+        if skip:
+            img = _Img(_LOWER_ZERO, "zero", (), (), ())
+        else:
+            img = _image(ctx, domain.with_guards(site.guards), site.access)
         grouped.setdefault(site.access.tensor, []).append(img)
+    return grouped
+
+
+def _summary(grouped: dict[str, list[_Img]]) -> tuple[tuple[str, Count, str], ...]:
     out = []
     for tensor, items in grouped.items():
-        count, key = _union(items)
-        out.append((tensor, count, key or f"union:{tensor}"))
+        count, img = _union(items)
+        out.append((tensor, count, img.key if img is not None else f"union:{tensor}"))
     return tuple(out)
 
 
@@ -203,22 +279,24 @@ def _operands(reads: Sequence[ReadSite], target: Access | None) -> tuple[Operand
     return tuple(seen)
 
 
-def _guard_node(program: Program, ctx: CountContext, stmt: If, common: _Common) -> EinsumNode:
+def _guard_node(program: Program, ctx: CountContext, stmt: If, common: _Common, ki: int) -> _Leaf:
     kernel, index, domain, value_guarded, seq_root = common
     terms, reads = analyse_value(stmt.cond, domain.vars)
-    dtype = program.tensor(reads[0].access.tensor).dtype if reads else DType.F32
-    return EinsumNode(
+    grouped = _by_tensor(ctx, domain, reads, value_guarded)
+    dtype = _decl(program, reads[0].access.tensor).dtype if reads else DType.F32
+    node = EinsumNode(
         kernel=kernel, index=index, kind="guard", domain=domain, value_guarded=value_guarded,
         seq_root=seq_root, operands=_operands(reads, None), combine=stmt.cond, reduce_op=None,
         flops=_flops(ctx, domain, [(t.flops, t.guards) for t in terms], value_guarded),
         work="vector", dtype=dtype if dtype.is_float else DType.F32, convolution=False,
-        reads=_reads_by_tensor(ctx, domain, reads, value_guarded), writes=(),
+        reads=_summary(grouped), writes=(),
     )
+    return _Leaf(node, None, ki, grouped, {})
 
 
 def _leaf_node(
-    program: Program, ctx: CountContext, stmt: Assign | Reduce, common: _Common
-) -> EinsumNode:
+    program: Program, ctx: CountContext, stmt: Assign | Reduce, common: _Common, ki: int
+) -> _Leaf:
     kernel, index, domain, value_guarded, seq_root = common
     terms, reads = analyse_value(stmt.value, domain.vars)
     reads += [ReadSite(e, ()) for i in stmt.target.indices for e in walk_exprs(i)
@@ -228,35 +306,35 @@ def _leaf_node(
         flop_terms.append((1, ()))
         reads.append(ReadSite(stmt.target, ()))
     work: WorkClass = "vector"
-    dtype = program.tensor(stmt.target.tensor).dtype
+    dtype = _decl(program, stmt.target.tensor).dtype
     conv = False
     pair = contraction_operands(stmt)
     if pair is not None:
         work = "contraction"
-        da, db = (program.tensor(a.tensor).dtype for a in pair)
+        da, db = (_decl(program, a.tensor).dtype for a in pair)
         dtype = min((da, db), key=lambda d: d.itemsize_bytes)
         conv = any(len(expr_vars(i, domain.vars)) >= 2 for a in pair for i in a.indices)
-    if value_guarded:
-        writes: tuple[tuple[str, Count, str], ...] = ((stmt.target.tensor, _LOWER_ZERO, "zero"),)
-    else:
-        wc, wk = _image(ctx, domain, stmt.target)
-        writes = ((stmt.target.tensor, wc, wk),)
-    return EinsumNode(
+    written = {stmt.target.tensor: [
+        _Img(_LOWER_ZERO, "zero", (), (), ()) if value_guarded
+        else _image(ctx, domain, stmt.target)
+    ]}
+    grouped = _by_tensor(ctx, domain, reads, value_guarded)
+    node = EinsumNode(
         kernel=kernel, index=index, kind="reduce" if isinstance(stmt, Reduce) else "assign",
         domain=domain, value_guarded=value_guarded, seq_root=seq_root,
         operands=_operands([r for r in reads if r.access is not stmt.target], stmt.target),
         combine=stmt.value, reduce_op=stmt.op if isinstance(stmt, Reduce) else None,
         flops=_flops(ctx, domain, flop_terms, value_guarded), work=work, dtype=dtype,
-        convolution=conv, reads=_reads_by_tensor(ctx, domain, reads, value_guarded),
-        writes=writes,
+        convolution=conv, reads=_summary(grouped), writes=_summary(written),
     )
+    return _Leaf(node, stmt, ki, grouped, written)
 
 
 # --------------------------------------------------------------------------- kernels
 
 
-def _kernel_cost(program: Program, kernel: Kernel, ki: int,
-                 nodes: Sequence[EinsumNode]) -> KernelCost:
+def _kernel_cost(program: Program, kernel: Kernel, ki: int, leaves: Sequence[_Leaf]) -> KernelCost:
+    nodes = [lf.node for lf in leaves]
     groups: dict[tuple[WorkClass, DType, bool], Count] = {}
     for n in nodes:
         if not n.flops.is_zero:
@@ -264,14 +342,19 @@ def _kernel_cost(program: Program, kernel: Kernel, ki: int,
             groups[key] = groups.get(key, _ZERO) + n.flops
     flop_groups = tuple(FlopGroup(w, d, c, f) for (w, d, c), f in groups.items())
     local_names = {t.name for t in kernel.locals}
+    touched: dict[str, tuple[list[tuple[EinsumNode, _Img]], list[tuple[EinsumNode, _Img]]]] = {}
+    for lf in leaves:
+        for name, imgs in lf.reads.items():
+            touched.setdefault(name, ([], []))[0].extend((lf.node, img) for img in imgs)
+        for name, imgs in lf.writes.items():
+            touched.setdefault(name, ([], []))[1].extend((lf.node, img) for img in imgs)
     traffic = []
-    for decl in program.tensors:
-        if decl.name in local_names:
+    order = _decl_order(program)
+    for name in sorted(touched, key=lambda n: order.get(n, -1)):
+        decl = _decl(program, name)
+        if name in local_names or name not in order:
             continue
-        reads = [(n, c, k) for n in nodes for t, c, k in n.reads if t == decl.name]
-        writes = [(n, c, k) for n in nodes for t, c, k in n.writes if t == decl.name]
-        if not reads and not writes:
-            continue
+        reads, writes = touched[name]
         traffic.append(_traffic(decl.name, decl.role, decl.dtype, reads, writes))
     contraction = [n for n in nodes if n.work == "contraction"]
     unit: WorkClass = "contraction" if contraction else "vector"
@@ -286,34 +369,40 @@ def _kernel_cost(program: Program, kernel: Kernel, ki: int,
 
 
 def _traffic(
-    name: str, role: str, dtype: DType,
-    reads: Sequence[tuple[EinsumNode, Count, str]],
-    writes: Sequence[tuple[EinsumNode, Count, str]],
+    name: str, role: Role, dtype: DType,
+    reads: Sequence[tuple[EinsumNode, _Img]],
+    writes: Sequence[tuple[EinsumNode, _Img]],
 ) -> TensorTraffic:
     """Charged traffic of one kernel on one tensor (Note [In-kernel reuse])."""
-    all_reads, read_key = _union([(c, k) for _, c, k in reads])
-    written, write_key = _union([(c, k) for _, c, k in writes])
-    if not writes:
-        charged = all_reads
-    else:
+    all_reads, read_img = _union([img for _, img in reads])
+    written, write_img = _union([img for _, img in writes])
+    charged = all_reads
+    if writes and reads:
         # Note [In-kernel reuse]: a read of an element the kernel wrote earlier needs no
-        # memory traffic. Reads before any write of the tensor ("early") are charged in
-        # full; of the rest, at least |reads| - |writes| elements were never written here.
-        seq_writers = {n.seq_root for n, _, _ in writes if n.seq_root is not None}
-        early_items = [
-            (c, k) for n, c, k in reads
-            if not any(w.index < n.index for w, _, _ in writes)
+        # memory traffic. Reads before any write of the tensor ("early", outside a seq
+        # loop that writes it) are charged in full; of the others, at least
+        # |reads| - |writes| elements were never written here (0 if every read image
+        # lies inside a written image).
+        seq_writers = {n.seq_root for n, _ in writes if n.seq_root is not None}
+        early_imgs = [
+            img for n, img in reads
+            if not any(w.index < n.index for w, _ in writes)
             and (n.seq_root is None or n.seq_root not in seq_writers)
         ]
-        early, _ = _union(early_items)
-        rest = _ZERO if read_key is not None and read_key == write_key else (
-            all_reads - written
-        ).clamp0()
-        charged = rest if early.is_zero else early.maximum(rest, exact=False)
-        if rest.is_zero and early_items:
+        early, _ = _union(early_imgs)
+        covered = all(any(_contains(w, r) for _, w in writes) for _, r in reads)
+        rest = _ZERO if covered else (all_reads - written).clamp0()
+        if rest.is_zero:
             charged = early
-    return TensorTraffic(name, role, dtype, charged, written, all_reads,  # type: ignore[arg-type]
-                         read_key, write_key)
+        elif not early_imgs:
+            charged = rest
+        else:
+            charged = early.maximum(rest, exact=False)
+    return TensorTraffic(
+        name, role, dtype, charged, written, all_reads,
+        read_img.key if read_img is not None else None,
+        write_img.key if write_img is not None else None,
+    )
 
 
 # --------------------------------------------------------------------------- graph
@@ -329,10 +418,22 @@ def _tensor_infos(program: Program, kernels: Sequence[KernelCost]) -> tuple[Tens
                 if t.tensor == decl.name:
                     reads.append((t.raw_read_elems, t.read_key or f"k{k.index}"))
                     writes.append((t.written_elems, t.write_key or f"k{k.index}"))
-        comp_r = _union(reads)[0] if decl.role in ("input", "param") else _ZERO
-        comp_w = _union(writes)[0] if decl.role == "output" else _ZERO
+        comp_r = _union_by_key(reads) if decl.role in ("input", "param") else _ZERO
+        comp_w = _union_by_key(writes) if decl.role == "output" else _ZERO
         out.append(TensorInfo(decl.name, decl.role, decl.dtype, elements, comp_r, comp_w))
     return tuple(out)
+
+
+def _union_by_key(items: Sequence[tuple[Count, str]]) -> Count:
+    """Union across kernels: exact when all images share a key, else the max."""
+    by_key = {k: c for c, k in items if not c.is_zero}
+    if not by_key:
+        return _ZERO
+    counts = list(by_key.values())
+    out = counts[0]
+    for c in counts[1:]:
+        out = out.maximum(c, exact=False)
+    return out
 
 
 def _edges(kernels: Sequence[KernelCost]) -> tuple[Edge, ...]:
@@ -366,7 +467,7 @@ def _contractions(program: Program, leaves: Sequence[_Leaf]) -> list[Contraction
         a, b = pair
         c = lf.stmt.target
         vs = lf.node.domain.vars
-        decls = [program.tensor(x.tensor) for x in (a, b, c)]
+        decls = [_decl(program, x.tensor) for x in (a, b, c)]
         points = ctx.points(lf.node.domain) if not lf.node.value_guarded else _LOWER_ZERO
         written = lf.node.writes[0][1]
         reason = _pebble_ineligible(a, b, c, vs, [d.role for d in decls], lf.node.value_guarded)
@@ -429,7 +530,7 @@ def _spills(program: Program, leaves: Sequence[_Leaf]) -> list[SpillInfo]:
         if tvars is None:
             continue
         for x in (e for e in walk_exprs(st.value) if isinstance(e, Access)):
-            decl = program.tensor(x.tensor)
+            decl = _decl(program, x.tensor)
             xvars = _plain_vars(x, vs)
             if (x.tensor in out or decl.role not in ("input", "param") or xvars is None
                     or set(xvars) != set(vs) or not set(tvars) < set(xvars)):
@@ -473,6 +574,6 @@ def _find_consumer(program: Program, leaves: Sequence[_Leaf], ri: int, target: A
             groups = product(extents[v] for v in tvars)  # type: ignore[misc]
             group = product(extents[v] for v in xvars if v not in tvars)  # type: ignore[misc]
             return SpillInfo(x.tensor, ri, ci, Count.of(groups), Count.of(group),
-                             program.tensor(x.tensor).dtype.itemsize_bytes)
+                             _decl(program, x.tensor).dtype.itemsize_bytes)
     return None
 

@@ -134,7 +134,8 @@ class KernelBuilder:
         self.name = name
         self.locals: list[TensorDecl] = []
         self.body: list[Stmt] = []
-        self._var_counter = 0
+        self._var_counts: dict[str, int] = {}
+        self._var_names: set[str] = set()
 
     def local(self, dtype: DType, shape: Sequence[Expr | int], hint: str = "tmp") -> TensorRef:
         """Declare a kernel-local temporary."""
@@ -144,11 +145,21 @@ class KernelBuilder:
         return TensorRef(name, dtype, dims)
 
     def fresh_vars(self, n: int, hint: str = "i") -> tuple[Name, ...]:
-        """Return ``n`` loop variables unique within the program."""
+        """Return ``n`` loop variables ``<hint><k>`` unique within this kernel.
+
+        Loop variables are scoped to their kernel, so kernels reuse ``i0, i1, ...``;
+        names taken by program-level declarations are skipped.
+        """
         out = []
         for _ in range(n):
-            out.append(Name(self._program.unique(f"{hint}{self._var_counter}")))
-            self._var_counter += 1
+            while True:
+                k = self._var_counts.get(hint, 0)
+                self._var_counts[hint] = k + 1
+                name = sanitize_name(f"{hint}{k}")
+                if name not in self._var_names and not self._program.is_used(name):
+                    break
+            self._var_names.add(name)
+            out.append(Name(name))
         return tuple(out)
 
     def emit(self, *stmts: Stmt) -> None:
@@ -175,6 +186,10 @@ class ProgramBuilder:
             k += 1
         self._used.add(name)
         return name
+
+    def is_used(self, name: str) -> bool:
+        """True if ``name`` is taken by a program-level declaration or kernel."""
+        return name in self._used
 
     def size(self, hint: str, value: Expr | int) -> Name:
         """Declare a size (free when ``value`` is an int) and return it as a `Name`."""

@@ -147,10 +147,10 @@ def find_extreme(
     take_hi: dict[str, bool] = {}
     for loop in reversed(loops):
         c = coefs.pop(loop.var, 0)
-        take_hi[loop.var] = hi = c * sense > 0
+        take_hi[loop.var] = upper = c * sense > 0
         if c == 0:
             continue
-        bound = loop.hi_lin if hi else loop.lo_lin
+        bound = loop.hi_lin if upper else loop.lo_lin
         if bound is None:
             return None
         for v, b in bound.coefs:  # substitute the bound (hi - 1 or lo) for the variable
@@ -240,7 +240,7 @@ def find_carried_shift(
         line.ts = [line.ts[k] for k in order]
         line.pos = [line.pos[k] for k in order]
         line.accesses = [line.accesses[k] for k in order]
-        run = []
+        run: list[int] = []
         for p in line.pos:
             run.append(min(run[-1], p) if run else p)
         line.prefix_min = run
@@ -250,9 +250,9 @@ def find_carried_shift(
         line.suffix_max = back[::-1]
     for r in reads:
         key = _line_key(r, var, step)
-        line = lines.get(key[0]) if key is not None else None
-        if key is None or line is None:
+        if key is None or key[0] not in lines:
             continue
+        line = lines[key[0]]
         t_r = key[1]
         below = bisect.bisect_left(line.ts, t_r)  # writes with t_w < t_r: d > 0
         if below > 0 and line.prefix_min[below - 1] < r.pos:

@@ -80,7 +80,8 @@ class ExprChecker:
         self.errors: list[IRVerifyError] = []
         self.sizes: dict[str, int] | None = None
         self.size_decls: dict[str, Span | None] = {}
-        self.tensors: dict[str, TensorDecl] = {}
+        self.tensors: dict[str, TensorDecl] = {}  # program tensors + the current kernel's locals
+        self.declared: dict[str, TensorDecl] = {}  # every tensor declared so far
         self.tensor_names = frozenset(t.name for t in program.tensors) | {
             t.name for k in program.kernels for t in k.locals
         }
@@ -103,10 +104,7 @@ class ExprChecker:
         self.errors.append(err)
 
     def decl(self, name: str) -> TensorDecl | None:
-        decl = self.tensors.get(name)
-        if decl is None and self.kernel is not None:
-            decl = next((d for d in self.kernel.locals if d.name == name), None)
-        return decl
+        return self.tensors.get(name)
 
     def _lookup(self, acc: Access) -> TensorDecl | None:
         decl = self.decl(acc.tensor)
@@ -128,8 +126,7 @@ class ExprChecker:
             msg = f"`{name}` is a loop index, not a tensor"
         else:
             msg = f"unknown tensor `{name}`"
-        known = [*self.tensors, *(d.name for d in (self.kernel.locals if self.kernel else ()))]
-        close = difflib.get_close_matches(name, known, n=1)
+        close = difflib.get_close_matches(name, list(self.tensors), n=1)
         notes = (f"did you mean `{close[0]}`?",) if close else ()
         self.error("E0203", msg, acc.span, notes)
         return None
@@ -265,7 +262,6 @@ class ExprChecker:
             return out
         return None if None in kinds else "float"
 
-    # ---- affinity and bounds ---------------------------------------------------------------
     def affine_problem(self, expr: Expr) -> tuple[Expr, str] | None:
         """The first sub-expression that makes an (integer, access-free) ``expr`` non-affine."""
         return self._affine(expr)[0]

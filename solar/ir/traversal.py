@@ -179,6 +179,15 @@ def resolve_sizes(program: Program, overrides: Mapping[str, int] | None = None) 
             )
     env: dict[str, int] = {}
     for decl in program.sizes:
+        if decl.name in overrides and not isinstance(decl.value, IntLit):
+            # A derived size may be passed back with the value it derives to (so a full
+            # binding returned by this function is itself a valid override).
+            try:
+                derived = eval_int(decl.value, env)
+            except (KeyError, ValueError, ZeroDivisionError):
+                derived = None
+            if derived == int(overrides[decl.name]):
+                del overrides[decl.name]
         if decl.name in overrides:
             if not isinstance(decl.value, IntLit):
                 raise IRVerifyError(

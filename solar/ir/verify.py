@@ -202,7 +202,6 @@ class _Checker(ExprChecker):
         except RecursionError:
             self.error("E0223", "expressions are nested too deeply to verify", None)
 
-    # ---- declarations ----------------------------------------------------------------
     def _check_header(self) -> None:
         version = self.program.version
         if version in SUPPORTED_VERSIONS:
@@ -216,9 +215,9 @@ class _Checker(ExprChecker):
 
     def _declare(self, name: str, decl_span: Span | None, keyword: str, what: str) -> bool:
         """Check that a size or tensor name is free; report E0202 (at the name) if taken."""
-        if name not in self.size_decls and name not in self.tensors:
+        if name not in self.size_decls and name not in self.declared:
             return True
-        prev = self.tensors[name].span if name in self.tensors else self.size_decls[name]
+        prev = self.declared[name].span if name in self.declared else self.size_decls[name]
         notes = (f"`{name}` was first declared at {prev}",) if prev is not None else ()
         span = _word_span(decl_span, name, skip=len(keyword))
         self.error("E0202", f"{what} `{name}` is already declared", span, notes)
@@ -313,7 +312,7 @@ class _Checker(ExprChecker):
             where = "inside a kernel" if local else "at program level"
             self.error("E0215", f"tensor `{decl.name}` has role `{decl.role}` {where}", decl.span)
         if self._declare(decl.name, decl.span, decl.role, "tensor"):
-            self.tensors[decl.name] = decl
+            self.tensors[decl.name] = self.declared[decl.name] = decl
         self._check_shape(decl)
 
     def _check_decls(self) -> None:
@@ -332,7 +331,6 @@ class _Checker(ExprChecker):
                     _word_span(decl.span, decl.name, skip=len(decl.role)),
                 )
 
-    # ---- kernels and statements ----------------------------------------------------------
     def _check_kernel(self, kernel: Kernel) -> None:
         if kernel.name in self.kernel_names:
             self.error(
@@ -345,6 +343,9 @@ class _Checker(ExprChecker):
         for decl in kernel.locals:
             self._check_tensor_decl(decl, local=True)
         self._check_body(kernel.body)
+        for decl in kernel.locals:
+            if self.tensors.get(decl.name) is decl:
+                del self.tensors[decl.name]
         self.kernel = None
 
     def _check_body(self, body: tuple[Stmt, ...]) -> None:

@@ -161,7 +161,10 @@ def _regression_checks(report: Report, baseline: Report, policy: GatePolicy) -> 
             what, new, prev = "headroom", new_h, old_h
         else:
             what = f"{policy.bound} bound"
-            new, prev = _bound_time(arch, policy.bound) or 0.0, _bound_time(old, policy.bound) or 0.0
+            new, prev = (
+                _bound_time(arch, policy.bound) or 0.0,
+                _bound_time(old, policy.bound) or 0.0,
+            )
         change = (new / prev - 1.0) * 100.0 if prev > 0 else 0.0
         checks.append(
             GateCheck(
@@ -230,7 +233,7 @@ def render_junit(result: GateResult) -> str:
         f'tests="{len(result.checks)}" failures="{failures}">',
     ]
     for c in result.checks:
-        out.append(f"  <testcase classname=\"solar.gate\" name={quoteattr(c.name)}>")
+        out.append(f'  <testcase classname="solar.gate" name={quoteattr(c.name)}>')
         if not c.passed:
             out.append(f"    <failure message={quoteattr(c.detail)}>{escape(c.detail)}</failure>")
         out.append("  </testcase>")

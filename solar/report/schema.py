@@ -30,6 +30,7 @@ __all__ = [
     "ToolInfo",
     "UncoveredOpInfo",
     "ValidationInfo",
+    "dumps_deterministic",
     "report_json_schema",
 ]
 

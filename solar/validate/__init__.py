@@ -1,8 +1,40 @@
-"""Validation: execute IR on numpy arrays and compare with reference outputs."""
+"""Validation: execute Affine Loop IR on numpy arrays and compare with references.
+
+Contract: `execute_program` interprets a verified `Program` over ``dict[name, ndarray]``
+(vectorised, never via generated Python source); `validate` runs it against reference
+outputs within a time and memory budget and returns a `ValidationResult`. This package
+never imports torch or jax: reference data comes from `solar.frontends`. See
+docs/validation.md for semantics, error codes, dtypes and the tolerance policy.
+"""
 
 from __future__ import annotations
 
-from solar.validate.executor import execute_program
-from solar.validate.memory import estimate_memory_bytes
+from solar.validate.compare import (
+    OutputComparison,
+    Tolerance,
+    compare_outputs,
+    output_tolerances,
+    tolerance_for,
+)
+from solar.validate.executor import RunResult, execute_program, run_program
+from solar.validate.inputs import random_inputs
+from solar.validate.memory import Workload, estimate_memory_bytes, estimate_workload
+from solar.validate.validation import ReferenceProvider, ValidationResult, validate
 
-__all__ = ["estimate_memory_bytes", "execute_program"]
+__all__ = [
+    "OutputComparison",
+    "ReferenceProvider",
+    "RunResult",
+    "Tolerance",
+    "ValidationResult",
+    "Workload",
+    "compare_outputs",
+    "estimate_memory_bytes",
+    "estimate_workload",
+    "execute_program",
+    "output_tolerances",
+    "random_inputs",
+    "run_program",
+    "tolerance_for",
+    "validate",
+]

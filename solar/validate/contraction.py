@@ -1,6 +1,6 @@
 """Sum-of-products reductions as tensor contractions (matmul / broadcast loops).
 
-Contract: `contract_reduce` recognises ``T[...] += f1 * f2 * ... * fn`` (factors are
+Contract: `plan_contraction` recognises ``T[...] += f1 * f2 * ... * fn`` (factors are
 accesses or any expression; literal and loop-invariant factors and ``/ x`` are
 allowed) and returns the summed contributions over the reduced loop axes, computed
 as a contraction of the factors' strided views (``np.matmul`` on reshaped operands
@@ -11,7 +11,8 @@ extents such as 3x3 windows). It never materialises the full iteration grid: a
 Guards (padding, triangular bounds) enter as a 0/1 operand, or are dropped when the
 zero padding of the operands already zeroes every masked product. Both rely on
 ``0 * x == 0``, so a contraction is used only when all factors are finite; otherwise
-`contract_reduce` returns ``None`` and the caller evaluates the statement point-wise.
+the caller evaluates the statement point-wise. `run_contraction` executes a plan on
+one chunk of the domain.
 """
 
 from __future__ import annotations
@@ -19,13 +20,15 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from solar.ir import Access, Binary, Expr, FloatLit, IntLit, Reduce, Unary
 from solar.validate.evaluate import Evaluator
+from solar.validate.grids import box_range
 
-__all__ = ["contract", "contract_reduce", "split_product"]
+__all__ = ["ContractionPlan", "contract", "plan_contraction", "run_contraction", "split_product"]
 
 Operand = tuple[np.ndarray, tuple[int, ...]]
 
@@ -74,74 +77,120 @@ def _squeeze(arr: np.ndarray) -> Operand:
     return arr.reshape(tuple(arr.shape[k] for k in axes)), axes
 
 
-def contract_reduce(
-    ev: Evaluator, stmt: Reduce, target_axes: frozenset[int]
-) -> np.ndarray | None:
-    """Sum the products of ``stmt`` over the loop axes not in ``target_axes``.
+@dataclass(frozen=True, slots=True)
+class ContractionPlan:
+    """How to run one ``+=`` statement as a contraction (decided on its whole domain).
 
-    Args:
-        ev: the evaluator of the statement (its domain and active mask).
-        stmt: a ``+=`` reduction.
-        target_axes: domain axes the target subscripts depend on.
+    Attributes:
+        scale: the literal factor.
+        factors: ``(expr, divides)`` per non-literal factor.
+        mask_operand: multiply by the guard mask (it is not implied by zero padding).
+        target_axes: domain axes of the target.
+    """
+
+    scale: float
+    factors: tuple[tuple[Expr, bool], ...]
+    mask_operand: bool
+    target_axes: frozenset[int]
+
+
+def plan_contraction(
+    ev: Evaluator, stmt: Reduce, target_axes: frozenset[int]
+) -> ContractionPlan | None:
+    """Decide whether ``stmt`` runs as a contraction over ``ev.domain``.
+
+    Also bounds-checks every factor access over the whole domain, so the chunks run
+    by `run_contraction` need not (``ev.verified`` is extended).
 
     Returns:
-        An array of ``domain.ndim`` dimensions (extent 1 off ``target_axes``), or
-        ``None`` when the statement is not a worthwhile, safe contraction.
+        The plan, or ``None`` when the statement is better run point-wise: a single
+        factor without a guard, no reduced axis, or a guard with non-finite data.
     """
     domain = ev.domain
     mask = domain.mask
     scale, factors = split_product(stmt.value)
     if len(factors) < 2 and mask is None:
         return None
-    reduced = [k for k, n in enumerate(domain.shape) if n > 1 and k not in target_axes]
+    if not any(n > 1 and k not in target_axes for k, n in enumerate(domain.shape)):
+        return None
+    padded: list[Access] = []
+    for expr, divides in factors:
+        if not isinstance(expr, Access) or divides:
+            continue
+        forms = ev.forms(expr)
+        if forms is None or not ev.viewable(forms):
+            continue
+        st = ev.state(expr)
+        if mask is not None and not st.all_finite():
+            return None
+        if any(
+            lo < 0 or hi >= n
+            for (lo, hi), n in zip(
+                (box_range(f, domain) for f in forms), st.data.shape, strict=True
+            )
+        ):
+            ev.check_bounds(expr, forms, st.data.shape, mask)
+            padded.append(expr)
+        ev.verified.add(id(expr))
+    mask_operand = False
+    if mask is not None:
+        inb: np.ndarray | bool = True
+        for acc in padded:
+            inb = inb & ev.inbounds(acc)
+        mask_operand = not padded or bool(np.any(~mask & inb))
+    return ContractionPlan(scale, tuple(factors), mask_operand, target_axes)
+
+
+def run_contraction(ev: Evaluator, plan: ContractionPlan) -> np.ndarray | None:
+    """Sum the products of a planned contraction over the reduced axes of ``ev.domain``.
+
+    Returns:
+        An array of ``domain.ndim`` dimensions (extent 1 off the target axes), or
+        ``None`` when this piece must run point-wise (non-finite computed factors
+        under a guard, or no reduced axis left in this chunk).
+    """
+    domain = ev.domain
+    mask = domain.mask
+    reduced = [k for k, n in enumerate(domain.shape) if n > 1 and k not in plan.target_axes]
     if not reduced:
         return None
+    scale: float | np.ndarray = plan.scale
     operands: list[Operand] = []
-    padded_reads: list[Access] = []
-    finite = True
-    for expr, divides in factors:
+    seen: dict[Expr, np.ndarray] = {}  # (X - m) * (X - m): evaluate once
+    for expr, divides in plan.factors:
         if isinstance(expr, Access) and not divides:
-            arr, padded = ev.read_checked(expr, mask)
-            if padded:
-                padded_reads.append(expr)
-            if mask is not None:
-                finite = finite and ev.state(expr).all_finite()
+            arr = ev.read(expr, mask)
+        elif expr in seen and not divides:
+            arr = seen[expr]
         else:
-            value = ev.eval(expr, mask)
-            arr = np.asarray(value)
+            arr = np.asarray(ev.eval(expr, mask))
+            seen[expr] = arr
             if arr.dtype == np.bool_:
                 arr = arr.astype(np.int64)
             if divides:
                 arr = 1.0 / arr
-            if mask is not None and arr.dtype.kind == "f":
-                finite = finite and bool(np.isfinite(arr).all())
-        arr = arr.reshape(arr.shape + (1,) * (domain.ndim - arr.ndim)) if arr.ndim else arr
+            if mask is not None and arr.dtype.kind == "f" and not np.isfinite(arr).all():
+                return None
         if arr.ndim == 0 or all(n == 1 for n in arr.shape):
             scale = scale * arr.reshape(())
             continue
         operands.append(_squeeze(arr))
-    if mask is not None:
-        if not finite:
-            return None
-        inb: np.ndarray | bool = True
-        for acc in padded_reads:
-            inb = inb & ev.inbounds(acc)
-        if not padded_reads or np.any(~mask & inb):
-            dtype = np.result_type(*(op[0] for op in operands)) if operands else np.float64
-            if dtype.kind != "f":
-                dtype = np.dtype(np.float64)
-            operands.append(_squeeze(mask.astype(dtype)))
+    if plan.mask_operand and mask is not None:
+        dtype = np.result_type(*(op[0] for op in operands)) if operands else np.dtype(np.float64)
+        operands.append(_squeeze(mask.astype(dtype if dtype.kind == "f" else np.float64)))
     if not operands:
         return None
     present = {k for _, axes in operands for k in axes}
-    multiplicity = math.prod(n for k, n in enumerate(domain.shape) if k in reduced and k not in present)
-    out_axes = tuple(k for k in sorted(target_axes) if k in present)
+    multiplicity = math.prod(
+        n for k, n in enumerate(domain.shape) if k in reduced and k not in present
+    )
+    out_axes = tuple(k for k in sorted(plan.target_axes) if k in present)
     result = contract(operands, out_axes, domain.shape)
     shape = [1] * domain.ndim
     for k in out_axes:
         shape[k] = domain.shape[k]
     result = result.reshape(shape)
-    factor = scale * multiplicity if multiplicity != 1 else scale
+    factor = scale * multiplicity
     if not (isinstance(factor, float) and factor == 1.0):
         result = result * np.asarray(factor).astype(result.dtype, copy=False)
     return result
@@ -195,39 +244,106 @@ def _sum_private(arr: np.ndarray, axes: tuple[int, ...], needed: set[int]) -> Op
 
 
 def _contract_pair(a: Operand, b: Operand, keep: set[int]) -> Operand:
-    (arr_a, ax_a), (arr_b, ax_b) = _sum_private(*a, keep | set(b[1])), _sum_private(
-        *b, keep | set(a[1])
-    )
+    arr_a, ax_a = _sum_private(*a, keep | set(b[1]))
+    arr_b, ax_b = _sum_private(*b, keep | set(a[1]))
     batch = [k for k in ax_a if k in ax_b and k in keep]
     contr = [k for k in ax_a if k in ax_b and k not in keep]
     a_only = [k for k in ax_a if k not in ax_b]
     b_only = [k for k in ax_b if k not in ax_a]
-    ext_a = dict(zip(ax_a, arr_a.shape, strict=True))
-    ext_b = dict(zip(ax_b, arr_b.shape, strict=True))
-    n_batch = [ext_a[k] for k in batch]
-    n_a = [ext_a[k] for k in a_only]
-    n_b = [ext_b[k] for k in b_only]
-    n_c = [ext_a[k] for k in contr]
-    out_axes = (*batch, *a_only, *b_only)
-    if not contr or (math.prod(n_c) <= SMALL_CONTRACTION and (not a_only or not b_only)):
-        # broadcast multiply(-add) over the contracted positions
-        ta = arr_a.transpose([ax_a.index(k) for k in (*contr, *batch, *a_only)])
-        tb = arr_b.transpose([ax_b.index(k) for k in (*contr, *batch, *b_only)])
-        ta = ta.reshape(ta.shape + (1,) * len(b_only))
-        tb = tb.reshape(tb.shape[: len(contr) + len(batch)] + (1,) * len(a_only) + tb.shape[len(contr) + len(batch) :])
-        if not contr:
-            return ta * tb, out_axes
-        acc: np.ndarray | None = None
-        for pos in np.ndindex(*n_c):
-            term = ta[pos] * tb[pos]
-            if acc is None:
-                acc = term
-            else:
-                acc += term
-        assert acc is not None
-        return acc, out_axes
-    ma = arr_a.transpose([ax_a.index(k) for k in (*batch, *a_only, *contr)])
-    mb = arr_b.transpose([ax_b.index(k) for k in (*batch, *contr, *b_only)])
-    nb, m, n, k = math.prod(n_batch), math.prod(n_a), math.prod(n_b), math.prod(n_c)
-    res = np.matmul(ma.reshape(nb, m, k), mb.reshape(nb, k, n))
-    return res.reshape((*n_batch, *n_a, *n_b)), out_axes
+    ext = {**dict(zip(ax_a, arr_a.shape, strict=True)), **dict(zip(ax_b, arr_b.shape, strict=True))}
+    if not contr or (
+        math.prod(ext[k] for k in contr) <= SMALL_CONTRACTION and (not a_only or not b_only)
+    ):
+        return _broadcast_pair(arr_a, ax_a, arr_b, ax_b, contr)
+    # The contracted order follows the larger operand's memory order (cheaper copy).
+    big, big_axes = (arr_a, ax_a) if arr_a.size >= arr_b.size else (arr_b, ax_b)
+    contr = sorted(contr, key=lambda k: -abs(big.strides[big_axes.index(k)]))
+    # Put the free axes that come last in domain order last in the result (usually
+    # the target's innermost axes), so adding the result into the target is cheap.
+    if max(a_only, default=-1) > max(b_only, default=-1):
+        (arr_a, ax_a, a_only), (arr_b, ax_b, b_only) = (arr_b, ax_b, b_only), (arr_a, ax_a, a_only)
+    left = _matrix(arr_a, ax_a, batch, a_only, contr)
+    right = _matrix(arr_b, ax_b, batch, contr, b_only)
+    res = np.matmul(left, right)
+    shape = [ext[k] for k in (*batch, *a_only, *b_only)]
+    return res.reshape(shape), (*batch, *a_only, *b_only)
+
+
+def _matrix(
+    arr: np.ndarray, axes: tuple[int, ...], batch: list[int], rows: list[int], cols: list[int]
+) -> np.ndarray:
+    """``arr`` as a ``(batch, rows, cols)`` stack of matrices for ``np.matmul``.
+
+    Free (row or column) axes are ordered by decreasing stride. When a copy is needed,
+    it is made in whichever of the two layouts (rows-major or columns-major) reads
+    the source most contiguously; BLAS takes either orientation without a copy.
+    """
+    stride = {k: abs(arr.strides[axes.index(k)]) for k in axes}
+    ext = {k: arr.shape[axes.index(k)] for k in axes}
+    nb = math.prod(ext[k] for k in batch)
+    n_rows = math.prod(ext[k] for k in rows)
+    n_cols = math.prod(ext[k] for k in cols)
+
+    def inner_key(group: list[int]) -> tuple[int, int]:
+        if not group:
+            return (1 << 62, 0)
+        last = group[-1]
+        return (stride[last], -ext[last])
+
+    row_major = arr.transpose([axes.index(k) for k in (*batch, *rows, *cols)])
+    col_major = arr.transpose([axes.index(k) for k in (*batch, *cols, *rows)])
+    for candidate, shape, swap in (
+        (row_major, (nb, n_rows, n_cols), False),
+        (col_major, (nb, n_cols, n_rows), True),
+    ):
+        try:
+            view = candidate.view()
+            view.shape = shape  # raises instead of copying
+        except AttributeError:
+            continue
+        return view.swapaxes(1, 2) if swap else view
+    if inner_key(rows) < inner_key(cols):
+        return np.ascontiguousarray(col_major).reshape(nb, n_cols, n_rows).swapaxes(1, 2)
+    return np.ascontiguousarray(row_major).reshape(nb, n_rows, n_cols)
+
+
+def _broadcast_pair(
+    arr_a: np.ndarray,
+    ax_a: tuple[int, ...],
+    arr_b: np.ndarray,
+    ax_b: tuple[int, ...],
+    contr: list[int],
+) -> Operand:
+    """Sum over ``contr`` of broadcast products, one contracted position at a time.
+
+    The result keeps the domain order of its axes (usually the target's memory
+    order) and accumulates in place, so a 3x3 window costs nine multiply-adds over
+    the output and no copies of the windows.
+    """
+    out_axes = tuple(sorted((set(ax_a) | set(ax_b)) - set(contr)))
+    order = (*contr, *out_axes)
+    ta = _expand(arr_a, ax_a, order)
+    tb = _expand(arr_b, ax_b, order)
+    if not contr:
+        return ta * tb, out_axes
+    n_c = [max(ta.shape[p], tb.shape[p]) for p in range(len(contr))]
+    acc: np.ndarray | None = None
+    tmp: np.ndarray | None = None
+    for pos in np.ndindex(*n_c):
+        pa = tuple(p if ta.shape[i] > 1 else 0 for i, p in enumerate(pos))
+        pb = tuple(p if tb.shape[i] > 1 else 0 for i, p in enumerate(pos))
+        if acc is None or tmp is None:
+            acc = np.array(np.multiply(ta[pa], tb[pb]))  # an array even when 0-d
+            tmp = np.empty_like(acc)
+            continue
+        np.multiply(ta[pa], tb[pb], out=tmp)
+        np.add(acc, tmp, out=acc)
+    assert acc is not None
+    return acc, out_axes
+
+
+def _expand(arr: np.ndarray, axes: tuple[int, ...], order: tuple[int, ...]) -> np.ndarray:
+    """``arr`` (labelled ``axes``) transposed to ``order``, extent 1 for missing labels."""
+    present = [k for k in order if k in axes]
+    moved = arr.transpose([axes.index(k) for k in present])
+    return moved.reshape([moved.shape[present.index(k)] if k in axes else 1 for k in order])

@@ -68,6 +68,7 @@ _OUTPUT_DTYPES: dict[DType, np.dtype[np.generic]] = {
 }
 
 _INT_WIDTH: dict[DType, type[np.signedinteger]] = {DType.I32: np.int32, DType.I8: np.int8}
+_EXACT = frozenset({DType.F64, DType.F32, DType.I64, DType.BOOL})
 
 
 class Fp8Format:
@@ -151,6 +152,8 @@ def round_to_dtype(value: np.ndarray | float | bool, dtype: DType) -> np.ndarray
     """
     arr = np.asarray(value)
     store = STORAGE_DTYPES[dtype]
+    if arr.dtype == store and dtype in _EXACT:
+        return arr
     with np.errstate(all="ignore"):
         if dtype is DType.BOOL:
             return arr != 0 if arr.dtype != np.bool_ else arr

@@ -18,9 +18,7 @@ evaluation under ``np.errstate(all="ignore")``.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Mapping
-from typing import TypeAlias
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -28,88 +26,20 @@ from solar.ir import Access, Binary, BoolLit, Call, Cast, Expr, FloatLit, IntLit
 from solar.validate.affine import Lin, linearize
 from solar.validate.dtypes import round_to_dtype
 from solar.validate.faults import raise_fault
+from solar.validate.functions import (
+    ARITH,
+    ARITH_UFUNCS,
+    FUNCTION_IMPLS,
+    Value,
+    as_number,
+    is_zero,
+    kind_of,
+    promote,
+)
 from solar.validate.grids import Domain, affine_view, box_range
 from solar.validate.state import TensorState
 
-__all__ = ["FUNCTION_IMPLS", "Evaluator", "ExecCache", "Value"]
-
-Value: TypeAlias = np.ndarray | np.generic | int | float | bool
-
-
-def _erf_fallback() -> Callable[[np.ndarray], np.ndarray]:
-    scalar = np.frompyfunc(math.erf, 1, 1)
-
-    def erf(x: np.ndarray) -> np.ndarray:
-        arr = np.asarray(x)
-        dtype = arr.dtype if arr.dtype.kind == "f" else np.dtype(np.float64)
-        return np.asarray(scalar(arr), dtype=dtype)
-
-    return erf
-
-
-def _erf_impl() -> Callable[[np.ndarray], np.ndarray]:
-    try:  # scipy is optional: exact and fast when present
-        from scipy.special import erf  # noqa: PLC0415
-    except ImportError:  # pragma: no cover - depends on the environment
-        return _erf_fallback()
-    return erf  # type: ignore[no-any-return]
-
-
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    return 1.0 / (1.0 + np.exp(-x))  # type: ignore[no-any-return]
-
-
-def _rsqrt(x: np.ndarray) -> np.ndarray:
-    return 1.0 / np.sqrt(x)  # type: ignore[no-any-return]
-
-
-def _reciprocal(x: np.ndarray) -> np.ndarray:
-    return 1.0 / np.asarray(x)  # type: ignore[no-any-return]
-
-
-FUNCTION_IMPLS: dict[str, Callable[..., Value]] = {
-    "exp": np.exp,
-    "exp2": np.exp2,
-    "log": np.log,
-    "log2": np.log2,
-    "log1p": np.log1p,
-    "expm1": np.expm1,
-    "sqrt": np.sqrt,
-    "rsqrt": _rsqrt,
-    "tanh": np.tanh,
-    "sigmoid": _sigmoid,
-    "erf": _erf_impl(),
-    "abs": np.abs,
-    "sign": np.sign,
-    "floor": np.floor,
-    "ceil": np.ceil,
-    "round": np.rint,
-    "trunc": np.trunc,
-    "sin": np.sin,
-    "cos": np.cos,
-    "tan": np.tan,
-    "atan": np.arctan,
-    "asin": np.arcsin,
-    "acos": np.arccos,
-    "reciprocal": _reciprocal,
-    "isnan": np.isnan,
-    "atan2": np.arctan2,
-    "min": np.minimum,
-    "max": np.maximum,
-}
-
-_ARITH: dict[str, Callable[[Value, Value], Value]] = {
-    "+": np.add,
-    "-": np.subtract,
-    "*": np.multiply,
-    "/": np.true_divide,
-    "<": np.less,
-    "<=": np.less_equal,
-    ">": np.greater,
-    ">=": np.greater_equal,
-    "==": np.equal,
-    "!=": np.not_equal,
-}
+__all__ = ["Evaluator", "ExecCache", "Value", "top_level_accesses"]
 
 
 class ExecCache:
@@ -128,43 +58,10 @@ class ExecCache:
         self.scans: dict[int, object] = {}
 
 
-def _kind(x: Value) -> str:
-    if isinstance(x, bool | np.bool_):
-        return "b"
-    if isinstance(x, int):
-        return "i"
-    if isinstance(x, float):
-        return "f"
-    return np.asarray(x).dtype.kind
-
-
-def _as_number(x: Value) -> Value:
-    """Bools become int64 for arithmetic (numpy would treat ``+`` as ``or``)."""
-    if isinstance(x, np.ndarray) and x.dtype == np.bool_:
-        return x.astype(np.int64)
-    if isinstance(x, bool | np.bool_):
-        return int(x)
-    return x
-
-
-def _promote(a: Value, b: Value) -> tuple[Value, Value]:
-    """Float array op int array keeps the float dtype (torch semantics), not float64."""
-    ka, kb = _kind(a), _kind(b)
-    if ka == "f" and kb in "iub" and isinstance(b, np.ndarray) and isinstance(a, np.ndarray):
-        return a, b.astype(a.dtype)
-    if kb == "f" and ka in "iub" and isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
-        return a.astype(b.dtype), b
-    return a, b
-
-
-def _is_zero(x: Value) -> np.ndarray | bool:
-    return np.asarray(x) == 0 if isinstance(x, np.ndarray) else x == 0
-
-
 class Evaluator:
     """Evaluates expressions of one statement over one domain (see module docstring)."""
 
-    __slots__ = ("cache", "domain", "sizes", "stmt", "tensors")
+    __slots__ = ("cache", "domain", "sizes", "stmt", "tensors", "verified")
 
     def __init__(
         self,
@@ -179,6 +76,8 @@ class Evaluator:
         self.domain = domain
         self.stmt = stmt
         self.cache = cache
+        self.verified: set[int] = set()
+        """Ids of accesses already bounds-checked over an enclosing domain."""
 
     # ---- helpers ----------------------------------------------------------------
     def fault(self, code: str, what: str, bad: np.ndarray | bool | None = None) -> None:
@@ -227,9 +126,9 @@ class Evaluator:
                     return False
         return True
 
-    def lin_array(self, form: Lin) -> Value:
+    def lin_array(self, form: Lin) -> np.ndarray | int:
         """An affine subscript evaluated over the domain."""
-        total: Value = form.const
+        total: np.ndarray | int = form.const
         for var, coef in form.coefs:
             if var in self.domain.axes:
                 total = total + coef * self.domain.var_array(var)
@@ -260,7 +159,7 @@ class Evaluator:
             lo, hi = box_range(form, self.domain)
             if lo >= 0 and hi < extent:
                 continue
-            ix = self.lin_array(form)
+            ix = np.asarray(self.lin_array(form))
             inb = inb & (ix >= 0) & (ix < extent)
         return inb
 
@@ -278,7 +177,8 @@ class Evaluator:
             if st.written is not None:
                 self._check_written(acc, affine_view(st.written, forms, self.domain), mask)
             return view, False
-        self.check_bounds(acc, forms, st.data.shape, mask)
+        if id(acc) not in self.verified:
+            self.check_bounds(acc, forms, st.data.shape, mask)
         key = (acc.tensor, st.version, tuple(pads))
         data = self.cache.padded.get(key)
         if data is None:
@@ -304,7 +204,7 @@ class Evaluator:
             lo, hi = box_range(form, self.domain)
             if lo >= 0 and hi < extent:
                 continue
-            ix = self.lin_array(form)
+            ix = np.asarray(self.lin_array(form))
             bad = (ix < 0) | (ix >= extent)
             if mask is not None:
                 bad = bad & mask
@@ -328,9 +228,9 @@ class Evaluator:
         out: list[Value] = []
         for dim, (index, extent) in enumerate(zip(acc.indices, st.data.shape, strict=True)):
             ix = self.eval(index, mask)
-            kind = _kind(ix)
+            kind = kind_of(ix)
             if kind == "b":
-                ix = _as_number(ix)
+                ix = as_number(ix)
             elif kind not in "iu":
                 self.fault("E0307", f"subscript {dim} of `{acc.tensor}` is not an integer")
             bad = (np.asarray(ix) < 0) | (np.asarray(ix) >= extent)
@@ -358,7 +258,7 @@ class Evaluator:
         key = id(expr)
         hit = self.cache.guarded.get(key)
         if hit is None:
-            from solar.validate.affine import reads_tensor  # noqa: PLC0415
+            from solar.validate.affine import reads_tensor
 
             hit = reads_tensor(expr) or _has_division(expr)
             self.cache.guarded[key] = hit
@@ -385,7 +285,7 @@ class Evaluator:
             case Access():
                 return self.read(expr, mask)
             case Unary(op="-", operand=o):
-                return np.negative(_as_number(self.eval(o, mask)))
+                return np.negative(as_number(self.eval(o, mask)))
             case Unary(op="not", operand=o):
                 return np.logical_not(self.eval(o, mask))
             case Binary():
@@ -393,10 +293,32 @@ class Evaluator:
             case Call():
                 return self._call(expr, mask)
             case Cast(dtype=d, operand=o):
-                return round_to_dtype(self.eval(o, mask), d)
+                return round_to_dtype(np.asarray(self.eval(o, mask)), d)
             case _:
                 self.fault("E0309", f"unsupported expression {type(expr).__name__}")
                 return 0
+
+    def split_last(
+        self, expr: Expr, mask: np.ndarray | None
+    ) -> tuple[np.ufunc, tuple[Value, ...]] | None:
+        """The final ufunc of ``expr`` and its evaluated operands, or ``None``.
+
+        Lets the caller run the last operation straight into the target tensor
+        (``out=``) instead of computing a temporary and copying it. Only plain
+        arithmetic and one-argument ufunc calls qualify; ``None`` means nothing was
+        evaluated.
+        """
+        match expr:
+            case Binary(op="+" | "-" | "*" | "/" as op, lhs=lhs, rhs=rhs):
+                a = as_number(self.eval(lhs, mask))
+                b = as_number(self.eval(rhs, mask))
+                return ARITH_UFUNCS[op], promote(a, b)
+            case Call(func=func, args=(arg,)) if isinstance(FUNCTION_IMPLS.get(func), np.ufunc):
+                impl = FUNCTION_IMPLS[func]
+                assert isinstance(impl, np.ufunc)
+                return impl, (as_number(self.eval(arg, mask)),)
+            case _:
+                return None
 
     def _narrow(self, mask: np.ndarray | None, cond: Value) -> np.ndarray | None:
         cond_arr = np.asarray(cond, dtype=bool)
@@ -409,23 +331,26 @@ class Evaluator:
             guard = lhs if op == "and" else ~lhs
             rmask = self._narrow(mask, guard) if self._guarded(expr.rhs) else mask
             rhs = np.asarray(self.eval(expr.rhs, rmask), dtype=bool)
-            return lhs & rhs if op == "and" else lhs | rhs
-        a = _as_number(self.eval(expr.lhs, mask))
-        b = _as_number(self.eval(expr.rhs, mask))
-        a, b = _promote(a, b)
+            result: np.ndarray = lhs & rhs if op == "and" else lhs | rhs
+            return result
+        a = as_number(self.eval(expr.lhs, mask))
+        b = as_number(self.eval(expr.rhs, mask))
+        a, b = promote(a, b)
         if op in ("//", "%"):
             return self._floor_op(op, a, b, mask)
         if op in ("+", "-", "*") and isinstance(a, int) and isinstance(b, int):
             return a + b if op == "+" else (a - b if op == "-" else a * b)
-        return _ARITH[op](a, b)
+        return ARITH[op](a, b)
 
     def _floor_op(self, op: str, a: Value, b: Value, mask: np.ndarray | None) -> Value:
-        if _kind(a) in "iu" and _kind(b) in "iu":
-            zero = _is_zero(b)
+        if kind_of(a) in "iu" and kind_of(b) in "iu":
+            zero = is_zero(b)
             if np.any(zero):
                 active = zero if mask is None else np.asarray(zero) & mask
                 if np.any(active):
-                    self.fault("E0303", f"integer {'division' if op == '//' else 'modulo'} by zero", active)
+                    self.fault(
+                        "E0303", f"integer {'division' if op == '//' else 'modulo'} by zero", active
+                    )
                 b = np.where(zero, 1, b)
             if isinstance(a, int) and isinstance(b, int):
                 return a // b if op == "//" else a % b
@@ -438,12 +363,12 @@ class Evaluator:
             a_mask = self._narrow(mask, cond) if self._guarded(expr.args[1]) else mask
             b_mask = self._narrow(mask, ~cond) if self._guarded(expr.args[2]) else mask
             a, b = self.eval(expr.args[1], a_mask), self.eval(expr.args[2], b_mask)
-            a, b = _promote(_as_number(a) if _kind(b) != "b" else a, b)
+            a, b = promote(as_number(a) if kind_of(b) != "b" else a, b)
             return np.where(cond, a, b)
-        args = [_as_number(self.eval(a, mask)) for a in expr.args]
+        args = [as_number(self.eval(a, mask)) for a in expr.args]
         if func == "pow":
-            base, exponent = _promote(*args)
-            if _kind(base) in "iu" and _kind(exponent) in "iu":
+            base, exponent = promote(*args)
+            if kind_of(base) in "iu" and kind_of(exponent) in "iu":
                 neg = np.asarray(exponent) < 0
                 active = neg if mask is None else neg & mask
                 if np.any(active):
@@ -451,9 +376,9 @@ class Evaluator:
                 exponent = np.where(neg, 0, exponent) if np.any(neg) else exponent
             return np.power(base, exponent)
         if func == "fmod":
-            a, b = _promote(*args)
-            if _kind(a) in "iu" and _kind(b) in "iu":
-                zero = _is_zero(b)
+            a, b = promote(*args)
+            if kind_of(a) in "iu" and kind_of(b) in "iu":
+                zero = is_zero(b)
                 active = zero if mask is None else np.asarray(zero) & mask
                 if np.any(active):
                     self.fault("E0303", "integer fmod by zero", active)
@@ -464,8 +389,38 @@ class Evaluator:
             self.fault("E0309", f"unknown function `{func}`")
             return 0
         if len(args) == 2:
-            args = list(_promote(args[0], args[1]))
+            args = list(promote(args[0], args[1]))
         return impl(*args)
+
+
+def top_level_accesses(expr: Expr) -> list[Access]:
+    """Accesses evaluated under the statement's own mask (not behind ``and``/``or``/
+    ``select``, and not inside subscripts).
+
+    >>> from solar.ir import parse_expr
+    >>> [a.tensor for a in top_level_accesses(parse_expr("A[i] + select(c[i], B[i], 0.0)"))]
+    ['A', 'c']
+    """
+    out: list[Access] = []
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        match e:
+            case Access():
+                out.append(e)
+            case Binary(op="and" | "or", lhs=a):
+                stack.append(a)
+            case Binary(lhs=a, rhs=b):
+                stack += [b, a]
+            case Unary(operand=o) | Cast(operand=o):
+                stack.append(o)
+            case Call(func="select", args=args):
+                stack.append(args[0])
+            case Call(args=args):
+                stack.extend(reversed(args))
+            case _:
+                pass
+    return out
 
 
 def _has_division(expr: Expr) -> bool:

@@ -24,6 +24,7 @@ mask. Dtypes follow Note [Executor dtypes] in `solar.validate.dtypes`.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -31,19 +32,26 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solar.diagnostics import IRVerifyError
+from solar.diagnostics import ExecutionError, IRVerifyError
 from solar.ir import Assign, For, If, Kernel, Program, Reduce, Stmt, TensorDecl
 from solar.ir.traversal import eval_int, resolve_sizes
-from solar.validate.contraction import contract_reduce
+from solar.validate.contraction import plan_contraction, run_contraction
 from solar.validate.dtypes import output_array, round_to_dtype, storage_dtype
-from solar.validate.evaluate import Evaluator, ExecCache, Value
+from solar.validate.evaluate import Evaluator, ExecCache, Value, top_level_accesses
 from solar.validate.faults import raise_fault, raise_resource
-from solar.validate.grids import CHUNK_POINTS, Axis, Domain, iter_chunks
+from solar.validate.grids import (
+    BLOCK_POINTS,
+    CHUNK_POINTS,
+    SMALL_REDUCTION,
+    Axis,
+    Domain,
+    iter_chunks,
+)
 from solar.validate.memory import memory_budget_bytes, workload_of
 from solar.validate.prepare import KernelPlan, PreparedProgram, prepare_program
 from solar.validate.scan import ScanMatch, match_scan, run_scan
 from solar.validate.state import TensorState
-from solar.validate.writes import reduce_into, store, target_axes
+from solar.validate.writes import assign, reduce_into, target_axes
 
 __all__ = ["CHUNK_POINTS", "RunResult", "execute_program", "run_program"]
 
@@ -77,8 +85,7 @@ def _shape(decl: TensorDecl, sizes: Mapping[str, int]) -> tuple[int, ...]:
 
 
 def _bind_input(decl: TensorDecl, value: object, shape: tuple[int, ...]) -> np.ndarray:
-    from solar.diagnostics import ExecutionError  # noqa: PLC0415
-
+    """The caller's array in the storage dtype, read-only (no copy when it already fits)."""
     arr = np.asarray(value)
     if arr.shape != shape:
         raise ExecutionError(
@@ -87,17 +94,21 @@ def _bind_input(decl: TensorDecl, value: object, shape: tuple[int, ...]) -> np.n
             span=decl.span,
         )
     kind = arr.dtype.kind
-    ok = {"f": "fiub", "i": "iub", "b": "b"}
     want = "f" if decl.dtype.is_float else ("b" if decl.dtype.value == "bool" else "i")
-    if kind not in ok[want] and not (want == "f" and kind == "V"):
+    accepted = {"f": "fiubV", "i": "iub", "b": "b"}[want]
+    if kind not in accepted:
         raise ExecutionError(
             f"{decl.role} `{decl.name}` has dtype {arr.dtype}, expected {decl.dtype.value}",
             code="E0304",
             span=decl.span,
         )
-    if kind == "V" or arr.dtype.name in ("bfloat16",) or arr.dtype.itemsize == 1 and want == "f":
-        arr = arr.astype(np.float32)
-    return np.ascontiguousarray(round_to_dtype(arr, decl.dtype))
+    if want == "f" and (kind == "V" or (arr.dtype.itemsize <= 2 and arr.dtype != np.float16)):
+        arr = arr.astype(np.float32)  # ml_dtypes bfloat16 / float8 arrays
+    data = np.ascontiguousarray(round_to_dtype(arr, decl.dtype))
+    if data is arr or np.shares_memory(data, arr):
+        data = data.view()
+    data.flags.writeable = False
+    return data
 
 
 class _Machine:
@@ -164,8 +175,7 @@ class _Machine:
                 self.check_time(stmt)
                 for chunk in iter_chunks(domain, CHUNK_POINTS):
                     if not chunk.is_empty():
-                        ev = self.evaluator(chunk, stmt)
-                        store(ev, stmt.target, ev.eval(stmt.value, chunk.mask))
+                        assign(self.evaluator(chunk, stmt), stmt.target, stmt.value)
             case Reduce():
                 self.check_time(stmt)
                 self.reduce(stmt, domain)
@@ -176,27 +186,47 @@ class _Machine:
             case _:
                 raise_fault("E0309", f"unsupported statement {type(stmt).__name__}", stmt)
 
-    def evaluator(self, domain: Domain, stmt: Stmt) -> Evaluator:
-        return Evaluator(self.tensors, self.sizes, domain, stmt, self.cache)
+    def evaluator(self, domain: Domain, stmt: Stmt, verified: set[int] | None = None) -> Evaluator:
+        ev = Evaluator(self.tensors, self.sizes, domain, stmt, self.cache)
+        if verified:
+            ev.verified = verified
+        return ev
 
     # ---- statements ----------------------------------------------------------------
     def reduce(self, stmt: Reduce, domain: Domain) -> None:
         if domain.is_empty():
             return
-        if stmt.op == "+" and domain.volume > 1:
-            ev = self.evaluator(domain, stmt)
-            plan = target_axes(ev, stmt.target)
-            if plan is not None and _contraction_fits(domain, plan[1]):
-                summed = contract_reduce(ev, stmt, plan[1])
-                if summed is not None:
-                    reduce_into(ev, stmt.target, "+", summed, plan=plan, summed=True)
-                    return
-        for chunk in iter_chunks(domain, CHUNK_POINTS):
+        ev = self.evaluator(domain, stmt)
+        plan = target_axes(ev, stmt.target)
+        limit = CHUNK_POINTS
+        if plan is not None:
+            window = math.prod(n for k, n in enumerate(domain.shape) if k not in plan[1])
+            if window <= SMALL_REDUCTION:
+                # Note [Cache blocking]: a short reduction (a 3x3 window) makes a few
+                # passes over its output block; keep that block in cache.
+                limit = BLOCK_POINTS * window
+        contraction = None
+        verified: set[int] = set()
+        if stmt.op == "+" and plan is not None:
+            contraction = plan_contraction(ev, stmt, plan[1])
+            verified = ev.verified
+            if contraction is not None:
+                limit = limit if limit < CHUNK_POINTS else 1 << 62  # no grid is built
+        elif limit < CHUNK_POINTS:
+            verified = _verify_top_level(ev, stmt)
+        for chunk in iter_chunks(domain, limit):
             if chunk.is_empty():
                 continue
-            ev = self.evaluator(chunk, stmt)
-            value = ev.eval(stmt.value, chunk.mask)
-            reduce_into(ev, stmt.target, stmt.op, value, plan=target_axes(ev, stmt.target))
+            if contraction is not None:
+                ev = self.evaluator(chunk, stmt, verified)
+                summed = run_contraction(ev, contraction)
+                if summed is not None:
+                    reduce_into(ev, stmt.target, "+", summed, plan=plan, summed=True)
+                    continue
+            for piece in iter_chunks(chunk, CHUNK_POINTS):
+                ev = self.evaluator(piece, stmt, verified)
+                value = ev.eval(stmt.value, piece.mask)
+                reduce_into(ev, stmt.target, stmt.op, value, plan=target_axes(ev, stmt.target))
 
     def guard(self, stmt: If, domain: Domain) -> None:
         cond = self.evaluator(domain, stmt).eval(stmt.cond, domain.mask)
@@ -233,7 +263,9 @@ class _Machine:
                 position = _top_level_position(stmt, self.prepared, self.kernel_index)
                 values = self.restrict.get((self.kernel_index, position))
             if values is not None:
-                keep = values[(values >= lo_i) & (values < hi_i) & ((values - lo_i) % stmt.step == 0)]
+                keep = values[
+                    (values >= lo_i) & (values < hi_i) & ((values - lo_i) % stmt.step == 0)
+                ]
                 if keep.size == 0:
                     return
                 ax = Axis(stmt.var, axis, int(keep[0]), 1, keep.size, keep)
@@ -268,8 +300,15 @@ class _Machine:
         if scalar and stmt.seq:
             match = self.scan_of(stmt)
             if match is not None and run_scan(
-                match, stmt, domain, int(lo), int(hi), dict(self.plan.axis) if self.plan else {},
-                self.tensors, self.sizes, self.cache,
+                match,
+                stmt,
+                domain,
+                int(lo),
+                int(hi),
+                dict(self.plan.axis) if self.plan else {},
+                self.tensors,
+                self.sizes,
+                self.cache,
             ):
                 return
         if scalar:
@@ -285,7 +324,7 @@ class _Machine:
             return
         for t in range(int(lo_b[sel].min()), int(hi_b[sel].max())):
             self.check_time(stmt)
-            cond = (lo <= t) & (t < hi)
+            cond = (np.asarray(lo) <= t) & (t < np.asarray(hi))
             if stmt.step > 1:
                 cond &= (t - np.asarray(lo)) % stmt.step == 0
             inner = domain.with_scalar(stmt.var, t).with_mask(np.asarray(cond))
@@ -300,12 +339,14 @@ class _Machine:
         return match if isinstance(match, ScanMatch) else None
 
 
-def _contraction_fits(domain: Domain, target: frozenset[int]) -> bool:
-    """Contractions never build the full grid; only refuse absurdly large outputs."""
-    out = 1
-    for k in target:
-        out *= domain.shape[k]
-    return out <= (1 << 31)
+def _verify_top_level(ev: Evaluator, stmt: Reduce) -> set[int]:
+    """Bounds-check the unguarded affine reads of ``stmt`` once, on its whole domain."""
+    for acc in top_level_accesses(stmt.value):
+        forms = ev.forms(acc)
+        if forms is not None and ev.viewable(forms):
+            ev.check_bounds(acc, forms, ev.state(acc).data.shape, ev.domain.mask)
+            ev.verified.add(id(acc))
+    return ev.verified
 
 
 def _top_level_position(stmt: For, prepared: PreparedProgram, kernel_index: int) -> int:
@@ -316,8 +357,6 @@ def _top_level_position(stmt: For, prepared: PreparedProgram, kernel_index: int)
 def _allocate(
     program: Program, sizes: Mapping[str, int], inputs: Mapping[str, object]
 ) -> dict[str, TensorState]:
-    from solar.diagnostics import ExecutionError  # noqa: PLC0415
-
     tensors: dict[str, TensorState] = {}
     known = {d.name for d in program.tensors_with_role("input", "param")}
     unknown = sorted(set(inputs) - known)
@@ -334,7 +373,9 @@ def _allocate(
                 raise ExecutionError(
                     f"missing {decl.role} `{decl.name}`", code="E0304", span=decl.span
                 )
-            tensors[decl.name] = TensorState(decl, _bind_input(decl, inputs[decl.name], shape), None)
+            tensors[decl.name] = TensorState(
+                decl, _bind_input(decl, inputs[decl.name], shape), None
+            )
         else:
             data = np.zeros(shape, dtype=storage_dtype(decl.dtype))
             tensors[decl.name] = TensorState(decl, data, np.zeros(shape, dtype=bool))
@@ -391,9 +432,7 @@ _PREPARED: OrderedDict[tuple[int, tuple[tuple[str, int], ...]], _Entry] = Ordere
 _PREPARED_CAPACITY = 16
 
 
-def _prepared(
-    program: Program, bound: Mapping[str, int]
-) -> tuple[PreparedProgram, int, ExecCache]:
+def _prepared(program: Program, bound: Mapping[str, int]) -> tuple[PreparedProgram, int, ExecCache]:
     """`prepare_program` and the memory estimate, cached per program object and sizes.
 
     Repeated runs of one program (validation retries, benchmarks) skip the analysis.
@@ -414,7 +453,7 @@ def _prepared(
 
 
 def _default_budget() -> int:
-    global _BUDGET  # noqa: PLW0603
+    global _BUDGET
     now = time.monotonic()
     if _BUDGET is None or now - _BUDGET[0] > 1.0:
         _BUDGET = (now, memory_budget_bytes())
@@ -454,8 +493,6 @@ def execute_program(
     for decl in program.tensors_with_role("output"):
         mask = result.written[decl.name]
         if mask is not None:
-            from solar.diagnostics import ExecutionError  # noqa: PLC0415
-
             first = tuple(int(i) for i in np.argwhere(~mask)[0])
             raise ExecutionError(
                 f"output `{decl.name}` is not fully written: {int((~mask).sum())} of "

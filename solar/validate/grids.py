@@ -33,10 +33,27 @@ import numpy as np
 
 from solar.validate.affine import Lin
 
-__all__ = ["CHUNK_POINTS", "Axis", "Domain", "affine_view", "box_range", "is_injective", "iter_chunks"]
+__all__ = [
+    "BLOCK_POINTS",
+    "CHUNK_POINTS",
+    "SMALL_REDUCTION",
+    "Axis",
+    "Domain",
+    "affine_view",
+    "box_range",
+    "is_injective",
+    "iter_chunks",
+]
 
 CHUNK_POINTS = 1 << 22
 """Largest iteration grid (points) a statement evaluates at once; larger ones are chunked."""
+
+BLOCK_POINTS = 1 << 16
+"""Output block (elements) of a short reduction, sized to stay in the L2 cache."""
+
+SMALL_REDUCTION = 32
+"""Reductions over at most this many points per target element run as a loop of
+whole-block ufunc calls over the reduced positions (windows of convolutions, pooling)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +107,7 @@ class Axis:
 class Domain:
     """A set of iteration points (see module docstring). Immutable by convention."""
 
-    __slots__ = ("_cache", "axes", "mask", "ndim", "scalars", "shape")
+    __slots__ = ("_cache", "_nonempty", "axes", "mask", "ndim", "scalars", "shape")
 
     def __init__(
         self,
@@ -108,6 +125,7 @@ class Domain:
             shape[ax.index] = ax.count
         self.shape = tuple(shape)
         self._cache: dict[str, np.ndarray] = {}
+        self._nonempty = False  # known to have an active point
 
     @property
     def volume(self) -> int:
@@ -144,9 +162,13 @@ class Domain:
 
     def is_empty(self) -> bool:
         """True when no point of the domain is active."""
+        if self._nonempty:
+            return False
         if any(ax.count == 0 for ax in self.axes.values()):
             return True
-        return self.mask is not None and not bool(self.mask.any())
+        empty = self.mask is not None and not bool(self.mask.any())
+        self._nonempty = not empty
+        return empty
 
     def sliced(self, axis_index: int, lo: int, hi: int) -> Domain:
         """The sub-domain whose axis ``axis_index`` keeps positions ``lo .. hi``."""
@@ -158,7 +180,9 @@ class Domain:
             index = [slice(None)] * self.ndim
             index[axis_index] = slice(lo, hi)
             mask = mask[tuple(index)]
-        return Domain(self.ndim, axes, self.scalars, mask)
+        piece = Domain(self.ndim, axes, self.scalars, mask)
+        piece._nonempty = self._nonempty and mask is self.mask and hi > lo
+        return piece
 
     def point(self, coords: Sequence[int]) -> dict[str, int]:
         """Variable values at a domain coordinate (one position per axis)."""
@@ -263,6 +287,16 @@ def is_injective(forms: Sequence[Lin], base_shape: Sequence[int], domain: Domain
     Classic non-overlap test for strided layouts: sorted by absolute stride, each
     axis stride must exceed the span of all smaller axes.
     """
+    seen: set[str] = set()
+    simple = True
+    for form in forms:
+        moving = [v for v, _ in form.coefs if v in domain.axes and domain.axes[v].count > 1]
+        if len(moving) > 1 or (moving and moving[0] in seen):
+            simple = False
+            break
+        seen.update(moving)
+    if simple:  # one distinct loop variable per subscript (the common case)
+        return all(domain.axes[v].is_progression for v in seen)
     elem_strides = [1] * len(base_shape)
     for d in range(len(base_shape) - 2, -1, -1):
         elem_strides[d] = elem_strides[d + 1] * base_shape[d + 1]

@@ -122,12 +122,8 @@ def _leaf(stmt: Assign | Reduce, loops: tuple[_Loop, ...], tally: _Tally) -> Non
     trips = {lp.var: lp.trips for lp in loops if not lp.python}
     _, factors = split_product(stmt.value)
     if isinstance(stmt, Reduce) and stmt.op == "+" and len(factors) >= 2:
-        operand_points = sum(
-            math.prod(trips.get(v, 1) for v in free_names(e)) for e, _ in factors
-        )
-        out_points = math.prod(
-            trips.get(v, 1) for i in stmt.target.indices for v in free_names(i)
-        )
+        operand_points = sum(math.prod(trips.get(v, 1) for v in free_names(e)) for e, _ in factors)
+        out_points = math.prod(trips.get(v, 1) for i in stmt.target.indices for v in free_names(i))
         tally.flops += 2 * volume
         tally.seconds += python_steps * (
             2 * vector / _FLOPS_PER_SECOND + operand_points * 2 * _SECONDS_PER_POINT_OP
@@ -136,7 +132,9 @@ def _leaf(stmt: Assign | Reduce, loops: tuple[_Loop, ...], tally: _Tally) -> Non
         return
     tally.flops += volume * ops
     tally.seconds += volume * ops * _SECONDS_PER_POINT_OP
-    tally.working_bytes = max(tally.working_bytes, min(vector, CHUNK_POINTS) * _GRID_BYTES_PER_POINT)
+    tally.working_bytes = max(
+        tally.working_bytes, min(vector, CHUNK_POINTS) * _GRID_BYTES_PER_POINT
+    )
 
 
 def _walk(
@@ -160,7 +158,9 @@ def _walk(
                 trips = max(0, -(-(hi[1] - lo[0]) // s.step))
                 python = id(s) in sequential or (s.seq and match_scan(s, dict(sizes)) is None)
                 inner = {**ranges, s.var: (lo[0], max(lo[0], hi[1] - 1))}
-                _walk(s.body, sizes, inner, (*loops, _Loop(s.var, trips, python)), sequential, tally)
+                _walk(
+                    s.body, sizes, inner, (*loops, _Loop(s.var, trips, python)), sequential, tally
+                )
 
 
 def _tensor_bytes(prepared: PreparedProgram, sizes: Mapping[str, int]) -> int:

@@ -117,7 +117,9 @@ def _stmt_reads(stmt: Stmt, tensor: str) -> bool:
             return False
 
 
-def _walk(body: tuple[Stmt, ...], ctx: tuple[Stmt, ...] = ()) -> list[tuple[Stmt, tuple[Stmt, ...]]]:
+def _walk(
+    body: tuple[Stmt, ...], ctx: tuple[Stmt, ...] = ()
+) -> list[tuple[Stmt, tuple[Stmt, ...]]]:
     out: list[tuple[Stmt, tuple[Stmt, ...]]] = []
     for s in body:
         out.append((s, ctx))
@@ -181,7 +183,9 @@ def _prefix(expr: Expr, tensor: str, index: Expr) -> Expr:
         case Unary(operand=o) | Cast(operand=o):
             return dataclasses.replace(expr, operand=_prefix(o, tensor, index))
         case Binary(lhs=a, rhs=b):
-            return dataclasses.replace(expr, lhs=_prefix(a, tensor, index), rhs=_prefix(b, tensor, index))
+            return dataclasses.replace(
+                expr, lhs=_prefix(a, tensor, index), rhs=_prefix(b, tensor, index)
+            )
         case Call(args=args):
             return dataclasses.replace(expr, args=tuple(_prefix(a, tensor, index) for a in args))
         case _:
@@ -193,7 +197,9 @@ def _prefix_stmt(stmt: Stmt, tensor: str, index: Expr) -> Stmt:
         case Assign() | Reduce():
             target = _prefix(stmt.target, tensor, index)
             assert isinstance(target, Access)
-            return dataclasses.replace(stmt, target=target, value=_prefix(stmt.value, tensor, index))
+            return dataclasses.replace(
+                stmt, target=target, value=_prefix(stmt.value, tensor, index)
+            )
         case For():
             return dataclasses.replace(
                 stmt,

@@ -19,9 +19,8 @@ and the caller iterates.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -49,9 +48,9 @@ class ScanMatch:
 def _split(value: Expr) -> tuple[ReduceOp, Expr, Expr] | None:
     match value:
         case Binary(op="+" | "*" as op, lhs=a, rhs=b):
-            return op, a, b  # type: ignore[return-value]
+            return op, a, b
         case Call(func="max" | "min" as f, args=(a, b)):
-            return f, a, b  # type: ignore[return-value]
+            return f, a, b
         case _:
             return None
 
@@ -90,7 +89,7 @@ def match_scan(loop: For, sizes: dict[str, int]) -> ScanMatch | None:
 
 
 def _reads(expr: Expr, tensor: str) -> bool:
-    from solar.validate.prepare import _reads_in  # noqa: PLC0415
+    from solar.validate.prepare import _reads_in
 
     return _reads_in(expr, tensor)
 
@@ -170,21 +169,25 @@ def accumulate(ufunc: np.ufunc, arr: np.ndarray, axis: int) -> np.ndarray:
     n = arr.shape[axis]
     if n < _BLOCKED_MIN_AXIS or arr.size < _BLOCKED_MIN_SIZE:
         return ufunc.accumulate(arr, axis=axis)
-    block = int(math.isqrt(n))
+    block = math.isqrt(n)
     nblocks = -(-n // block)
     moved = np.moveaxis(arr, axis, -1)
     lead = moved.shape[:-1]
-    padded = np.empty((*lead, nblocks * block), dtype=arr.dtype)
-    padded[..., :n] = moved
-    padded[..., n:] = ufunc.identity if ufunc.identity is not None else 0
-    blocks = padded.reshape(*lead, nblocks, block)
-    out = np.empty_like(blocks)
-    out[..., 0] = blocks[..., 0]
+    rows = moved.reshape(-1, n)
+    # layout (position in block, row, block): one step combines one contiguous slab
+    cols = np.empty((block, rows.shape[0], nblocks), dtype=arr.dtype)
+    view = cols.transpose(1, 2, 0)  # (row, block, position)
+    full = n // block
+    view[:, :full, :] = rows[:, : full * block].reshape(-1, full, block)
+    if full < nblocks:
+        tail = n - full * block
+        view[:, full, :tail] = rows[:, full * block :]
+        view[:, full, tail:] = ufunc.identity if ufunc.identity is not None else 0
     for k in range(1, block):
-        ufunc(out[..., k - 1], blocks[..., k], out=out[..., k])
-    totals = ufunc.accumulate(out[..., :-1, -1], axis=-1)
-    ufunc(out[..., 1:, :], totals[..., None], out=out[..., 1:, :])
-    result = out.reshape(*lead, nblocks * block)[..., :n]
+        ufunc(cols[k - 1], cols[k], out=cols[k])
+    totals = ufunc.accumulate(cols[-1, :, :-1], axis=-1)
+    ufunc(cols[:, :, 1:], totals[None, :, :], out=cols[:, :, 1:])
+    result = view.reshape(rows.shape[0], nblocks * block)[:, :n].reshape(*lead, n)
     return np.moveaxis(result, -1, axis)
 
 

@@ -11,13 +11,15 @@ are rounded to the target dtype on store (Note [Executor dtypes]).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from solar.ir import Access, DType, ReduceOp
+from solar.ir import Access, DType, Expr, ReduceOp
 from solar.validate.affine import Lin
 from solar.validate.dtypes import round_to_dtype
 from solar.validate.evaluate import Evaluator, Value
-from solar.validate.grids import affine_view, box_range, is_injective
+from solar.validate.grids import SMALL_REDUCTION, affine_view, box_range, is_injective
 from solar.validate.state import TensorState
 
 __all__ = ["REDUCE_UFUNCS", "exact_dtype", "reduce_identity", "reduce_into", "store", "target_axes"]
@@ -79,11 +81,46 @@ def _axes_of(shape: tuple[int, ...]) -> frozenset[int]:
     return frozenset(k for k, n in enumerate(shape) if n > 1)
 
 
+def _check_writable(ev: Evaluator, st: TensorState) -> None:
+    if st.decl.role in ("input", "param"):
+        ev.fault("E0309", f"write to {st.decl.role} `{st.decl.name}`")
+
+
+def assign(ev: Evaluator, target: Access, expr: Expr) -> None:
+    """``target = expr`` at the active points, computing the last operation in place.
+
+    When the target is one strided view covering the value, the statement has no
+    guard and the dtype needs no rounding, the final ufunc writes straight into the
+    tensor (numpy resolves any overlap with the operands).
+    """
+    st = ev.state(target)
+    _check_writable(ev, st)
+    mask = ev.domain.mask
+    split = ev.split_last(expr, mask) if mask is None and exact_dtype(st.decl.dtype) else None
+    if split is None:
+        store(ev, target, ev.eval(expr, mask))
+        return
+    ufunc, args = split
+    plan = target_axes(ev, target)
+    if plan is not None:
+        forms, axes = plan
+        shape = np.broadcast_shapes(*(np.shape(a) for a in args))
+        kind = np.result_type(*args).kind
+        if _axes_of(shape) <= axes and kind == st.data.dtype.kind and len(shape) == ev.domain.ndim:
+            ufunc(*args, out=affine_view(st.data, forms, ev.domain), casting="same_kind")
+            if st.written is not None:
+                affine_view(st.written, forms, ev.domain)[...] = True
+            st.mark_changed()
+            return
+    store(ev, target, ufunc(*args))
+
+
 def store(ev: Evaluator, target: Access, value: Value) -> None:
     """``target = value`` at the active points of the evaluator's domain."""
     st = ev.state(target)
+    _check_writable(ev, st)
     mask = ev.domain.mask
-    val = round_to_dtype(value, st.decl.dtype)
+    val = round_to_dtype(np.asarray(value), st.decl.dtype)
     plan = target_axes(ev, target)
     if plan is not None:
         forms, axes = plan
@@ -92,7 +129,11 @@ def store(ev: Evaluator, target: Access, value: Value) -> None:
             view = affine_view(st.data, forms, ev.domain)
             np.copyto(view, val, where=True if mask is None else mask)
             if st.written is not None:
-                np.copyto(affine_view(st.written, forms, ev.domain), True, where=True if mask is None else mask)
+                np.copyto(
+                    affine_view(st.written, forms, ev.domain),
+                    True,
+                    where=True if mask is None else mask,
+                )
             st.mark_changed()
             return
     index, vals = _scatter_points(ev, target, val)
@@ -146,51 +187,87 @@ def reduce_into(
         target: the reduced-into access.
         op: ``+ * max min``.
         value: per-point values (or, with ``summed``, contributions already reduced
-            over the axes not in the target, as `contract_reduce` returns them).
+            over the axes not in the target, as `run_contraction` returns them).
         plan: `target_axes` of the target, or ``None`` for element-wise updates.
         summed: ``value`` is already reduced; masked points contributed the identity.
     """
     st = ev.state(target)
+    _check_writable(ev, st)
     mask = ev.domain.mask
     ufunc = REDUCE_UFUNCS[op]
     val = np.asarray(value)
     if val.dtype == np.bool_:
         val = val.astype(np.int64)
+    if val.ndim < ev.domain.ndim:
+        val = val.reshape(val.shape + (1,) * (ev.domain.ndim - val.ndim))
     if plan is None:
         _reduce_scatter(ev, st, target, ufunc, val)
         return
     forms, axes = plan
     reduced = tuple(k for k, n in enumerate(ev.domain.shape) if n > 1 and k not in axes)
-    touched: np.ndarray | bool = True
-    if not summed:
-        if reduced:
-            shape = list(np.broadcast_shapes(val.shape, mask.shape if mask is not None else ()))
-            for k in reduced:
-                shape[k] = ev.domain.shape[k]
-            full = tuple(shape)
-            where = True if mask is None else np.broadcast_to(mask, full)
-            val = ufunc.reduce(
-                np.broadcast_to(val, full),
-                axis=reduced,
-                keepdims=True,
-                where=where,
-                initial=reduce_identity(op, val.dtype),
-            )
-        if mask is not None:
-            touched = np.any(mask, axis=reduced, keepdims=True) if reduced else mask
-    elif mask is not None:
-        touched = np.any(mask, axis=reduced, keepdims=True) if reduced else mask
+    if not summed and reduced:
+        val = _reduce_axes(ufunc, op, val, mask, reduced, ev.domain.shape)
+    # Reduced contributions hold the identity where no point was active, and
+    # combining with the identity changes nothing; unreduced values need the mask.
+    where: np.ndarray | bool = mask if (mask is not None and not reduced) else True
     view = affine_view(st.data, forms, ev.domain)
     if st.written is not None:
+        touched: np.ndarray | bool = True
+        if mask is not None:
+            touched = np.any(mask, axis=reduced, keepdims=True) if reduced else mask
         _check_target_written(ev, st, affine_view(st.written, forms, ev.domain), touched)
-    _combine(view, ufunc, val, st.decl.dtype, touched)
+    _combine(view, ufunc, val, st.decl.dtype, where)
     st.mark_changed()
+
+
+def _reduce_axes(
+    ufunc: np.ufunc,
+    op: ReduceOp,
+    val: np.ndarray,
+    mask: np.ndarray | None,
+    reduced: tuple[int, ...],
+    extents: tuple[int, ...],
+) -> np.ndarray:
+    """Reduce ``val`` over the ``reduced`` domain axes (masked points excluded).
+
+    A value that does not vary along a reduced axis still counts once per point
+    (``s[] += 1.0`` over ``j`` adds the trip count). Short windows loop over their
+    positions with whole-block in-place ufunc calls; long ones use ``ufunc.reduce``.
+    """
+    shape = list(np.broadcast_shapes(val.shape, mask.shape if mask is not None else ()))
+    window = math.prod(extents[k] for k in reduced)
+    identity = reduce_identity(op, val.dtype)
+    if window <= SMALL_REDUCTION:
+        kept = [1 if k in reduced else n for k, n in enumerate(shape)]
+        acc = np.full(kept, identity, dtype=val.dtype)
+        for pos in np.ndindex(*(extents[k] for k in reduced)):
+            vi = [slice(None)] * len(shape)
+            mi = [slice(None)] * len(shape)
+            for k, p in zip(reduced, pos, strict=True):
+                vi[k] = slice(p, p + 1) if val.shape[k] > 1 else slice(None)
+                if mask is not None:
+                    mi[k] = slice(p, p + 1) if mask.shape[k] > 1 else slice(None)
+            where = True if mask is None else mask[tuple(mi)]
+            ufunc(acc, val[tuple(vi)], out=acc, where=where)
+        return acc
+    for k in reduced:
+        shape[k] = extents[k]
+    full = tuple(shape)
+    return ufunc.reduce(  # type: ignore[no-any-return]
+        np.broadcast_to(val, full),
+        axis=reduced,
+        keepdims=True,
+        where=True if mask is None else np.broadcast_to(mask, full),
+        initial=identity,
+    )
 
 
 def _combine(
     view: np.ndarray, ufunc: np.ufunc, val: np.ndarray, dtype: DType, touched: np.ndarray | bool
 ) -> None:
-    if val.dtype.kind != view.dtype.kind and not (val.dtype.kind in "iu" and view.dtype.kind == "f"):
+    if val.dtype.kind != view.dtype.kind and not (
+        val.dtype.kind in "iu" and view.dtype.kind == "f"
+    ):
         val = round_to_dtype(val, dtype)
     if exact_dtype(dtype) and touched is True:
         ufunc(view, val, out=view, casting="unsafe")
@@ -205,9 +282,12 @@ def _reduce_scatter(
     index, vals = _scatter_points(ev, target, val, all_axes=True)
     if st.written is not None and not np.all(st.written[index]):
         ev.fault("E0302", f"reduction into a never-written element of `{st.decl.name}`")
-    vals = vals.astype(st.data.dtype, copy=False) if vals.dtype.kind == st.data.dtype.kind else round_to_dtype(vals, st.decl.dtype)
+    vals = (
+        vals.astype(st.data.dtype, copy=False)
+        if vals.dtype.kind == st.data.dtype.kind
+        else round_to_dtype(vals, st.decl.dtype)
+    )
     ufunc.at(st.data, index, vals)
     if not exact_dtype(st.decl.dtype):
         st.data[index] = round_to_dtype(st.data[index], st.decl.dtype)
     st.mark_changed()
-

@@ -29,6 +29,7 @@ from solar.ir import (
     Name,
     Program,
     Reduce,
+    ReduceOp,
     SizeDecl,
     Stmt,
     TensorDecl,
@@ -40,7 +41,7 @@ __all__ = ["exprs", "programs", "valid_programs"]
 # Never keywords of the grammar (a keyword lexes as itself where it is expected).
 NAMES = ("i", "j", "k", "n", "x_1", "acc", "M", "N", "K", "T0", "buf", "_tmp", "maxv", "sizes")
 ROLES = ("input", "param", "output", "temp")
-REDUCE_OPS = ("+", "*", "max", "min")
+REDUCE_OPS: tuple[ReduceOp, ...] = ("+", "*", "max", "min")
 
 names = st.sampled_from(NAMES)
 floats = st.one_of(
@@ -127,7 +128,7 @@ programs: st.SearchStrategy[Program] = st.builds(
 )
 
 
-# ---- valid programs -----------------------------------------------------------------------
+# Valid programs.
 _SIZE_NAMES = ("N", "M", "K")
 
 
@@ -136,8 +137,9 @@ def _valid_value(
     draw: st.DrawFn, reads: list[Access], loop_vars: list[str], depth: int = 2
 ) -> Expr:
     """A float-valued expression over ``reads`` (in-bounds accesses) and loop indices."""
-    options = [st.sampled_from(reads)] if reads else []
-    options.append(floats.filter(math.isfinite).map(FloatLit))
+    options: list[st.SearchStrategy[Expr]] = [floats.filter(math.isfinite).map(FloatLit)]
+    if reads:
+        options.append(st.sampled_from(reads))
     if loop_vars:
         options.append(st.sampled_from(loop_vars).map(lambda v: Cast(DType.F32, Name(v))))
     leaf = draw(st.one_of(options))
@@ -220,15 +222,15 @@ def _valid_kernel(draw: st.DrawFn, name: str, out: TensorDecl, inputs: list[Tens
     value = draw(_valid_value(reads, loop_vars))
     body: tuple[Stmt, ...] = (Assign(target, value),)
     if guarded:
-        var, size = guarded[0]
-        cond = Binary("<", Binary("+", Name(var), IntLit(1)), Name(size))
+        guard_var, guard_size = guarded[0]
+        cond = Binary("<", Binary("+", Name(guard_var), IntLit(1)), Name(guard_size))
         body = (Assign(target, FloatLit(0.0)), If(cond, body))
     if draw(st.booleans()):
         extra = draw(_valid_value(safe, [*loop_vars, "r"]))
         op = draw(st.sampled_from(REDUCE_OPS))
         body = (*body, For("r", IntLit(0), IntLit(3), (Reduce(target, op, extra),)))
-    for var, dim in reversed(list(zip(loop_vars, dims, strict=True))):
+    for var, dim_name in reversed(list(zip(loop_vars, dims, strict=True))):
         seq = draw(st.booleans())
         step = draw(st.sampled_from([1, 1, 2]))
-        body = (For(var, IntLit(0), Name(dim), body, step=step, seq=seq),)
+        body = (For(var, IntLit(0), Name(dim_name), body, step=step, seq=seq),)
     return Kernel(name, (), body)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 
 from solar.diagnostics import IRSyntaxError, IRVerifyError, SolarError, render_diagnostic
@@ -348,6 +350,16 @@ SEMANTIC_CASES = [
         "`acc` is local to kernel `k2`",
     ),
     (
+        "local_of_earlier_kernel",
+        HEADER + "\nkernel k {\n  local acc : f32[N]\n  for i in 0 .. N {\n    acc[i] = X[i]\n"
+        "    Y[i] = acc[i]\n  }\n}\n\nkernel k2 {\n  for i in 0 .. N {\n    T[i] = acc[i]\n"
+        "  }\n}\n",
+        "E0215",
+        23,
+        12,
+        "`acc` is local to kernel `k`",
+    ),
+    (
         "out_of_bounds_high",
         in_loop("Y[i] = X[i + 1]"),
         "E0216",
@@ -478,7 +490,7 @@ SEMANTIC_CASES = [
 ]
 
 
-def _ids(cases: list[tuple[object, ...]]) -> list[str]:
+def _ids(cases: Sequence[tuple[object, ...]]) -> list[str]:
     return [str(c[0]) for c in cases]
 
 

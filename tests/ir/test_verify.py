@@ -15,6 +15,7 @@ from solar.ir import (
     Assign,
     Binary,
     DType,
+    Expr,
     For,
     IntLit,
     Kernel,
@@ -31,7 +32,7 @@ from solar.ir import (
 )
 from solar.ir.affine import Lin, linear_form
 
-from .strategies import valid_programs
+from .strategies import programs, valid_programs
 
 SAMPLES = sorted((Path(__file__).resolve().parents[2] / "samples" / "ir").glob("*.alir"))
 
@@ -183,7 +184,7 @@ def test_misplaced_local_role() -> None:
 
 
 def test_too_deep_expression_is_a_verify_error() -> None:
-    value = IntLit(1)
+    value: Expr = IntLit(1)
     for _ in range(5000):
         value = Binary("+", value, IntLit(1))
     decl = TensorDecl("Y", "output", DType.I64, ())
@@ -198,6 +199,20 @@ def test_random_valid_programs_verify(program: Program) -> None:
     info = verify_program(program)
     assert collect_errors(program) == []
     assert verify_program(parse_program(print_program(program))) == info
+
+
+@given(programs)
+def test_arbitrary_programs_fail_cleanly(program: Program) -> None:
+    errors = collect_errors(program)
+    raised: IRVerifyError | None = None
+    try:
+        verify_program(program)
+    except IRVerifyError as err:
+        raised = err
+    if raised is None:
+        assert errors == []
+    else:
+        assert (errors[0].code, errors[0].message) == (raised.code, raised.message)
 
 
 @pytest.mark.parametrize(

@@ -7,12 +7,12 @@ other equation to its registered lowering (`solar.frontends.jaxfe.core.LOWERINGS
 which emits one kernel, or returns a free view. An equation without a lowering, or one
 its lowering rejects, is *uncovered*: its kernels are rolled back, its outputs become
 extra program inputs (their values come from the reference run, see
-`solar.frontends.jaxfe.reference`), and `Coverage` reports it with its share of the
+`solar.frontends.jaxfe.reference`), and the coverage (`UncoveredOp`) reports it with its share of the
 program's tensor bytes. The result is unverified; run `verify_program` on it.
 
 Naming: ``x0, x1, ...`` for the ``get_inputs()`` arrays, ``p_<path>`` for Flax params,
 ``y0, y1, ...`` for the flattened outputs, ``c0, c1, ...`` for jaxpr constants and
-``u0, u1, ...`` for outputs of uncovered equations.
+``u0_<prim>, u1_<prim>, ...`` for outputs of uncovered equations.
 """
 
 from __future__ import annotations
@@ -36,11 +36,11 @@ from solar.frontends.jaxfe.core import (
     ir_dtype,
 )
 from solar.frontends.jaxfe.index import Nest, shape_numel
+from solar.frontends.pytorch.driver import UncoveredOp  # torch-free; shared with that frontend
 from solar.ir import Assign, DType, Expr, If, Kernel, Program, Role
 
 __all__ = [
     "CondRegion",
-    "Coverage",
     "ExtraInput",
     "LoweredProgram",
     "Lowerer",
@@ -52,43 +52,6 @@ INLINE_PRIMITIVES = frozenset({
     "custom_vjp_call_jaxpr", "remat", "remat2", "checkpoint", "name",
 })
 """Call-like primitives whose body is lowered in place of the call."""
-
-
-@dataclass(frozen=True, slots=True)
-class UncoveredOp:
-    """A primitive the lowering could not express.
-
-    Attributes:
-        target: the primitive name, e.g. ``"sort"``.
-        count: how many equations of it were uncovered.
-        bytes_share: their input+output bytes over all equations' input+output bytes.
-        reason: why the first one was uncovered.
-    """
-
-    target: str
-    count: int
-    bytes_share: float
-    reason: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Coverage:
-    """How much of the jaxpr was lowered.
-
-    Attributes:
-        equations: kernel-level equations seen (inlined calls counted by their body).
-        lowered: of those, how many were lowered (views included).
-        uncovered: the uncovered primitives, most bytes first.
-    """
-
-    equations: int
-    lowered: int
-    uncovered: tuple[UncoveredOp, ...]
-
-    @property
-    def complete(self) -> bool:
-        """True when every equation was lowered."""
-        return not self.uncovered
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +103,9 @@ class LoweredProgram:
         params: IR names of the Flax parameters (``p_...``), in order.
         outputs: IR names of the flattened outputs (``y0``...), in order.
         extra_inputs: constants and uncovered-op outputs the program also reads.
-        coverage: lowered vs uncovered equations.
+        coverage: the uncovered primitives, most bytes first (empty when fully covered).
+        equations: kernel-level equations seen (inlined calls counted by their body).
+        lowered_equations: of those, how many were lowered (views included).
         cond_regions: top-level conds (branch kernels; see `CondRegion`).
         notes: remarks for the report (dropped outputs, cond regions...).
     """
@@ -150,18 +115,32 @@ class LoweredProgram:
     params: tuple[str, ...]
     outputs: tuple[str, ...]
     extra_inputs: tuple[ExtraInput, ...]
-    coverage: Coverage
+    coverage: tuple[UncoveredOp, ...]
+    equations: int = 0
+    lowered_equations: int = 0
     cond_regions: tuple[CondRegion, ...] = ()
     notes: tuple[str, ...] = ()
+
+    @property
+    def fully_covered(self) -> bool:
+        """True when every equation was lowered."""
+        return not self.coverage
+
+    @property
+    def uncovered_share(self) -> float:
+        """Share of the program's tensor bytes in uncovered equations."""
+        return min(1.0, sum(u.bytes_share for u in self.coverage))
 
 
 def sanitize_scope(stack: str, strip_root: bool) -> str:
     """A kernel-name prefix from a jax name stack (``"Model/Dense_0"`` -> ``"Dense_0"``).
 
-    >>> sanitize_scope("Model/Dense_0", True), sanitize_scope("", False)
+    Parts that are not identifiers (``jnp.einsum``'s ``bi,oi->bo``, ``jvp(...)``) are dropped.
+
+    >>> sanitize_scope("Model/Dense_0", True), sanitize_scope("bi,oi->bo", False)
     ('Dense_0', '')
     """
-    parts = [p for p in stack.split("/") if p]
+    parts = [p for p in stack.split("/") if p.isidentifier()]
     if strip_root and parts:
         parts = parts[1:]
     return "_".join(parts)
@@ -496,7 +475,7 @@ class Lowerer:
             except Unsupported:
                 outs.append(Opaque(shape, str(v.aval.dtype)))  # type: ignore[arg-type]
                 continue
-            name = self.fresh("u")
+            name = f"{self.fresh('u')}_{sanitize_name(prim)}"
             outs.append(self.declare("input", dtype, shape, name))
             self.extra.append(ExtraInput(name, "uncovered", path=path, out_index=k))
         return outs
@@ -534,15 +513,20 @@ class Lowerer:
 
     # -- results ------------------------------------------------------------------
 
-    def coverage(self) -> Coverage:
-        """The coverage summary so far."""
+    def coverage(self) -> tuple[UncoveredOp, ...]:
+        """The uncovered primitives so far, most bytes first."""
         total = max(self._bytes_total, 1)
         ops = [
             UncoveredOp(prim, len(items), sum(b for b, _ in items) / total, items[0][1])
             for prim, items in self._uncovered.items()
         ]
         ops.sort(key=lambda u: (-u.bytes_share, u.target))
-        return Coverage(self._equations, self._lowered, tuple(ops))
+        return tuple(ops)
+
+    @property
+    def counts(self) -> tuple[int, int]:
+        """``(equations seen, equations lowered)`` at kernel level."""
+        return self._equations, self._lowered
 
 
 @dataclass(slots=True)

@@ -141,8 +141,41 @@ def _simple(ctx: EqnCtx) -> tuple[Operand, ...] | None:
         folded = _fold(ctx, fold)
         if folded is not None:
             return folded
+    same = _identity(ctx)
+    if same is not None:
+        return (same,)
     emit_map(ctx, _SIMPLE[ctx.prim])
     return None
+
+
+_IDENTITY = {("add", 0): 0, ("add", 1): 0, ("sub", 1): 0, ("mul", 0): 1, ("mul", 1): 1,
+             ("div", 1): 1}
+
+
+def _identity(ctx: EqnCtx) -> Operand | None:
+    """``x + 0``, ``x - 0``, ``x * 1``, ``x / 1`` are ``x`` (as XLA's simplifier folds them).
+
+    Returns the other operand, as a free broadcast view when it is smaller than the result.
+    """
+    if len(ctx.ins) != 2 or not ctx.out_dtype(0).is_float:
+        return None
+    for k in (0, 1):
+        unit = _IDENTITY.get((ctx.prim, k))
+        lit_op, x = ctx.ins[k], ctx.ins[1 - k]
+        if unit is None or not isinstance(lit_op, Lit) or not isinstance(x, TensorInfo):
+            continue
+        if float(lit_op.value) != unit or x.dtype != ctx.out_dtype(0):
+            continue
+        shape = ctx.out_shape(0)
+        if x.shape == shape:
+            return x
+        return x.view(shape, lambda idx, x=x, shape=shape: tuple(_bcast_idx(x.shape, shape, idx)))
+    return None
+
+
+def _bcast_idx(shape: Sequence[int], out: Sequence[int], idx: Sequence[Expr]) -> list[Expr]:
+    off = len(out) - len(shape)
+    return [lit(0) if d == 1 and out[off + k] != 1 else idx[off + k] for k, d in enumerate(shape)]
 
 
 lowering(*_SIMPLE)(_simple)
@@ -155,6 +188,9 @@ def _div(ctx: EqnCtx) -> tuple[Operand, ...] | None:
         folded = _fold(ctx, np.divide)
         if folded is not None:
             return folded
+        same = _identity(ctx)
+        if same is not None:
+            return (same,)
         emit_map(ctx, _bin("/"))
         return None
     # lax.div on integers rounds toward zero.

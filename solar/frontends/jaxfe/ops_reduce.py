@@ -2,9 +2,10 @@
 
 Contract: ``EqnCtx -> None``; each equation emits one kernel:
 
-* ``reduce_sum/max/min/prod/and/or``: ``out = init; out op= x`` over the reduced axes
+* ``reduce_sum/max/min/prod``: ``out = init; out op= x`` over the reduced axes
   (16/8-bit float outputs accumulate in an f32 kernel-local, as XLA does), the same
   structure as the PyTorch frontend's reductions, so both count the same FLOPs.
+  ``reduce_and/or`` on bools count the true elements (``cnt += i64(x)``) and compare.
 * ``argmax``/``argmin``: the extreme value into a local, then the first index that
   attains it (``if x == m { out min= i }``): two passes, one kernel.
 * ``cumsum/cumprod/cummax/cummin/cumlogsumexp``: ``seq`` recurrences over the scanned
@@ -20,7 +21,22 @@ from collections.abc import Callable, Sequence
 
 from solar.frontends.jaxfe.core import EqnCtx, Lit, Operand, TensorInfo, Unsupported, lowering, read
 from solar.frontends.jaxfe.index import Nest, guard, range_guard
-from solar.ir import Access, Assign, Binary, Call, DType, Expr, For, If, IntLit, Reduce, Stmt, Unary, lit
+from solar.ir import (
+    Access,
+    Assign,
+    Binary,
+    Call,
+    Cast,
+    DType,
+    Expr,
+    For,
+    If,
+    IntLit,
+    Reduce,
+    Stmt,
+    Unary,
+    lit,
+)
 
 __all__ = ["reduce_init"]
 
@@ -62,9 +78,12 @@ def _reduce(ctx: EqnCtx) -> tuple[Operand, ...] | None:
     op = _REDUCE_OPS[ctx.prim]
     x = ctx.ins[0]
     dtype = ctx.out_dtype(0)
-    if ctx.prim in ("reduce_and", "reduce_or") and dtype != DType.BOOL:
-        raise Unsupported(f"bitwise `{ctx.prim}` on integers has no IR operator")
     axes = tuple(sorted(int(a) for a in ctx.params["axes"]))
+    if ctx.prim in ("reduce_and", "reduce_or"):
+        if dtype != DType.BOOL:
+            raise Unsupported(f"bitwise `{ctx.prim}` on integers has no IR operator")
+        _emit_bool_reduce(ctx, x, axes, every=ctx.prim == "reduce_and")
+        return None
     if isinstance(x, Lit):
         n = 1
         for a in axes:
@@ -116,6 +135,34 @@ def emit_reduce(
     kb.emit(*outer.wrap(body))
 
 
+def _emit_bool_reduce(ctx: EqnCtx, x: Operand, axes: Sequence[int], *, every: bool) -> None:
+    """``all``/``any``: count the true elements into an i64 local, then compare (1 FLOP each)."""
+    out = ctx.out(0)
+    kb = ctx.kernel()
+    shape = x.shape
+    kept = [k for k in range(len(shape)) if k not in axes]
+    outer = Nest(kb, [shape[k] for k in kept])
+    inner = Nest(kb, [shape[k] for k in axes])
+    if outer.empty:
+        return
+    idx: list[Expr] = [IntLit(0)] * len(shape)
+    for pos, k in enumerate(kept):
+        idx[k] = outer.idx[pos]
+    for pos, k in enumerate(axes):
+        idx[k] = inner.idx[pos]
+    n = 1
+    for k in axes:
+        n *= shape[k]
+    cnt_t = kb.local(DType.I64, [e for _, e in outer.dims], "count")
+    cnt = cnt_t[tuple(v for v, _ in outer.dims)] if outer.dims else cnt_t.scalar()
+    body: list[Stmt] = [Assign(cnt, IntLit(0))]
+    if not inner.empty:
+        body += inner.wrap([Reduce(cnt, "+", Cast(DType.I64, read(x, idx)))])
+    test = Binary("==", cnt, lit(n)) if every else Binary(">", cnt, IntLit(0))
+    body.append(Assign(Access(out.ref.name, out.storage_index(outer.idx)), test))
+    kb.emit(*outer.wrap(body))
+
+
 @lowering("argmax", "argmin")
 def _argextreme(ctx: EqnCtx) -> None:
     x = ctx.ins[0]
@@ -161,12 +208,14 @@ _CUM = {
     "cumprod": lambda a, b: Binary("*", a, b),
     "cummax": lambda a, b: Call("max", (a, b)),
     "cummin": lambda a, b: Call("min", (a, b)),
-    "cumlogsumexp": lambda a, b: Binary(
-        "+",
-        Call("max", (a, b)),
-        Call("log1p", (Call("exp", (Unary("-", Call("abs", (Binary("-", a, b),)))),)),),
-    ),
+    "cumlogsumexp": lambda a, b: _logaddexp(a, b),
 }
+
+
+def _logaddexp(a: Expr, b: Expr) -> Expr:
+    """``max(a, b) + log1p(exp(-abs(a - b)))`` (7 FLOPs, overflow-free)."""
+    gap = Unary("-", Call("abs", (Binary("-", a, b),)))
+    return Binary("+", Call("max", (a, b)), Call("log1p", (Call("exp", (gap,)),)))
 
 
 @lowering(*_CUM)

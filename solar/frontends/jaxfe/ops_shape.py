@@ -2,7 +2,7 @@
 
 Contract: ``reshape``, ``squeeze``, ``expand_dims`` and ``broadcast_in_dim`` return views
 (Note [Free views] in `solar.frontends.jaxfe.core`); ``transpose``, ``rev``, ``slice``,
-``pad``, ``concatenate``, ``split``, ``iota``, ``dynamic_slice`` and
+``pad``, ``concatenate``, ``stack``, ``split``, ``iota``, ``dynamic_slice`` and
 ``dynamic_update_slice`` emit one kernel that writes every output element once.
 Literal inputs (``jnp.zeros`` is a broadcast literal) stay literals through views and
 copies, so constant fills cost nothing. ``dynamic_update_slice`` updates its operand in
@@ -195,6 +195,23 @@ def _concatenate(ctx: EqnCtx) -> None:
             dst[dim] = iadd(dst[dim], offset)
             kb.emit(*nest.wrap([Assign(write(out, dst), read(x, nest.idx))]))
         offset += x.shape[dim]
+
+
+@lowering("stack")
+def _stack(ctx: EqnCtx) -> tuple[Operand, ...] | None:
+    axis = int(ctx.params["axis"])
+    shape = ctx.out_shape(0)
+    if all(isinstance(x, Lit) for x in ctx.ins) and len({x.value for x in ctx.ins}) == 1:  # type: ignore[union-attr]
+        return (ctx.ins[0].reshaped(shape),)  # type: ignore[union-attr]
+    out = ctx.out(0)
+    kb = ctx.kernel()
+    for k, x in enumerate(ctx.ins):
+        nest = Nest(kb, x.shape)
+        if nest.empty:
+            continue
+        dst = [*nest.idx[:axis], lit(k), *nest.idx[axis:]]
+        kb.emit(*nest.wrap([Assign(write(out, dst), read(x, nest.idx))]))
+    return None
 
 
 @lowering("split")

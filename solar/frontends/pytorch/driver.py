@@ -28,7 +28,6 @@ references an unknown tensor (internal).
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -196,6 +195,7 @@ class _Lowerer:
         self.uncovered_values: list[UncoveredValue] = []
         self.mutated: list[str] = []
         self.metas: dict[int, TensorMeta] = {}
+        self.scalar_consts: dict[str, bool | int | float] = {}
         for name in ("y" + str(k) for k in range(len(capture.outputs))):
             self.pb.unique(name)  # reserve y0.. for the outputs
 
@@ -221,17 +221,23 @@ class _Lowerer:
             self.declare("param", nt.meta, "p_" + nt.name.replace(".", "_"))
         for nt in cap.constants:
             hint = "p_" + nt.name.replace(".", "_") if not nt.name[1:].isdigit() else nt.name
-            self.declare("param", nt.meta, hint)
+            info = self.declare("param", nt.meta, hint)
+            if nt.meta.shape == () and nt.value is not None and nt.meta.dtype in TORCH_DTYPES:
+                # A 0-d literal (``x[:, 0] = 0.0`` lifts ``tensor(0.)``): inline its value.
+                self.scalar_consts[info.ref.name] = nt.value.item()
 
     # -- argument conversion ---------------------------------------------------------
-    def resolve(self, a: Any) -> Any:
+    def resolve(self, a: Any, *, inline: bool = True) -> Any:
         if isinstance(a, TensorArg):
             try:
-                return self.env[a.id]
+                info = self.env[a.id]
             except KeyError:
                 raise FrontendError(f"capture reads unknown tensor {a.id}", code="E0512") from None
+            if inline and info.ref.name in self.scalar_consts:
+                return self.scalar_consts[info.ref.name]
+            return info
         if isinstance(a, tuple):
-            return tuple(self.resolve(x) for x in a)
+            return tuple(self.resolve(x, inline=inline) for x in a)
         if isinstance(a, str) and a in TORCH_DTYPES:
             return TORCH_DTYPES[a]
         return a
@@ -263,14 +269,16 @@ class _Lowerer:
             for m in call.outputs:
                 if m is not None:
                     ir_dtype(m.dtype)
-            args = tuple(self.resolve(a) for a in call.args)
-            kwargs = {k: self.resolve(v) for k, v in call.kwargs.items() if k != "out"}
+            outs = self.outputs_for(call)
+            inline = call.kind != "view"
+            args = tuple(self.resolve(a, inline=inline) for a in call.args)
+            kwargs = {k: self.resolve(v, inline=inline) for k, v in call.kwargs.items()
+                      if k != "out"}
         except FrontendError as err:
             if err.code != "E0510":
                 raise
             self.mark_uncovered(call, err.message)
             return
-        outs = self.outputs_for(call)
         opcall = OpCall(
             target, args, kwargs, tuple(outs),
             out_shapes=tuple(m.shape if m is not None else None for m in call.outputs),
@@ -310,24 +318,49 @@ class _Lowerer:
         return outs
 
     def version_for_write(self, call: RecordedCall, cur: TensorInfo) -> TensorInfo:
-        """The value an in-place op writes: a new version, or the tensor itself."""
+        """The value an in-place op writes: a new version, or the tensor itself.
+
+        A full overwrite gets a new version (a temp; aliases are rebased after the
+        op, so the op still reads the old one). A partial or scatter-like write goes
+        into the existing tensor, made writable first (see `writable`).
+        """
         storage = cur.ref
         op = _op_name(call.target)
         full = _numel(cur.shape) == _numel_ref(storage)
         if op in INPLACE_PARTIAL_OPS or not full:
-            self.note_mutation(storage.name)
-            return cur
+            return self.writable(cur, call)
         ref = self.pb.tensor("temp", storage.dtype, storage.shape, f"t{call.index}_{op}")
         self.roles[ref.name] = "temp"
         return dataclasses.replace(cur, ref=ref)
 
+    def writable(self, cur: TensorInfo, call: RecordedCall) -> TensorInfo:
+        """``cur`` in a storage kernels may write.
+
+        The IR forbids writing inputs and parameters (E0214), so a partial in-place
+        update of one first copies it to a new version (an extra copy eager does not
+        make; listed in `IOBinding.mutated`).
+        """
+        storage = cur.ref
+        if self.roles.get(storage.name) not in ("input", "param"):
+            return cur
+        ref = self.pb.tensor("temp", storage.dtype, storage.shape,
+                             f"t{call.index}_{storage.name}_version")
+        self.roles[ref.name] = "temp"
+        shape = tuple(_lit_shape(storage.shape))
+        _emit_copy(self.pb, f"{storage.name}_version",
+                   TensorInfo(storage, shape, storage.dtype), TensorInfo(ref, shape, storage.dtype))
+        self.rebase(storage, ref)
+        return dataclasses.replace(cur, ref=ref)
+
     def note_mutation(self, name: str) -> None:
+        self.scalar_consts.pop(name, None)
         if self.roles.get(name) in ("input", "param") and name not in self.mutated:
             self.mutated.append(name)
 
     def rebase(self, old: TensorRef, new: TensorRef) -> None:
         """Every alias of ``old``'s storage now reads the new version ``new``."""
         self.note_mutation(old.name)
+        self.scalar_consts.pop(old.name, None)
         for tid, info in list(self.env.items()):
             if info.ref.name == old.name:
                 self.env[tid] = dataclasses.replace(info, ref=new)
@@ -403,12 +436,8 @@ class _Lowerer:
             self.env[m.id] = value
 
     def _write_into(self, dst: TensorInfo, src: TensorInfo, call: RecordedCall) -> None:
-        kb = self.pb.kernel(f"t{call.index}_{_op_name(call.target)}_store")
-        idx = kb.fresh_vars(dst.rank)
-        kb.emit(loop_nest(list(zip(idx, dst.shape, strict=True)),
-                          [Assign(LowerCtx.write(dst, idx), LowerCtx.read(src, idx))]))
-        self.pb.finish_kernel(kb)
-        self.note_mutation(dst.ref.name)
+        dst = self.writable(dst, call)
+        _emit_copy(self.pb, f"t{call.index}_{_op_name(call.target)}_store", src, dst)
 
     # -- outputs -------------------------------------------------------------------
     def finish(self) -> LoweredProgram:
@@ -438,11 +467,7 @@ class _Lowerer:
         ref = self.pb.tensor("output", info.dtype, info.shape, f"{name}_value")
         rename[ref.name] = name
         self.roles[ref.name] = "output"
-        kb = self.pb.kernel(f"{name}_copy")
-        idx = kb.fresh_vars(info.rank)
-        body = Assign(Access(ref.name, tuple(idx)), LowerCtx.read(info, idx))
-        kb.emit(loop_nest(list(zip(idx, info.shape, strict=True)), [body]))
-        self.pb.finish_kernel(kb)
+        _emit_copy(self.pb, f"{name}_copy", info, TensorInfo(ref, info.shape, info.dtype))
 
     def _binding(self, out_names: list[str | None], kept: set[str]) -> IOBinding:
         cap = self.capture
@@ -497,6 +522,15 @@ def _load_lowerings() -> None:
     from solar.frontends.pytorch import register_lowerings
 
     register_lowerings()
+
+
+def _emit_copy(pb: ProgramBuilder, name: str, src: TensorInfo, dst: TensorInfo) -> None:
+    """A kernel ``dst[idx] = src[idx]`` over ``dst``'s shape."""
+    kb = pb.kernel(name)
+    idx = kb.fresh_vars(dst.rank)
+    body = Assign(LowerCtx.write(dst, idx), LowerCtx.read(src, idx))
+    kb.emit(loop_nest(list(zip(idx, dst.shape, strict=True)), [body]) if idx else body)
+    pb.finish_kernel(kb)
 
 
 def _tensor_args(call: RecordedCall) -> list[TensorArg]:

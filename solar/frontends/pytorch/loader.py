@@ -317,8 +317,16 @@ def instantiate(source: ProgramSource, *, fake_mode: Any = None) -> Instance:
         target = source.target
         if isinstance(target, torch.nn.Module) and not source.train:
             target.eval()
-        inst = Instance(target, target if isinstance(target, torch.nn.Module) else None,
-                        tuple(source.example_inputs), _state(target), {}, _tensor_attrs(target))
+        # Clone the example inputs so a program that mutates its inputs leaves the
+        # caller's tensors (and later replays) untouched.
+        args = tuple(
+            torch.utils._pytree.tree_map(
+                lambda t: t.detach().clone() if isinstance(t, torch.Tensor) else t, a
+            )
+            for a in source.example_inputs
+        )
+        module = target if isinstance(target, torch.nn.Module) else None
+        inst = Instance(target, module, args, _state(target), {}, _tensor_attrs(target))
         return _fake_wrap(inst, fake_mode) if fake_mode is not None else inst
     if fake_mode is None:
         return _build_from_file(source, None)

@@ -81,7 +81,7 @@ class Aff:
     >>> h, r = Name("h"), Name("r")
     >>> a = Aff.of((2, h, 5), (1, r, 3), const=-1)
     >>> print_expr(a.expr()), a.lo, a.hi
-    ('2 * h + r - 1', -1, 10)
+    ('2 * h + r - 1', -1, 9)
     """
 
     terms: tuple[tuple[int, Expr, int], ...]
@@ -158,17 +158,25 @@ def guard(conds: Sequence[Expr], body: Sequence[Stmt]) -> list[Stmt]:
     return list(body) if cond is None else [If(cond, tuple(body))]
 
 
-def nest(dims: Sequence[tuple[Name, int | Expr] | tuple[Name, Expr, Expr]], body: Sequence[Stmt]) -> list[Stmt]:
+def nest(
+    dims: Sequence[tuple[Name, int | Expr] | tuple[Name, Expr, Expr]], body: Sequence[Stmt]
+) -> list[Stmt]:
     """Wrap ``body`` in loops (outermost first); no dims gives ``body`` back."""
     stmts: tuple[Stmt, ...] = tuple(body)
     for dim in reversed(dims):
         if len(dim) == 2:
-            var, hi = dim  # type: ignore[misc]
+            var, hi = dim
             lo: int | Expr = 0
         else:
-            var, lo, hi = dim  # type: ignore[misc]
-        stmts = (For(var.name, lit(lo) if isinstance(lo, int) else lo,
-                     lit(hi) if isinstance(hi, int) else hi, stmts),)
+            var, lo, hi = dim
+        stmts = (
+            For(
+                var.name,
+                lit(lo) if isinstance(lo, int) else lo,
+                lit(hi) if isinstance(hi, int) else hi,
+                stmts,
+            ),
+        )
     return list(stmts)
 
 
@@ -216,7 +224,9 @@ def fmin(a: Expr, b: Expr) -> Expr:
     return Call("min", (a, b))
 
 
-def expand_param(value: int | Sequence[int] | None, n: int, name: str, default: int | None = None) -> tuple[int, ...]:
+def expand_param(
+    value: int | Sequence[int] | None, n: int, name: str, default: int | None = None
+) -> tuple[int, ...]:
     """An int-list parameter of length ``n`` (a single value is repeated).
 
     >>> expand_param([2], 3, "stride")

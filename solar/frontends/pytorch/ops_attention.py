@@ -35,7 +35,20 @@ from solar.frontends.pytorch.registry import (
     UnsupportedOpError,
     lowering,
 )
-from solar.ir import Access, Assign, Binary, Call, DType, Expr, IntLit, Name, Reduce, Stmt, Unary, lit
+from solar.ir import (
+    Access,
+    Assign,
+    Binary,
+    Call,
+    DType,
+    Expr,
+    IntLit,
+    Name,
+    Reduce,
+    Stmt,
+    Unary,
+    lit,
+)
 
 __all__ = ["Attention", "emit_attention"]
 
@@ -62,7 +75,9 @@ class Attention:
 
 def _bcast(shape: Sequence[int], full: Sequence[int], idx: Sequence[Expr]) -> list[Expr]:
     off = len(full) - len(shape)
-    return [IntLit(0) if d == 1 and full[off + k] != 1 else idx[off + k] for k, d in enumerate(shape)]
+    return [
+        IntLit(0) if d == 1 and full[off + k] != 1 else idx[off + k] for k, d in enumerate(shape)
+    ]
 
 
 def emit_attention(ctx: LowerCtx, kb: KernelBuilder, a: Attention) -> None:
@@ -94,8 +109,10 @@ def emit_attention(ctx: LowerCtx, kb: KernelBuilder, a: Attention) -> None:
     else:
         outer = Nest(kb, list(lead), ["b"] * (len(lead) - 1) + ["h"] if lead else [])
         q_lead = list(outer.idx)
-        kv_idx = [IntLit(0) if kd == 1 and qd != 1 else ix
-                  for kd, qd, ix in zip(kv_lead, lead, outer.idx, strict=True)]
+        kv_idx = [
+            IntLit(0) if kd == 1 and qd != 1 else ix
+            for kd, qd, ix in zip(kv_lead, lead, outer.idx, strict=True)
+        ]
     scores = kb.local(acc, [*lead, n_q, n_k], "scores")
     row_max = kb.local(acc, [*lead, n_q], "row_max")
     row_sum = kb.local(acc, [*lead, n_q], "row_sum")
@@ -106,8 +123,11 @@ def emit_attention(ctx: LowerCtx, kb: KernelBuilder, a: Attention) -> None:
         (j, j2, j3, j4, d, d2) = (*kb.fresh_vars(4, "j"), *kb.fresh_vars(2, "d"))
         s_at = scores[(*q_lead, i, j)]
         m_at, l_at = row_max[(*q_lead, i)], row_sum[(*q_lead, i)]
-        qk = Binary("*", cast(ctx.read(q, [*q_lead, i, d]), q.dtype, acc),
-                    cast(ctx.read(k, [*kv_idx, j, d]), k.dtype, acc))
+        qk = Binary(
+            "*",
+            cast(ctx.read(q, [*q_lead, i, d]), q.dtype, acc),
+            cast(ctx.read(k, [*kv_idx, j, d]), k.dtype, acc),
+        )
         scaled: Expr = Binary("*", s_at, lit(scale))
         if a.mask is not None:
             mval = ctx.read(a.mask, _bcast(a.mask.shape, full, [*q_lead, i, j]))
@@ -116,38 +136,78 @@ def emit_attention(ctx: LowerCtx, kb: KernelBuilder, a: Attention) -> None:
             else:
                 scaled = Binary("+", scaled, cast(mval, a.mask.dtype, acc))
         s3 = scores[(*q_lead, i, j3)]
-        out_t: Access = o_acc[(*q_lead, i, d2)] if o_acc is not None else ctx.write(a.out, [*q_lead, i, d2])
+        out_t: Access = (
+            o_acc[(*q_lead, i, d2)] if o_acc is not None else ctx.write(a.out, [*q_lead, i, d2])
+        )
         body: list[Stmt] = [
-            *nest([(j, j_hi)], [
-                Assign(s_at, lit(0.0)),
-                *nest([(d, e_dim)], [Reduce(s_at, "+", qk)]),
-                Assign(s_at, scaled),
-            ]),
+            *nest(
+                [(j, j_hi)],
+                [
+                    Assign(s_at, lit(0.0)),
+                    *nest([(d, e_dim)], [Reduce(s_at, "+", qk)]),
+                    Assign(s_at, scaled),
+                ],
+            ),
             Assign(m_at, Unary("-", lit(float("inf")))),
             *nest([(j2, j_hi)], [Reduce(m_at, "max", scores[(*q_lead, i, j2)])]),
             Assign(l_at, lit(0.0)),
-            *nest([(j3, j_hi)], [
-                Assign(s3, Call("exp", (Binary("-", s3, m_at),))),
-                Reduce(l_at, "+", s3),
-            ]),
-            *nest([(d2, ev)], [
-                Assign(out_t, lit(0.0)),
-                *nest([(j4, j_hi)], [Reduce(out_t, "+", Binary(
-                    "*", scores[(*q_lead, i, j4)], cast(ctx.read(v, [*kv_idx, j4, d2]), v.dtype, acc)))]),
-                Assign(out_t, Binary("/", out_t, l_at)),
-                *([Assign(ctx.write(a.out, [*q_lead, i, d2]), out_t)] if o_acc is not None else []),
-            ]),
+            *nest(
+                [(j3, j_hi)],
+                [
+                    Assign(s3, Call("exp", (Binary("-", s3, m_at),))),
+                    Reduce(l_at, "+", s3),
+                ],
+            ),
+            *nest(
+                [(d2, ev)],
+                [
+                    Assign(out_t, lit(0.0)),
+                    *nest(
+                        [(j4, j_hi)],
+                        [
+                            Reduce(
+                                out_t,
+                                "+",
+                                Binary(
+                                    "*",
+                                    scores[(*q_lead, i, j4)],
+                                    cast(ctx.read(v, [*kv_idx, j4, d2]), v.dtype, acc),
+                                ),
+                            )
+                        ],
+                    ),
+                    Assign(out_t, Binary("/", out_t, l_at)),
+                    *(
+                        [Assign(ctx.write(a.out, [*q_lead, i, d2]), out_t)]
+                        if o_acc is not None
+                        else []
+                    ),
+                ],
+            ),
         ]
         if a.lse is not None:
             tail = [IntLit(0)] * (a.lse.rank - len(lead) - 1)
-            body.append(Assign(ctx.write(a.lse, [*q_lead, i, *tail]),
-                               Binary("+", m_at, Call("log", (l_at,)))))
+            body.append(
+                Assign(
+                    ctx.write(a.lse, [*q_lead, i, *tail]), Binary("+", m_at, Call("log", (l_at,)))
+                )
+            )
         if a.weights is not None:
             (j5, j6) = kb.fresh_vars(2, "j")
-            body += nest([(j5, j_hi)], [Assign(ctx.write(a.weights, [*q_lead, i, j5]),
-                                               Binary("/", scores[(*q_lead, i, j5)], l_at))])
+            body += nest(
+                [(j5, j_hi)],
+                [
+                    Assign(
+                        ctx.write(a.weights, [*q_lead, i, j5]),
+                        Binary("/", scores[(*q_lead, i, j5)], l_at),
+                    )
+                ],
+            )
             if not (isinstance(j_hi, IntLit) and j_hi.value == n_k):
-                body += nest([(j6, j_hi, lit(n_k))], [Assign(ctx.write(a.weights, [*q_lead, i, j6]), lit(0.0))])
+                body += nest(
+                    [(j6, j_hi, lit(n_k))],
+                    [Assign(ctx.write(a.weights, [*q_lead, i, j6]), lit(0.0))],
+                )
         return body
 
     stmts: list[Stmt] = []
@@ -163,8 +223,17 @@ def emit_attention(ctx: LowerCtx, kb: KernelBuilder, a: Attention) -> None:
     kb.emit(*outer.wrap(stmts))
 
 
-def _sdpa(ctx: LowerCtx, call: OpCall, *, mask_at: int | None, causal_at: int, dropout_at: int,
-          lse_pos: int | None = 1, weights_pos: int | None = None, mask_name: str = "attn_mask") -> None:
+def _sdpa(
+    ctx: LowerCtx,
+    call: OpCall,
+    *,
+    mask_at: int | None,
+    causal_at: int,
+    dropout_at: int,
+    lse_pos: int | None = 1,
+    weights_pos: int | None = None,
+    mask_name: str = "attn_mask",
+) -> None:
     q, k, v = call.arg(0, "query"), call.arg(1, "key"), call.arg(2, "value")
     out = call.outputs[0]
     if not all(isinstance(t, TensorInfo) for t in (q, k, v)) or out is None:
@@ -175,11 +244,23 @@ def _sdpa(ctx: LowerCtx, call: OpCall, *, mask_at: int | None, causal_at: int, d
     lse = call.outputs[lse_pos] if lse_pos is not None and len(call.outputs) > lse_pos else None
     if lse is not None and tuple(lse.shape[: q.rank - 1]) != tuple(q.shape[:-1]):
         lse = None  # a padded layout (memory-efficient kernels): not modelled
-    weights = call.outputs[weights_pos] if weights_pos is not None and len(call.outputs) > weights_pos else None
+    weights = (
+        call.outputs[weights_pos]
+        if weights_pos is not None and len(call.outputs) > weights_pos
+        else None
+    )
     scale = call.kwargs.get("scale")
-    att = Attention(q, k, v, out, mask if isinstance(mask, TensorInfo) else None,
-                    bool(call.arg(causal_at, "is_causal", False)),
-                    None if scale is None else float(scale), lse, weights)
+    att = Attention(
+        q,
+        k,
+        v,
+        out,
+        mask if isinstance(mask, TensorInfo) else None,
+        bool(call.arg(causal_at, "is_causal", False)),
+        None if scale is None else float(scale),
+        lse,
+        weights,
+    )
     emit_attention(ctx, ctx.kernel("attention"), att)
 
 
@@ -195,8 +276,10 @@ def _flash(ctx: LowerCtx, call: OpCall) -> None:
     _sdpa(ctx, call, mask_at=None, causal_at=4, dropout_at=3)
 
 
-@lowering("aten._scaled_dot_product_efficient_attention.default",
-          "aten._scaled_dot_product_cudnn_attention.default")
+@lowering(
+    "aten._scaled_dot_product_efficient_attention.default",
+    "aten._scaled_dot_product_cudnn_attention.default",
+)
 def _efficient(ctx: LowerCtx, call: OpCall) -> None:
     """``(query, key, value, attn_bias, compute_log_sumexp, dropout_p, is_causal, ...)``."""
     _sdpa(ctx, call, mask_at=3, causal_at=6, dropout_at=5, mask_name="attn_bias")
@@ -208,13 +291,19 @@ def _sdpa_composite(ctx: LowerCtx, call: OpCall) -> None:
     scale = call.arg(6, "scale")
     kwargs = dict(call.kwargs)
     kwargs["scale"] = scale
-    _sdpa(ctx, OpCall(call.target, call.args[:6], kwargs, call.outputs), mask_at=3,
-          causal_at=5, dropout_at=4, lse_pos=None)
+    _sdpa(
+        ctx,
+        OpCall(call.target, call.args[:6], kwargs, call.outputs),
+        mask_at=3,
+        causal_at=5,
+        dropout_at=4,
+        lse_pos=None,
+    )
 
 
 @lowering("aten._scaled_dot_product_attention_math.default")
 def _sdpa_math(ctx: LowerCtx, call: OpCall) -> None:
-    """``(query, key, value, attn_mask, dropout_p, is_causal, dropout_mask, *, scale, enable_gqa)``."""
+    """``(query, key, value, attn_mask, dropout_p, is_causal, dropout_mask, *, scale, ...)``."""
     mask = call.arg(3, "attn_mask")
     if isinstance(mask, TensorInfo) and mask.dtype == DType.BOOL:
         # called directly, the math op adds a bool mask as 0/1 (the composite converts it first)

@@ -22,16 +22,23 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from solar.frontends.builder import KernelBuilder
-from solar.frontends.pytorch.lowering_utils import accumulate_dtype, bcast_read, cast
+from solar.frontends.pytorch.lowering_utils import (
+    accumulate_dtype,
+    bcast_read,
+    cast,
+    elementwise,
+    operand,
+)
 from solar.frontends.pytorch.nn_utils import Nest, fmax, fmin, nest
 from solar.frontends.pytorch.registry import (
     LowerCtx,
     OpCall,
     TensorInfo,
     UnsupportedOpError,
+    find_lowering,
     lowering,
 )
-from solar.ir import Access, Assign, Binary, Call, DType, Expr, If, Reduce, Stmt, Unary, lit
+from solar.ir import Access, Assign, Binary, Call, DType, Expr, If, Name, Reduce, Stmt, Unary, lit
 
 __all__: list[str] = []
 
@@ -130,8 +137,15 @@ def _elementwise_loss(
             tv = cast(bcast_read(t, idx, shape), t.dtype, acc)
             return stage(xv, tv)
 
-        _reduced(ctx, kb, out, shape, int(call.arg(2, "reduction", _MEAN)),
-                 lambda idx: fn(call, idx[0]), stage=staged)
+        _reduced(
+            ctx,
+            kb,
+            out,
+            shape,
+            int(call.arg(2, "reduction", _MEAN)),
+            lambda idx: fn(call, idx[0]),
+            stage=staged,
+        )
 
     return lower
 
@@ -155,8 +169,10 @@ def _smooth_l1(c: OpCall, z: Expr) -> Expr:
 def _huber(c: OpCall, z: Expr) -> Expr:
     delta = float(c.arg(3, "delta", 1.0))
     quad = _bin("*", _f(0.5), _bin("*", z, z))
-    return Call("select", (_bin("<", z, _f(delta)), quad,
-                           _bin("*", _f(delta), _bin("-", z, _f(0.5 * delta)))))
+    return Call(
+        "select",
+        (_bin("<", z, _f(delta)), quad, _bin("*", _f(delta), _bin("-", z, _f(0.5 * delta)))),
+    )
 
 
 def _abs_diff(x: Expr, t: Expr) -> Expr:
@@ -213,7 +229,10 @@ def _bce(ctx: LowerCtx, call: OpCall) -> None:
     kb = ctx.kernel("binary_cross_entropy")
 
     def value(idx: list[Expr]) -> Expr:
-        xv, tv = cast(bcast_read(x, idx, shape), x.dtype, acc), cast(bcast_read(t, idx, shape), t.dtype, acc)
+        xv, tv = (
+            cast(bcast_read(x, idx, shape), x.dtype, acc),
+            cast(bcast_read(t, idx, shape), t.dtype, acc),
+        )
         lx = fmax(Call("log", (xv,)), _f(-100.0))
         l1x = fmax(Call("log", (_bin("-", _f(1.0), xv),)), _f(-100.0))
         loss = _bin("-", _bin("*", _bin("-", tv, _f(1.0)), l1x), _bin("*", tv, lx))
@@ -236,9 +255,13 @@ def _bce_logits(ctx: LowerCtx, call: OpCall) -> None:
     kb = ctx.kernel("binary_cross_entropy_with_logits")
 
     def value(idx: list[Expr]) -> Expr:
-        xv, tv = cast(bcast_read(x, idx, shape), x.dtype, acc), cast(bcast_read(t, idx, shape), t.dtype, acc)
-        log_sig = _bin("-", fmin(xv, _f(0.0)),
-                       Call("log1p", (Call("exp", (Unary("-", Call("abs", (xv,))),)),)))
+        xv, tv = (
+            cast(bcast_read(x, idx, shape), x.dtype, acc),
+            cast(bcast_read(t, idx, shape), t.dtype, acc),
+        )
+        log_sig = _bin(
+            "-", fmin(xv, _f(0.0)), Call("log1p", (Call("exp", (Unary("-", Call("abs", (xv,))),)),))
+        )
         pw = _opt_read(call.arg(3, "pos_weight"), idx, shape, acc)
         if pw is not None:
             log_sig = _bin("*", _bin("+", _bin("*", _bin("-", pw, _f(1.0)), tv), _f(1.0)), log_sig)
@@ -249,10 +272,15 @@ def _bce_logits(ctx: LowerCtx, call: OpCall) -> None:
     _reduced(ctx, kb, out, shape, int(call.arg(4, "reduction", _MEAN)), value)
 
 
-@lowering("aten.nll_loss_forward.default", "aten.nll_loss2d_forward.default",
-          "aten.nll_loss.default", "aten.nll_loss_nd.default", "aten.nll_loss2d.default")
+@lowering(
+    "aten.nll_loss_forward.default",
+    "aten.nll_loss2d_forward.default",
+    "aten.nll_loss.default",
+    "aten.nll_loss_nd.default",
+    "aten.nll_loss2d.default",
+)
 def _nll_loss(ctx: LowerCtx, call: OpCall) -> None:
-    """``nll_loss_forward(self, target, weight, reduction, ignore_index) -> (output, total_weight)``.
+    """``nll_loss_forward(self, target, weight, reduction, ignore_index) -> (out, total_weight)``.
 
     ``self`` is ``[C]``, ``[N, C]`` or ``[N, C, *d]``; ``target`` drops the class dim.
     """
@@ -288,7 +316,9 @@ def _nll_loss(ctx: LowerCtx, call: OpCall) -> None:
     kb.emit(
         Assign(s, _f(0.0)),
         Assign(tw, _f(0.0)),
-        *nst.wrap([If(keep, (Reduce(s, "+", picked), Reduce(tw, "+", w if w is not None else _f(1.0))))]),
+        *nst.wrap(
+            [If(keep, (Reduce(s, "+", picked), Reduce(tw, "+", w if w is not None else _f(1.0))))]
+        ),
         Assign(ctx.write(out, []), Unary("-", _bin("/", s, tw) if reduction == _MEAN else s)),
     )
     if total is not None:
@@ -320,15 +350,39 @@ def _multi_margin(ctx: LowerCtx, call: OpCall) -> None:
         term = _bin("*", cast(ctx.read(weight, [y]), weight.dtype, acc), term)
     per = kb.local(acc, t.shape, "per_sample")
     per_at = per[tuple(rows.idx)] if t.rank else per.scalar()
-    kb.emit(*rows.wrap([
-        Assign(per_at, _f(0.0)),
-        *nest([(i, n_cls)], [If(_bin("!=", i, y), (Reduce(per_at, "+", term),))]),
-        Assign(per_at, _bin("/", per_at, _f(n_cls))),
-    ]))
+    kb.emit(
+        *rows.wrap(
+            [
+                Assign(per_at, _f(0.0)),
+                *nest([(i, n_cls)], [If(_bin("!=", i, y), (Reduce(per_at, "+", term),))]),
+                Assign(per_at, _bin("/", per_at, _f(n_cls))),
+            ]
+        )
+    )
     red = reduction if t.rank else _NONE
     if red == _NONE:
         o = Nest(kb, t.shape, "n")
-        kb.emit(*o.wrap([Assign(ctx.write(out, o.idx), per[tuple(o.idx)] if t.rank else per.scalar())]))
+        kb.emit(
+            *o.wrap([Assign(ctx.write(out, o.idx), per[tuple(o.idx)] if t.rank else per.scalar())])
+        )
         return
     _reduced(ctx, kb, out, t.shape, red, lambda idx: per[tuple(idx)])
 
+
+def _xlogy(ctx: LowerCtx, call: OpCall) -> None:
+    """``xlogy(self, other) = self * log(other)``, 0 where ``self == 0`` (``F.kl_div``)."""
+    a, b = call.arg(0, "self"), call.arg(1, "other")
+    out = _out(call)
+
+    def value(idx: tuple[Name, ...]) -> Expr:
+        x, y = operand(a, idx, out.shape, out.dtype), operand(b, idx, out.shape, out.dtype)
+        return Call("select", (_bin("==", x, _f(0.0)), _f(0.0), _bin("*", x, Call("log", (y,)))))
+
+    elementwise(ctx, out, value)
+
+
+# F.kl_div decomposes into xlogy, an elementwise op of the core family; registered here
+# only while no other module provides it (the core module may take it over).
+for _target in ("aten.xlogy.Tensor", "aten.xlogy.Scalar_Other", "aten.xlogy.Scalar_Self"):
+    if find_lowering(_target) is None:
+        lowering(_target)(_xlogy)

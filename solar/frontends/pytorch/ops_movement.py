@@ -10,13 +10,16 @@ merges of dims stay affine (``//``/``%`` by constants appear only inside a group
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
-from solar.frontends.pytorch.lowering_utils import norm_dim
+from solar.frontends.pytorch.lowering_utils import copy_kernel, norm_dim
 from solar.frontends.pytorch.registry import (
     LowerCtx,
+    LoweringFn,
     OpCall,
     TensorInfo,
     UnsupportedOpError,
+    find_lowering,
     lowering,
 )
 from solar.ir import Binary, Expr, IntLit
@@ -129,7 +132,7 @@ def _shape(call: OpCall, k: int = 0) -> tuple[int, ...]:
 
 @lowering("aten.view", "aten._unsafe_view", "aten.reshape", "aten._reshape_alias",
           "aten.squeeze", "aten.unsqueeze", "aten.flatten", "aten.view_as",
-          "aten.unflatten", "aten.squeeze_copy", "aten.view_copy")
+          "aten.unflatten")
 def _reshape(ctx: LowerCtx, call: OpCall) -> tuple[TensorInfo, ...]:
     x = _x(call)
     shape = _shape(call)
@@ -140,8 +143,8 @@ def _reshape(ctx: LowerCtx, call: OpCall) -> tuple[TensorInfo, ...]:
     return (x.view(shape, reshape_map(x.shape, shape)),)
 
 
-@lowering("aten.alias", "aten.detach", "aten.lift_fresh", "aten.alias_copy",
-          "aten.detach_copy", "aten.resolve_conj", "aten.resolve_neg", "aten.positive")
+@lowering("aten.alias", "aten.detach", "aten.lift_fresh", "aten.resolve_conj",
+          "aten.resolve_neg", "aten.positive")
 def _identity(ctx: LowerCtx, call: OpCall) -> tuple[TensorInfo, ...]:
     return (_x(call),)
 
@@ -325,3 +328,24 @@ def _movedim(ctx: LowerCtx, call: OpCall) -> tuple[TensorInfo, ...]:
     rest = iter(k for k in range(x.rank) if k not in src)
     perm = [p if p >= 0 else next(rest) for p in perm]
     return (_permuted(x, perm),)
+
+
+def _copy_variant(view_target: str) -> LoweringFn:
+    """``<view>_copy`` ops: the view, materialised by one copy kernel."""
+
+    def lower(ctx: LowerCtx, call: OpCall) -> None:
+        view_fn = find_lowering(view_target)
+        assert view_fn is not None
+        views = view_fn(ctx, replace(call, target=view_target))
+        assert views is not None
+        for view, out in zip(views, call.outputs, strict=True):
+            if out is not None and view is not None:
+                copy_kernel(ctx, view, out)
+
+    return lower
+
+
+for _view in ("view", "_unsafe_view", "squeeze", "unsqueeze", "alias", "detach", "permute",
+              "transpose", "t", "expand", "slice", "select", "split", "split_with_sizes",
+              "unbind", "diagonal", "unfold", "_reshape_alias", "narrow"):
+    lowering(f"aten.{_view}_copy")(_copy_variant(f"aten.{_view}.default"))

@@ -217,37 +217,69 @@ def _run(
     "aten.convolution_overrideable.default",
 )
 def _convolution(ctx: LowerCtx, call: OpCall) -> None:
-    """``convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)``."""
+    """``convolution(input, weight, bias, stride, padding, dilation, transposed, _, groups)``."""
     a = call.arg
-    _run(ctx, call, a(2, "bias"), a(3, "stride"), a(4, "padding"), a(5, "dilation"),
-         a(6, "transposed"), a(8, "groups"))
+    _run(
+        ctx,
+        call,
+        a(2, "bias"),
+        a(3, "stride"),
+        a(4, "padding"),
+        a(5, "dilation"),
+        a(6, "transposed"),
+        a(8, "groups"),
+    )
 
 
 @lowering("aten.conv1d", "aten.conv2d", "aten.conv3d")
 def _conv_nd(ctx: LowerCtx, call: OpCall) -> None:
-    """``conv2d(input, weight, bias=None, stride=1, padding=0 | "same" | "valid", dilation=1, groups=1)``."""
+    """``conv2d(input, weight, bias, stride, padding | "same" | "valid", dilation, groups)``."""
     a = call.arg
-    _run(ctx, call, a(2, "bias"), a(3, "stride", 1), a(4, "padding", 0), a(5, "dilation", 1),
-         False, a(6, "groups", 1))
+    _run(
+        ctx,
+        call,
+        a(2, "bias"),
+        a(3, "stride", 1),
+        a(4, "padding", 0),
+        a(5, "dilation", 1),
+        False,
+        a(6, "groups", 1),
+    )
 
 
 @lowering("aten.conv_transpose1d", "aten.conv_transpose2d", "aten.conv_transpose3d")
 def _conv_transpose_nd(ctx: LowerCtx, call: OpCall) -> None:
-    """``conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups, dilation)``."""
+    """``conv_transpose2d(input, weight, bias, stride, padding, out_padding, groups, dilation)``."""
     a = call.arg
-    _run(ctx, call, a(2, "bias"), a(3, "stride", 1), a(4, "padding", 0), a(7, "dilation", 1),
-         True, a(6, "groups", 1))
+    _run(
+        ctx,
+        call,
+        a(2, "bias"),
+        a(3, "stride", 1),
+        a(4, "padding", 0),
+        a(7, "dilation", 1),
+        True,
+        a(6, "groups", 1),
+    )
 
 
-@lowering("aten.mkldnn_convolution.default")
+@lowering("aten.mkldnn_convolution.default", "aten.miopen_convolution.default")
 def _mkldnn_convolution(ctx: LowerCtx, call: OpCall) -> None:
     """``mkldnn_convolution(self, weight, bias, padding, stride, dilation, groups)``."""
     a = call.arg
-    _run(ctx, call, a(2, "bias"), a(4, "stride"), a(3, "padding"), a(5, "dilation"), False,
-         a(6, "groups"))
+    _run(
+        ctx,
+        call,
+        a(2, "bias"),
+        a(4, "stride"),
+        a(3, "padding"),
+        a(5, "dilation"),
+        False,
+        a(6, "groups"),
+    )
 
 
-@lowering("aten.cudnn_convolution.default", "aten.miopen_convolution.default")
+@lowering("aten.cudnn_convolution.default")
 def _cudnn_convolution(ctx: LowerCtx, call: OpCall) -> None:
     """``cudnn_convolution(self, weight, padding, stride, dilation, groups, ...)`` (no bias)."""
     a = call.arg
@@ -256,13 +288,16 @@ def _cudnn_convolution(ctx: LowerCtx, call: OpCall) -> None:
 
 @lowering("aten.cudnn_convolution_transpose.default")
 def _cudnn_convolution_transpose(ctx: LowerCtx, call: OpCall) -> None:
-    """``cudnn_convolution_transpose(self, weight, padding, output_padding, stride, dilation, groups, ...)``."""
+    """``cudnn_convolution_transpose(self, weight, padding, _, stride, dilation, groups, ...)``."""
     a = call.arg
     _run(ctx, call, None, a(4, "stride"), a(2, "padding"), a(5, "dilation"), True, a(6, "groups"))
 
 
-@lowering("aten._slow_conv2d_forward.default", "aten.slow_conv3d_forward.default",
-          "aten.thnn_conv2d.default")
+@lowering(
+    "aten._slow_conv2d_forward.default",
+    "aten.slow_conv3d_forward.default",
+    "aten.thnn_conv2d.default",
+)
 def _slow_conv(ctx: LowerCtx, call: OpCall) -> None:
     """``_slow_conv2d_forward(self, weight, kernel_size, bias, stride, padding)``."""
     a = call.arg
@@ -273,25 +308,43 @@ def _slow_conv(ctx: LowerCtx, call: OpCall) -> None:
 def _slow_conv_dilated(ctx: LowerCtx, call: OpCall) -> None:
     """``slow_conv_dilated2d(self, weight, kernel_size, bias, stride, padding, dilation)``."""
     a = call.arg
-    _run(ctx, call, a(3, "bias"), a(4, "stride", 1), a(5, "padding", 0), a(6, "dilation", 1),
-         False, 1)
+    _run(
+        ctx,
+        call,
+        a(3, "bias"),
+        a(4, "stride", 1),
+        a(5, "padding", 0),
+        a(6, "dilation", 1),
+        False,
+        1,
+    )
 
 
 @lowering("aten._conv_depthwise2d.default", "aten.conv_depthwise3d.default")
 def _conv_depthwise(ctx: LowerCtx, call: OpCall) -> None:
-    """``_conv_depthwise2d(self, weight, kernel_size, bias, stride, padding, dilation)``: groups = C."""
+    """``_conv_depthwise2d(self, weight, kernel_size, bias, stride, padding, dilation)``."""
     a = call.arg
     x = a(0, "self")
     if not isinstance(x, TensorInfo):
         raise UnsupportedOpError("tensor input expected")
     nd = len(a(2, "kernel_size"))
-    _run(ctx, call, a(3, "bias"), a(4, "stride"), a(5, "padding"), a(6, "dilation"), False,
-         x.shape[x.rank - nd - 1])
+    _run(
+        ctx,
+        call,
+        a(3, "bias"),
+        a(4, "stride"),
+        a(5, "padding"),
+        a(6, "dilation"),
+        False,
+        x.shape[x.rank - nd - 1],
+    )
 
 
 @lowering("aten.slow_conv_transpose2d.default", "aten.slow_conv_transpose3d.default")
 def _slow_conv_transpose(ctx: LowerCtx, call: OpCall) -> None:
-    """``slow_conv_transpose2d(self, weight, kernel_size, bias, stride, padding, output_padding, dilation)``."""
+    """``slow_conv_transpose2d(self, weight, kernel_size, bias, stride, padding, output_padding,
+    dilation)``."""
     a = call.arg
-    _run(ctx, call, a(3, "bias"), a(4, "stride", 1), a(5, "padding", 0), a(7, "dilation", 1),
-         True, 1)
+    _run(
+        ctx, call, a(3, "bias"), a(4, "stride", 1), a(5, "padding", 0), a(7, "dilation", 1), True, 1
+    )

@@ -66,7 +66,9 @@ class _Stats:
     def at(t: TensorRef, key: Sequence[Expr]) -> Access:
         return t[tuple(key)] if key else t.scalar()
 
-    def emit(self, key: Sequence[Expr], red: Nest, value: Expr, count: int, eps: float) -> list[Stmt]:
+    def emit(
+        self, key: Sequence[Expr], red: Nest, value: Expr, count: int, eps: float
+    ) -> list[Stmt]:
         """Statements computing mean, biased variance and rstd of ``value`` over ``red``."""
         m, v, r = self.at(self.mean, key), self.at(self.var, key), self.at(self.rstd, key)
         return [
@@ -129,7 +131,9 @@ def _batch_norm(
         body.append(Assign(st.rstd[c], Call("rsqrt", (Binary("+", rv, lit(float(eps))),))))
     w, b = _param(ctx, weight, [c], acc), _param(ctx, bias, [c], acc)
     body.append(Assign(scale[c], _mul(w, st.rstd[c]) if w is not None else st.rstd[c]))
-    body.append(Assign(shift[c], Binary("-", b if b is not None else lit(0.0), _mul(mean, scale[c]))))
+    body.append(
+        Assign(shift[c], Binary("-", b if b is not None else lit(0.0), _mul(mean, scale[c])))
+    )
     if training:
         if save_mean is not None:
             body.append(Assign(ctx.write(save_mean, [c]), st.mean[c]))
@@ -151,15 +155,27 @@ def _t(call: OpCall, i: int, name: str) -> TensorInfo | None:
     return _tensor(call.arg(i, name))
 
 
-@lowering("aten.native_batch_norm.default", "aten._native_batch_norm_legit.default",
-          "aten._native_batch_norm_legit_functional.default", "aten.cudnn_batch_norm.default",
-          "aten.miopen_batch_norm.default")
+@lowering(
+    "aten.native_batch_norm.default",
+    "aten._native_batch_norm_legit.default",
+    "aten._native_batch_norm_legit_functional.default",
+    "aten.cudnn_batch_norm.default",
+    "aten.miopen_batch_norm.default",
+)
 def _native_batch_norm(ctx: LowerCtx, call: OpCall) -> None:
     """``(input, weight, bias, running_mean, running_var, training, momentum, eps)``."""
-    params = tuple(_t(call, i, n) for i, n in enumerate(
-        ("input", "weight", "bias", "running_mean", "running_var")))
-    _batch_norm(ctx, call, params, bool(call.arg(5, "training")),
-                float(call.arg(6, "momentum", 0.1)), float(call.arg(7, "eps", 1e-5)))
+    params = tuple(
+        _t(call, i, n)
+        for i, n in enumerate(("input", "weight", "bias", "running_mean", "running_var"))
+    )
+    _batch_norm(
+        ctx,
+        call,
+        params,
+        bool(call.arg(5, "training")),
+        float(call.arg(6, "momentum", 0.1)),
+        float(call.arg(7, "eps", 1e-5)),
+    )
 
 
 @lowering("aten._native_batch_norm_legit.no_stats")
@@ -172,14 +188,16 @@ def _batch_norm_no_stats(ctx: LowerCtx, call: OpCall) -> None:
 @lowering("aten._native_batch_norm_legit_no_training.default")
 def _batch_norm_no_training(ctx: LowerCtx, call: OpCall) -> None:
     """``(input, weight, bias, running_mean, running_var, momentum, eps)``: eval mode."""
-    params = tuple(_t(call, i, n) for i, n in enumerate(
-        ("input", "weight", "bias", "running_mean", "running_var")))
+    params = tuple(
+        _t(call, i, n)
+        for i, n in enumerate(("input", "weight", "bias", "running_mean", "running_var"))
+    )
     _batch_norm(ctx, call, params, False, float(call.arg(5, "momentum")), float(call.arg(6, "eps")))
 
 
 @lowering("aten.batch_norm.default")
 def _batch_norm_composite(ctx: LowerCtx, call: OpCall) -> None:
-    """``batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn)``."""
+    """``batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps)``."""
     _native_batch_norm(ctx, call)
 
 
@@ -202,7 +220,7 @@ def _row_norm(ctx: LowerCtx, call: OpCall, *, rms: bool, eps: float | None) -> N
     if eps is None:
         eps = _EPS.get(x.dtype, _EPS[DType.F32])
     # layer norm: (out, mean, rstd); _fused_rms_norm: (out, rstd)
-    extra = list(call.outputs[1:]) + [None, None]
+    extra = [*call.outputs[1:], None, None]
     mean_out, rstd_out = (None, extra[0]) if rms else (extra[0], extra[1])
     kb = ctx.kernel("rms_norm" if rms else "layer_norm")
     acc = accumulate_dtype(x.dtype)
@@ -219,7 +237,9 @@ def _row_norm(ctx: LowerCtx, call: OpCall, *, rms: bool, eps: float | None) -> N
         body: list[Stmt] = [
             Assign(m, lit(0.0)),
             *red.wrap([Reduce(m, "+", _mul(xv, xv))]),
-            Assign(r, Call("rsqrt", (Binary("+", Binary("/", m, lit(float(count))), lit(float(eps))),))),
+            Assign(
+                r, Call("rsqrt", (Binary("+", Binary("/", m, lit(float(count))), lit(float(eps))),))
+            ),
         ]
     else:
         body = st.emit(key, red, xv, count, eps)
@@ -261,7 +281,7 @@ def _native_group_norm(ctx: LowerCtx, call: OpCall) -> None:
     out = call.outputs[0]
     if not isinstance(x, TensorInfo) or out is None or x.rank < 2 or x.shape[1] % groups:
         raise UnsupportedOpError(f"{call.target}: expected [N, C, *] with C divisible by groups")
-    mean_out, rstd_out = (list(call.outputs[1:]) + [None, None])[:2]
+    mean_out, rstd_out = ([*call.outputs[1:], None, None])[:2]
     kb = ctx.kernel("group_norm")
     acc = accumulate_dtype(x.dtype)
     n_ext, cg = x.shape[0], x.shape[1] // groups
@@ -283,12 +303,20 @@ def _native_group_norm(ctx: LowerCtx, call: OpCall) -> None:
     cc = iadd(imul(g, cg), per_c.idx[0])
     w, b = _param(ctx, weight, [cc], acc), _param(ctx, bias, [cc], acc)
     sc, sh = scale[n, cc], shift[n, cc]
-    body += per_c.wrap([
-        Assign(sc, _mul(st.rstd[n, g], w) if w is not None else st.rstd[n, g]),
-        Assign(sh, Binary("-", b if b is not None else lit(0.0), _mul(st.mean[n, g], sc))),
-    ])
+    body += per_c.wrap(
+        [
+            Assign(sc, _mul(st.rstd[n, g], w) if w is not None else st.rstd[n, g]),
+            Assign(sh, Binary("-", b if b is not None else lit(0.0), _mul(st.mean[n, g], sc))),
+        ]
+    )
     full = Nest(kb, [cg, *spatial], ["c"] + ["i"] * len(spatial))
     cf = iadd(imul(g, cg), full.idx[0])
     xf = cast(ctx.read(x, [n, cf, *full.idx[1:]]), x.dtype, acc)
-    body += full.wrap([Assign(ctx.write(out, [n, cf, *full.idx[1:]]), _affine_out(xf, scale[n, cf], shift[n, cf]))])
+    body += full.wrap(
+        [
+            Assign(
+                ctx.write(out, [n, cf, *full.idx[1:]]), _affine_out(xf, scale[n, cf], shift[n, cf])
+            )
+        ]
+    )
     kb.emit(*outer.wrap(body))

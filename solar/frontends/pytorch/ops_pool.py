@@ -252,8 +252,13 @@ def _avg_pool(nd: int) -> LoweringFn:
             lead = len(outer.extents) - nd
             return [
                 _avg_divisor_dim(
-                    outer.aff(lead + d), outer.extents[lead + d], kernel[d], stride[d],
-                    padding[d], in_sp[d], incl,
+                    outer.aff(lead + d),
+                    outer.extents[lead + d],
+                    kernel[d],
+                    stride[d],
+                    padding[d],
+                    in_sp[d],
+                    incl,
                 )
                 for d in range(nd)
             ]

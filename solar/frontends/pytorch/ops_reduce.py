@@ -152,7 +152,7 @@ def _sum(ctx: LowerCtx, call: OpCall) -> None:
 @lowering("aten.nansum")
 def _nansum(ctx: LowerCtx, call: OpCall) -> None:
     x = tensor_arg(call, 0, "self")
-    dims, keep = _sum_dims(call, x)
+    dims, keep = _dims_arg(call, x, 1, "dim"), bool(call.arg(2, "keepdim", False))
     _simple(ctx, call, dims, keep, "+", _zero,
             lambda v, dt: sel(fn("isnan", v), lit(0.0), cast(v, x.dtype, dt))
             if x.dtype.is_float else cast(v, x.dtype, dt))
@@ -326,20 +326,26 @@ def _norm(ctx: LowerCtx, call: OpCall) -> None:
 
 
 def _bool_reduce(op: str) -> Callable[[LowerCtx, OpCall], None]:
+    """``all``/``any``: ``min=``/``max=`` over 0/1 in a kernel-local i8 (the IR has no
+    boolean reductions), stored as a bool."""
+
     def lower(ctx: LowerCtx, call: OpCall) -> None:
-        x = tensor_arg(call, 0, "self")
+        x, out = tensor_arg(call, 0, "self"), out0(call)
         if call.target.endswith(".default"):
             dims, keep = tuple(range(x.rank)), False
         else:
             dims, keep = _dims_arg(call, x, 1, "dim"), bool(call.arg(2, "keepdim", False))
-        if out0(call).dtype != DType.BOOL:
+        if out.dtype != DType.BOOL:
             raise UnsupportedOpError(f"{call.target} with non-bool output")
-        x_dt = x.dtype
-
-        def value(v: Expr, _dt: DType) -> Expr:
-            return v if x_dt == DType.BOOL else binop("!=", v, scalar_lit(0, x_dt))
-
-        _simple(ctx, call, dims, keep, op, lambda _dt: lit(op == "min"), value)
+        nest = RowNest(ctx, x, dims)
+        acc = nest.local(DType.I8, "acc")
+        raw = nest.read(x.dtype)
+        truth = raw if x.dtype == DType.BOOL else binop("!=", raw, scalar_lit(0, x.dtype))
+        nest.emit([
+            Assign(acc, IntLit(1 if op == "min" else 0)),
+            *nest.over_reduced(Reduce(acc, op, cast(truth, DType.BOOL, DType.I8))),  # type: ignore[arg-type]
+            Assign(nest.write(out, keep), binop("!=", acc, IntLit(0))),
+        ])
 
     return lower
 

@@ -53,7 +53,7 @@ def fit_floor_div(values: Sequence[int], slopes: Sequence[Fraction]) -> tuple[in
     form an interval, computed exactly. ``None`` when no candidate fits.
 
     >>> fit_floor_div([0, 0, 1, 2, 2, 3], [Fraction(3, 5)])
-    (3, 0, 5)
+    (3, 1, 5)
     """
     n = len(values)
     for slope in slopes:
@@ -108,7 +108,9 @@ def _nearest(kb: KernelBuilder, n_in: int, n_out: int, scale: float | None, exac
     else:
         values = [min(math.floor(_f32((_f32(o) + off) * sc)), n_in - 1) for o in range(n_out)]
     del kb
-    return _Taps(lambda o: [_index_expr(o, values, _slopes(float(sc), n_in, n_out), "nearest")], None, [])
+    return _Taps(
+        lambda o: [_index_expr(o, values, _slopes(float(sc), n_in, n_out), "nearest")], None, []
+    )
 
 
 def _src(sc: np.float32, o: int, align: bool, cubic: bool) -> np.float32:
@@ -133,14 +135,17 @@ def _interp_scale(n_in: int, n_out: int, align: bool, scale: float | None) -> np
 
 
 def _table(
-    kb: KernelBuilder, rows: int, n_out: int, acc: DType,
+    kb: KernelBuilder,
+    rows: int,
+    n_out: int,
+    acc: DType,
     fill: Callable[[Expr, list[Expr]], list[tuple[int, Expr]]],
 ) -> tuple[list[Stmt], Callable[[Expr], list[Expr]]]:
     """A local ``[rows, Out]`` weight table; ``fill(o, cells)`` gives ``(row, value)`` in order."""
     tab = kb.local(acc, [rows, n_out], "wt")
     (o,) = kb.fresh_vars(1, "o")
     cells = [tab[k, o] for k in range(rows)]
-    setup = nest([(o, n_out)], [Assign(cells[k], v) for k, v in fill(o, cells)])
+    setup = nest([(o, n_out)], [Assign(cells[k], v) for k, v in fill(o, list(cells))])
     return setup, lambda oe: [tab[k, oe] for k in range(rows)]
 
 
@@ -222,7 +227,12 @@ def _cubic(
     return _Taps(index, lambda o: weights(o)[:4], setup)
 
 
-def _emit(ctx: LowerCtx, call: OpCall, nd: int, make: Callable[[KernelBuilder, int, int, int, DType], _Taps]) -> None:
+def _emit(
+    ctx: LowerCtx,
+    call: OpCall,
+    nd: int,
+    make: Callable[[KernelBuilder, int, int, int, DType], _Taps],
+) -> None:
     x, out = call.arg(0, "self"), call.outputs[0]
     if not isinstance(x, TensorInfo) or out is None or x.rank < nd + 1:
         raise UnsupportedOpError(f"{call.target}: expected a tensor of rank >= {nd + 1}")
@@ -262,7 +272,12 @@ def _scales(call: OpCall, first: int, nd: int) -> list[float | None]:
 def _nearest_op(nd: int, exact: bool) -> LoweringFn:
     def lower(ctx: LowerCtx, call: OpCall) -> None:
         scales = _scales(call, 2, nd)
-        _emit(ctx, call, nd, lambda kb, d, n_in, n_out, acc: _nearest(kb, n_in, n_out, scales[d], exact))
+        _emit(
+            ctx,
+            call,
+            nd,
+            lambda kb, d, n_in, n_out, acc: _nearest(kb, n_in, n_out, scales[d], exact),
+        )
 
     return lower
 
@@ -272,7 +287,12 @@ def _interp_op(nd: int, cubic: bool) -> LoweringFn:
         align = bool(call.arg(2, "align_corners"))
         scales = _scales(call, 3, nd)
         maker = _cubic if cubic else _linear
-        _emit(ctx, call, nd, lambda kb, d, n_in, n_out, acc: maker(kb, n_in, n_out, align, scales[d], acc))
+        _emit(
+            ctx,
+            call,
+            nd,
+            lambda kb, d, n_in, n_out, acc: maker(kb, n_in, n_out, align, scales[d], acc),
+        )
 
     return lower
 
@@ -280,6 +300,10 @@ def _interp_op(nd: int, cubic: bool) -> LoweringFn:
 for _nd in (1, 2, 3):
     for _exact, _name in ((False, "upsample_nearest"), (True, "_upsample_nearest_exact")):
         lowering(f"aten.{_name}{_nd}d.default", f"aten.{_name}{_nd}d.vec")(_nearest_op(_nd, _exact))
-for _nd, _name in ((1, "upsample_linear1d"), (2, "upsample_bilinear2d"), (3, "upsample_trilinear3d")):
+for _nd, _name in (
+    (1, "upsample_linear1d"),
+    (2, "upsample_bilinear2d"),
+    (3, "upsample_trilinear3d"),
+):
     lowering(f"aten.{_name}.default", f"aten.{_name}.vec")(_interp_op(_nd, False))
 lowering("aten.upsample_bicubic2d.default", "aten.upsample_bicubic2d.vec")(_interp_op(2, True))

@@ -158,7 +158,7 @@ class LowerCtx:
         return Access(t.ref.name, t.storage_index(idx))
 
     def vars(self, kb: KernelBuilder, n: int, hint: str = "i") -> tuple[Name, ...]:
-        """Fresh loop variables for ``kb``."""
+        """Fresh loop variables for ``kb`` (``i0, i1, ...``; unique within the kernel)."""
         return kb.fresh_vars(n, hint)
 
 

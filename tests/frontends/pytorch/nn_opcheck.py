@@ -9,8 +9,7 @@ with torch's. It returns the program so tests can also inspect FLOP-relevant str
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -18,16 +17,15 @@ import pytest
 
 from solar.frontends.builder import ProgramBuilder
 from solar.frontends.pytorch.registry import LowerCtx, OpCall, TensorInfo, find_lowering
-from solar.ir import DType, Program
+from solar.ir import Access, DType, For, If, Program, Reduce, print_expr, verify_program
+from solar.ir.traversal import walk_exprs
 
 torch = pytest.importorskip("torch")
 
-import solar.frontends.pytorch.ops_nn  # noqa: E402  (registers lowerings)
-import solar.frontends.pytorch.ops_pool  # noqa: E402, F401
-import solar.frontends.pytorch.ops_norm  # noqa: E402, F401
-import solar.frontends.pytorch.ops_attention  # noqa: E402, F401
-import solar.frontends.pytorch.ops_loss  # noqa: E402, F401
-import solar.frontends.pytorch.ops_resize  # noqa: E402, F401
+from solar.frontends.pytorch import register_lowerings  # noqa: E402
+from solar.validate import execute_program  # noqa: E402
+
+register_lowerings()
 
 _DTYPES = {
     torch.float32: DType.F32,
@@ -40,35 +38,11 @@ _DTYPES = {
     torch.bool: DType.BOOL,
 }
 
-Executor = Callable[[Program, Mapping[str, np.ndarray]], Mapping[str, np.ndarray]]
-
-
-def _executor() -> Executor:
-    dev = os.environ.get("SOLAR_NN_DEV_INTERP")
-    if dev:  # a scratch interpreter used while the executor was being written
-        import importlib.util
-
-        spec = importlib.util.spec_from_file_location("_dev_interp", dev)
-        assert spec is not None and spec.loader is not None
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        return mod.run  # type: ignore[no-any-return]
-    validate = pytest.importorskip("solar.validate")
-    return validate.execute_program  # type: ignore[no-any-return]
-
-
-def _verify(program: Program) -> None:
-    try:
-        from solar.ir import verify_program  # type: ignore[attr-defined]
-    except ImportError:
-        return
-    verify_program(program)
-
 
 def _to_numpy(t: Any) -> np.ndarray:
     if t.dtype == torch.bfloat16:
         t = t.float()
-    return t.detach().cpu().numpy()
+    return np.asarray(t.detach().cpu().numpy())
 
 
 def lower_call(
@@ -82,12 +56,16 @@ def lower_call(
     """
     pb = ProgramBuilder(str(op).replace(".", "_"))
     inputs: dict[str, np.ndarray] = {}
+    seen: dict[int, TensorInfo] = {}
 
     def conv(x: Any) -> Any:
         if isinstance(x, torch.Tensor):
+            if id(x) in seen:  # one tensor passed twice is one program input, as in a capture
+                return seen[id(x)]
             ref = pb.tensor("input", _DTYPES[x.dtype], tuple(x.shape), "x")
             inputs[ref.name] = _to_numpy(x)
-            return TensorInfo(ref, tuple(x.shape), _DTYPES[x.dtype])
+            seen[id(x)] = TensorInfo(ref, tuple(x.shape), _DTYPES[x.dtype])
+            return seen[id(x)]
         if isinstance(x, list | tuple):
             return tuple(conv(v) for v in x)
         return x
@@ -120,6 +98,7 @@ def check_op(
     rtol: float = 1e-4,
     atol: float = 1e-5,
     skip_outputs: tuple[int, ...] = (),
+    expected: Any = None,
     **kwargs: Any,
 ) -> Program:
     """Lower ``op(*args, **kwargs)``, execute it, and compare with torch.
@@ -130,16 +109,20 @@ def check_op(
         rtol: relative tolerance.
         atol: absolute tolerance.
         skip_outputs: result positions not compared (e.g. unspecified scratch outputs).
+        expected: the results, for ops torch has no CPU kernel for (CUDA-path siblings).
         **kwargs: its keyword arguments.
 
     Returns:
         The lowered program.
     """
-    with torch.no_grad():
-        results = op(*args, **kwargs)
+    if expected is not None:
+        results = expected
+    else:
+        with torch.no_grad():
+            results = op(*args, **kwargs)
     program, inputs, names = lower_call(op, args, kwargs, results)
-    _verify(program)
-    got = _executor()(program, inputs)
+    verify_program(program)
+    got = execute_program(program, inputs)
     flat = list(results) if isinstance(results, tuple | list) else [results]
     for pos, (name, want) in enumerate(zip(names, flat, strict=True)):
         if name is None or pos in skip_outputs:
@@ -152,3 +135,33 @@ def check_op(
         else:
             np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, err_msg=f"output {pos} of {op}")
     return program
+
+
+def reduce_points(program: Program) -> int:
+    """How many times the program's reduction statements execute (guards honoured).
+
+    Brute force over every loop nest, for tiny programs: bounds and affine guards are
+    evaluated from their printed form (the IR's index syntax is valid Python). Value-
+    dependent guards (ones that read tensors) are treated as true.
+    """
+    count = 0
+
+    def ev(expr: Any, env: dict[str, int]) -> Any:
+        return eval(print_expr(expr), {"min": min, "max": max}, dict(env))
+
+    def run(stmts: Any, env: dict[str, int]) -> None:
+        nonlocal count
+        for st in stmts:
+            if isinstance(st, Reduce):
+                count += 1
+            elif isinstance(st, For):
+                for v in range(ev(st.lo, env), ev(st.hi, env), st.step):
+                    run(st.body, {**env, st.var: v})
+            elif isinstance(st, If) and (
+                any(isinstance(e, Access) for e in walk_exprs(st.cond)) or ev(st.cond, env)
+            ):
+                run(st.body, env)
+
+    for kernel in program.kernels:
+        run(kernel.body, {})
+    return count

@@ -1,0 +1,24 @@
+"""Causal scaled-dot-product attention (F.scaled_dot_product_attention, is_causal=True)."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+BATCH = 2
+HEADS = 3
+SEQ = 8
+HEAD_DIM = 16
+
+
+class Model(nn.Module):
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+def get_inputs():
+    shape = (BATCH, HEADS, SEQ, HEAD_DIM)
+    return [torch.randn(shape), torch.randn(shape), torch.randn(shape)]
+
+
+def get_init_inputs():
+    return []

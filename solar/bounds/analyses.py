@@ -1,0 +1,153 @@
+"""Derived analyses: one graph across devices, and the inverse roofline.
+
+Contract: pure functions over `compute_bounds` results.
+
+* `cross_platform`: the same graph on several specs, one row per (device, model).
+* `inverse_roofline`: for a target time T, the DRAM bandwidth and per-pipe peaks a
+  device needs (``bytes / T`` and ``FLOPs_pipe / T``; each is necessary, and for
+  the fused model together sufficient), and which listed devices meet T.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from solar.bounds.errors import BoundError
+from solar.bounds.fused import compulsory_bytes
+from solar.bounds.precision import PrecisionPolicy, check_policy, policy_pipe
+from solar.bounds.registry import BOUND_MODELS, check_model, compute_bounds
+from solar.bounds.roofline import Bottleneck, BoundModel, evaluate_costs
+from solar.bounds.unfused import kernel_traffic
+from solar.einsum import EinsumGraph
+from solar.hw import HardwareSpec
+
+__all__ = [
+    "DeviceRequirement",
+    "InverseRoofline",
+    "PlatformRow",
+    "cross_platform",
+    "inverse_roofline",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class PlatformRow:
+    """One (device, model) bound."""
+
+    device: str
+    model: BoundModel
+    precision_policy: PrecisionPolicy
+    time_s: float
+    compute_time_s: float
+    memory_time_s: float
+    dram_bytes: float
+    flops: float
+    bottleneck: Bottleneck
+
+
+def cross_platform(
+    graph: EinsumGraph, specs: Sequence[HardwareSpec], *,
+    models: Sequence[BoundModel] = tuple(BOUND_MODELS),
+    precision_policy: PrecisionPolicy = "default", sizes: Mapping[str, int] | None = None,
+) -> tuple[PlatformRow, ...]:
+    """Bounds of one graph on several devices, device-major.
+
+    Raises:
+        BoundError: E0450/E0451/E0452 as `compute_bounds`.
+    """
+    rows = []
+    for spec in specs:
+        for model in models:
+            b = compute_bounds(graph, spec, model=model, precision_policy=precision_policy,
+                               sizes=sizes)
+            rows.append(PlatformRow(spec.name, model, precision_policy, b.time_s,
+                                    b.compute_time_s, b.memory_time_s, b.dram_bytes, b.flops,
+                                    b.bottleneck))
+    return tuple(rows)
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceRequirement:
+    """Whether a device meets the target, with its own caches taken into account."""
+
+    device: str
+    time_s: float
+    meets: bool
+    required_dram_bandwidth_bytes_per_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class InverseRoofline:
+    """What a device needs to run the graph in ``target_time_s`` under ``model``.
+
+    Attributes:
+        target_time_s: T.
+        model: the bound model.
+        precision_policy: the policy mapping work to pipes.
+        dram_bytes: DRAM bytes of the model with unlimited caches (device-independent).
+        flops_by_unit: FLOPs per requested pipe label.
+        required_dram_bandwidth_bytes_per_s: ``dram_bytes / T``.
+        required_flops_per_s: ``FLOPs_pipe / T`` per pipe label.
+        devices: per listed device, its bound and whether it meets T.
+    """
+
+    target_time_s: float
+    model: BoundModel
+    precision_policy: PrecisionPolicy
+    dram_bytes: float
+    flops_by_unit: Mapping[str, float]
+    required_dram_bandwidth_bytes_per_s: float
+    required_flops_per_s: Mapping[str, float]
+    devices: tuple[DeviceRequirement, ...]
+
+
+def inverse_roofline(
+    graph: EinsumGraph, *, target_time_s: float, model: BoundModel = "fused",
+    precision_policy: PrecisionPolicy = "default", sizes: Mapping[str, int] | None = None,
+    specs: Sequence[HardwareSpec] = (),
+) -> InverseRoofline:
+    """The inverse roofline (see the module docstring).
+
+    Device-independent requirements assume unlimited caches (the least traffic the
+    model allows); each listed device is also evaluated with its own caches.
+
+    Raises:
+        BoundError: E0453 target time not positive and finite; E0450/E0451 as
+            `compute_bounds`.
+    """
+    check_model(model)
+    check_policy(precision_policy)
+    if not (math.isfinite(target_time_s) and target_time_s > 0):
+        raise BoundError(
+            f"target time must be positive and finite, got {target_time_s!r}", code="E0453"
+        )
+    costs = evaluate_costs(graph, sizes)
+    if model == "unfused":
+        dram, _ = kernel_traffic(graph, costs).split(math.inf)
+        dram_bytes = float(np.sum(dram))
+    else:
+        dram_bytes = compulsory_bytes(costs)
+    flops: dict[str, float] = {}
+    gi = 0
+    for k in graph.kernels:
+        for g in k.flop_groups:
+            label = policy_pipe(g.work, g.dtype, g.convolution, precision_policy)[0].label
+            flops[label] = flops.get(label, 0.0) + float(costs.group_flops[gi])
+            gi += 1
+    devices = []
+    for spec in specs:
+        b = compute_bounds(graph, spec, model=model, precision_policy=precision_policy,
+                           sizes=sizes)
+        devices.append(DeviceRequirement(spec.name, b.time_s, b.time_s <= target_time_s,
+                                         b.dram_bytes / target_time_s))
+    return InverseRoofline(
+        target_time_s=target_time_s, model=model, precision_policy=precision_policy,
+        dram_bytes=dram_bytes, flops_by_unit=dict(sorted(flops.items())),
+        required_dram_bandwidth_bytes_per_s=dram_bytes / target_time_s,
+        required_flops_per_s={k: v / target_time_s for k, v in sorted(flops.items())},
+        devices=tuple(devices),
+    )

@@ -1,0 +1,134 @@
+"""The cache-aware model: fused, plus DRAM traffic that the chip's capacity forces.
+
+Contract: ``(EinsumGraph, HardwareSpec) -> Bound``. Like `fused`, but the on-chip
+memory holds S = `HardwareSpec.onchip_capacity_bytes` (registers + shared memory
++ L2; unknown => unlimited). Traffic is added only where a theorem proves it
+(docs/bounds.md, "Cache-aware"):
+
+* matmul-like contractions ``C[I,J] += A[I,K] * B[K,J]`` (batch indices allowed)
+  whose A and B are program inputs/parameters and whose C is a program output:
+  the red-blue pebble bound of Smith, Lowery, Langou and van de Geijn (2019),
+  ``Q >= 2|V|/sqrt(S) - 2S`` words, less |C| because C starts on chip here;
+* global reductions over an input that a later statement re-reads element-wise
+  (a softmax row, a batch-norm channel): each group larger than S must be re-read,
+  at least ``group bytes - S`` per group.
+
+Per-contraction bounds are not additive with the compulsory traffic, so the model
+charges ``max(compulsory + forced re-reads, max over contractions of Q)`` bytes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+
+from solar.bounds.fused import compulsory_bytes, program_compute
+from solar.bounds.precision import PrecisionPolicy
+from solar.bounds.roofline import (
+    Bound,
+    CostArrays,
+    evaluate_costs,
+    intensity,
+    pipe_notes,
+    pipe_table,
+    roofline_time,
+)
+from solar.einsum import EinsumGraph
+from solar.hw import HardwareSpec
+
+__all__ = ["cache_aware_bound", "pebble_bytes", "spill_bytes"]
+
+
+def pebble_bytes(points: float, output_elems: float, itemsize: int, capacity_bytes: float) -> float:
+    """Matmul I/O lower bound in bytes (Smith et al. 2019, less the output's loads).
+
+    ``points`` multiply-adds, fast memory of ``capacity_bytes``; words are elements of
+    the smallest operand itemsize (the weakest, hence safe, choice).
+
+    >>> pebble_bytes(4096.0**3, 4096.0**2, 4, 4 * 1024.0**2)  # S = 1 Mi words
+    0.0
+    >>> round(pebble_bytes(65536.0**3, 65536.0**2, 2, 2 * 1024.0**2) / 1e12, 3)
+    1.116
+    """
+    if math.isinf(capacity_bytes) or points <= 0:
+        return 0.0
+    s = capacity_bytes / itemsize
+    words = 2.0 * points / math.sqrt(s) - 2.0 * s - output_elems
+    return max(0.0, words) * itemsize
+
+
+def spill_bytes(groups: float, group_elems: float, itemsize: int, capacity_bytes: float) -> float:
+    """Forced re-reads of a reduced input: ``groups * max(0, group bytes - S)``.
+
+    >>> spill_bytes(4.0, 1e6, 4, 1e6)
+    12000000.0
+    """
+    if math.isinf(capacity_bytes):
+        return 0.0
+    return groups * max(0.0, group_elems * itemsize - capacity_bytes)
+
+
+def _forced(graph: EinsumGraph, costs: CostArrays, s_bytes: float) -> tuple[float, float, list[str]]:
+    notes: list[str] = []
+    spills = 0.0
+    for i, sp in enumerate(graph.spills):
+        b = spill_bytes(float(costs.spill_groups[i]), float(costs.spill_group_elems[i]),
+                        sp.itemsize_bytes, s_bytes)
+        if b > 0:
+            notes.append(f"reduction barrier on `{sp.tensor}` forces {b:.4g} B of re-reads")
+        spills += b
+    pebble = 0.0
+    for i, c in enumerate(graph.contractions):
+        if not c.eligible:
+            continue
+        q = pebble_bytes(float(costs.contraction_points[i]),
+                         float(costs.contraction_output_elems[i]), c.itemsize_bytes, s_bytes)
+        if q > 0:
+            a, b, out = c.operands
+            notes.append(f"matmul I/O bound for {out} = {a} x {b} in `{c.kernel}`: {q:.4g} B")
+        pebble = max(pebble, q)
+    return spills, pebble, notes
+
+
+def cache_aware_bound(
+    graph: EinsumGraph, spec: HardwareSpec, *, precision_policy: PrecisionPolicy = "default",
+    sizes: Mapping[str, int] | None = None,
+) -> Bound:
+    """The cache-aware bound (see the module docstring).
+
+    Raises:
+        BoundError: E0452 the spec has no usable peak for some work.
+        IRVerifyError: invalid size binding.
+    """
+    costs = evaluate_costs(graph, sizes)
+    table = pipe_table(graph, spec, precision_policy)
+    flops, times, compute = program_compute(table, costs)
+    cap = spec.onchip_capacity_bytes
+    s_bytes = math.inf if cap is None else float(cap)
+    spills, pebble, forced_notes = _forced(graph, costs, s_bytes)
+    dram = max(compulsory_bytes(costs) + spills, pebble)
+    memory = dram / spec.dram_bandwidth_bytes_per_s
+    time, bottleneck = roofline_time(compute, memory)
+    total = float(np.sum(list(flops.values())))
+    notes = [
+        *pipe_notes(table, graph, precision_policy),
+        "cache-aware: one kernel whose on-chip memory is "
+        + ("unlimited (capacity unknown)" if cap is None else f"{s_bytes:.4g} B "
+           "(registers + shared memory + L2)"),
+        "cold cache: inputs and parameters are read from DRAM; outputs are written to DRAM",
+        "extra traffic only where proven: matmul pebble bound (Smith et al. 2019), "
+        "reduction barriers; combined as max(compulsory + re-reads, pebble bounds)",
+        "pipes overlap: compute time is the busiest pipe's time",
+        *forced_notes,
+    ]
+    if not costs.exact:
+        notes.append("some counts are lower bounds (see docs/bounds.md)")
+    return Bound(
+        model="cache-aware", device=spec.name, precision_policy=precision_policy,
+        sizes=dict(costs.sizes), time_s=time, compute_time_s=compute,
+        compute_time_s_by_unit=times, memory_time_s=memory, dram_bytes=dram, l2_bytes=0.0,
+        flops=total, flops_by_unit=flops, arithmetic_intensity=intensity(total, dram),
+        bottleneck=bottleneck, assumptions=tuple(notes), counts_exact=costs.exact,
+    )

@@ -1,0 +1,197 @@
+"""The unfused model: every kernel is its own launch, and the times add up.
+
+Contract: ``(EinsumGraph, HardwareSpec) -> Bound`` with a per-kernel breakdown.
+Per kernel k: ``t_k >= max(busiest pipe's FLOPs / peak, DRAM bytes / DRAM bw,
+L2 bytes / L2 bw)``; the bound is ``sum_k t_k`` (launches are sequential), and never
+below the fused bound (which bounds every execution).
+
+Which bytes hit DRAM (Note [L2 residency], docs/bounds.md "Byte rules"): a kernel
+moves the distinct program-level elements it reads and writes (kernel-local
+tensors never leave the chip). Under the cold-cache assumption an input's first
+touch comes from DRAM: kernel k must fetch at least ``|R_k| - min(|T|, sum of
+earlier reads of T)`` new bytes of it. Every other read ("warm": data an earlier
+kernel produced or touched) and every write except an output's final write may
+be served by L2, but L2 holds at most C bytes: at a kernel's start at most C
+bytes of warm data are on chip, and at its end at most C bytes of its writes,
+so at least ``warm reads - C`` and ``warm writes - C`` bytes go through DRAM. The
+rest is charged at L2 bandwidth (free when the spec has no L2 bandwidth; C
+unknown means unlimited). An output's last writer writes it to DRAM.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from solar.bounds.fused import fused_bound
+from solar.bounds.precision import PrecisionPolicy
+from solar.bounds.roofline import (
+    Bound,
+    CostArrays,
+    KernelBound,
+    as_dict,
+    evaluate_costs,
+    intensity,
+    pipe_flops,
+    pipe_notes,
+    pipe_table,
+    roofline_time,
+)
+from solar.einsum import EinsumGraph
+from solar.hw import HardwareSpec
+
+__all__ = ["KernelTraffic", "kernel_traffic", "unfused_bound"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    kernel: np.ndarray  # per traffic entry
+    input_order: np.ndarray  # input/param entries sorted by (tensor, kernel)
+    input_group_start: np.ndarray  # per sorted entry: position of its group's first entry
+    input_tensor_bytes_index: np.ndarray  # per sorted entry: tensor index
+    final_write: np.ndarray  # bool per entry: last writer of an output
+
+
+def _layout(graph: EinsumGraph) -> _Layout:
+    cached = graph.memo.get("unfused_layout")
+    if isinstance(cached, _Layout):
+        return cached
+    tindex = {t.name: i for i, t in enumerate(graph.tensors)}
+    kernel, tensor, role, writes = [], [], [], []
+    for ki, k in enumerate(graph.kernels):
+        for t in k.traffic:
+            kernel.append(ki)
+            tensor.append(tindex[t.tensor])
+            role.append(t.role)
+            writes.append(not t.written_elems.is_zero)
+    n = len(kernel)
+    inputs = [e for e in range(n) if role[e] in ("input", "param")]
+    order = sorted(inputs, key=lambda e: (tensor[e], kernel[e]))
+    starts = []
+    for pos, e in enumerate(order):
+        starts.append(pos if pos == 0 or tensor[order[pos - 1]] != tensor[e] else starts[-1])
+    last_writer: dict[int, int] = {}
+    for e in range(n):
+        if writes[e] and role[e] == "output":
+            last_writer[tensor[e]] = e
+    final = np.zeros(n, dtype=bool)
+    final[list(last_writer.values())] = True
+    lay = _Layout(
+        np.array(kernel, dtype=np.int64), np.array(order, dtype=np.int64),
+        np.array(starts, dtype=np.int64), np.array([tensor[e] for e in order], dtype=np.int64),
+        final,
+    )
+    graph.memo["unfused_layout"] = lay
+    return lay
+
+
+@dataclass(frozen=True, slots=True)
+class KernelTraffic:
+    """Per-kernel byte classes of the unfused model (arrays indexed by kernel)."""
+
+    cold: np.ndarray
+    final_writes: np.ndarray
+    warm_reads: np.ndarray
+    warm_writes: np.ndarray
+
+    def split(self, l2_capacity_bytes: float) -> tuple[np.ndarray, np.ndarray]:
+        """``(DRAM bytes, L2 bytes)`` per kernel for an L2 of the given capacity."""
+        c = l2_capacity_bytes
+        over_r = np.maximum(0.0, self.warm_reads - c)
+        over_w = np.maximum(0.0, self.warm_writes - c)
+        dram = self.cold + self.final_writes + over_r + over_w
+        l2 = (self.warm_reads - over_r) + (self.warm_writes - over_w)
+        return dram, l2
+
+
+def kernel_traffic(graph: EinsumGraph, costs: CostArrays) -> KernelTraffic:
+    """Classify every kernel's bytes as cold, final output, warm read or warm write."""
+    lay = _layout(graph)
+    nk = len(graph.kernels)
+    r, w = costs.read_bytes, costs.written_bytes
+    share = np.zeros_like(r)
+    if len(lay.input_order):
+        rs = r[lay.input_order]
+        excl = np.cumsum(rs) - rs
+        prior = excl - excl[lay.input_group_start]
+        size = costs.tensor_bytes[lay.input_tensor_bytes_index]
+        share[lay.input_order] = np.maximum(0.0, rs - np.minimum(size, prior))
+    final = np.where(lay.final_write, w, 0.0)
+
+    def per_kernel(x: np.ndarray) -> np.ndarray:
+        return np.bincount(lay.kernel, weights=x, minlength=nk) if len(x) else np.zeros(nk)
+
+    return KernelTraffic(per_kernel(share), per_kernel(final), per_kernel(r - share),
+                         per_kernel(w - final))
+
+
+def unfused_bound(
+    graph: EinsumGraph, spec: HardwareSpec, *, precision_policy: PrecisionPolicy = "default",
+    sizes: Mapping[str, int] | None = None,
+) -> Bound:
+    """The unfused bound (see the module docstring).
+
+    Raises:
+        BoundError: E0452 the spec has no usable peak for some work.
+        IRVerifyError: invalid size binding.
+    """
+    costs = evaluate_costs(graph, sizes)
+    table = pipe_table(graph, spec, precision_policy)
+    nk = len(graph.kernels)
+    pf = pipe_flops(table, costs, nk)
+    ptime = pf / table.peaks if pf.shape[1] else pf
+    compute = ptime.max(axis=1) if pf.shape[1] else np.zeros(nk)
+    busiest = ptime.argmax(axis=1) if pf.shape[1] else np.zeros(nk, dtype=np.int64)
+    cap = spec.l2_capacity_bytes
+    dram, l2 = kernel_traffic(graph, costs).split(math.inf if cap is None else float(cap))
+    l2_bw = spec.l2_bandwidth_bytes_per_s
+    memory = np.maximum(dram / spec.dram_bandwidth_bytes_per_s,
+                        l2 / l2_bw if l2_bw else np.zeros(nk))
+    times = np.maximum(compute, memory)
+    kflops = pf.sum(axis=1)
+    kernels = tuple(
+        KernelBound(
+            name=k.name, flops=float(kflops[i]), dram_bytes=float(dram[i]),
+            l2_bytes=float(l2[i]), unit=k.unit,
+            precision=table.labels[busiest[i]] if pf.shape[1] and kflops[i] > 0 else "-",
+            compute_time_s=float(compute[i]), memory_time_s=float(memory[i]),
+            time_s=float(times[i]),
+            bottleneck="compute" if compute[i] >= memory[i] else "memory",
+        )
+        for i, k in enumerate(graph.kernels)
+    )
+    total_time = float(times.sum())
+    compute_s, memory_s = float(compute.sum()), float(memory.sum())
+    dram_b, flops = float(dram.sum()), float(kflops.sum())
+    notes = [
+        *pipe_notes(table, graph, precision_policy),
+        "unfused: each kernel is a separate launch; the bound sums per-kernel "
+        "max(busiest pipe, DRAM bytes / DRAM bw, L2 bytes / L2 bw)",
+        "cold cache: each input/parameter element is first read from DRAM",
+        "program outputs are written to DRAM by their last writer",
+        "re-used data (temps, re-read inputs) may be L2-resident: at most "
+        + ("unlimited (L2 capacity unknown)" if cap is None else f"{float(cap):.4g} B")
+        + " per kernel served from L2, for reads and for writes",
+    ]
+    if l2_bw is None:
+        notes.append("L2 bandwidth unknown: L2 traffic is free")
+    fused = fused_bound(graph, spec, precision_policy=precision_policy, sizes=sizes)
+    time, bottleneck = roofline_time(compute_s, memory_s)
+    time = total_time
+    if fused.time_s > total_time:
+        time, bottleneck = fused.time_s, fused.bottleneck
+        notes.append("raised to the fused bound, which bounds every execution")
+    if not costs.exact:
+        notes.append("some counts are lower bounds (see docs/bounds.md)")
+    return Bound(
+        model="unfused", device=spec.name, precision_policy=precision_policy,
+        sizes=dict(costs.sizes), time_s=time, compute_time_s=compute_s,
+        compute_time_s_by_unit=as_dict(table.labels, ptime.sum(axis=0)),
+        memory_time_s=memory_s, dram_bytes=dram_b, l2_bytes=float(l2.sum()), flops=flops,
+        flops_by_unit=as_dict(table.labels, pf.sum(axis=0)),
+        arithmetic_intensity=intensity(flops, dram_b), bottleneck=bottleneck,
+        kernels=kernels, assumptions=tuple(notes), counts_exact=costs.exact,
+    )

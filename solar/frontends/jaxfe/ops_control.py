@@ -1,0 +1,246 @@
+"""Lowerings of control flow: ``scan``, ``while`` (static trip count) and ``cond``.
+
+Contract: ``EqnCtx -> None`` (or the outputs, for ``cond``).
+
+* ``scan`` is one kernel: the carries are copied from their initial values into the
+  scan's carry outputs, then ``seq for t in 0 .. length`` runs the body, whose equations
+  are emitted in place (their intermediates are kernel-locals), reading ``xs[t]`` through
+  free views, writing ``ys[t]``, and copying the new carries back (snapshotting carries
+  that feed other carries first). ``reverse`` walks ``t`` from the end.
+* ``while`` is lowered the same way when its trip count is static: the condition is
+  ``i < n`` / ``i <= n`` / ``i != n`` on a carry ``i`` that starts at a literal and that
+  the body increments by one, against a literal bound (or a constant carry). Otherwise
+  it is uncovered.
+* ``cond``/``switch`` at kernel level: each branch's equations are lowered as kernels
+  under a value-dependent guard ``if pred[] == k { ... }``, writing the cond's outputs
+  directly; the driver records a `CondRegion` per cond (see docs/jax.md, "cond"). Inside
+  a loop body, each branch becomes an ``if`` block of the enclosing kernel. A literal
+  predicate inlines just the taken branch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from solar.frontends.jaxfe.core import EqnCtx, Lit, Operand, TensorInfo, Unsupported, lowering, read
+from solar.frontends.jaxfe.driver import CondRegion, NestedSink, is_var
+from solar.ir import Binary, Cast, DType, Expr, For, If, IntLit, Stmt, lit
+
+__all__ = ["static_trip_count"]
+
+
+def _same_storage(a: Operand, b: Operand) -> bool:
+    return (
+        isinstance(a, TensorInfo) and isinstance(b, TensorInfo)
+        and a.ref.name == b.ref.name and a.is_storage and b.is_storage
+    )
+
+
+def _loop(
+    ctx: EqnCtx,
+    jaxpr: Any,
+    consts: Sequence[Any],
+    const_ins: Sequence[Operand],
+    init: Sequence[Operand],
+    xs: Sequence[Operand],
+    length: int,
+    reverse: bool,
+    n_ys: int,
+) -> None:
+    """Emit a sequential loop kernel running ``jaxpr`` ``length`` times (scan semantics)."""
+    lw = ctx.lowerer
+    kb = ctx.kernel("scan" if ctx.prim == "scan" else "while")
+    ncar = len(init)
+    carries = [ctx.out(k) for k in range(ncar)]
+    ys = [ctx.out(ncar + j) for j in range(n_ys)]
+    for c, v in zip(carries, init, strict=True):
+        if not _same_storage(c, v):
+            lw.copy_into(kb, c, v)
+    if length == 0:
+        return
+    (t,) = kb.fresh_vars(1, "t")
+    pos: Expr = Binary("-", lit(length - 1), t) if reverse else t
+    x_views: list[Operand] = []
+    for x in xs:
+        if isinstance(x, Lit):
+            x_views.append(x.reshaped(x.shape[1:]))
+        else:
+            x_views.append(x.view(x.shape[1:], lambda idx, p=pos: (p, *idx)))
+    body: list[Stmt] = []
+    sink = NestedSink(kb, body)
+    with lw.nested(sink):
+        outs = lw.lower_jaxpr(
+            jaxpr, [lw.const_operand(c) for c in consts], [*const_ins, *carries, *x_views],
+            pinned=jaxpr.invars[: len(const_ins)],
+        )
+        for y, v in zip(ys, outs[ncar:], strict=True):
+            lw.copy_into(sink, y.view(y.shape[1:], lambda idx, p=pos: (p, *idx)), v)
+        new = list(outs[:ncar])
+        names = {c.ref.name for c in carries}
+        for k, v in enumerate(new):
+            if _same_storage(carries[k], v):
+                continue
+            if isinstance(v, TensorInfo) and v.ref.name in names:
+                snap = TensorInfo(sink.local(v.dtype, v.shape, "snap"), v.shape, v.dtype)
+                lw.copy_into(sink, snap, v)
+                new[k] = snap
+        for c, v in zip(carries, new, strict=True):
+            if not _same_storage(c, v):
+                lw.copy_into(sink, c, v)
+    kb.emit(For(t.name, IntLit(0), lit(length), tuple(body), seq=True))
+
+
+@lowering("scan")
+def _scan(ctx: EqnCtx) -> None:
+    p = ctx.params
+    closed = p["jaxpr"]
+    nc, ncar = int(p["num_consts"]), int(p["num_carry"])
+    n_ys = len(ctx.eqn.outvars) - ncar
+    _loop(ctx, closed.jaxpr, closed.consts, ctx.ins[:nc], ctx.ins[nc : nc + ncar],
+          ctx.ins[nc + ncar :], int(p["length"]), bool(p["reverse"]), n_ys)
+
+
+@lowering("while")
+def _while(ctx: EqnCtx) -> None:
+    p = ctx.params
+    cn, bn = int(p["cond_nconsts"]), int(p["body_nconsts"])
+    cond_consts, body_consts, init = ctx.ins[:cn], ctx.ins[cn : cn + bn], ctx.ins[cn + bn :]
+    body = p["body_jaxpr"]
+    trips = static_trip_count(p["cond_jaxpr"], body, cond_consts, init)
+    if trips is None:
+        raise Unsupported("while_loop without a static trip count")
+    _loop(ctx, body.jaxpr, body.consts, body_consts, init, (), trips, False, 0)
+
+
+def _literal_int(x: Any) -> int | None:
+    if isinstance(x, Lit) and not isinstance(x.value, bool) and x.shape == ():
+        return int(x.value)
+    return None
+
+
+def static_trip_count(
+    cond: Any, body: Any, cond_consts: Sequence[Operand], init: Sequence[Operand]
+) -> int | None:
+    """The trip count of a ``while`` whose condition compares a unit-step counter to a constant.
+
+    Returns:
+        The number of iterations, or ``None`` when the pattern does not match.
+    """
+    cj, bj = cond.jaxpr, body.jaxpr
+    if len(cj.eqns) != 1 or len(cj.outvars) != 1 or cj.eqns[0].outvars[0] is not cj.outvars[0]:
+        return None
+    eqn = cj.eqns[0]
+    op = eqn.primitive.name
+    if op not in ("lt", "le", "gt", "ge", "ne"):
+        return None
+    a, b = eqn.invars
+    if op in ("gt", "ge"):
+        a, b = b, a
+        op = {"gt": "lt", "ge": "le"}[op]
+    n_cc = len(cond_consts)
+    carries = cj.invars[n_cc:]
+    if not is_var(a) or a not in carries:
+        return None
+    k = carries.index(a)
+    start = _literal_int(init[k])
+    bound = _bound_value(b, cj, cond_consts, carries, init, bj)
+    if start is None or bound is None or not _increments(bj, k):
+        return None
+    if op == "lt":
+        return max(0, bound - start)
+    if op == "le":
+        return max(0, bound - start + 1)
+    return bound - start if bound >= start else None
+
+
+def _bound_value(
+    b: Any, cj: Any, cond_consts: Sequence[Operand], carries: Sequence[Any],
+    init: Sequence[Operand], bj: Any,
+) -> int | None:
+    if not is_var(b):
+        return int(b.val)
+    n_cc = len(cond_consts)
+    if b in cj.invars[:n_cc]:
+        return _literal_int(cond_consts[cj.invars.index(b)])
+    if b in carries:
+        j = list(carries).index(b)
+        n_bc = len(bj.invars) - len(carries)
+        passthrough = bj.outvars[j] is bj.invars[n_bc + j]
+        return _literal_int(init[j]) if passthrough else None
+    return None
+
+
+def _increments(bj: Any, k: int) -> bool:
+    """True if body output ``k`` is ``carry_k + 1``."""
+    n_bc = len(bj.invars) - len(bj.outvars)
+    carry = bj.invars[n_bc + k]
+    out = bj.outvars[k]
+    for eqn in bj.eqns:
+        if eqn.outvars[0] is out and eqn.primitive.name == "add":
+            x, y = eqn.invars
+            one = [v for v in (x, y) if not is_var(v) and int(v.val) == 1]
+            return bool(one) and (x is carry or y is carry)
+    return False
+
+
+@lowering("cond")
+def _cond(ctx: EqnCtx) -> tuple[Operand, ...] | None:
+    branches = ctx.params["branches"]
+    index, ops = ctx.ins[0], ctx.ins[1:]
+    lw = ctx.lowerer
+    n = len(branches)
+    if isinstance(index, Lit):
+        k = min(max(int(index.value), 0), n - 1)
+        br = branches[k]
+        return tuple(lw.lower_jaxpr(br.jaxpr, [lw.const_operand(c) for c in br.consts], ops))
+    pred = Cast(DType.I64, read(index, [])) if index.dtype == DType.BOOL else read(index, [])
+    n_out = len(ctx.eqn.outvars)
+    if ctx.nested:
+        sink = ctx.kernel("cond")
+        outs = [ctx.out(k) for k in range(n_out)]
+        for k, br in enumerate(branches):
+            stmts: list[Stmt] = []
+            inner = NestedSink(sink, stmts)
+            with lw.nested(inner):
+                res = lw.lower_jaxpr(br.jaxpr, [lw.const_operand(c) for c in br.consts], ops)
+                for o, v in zip(outs, res, strict=True):
+                    if not _same_storage(o, v):
+                        lw.copy_into(inner, o, v)
+            if stmts:
+                sink.emit(If(_branch_cond(pred, k, n), tuple(stmts)))
+        return None
+    outs = [ctx.out(k) for k in range(n_out)]
+    label = lw.fresh("cond")
+    kernels: list[tuple[str, ...]] = []
+    for k, br in enumerate(branches):
+        before = len(lw.pb.kernel_names())
+        jaxpr = br.jaxpr
+        dest: dict[Any, TensorInfo] = {}
+        for iv, o in zip(jaxpr.outvars, outs, strict=True):
+            if is_var(iv) and iv not in jaxpr.invars and iv not in dest:
+                dest[iv] = o
+        with lw.guarded(_branch_cond(pred, k, n)):
+            res = lw.lower_jaxpr(jaxpr, [lw.const_operand(c) for c in br.consts], ops, dest=dest)
+            for o, v in zip(outs, res, strict=True):
+                if not _same_storage(o, v):
+                    kb = lw.pb.kernel(f"{label}_b{k}_out")
+                    lw.copy_into(kb, o, v)
+                    lw.finish_kernel(kb)
+        kernels.append(tuple(lw.pb.kernel_names()[before:]))
+    name = index.ref.name if isinstance(index, TensorInfo) else str(index)
+    lw.cond_regions.append(CondRegion(label, name, tuple(kernels)))
+    lw.notes.append(
+        f"{label}: {n} branches lowered under value-dependent guards; a lower bound counts "
+        "the cheapest branch (see cond_regions)"
+    )
+    return tuple(outs)
+
+
+def _branch_cond(pred: Expr, k: int, n: int) -> Expr:
+    """The predicate of branch ``k`` of ``n`` (the index is clamped, as lax.switch does)."""
+    if k == 0:
+        return Binary("<=", pred, IntLit(0))
+    if k == n - 1:
+        return Binary(">=", pred, lit(k))
+    return Binary("==", pred, lit(k))

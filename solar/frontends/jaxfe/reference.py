@@ -1,0 +1,153 @@
+"""Reference data for validation: run the real JAX program on CPU.
+
+Contract: ``JaxCapture (+ LoweredProgram) -> (inputs, outputs)``, both
+``dict[str, np.ndarray]`` keyed by IR tensor name. Inputs hold the seeded
+``get_inputs()`` arrays, the Flax parameters initialised from ``PRNGKey(0)``, the
+jaxpr constants, and the values of uncovered equations' outputs (which the program
+reads as inputs); outputs come from ``jax.jit`` of the program. Uncovered values are
+recorded by `eval_with_taps`, an op-by-op interpreter that inlines the same call-like
+equations as the lowering, so equation paths mean the same thing in both.
+
+16/8-bit float arrays are handed over as float32 holding the same values (the IR
+executor stores those dtypes that way).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from solar.frontends.jaxfe.capture import JaxCapture, require_jax, trace_jax_file, user_code
+from solar.frontends.jaxfe.driver import LoweredProgram, inline_body, is_var
+
+__all__ = ["eval_with_taps", "reference_data", "to_numpy"]
+
+Tap = tuple[tuple[int, ...], int]
+
+
+def to_numpy(x: Any) -> np.ndarray:
+    """A host numpy array; narrow floats (bf16, fp8, f16 stays f16) widened to float32."""
+    arr = np.asarray(x)
+    if arr.dtype.kind == "V" or (arr.dtype.kind == "f" and arr.dtype.itemsize < 2):
+        return arr.astype(np.float32)
+    if arr.dtype.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+        return arr.astype(np.float32)
+    return np.array(arr)
+
+
+def reference_data(
+    source: JaxCapture | str | Path,
+    *,
+    lowered: LoweredProgram | None = None,
+    entry: str | None = None,
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Run the real program (jit, CPU) and collect everything the IR program reads.
+
+    Args:
+        source: a capture, or a program file to capture.
+        lowered: the lowering whose extra inputs (constants, uncovered values) to fill;
+            lowered from ``source`` when omitted.
+        entry: the entry point when ``source`` is a path.
+
+    Returns:
+        ``(inputs, outputs)`` keyed by IR names.
+
+    Raises:
+        FrontendError: E0521 if the program raises.
+    """
+    jax = require_jax()
+    capture = source if isinstance(source, JaxCapture) else trace_jax_file(source, entry=entry)
+    if lowered is None:
+        from solar.frontends.jaxfe.lowering import lower_jaxpr
+
+        lowered = lower_jaxpr(capture)
+    params = capture.init_params()
+    args = (*params, *capture.input_values)
+    with user_code(f"running {capture.name}"):
+        outs = jax.jit(capture.flat_fn)(*args)
+    inputs: dict[str, np.ndarray] = {}
+    for name, value in zip(capture.arg_names, args, strict=True):
+        if name is not None:
+            inputs[name] = to_numpy(value)
+    taps = [(e.path, e.out_index) for e in lowered.extra_inputs if e.kind == "uncovered"]
+    tapped: dict[Tap, Any] = {}
+    if taps:
+        with user_code(f"evaluating {capture.name} op by op"):
+            tapped = eval_with_taps(capture.closed_jaxpr, args, taps)
+    for extra in lowered.extra_inputs:
+        if extra.kind == "const":
+            assert extra.value is not None
+            inputs[extra.name] = to_numpy(extra.value)
+        else:
+            inputs[extra.name] = to_numpy(tapped[(extra.path, extra.out_index)])
+    outputs = {
+        name: to_numpy(v) for name, v in zip(capture.output_names, outs, strict=True)
+        if name in lowered.outputs
+    }
+    return inputs, outputs
+
+
+def eval_with_taps(closed: Any, args: Sequence[Any], taps: Sequence[Tap]) -> dict[Tap, Any]:
+    """Evaluate a closed jaxpr op by op, recording the outputs of the equations at ``taps``.
+
+    Args:
+        closed: the closed jaxpr.
+        args: concrete values of its inputs.
+        taps: ``(path, out_index)`` pairs; a path lists equation indices from the top level
+            through inlined call bodies (as `ExtraInput.path`).
+
+    Returns:
+        The recorded values.
+    """
+    wanted: dict[tuple[int, ...], set[int]] = {}
+    for path, k in taps:
+        wanted.setdefault(path, set()).add(k)
+    prefixes = {path[:n] for path in wanted for n in range(1, len(path))}
+    found: dict[Tap, Any] = {}
+    _eval(closed.jaxpr, list(closed.consts), list(args), (), wanted, prefixes, found)
+    return found
+
+
+def _eval(
+    jaxpr: Any, consts: Sequence[Any], args: Sequence[Any], path: tuple[int, ...],
+    wanted: Mapping[tuple[int, ...], set[int]], prefixes: set[tuple[int, ...]],
+    found: dict[Tap, Any],
+) -> list[Any]:
+    env: dict[Any, Any] = {}
+    for v, c in zip(jaxpr.constvars, consts, strict=True):
+        env[v] = c
+    for v, x in zip(jaxpr.invars, args, strict=True):
+        env[v] = x
+
+    def value(a: Any) -> Any:
+        return env[a] if is_var(a) else a.val
+
+    for n, eqn in enumerate(jaxpr.eqns):
+        here = (*path, n)
+        ins = [value(a) for a in eqn.invars]
+        body = inline_body(eqn) if here in prefixes else None
+        if body is not None:
+            sub, sub_consts = body
+            outs = _eval(sub, sub_consts, ins, here, wanted, prefixes, found)
+        else:
+            res = _bind(eqn, ins)
+            outs = list(res) if eqn.primitive.multiple_results else [res]
+        for k in wanted.get(here, ()):
+            found[(here, k)] = outs[k]
+        for v, o in zip(eqn.outvars, outs, strict=True):
+            if is_var(v):
+                env[v] = o
+    return [value(v) for v in jaxpr.outvars]
+
+
+def _bind(eqn: Any, ins: Sequence[Any]) -> Any:
+    """Apply an equation's primitive to concrete values (as ``jax.core.eval_jaxpr`` does)."""
+    got = eqn.primitive.get_bind_params(eqn.params)
+    if isinstance(got, tuple) and len(got) == 2 and isinstance(got[1], dict):
+        subfuns, params = got  # older jax: (subfuns, params)
+        return eqn.primitive.bind(*subfuns, *ins, **params)
+    with eqn.ctx.manager:
+        return eqn.primitive.bind(*ins, **got)

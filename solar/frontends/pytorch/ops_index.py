@@ -1,0 +1,289 @@
+"""Lowerings of indexing and joining ops: cat/stack, index/index_select/gather/embedding,
+and the scatter family (scatter, scatter_add, scatter_reduce, index_put, index_add...).
+
+Contract: one kernel per call. Reads through index tensors are indirect accesses
+(``W[idx[b, s], d]``); scatter-like ops write through them (``out[idx[i], j] += src[i, j]``).
+A functional scatter first copies ``self`` into the output in the same kernel; when
+the output *is* ``self`` (the in-place variant, see driver.INPLACE_PARTIAL_OPS) only the
+scattered elements are written, as eager does. Negative index values are not wrapped
+(models index with non-negative tensors); boolean-mask indexing has a data-dependent
+shape and is left uncovered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from solar.frontends.builder import KernelBuilder, loop_nest
+from solar.frontends.pytorch.lowering_utils import (
+    bcast_index,
+    binop,
+    cast,
+    norm_dim,
+    operand,
+    out0,
+    same_value,
+    scalar_lit,
+    tensor_arg,
+)
+from solar.frontends.pytorch.registry import (
+    LowerCtx,
+    OpCall,
+    TensorInfo,
+    UnsupportedOpError,
+    lowering,
+)
+from solar.ir import Access, Assign, DType, Expr, IntLit, Name, Reduce, Stmt, lit
+
+__all__ = ["advanced_index"]
+
+IndexFn = Callable[[Sequence[Expr]], list[Expr]]
+
+
+def _nest(kb: KernelBuilder, ctx: LowerCtx, shape: Sequence[int],
+          body: Callable[[tuple[Name, ...]], list[Stmt]]) -> list[Stmt]:
+    idx = ctx.vars(kb, len(shape))
+    stmts = body(idx)
+    return [loop_nest(list(zip(idx, shape, strict=True)), stmts)] if shape else stmts
+
+
+@lowering("aten.cat", "aten.concat", "aten.concatenate")
+def _cat(ctx: LowerCtx, call: OpCall) -> None:
+    out = out0(call)
+    dim = norm_dim(call.arg(1, "dim", 0), out.rank)
+    kb = ctx.kernel()
+    offset = 0
+    for t in call.args[0]:
+        if not isinstance(t, TensorInfo):
+            raise UnsupportedOpError("cat of non-tensors")
+        if t.rank == 1 and t.shape[0] == 0 and out.rank != 1:
+            continue  # legacy empty tensors are skipped by torch.cat
+        if t.numel == 0:
+            continue
+
+        def body(idx: tuple[Name, ...], t: TensorInfo = t, off: int = offset) -> list[Stmt]:
+            oidx: list[Expr] = list(idx)
+            oidx[dim] = binop("+", idx[dim], IntLit(off)) if off else idx[dim]
+            return [Assign(ctx.write(out, oidx), cast(ctx.read(t, idx), t.dtype, out.dtype))]
+
+        kb.emit(*_nest(kb, ctx, t.shape, body))
+        offset += t.shape[dim]
+
+
+@lowering("aten.stack")
+def _stack(ctx: LowerCtx, call: OpCall) -> None:
+    out = out0(call)
+    dim = norm_dim(call.arg(1, "dim", 0), out.rank)
+    kb = ctx.kernel()
+    for k, t in enumerate(call.args[0]):
+        if not isinstance(t, TensorInfo):
+            raise UnsupportedOpError("stack of non-tensors")
+
+        def body(idx: tuple[Name, ...], t: TensorInfo = t, k: int = k) -> list[Stmt]:
+            oidx: list[Expr] = [*idx[:dim], IntLit(k), *idx[dim:]]
+            return [Assign(ctx.write(out, oidx), cast(ctx.read(t, idx), t.dtype, out.dtype))]
+
+        kb.emit(*_nest(kb, ctx, t.shape, body))
+
+
+def _check_index(t: TensorInfo) -> None:
+    if t.dtype not in (DType.I64, DType.I32, DType.I8):
+        raise UnsupportedOpError("boolean-mask indexing has a data-dependent shape")
+
+
+def advanced_index(
+    shape: Sequence[int], indices: Sequence[TensorInfo | None]
+) -> tuple[tuple[int, ...], IndexFn]:
+    """Result shape and index map of ``x[indices]`` (NumPy advanced indexing rules).
+
+    Returns:
+        The result shape and a function from result indices to ``x`` indices (with
+        indirect accesses of the index tensors).
+    """
+    pos = [k for k, t in enumerate(indices) if t is not None]
+    if not pos:
+        raise UnsupportedOpError("index with no index tensors")
+    tensors = [indices[k] for k in pos]
+    for t in tensors:
+        assert t is not None
+        _check_index(t)
+    brank = max(t.rank for t in tensors if t is not None)
+    bshape = [1] * brank
+    for t in tensors:
+        assert t is not None
+        for k, d in enumerate(t.shape):
+            j = brank - t.rank + k
+            bshape[j] = d if bshape[j] == 1 else bshape[j]
+    adjacent = pos == list(range(pos[0], pos[-1] + 1))
+    rest = [k for k in range(len(shape)) if k not in pos]
+    if adjacent:
+        before = [k for k in rest if k < pos[0]]
+        after = [k for k in rest if k > pos[-1]]
+        result = [shape[k] for k in before] + bshape + [shape[k] for k in after]
+    else:
+        before, after = [], rest
+        result = bshape + [shape[k] for k in rest]
+
+    def index_fn(idx: Sequence[Expr]) -> list[Expr]:
+        out: list[Expr] = [IntLit(0)] * len(shape)
+        nb = len(before)
+        bidx = list(idx[nb : nb + brank])
+        for k in before:
+            out[k] = idx[before.index(k)]
+        for j, k in enumerate(after):
+            out[k] = idx[nb + brank + j]
+        for k, t in zip(pos, tensors, strict=True):
+            assert t is not None
+            out[k] = LowerCtx.read(t, bcast_index(t.shape, bshape, bidx))
+        return out
+
+    return tuple(result), index_fn
+
+
+@lowering("aten.index", "aten._unsafe_index")
+def _index(ctx: LowerCtx, call: OpCall) -> None:
+    x, out = tensor_arg(call, 0, "self"), out0(call)
+    _, index_fn = advanced_index(x.shape, call.arg(1, "indices"))
+    kb = ctx.kernel()
+    kb.emit(*_nest(kb, ctx, out.shape, lambda idx: [
+        Assign(ctx.write(out, idx), cast(ctx.read(x, index_fn(idx)), x.dtype, out.dtype))]))
+
+
+@lowering("aten.index_select")
+def _index_select(ctx: LowerCtx, call: OpCall) -> None:
+    x, index, out = tensor_arg(call, 0, "self"), tensor_arg(call, 2, "index"), out0(call)
+    dim = norm_dim(call.arg(1, "dim"), x.rank)
+
+    def body(idx: tuple[Name, ...]) -> list[Stmt]:
+        src: list[Expr] = list(idx)
+        if x.rank:
+            src[dim] = ctx.read(index, [idx[dim]] if index.rank else [])
+        return [Assign(ctx.write(out, idx), ctx.read(x, src))]
+
+    kb = ctx.kernel()
+    kb.emit(*_nest(kb, ctx, out.shape, body))
+
+
+@lowering("aten.gather")
+def _gather(ctx: LowerCtx, call: OpCall) -> None:
+    x, index, out = tensor_arg(call, 0, "self"), tensor_arg(call, 2, "index"), out0(call)
+    dim = norm_dim(call.arg(1, "dim"), x.rank)
+
+    def body(idx: tuple[Name, ...]) -> list[Stmt]:
+        src: list[Expr] = list(idx)
+        if x.rank:
+            src[dim] = ctx.read(index, idx)
+        return [Assign(ctx.write(out, idx), ctx.read(x, src))]
+
+    kb = ctx.kernel()
+    kb.emit(*_nest(kb, ctx, out.shape, body))
+
+
+@lowering("aten.embedding")
+def _embedding(ctx: LowerCtx, call: OpCall) -> None:
+    w, ids, out = tensor_arg(call, 0, "weight"), tensor_arg(call, 1, "indices"), out0(call)
+
+    def body(idx: tuple[Name, ...]) -> list[Stmt]:
+        row = ctx.read(ids, idx[: ids.rank])
+        return [Assign(ctx.write(out, idx), ctx.read(w, [row, *idx[ids.rank :]]))]
+
+    kb = ctx.kernel()
+    kb.emit(*_nest(kb, ctx, out.shape, body))
+
+
+# -- scatter family --------------------------------------------------------------------
+
+_REDUCE = {"sum": "+", "add": "+", "prod": "*", "multiply": "*", "amax": "max", "amin": "min"}
+_IDENTITY = {"+": 0, "*": 1}
+
+
+def _start(ctx: LowerCtx, call: OpCall, x: TensorInfo, out: TensorInfo) -> KernelBuilder:
+    """The kernel, beginning with ``out = self`` unless the op runs in place."""
+    kb = ctx.kernel()
+    if not same_value(x, out):
+        kb.emit(*_nest(kb, ctx, out.shape, lambda idx: [
+            Assign(ctx.write(out, idx), cast(ctx.read(x, idx), x.dtype, out.dtype))]))
+    return kb
+
+
+def _store(target: Access, op: str | None, value: Expr) -> Stmt:
+    return Assign(target, value) if op is None else Reduce(target, op, value)  # type: ignore[arg-type]
+
+
+@lowering("aten.scatter", "aten.scatter_add", "aten.scatter_reduce")
+def _scatter(ctx: LowerCtx, call: OpCall) -> None:
+    x, index, out = tensor_arg(call, 0, "self"), tensor_arg(call, 2, "index"), out0(call)
+    dim = norm_dim(call.arg(1, "dim"), x.rank)
+    src = call.arg(3, "src" if "value" not in call.target else "value")
+    if "scatter_add" in call.target:
+        op: str | None = "+"
+    else:
+        reduce = call.arg(4, "reduce")
+        op = None if reduce is None else _REDUCE.get(reduce)
+        if reduce is not None and op is None:
+            raise UnsupportedOpError(f"scatter reduce={reduce!r}")
+    include_self = call.arg(5, "include_self", True)
+    kb = _start(ctx, call, x, out)
+
+    def target(idx: tuple[Name, ...]) -> Access:
+        t: list[Expr] = list(idx)
+        t[dim] = ctx.read(index, idx)
+        return ctx.write(out, t)
+
+    if not include_self and op is not None:
+        init = _IDENTITY.get(op)
+        if init is None:
+            raise UnsupportedOpError("scatter_reduce amax/amin with include_self=False")
+        kb.emit(*_nest(kb, ctx, index.shape, lambda idx: [
+            Assign(target(idx), scalar_lit(init, out.dtype))]))
+    kb.emit(*_nest(kb, ctx, index.shape, lambda idx: [
+        _store(target(idx), op, operand(src, idx, index.shape, out.dtype)
+               if not isinstance(src, TensorInfo) else cast(ctx.read(src, idx), src.dtype,
+                                                            out.dtype))]))
+
+
+@lowering("aten.index_put", "aten._index_put_impl")
+def _index_put(ctx: LowerCtx, call: OpCall) -> None:
+    x, out = tensor_arg(call, 0, "self"), out0(call)
+    values = call.arg(2, "values")
+    accumulate = bool(call.arg(3, "accumulate", False))
+    rshape, index_fn = advanced_index(x.shape, call.arg(1, "indices"))
+    kb = _start(ctx, call, x, out)
+    kb.emit(*_nest(kb, ctx, rshape, lambda idx: [
+        _store(ctx.write(out, index_fn(idx)), "+" if accumulate else None,
+               operand(values, idx, rshape, out.dtype))]))
+
+
+def _dim_scatter(op: str | None, fill: bool = False) -> Callable[[LowerCtx, OpCall], None]:
+    def lower(ctx: LowerCtx, call: OpCall) -> None:
+        x, index, out = tensor_arg(call, 0, "self"), tensor_arg(call, 2, "index"), out0(call)
+        dim = norm_dim(call.arg(1, "dim"), x.rank)
+        src = call.arg(3, "value" if fill else "source")
+        alpha = call.arg(4, "alpha", 1)
+        shape = list(x.shape)
+        if x.rank:
+            shape[dim] = index.numel
+        kb = _start(ctx, call, x, out)
+
+        def body(idx: tuple[Name, ...]) -> list[Stmt]:
+            t: list[Expr] = list(idx)
+            if x.rank:
+                t[dim] = ctx.read(index, [idx[dim]] if index.rank else [])
+            if fill or not isinstance(src, TensorInfo):
+                value = operand(src, idx, shape, out.dtype)
+            else:
+                value = cast(ctx.read(src, idx if src.rank else []), src.dtype, out.dtype)
+            if alpha != 1:
+                value = binop("*", value, scalar_lit(alpha, out.dtype))
+            return [_store(ctx.write(out, t), op, value)]
+
+        kb.emit(*_nest(kb, ctx, shape, body))
+
+    return lower
+
+
+lowering("aten.index_add")(_dim_scatter("+"))
+lowering("aten.index_copy")(_dim_scatter(None))
+lowering("aten.index_fill")(_dim_scatter(None, fill=True))
+
+_ = lit

@@ -1,0 +1,254 @@
+"""Lowerings of padding and rearranging copies: constant/reflect/replicate pads, flip,
+roll, repeat, tril/triu, diag, pixel_shuffle/pixel_unshuffle.
+
+Contract: one kernel per call whose loop nests partition the output into regions on
+which the source index is affine (no ``select`` or data-dependent guards): a padded
+dim splits into left border / interior / right border, a rolled dim into two shifted
+ranges, a repeated dim into (copy, position) loop pairs. So every output element is
+written exactly once and no element outside the source is ever read.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from solar.frontends.builder import KernelBuilder, loop_nest
+from solar.frontends.pytorch.lowering_utils import (
+    binop,
+    cast,
+    norm_dim,
+    norm_dims,
+    out0,
+    scalar_lit,
+    tensor_arg,
+)
+from solar.frontends.pytorch.ops_movement import iadd, imul
+from solar.frontends.pytorch.registry import (
+    LowerCtx,
+    OpCall,
+    TensorInfo,
+    UnsupportedOpError,
+    lowering,
+)
+from solar.ir import Assign, Expr, If, IntLit, Name, Stmt, Unary
+
+__all__ = ["Segment"]
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """A range ``[lo, hi)`` of one output dim and its source index (``None``: padding)."""
+
+    lo: int
+    hi: int
+    src: Callable[[Expr], Expr] | None
+
+
+def _emit_regions(ctx: LowerCtx, kb: KernelBuilder, x: TensorInfo, out: TensorInfo,
+                  segments: Sequence[Sequence[Segment]], fill: Expr | None) -> None:
+    """One loop nest per combination of per-dim segments (empty ranges skipped)."""
+    for combo in itertools.product(*segments):
+        if any(s.hi <= s.lo for s in combo):
+            continue
+        idx = ctx.vars(kb, out.rank)
+        if any(s.src is None for s in combo):
+            if fill is None:
+                raise UnsupportedOpError("padding region without a fill value")
+            stmt: Stmt = Assign(ctx.write(out, idx), fill)
+        else:
+            src = [s.src(v) for s, v in zip(combo, idx, strict=True)]  # type: ignore[misc]
+            stmt = Assign(ctx.write(out, idx), cast(ctx.read(x, src), x.dtype, out.dtype))
+        dims = [(v, s.lo, s.hi) for v, s in zip(idx, combo, strict=True)]
+        kb.emit(loop_nest(dims, [stmt]) if dims else stmt)
+
+
+def _pairs(pad: Sequence[int], rank: int) -> dict[int, tuple[int, int]]:
+    """``F.pad`` order (last dim first) -> {dim: (before, after)}."""
+    out = {}
+    for k in range(len(pad) // 2):
+        out[rank - 1 - k] = (pad[2 * k], pad[2 * k + 1])
+    return out
+
+
+def _identity(v: Expr) -> Expr:
+    return v
+
+
+def _shift(delta: int) -> Callable[[Expr], Expr]:
+    return lambda v: iadd(v, delta)
+
+
+@lowering("aten.constant_pad_nd")
+def _constant_pad(ctx: LowerCtx, call: OpCall) -> None:
+    x, out = tensor_arg(call, 0, "self"), out0(call)
+    pads = _pairs(call.arg(1, "pad"), x.rank)
+    fill = scalar_lit(call.arg(2, "value", 0), out.dtype)
+    kb = ctx.kernel()
+    interior: list[Segment] = []
+    for d in range(x.rank):
+        lo, hi = pads.get(d, (0, 0))
+        start = max(lo, 0)
+        stop = out.shape[d] - max(hi, 0)
+        interior.append(Segment(start, stop, _shift(-lo)))
+    # Border regions: dim d in its border, dims before d interior, dims after d anywhere.
+    for d in range(x.rank):
+        lo, hi = pads.get(d, (0, 0))
+        for blo, bhi in ((0, max(lo, 0)), (out.shape[d] - max(hi, 0), out.shape[d])):
+            if bhi <= blo:
+                continue
+            segs = [[interior[k]] if k < d else [Segment(0, out.shape[k], None)]
+                    for k in range(x.rank)]
+            segs[d] = [Segment(blo, bhi, None)]
+            _emit_regions(ctx, kb, x, out, segs, fill)
+    _emit_regions(ctx, kb, x, out, [[s] for s in interior], fill)
+
+
+def _border_pad(mode: str) -> Callable[[LowerCtx, OpCall], None]:
+    def lower(ctx: LowerCtx, call: OpCall) -> None:
+        x, out = tensor_arg(call, 0, "self"), out0(call)
+        pads = _pairs(call.arg(1, "padding"), x.rank)
+        segments: list[list[Segment]] = []
+        for d in range(x.rank):
+            lo, hi = pads.get(d, (0, 0))
+            n = x.shape[d]
+            if (lo, hi) == (0, 0):
+                segments.append([Segment(0, n, _identity)])
+                continue
+            if lo < 0 or hi < 0:
+                raise UnsupportedOpError(f"{mode} pad with negative padding")
+            if mode == "reflect":
+                left = lambda v, lo=lo: iadd(Unary("-", v), lo)  # noqa: E731
+                right = lambda v, n=n, lo=lo: iadd(Unary("-", v), 2 * (n - 1) + lo)  # noqa: E731
+            else:
+                left = lambda v: IntLit(0)  # noqa: E731
+                right = lambda v, n=n: IntLit(n - 1)  # noqa: E731
+            segments.append([Segment(0, lo, left), Segment(lo, lo + n, _shift(-lo)),
+                             Segment(lo + n, lo + n + hi, right)])
+        kb = ctx.kernel()
+        _emit_regions(ctx, kb, x, out, segments, None)
+
+    return lower
+
+
+for _d in (1, 2, 3):
+    lowering(f"aten.reflection_pad{_d}d")(_border_pad("reflect"))
+    lowering(f"aten.replication_pad{_d}d")(_border_pad("replicate"))
+
+
+@lowering("aten.flip")
+def _flip(ctx: LowerCtx, call: OpCall) -> None:
+    x, out = tensor_arg(call, 0, "self"), out0(call)
+    dims = set(norm_dims(call.arg(1, "dims"), x.rank)) if call.arg(1, "dims") else set()
+    segs = [[Segment(0, n, (lambda v, n=n: iadd(Unary("-", v), n - 1)) if d in dims
+                     else _identity)] for d, n in enumerate(x.shape)]
+    _emit_regions(ctx, ctx.kernel(), x, out, segs, None)
+
+
+@lowering("aten.roll")
+def _roll(ctx: LowerCtx, call: OpCall) -> None:
+    x, out = tensor_arg(call, 0, "self"), out0(call)
+    shifts, dims = list(call.arg(1, "shifts")), list(call.arg(2, "dims", ()))
+    if not dims:
+        raise UnsupportedOpError("roll without dims (flattened roll)")
+    amount = {norm_dim(d, x.rank): 0 for d in dims}
+    for s, d in zip(shifts, dims, strict=True):
+        amount[norm_dim(d, x.rank)] += s
+    segs = []
+    for d, n in enumerate(x.shape):
+        s = amount.get(d, 0) % n if n else 0
+        if s == 0:
+            segs.append([Segment(0, n, _identity)])
+        else:
+            segs.append([Segment(0, s, _shift(n - s)), Segment(s, n, _shift(-s))])
+    _emit_regions(ctx, ctx.kernel(), x, out, segs, None)
+
+
+@lowering("aten.repeat")
+def _repeat(ctx: LowerCtx, call: OpCall) -> None:
+    x, out = tensor_arg(call, 0, "self"), out0(call)
+    reps = list(call.arg(1, "repeats"))
+    shape = [1] * (len(reps) - x.rank) + list(x.shape)
+    kb = ctx.kernel()
+    rvars = ctx.vars(kb, len(reps), "r")
+    jvars = ctx.vars(kb, len(reps), "j")
+    oidx = [iadd(imul(r, n), j) if n > 1 else r for r, j, n in zip(rvars, jvars, shape,
+                                                                    strict=True)]
+    oidx = [iadd(imul(r, n), j) for r, j, n in zip(rvars, jvars, shape, strict=True)]
+    src = list(jvars[len(reps) - x.rank :])
+    stmt = Assign(ctx.write(out, oidx), cast(ctx.read(x, src), x.dtype, out.dtype))
+    dims: list[tuple[Name, int]] = []
+    for r, j, rep, n in zip(rvars, jvars, reps, shape, strict=True):
+        dims += [(r, rep), (j, n)]
+    kb.emit(loop_nest(dims, [stmt]) if dims else stmt)
+
+
+def _tri(lower_tri: bool) -> Callable[[LowerCtx, OpCall], None]:
+    def lower(ctx: LowerCtx, call: OpCall) -> None:
+        x, out = tensor_arg(call, 0, "self"), out0(call)
+        k = call.arg(1, "diagonal", 0)
+        kb = ctx.kernel()
+        idx = ctx.vars(kb, x.rank)
+        i, j = idx[-2], idx[-1]
+        edge = iadd(i, k)
+        keep = binop("<=", j, edge) if lower_tri else binop(">=", j, edge)
+        drop = binop(">", j, edge) if lower_tri else binop("<", j, edge)
+        body: list[Stmt] = [
+            If(keep, (Assign(ctx.write(out, idx), cast(ctx.read(x, idx), x.dtype, out.dtype)),)),
+            If(drop, (Assign(ctx.write(out, idx), scalar_lit(0, out.dtype)),)),
+        ]
+        kb.emit(loop_nest(list(zip(idx, out.shape, strict=True)), body))
+
+    return lower
+
+
+lowering("aten.tril")(_tri(True))
+lowering("aten.triu")(_tri(False))
+
+
+@lowering("aten.diag_embed", "aten.diag")
+def _diag(ctx: LowerCtx, call: OpCall) -> None:
+    x, out = tensor_arg(call, 0, "self"), out0(call)
+    if x.rank != 1 and "diag_embed" not in call.target:
+        raise UnsupportedOpError("diag of a matrix lowers via diagonal")
+    k = call.arg(1, "offset" if "embed" in call.target else "diagonal", 0)
+    if "embed" in call.target and (call.arg(2, "dim1", -2), call.arg(3, "dim2", -1)) not in (
+        (-2, -1), (out.rank - 2, out.rank - 1)):
+        raise UnsupportedOpError("diag_embed into non-trailing dims")
+    kb = ctx.kernel()
+    idx = ctx.vars(kb, out.rank)
+    i, j = idx[-2], idx[-1]
+    on = binop("==", j, iadd(i, k))
+    src_pos = i if k >= 0 else iadd(i, k)
+    body: list[Stmt] = [
+        If(on, (Assign(ctx.write(out, idx),
+                       cast(ctx.read(x, [*idx[:-2], src_pos]), x.dtype, out.dtype)),)),
+        If(binop("<", j, iadd(i, k)), (Assign(ctx.write(out, idx), scalar_lit(0, out.dtype)),)),
+        If(binop(">", j, iadd(i, k)), (Assign(ctx.write(out, idx), scalar_lit(0, out.dtype)),)),
+    ]
+    kb.emit(loop_nest(list(zip(idx, out.shape, strict=True)), body))
+
+
+def _shuffle(unshuffle: bool) -> Callable[[LowerCtx, OpCall], None]:
+    def lower(ctx: LowerCtx, call: OpCall) -> None:
+        x, out = tensor_arg(call, 0, "self"), out0(call)
+        r = call.arg(1, "downscale_factor" if unshuffle else "upscale_factor")
+        small = out if unshuffle else x  # the [*, C*r*r, H, W] side
+        lead = list(small.shape[:-3])
+        c, h, w = small.shape[-3] // (r * r), small.shape[-2], small.shape[-1]
+        kb = ctx.kernel()
+        bvars = ctx.vars(kb, len(lead), "b")
+        cv, hv, iv, wv, jv = ctx.vars(kb, 5, "s")
+        packed = [*bvars, iadd(imul(cv, r * r), iadd(imul(iv, r), jv)), hv, wv]
+        spread = [*bvars, cv, iadd(imul(hv, r), iv), iadd(imul(wv, r), jv)]
+        dst, src = (packed, spread) if unshuffle else (spread, packed)
+        stmt = Assign(ctx.write(out, dst), cast(ctx.read(x, src), x.dtype, out.dtype))
+        dims = [*zip(bvars, lead, strict=True), (cv, c), (hv, h), (iv, r), (wv, w), (jv, r)]
+        kb.emit(loop_nest(dims, [stmt]))
+
+    return lower
+
+
+lowering("aten.pixel_shuffle")(_shuffle(False))
+lowering("aten.pixel_unshuffle")(_shuffle(True))

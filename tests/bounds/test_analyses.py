@@ -1,0 +1,54 @@
+"""Cross-platform rows and the inverse roofline."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from solar.bounds import BOUND_MODELS, BoundError, compute_bounds, cross_platform, inverse_roofline
+from solar.hw import load_hardware_spec
+
+from .conftest import LINEAR_GELU, graph, h100, matmul_text
+
+MM = 2 * 4096**3
+MM_BYTES = 3 * 4096**2 * 4
+
+
+def test_cross_platform_rows() -> None:
+    specs = [h100(), load_hardware_spec("A100_SXM_80GB"), load_hardware_spec("TPU_v5e")]
+    g = graph(matmul_text())
+    rows = cross_platform(g, specs)
+    assert [(r.device, r.model) for r in rows] == [
+        (s.name, m) for s in specs for m in BOUND_MODELS
+    ]
+    for r, s in zip(rows[::3], specs, strict=True):
+        assert r.time_s == compute_bounds(g, s, model="unfused").time_s
+    a100 = next(r for r in rows if r.device == "A100_SXM_80GB" and r.model == "fused")
+    assert a100.time_s == pytest.approx(MM / 19.5e12)  # fp32 matmul on CUDA cores
+
+
+def test_inverse_roofline_fused() -> None:
+    target = 3e-3
+    specs = [h100(), load_hardware_spec("A100_SXM_80GB"), load_hardware_spec("B200")]
+    inv = inverse_roofline(graph(matmul_text()), target_time_s=target, specs=specs)
+    # 201,326,592 B in 3 ms: 67.1 GB/s; 137.4 GFLOP in 3 ms: 45.8 TFLOP/s of fp32 vector
+    assert inv.required_dram_bandwidth_bytes_per_s == pytest.approx(MM_BYTES / target)
+    assert inv.required_flops_per_s == {"vector:fp32": pytest.approx(MM / target)}
+    meets = {d.device: d.meets for d in inv.devices}
+    assert meets == {"H100_SXM": True, "A100_SXM_80GB": False, "B200": True}  # 67, 19.5, 75
+
+
+def test_inverse_roofline_unfused_counts_temps_as_on_chip() -> None:
+    inv = inverse_roofline(graph(LINEAR_GELU), target_time_s=1.0, model="unfused",
+                           precision_policy="tf32")
+    # unlimited L2: only X, W, b (cold) and Y (final write) reach DRAM
+    assert inv.dram_bytes == (8192 * 1024 * 2 + 8192 + 8192 * 8192) * 4
+    assert set(inv.required_flops_per_s) == {"tensor:tf32", "vector:fp32"}
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, math.inf, math.nan])
+def test_inverse_roofline_rejects_bad_targets(bad: float) -> None:
+    with pytest.raises(BoundError) as e:
+        inverse_roofline(graph(matmul_text()), target_time_s=bad)
+    assert e.value.code == "E0453"

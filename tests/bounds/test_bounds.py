@@ -1,0 +1,195 @@
+"""Hand-computed bound values, with their arithmetic, and error codes."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import pytest
+
+from solar.bounds import (
+    BOUND_MODELS,
+    BoundError,
+    compute_bounds,
+    policy_pipe,
+    resolve_pipe,
+    symbolic_costs,
+)
+from solar.hw import HardwareSpec, Precision, load_hardware_spec
+from solar.ir import DType
+
+from .conftest import ADD, LINEAR_GELU, SOFTMAX, graph, h100, matmul_text
+
+MM = 2 * 4096**3  # 137,438,953,472 FLOPs
+MM_F32_BYTES = 3 * 4096**2 * 4  # 201,326,592 B
+ONCHIP = 132 * (262144 + 262144) + 52428800  # 121,634,816 B
+
+
+def small_cache() -> HardwareSpec:
+    """H100 figures, but 1 MiB of on-chip memory in total."""
+    return h100().model_copy(update={"l2_capacity_bytes": 1048576.0, "sm_count": None})
+
+
+def big_l2() -> HardwareSpec:
+    """H100 figures with a hypothetical 512 MiB L2."""
+    return h100().model_copy(update={"l2_capacity_bytes": 512.0 * 2**20})
+
+
+# addmm + GELU, M = N = 8192, K = 1024 (f32, default policy: vector fp32 at 67 TFLOP/s)
+LG_MM_FLOPS = 2 * 8192 * 8192 * 1024  # 137,438,953,472
+LG_GELU_FLOPS = 5 * 8192 * 8192  # 335,544,320
+LG_COLD = (8192 * 1024 + 8192 * 1024 + 8192) * 4  # X + W + b = 67,141,632 B
+LG_H = 8192 * 8192 * 4  # 268,435,456 B (temp, > 50 MiB L2)
+L2 = 52428800
+# addmm: compute 2.0513 ms dominates (DRAM: cold + H writes beyond L2).
+LG_ADDMM = max(LG_MM_FLOPS / 67e12, (LG_COLD + LG_H - L2) / 3.35e12, L2 / 12e12)
+# gelu: reads H (at most 50 MiB from L2), writes Y (output) to DRAM.
+LG_GELU = max(LG_GELU_FLOPS / 67e12, (LG_H - L2 + LG_H) / 3.35e12, L2 / 12e12)
+# with a 512 MiB L2, H stays on chip: gelu moves only Y through DRAM.
+LG_GELU_BIG_L2 = max(LG_GELU_FLOPS / 67e12, LG_H / 3.35e12, LG_H / 12e12)
+LG_FUSED = max((LG_MM_FLOPS + LG_GELU_FLOPS) / 67e12, (LG_COLD + LG_H) / 3.35e12)
+
+# pebble bound, 4096^3 matmul, S = 1 MiB = 262,144 f32 words, sqrt(S) = 512:
+# Q = 2 * 4096^3 / 512 - 2 * 262,144 - 4096^2 = 251,133,952 words = 1,004,535,808 B.
+PEBBLE = (2 * 4096**3 / 512 - 2 * 262144 - 4096**2) * 4
+
+# softmax rows of 2^26 f32 = 268,435,456 B > S = 121,634,816 B: each of 4 rows is re-read
+# for at least 268,435,456 - 121,634,816 = 146,800,640 B after its max is known.
+SM_COMPULSORY = 2 * 4 * 2**26 * 4  # 2,147,483,648 B
+SM_SPILL = 4 * (2**26 * 4 - ONCHIP)  # 587,202,560 B
+
+CASES: list[tuple[str, str, Callable[[], HardwareSpec], str, str, float]] = [
+    # (id, program, spec, model, policy, expected seconds)
+    ("mm-f32-default-unfused", matmul_text(), h100, "unfused", "default", MM / 67e12),
+    ("mm-f32-default-fused", matmul_text(), h100, "fused", "default", MM / 67e12),
+    # S = 30.4 M words: 2 * 4096^3 / 5514.4 - 2 * 30.4 M < 0, so only compulsory traffic
+    ("mm-f32-default-cache", matmul_text(), h100, "cache-aware", "default", MM / 67e12),
+    ("mm-f32-strict", matmul_text(), h100, "fused", "strict-fp32", MM / 67e12),
+    ("mm-f32-tf32", matmul_text(), h100, "fused", "tf32", MM / 494.7e12),
+    ("mm-f32-bf16", matmul_text(), h100, "fused", "bf16", MM / 989.4e12),
+    ("mm-bf16-default", matmul_text("bf16"), h100, "unfused", "default", MM / 989.4e12),
+    ("mm-fp8-policy", matmul_text(), h100, "fused", "fp8", MM / 1979.0e12),
+    # 2^26 elements: read 4 B + write 4 B each = 536,870,912 B at 3.35 TB/s = 160.3 us
+    ("add-fused", ADD, h100, "fused", "default", 2 * 2**26 * 4 / 3.35e12),
+    ("add-unfused", ADD, h100, "unfused", "default", 2 * 2**26 * 4 / 3.35e12),
+    ("linear-gelu-unfused", LINEAR_GELU, h100, "unfused", "default", LG_ADDMM + LG_GELU),
+    ("linear-gelu-fused", LINEAR_GELU, h100, "fused", "default", LG_FUSED),
+    ("linear-gelu-big-l2", LINEAR_GELU, big_l2, "unfused", "default",
+     max(LG_MM_FLOPS / 67e12, LG_COLD / 3.35e12, LG_H / 12e12) + LG_GELU_BIG_L2),
+    # bf16 policy: compute 138.9 us < pebble traffic 1.0045 GB / 3.35 TB/s = 299.9 us
+    ("mm-pebble-small-cache", matmul_text(), small_cache, "cache-aware", "bf16",
+     PEBBLE / 3.35e12),
+    ("mm-no-pebble-fused", matmul_text(), small_cache, "fused", "bf16", MM / 989.4e12),
+    ("softmax-barrier", SOFTMAX, h100, "cache-aware", "default",
+     (SM_COMPULSORY + SM_SPILL) / 3.35e12),
+    ("softmax-fused", SOFTMAX, h100, "fused", "default", SM_COMPULSORY / 3.35e12),
+    # TPU v5e publishes no fp32 figure: the highest float peak (bf16 MXU, 197 TFLOP/s)
+    ("mm-f32-tpu-fallback", matmul_text(), lambda: load_hardware_spec("TPU_v5e"), "fused",
+     "default", MM / 197e12),
+]
+
+
+@pytest.mark.parametrize(("program", "spec", "model", "policy", "expected"),
+                         [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_hand_computed_bounds(program: str, spec: Callable[[], HardwareSpec], model: str,
+                             policy: str, expected: float) -> None:
+    b = compute_bounds(graph(program), spec(), model=model, precision_policy=policy)  # type: ignore[arg-type]
+    assert b.time_s == pytest.approx(expected, rel=1e-12)
+    assert b.time_s >= b.compute_time_s or model == "unfused"
+    assert any(policy in a for a in b.assumptions)
+
+
+def test_issue_example_numbers() -> None:
+    b = compute_bounds(graph(matmul_text()), h100(), model="unfused")
+    assert b.time_s == pytest.approx(2.0513e-3, rel=1e-4)
+    assert b.dram_bytes == MM_F32_BYTES
+    assert b.memory_time_s == pytest.approx(60.1e-6, rel=1e-3)
+    assert b.bottleneck == "compute"
+    assert b.flops_by_unit == {"vector:fp32": MM}
+    (k,) = b.kernels
+    assert (k.name, k.unit, k.precision, k.bottleneck) == ("mm", "contraction", "vector:fp32",
+                                                           "compute")
+
+
+def test_unfused_breakdown_and_l2() -> None:
+    b = compute_bounds(graph(LINEAR_GELU), h100(), model="unfused")
+    addmm, gelu = b.kernels
+    assert addmm.dram_bytes == LG_COLD + LG_H - L2
+    assert addmm.l2_bytes == L2
+    assert gelu.dram_bytes == 2 * LG_H - L2
+    assert gelu.bottleneck == "memory"
+    assert b.l2_bytes == 2 * L2
+
+
+def test_arithmetic_intensity_and_units() -> None:
+    b = compute_bounds(graph(matmul_text()), h100(), model="fused", precision_policy="tf32")
+    assert b.arithmetic_intensity == pytest.approx(MM / MM_F32_BYTES)
+    assert b.compute_time_s_by_unit == {"tensor:tf32": pytest.approx(MM / 494.7e12)}
+
+
+PIPES = [
+    ("contraction", DType.F32, False, "default", "vector:fp32"),
+    ("contraction", DType.F32, True, "default", "tensor:tf32"),
+    ("contraction", DType.F32, False, "tf32", "tensor:tf32"),
+    ("contraction", DType.F32, True, "strict-fp32", "vector:fp32"),
+    ("contraction", DType.BF16, False, "default", "tensor:bf16"),
+    ("contraction", DType.F16, False, "strict-fp32", "vector:fp32"),
+    ("contraction", DType.F32, False, "fp16", "tensor:fp16"),
+    ("contraction", DType.F8E4M3, False, "default", "tensor:fp8"),
+    ("contraction", DType.I8, False, "default", "tensor:int8"),
+    ("contraction", DType.F64, False, "default", "tensor:fp64"),
+    ("vector", DType.F32, False, "bf16", "vector:fp32"),
+    ("vector", DType.BF16, False, "default", "vector:bf16"),
+    ("vector", DType.I64, False, "default", "vector:fp32"),
+]
+
+
+@pytest.mark.parametrize(("work", "dtype", "conv", "policy", "label"), PIPES)
+def test_policy_table(work: str, dtype: DType, conv: bool, policy: str, label: str) -> None:
+    assert policy_pipe(work, dtype, conv, policy)[0].label == label  # type: ignore[arg-type]
+
+
+def test_peak_fallbacks() -> None:
+    spec = h100()
+    f64 = resolve_pipe(spec, "contraction", DType.F64, False, "default")
+    assert f64.peak_flops_per_s == 67e12  # max(tensor fp64 67, vector fp64 34)
+    bf16 = resolve_pipe(spec, "vector", DType.BF16, False, "default")
+    assert bf16.peak_flops_per_s == 2 * 67e12  # no vector bf16 figure: packed two-wide
+    assert "packed" in bf16.fallback
+    tpu = load_hardware_spec("TPU_v5e")
+    vec = resolve_pipe(tpu, "vector", DType.F32, False, "default")
+    assert vec.peak_flops_per_s == tpu.peak_flops_per_s[Precision.BF16]
+    assert vec.fallback
+
+
+def test_errors() -> None:
+    g = graph(ADD)
+    with pytest.raises(BoundError) as e:
+        compute_bounds(g, h100(), model="roofline")  # type: ignore[arg-type]
+    assert e.value.code == "E0450"
+    assert "cache-aware" in e.value.message
+    with pytest.raises(BoundError) as e:
+        compute_bounds(g, h100(), model="fused", precision_policy="int4")  # type: ignore[arg-type]
+    assert e.value.code == "E0451"
+    empty = h100().model_copy(update={"peak_flops_per_s": {}, "vector_flops_per_s": {}})
+    with pytest.raises(BoundError) as e:
+        compute_bounds(g, empty, model="fused")
+    assert e.value.code == "E0452"
+
+
+def test_symbolic_costs() -> None:
+    s = symbolic_costs(graph(LINEAR_GELU))
+    assert s.flops == "2*K*M*N + 5*M*N"
+    assert s.flops_by_work == {"contraction f32": "2*K*M*N", "vector f32": "5*M*N"}
+    assert s.fused_bytes == "4*K*M + 4*K*N + 4*M*N + 4*N"
+    assert s.unfused_bytes == "4*K*M + 4*K*N + 12*M*N + 4*N"  # H written and read once
+    assert [k[0] for k in s.kernels] == ["addmm", "gelu"]
+
+
+@pytest.mark.parametrize("model", list(BOUND_MODELS))
+def test_bounds_at_other_sizes(model: str) -> None:
+    b = compute_bounds(graph(matmul_text()), h100(), model=model,  # type: ignore[arg-type]
+                       sizes={"M": 128, "N": 256, "K": 64})
+    assert b.flops == 2 * 128 * 256 * 64
+    assert b.sizes == {"M": 128, "N": 256, "K": 64}
+    assert math.isfinite(b.time_s)

@@ -1,0 +1,173 @@
+"""Attention lowerings (ops_attention.py, ops_transformer.py) against torch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from nn_opcheck import check_op, reduce_points
+
+torch = pytest.importorskip("torch")
+nn = pytest.importorskip("torch.nn")
+pytestmark = pytest.mark.torch
+
+A = torch.ops.aten
+FLASH = A._scaled_dot_product_flash_attention_for_cpu.default
+_FAST = settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@_FAST
+@given(
+    st.integers(1, 2),
+    st.integers(1, 2),
+    st.integers(1, 3),
+    st.integers(1, 6),
+    st.integers(1, 6),
+    st.sampled_from([None, "float", "bool"]),
+    st.booleans(),
+    st.sampled_from([None, 0.3]),
+)
+def test_sdpa(
+    b: int,
+    kv_heads: int,
+    rep: int,
+    n_q: int,
+    n_k: int,
+    mask: str | None,
+    causal: bool,
+    scale: float | None,
+) -> None:
+    q = torch.randn(b, kv_heads * rep, n_q, 4)
+    k, v = torch.randn(b, kv_heads, n_k, 4), torch.randn(b, kv_heads, n_k, 4)
+    attn_mask = None
+    if mask is not None and not causal:
+        attn_mask = torch.randn(n_q, n_k) if mask == "float" else torch.rand(b, 1, n_q, n_k) > 0.3
+        if mask == "bool":
+            attn_mask[..., 0] = True
+    check_op(
+        A.scaled_dot_product_attention.default,
+        q,
+        k,
+        v,
+        attn_mask,
+        0.0,
+        causal,
+        scale=scale,
+        enable_gqa=rep > 1,
+    )
+
+
+@pytest.mark.parametrize(("n_q", "n_k"), [(5, 5), (3, 6), (7, 4)])
+def test_flash_cpu_causal_counts_the_triangle(n_q: int, n_k: int) -> None:
+    q, k, v = torch.randn(1, 2, n_q, 4), torch.randn(1, 2, n_k, 4), torch.randn(1, 2, n_k, 4)
+    program = check_op(FLASH, q, k, v, 0.0, True)
+    # torch's causal mask is top-left aligned: query i sees keys 0 .. min(i, n_k - 1)
+    pairs = sum(min(i + 1, n_k) for i in range(n_q))
+    # per head and pair: 4 QK multiply-adds, 1 max, 1 sum, 4 PV multiply-adds
+    assert reduce_points(program) == 2 * pairs * (4 + 1 + 1 + 4)
+
+
+def test_flash_cpu_with_mask_and_half() -> None:
+    q, k, v = torch.randn(2, 2, 3, 8), torch.randn(2, 2, 5, 8), torch.randn(2, 2, 5, 8)
+    check_op(FLASH, q, k, v, 0.0, False, attn_mask=torch.randn(2, 1, 3, 5), scale=0.5)
+    check_op(FLASH, q.half(), k.half(), v.half(), 0.0, False, rtol=1e-2, atol=1e-2)
+
+
+def test_math_attention_weights() -> None:
+    q, k, v = torch.randn(2, 3, 4, 8), torch.randn(2, 3, 6, 8), torch.randn(2, 3, 6, 5)
+    check_op(A._scaled_dot_product_attention_math.default, q, k, v, None, 0.0, True)
+    check_op(A._scaled_dot_product_attention_math.default, q, k, v, torch.randn(4, 6), 0.0, False)
+
+
+def test_cuda_path_siblings() -> None:
+    q, k, v = torch.randn(1, 2, 3, 4), torch.randn(1, 2, 5, 4), torch.randn(1, 2, 5, 4)
+    out, lse = FLASH(q, k, v, 0.0, True)
+    check_op(
+        A._scaled_dot_product_flash_attention.default,
+        q,
+        k,
+        v,
+        0.0,
+        True,
+        expected=(out, lse, None, None, None, None, None, None, None),
+    )
+    bias = torch.randn(1, 2, 3, 5)
+    out = A.scaled_dot_product_attention.default(q, k, v, bias)
+    check_op(
+        A._scaled_dot_product_efficient_attention.default,
+        q,
+        k,
+        v,
+        bias,
+        False,
+        expected=(out, None, None, None),
+    )
+
+
+def _mha_weights(m: Any) -> list[Any]:
+    return [
+        t.detach() for t in (m.in_proj_weight, m.in_proj_bias, m.out_proj.weight, m.out_proj.bias)
+    ]
+
+
+@pytest.mark.parametrize("mask_type", [None, 1, 2])
+@pytest.mark.parametrize("average", [True, False])
+def test_native_multi_head_attention(mask_type: int | None, average: bool) -> None:
+    torch.manual_seed(0)
+    m = nn.MultiheadAttention(8, 2, batch_first=True).eval()
+    x = torch.randn(2, 5, 8)
+    mask = None
+    if mask_type == 1:
+        mask = torch.zeros(2, 5)
+        mask[0, 3:] = float("-inf")
+    elif mask_type == 2:
+        causal = torch.ones(5, 5).triu(1).bool()
+        mask = torch.zeros(5, 5).masked_fill(causal, float("-inf")).expand(2, 2, 5, 5)
+    check_op(
+        A._native_multi_head_attention.default,
+        x,
+        x,
+        x,
+        8,
+        2,
+        *_mha_weights(m),
+        mask,
+        True,
+        average,
+        mask_type,
+    )
+
+
+@pytest.mark.parametrize(("norm_first", "gelu"), [(False, False), (True, True)])
+def test_transformer_encoder_layer_fwd(norm_first: bool, gelu: bool) -> None:
+    enc = nn.TransformerEncoderLayer(
+        8,
+        2,
+        16,
+        dropout=0.0,
+        batch_first=True,
+        norm_first=norm_first,
+        activation="gelu" if gelu else "relu",
+    ).eval()
+    sa = enc.self_attn
+    params = [
+        sa.in_proj_weight,
+        sa.in_proj_bias,
+        sa.out_proj.weight,
+        sa.out_proj.bias,
+        gelu,
+        norm_first,
+        1e-5,
+        enc.norm1.weight,
+        enc.norm1.bias,
+        enc.norm2.weight,
+        enc.norm2.bias,
+        enc.linear1.weight,
+        enc.linear1.bias,
+        enc.linear2.weight,
+        enc.linear2.bias,
+    ]
+    params = [p.detach() if isinstance(p, torch.Tensor) else p for p in params]
+    check_op(A._transformer_encoder_layer_fwd.default, torch.randn(2, 4, 8), 8, 2, *params)
