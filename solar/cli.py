@@ -501,6 +501,41 @@ def provision(
         typer.echo(f"{d.device:<18} {format_time(d.time_s):>12}  {'yes' if d.meets else 'no'}")
 
 
+@app.command("batch")
+def batch(
+    sources: Annotated[str, typer.Argument(help="Directory or glob of model/IR files.")],
+    out: Annotated[Path, typer.Option("--out", help="Directory for reports and summaries.")] = Path(
+        "solar-reports"
+    ),
+    arch: Annotated[list[str] | None, typer.Option("--arch", help="Spec (repeatable).")] = None,
+    precision: Annotated[str, typer.Option(help="Precision policy.")] = "default",
+    workers: Annotated[int, typer.Option(help="Parallel worker processes.")] = 2,
+    validate: Annotated[str, typer.Option(help="auto, full, sampled or off.")] = "auto",
+    resume: Annotated[bool, typer.Option(help="Skip files whose report is up to date.")] = False,
+    time_budget: Annotated[float, typer.Option(help="Validation budget per file (s).")] = 60.0,
+) -> None:
+    """Analyse many files in parallel; one report each plus summary.csv/json."""
+    from solar.batch import expand_sources, run_batch
+    from solar.pipeline import AnalyzeOptions
+
+    files = expand_sources(sources)
+    options = AnalyzeOptions(archs=tuple(arch or ["H100_SXM"]), precision=precision,
+                             validate=validate, time_budget_s=time_budget)  # type: ignore[arg-type]
+
+    def progress(done: int, total: int, row: object) -> None:
+        status = getattr(row, "status", "?")
+        detail = getattr(row, "error", None) or ""
+        bar = "#" * int(20 * done / total)
+        _err(f"[{bar:<20}] {done}/{total} {status:<17} {getattr(row, 'file', '')} {detail}")
+
+    summary = run_batch(files, options, out, workers=workers, resume=resume, progress=progress)
+    ok = sum(r.status == "ok" for r in summary.rows)
+    typer.echo(f"{ok}/{len(summary.rows)} ok, {summary.failed} failed; "
+               f"summaries: {summary.csv_path} {summary.json_path}")
+    if summary.failed or any(r.status == "validation-failed" for r in summary.rows):
+        raise typer.Exit(1)
+
+
 # ---------------------------------------------------------------------------- reports
 @app.command("schema")
 def schema() -> None:

@@ -47,10 +47,10 @@ def pebble_bytes(points: float, output_elems: float, itemsize: int, capacity_byt
     ``points`` multiply-adds, fast memory of ``capacity_bytes``; words are elements of
     the smallest operand itemsize (the weakest, hence safe, choice).
 
-    >>> pebble_bytes(4096.0**3, 4096.0**2, 4, 4 * 1024.0**2)  # S = 1 Mi words
+    >>> pebble_bytes(4096.0**3, 4096.0**2, 4, 4 * 16 * 1024.0**2)  # S = 16 Mi words
     0.0
-    >>> round(pebble_bytes(65536.0**3, 65536.0**2, 2, 2 * 1024.0**2) / 1e12, 3)
-    1.116
+    >>> pebble_bytes(4096.0**3, 4096.0**2, 4, 4 * 1024.0**2)  # (2**37/1024 - 2**21 - 2**24) * 4
+    461373440.0
     """
     if math.isinf(capacity_bytes) or points <= 0:
         return 0.0

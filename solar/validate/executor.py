@@ -32,11 +32,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solar.diagnostics import ExecutionError, IRVerifyError
-from solar.ir import Assign, For, If, Kernel, Program, Reduce, Stmt, TensorDecl
-from solar.ir.traversal import eval_int, resolve_sizes
+from solar.diagnostics import ExecutionError
+from solar.ir import Assign, For, If, Kernel, Program, Reduce, Stmt
+from solar.ir.traversal import resolve_sizes
 from solar.validate.contraction import plan_contraction, run_contraction
-from solar.validate.dtypes import output_array, round_to_dtype, storage_dtype
+from solar.validate.dtypes import output_array, storage_dtype
 from solar.validate.evaluate import Evaluator, ExecCache, Value, top_level_accesses
 from solar.validate.faults import raise_fault, raise_resource
 from solar.validate.grids import (
@@ -50,7 +50,7 @@ from solar.validate.grids import (
 from solar.validate.memory import memory_budget_bytes, workload_of
 from solar.validate.prepare import KernelPlan, PreparedProgram, prepare_program
 from solar.validate.scan import ScanMatch, match_scan, run_scan
-from solar.validate.state import TensorState
+from solar.validate.state import TensorState, allocate_tensors, tensor_shape
 from solar.validate.writes import assign, reduce_into, target_axes
 
 __all__ = ["CHUNK_POINTS", "RunResult", "execute_program", "run_program"]
@@ -71,44 +71,6 @@ class RunResult:
     outputs: Mapping[str, np.ndarray]
     written: Mapping[str, np.ndarray | None]
     sizes: Mapping[str, int]
-
-
-def _shape(decl: TensorDecl, sizes: Mapping[str, int]) -> tuple[int, ...]:
-    try:
-        return tuple(eval_int(d, sizes) for d in decl.shape)
-    except (KeyError, ValueError, ZeroDivisionError) as err:
-        raise IRVerifyError(
-            f"shape of `{decl.name}` is not an integer expression of sizes ({err})",
-            code="E0209",
-            span=decl.span,
-        ) from None
-
-
-def _bind_input(decl: TensorDecl, value: object, shape: tuple[int, ...]) -> np.ndarray:
-    """The caller's array in the storage dtype, read-only (no copy when it already fits)."""
-    arr = np.asarray(value)
-    if arr.shape != shape:
-        raise ExecutionError(
-            f"{decl.role} `{decl.name}` has shape {arr.shape}, expected {shape}",
-            code="E0304",
-            span=decl.span,
-        )
-    kind = arr.dtype.kind
-    want = "f" if decl.dtype.is_float else ("b" if decl.dtype.value == "bool" else "i")
-    accepted = {"f": "fiubV", "i": "iub", "b": "b"}[want]
-    if kind not in accepted:
-        raise ExecutionError(
-            f"{decl.role} `{decl.name}` has dtype {arr.dtype}, expected {decl.dtype.value}",
-            code="E0304",
-            span=decl.span,
-        )
-    if want == "f" and (kind == "V" or (arr.dtype.itemsize <= 2 and arr.dtype != np.float16)):
-        arr = arr.astype(np.float32)  # ml_dtypes bfloat16 / float8 arrays
-    data = np.ascontiguousarray(round_to_dtype(arr, decl.dtype))
-    if data is arr or np.shares_memory(data, arr):
-        data = data.view()
-    data.flags.writeable = False
-    return data
 
 
 class _Machine:
@@ -148,7 +110,7 @@ class _Machine:
     def run_kernel(self, kernel: Kernel, plan: KernelPlan) -> None:
         self.plan = plan
         for decl in kernel.locals:
-            shape = _shape(decl, self.sizes)
+            shape = tensor_shape(decl, self.sizes)
             data = np.zeros(shape, dtype=storage_dtype(decl.dtype))
             self.tensors[decl.name] = TensorState(decl, data, np.zeros(shape, dtype=bool))
         try:
@@ -354,34 +316,6 @@ def _top_level_position(stmt: For, prepared: PreparedProgram, kernel_index: int)
     return next((k for k, s in enumerate(body) if s is stmt), -1)
 
 
-def _allocate(
-    program: Program, sizes: Mapping[str, int], inputs: Mapping[str, object]
-) -> dict[str, TensorState]:
-    tensors: dict[str, TensorState] = {}
-    known = {d.name for d in program.tensors_with_role("input", "param")}
-    unknown = sorted(set(inputs) - known)
-    if unknown:
-        raise ExecutionError(
-            f"unknown input(s) {', '.join(unknown)}; the program takes "
-            f"{', '.join(sorted(known)) or 'none'}",
-            code="E0304",
-        )
-    for decl in program.tensors:
-        shape = _shape(decl, sizes)
-        if decl.role in ("input", "param"):
-            if decl.name not in inputs:
-                raise ExecutionError(
-                    f"missing {decl.role} `{decl.name}`", code="E0304", span=decl.span
-                )
-            tensors[decl.name] = TensorState(
-                decl, _bind_input(decl, inputs[decl.name], shape), None
-            )
-        else:
-            data = np.zeros(shape, dtype=storage_dtype(decl.dtype))
-            tensors[decl.name] = TensorState(decl, data, np.zeros(shape, dtype=bool))
-    return tensors
-
-
 def run_program(
     program: Program,
     inputs: Mapping[str, object],
@@ -416,7 +350,7 @@ def run_program(
             f"memory budget of {budget / 2**20:.0f} MiB",
             span=program.span,
         )
-    tensors = _allocate(program, bound, inputs)
+    tensors = allocate_tensors(program, bound, inputs)
     _Machine(prepared, bound, tensors, cache, deadline=deadline, restrict=restrict).run()
     outputs: dict[str, np.ndarray] = {}
     written: dict[str, np.ndarray | None] = {}

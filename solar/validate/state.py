@@ -4,18 +4,23 @@ Contract: one `TensorState` per live tensor. ``data`` is C-contiguous in the sto
 dtype (`solar.validate.dtypes`); ``written`` is a boolean array of the same shape, or
 ``None`` once every element has been written (inputs and params start that way).
 ``version`` increases on every write, so derived data (padded copies, finiteness)
-can be cached per version.
+can be cached per version. `allocate_tensors` binds the caller's inputs (checked: E0304)
+and allocates every output and temp, unwritten.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from solar.ir import TensorDecl
+from solar.diagnostics import ExecutionError, IRVerifyError
+from solar.ir import Program, TensorDecl
+from solar.ir.traversal import eval_int
+from solar.validate.dtypes import round_to_dtype, storage_dtype
 
-__all__ = ["TensorState"]
+__all__ = ["TensorState", "allocate_tensors", "bind_input", "tensor_shape"]
 
 
 @dataclass(slots=True)
@@ -46,3 +51,69 @@ class TensorState:
         finite = self.data.dtype.kind != "f" or bool(np.isfinite(self.data).all())
         self._finite = (self.version, finite)
         return finite
+
+
+def tensor_shape(decl: TensorDecl, sizes: Mapping[str, int]) -> tuple[int, ...]:
+    """The concrete shape of a declaration at a resolved size binding."""
+    try:
+        return tuple(eval_int(d, sizes) for d in decl.shape)
+    except (KeyError, ValueError, ZeroDivisionError) as err:
+        raise IRVerifyError(
+            f"shape of `{decl.name}` is not an integer expression of sizes ({err})",
+            code="E0209",
+            span=decl.span,
+        ) from None
+
+
+def bind_input(decl: TensorDecl, value: object, shape: tuple[int, ...]) -> np.ndarray:
+    """The caller's array in the storage dtype, read-only (no copy when it already fits)."""
+    arr = np.asarray(value)
+    if arr.shape != shape:
+        raise ExecutionError(
+            f"{decl.role} `{decl.name}` has shape {arr.shape}, expected {shape}",
+            code="E0304",
+            span=decl.span,
+        )
+    kind = arr.dtype.kind
+    want = "f" if decl.dtype.is_float else ("b" if decl.dtype.value == "bool" else "i")
+    accepted = {"f": "fiubV", "i": "iub", "b": "b"}[want]
+    if kind not in accepted:
+        raise ExecutionError(
+            f"{decl.role} `{decl.name}` has dtype {arr.dtype}, expected {decl.dtype.value}",
+            code="E0304",
+            span=decl.span,
+        )
+    if want == "f" and (kind == "V" or (arr.dtype.itemsize <= 2 and arr.dtype != np.float16)):
+        arr = arr.astype(np.float32)  # ml_dtypes bfloat16 / float8 arrays
+    data = np.ascontiguousarray(round_to_dtype(arr, decl.dtype))
+    if data is arr or np.shares_memory(data, arr):
+        data = data.view()
+    data.flags.writeable = False
+    return data
+
+
+def allocate_tensors(
+    program: Program, sizes: Mapping[str, int], inputs: Mapping[str, object]
+) -> dict[str, TensorState]:
+    """Bind inputs/params (checked, E0304) and allocate unwritten outputs and temps."""
+    tensors: dict[str, TensorState] = {}
+    known = {d.name for d in program.tensors_with_role("input", "param")}
+    unknown = sorted(set(inputs) - known)
+    if unknown:
+        raise ExecutionError(
+            f"unknown input(s) {', '.join(unknown)}; the program takes "
+            f"{', '.join(sorted(known)) or 'none'}",
+            code="E0304",
+        )
+    for decl in program.tensors:
+        shape = tensor_shape(decl, sizes)
+        if decl.role in ("input", "param"):
+            if decl.name not in inputs:
+                raise ExecutionError(
+                    f"missing {decl.role} `{decl.name}`", code="E0304", span=decl.span
+                )
+            tensors[decl.name] = TensorState(decl, bind_input(decl, inputs[decl.name], shape), None)
+        else:
+            data = np.zeros(shape, dtype=storage_dtype(decl.dtype))
+            tensors[decl.name] = TensorState(decl, data, np.zeros(shape, dtype=bool))
+    return tensors

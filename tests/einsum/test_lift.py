@@ -10,10 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from .brute import run
 from solar.einsum import EinsumGraph, flops_per_point, lift_to_einsum
 from solar.ir import Program, Reduce, parse_program
 from solar.ir.traversal import resolve_sizes, walk_stmts
+
+from .brute import run
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = sorted((ROOT / "samples" / "ir").glob("*.alir"))

@@ -241,6 +241,64 @@ INLINE_CASES = [
         },
     ),
     (
+        "triangular_step_varying_start",
+        _prog(
+            "for i in 0 .. 4 { for j in 0 .. 8 { Y[i, j] = 0.0 }\n"
+            " for j in i .. 8 step 3 { Y[i, j] = 1.0 } }",
+            "output Y : f32[4, 8]",
+        ),
+        {},
+        {
+            "Y": np.array(
+                [[1.0 if j >= i and (j - i) % 3 == 0 else 0.0 for j in range(8)] for i in range(4)]
+            )
+        },
+    ),
+    (
+        "temp_carried_through_plain_loop_runs_sequentially",
+        "solar-ir 1\nprogram t\ninput X : f32[10]\ntemp S : f32[]\noutput Y : f32[10]\n"
+        "kernel k {\nS[] = 0.0\nfor i in 0 .. 10 { S[] = S[] + X[i]\n Y[i] = S[] }\n}\n",
+        {"X": X10},
+        {"Y": np.cumsum(X10)},
+    ),
+    (
+        "guarded_windows_pool_and_conv",
+        _prog(
+            "for i in 0 .. 10 { M[i] = -inf\n A[i] = 0.0\n for r in 0 .. 3 {"
+            " if 0 <= i + r - 1 and i + r - 1 < 10 { M[i] max= X[i + r - 1]\n"
+            " A[i] += X[i + r - 1] * W[r] } } }",
+            "input X : f32[10]\ninput W : f32[3]\noutput M : f32[10]\noutput A : f32[10]",
+        ),
+        {"X": X10, "W": np.array([1.0, -2.0, 0.5], dtype=np.float32)},
+        {
+            "M": np.max(
+                np.lib.stride_tricks.sliding_window_view(
+                    np.pad(X10, 1, constant_values=-np.inf), 3
+                ),
+                axis=1,
+            ),
+            "A": np.lib.stride_tricks.sliding_window_view(np.pad(X10, 1), 3)
+            @ np.array([1.0, -2.0, 0.5]),
+        },
+    ),
+    (
+        "guarded_contraction_with_inf_falls_back",
+        _prog(
+            "for i in 0 .. 4 { S[i] = 0.0\n for j in 0 .. 4 { if j <= i {"
+            " S[i] += X[i, j] * Z[j] } } }",
+            "input X : f32[4, 4]\ninput Z : f32[4]\noutput S : f32[4]",
+        ),
+        {"X": X44, "Z": np.array([1.0, 2.0, 3.0, np.inf], dtype=np.float32)},
+        {
+            "S": np.array(
+                [
+                    sum(X44[i, j] * [1.0, 2.0, 3.0, np.inf][j] for j in range(i + 1))
+                    for i in range(4)
+                ]
+            )
+        },
+    ),
+    (
         "integer_outputs_wrap",
         _prog(
             "for i in 0 .. 4 { Y[i] = i8(I[i] * 100) }",

@@ -122,6 +122,15 @@ FAULTS = [
         "is not an integer",
     ),
     (
+        "write_to_input",
+        "input X : f32[4]\noutput Y : f32[4]\nkernel k {\n"
+        "  for i in 0 .. 4 {\n    Y[i] = X[i]\n    X[i] = 0.0\n  }\n}\n",
+        {"X": X4},
+        "E0309",
+        (8, 5),
+        "write to input `X`",
+    ),
+    (
         "unknown_tensor",
         "input X : f32[4]\noutput Y : f32[4]\nkernel k {\n"
         "  for i in 0 .. 4 {\n    Y[i] = Z[i]\n  }\n}\n",
@@ -156,6 +165,16 @@ def test_fault(
     rendered = err.render()
     assert rendered.startswith(f"error[{code}]")
     assert f"bad.alir:{location[0]}:{location[1]}" in rendered
+
+
+def test_inputs_are_never_modified() -> None:
+    text = COPY4.replace("Y[i] = X[i]", "Y[i] = X[i]\n    Y[i] += X[i]")
+    x = X4.copy()
+    got = execute_program(parse_program(HEADER + text), {"X": x})
+    np.testing.assert_array_equal(x, X4)
+    np.testing.assert_array_equal(got["Y"], 2 * X4)
+    got["Y"][0] = 42.0  # outputs are the caller's own arrays
+    np.testing.assert_array_equal(x, X4)
 
 
 def test_fault_names_the_statement() -> None:

@@ -170,7 +170,7 @@ CONVS: list[tuple[str, dict[str, Any], tuple[int, ...], tuple[int, ...]]] = [
      (2, 2, 2, 2)),
     ("conv_groups", dict(window_strides=(1, 1), padding=((1, 1), (1, 1)), feature_group_count=2),
      (2, 4, 5, 5), (6, 2, 3, 3)),
-    ("conv_depthwise", dict(window_strides=(1, 1), padding=((1, 1),), feature_group_count=4),
+    ("conv_depthwise", dict(window_strides=(1,), padding=((1, 1),), feature_group_count=4),
      (2, 4, 7), (4, 1, 3)),
     ("conv_batch_groups", dict(window_strides=(1, 1), padding=((0, 0), (0, 0)), batch_group_count=2),
      (4, 3, 5, 5), (4, 3, 2, 2)),
