@@ -204,7 +204,9 @@ def specs_list() -> None:
         fp32 = _fmt_flops(s.peak_for(Precision.FP32, "vector"))
         tf32, bf16 = _fmt_flops(s.peak_for(Precision.TF32)), _fmt_flops(s.peak_for(Precision.BF16))
         fp8, bw = _fmt_flops(s.peak_for(Precision.FP8)), s.dram_bandwidth_bytes_per_s / 1e12
-        typer.echo(f"{s.name:<18} {fp32:>9} {tf32:>8} {bf16:>9} {fp8:>9} {bw:>10.3f}  {s.display_name}")
+        typer.echo(
+            f"{s.name:<18} {fp32:>9} {tf32:>8} {bf16:>9} {fp8:>9} {bw:>10.3f}  {s.display_name}"
+        )
 
 
 @specs_app.command("show")
@@ -291,6 +293,9 @@ def analyze(
     precision: Annotated[
         str, typer.Option(help="Precision policy: default, strict-fp32, tf32, bf16, fp16, fp8.")
     ] = "default",
+    cache: Annotated[
+        str, typer.Option(help="warm (repeated runs; default) or cold (first run) cache.")
+    ] = "warm",
     frontend: Annotated[str, typer.Option(help="auto, torch, jax, llm or ir.")] = "auto",
     ir: Annotated[
         Path | None, typer.Option("--ir", help="Analyse this hand-written IR against the model.")
@@ -338,11 +343,14 @@ def analyze(
         raise UsageError(
             f"--validate must be auto, full, sampled or off, got `{validate}`", code="E0904"
         )
+    if cache not in ("warm", "cold"):
+        raise UsageError(f"--cache must be warm or cold, got `{cache}`", code="E0904")
     if format_ not in ("text", "json"):
         raise UsageError(f"--format must be text or json, got `{format_}`", code="E0904")
     options = AnalyzeOptions(
         archs=tuple(arch or ["H100_SXM"]),
         precision=precision,
+        cache=cache,  # type: ignore[arg-type]
         frontend=frontend,  # type: ignore[arg-type]
         ir_file=ir,
         sizes=_parse_sets(set_),
@@ -519,8 +527,12 @@ def batch(
     from solar.pipeline import AnalyzeOptions
 
     files = expand_sources(sources)
-    options = AnalyzeOptions(archs=tuple(arch or ["H100_SXM"]), precision=precision,
-                             validate=validate, time_budget_s=time_budget)  # type: ignore[arg-type]
+    options = AnalyzeOptions(
+        archs=tuple(arch or ["H100_SXM"]),
+        precision=precision,
+        validate=validate,
+        time_budget_s=time_budget,
+    )  # type: ignore[arg-type]
 
     def progress(done: int, total: int, row: object) -> None:
         status = getattr(row, "status", "?")
@@ -530,8 +542,10 @@ def batch(
 
     summary = run_batch(files, options, out, workers=workers, resume=resume, progress=progress)
     ok = sum(r.status == "ok" for r in summary.rows)
-    typer.echo(f"{ok}/{len(summary.rows)} ok, {summary.failed} failed; "
-               f"summaries: {summary.csv_path} {summary.json_path}")
+    typer.echo(
+        f"{ok}/{len(summary.rows)} ok, {summary.failed} failed; "
+        f"summaries: {summary.csv_path} {summary.json_path}"
+    )
     if summary.failed or any(r.status == "validation-failed" for r in summary.rows):
         raise typer.Exit(1)
 

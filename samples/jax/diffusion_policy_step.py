@@ -7,7 +7,6 @@ noise and fresh noise ``z``, with the schedule looked up at each sample's timest
 """
 
 import flax.linen as nn
-import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -52,9 +51,9 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    keys = jax.random.split(jax.random.PRNGKey(1), 3)
-    x = jax.random.normal(keys[0], (BATCH, HORIZON, ACTION))
-    obs = jax.random.normal(keys[1], (BATCH, OBS))
-    t = jnp.array([0, 10, 50, 99], dtype=jnp.int32)
-    z = jax.random.normal(keys[2], (BATCH, HORIZON, ACTION))
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((BATCH, HORIZON, ACTION), dtype=np.float32)
+    obs = rng.standard_normal((BATCH, OBS), dtype=np.float32)
+    t = np.array([0, 10, 50, 99], dtype=np.int32)
+    z = rng.standard_normal((BATCH, HORIZON, ACTION), dtype=np.float32)
     return [x, obs, t, z]

@@ -6,7 +6,6 @@ Each joint contributes the standard Denavit-Hartenberg transform
 position. Outputs: the end-effector pose ``[B, 4, 4]`` and joint positions ``[7, B, 3]``.
 """
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
@@ -55,6 +54,6 @@ def f(q, base):
 
 
 def get_inputs():
-    q = jax.random.uniform(jax.random.PRNGKey(1), (BATCH, 7), minval=-2.0, maxval=2.0)
-    base = jnp.broadcast_to(jnp.eye(4, dtype=jnp.float32), (BATCH, 4, 4))
+    q = np.random.default_rng(1).uniform(-2.0, 2.0, (BATCH, 7)).astype(np.float32)
+    base = np.broadcast_to(np.eye(4, dtype=np.float32), (BATCH, 4, 4)).copy()
     return [q, base]

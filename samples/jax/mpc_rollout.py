@@ -51,6 +51,6 @@ def f(x0, controls):
 
 
 def get_inputs():
-    x0 = jnp.array([0.0, 0.0, 0.2, 0.0], dtype=jnp.float32)
-    controls = jax.random.normal(jax.random.PRNGKey(1), (K, T)) * 2.0
+    x0 = np.array([0.0, 0.0, 0.2, 0.0], dtype=np.float32)
+    controls = np.random.default_rng(1).standard_normal((K, T), dtype=np.float32) * 2.0
     return [x0, controls]

@@ -2,6 +2,7 @@
 
 import flax.linen as nn
 import jax
+import numpy as np
 import jax.numpy as jnp
 
 BATCH, IN, HIDDEN, OUT = 8, 32, 64, 10
@@ -29,4 +30,4 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [jax.random.normal(jax.random.PRNGKey(1), (BATCH, IN))]
+    return [np.random.default_rng(1).standard_normal((BATCH, IN), dtype=np.float32)]

@@ -1,4 +1,4 @@
-"""F.pad in constant (with cropping), reflect, replicate and circular modes."""
+"""F.pad in constant (with cropping), reflect, replicate and (1-D) circular modes."""
 
 import torch
 import torch.nn as nn
@@ -19,7 +19,7 @@ class Model(nn.Module):
         return (
             F.pad(x, (1, 2, 0, 3), value=0.5), F.pad(x, (2, -1, -1, 1)), F.pad(x, (2, 1, 1, 2), mode="reflect"),
             F.pad(x, (1, 3, 2, 0), mode="replicate"), F.pad(x[0], (2, 2), mode="reflect"),
-            F.pad(x.unsqueeze(0), (1, 1, 1, 1, 1, 1), mode="replicate"), F.pad(x, (1, 2, 1, 1), mode="circular"),
+            F.pad(x.unsqueeze(0), (1, 1, 1, 1, 1, 1), mode="replicate"), F.pad(x[0], (1, 2), mode="circular"),
         )
 
 

@@ -1,4 +1,5 @@
-"""Causal scaled-dot-product attention (F.scaled_dot_product_attention, is_causal=True)."""
+"""Causal scaled-dot-product attention (F.scaled_dot_product_attention, is_causal=True), and
+unbatched-head (3-D) attention, which takes the math path (bmm + _safe_softmax)."""
 
 import torch
 import torch.nn as nn
@@ -11,8 +12,12 @@ HEAD_DIM = 16
 
 
 class Model(nn.Module):
-    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    def forward(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        causal = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        flat = F.scaled_dot_product_attention(q[0], k[0], v[0])  # [HEADS, SEQ, HEAD_DIM]
+        return causal, flat
 
 
 def get_inputs():

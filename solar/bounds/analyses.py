@@ -20,7 +20,7 @@ from solar.bounds.errors import BoundError
 from solar.bounds.fused import compulsory_bytes
 from solar.bounds.precision import PrecisionPolicy, check_policy, policy_pipe
 from solar.bounds.registry import BOUND_MODELS, check_model, compute_bounds
-from solar.bounds.roofline import Bottleneck, BoundModel, evaluate_costs
+from solar.bounds.roofline import Bottleneck, BoundModel, CacheState, evaluate_costs
 from solar.bounds.unfused import kernel_traffic
 from solar.einsum import EinsumGraph
 from solar.hw import HardwareSpec
@@ -53,6 +53,7 @@ def cross_platform(
     graph: EinsumGraph, specs: Sequence[HardwareSpec], *,
     models: Sequence[BoundModel] = tuple(BOUND_MODELS),
     precision_policy: PrecisionPolicy = "default", sizes: Mapping[str, int] | None = None,
+    cache: CacheState = "warm",
 ) -> tuple[PlatformRow, ...]:
     """Bounds of one graph on several devices, device-major.
 
@@ -63,7 +64,7 @@ def cross_platform(
     for spec in specs:
         for model in models:
             b = compute_bounds(graph, spec, model=model, precision_policy=precision_policy,
-                               sizes=sizes)
+                               sizes=sizes, cache=cache)
             rows.append(PlatformRow(spec.name, model, precision_policy, b.time_s,
                                     b.compute_time_s, b.memory_time_s, b.dram_bytes, b.flops,
                                     b.bottleneck))
@@ -108,7 +109,7 @@ class InverseRoofline:
 def inverse_roofline(
     graph: EinsumGraph, *, target_time_s: float, model: BoundModel = "fused",
     precision_policy: PrecisionPolicy = "default", sizes: Mapping[str, int] | None = None,
-    specs: Sequence[HardwareSpec] = (),
+    specs: Sequence[HardwareSpec] = (), cache: CacheState = "warm",
 ) -> InverseRoofline:
     """The inverse roofline (see the module docstring).
 
@@ -141,7 +142,7 @@ def inverse_roofline(
     devices = []
     for spec in specs:
         b = compute_bounds(graph, spec, model=model, precision_policy=precision_policy,
-                           sizes=sizes)
+                           sizes=sizes, cache=cache)
         devices.append(DeviceRequirement(spec.name, b.time_s, b.time_s <= target_time_s,
                                          b.dram_bytes / target_time_s))
     return InverseRoofline(

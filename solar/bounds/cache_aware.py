@@ -24,10 +24,11 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from solar.bounds.fused import compulsory_bytes, program_compute
+from solar.bounds.fused import memory_terms, program_compute
 from solar.bounds.precision import PrecisionPolicy
 from solar.bounds.roofline import (
     Bound,
+    CacheState,
     CostArrays,
     evaluate_costs,
     intensity,
@@ -70,7 +71,9 @@ def spill_bytes(groups: float, group_elems: float, itemsize: int, capacity_bytes
     return groups * max(0.0, group_elems * itemsize - capacity_bytes)
 
 
-def _forced(graph: EinsumGraph, costs: CostArrays, s_bytes: float) -> tuple[float, float, list[str]]:
+def _forced(
+    graph: EinsumGraph, costs: CostArrays, s_bytes: float
+) -> tuple[float, float, list[str]]:
     notes: list[str] = []
     spills = 0.0
     for i, sp in enumerate(graph.spills):
@@ -86,15 +89,15 @@ def _forced(graph: EinsumGraph, costs: CostArrays, s_bytes: float) -> tuple[floa
         q = pebble_bytes(float(costs.contraction_points[i]),
                          float(costs.contraction_output_elems[i]), c.itemsize_bytes, s_bytes)
         if q > 0:
-            a, b, out = c.operands
-            notes.append(f"matmul I/O bound for {out} = {a} x {b} in `{c.kernel}`: {q:.4g} B")
+            lhs, rhs, out = c.operands
+            notes.append(f"matmul I/O bound for {out} = {lhs} x {rhs} in `{c.kernel}`: {q:.4g} B")
         pebble = max(pebble, q)
     return spills, pebble, notes
 
 
 def cache_aware_bound(
     graph: EinsumGraph, spec: HardwareSpec, *, precision_policy: PrecisionPolicy = "default",
-    sizes: Mapping[str, int] | None = None,
+    sizes: Mapping[str, int] | None = None, cache: CacheState = "warm",
 ) -> Bound:
     """The cache-aware bound (see the module docstring).
 
@@ -108,8 +111,15 @@ def cache_aware_bound(
     cap = spec.onchip_capacity_bytes
     s_bytes = math.inf if cap is None else float(cap)
     spills, pebble, forced_notes = _forced(graph, costs, s_bytes)
-    dram = max(compulsory_bytes(costs) + spills, pebble)
-    memory = dram / spec.dram_bandwidth_bytes_per_s
+    if cache == "warm":
+        # A warm start holds at most S bytes, which can save at most S transfers of the
+        # re-reads and of the pebble-game traffic (Note [Warm cache]).
+        credit = 0.0 if math.isinf(s_bytes) else s_bytes
+        spills, pebble = max(0.0, spills - credit), max(0.0, pebble - credit)
+    base, l2, _, cache_note = memory_terms(costs, spec, cache)
+    dram = max(base + spills, pebble)
+    l2_bw = spec.l2_bandwidth_bytes_per_s
+    memory = max(dram / spec.dram_bandwidth_bytes_per_s, l2 / l2_bw if l2_bw else 0.0)
     time, bottleneck = roofline_time(compute, memory)
     total = float(np.sum(list(flops.values())))
     notes = [
@@ -117,7 +127,7 @@ def cache_aware_bound(
         "cache-aware: one kernel whose on-chip memory is "
         + ("unlimited (capacity unknown)" if cap is None else f"{s_bytes:.4g} B "
            "(registers + shared memory + L2)"),
-        "cold cache: inputs and parameters are read from DRAM; outputs are written to DRAM",
+        cache_note,
         "extra traffic only where proven: matmul pebble bound (Smith et al. 2019), "
         "reduction barriers; combined as max(compulsory + re-reads, pebble bounds)",
         "pipes overlap: compute time is the busiest pipe's time",
@@ -128,7 +138,7 @@ def cache_aware_bound(
     return Bound(
         model="cache-aware", device=spec.name, precision_policy=precision_policy,
         sizes=dict(costs.sizes), time_s=time, compute_time_s=compute,
-        compute_time_s_by_unit=times, memory_time_s=memory, dram_bytes=dram, l2_bytes=0.0,
+        compute_time_s_by_unit=times, memory_time_s=memory, dram_bytes=dram, l2_bytes=l2,
         flops=total, flops_by_unit=flops, arithmetic_intensity=intensity(total, dram),
         bottleneck=bottleneck, assumptions=tuple(notes), counts_exact=costs.exact,
     )

@@ -109,7 +109,7 @@ def check_policy(policy: str) -> PrecisionPolicy:
             f"unknown precision policy `{policy}`; valid: {', '.join(PRECISION_POLICIES)}",
             code="E0451",
         )
-    return policy  # type: ignore[return-value]
+    return policy
 
 
 def policy_pipe(

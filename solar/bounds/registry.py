@@ -13,7 +13,7 @@ from solar.bounds.cache_aware import cache_aware_bound
 from solar.bounds.errors import BoundError
 from solar.bounds.fused import fused_bound
 from solar.bounds.precision import PrecisionPolicy, check_policy
-from solar.bounds.roofline import Bound, BoundModel
+from solar.bounds.roofline import Bound, BoundModel, CacheState
 from solar.bounds.unfused import unfused_bound
 from solar.einsum import EinsumGraph
 from solar.hw import HardwareSpec
@@ -26,7 +26,7 @@ class BoundFn(Protocol):
 
     def __call__(
         self, graph: EinsumGraph, spec: HardwareSpec, *, precision_policy: PrecisionPolicy = ...,
-        sizes: Mapping[str, int] | None = ...,
+        sizes: Mapping[str, int] | None = ..., cache: CacheState = ...,
     ) -> Bound: ...
 
 
@@ -56,6 +56,7 @@ def check_model(model: str) -> BoundModel:
 def compute_bounds(
     graph: EinsumGraph, spec: HardwareSpec, *, model: BoundModel,
     precision_policy: PrecisionPolicy = "default", sizes: Mapping[str, int] | None = None,
+    cache: CacheState = "warm",
 ) -> Bound:
     """Evaluate one bound model on one device at one size binding.
 
@@ -65,6 +66,7 @@ def compute_bounds(
         model: ``unfused``, ``fused`` or ``cache-aware``.
         precision_policy: see `solar.bounds.precision`.
         sizes: free-size overrides (defaults: the program's bindings).
+        cache: ``warm`` (default; Note [Warm cache]) or ``cold``.
 
     Returns:
         The bound.
@@ -74,4 +76,7 @@ def compute_bounds(
         IRVerifyError: invalid size binding (E0220/E0221).
     """
     fn = BOUND_MODELS[check_model(model)]
-    return fn(graph, spec, precision_policy=check_policy(precision_policy), sizes=sizes)
+    if cache not in ("warm", "cold"):
+        raise BoundError(f"unknown cache state `{cache}`; valid: warm, cold", code="E0454")
+    return fn(graph, spec, precision_policy=check_policy(precision_policy), sizes=sizes,
+              cache=cache)

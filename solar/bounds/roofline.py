@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, TypeAlias
+from typing import Literal, TypeAlias, overload
 
 import numpy as np
 
@@ -25,11 +25,14 @@ from solar.hw import HardwareSpec
 from solar.symbolic import SymExpr, compile_exprs
 
 __all__ = [
+    "CacheState",
+    "warm_split",
     "Bottleneck",
     "Bound",
     "BoundModel",
     "CostArrays",
     "KernelBound",
+    "KernelBreakdown",
     "PipeTable",
     "SymbolicCosts",
     "evaluate_costs",
@@ -38,6 +41,13 @@ __all__ = [
 ]
 
 BoundModel: TypeAlias = Literal["unfused", "fused", "cache-aware"]
+CacheState: TypeAlias = Literal["warm", "cold"]
+"""Cache state at the start of the timed region (Note [Warm cache]).
+
+``warm`` (the default) allows up to the L2 capacity of the program's data to be
+on chip when it starts, as in a benchmark loop that repeats the program: the safe
+assumption for comparing with measured times. ``cold`` charges every first touch
+to DRAM (a program run once, or a harness that flushes L2 between trials)."""
 Bottleneck: TypeAlias = Literal["compute", "memory"]
 
 
@@ -68,6 +78,56 @@ class KernelBound:
     memory_time_s: float
     time_s: float
     bottleneck: Bottleneck
+
+
+class KernelBreakdown(Sequence[KernelBound]):
+    """Per-kernel bounds, built on access from columns (cheap to create per binding).
+
+    Args:
+        names: kernel names.
+        units: work classes.
+        columns: flops, DRAM bytes, L2 bytes, compute and memory time per kernel.
+        precisions: busiest pipe label per kernel.
+    """
+
+    __slots__ = ("_cols", "_names", "_precisions", "_units")
+
+    def __init__(self, names: Sequence[str], units: Sequence[WorkClass],
+                 columns: Sequence[Sequence[float]], precisions: Sequence[str]) -> None:
+        self._names = names
+        self._units = units
+        self._cols = columns
+        self._precisions = precisions
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    @overload
+    def __getitem__(self, i: int) -> KernelBound: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[KernelBound]: ...
+
+    def __getitem__(self, i: int | slice) -> KernelBound | Sequence[KernelBound]:
+        if isinstance(i, slice):
+            return tuple(self[j] for j in range(len(self))[i])
+        flops, dram, l2, compute, memory = (c[i] for c in self._cols)
+        return KernelBound(
+            name=self._names[i], flops=flops, dram_bytes=dram, l2_bytes=l2,
+            unit=self._units[i], precision=self._precisions[i], compute_time_s=compute,
+            memory_time_s=memory, time_s=max(compute, memory),
+            bottleneck="compute" if compute >= memory else "memory",
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"KernelBreakdown({list(self)!r})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +168,7 @@ class Bound:
     flops_by_unit: Mapping[str, float]
     arithmetic_intensity: float
     bottleneck: Bottleneck
-    kernels: tuple[KernelBound, ...] = ()
+    kernels: Sequence[KernelBound] = ()
     assumptions: tuple[str, ...] = ()
     counts_exact: bool = True
 
@@ -375,3 +435,25 @@ def pipe_flops(table: PipeTable, costs: CostArrays, n_kernels: int) -> np.ndarra
 def as_dict(labels: Sequence[str], values: np.ndarray) -> dict[str, float]:
     """Label -> float mapping (sorted labels)."""
     return {lab: float(v) for lab, v in sorted(zip(labels, values, strict=True))}
+
+
+# Note [Warm cache]
+# Timed benchmarks repeat a program; data it touched in the previous repetition may
+# still be in L2 (up to its capacity C). At most C bytes of reads can then hit, and at
+# most C bytes of writes can be absorbed (clean lines are evicted for free), so at
+# least (reads - C)+ + (writes - C)+ bytes still cross the DRAM interface. Every byte
+# still passes through L2, so the L2 term counts all of them. Both are lower bounds.
+
+
+def warm_split(read_bytes: float, written_bytes: float,
+               l2_capacity_bytes: float | None) -> tuple[float, float]:
+    """``(DRAM bytes, L2 bytes)`` of traffic that may start warm in an L2 of capacity C.
+
+    An unknown capacity gives no warm credit (all bytes go to DRAM).
+
+    >>> warm_split(10.0, 4.0, 6.0)
+    (4.0, 14.0)
+    """
+    c = 0.0 if l2_capacity_bytes is None else float(l2_capacity_bytes)
+    dram = max(0.0, read_bytes - c) + max(0.0, written_bytes - c)
+    return dram, read_bytes + written_bytes

@@ -30,8 +30,9 @@ from solar.bounds.fused import fused_bound
 from solar.bounds.precision import PrecisionPolicy
 from solar.bounds.roofline import (
     Bound,
+    CacheState,
     CostArrays,
-    KernelBound,
+    KernelBreakdown,
     as_dict,
     evaluate_costs,
     intensity,
@@ -40,7 +41,7 @@ from solar.bounds.roofline import (
     pipe_table,
     roofline_time,
 )
-from solar.einsum import EinsumGraph
+from solar.einsum import EinsumGraph, WorkClass
 from solar.hw import HardwareSpec
 
 __all__ = ["KernelTraffic", "kernel_traffic", "unfused_bound"]
@@ -53,6 +54,8 @@ class _Layout:
     input_group_start: np.ndarray  # per sorted entry: position of its group's first entry
     input_tensor_bytes_index: np.ndarray  # per sorted entry: tensor index
     final_write: np.ndarray  # bool per entry: last writer of an output
+    names: tuple[str, ...]  # per kernel
+    units: tuple[WorkClass, ...]  # per kernel
 
 
 def _layout(graph: EinsumGraph) -> _Layout:
@@ -70,7 +73,7 @@ def _layout(graph: EinsumGraph) -> _Layout:
     n = len(kernel)
     inputs = [e for e in range(n) if role[e] in ("input", "param")]
     order = sorted(inputs, key=lambda e: (tensor[e], kernel[e]))
-    starts = []
+    starts: list[int] = []
     for pos, e in enumerate(order):
         starts.append(pos if pos == 0 or tensor[order[pos - 1]] != tensor[e] else starts[-1])
     last_writer: dict[int, int] = {}
@@ -82,7 +85,7 @@ def _layout(graph: EinsumGraph) -> _Layout:
     lay = _Layout(
         np.array(kernel, dtype=np.int64), np.array(order, dtype=np.int64),
         np.array(starts, dtype=np.int64), np.array([tensor[e] for e in order], dtype=np.int64),
-        final,
+        final, tuple(k.name for k in graph.kernels), tuple(k.unit for k in graph.kernels),
     )
     graph.memo["unfused_layout"] = lay
     return lay
@@ -107,11 +110,21 @@ class KernelTraffic:
         return dram, l2
 
 
-def kernel_traffic(graph: EinsumGraph, costs: CostArrays) -> KernelTraffic:
-    """Classify every kernel's bytes as cold, final output, warm read or warm write."""
+def kernel_traffic(graph: EinsumGraph, costs: CostArrays, *,
+                   cache: CacheState = "cold") -> KernelTraffic:
+    """Classify every kernel's bytes as cold, final output, warm read or warm write.
+
+    With a warm cache (Note [Warm cache]) every byte is warm: a repeated program may
+    find any of its data in L2, up to the capacity.
+    """
     lay = _layout(graph)
     nk = len(graph.kernels)
     r, w = costs.read_bytes, costs.written_bytes
+    if cache == "warm":
+        zero = np.zeros(nk)
+        reads = np.bincount(lay.kernel, weights=r, minlength=nk) if len(r) else zero
+        writes = np.bincount(lay.kernel, weights=w, minlength=nk) if len(w) else zero
+        return KernelTraffic(zero, zero, reads, writes)
     share = np.zeros_like(r)
     if len(lay.input_order):
         rs = r[lay.input_order]
@@ -130,7 +143,7 @@ def kernel_traffic(graph: EinsumGraph, costs: CostArrays) -> KernelTraffic:
 
 def unfused_bound(
     graph: EinsumGraph, spec: HardwareSpec, *, precision_policy: PrecisionPolicy = "default",
-    sizes: Mapping[str, int] | None = None,
+    sizes: Mapping[str, int] | None = None, cache: CacheState = "warm",
 ) -> Bound:
     """The unfused bound (see the module docstring).
 
@@ -146,22 +159,23 @@ def unfused_bound(
     compute = ptime.max(axis=1) if pf.shape[1] else np.zeros(nk)
     busiest = ptime.argmax(axis=1) if pf.shape[1] else np.zeros(nk, dtype=np.int64)
     cap = spec.l2_capacity_bytes
-    dram, l2 = kernel_traffic(graph, costs).split(math.inf if cap is None else float(cap))
+    # An unknown L2 capacity means unlimited reuse between kernels (a lower bound) but,
+    # for a warm start, no credit for data resident before the program (Note [Warm cache]).
+    unknown = math.inf if cache == "cold" else 0.0
+    dram, l2 = kernel_traffic(graph, costs, cache=cache).split(
+        unknown if cap is None else float(cap))
     l2_bw = spec.l2_bandwidth_bytes_per_s
     memory = np.maximum(dram / spec.dram_bandwidth_bytes_per_s,
                         l2 / l2_bw if l2_bw else np.zeros(nk))
     times = np.maximum(compute, memory)
     kflops = pf.sum(axis=1)
-    kernels = tuple(
-        KernelBound(
-            name=k.name, flops=float(kflops[i]), dram_bytes=float(dram[i]),
-            l2_bytes=float(l2[i]), unit=k.unit,
-            precision=table.labels[busiest[i]] if pf.shape[1] and kflops[i] > 0 else "-",
-            compute_time_s=float(compute[i]), memory_time_s=float(memory[i]),
-            time_s=float(times[i]),
-            bottleneck="compute" if compute[i] >= memory[i] else "memory",
-        )
-        for i, k in enumerate(graph.kernels)
+    labels = [table.labels[b] if pf.shape[1] and f > 0 else "-"
+              for b, f in zip(busiest.tolist(), kflops.tolist(), strict=True)]
+    lay = _layout(graph)
+    kernels = KernelBreakdown(
+        lay.names, lay.units,
+        (kflops.tolist(), dram.tolist(), l2.tolist(), compute.tolist(), memory.tolist()),
+        labels,
     )
     total_time = float(times.sum())
     compute_s, memory_s = float(compute.sum()), float(memory.sum())
@@ -170,15 +184,17 @@ def unfused_bound(
         *pipe_notes(table, graph, precision_policy),
         "unfused: each kernel is a separate launch; the bound sums per-kernel "
         "max(busiest pipe, DRAM bytes / DRAM bw, L2 bytes / L2 bw)",
-        "cold cache: each input/parameter element is first read from DRAM",
-        "program outputs are written to DRAM by their last writer",
+        *(["cold cache: each input/parameter element is first read from DRAM",
+            "program outputs are written to DRAM by their last writer"] if cache == "cold" else
+          ["warm cache (Note [Warm cache]): any data may be L2-resident at a kernel's start, "
+           "up to the L2 capacity"]),
         "re-used data (temps, re-read inputs) may be L2-resident: at most "
         + ("unlimited (L2 capacity unknown)" if cap is None else f"{float(cap):.4g} B")
         + " per kernel served from L2, for reads and for writes",
     ]
     if l2_bw is None:
         notes.append("L2 bandwidth unknown: L2 traffic is free")
-    fused = fused_bound(graph, spec, precision_policy=precision_policy, sizes=sizes)
+    fused = fused_bound(graph, spec, precision_policy=precision_policy, sizes=sizes, cache=cache)
     time, bottleneck = roofline_time(compute_s, memory_s)
     time = total_time
     if fused.time_s > total_time:

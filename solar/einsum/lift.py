@@ -10,7 +10,7 @@ provable global-reduction re-reads. Counting rules: docs/bounds.md.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from solar.einsum.cost import (
@@ -55,6 +55,7 @@ __all__ = ["lift_to_einsum"]
 
 _ZERO = Count.of(0)
 _LOWER_ZERO = Count.of(0, exact=False)
+_ZERO_KEY = "zero"  # the image of an access that may not execute (value-dependent)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +89,8 @@ def _contains(big: _Img, small: _Img) -> bool:
     """
     if big.key == small.key:
         return True
+    if big.key == _ZERO_KEY:
+        return False
     return (
         big.indices == small.indices
         and small.loops[: len(big.loops)] == big.loops
@@ -119,45 +122,38 @@ def lift_to_einsum(program: Program) -> EinsumGraph:
     ('mk,kn->mn', '2*K*M*N', 'contraction')
     """
     ctx = CountContext(_definitions(program))
+    scope = _Scope.of(program)
     leaves: list[_Leaf] = []
     kernels: list[KernelCost] = []
     for ki, kernel in enumerate(program.kernels):
-        kl = _lift_kernel(program, kernel, ki, ctx)
+        kl = _lift_kernel(scope, kernel, ki, ctx)
         leaves.extend(kl)
-        kernels.append(_kernel_cost(program, kernel, ki, kl))
+        kernels.append(_kernel_cost(scope, kernel, ki, kl))
     nodes = tuple(lf.node for lf in leaves)
     return EinsumGraph(
         program=program,
         nodes=nodes,
         kernels=tuple(kernels),
-        tensors=_tensor_infos(program, kernels),
+        tensors=_tensor_infos(scope, kernels),
         edges=_edges(kernels),
-        contractions=tuple(_contractions(program, leaves)),
-        spills=tuple(_spills(program, leaves)),
+        contractions=tuple(_contractions(scope, leaves)),
+        spills=tuple(_spills(scope, leaves)),
     )
 
 
-_DECLS: dict[int, tuple[Program, dict[str, TensorDecl], dict[str, int]]] = {}
+@dataclass(frozen=True, slots=True)
+class _Scope:
+    """The program with its declarations indexed by name (locals included)."""
 
+    program: Program
+    decls: Mapping[str, TensorDecl]
+    order: Mapping[str, int]
 
-def _index(program: Program) -> tuple[dict[str, TensorDecl], dict[str, int]]:
-    """Declarations by name (locals included) and program-level declaration order."""
-    hit = _DECLS.get(id(program))
-    if hit is None or hit[0] is not program:
+    @staticmethod
+    def of(program: Program) -> _Scope:
         decls = {t.name: t for k in program.kernels for t in k.locals}
         decls.update((t.name, t) for t in program.tensors)
-        order = {t.name: i for i, t in enumerate(program.tensors)}
-        _DECLS.clear()
-        hit = _DECLS[id(program)] = (program, decls, order)
-    return hit[1], hit[2]
-
-
-def _decl(program: Program, name: str) -> TensorDecl:
-    return _index(program)[0][name]
-
-
-def _decl_order(program: Program) -> dict[str, int]:
-    return _index(program)[1]
+        return _Scope(program, decls, {t.name: i for i, t in enumerate(program.tensors)})
 
 
 def _definitions(program: Program) -> dict[str, SymExpr]:
@@ -176,7 +172,7 @@ def _definitions(program: Program) -> dict[str, SymExpr]:
 # --------------------------------------------------------------------------- nodes
 
 
-def _lift_kernel(program: Program, kernel: Kernel, ki: int, ctx: CountContext) -> list[_Leaf]:
+def _lift_kernel(scope: _Scope, kernel: Kernel, ki: int, ctx: CountContext) -> list[_Leaf]:
     out: list[_Leaf] = []
     position: dict[int, int] = {}
     for index, (stmt, enclosing) in enumerate(walk_stmts(kernel.body)):
@@ -196,9 +192,9 @@ def _lift_kernel(program: Program, kernel: Kernel, ki: int, ctx: CountContext) -
                         tuple(guards))
         common = (kernel.name, index, domain, value_guarded, seq[0] if seq else None)
         if isinstance(stmt, If) and not is_affine_condition(stmt.cond, lv):
-            out.append(_guard_node(program, ctx, stmt, common, ki))
+            out.append(_guard_node(scope, ctx, stmt, common, ki))
         elif isinstance(stmt, Assign | Reduce):
-            out.append(_leaf_node(program, ctx, stmt, common, ki))
+            out.append(_leaf_node(scope, ctx, stmt, common, ki))
     return out
 
 
@@ -243,7 +239,7 @@ def _by_tensor(
     grouped: dict[str, list[_Img]] = {}
     for site in sites:
         if skip:
-            img = _Img(_LOWER_ZERO, "zero", (), (), ())
+            img = _Img(_LOWER_ZERO, _ZERO_KEY, (), (), ())
         else:
             img = _image(ctx, domain.with_guards(site.guards), site.access)
         grouped.setdefault(site.access.tensor, []).append(img)
@@ -279,11 +275,11 @@ def _operands(reads: Sequence[ReadSite], target: Access | None) -> tuple[Operand
     return tuple(seen)
 
 
-def _guard_node(program: Program, ctx: CountContext, stmt: If, common: _Common, ki: int) -> _Leaf:
+def _guard_node(scope: _Scope, ctx: CountContext, stmt: If, common: _Common, ki: int) -> _Leaf:
     kernel, index, domain, value_guarded, seq_root = common
     terms, reads = analyse_value(stmt.cond, domain.vars)
     grouped = _by_tensor(ctx, domain, reads, value_guarded)
-    dtype = _decl(program, reads[0].access.tensor).dtype if reads else DType.F32
+    dtype = scope.decls[reads[0].access.tensor].dtype if reads else DType.F32
     node = EinsumNode(
         kernel=kernel, index=index, kind="guard", domain=domain, value_guarded=value_guarded,
         seq_root=seq_root, operands=_operands(reads, None), combine=stmt.cond, reduce_op=None,
@@ -295,7 +291,7 @@ def _guard_node(program: Program, ctx: CountContext, stmt: If, common: _Common, 
 
 
 def _leaf_node(
-    program: Program, ctx: CountContext, stmt: Assign | Reduce, common: _Common, ki: int
+    scope: _Scope, ctx: CountContext, stmt: Assign | Reduce, common: _Common, ki: int
 ) -> _Leaf:
     kernel, index, domain, value_guarded, seq_root = common
     terms, reads = analyse_value(stmt.value, domain.vars)
@@ -306,16 +302,16 @@ def _leaf_node(
         flop_terms.append((1, ()))
         reads.append(ReadSite(stmt.target, ()))
     work: WorkClass = "vector"
-    dtype = _decl(program, stmt.target.tensor).dtype
+    dtype = scope.decls[stmt.target.tensor].dtype
     conv = False
     pair = contraction_operands(stmt)
     if pair is not None:
         work = "contraction"
-        da, db = (_decl(program, a.tensor).dtype for a in pair)
+        da, db = (scope.decls[a.tensor].dtype for a in pair)
         dtype = min((da, db), key=lambda d: d.itemsize_bytes)
         conv = any(len(expr_vars(i, domain.vars)) >= 2 for a in pair for i in a.indices)
     written = {stmt.target.tensor: [
-        _Img(_LOWER_ZERO, "zero", (), (), ()) if value_guarded
+        _Img(_LOWER_ZERO, _ZERO_KEY, (), (), ()) if value_guarded
         else _image(ctx, domain, stmt.target)
     ]}
     grouped = _by_tensor(ctx, domain, reads, value_guarded)
@@ -333,7 +329,7 @@ def _leaf_node(
 # --------------------------------------------------------------------------- kernels
 
 
-def _kernel_cost(program: Program, kernel: Kernel, ki: int, leaves: Sequence[_Leaf]) -> KernelCost:
+def _kernel_cost(scope: _Scope, kernel: Kernel, ki: int, leaves: Sequence[_Leaf]) -> KernelCost:
     nodes = [lf.node for lf in leaves]
     groups: dict[tuple[WorkClass, DType, bool], Count] = {}
     for n in nodes:
@@ -349,9 +345,9 @@ def _kernel_cost(program: Program, kernel: Kernel, ki: int, leaves: Sequence[_Le
         for name, imgs in lf.writes.items():
             touched.setdefault(name, ([], []))[1].extend((lf.node, img) for img in imgs)
     traffic = []
-    order = _decl_order(program)
+    order = scope.order
     for name in sorted(touched, key=lambda n: order.get(n, -1)):
-        decl = _decl(program, name)
+        decl = scope.decls[name]
         if name in local_names or name not in order:
             continue
         reads, writes = touched[name]
@@ -408,9 +404,9 @@ def _traffic(
 # --------------------------------------------------------------------------- graph
 
 
-def _tensor_infos(program: Program, kernels: Sequence[KernelCost]) -> tuple[TensorInfo, ...]:
+def _tensor_infos(scope: _Scope, kernels: Sequence[KernelCost]) -> tuple[TensorInfo, ...]:
     out = []
-    for decl in program.tensors:
+    for decl in scope.program.tensors:
         elements = Count.of(product(to_sympy(d) for d in decl.shape))
         reads, writes = [], []
         for k in kernels:
@@ -456,9 +452,9 @@ def _plain_vars(access: Access, loop_vars: Sequence[str]) -> list[str] | None:
     return names
 
 
-def _contractions(program: Program, leaves: Sequence[_Leaf]) -> list[ContractionInfo]:
+def _contractions(scope: _Scope, leaves: Sequence[_Leaf]) -> list[ContractionInfo]:
     out = []
-    ctx = CountContext(_definitions(program))
+    ctx = CountContext(_definitions(scope.program))
     for ni, lf in enumerate(leaves):
         if lf.node.work != "contraction" or lf.stmt is None:
             continue
@@ -467,7 +463,7 @@ def _contractions(program: Program, leaves: Sequence[_Leaf]) -> list[Contraction
         a, b = pair
         c = lf.stmt.target
         vs = lf.node.domain.vars
-        decls = [_decl(program, x.tensor) for x in (a, b, c)]
+        decls = [scope.decls[x.tensor] for x in (a, b, c)]
         points = ctx.points(lf.node.domain) if not lf.node.value_guarded else _LOWER_ZERO
         written = lf.node.writes[0][1]
         reason = _pebble_ineligible(a, b, c, vs, [d.role for d in decls], lf.node.value_guarded)
@@ -515,7 +511,7 @@ def _extent(loop: LoopDim) -> SymExpr | None:
     return hi - lo
 
 
-def _spills(program: Program, leaves: Sequence[_Leaf]) -> list[SpillInfo]:
+def _spills(scope: _Scope, leaves: Sequence[_Leaf]) -> list[SpillInfo]:
     """Provable global-reduction re-reads (Note [Reduction barriers] in docs/bounds.md)."""
     out: dict[str, SpillInfo] = {}
     for ri, red in enumerate(leaves):
@@ -530,18 +526,18 @@ def _spills(program: Program, leaves: Sequence[_Leaf]) -> list[SpillInfo]:
         if tvars is None:
             continue
         for x in (e for e in walk_exprs(st.value) if isinstance(e, Access)):
-            decl = _decl(program, x.tensor)
+            decl = scope.decls[x.tensor]
             xvars = _plain_vars(x, vs)
             if (x.tensor in out or decl.role not in ("input", "param") or xvars is None
                     or set(xvars) != set(vs) or not set(tvars) < set(xvars)):
                 continue
-            info = _find_consumer(program, leaves, ri, st.target, x, xvars, tvars)
+            info = _find_consumer(scope, leaves, ri, st.target, x, xvars, tvars)
             if info is not None:
                 out[x.tensor] = info
     return list(out.values())
 
 
-def _find_consumer(program: Program, leaves: Sequence[_Leaf], ri: int, target: Access,
+def _find_consumer(scope: _Scope, leaves: Sequence[_Leaf], ri: int, target: Access,
                    x: Access, xvars: list[str], tvars: list[str]) -> SpillInfo | None:
     red = leaves[ri].node
     extents = {lp.var: _extent(lp) for lp in red.domain.loops}
@@ -571,9 +567,9 @@ def _find_consumer(program: Program, leaves: Sequence[_Leaf], ri: int, target: A
             cext = {lp.var: _extent(lp) for lp in n.domain.loops}
             if any(cext.get(yv) != extents[xv] for yv, xv in zip(yvars, xvars, strict=True)):
                 continue
-            groups = product(extents[v] for v in tvars)  # type: ignore[misc]
-            group = product(extents[v] for v in xvars if v not in tvars)  # type: ignore[misc]
+            groups = product(extents[v] for v in tvars)
+            group = product(extents[v] for v in xvars if v not in tvars)
             return SpillInfo(x.tensor, ri, ci, Count.of(groups), Count.of(group),
-                             _decl(program, x.tensor).dtype.itemsize_bytes)
+                             scope.decls[x.tensor].dtype.itemsize_bytes)
     return None
 

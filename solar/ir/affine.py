@@ -212,7 +212,8 @@ def _line_key(entry: DepEntry, var: str, step: int) -> tuple[object, int] | None
 
 
 def find_carried_shift(
-    var: str, step: int, writes: Sequence[DepEntry], reads: Sequence[DepEntry]
+    var: str, step: int, writes: Sequence[DepEntry], reads: Sequence[DepEntry],
+    span: int | None = None,
 ) -> tuple[DepEntry, DepEntry, int] | None:
     """Find a read that a plain loop over ``var`` would break under loop fission.
 
@@ -222,9 +223,12 @@ def find_carried_shift(
     for ``d < 0`` (the value must come from an earlier iteration), or if the write
     precedes the read for ``d > 0`` (the read must see the old value).
 
+    ``span`` (``hi - lo`` of the loop, when known) excludes shifts ``|d| >= span``: no two
+    iterations are that far apart, so such accesses never meet.
+
     Returns:
         ``(read, write, d)`` for the first offending read in program order, else ``None``.
-        Runs in O((reads + writes) log writes).
+        Runs in O((reads + writes) log writes) without ``span``.
     """
     lines: dict[object, _Line] = {}
     for w in writes:
@@ -254,6 +258,11 @@ def find_carried_shift(
             continue
         line = lines[key[0]]
         t_r = key[1]
+        if span is not None:
+            hit = _within_span(line, r, t_r, span)
+            if hit is not None:
+                return r, _entry(line, hit), t_r - line.ts[hit]
+            continue
         below = bisect.bisect_left(line.ts, t_r)  # writes with t_w < t_r: d > 0
         if below > 0 and line.prefix_min[below - 1] < r.pos:
             k = min(range(below), key=lambda k: line.pos[k])
@@ -262,6 +271,21 @@ def find_carried_shift(
         if above < len(line.ts) and line.suffix_max[above] >= r.pos:
             k = max(range(above, len(line.ts)), key=lambda k: line.pos[k])
             return r, _entry(line, k), t_r - line.ts[k]
+    return None
+
+
+def _within_span(line: _Line, r: DepEntry, t_r: int, span: int) -> int | None:
+    """The offending write nearest in program order among shifts ``0 < |d| < span``."""
+    first = bisect.bisect_right(line.ts, t_r - span)
+    below = bisect.bisect_left(line.ts, t_r)
+    earlier = [k for k in range(first, below) if line.pos[k] < r.pos]
+    if earlier:
+        return min(earlier, key=lambda k: line.pos[k])
+    above = bisect.bisect_right(line.ts, t_r)
+    last = bisect.bisect_left(line.ts, t_r + span)
+    later = [k for k in range(above, last) if line.pos[k] >= r.pos]
+    if later:
+        return max(later, key=lambda k: line.pos[k])
     return None
 
 

@@ -467,7 +467,13 @@ class _Checker(ExprChecker):
 
     def _check_carried(self, frame: _Frame) -> None:
         loop = frame.loop
-        found = find_carried_shift(loop.var, max(1, loop.step), frame.writes, frame.reads)
+        span: int | None = None
+        try:
+            if self.sizes is not None:
+                span = eval_int(loop.hi, self.sizes) - eval_int(loop.lo, self.sizes)
+        except (KeyError, ValueError, ZeroDivisionError):
+            span = None  # bounds depend on outer loops: assume any shift can meet
+        found = find_carried_shift(loop.var, max(1, loop.step), frame.writes, frame.reads, span)
         if found is None:
             return
         read, write, shift = found

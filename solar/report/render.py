@@ -75,6 +75,7 @@ def _arch_block(arch: ArchBounds) -> list[str]:
         f"{arch.display_name} [{arch.arch}]"
         + (" (measured spec)" if arch.spec_measured else "")
         + f" — precision policy {arch.precision_policy}",
+        f"  cache: {arch.cache_assumption}",
         f"  {'model':<12} {'bound':>12} {'compute':>12} {'memory':>12} {'DRAM bytes':>11} "
         f"{'AI F/B':>8}  bottleneck",
     ]
@@ -120,7 +121,10 @@ def render_text(report: Report) -> str:
             lines.append(f"  uncovered: {u.op} ×{u.count} ({u.bytes_share:.1%} of bytes)")
     lines.append(_validation_line(report))
     traffic = format_bytes(report.fused_dram_bytes)
-    lines.append(f"work: {format_flops(report.flops)}; fused DRAM traffic {traffic}")
+    lines.append(
+        f"work: {format_flops(report.flops)}; compulsory traffic {traffic} "
+        "(inputs, parameters, outputs once)"
+    )
     if report.measurement is not None:
         m = report.measurement
         lines.append(

@@ -26,7 +26,7 @@ import numpy as np
 
 from solar.ir import Access, Binary, Expr, FloatLit, IntLit, Reduce, Unary
 from solar.validate.evaluate import Evaluator
-from solar.validate.grids import box_range
+from solar.validate.grids import blocks, box_range
 
 __all__ = ["ContractionPlan", "contract", "plan_contraction", "run_contraction", "split_product"]
 
@@ -292,19 +292,29 @@ def _matrix(
 
     row_major = arr.transpose([axes.index(k) for k in (*batch, *rows, *cols)])
     col_major = arr.transpose([axes.index(k) for k in (*batch, *cols, *rows)])
-    for candidate, shape, swap in (
-        (row_major, (nb, n_rows, n_cols), False),
-        (col_major, (nb, n_cols, n_rows), True),
-    ):
-        try:
-            view = candidate.view()
-            view.shape = shape  # raises instead of copying
-        except AttributeError:
-            continue
-        return view.swapaxes(1, 2) if swap else view
+    groups = (len(batch), len(rows), len(cols))
+    if _mergeable(row_major, groups):
+        return row_major.reshape(nb, n_rows, n_cols)
+    if _mergeable(col_major, (groups[0], groups[2], groups[1])):
+        return col_major.reshape(nb, n_cols, n_rows).swapaxes(1, 2)
     if inner_key(rows) < inner_key(cols):
         return np.ascontiguousarray(col_major).reshape(nb, n_cols, n_rows).swapaxes(1, 2)
     return np.ascontiguousarray(row_major).reshape(nb, n_rows, n_cols)
+
+
+def _mergeable(arr: np.ndarray, groups: tuple[int, ...]) -> bool:
+    """True when consecutive runs of ``groups`` axes of ``arr`` reshape without a copy.
+
+    (Setting ``.shape`` to probe this is very slow on large strided views in numpy 2.)
+    """
+    start = 0
+    for size in groups:
+        axes = [k for k in range(start, start + size) if arr.shape[k] != 1]
+        for a, b in itertools.pairwise(axes):
+            if arr.strides[a] != arr.strides[b] * arr.shape[b]:
+                return False
+        start += size
+    return True
 
 
 def _broadcast_pair(
@@ -317,8 +327,9 @@ def _broadcast_pair(
     """Sum over ``contr`` of broadcast products, one contracted position at a time.
 
     The result keeps the domain order of its axes (usually the target's memory
-    order) and accumulates in place, so a 3x3 window costs nine multiply-adds over
-    the output and no copies of the windows.
+    order) and is computed in cache-sized blocks (`blocks`), each accumulating all
+    contracted positions in place: a 3x3 window costs nine multiply-adds over a block
+    that stays in cache, and no copy of the windows.
     """
     out_axes = tuple(sorted((set(ax_a) | set(ax_b)) - set(contr)))
     order = (*contr, *out_axes)
@@ -326,19 +337,23 @@ def _broadcast_pair(
     tb = _expand(arr_b, ax_b, order)
     if not contr:
         return ta * tb, out_axes
-    n_c = [max(ta.shape[p], tb.shape[p]) for p in range(len(contr))]
-    acc: np.ndarray | None = None
-    tmp: np.ndarray | None = None
-    for pos in np.ndindex(*n_c):
-        pa = tuple(p if ta.shape[i] > 1 else 0 for i, p in enumerate(pos))
-        pb = tuple(p if tb.shape[i] > 1 else 0 for i, p in enumerate(pos))
-        if acc is None or tmp is None:
-            acc = np.array(np.multiply(ta[pa], tb[pb]))  # an array even when 0-d
-            tmp = np.empty_like(acc)
-            continue
-        np.multiply(ta[pa], tb[pb], out=tmp)
-        np.add(acc, tmp, out=acc)
-    assert acc is not None
+    nc = len(contr)
+    out_shape = np.broadcast_shapes(ta.shape[nc:], tb.shape[nc:])
+    acc = np.empty(out_shape, dtype=np.result_type(ta, tb))
+    positions = list(np.ndindex(*(max(ta.shape[p], tb.shape[p]) for p in range(nc))))
+    for blk in blocks(out_shape):
+        sa = tuple(b if ta.shape[nc + i] > 1 else slice(None) for i, b in enumerate(blk))
+        sb = tuple(b if tb.shape[nc + i] > 1 else slice(None) for i, b in enumerate(blk))
+        acc_b = acc[(*blk, Ellipsis)]
+        tmp = np.empty_like(acc_b)
+        for k, pos in enumerate(positions):
+            pa = tuple(p if ta.shape[i] > 1 else 0 for i, p in enumerate(pos))
+            pb = tuple(p if tb.shape[i] > 1 else 0 for i, p in enumerate(pos))
+            if k == 0:
+                np.multiply(ta[(*pa, *sa)], tb[(*pb, *sb)], out=acc_b)
+            else:
+                np.multiply(ta[(*pa, *sa)], tb[(*pb, *sb)], out=tmp)
+                np.add(acc_b, tmp, out=acc_b)
     return acc, out_axes
 
 

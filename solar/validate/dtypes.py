@@ -104,7 +104,7 @@ def round_bf16(x: np.ndarray) -> np.ndarray:
     >>> round_bf16(np.array([1.0 + 2**-8, 1.0 + 3 * 2**-8], dtype=np.float32)).tolist()
     [1.0, 1.015625]
     """
-    x = np.ascontiguousarray(x, dtype=np.float32)
+    x = np.array(x, dtype=np.float32, order="C", copy=None)
     bits = x.view(np.uint32)
     lsb = (bits >> np.uint32(16)) & np.uint32(1)
     rounded = ((bits + np.uint32(0x7FFF) + lsb) & np.uint32(0xFFFF0000)).view(np.float32)

@@ -39,7 +39,7 @@ from solar.validate.functions import (
 from solar.validate.grids import Domain, affine_view, box_range
 from solar.validate.state import TensorState
 
-__all__ = ["Evaluator", "ExecCache", "Value", "top_level_accesses"]
+__all__ = ["Evaluator", "ExecCache", "Value"]
 
 
 class ExecCache:
@@ -391,36 +391,6 @@ class Evaluator:
         if len(args) == 2:
             args = list(promote(args[0], args[1]))
         return impl(*args)
-
-
-def top_level_accesses(expr: Expr) -> list[Access]:
-    """Accesses evaluated under the statement's own mask (not behind ``and``/``or``/
-    ``select``, and not inside subscripts).
-
-    >>> from solar.ir import parse_expr
-    >>> [a.tensor for a in top_level_accesses(parse_expr("A[i] + select(c[i], B[i], 0.0)"))]
-    ['A', 'c']
-    """
-    out: list[Access] = []
-    stack = [expr]
-    while stack:
-        e = stack.pop()
-        match e:
-            case Access():
-                out.append(e)
-            case Binary(op="and" | "or", lhs=a):
-                stack.append(a)
-            case Binary(lhs=a, rhs=b):
-                stack += [b, a]
-            case Unary(operand=o) | Cast(operand=o):
-                stack.append(o)
-            case Call(func="select", args=args):
-                stack.append(args[0])
-            case Call(args=args):
-                stack.extend(reversed(args))
-            case _:
-                pass
-    return out
 
 
 def _has_division(expr: Expr) -> bool:

@@ -24,7 +24,6 @@ mask. Dtypes follow Note [Executor dtypes] in `solar.validate.dtypes`.
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -33,16 +32,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from solar.diagnostics import ExecutionError
-from solar.ir import Assign, For, If, Kernel, Program, Reduce, Stmt
+from solar.ir import Assign, For, If, Kernel, Program, Reduce, Stmt, print_stmt
 from solar.ir.traversal import resolve_sizes
 from solar.validate.contraction import plan_contraction, run_contraction
 from solar.validate.dtypes import output_array, storage_dtype
-from solar.validate.evaluate import Evaluator, ExecCache, Value, top_level_accesses
+from solar.validate.evaluate import Evaluator, ExecCache, Value
 from solar.validate.faults import raise_fault, raise_resource
 from solar.validate.grids import (
-    BLOCK_POINTS,
     CHUNK_POINTS,
-    SMALL_REDUCTION,
     Axis,
     Domain,
     iter_chunks,
@@ -132,6 +129,15 @@ class _Machine:
             self.exec_stmt(stmt, domain)
 
     def exec_stmt(self, stmt: Stmt, domain: Domain) -> None:
+        try:
+            self._dispatch(stmt, domain)
+        except MemoryError:
+            raise_resource("E0305", f"out of memory in `{_head(stmt)}`", span=stmt.span)
+        except (ValueError, TypeError, IndexError, OverflowError, ArithmeticError) as err:
+            # Any numpy error left is still reported as a SOLAR fault of this statement.
+            raise_fault("E0307", f"invalid operation ({type(err).__name__}: {err})", stmt)
+
+    def _dispatch(self, stmt: Stmt, domain: Domain) -> None:
         match stmt:
             case Assign():
                 self.check_time(stmt)
@@ -148,11 +154,8 @@ class _Machine:
             case _:
                 raise_fault("E0309", f"unsupported statement {type(stmt).__name__}", stmt)
 
-    def evaluator(self, domain: Domain, stmt: Stmt, verified: set[int] | None = None) -> Evaluator:
-        ev = Evaluator(self.tensors, self.sizes, domain, stmt, self.cache)
-        if verified:
-            ev.verified = verified
-        return ev
+    def evaluator(self, domain: Domain, stmt: Stmt) -> Evaluator:
+        return Evaluator(self.tensors, self.sizes, domain, stmt, self.cache)
 
     # ---- statements ----------------------------------------------------------------
     def reduce(self, stmt: Reduce, domain: Domain) -> None:
@@ -160,35 +163,20 @@ class _Machine:
             return
         ev = self.evaluator(domain, stmt)
         plan = target_axes(ev, stmt.target)
-        limit = CHUNK_POINTS
-        if plan is not None:
-            window = math.prod(n for k, n in enumerate(domain.shape) if k not in plan[1])
-            if window <= SMALL_REDUCTION:
-                # Note [Cache blocking]: a short reduction (a 3x3 window) makes a few
-                # passes over its output block; keep that block in cache.
-                limit = BLOCK_POINTS * window
-        contraction = None
-        verified: set[int] = set()
         if stmt.op == "+" and plan is not None:
             contraction = plan_contraction(ev, stmt, plan[1])
-            verified = ev.verified
             if contraction is not None:
-                limit = limit if limit < CHUNK_POINTS else 1 << 62  # no grid is built
-        elif limit < CHUNK_POINTS:
-            verified = _verify_top_level(ev, stmt)
-        for chunk in iter_chunks(domain, limit):
-            if chunk.is_empty():
-                continue
-            if contraction is not None:
-                ev = self.evaluator(chunk, stmt, verified)
+                # contractions build no grid: run on the whole domain at once
                 summed = run_contraction(ev, contraction)
                 if summed is not None:
                     reduce_into(ev, stmt.target, "+", summed, plan=plan, summed=True)
-                    continue
-            for piece in iter_chunks(chunk, CHUNK_POINTS):
-                ev = self.evaluator(piece, stmt, verified)
-                value = ev.eval(stmt.value, piece.mask)
-                reduce_into(ev, stmt.target, stmt.op, value, plan=target_axes(ev, stmt.target))
+                    return
+        for chunk in iter_chunks(domain, CHUNK_POINTS):
+            if chunk.is_empty():
+                continue
+            ev = self.evaluator(chunk, stmt)
+            value = ev.eval(stmt.value, chunk.mask)
+            reduce_into(ev, stmt.target, stmt.op, value, plan=target_axes(ev, stmt.target))
 
     def guard(self, stmt: If, domain: Domain) -> None:
         cond = self.evaluator(domain, stmt).eval(stmt.cond, domain.mask)
@@ -301,14 +289,8 @@ class _Machine:
         return match if isinstance(match, ScanMatch) else None
 
 
-def _verify_top_level(ev: Evaluator, stmt: Reduce) -> set[int]:
-    """Bounds-check the unguarded affine reads of ``stmt`` once, on its whole domain."""
-    for acc in top_level_accesses(stmt.value):
-        forms = ev.forms(acc)
-        if forms is not None and ev.viewable(forms):
-            ev.check_bounds(acc, forms, ev.state(acc).data.shape, ev.domain.mask)
-            ev.verified.add(id(acc))
-    return ev.verified
+def _head(stmt: Stmt) -> str:
+    return print_stmt(stmt).strip().split("\n", 1)[0]
 
 
 def _top_level_position(stmt: For, prepared: PreparedProgram, kernel_index: int) -> int:

@@ -48,8 +48,15 @@ __all__ = [
 CHUNK_POINTS = 1 << 22
 """Largest iteration grid (points) a statement evaluates at once; larger ones are chunked."""
 
-BLOCK_POINTS = 1 << 16
-"""Output block (elements) of a short reduction, sized to stay in the L2 cache."""
+BLOCK_POINTS = 1 << 17
+"""Output block (elements) of a short reduction, sized to stay in the L2 cache.
+
+Note [Cache blocking]
+    A short reduction (a 3x3 window: nine positions) makes one pass over its output
+    per position. Over a whole 12 MB output each pass streams from memory; over an
+    output block of 2**17 elements (512 KB in f32) the passes hit the L2 cache, which
+    is about twice as fast on the benchmark machine. `blocks` tiles the output.
+"""
 
 SMALL_REDUCTION = 32
 """Reductions over at most this many points per target element run as a loop of
@@ -215,6 +222,33 @@ def iter_chunks(domain: Domain, limit: int) -> Iterator[Domain]:
             yield from iter_chunks(domain.sliced(axis_index, lo, min(extent, lo + step)), limit)
         return
     yield domain
+
+
+def blocks(shape: Sequence[int], limit: int = BLOCK_POINTS) -> Iterator[tuple[slice, ...]]:
+    """Index tuples tiling ``shape`` in row-major order, each of at most ``limit`` elements.
+
+    Only the leading axes are cut, so each block is a few contiguous runs of the
+    innermost axes (a single row longer than ``limit`` is one block).
+
+    >>> [[(s.start, s.stop) for s in b] for b in blocks((2, 3), limit=2)]
+    [[(0, 1), (0, 2)], [(0, 1), (2, 3)], [(1, 2), (0, 2)], [(1, 2), (2, 3)]]
+    """
+    n = len(shape)
+    inner = 1
+    cut = n  # cut axis: blocks span axes cut+1 .. n-1 completely
+    while cut > 0 and inner * shape[cut - 1] <= limit:
+        cut -= 1
+        inner *= shape[cut]
+    if cut == 0:
+        yield tuple(slice(0, m) for m in shape)
+        return
+    axis = cut - 1
+    step = max(1, limit // inner)
+    tail = tuple(slice(0, m) for m in shape[cut:])
+    for outer in np.ndindex(*shape[:axis]):
+        head = tuple(slice(i, i + 1) for i in outer)
+        for lo in range(0, shape[axis], step):
+            yield (*head, slice(lo, min(shape[axis], lo + step)), *tail)
 
 
 def box_range(form: Lin, domain: Domain) -> tuple[int, int]:

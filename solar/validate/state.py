@@ -85,7 +85,9 @@ def bind_input(decl: TensorDecl, value: object, shape: tuple[int, ...]) -> np.nd
         )
     if want == "f" and (kind == "V" or (arr.dtype.itemsize <= 2 and arr.dtype != np.float16)):
         arr = arr.astype(np.float32)  # ml_dtypes bfloat16 / float8 arrays
-    data = np.ascontiguousarray(round_to_dtype(arr, decl.dtype))
+    data = round_to_dtype(arr, decl.dtype)
+    if not data.flags.c_contiguous:
+        data = data.copy()  # (np.ascontiguousarray would turn 0-d into 1-d)
     if data is arr or np.shares_memory(data, arr):
         data = data.view()
     data.flags.writeable = False

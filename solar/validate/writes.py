@@ -19,7 +19,7 @@ from solar.ir import Access, DType, Expr, ReduceOp
 from solar.validate.affine import Lin
 from solar.validate.dtypes import round_to_dtype
 from solar.validate.evaluate import Evaluator, Value
-from solar.validate.grids import SMALL_REDUCTION, affine_view, box_range, is_injective
+from solar.validate.grids import SMALL_REDUCTION, affine_view, blocks, box_range, is_injective
 from solar.validate.state import TensorState
 
 __all__ = ["REDUCE_UFUNCS", "exact_dtype", "reduce_identity", "reduce_into", "store", "target_axes"]
@@ -107,12 +107,25 @@ def assign(ev: Evaluator, target: Access, expr: Expr) -> None:
         shape = np.broadcast_shapes(*(np.shape(a) for a in args))
         kind = np.result_type(*args).kind
         if _axes_of(shape) <= axes and kind == st.data.dtype.kind and len(shape) == ev.domain.ndim:
-            ufunc(*args, out=affine_view(st.data, forms, ev.domain), casting="same_kind")
-            if st.written is not None:
-                affine_view(st.written, forms, ev.domain)[...] = True
-            st.mark_changed()
+            view = affine_view(st.data, forms, ev.domain)
+            ufunc(*args, out=view, casting="same_kind")
+            _mark_written(st, forms, ev, view.size, None)
             return
     store(ev, target, ufunc(*args))
+
+
+def _mark_written(
+    st: TensorState, forms: tuple[Lin, ...], ev: Evaluator, count: int, mask: np.ndarray | None
+) -> None:
+    """Record a strided write of ``count`` distinct elements (all of them when unmasked)."""
+    if st.written is not None:
+        if mask is None and count == st.data.size:
+            st.written = None  # the view covers every element: no mask bookkeeping
+        elif mask is None:
+            affine_view(st.written, forms, ev.domain)[...] = True
+        else:
+            np.copyto(affine_view(st.written, forms, ev.domain), True, where=mask)
+    st.mark_changed()
 
 
 def store(ev: Evaluator, target: Access, value: Value) -> None:
@@ -127,14 +140,11 @@ def store(ev: Evaluator, target: Access, value: Value) -> None:
         used = _axes_of(val.shape) | (_axes_of(mask.shape) if mask is not None else frozenset())
         if used <= axes:
             view = affine_view(st.data, forms, ev.domain)
-            np.copyto(view, val, where=True if mask is None else mask)
-            if st.written is not None:
-                np.copyto(
-                    affine_view(st.written, forms, ev.domain),
-                    True,
-                    where=True if mask is None else mask,
-                )
-            st.mark_changed()
+            if mask is None:
+                view[...] = val
+            else:
+                np.copyto(view, val, where=mask)
+            _mark_written(st, forms, ev, view.size, mask)
             return
     index, vals = _scatter_points(ev, target, val)
     st.data[index] = vals
@@ -240,15 +250,14 @@ def _reduce_axes(
     if window <= SMALL_REDUCTION:
         kept = [1 if k in reduced else n for k, n in enumerate(shape)]
         acc = np.full(kept, identity, dtype=val.dtype)
-        for pos in np.ndindex(*(extents[k] for k in reduced)):
-            vi = [slice(None)] * len(shape)
-            mi = [slice(None)] * len(shape)
-            for k, p in zip(reduced, pos, strict=True):
-                vi[k] = slice(p, p + 1) if val.shape[k] > 1 else slice(None)
-                if mask is not None:
-                    mi[k] = slice(p, p + 1) if mask.shape[k] > 1 else slice(None)
-            where = True if mask is None else mask[tuple(mi)]
-            ufunc(acc, val[tuple(vi)], out=acc, where=where)
+        positions = list(np.ndindex(*(extents[k] for k in reduced)))
+        for blk in blocks(kept):  # Note [Cache blocking]: the block stays in cache
+            acc_b = acc[(*blk, Ellipsis)]
+            for pos in positions:
+                at = dict(zip(reduced, pos, strict=True))
+                vi = _window_index(val.shape, blk, at)
+                where = True if mask is None else mask[_window_index(mask.shape, blk, at)]
+                ufunc(acc_b, val[vi], out=acc_b, where=where)
         return acc
     for k in reduced:
         shape[k] = extents[k]
@@ -260,6 +269,22 @@ def _reduce_axes(
         where=True if mask is None else np.broadcast_to(mask, full),
         initial=identity,
     )
+
+
+def _window_index(
+    shape: tuple[int, ...], blk: tuple[slice, ...], at: dict[int, int]
+) -> tuple[slice, ...]:
+    """Index of one window position (``at``) within one output block, for an array that
+    may have extent 1 (broadcast) on any axis."""
+    out = []
+    for k, n in enumerate(shape):
+        if n == 1:
+            out.append(slice(None))
+        elif k in at:
+            out.append(slice(at[k], at[k] + 1))
+        else:
+            out.append(blk[k])
+    return tuple(out)
 
 
 def _combine(

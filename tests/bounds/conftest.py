@@ -5,15 +5,17 @@ from __future__ import annotations
 import functools
 
 from solar.einsum import EinsumGraph, lift_to_einsum
-from solar.hw import HardwareSpec, load_hardware_spec
+from solar.hw import HardwareSpec, Precision, load_hardware_spec
 from solar.ir import parse_program
 
 # The H100 SXM figures the hand computations use, pinned so that a later edit of the
 # bundled YAML cannot silently change them.
-H100_FIGURES = {
-    "vector_flops_per_s": {"fp64": 34.0e12, "fp32": 67.0e12},
-    "peak_flops_per_s": {"fp64": 67.0e12, "tf32": 494.7e12, "bf16": 989.4e12,
-                         "fp16": 989.4e12, "fp8": 1979.0e12, "int8": 1979.0e12},
+H100_TENSOR = {"fp64": 67.0e12, "tf32": 494.7e12, "bf16": 989.4e12, "fp16": 989.4e12,
+               "fp8": 1979.0e12, "int8": 1979.0e12}
+H100_VECTOR = {"fp64": 34.0e12, "fp32": 67.0e12}
+H100_FIGURES: dict[str, object] = {
+    "peak_flops_per_s": {Precision(k): v for k, v in H100_TENSOR.items()},
+    "vector_flops_per_s": {Precision(k): v for k, v in H100_VECTOR.items()},
     "dram_bandwidth_bytes_per_s": 3.35e12,
     "l2_capacity_bytes": 52428800.0,
     "l2_bandwidth_bytes_per_s": 12.0e12,
@@ -26,17 +28,7 @@ H100_FIGURES = {
 @functools.cache
 def h100() -> HardwareSpec:
     """H100 SXM with the pinned figures (on-chip 132 * 512 KiB + 50 MiB = 121,634,816 B)."""
-    base = load_hardware_spec("H100_SXM")
-    update = dict(H100_FIGURES)
-    update["vector_flops_per_s"] = {_p(k): v for k, v in H100_FIGURES["vector_flops_per_s"].items()}
-    update["peak_flops_per_s"] = {_p(k): v for k, v in H100_FIGURES["peak_flops_per_s"].items()}
-    return base.model_copy(update=update)
-
-
-def _p(name: str) -> object:
-    from solar.hw import Precision
-
-    return Precision(name)
+    return load_hardware_spec("H100_SXM").model_copy(update=H100_FIGURES)
 
 
 def matmul_text(dtype: str = "f32") -> str:

@@ -93,14 +93,14 @@ CASES: list[tuple[str, str, Callable[[], HardwareSpec], str, str, float]] = [
                          [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_hand_computed_bounds(program: str, spec: Callable[[], HardwareSpec], model: str,
                              policy: str, expected: float) -> None:
-    b = compute_bounds(graph(program), spec(), model=model, precision_policy=policy)  # type: ignore[arg-type]
+    b = compute_bounds(graph(program), spec(), model=model, precision_policy=policy, cache="cold")  # type: ignore[arg-type]
     assert b.time_s == pytest.approx(expected, rel=1e-12)
     assert b.time_s >= b.compute_time_s or model == "unfused"
     assert any(policy in a for a in b.assumptions)
 
 
 def test_issue_example_numbers() -> None:
-    b = compute_bounds(graph(matmul_text()), h100(), model="unfused")
+    b = compute_bounds(graph(matmul_text()), h100(), model="unfused", cache="cold")
     assert b.time_s == pytest.approx(2.0513e-3, rel=1e-4)
     assert b.dram_bytes == MM_F32_BYTES
     assert b.memory_time_s == pytest.approx(60.1e-6, rel=1e-3)
@@ -112,7 +112,7 @@ def test_issue_example_numbers() -> None:
 
 
 def test_unfused_breakdown_and_l2() -> None:
-    b = compute_bounds(graph(LINEAR_GELU), h100(), model="unfused")
+    b = compute_bounds(graph(LINEAR_GELU), h100(), model="unfused", cache="cold")
     addmm, gelu = b.kernels
     assert addmm.dram_bytes == LG_COLD + LG_H - L2
     assert addmm.l2_bytes == L2
@@ -122,7 +122,8 @@ def test_unfused_breakdown_and_l2() -> None:
 
 
 def test_arithmetic_intensity_and_units() -> None:
-    b = compute_bounds(graph(matmul_text()), h100(), model="fused", precision_policy="tf32")
+    b = compute_bounds(graph(matmul_text()), h100(), model="fused", precision_policy="tf32",
+                       cache="cold")
     assert b.arithmetic_intensity == pytest.approx(MM / MM_F32_BYTES)
     assert b.compute_time_s_by_unit == {"tensor:tf32": pytest.approx(MM / 494.7e12)}
 
@@ -188,7 +189,7 @@ def test_symbolic_costs() -> None:
 
 @pytest.mark.parametrize("model", list(BOUND_MODELS))
 def test_bounds_at_other_sizes(model: str) -> None:
-    b = compute_bounds(graph(matmul_text()), h100(), model=model,  # type: ignore[arg-type]
+    b = compute_bounds(graph(matmul_text()), h100(), model=model, cache="cold",  # type: ignore[arg-type]
                        sizes={"M": 128, "N": 256, "K": 64})
     assert b.flops == 2 * 128 * 256 * 64
     assert b.sizes == {"M": 128, "N": 256, "K": 64}

@@ -22,7 +22,7 @@ def _brute(loops: list[tuple[str, str, str, int]], guards: list[str], dims: list
     """(points, distinct subscript tuples) by plain Python enumeration."""
     points: list[dict[str, int]] = [dict(sizes)]
     for var, lo, hi, step in loops:
-        nxt = []
+        nxt: list[dict[str, int]] = []
         for env in points:
             a, b = eval(lo, {}, env), eval(hi, {}, env)
             nxt.extend({**env, var: v} for v in range(a, b, step))

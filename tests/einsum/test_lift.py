@@ -147,6 +147,16 @@ FORMULAS: list[tuple[str, dict[str, int], Callable[[dict[str, int]], tuple[float
      lambda s: (3 * s["B"] * s["N"] + 1, 4 * (2 * s["B"] * s["N"] + 1))),
     ("pixel_shuffle", {"C": 5, "H": 7},
      lambda s: (0, 4 * 2 * 4 * s["N"] * s["C"] * s["H"] * s["W"])),
+    ("reshape_permute", {"S": 5},
+     lambda s: (0, 4 * 2 * s["B"] * s["S"] * s["E"])),
+    ("lstm_cell", {"T": 3},
+     lambda s: (s["T"] * s["B"] * (8 * s["Hd"] ** 2 + 8 * s["Hd"] * s["I"] + 13 * s["Hd"]),
+                4 * (s["T"] * s["B"] * s["I"] + 4 * s["B"] * s["Hd"] + 4 * s["Hd"] * s["I"]
+                     + 4 * s["Hd"] ** 2 + 8 * s["Hd"] + s["T"] * s["B"] * s["Hd"]))),
+    # X[b, 0] and X[b, i >= 1] are disjoint, but a union of different images is taken as
+    # the max (a lower bound): B * (N - 1) of the B * N elements of X and Y are counted.
+    ("cumsum", {"N": 40},
+     lambda s: (s["B"] * (s["N"] - 1), 4 * 2 * s["B"] * (s["N"] - 1))),
     ("linear_bias_gelu", {"M": 33},
      lambda s: (2 * s["M"] * s["N"] * s["K"] + 5 * s["M"] * s["N"],
                 4 * (s["M"] * s["K"] + s["N"] * s["K"] + s["N"] + s["M"] * s["N"]))),
@@ -159,7 +169,7 @@ def test_flops_and_bytes_equal_hand_formulas(
     name: str, overrides: dict[str, int],
     expected: Callable[[dict[str, int]], tuple[float, float]],
 ) -> None:
-    program, graph = sample(name)
+    _, graph = sample(name)
     env = graph.size_env(overrides)
     flops, fused_bytes = expected(env)
     assert sum(k.flops.evaluate(env) for k in graph.kernels) == flops
@@ -294,3 +304,22 @@ def test_equations() -> None:
     assert mm.nodes[1].equation == "bik,bkj->bij"
     assert math.isclose(mm.kernels[0].flops.evaluate(mm.size_env()),
                         2 * np.prod([mm.size_env()[k] for k in ("Bt", "M", "N", "K")]))
+
+
+SCALAR_UNDER_VALUE_GUARD = """solar-ir 1
+program flag
+size N = 4
+input X : f32[N]
+output s : f32[]
+kernel k {
+  s[] = 0.0
+  for i in 0 .. N { if X[i] > 0.0 { s[] += X[i] } }
+}
+"""
+
+
+def test_value_guarded_write_does_not_hide_other_writes() -> None:
+    graph = lift_to_einsum(parse_program(SCALAR_UNDER_VALUE_GUARD))
+    env = graph.size_env()
+    assert graph.tensor("s").compulsory_written_elems.evaluate(env) == 1
+    assert graph.tensor("X").compulsory_read_elems.evaluate(env) == env["N"]

@@ -299,6 +299,21 @@ INLINE_CASES = [
         },
     ),
     (
+        "masked_min_and_product_and_int_count",
+        _prog(
+            "for i in 0 .. 4 { m[i] = inf\n p[i] = 1.0\n c[i] = 0\n"
+            " for j in 0 .. 4 { if X[i, j] > 0.0 { m[i] min= X[i, j]\n"
+            " p[i] *= X[i, j]\n c[i] += 1 } } }",
+            "input X : f32[4, 4]\noutput m : f32[4]\noutput p : f32[4]\noutput c : i32[4]",
+        ),
+        {"X": X44},
+        {
+            "m": np.where(X44 > 0, X44, np.inf).min(axis=1),
+            "p": np.where(X44 > 0, X44, 1.0).prod(axis=1),
+            "c": (X44 > 0).sum(axis=1),
+        },
+    ),
+    (
         "integer_outputs_wrap",
         _prog(
             "for i in 0 .. 4 { Y[i] = i8(I[i] * 100) }",
@@ -393,3 +408,14 @@ def test_big_matmul_is_a_contraction_not_a_grid() -> None:
     inputs = random_inputs(program, sizes, np.random.default_rng(0))
     got = execute_program(program, inputs, sizes=sizes, memory_budget_bytes=16 * 2**20)
     np.testing.assert_allclose(got["C"], inputs["A"] @ inputs["B"], rtol=1e-4, atol=1e-3)
+
+
+def test_rank0_inputs_and_outputs() -> None:
+    text = _prog(
+        "Y[] = X[] * 2.0\nZ[] = bf16(X[])",
+        "input X : f32[]\noutput Y : f32[]\noutput Z : bf16[]",
+    )
+    got = _run(text, X=np.array(1.5, dtype=np.float32))
+    assert got["Y"].shape == ()
+    assert float(got["Y"]) == 3.0
+    assert float(got["Z"]) == 1.5

@@ -131,6 +131,15 @@ FAULTS = [
         "write to input `X`",
     ),
     (
+        "python_int_overflow_becomes_a_fault",
+        "size Big = 9223372036854775807\ninput X : f32[4]\noutput Y : f32[4]\nkernel k {\n"
+        "  for i in 0 .. 4 {\n    Y[i] = f32(i * (Big + 1))\n  }\n}\n",
+        {"X": X4},
+        "E0307",
+        (8, 5),
+        "invalid operation (OverflowError",
+    ),
+    (
         "unknown_tensor",
         "input X : f32[4]\noutput Y : f32[4]\nkernel k {\n"
         "  for i in 0 .. 4 {\n    Y[i] = Z[i]\n  }\n}\n",

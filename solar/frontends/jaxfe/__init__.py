@@ -10,8 +10,8 @@ jax nor flax (nor torch). See docs/jax.md.
 
 from __future__ import annotations
 
-from pathlib import Path
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from solar.frontends.jaxfe.capture import CaptureKind, JaxCapture, is_jax_file

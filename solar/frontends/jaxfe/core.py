@@ -36,10 +36,12 @@ __all__ = [
     "IndexMap",
     "Lit",
     "LoweringFn",
+    "Opaque",
     "Operand",
     "Sink",
     "TensorInfo",
     "Unsupported",
+    "Value",
     "bread",
     "ir_dtype",
     "lowering",
@@ -165,6 +167,18 @@ class Lit:
 
 Operand = TensorInfo | Lit
 """An equation input or output value."""
+
+
+@dataclass(frozen=True, slots=True)
+class Opaque:
+    """A value the IR cannot represent (PRNG keys and bits): consumers are uncovered."""
+
+    shape: tuple[int, ...]
+    dtype_name: str
+
+
+Value = TensorInfo | Lit | Opaque
+"""What a jaxpr variable is bound to during lowering."""
 
 
 def operand_shape(x: Operand) -> tuple[int, ...]:

@@ -7,8 +7,8 @@ other equation to its registered lowering (`solar.frontends.jaxfe.core.LOWERINGS
 which emits one kernel, or returns a free view. An equation without a lowering, or one
 its lowering rejects, is *uncovered*: its kernels are rolled back, its outputs become
 extra program inputs (their values come from the reference run, see
-`solar.frontends.jaxfe.reference`), and the coverage (`UncoveredOp`) reports it with its share of the
-program's tensor bytes. The result is unverified; run `verify_program` on it.
+`solar.frontends.jaxfe.reference`), and the coverage (`UncoveredOp`) reports it with its
+share of the program's tensor bytes. The result is unverified; run `verify_program` on it.
 
 Naming: ``x0, x1, ...`` for the ``get_inputs()`` arrays, ``p_<path>`` for Flax params,
 ``y0, y1, ...`` for the flattened outputs, ``c0, c1, ...`` for jaxpr constants and
@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -29,15 +29,18 @@ from solar.frontends.jaxfe.core import (
     LOWERINGS,
     EqnCtx,
     Lit,
+    Opaque,
     Operand,
     Sink,
     TensorInfo,
     Unsupported,
+    Value,
     ir_dtype,
+    read,
 )
 from solar.frontends.jaxfe.index import Nest, shape_numel
 from solar.frontends.pytorch.driver import UncoveredOp  # torch-free; shared with that frontend
-from solar.ir import Assign, DType, Expr, If, Kernel, Program, Role
+from solar.ir import Access, Assign, DType, Expr, If, Kernel, Program, Role
 
 __all__ = [
     "CondRegion",
@@ -47,10 +50,21 @@ __all__ = [
     "UncoveredOp",
 ]
 
-INLINE_PRIMITIVES = frozenset({
-    "pjit", "jit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call",
-    "custom_vjp_call_jaxpr", "remat", "remat2", "checkpoint", "name",
-})
+INLINE_PRIMITIVES = frozenset(
+    {
+        "pjit",
+        "jit",
+        "closed_call",
+        "core_call",
+        "custom_jvp_call",
+        "custom_vjp_call",
+        "custom_vjp_call_jaxpr",
+        "remat",
+        "remat2",
+        "checkpoint",
+        "name",
+    }
+)
 """Call-like primitives whose body is lowered in place of the call."""
 
 
@@ -170,7 +184,7 @@ class _Builder(ProgramBuilder):
 
 
 class NestedSink:
-    """Emission into the body of an enclosing loop: statements go to a list, locals to the kernel."""
+    """Emission into an enclosing loop body: statements go to a list, locals to the kernel."""
 
     def __init__(self, kb: Sink, stmts: list[Any]) -> None:
         self._kb = kb
@@ -210,7 +224,9 @@ def is_var(atom: Any) -> bool:
 
 def live_equations(jaxpr: Any, live_out: Sequence[bool]) -> tuple[set[int], set[Any]]:
     """Indices of equations whose results are needed, and the live variables."""
-    live: set[Any] = {v for v, keep in zip(jaxpr.outvars, live_out, strict=True) if keep and is_var(v)}
+    live: set[Any] = {
+        v for v, keep in zip(jaxpr.outvars, live_out, strict=True) if keep and is_var(v)
+    }
     needed: set[int] = set()
     for n in range(len(jaxpr.eqns) - 1, -1, -1):
         eqn = jaxpr.eqns[n]
@@ -236,7 +252,7 @@ class Lowerer:
         self._pending: list[KernelBuilder] = []
         self._dest: Mapping[Any, TensorInfo] = {}
         self._live: set[Any] = set()
-        self._consts: dict[int, tuple[Any, Operand]] = {}
+        self._consts: dict[int, tuple[Any, Value]] = {}
         self._bytes_total = 0
         self._uncovered: dict[str, list[Any]] = {}
         self._equations = 0
@@ -282,14 +298,17 @@ class Lowerer:
         self._pending.append(kb)
         return kb
 
-    def const_operand(self, value: Any) -> Operand:
+    def const_operand(self, value: Any) -> Value:
         """An operand for a jaxpr constant or array literal (declared once per object)."""
         key = id(value)
         if key in self._consts:
             return self._consts[key][1]
         arr = np.asarray(value)
-        dtype = ir_dtype(arr.dtype)
-        op: Operand
+        try:
+            dtype = ir_dtype(arr.dtype)
+        except Unsupported:
+            return Opaque(tuple(arr.shape), str(arr.dtype))
+        op: Value
         if arr.ndim == 0:
             op = Lit(arr.item(), dtype)
         else:
@@ -300,14 +319,17 @@ class Lowerer:
         self._consts[key] = (value, op)
         return op
 
-    def atom(self, a: Any, env: Mapping[Any, Operand]) -> Operand:
+    def atom(self, a: Any, env: Mapping[Any, Value]) -> Value:
         """The operand of a jaxpr atom (variable or literal)."""
         if is_var(a):
             return env[a]
         val = a.val
         arr = np.asarray(val)
         if arr.ndim == 0:
-            return Lit(arr.item(), ir_dtype(a.aval.dtype))
+            try:
+                return Lit(arr.item(), ir_dtype(a.aval.dtype))
+            except Unsupported:
+                return Opaque((), str(a.aval.dtype))
         return self.const_operand(val)
 
     # -- walking ------------------------------------------------------------------
@@ -315,19 +337,19 @@ class Lowerer:
     def lower_jaxpr(
         self,
         jaxpr: Any,
-        consts: Sequence[Operand],
-        args: Sequence[Operand],
+        consts: Sequence[Value],
+        args: Sequence[Value],
         *,
         dest: Mapping[Any, TensorInfo] | None = None,
         live_out: Sequence[bool] | None = None,
         path: tuple[int, ...] = (),
         pinned: Sequence[Any] = (),
-    ) -> list[Operand]:
+    ) -> list[Value]:
         """Lower every needed equation of ``jaxpr``; return the operands of its outputs.
 
         ``pinned`` invars stay live to the end (loop-invariant inputs of a loop body).
         """
-        env: dict[Any, Operand] = {}
+        env: dict[Any, Value] = {}
         for v, c in zip(jaxpr.constvars, consts, strict=True):
             env[v] = c
         for v, x in zip(jaxpr.invars, args, strict=True):
@@ -345,7 +367,7 @@ class Lowerer:
                     continue
                 frame.index = n
                 ins = [self.atom(a, env) for a in eqn.invars]
-                outs = self._lower_one(eqn, ins, path + (n,))
+                outs = self._lower_one(eqn, ins, (*path, n))
                 for v, o in zip(eqn.outvars, outs, strict=True):
                     if is_var(v):
                         env[v] = o
@@ -354,7 +376,29 @@ class Lowerer:
             self._frames.pop()
         return [self.atom(v, env) for v in jaxpr.outvars]
 
-    def reusable(self, x: Operand) -> bool:
+    def lower_operands(
+        self,
+        jaxpr: Any,
+        consts: Sequence[Value],
+        args: Sequence[Value],
+        *,
+        dest: Mapping[Any, TensorInfo] | None = None,
+        pinned: Sequence[Any] = (),
+    ) -> list[Operand]:
+        """`lower_jaxpr` for a body whose results must be IR values (loop and branch bodies).
+
+        Raises:
+            Unsupported: a result is not representable (it comes from a PRNG op...).
+        """
+        outs = self.lower_jaxpr(jaxpr, consts, args, dest=dest, pinned=pinned)
+        ops: list[Operand] = []
+        for o in outs:
+            if isinstance(o, Opaque):
+                raise Unsupported(f"a body result of dtype {o.dtype_name} is not representable")
+            ops.append(o)
+        return ops
+
+    def reusable(self, x: Value) -> bool:
         """True if ``x``'s storage may be updated in place by the current equation.
 
         That is XLA's buffer reuse: ``x`` is a whole intermediate (temp or local, not an
@@ -371,9 +415,12 @@ class Lowerer:
             return False
         for frame in self._frames:
             for v, val in frame.env.items():
-                if isinstance(val, TensorInfo) and val.ref.name == name:
-                    if frame.last_use.get(v, -1) > frame.index:
-                        return False
+                if (
+                    isinstance(val, TensorInfo)
+                    and val.ref.name == name
+                    and frame.last_use.get(v, -1) > frame.index
+                ):
+                    return False
         return True
 
     @contextlib.contextmanager
@@ -387,7 +434,7 @@ class Lowerer:
         finally:
             self.scope = saved
 
-    def _lower_one(self, eqn: Any, ins: Sequence[Operand], path: tuple[int, ...]) -> list[Operand]:
+    def _lower_one(self, eqn: Any, ins: Sequence[Value], path: tuple[int, ...]) -> list[Value]:
         body = inline_body(eqn)
         with self._scoped(eqn):
             if body is not None:
@@ -399,12 +446,16 @@ class Lowerer:
                 }
                 live_out = [is_var(ov) and ov in self._live for ov in eqn.outvars]
                 return self.lower_jaxpr(
-                    jaxpr, [self.const_operand(c) for c in consts], ins,
-                    dest=inner_dest, live_out=live_out, path=path,
+                    jaxpr,
+                    [self.const_operand(c) for c in consts],
+                    ins,
+                    dest=inner_dest,
+                    live_out=live_out,
+                    path=path,
                 )
             return self.lower_eqn(eqn, ins, path)
 
-    def lower_eqn(self, eqn: Any, ins: Sequence[Operand], path: tuple[int, ...]) -> list[Operand]:
+    def lower_eqn(self, eqn: Any, ins: Sequence[Value], path: tuple[int, ...]) -> list[Value]:
         """Lower one non-call equation; uncovered ones become inputs (when allowed)."""
         prim = eqn.primitive.name
         fn = LOWERINGS.get(prim)
@@ -429,15 +480,13 @@ class Lowerer:
         self._lowered += 1
         return outs
 
-    def _apply(self, fn: Any, eqn: Any, ins: Sequence[Operand]) -> list[Operand]:
+    def _apply(self, fn: Any, eqn: Any, ins: Sequence[Value]) -> list[Value]:
         saved = self._pending
         self._pending = []
         try:
-            ctx = EqnCtx(self, eqn, ins)
+            ctx = EqnCtx(self, eqn, cast(Sequence[Operand], ins))
             res = fn(ctx)
-            outs = (
-                [ctx.out(k) for k in range(len(eqn.outvars))] if res is None else list(res)
-            )
+            outs = [ctx.out(k) for k in range(len(eqn.outvars))] if res is None else list(res)
             for kb in self._pending:
                 self.finish_kernel(kb)
         finally:
@@ -453,27 +502,32 @@ class Lowerer:
 
     def checkpoint(self) -> tuple[Any, ...]:
         """State to roll back to if an equation turns out uncovered."""
-        return (self.pb.checkpoint(), len(self.extra), len(self.cond_regions), len(self.notes),
-                dict(self._consts))
+        return (
+            self.pb.checkpoint(),
+            len(self.extra),
+            len(self.cond_regions),
+            len(self.notes),
+            dict(self._consts),
+        )
 
     def rollback(self, cp: tuple[Any, ...]) -> None:
         """Forget everything emitted since ``cp``."""
         self.pb.rollback(cp[0])
-        del self.extra[cp[1]:]
-        del self.cond_regions[cp[2]:]
-        del self.notes[cp[3]:]
+        del self.extra[cp[1] :]
+        del self.cond_regions[cp[2] :]
+        del self.notes[cp[3] :]
         self._consts = cp[4]
 
-    def _uncover(self, eqn: Any, path: tuple[int, ...], reason: str, nbytes: int) -> list[Operand]:
+    def _uncover(self, eqn: Any, path: tuple[int, ...], reason: str, nbytes: int) -> list[Value]:
         prim = eqn.primitive.name
         self._uncovered.setdefault(prim, []).append((nbytes, reason))
-        outs: list[Operand] = []
+        outs: list[Value] = []
         for k, v in enumerate(eqn.outvars):
             shape = tuple(int(d) for d in v.aval.shape)
             try:
                 dtype = ir_dtype(v.aval.dtype)
             except Unsupported:
-                outs.append(Opaque(shape, str(v.aval.dtype)))  # type: ignore[arg-type]
+                outs.append(Opaque(shape, str(v.aval.dtype)))
                 continue
             name = f"{self.fresh('u')}_{sanitize_name(prim)}"
             outs.append(self.declare("input", dtype, shape, name))
@@ -504,12 +558,11 @@ class Lowerer:
 
     def copy_into(self, sink: Sink, dst: TensorInfo, src: Operand) -> None:
         """Emit ``dst[i...] = src[i...]`` over ``dst``'s shape into ``sink``."""
-        from solar.frontends.jaxfe.core import read
-
-        nest = Nest(sink, dst.shape)  # type: ignore[arg-type]
+        nest = Nest(sink, dst.shape)
         if nest.empty:
             return
-        sink.emit(*nest.wrap([Assign(_write(dst, nest.idx), read(src, nest.idx))]))
+        target = Access(dst.ref.name, dst.storage_index(nest.idx))
+        sink.emit(*nest.wrap([Assign(target, read(src, nest.idx))]))
 
     # -- results ------------------------------------------------------------------
 
@@ -533,7 +586,7 @@ class Lowerer:
 class _Frame:
     """One jaxpr being walked: its environment, last uses and current equation."""
 
-    env: dict[Any, Operand]
+    env: dict[Any, Value]
     last_use: dict[Any, int]
     index: int = -1
 
@@ -552,25 +605,11 @@ def _last_uses(jaxpr: Any, pinned: Sequence[Any]) -> dict[Any, int]:
     return last
 
 
-@dataclass(frozen=True, slots=True)
-class Opaque:
-    """The output of an uncovered equation whose dtype the IR lacks (PRNG bits, keys)."""
-
-    shape: tuple[int, ...]
-    dtype_name: str
-
-
 def _opaque_input(x: Opaque) -> Any:
     def fail(ctx: EqnCtx) -> None:
         raise Unsupported(f"input of dtype {x.dtype_name} comes from an uncovered op")
 
     return fail
-
-
-def _write(t: TensorInfo, idx: Sequence[Expr]) -> Any:
-    from solar.frontends.jaxfe.core import read
-
-    return read(t, idx)
 
 
 def _eqn_bytes(eqn: Any) -> int:

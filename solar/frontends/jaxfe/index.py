@@ -16,12 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
-from solar.frontends.builder import KernelBuilder
 from solar.ir import Binary, Call, Expr, For, If, IntLit, Name, Stmt, Unary, lit
 
 __all__ = [
     "Aff",
+    "LoopVars",
     "Nest",
     "all_of",
     "broadcast_map",
@@ -187,12 +188,22 @@ def guard(conds: Sequence[Expr], body: Sequence[Stmt]) -> list[Stmt]:
     return list(body) if cond is None else [If(cond, tuple(body))]
 
 
-def nest(dims: Sequence[tuple[Name, int]], body: Sequence[Stmt], *, seq: bool = False) -> list[Stmt]:
+def nest(
+    dims: Sequence[tuple[Name, int]], body: Sequence[Stmt], *, seq: bool = False
+) -> list[Stmt]:
     """Wrap ``body`` in loops ``for v in 0 .. n`` (outermost first); ``seq`` marks all."""
     stmts: tuple[Stmt, ...] = tuple(body)
     for var, hi in reversed(dims):
         stmts = (For(var.name, IntLit(0), lit(hi), stmts, seq=seq),)
     return list(stmts)
+
+
+class LoopVars(Protocol):
+    """Anything that hands out fresh loop variables (a kernel builder or a loop body)."""
+
+    def fresh_vars(self, n: int, hint: str = ...) -> tuple[Name, ...]:
+        """``n`` loop variables unique in the program."""
+        ...
 
 
 class Nest:
@@ -204,7 +215,7 @@ class Nest:
         dims: the ``(var, extent)`` pairs that need a loop.
     """
 
-    def __init__(self, kb: KernelBuilder, extents: Sequence[int], hint: str = "i") -> None:
+    def __init__(self, kb: LoopVars, extents: Sequence[int], hint: str = "i") -> None:
         self.extents = tuple(int(e) for e in extents)
         self.idx: list[Expr] = []
         self.dims: list[tuple[Name, int]] = []
@@ -249,7 +260,9 @@ def broadcast_map(
     return tuple(out)
 
 
-def reshape_map(in_shape: Sequence[int], out_shape: Sequence[int], idx: Sequence[Expr]) -> list[Expr]:
+def reshape_map(
+    in_shape: Sequence[int], out_shape: Sequence[int], idx: Sequence[Expr]
+) -> list[Expr]:
     """Indices into a row-major tensor of ``in_shape`` for indices ``idx`` of ``out_shape``.
 
     Dims are matched in groups of equal element count, so a split or merge yields
@@ -290,8 +303,9 @@ def reshape_map(in_shape: Sequence[int], out_shape: Sequence[int], idx: Sequence
                 gj.append(j)
                 pj *= out_shape[j]
                 j += 1
-        out.extend(_group_map([in_shape[k] for k in gi], [out_shape[k] for k in gj],
-                              [idx[k] for k in gj]))
+        out.extend(
+            _group_map([in_shape[k] for k in gi], [out_shape[k] for k in gj], [idx[k] for k in gj])
+        )
     return out
 
 

@@ -21,8 +21,9 @@ from solar.frontends.jaxfe import (  # noqa: F401 - importing registers the lowe
     ops_shape,
 )
 from solar.frontends.jaxfe.capture import JaxCapture
-from solar.frontends.jaxfe.core import Operand, TensorInfo, Unsupported, ir_dtype
-from solar.frontends.jaxfe.driver import LoweredProgram, Lowerer, Opaque, is_var
+from solar.frontends.jaxfe.core import Opaque, TensorInfo, Unsupported, Value, ir_dtype
+from solar.frontends.jaxfe.driver import LoweredProgram, Lowerer, is_var
+from solar.ir import Role
 
 __all__ = ["lower_jaxpr"]
 
@@ -39,13 +40,13 @@ def lower_jaxpr(capture: JaxCapture) -> LoweredProgram:
     """
     lw = Lowerer(capture.name, strip_root=capture.kind != "function")
     jaxpr = capture.closed_jaxpr.jaxpr
-    args: list[Operand] = [Opaque((), "") for _ in jaxpr.invars]  # type: ignore[list-item]
+    args: list[Value] = [Opaque((), "") for _ in jaxpr.invars]
     order = [*range(capture.n_params, len(jaxpr.invars)), *range(capture.n_params)]
     for k in order:
         var, name = jaxpr.invars[k], capture.arg_names[k]
         shape = tuple(int(d) for d in var.aval.shape)
         if name is None:
-            args[k] = Opaque(shape, str(var.aval.dtype))  # type: ignore[call-overload]
+            args[k] = Opaque(shape, str(var.aval.dtype))
             lw.notes.append(f"jaxpr input {k} has dtype {var.aval.dtype}: not representable")
             continue
         role = "param" if k < capture.n_params else "input"
@@ -66,11 +67,16 @@ def lower_jaxpr(capture: JaxCapture) -> LoweredProgram:
     consts = [lw.const_operand(c) for c in capture.closed_jaxpr.consts]
     results = lw.lower_jaxpr(jaxpr, consts, args, dest=dest)
     written: set[str] = set()
-    for out, value in zip(outputs, results, strict=True):
-        if out is None:
+    for maybe_out, value in zip(outputs, results, strict=True):
+        if maybe_out is None:
             continue
-        done = (isinstance(value, TensorInfo) and value.is_storage
-                and value.ref.name == out.ref.name and out.ref.name not in written)
+        out = maybe_out
+        done = (
+            isinstance(value, TensorInfo)
+            and value.is_storage
+            and value.ref.name == out.ref.name
+            and out.ref.name not in written
+        )
         written.add(out.ref.name)
         if done:
             continue
@@ -94,9 +100,9 @@ def lower_jaxpr(capture: JaxCapture) -> LoweredProgram:
     )
 
 
-def _declare(lw: Lowerer, role: str, var: Any, name: str) -> TensorInfo:
+def _declare(lw: Lowerer, role: Role, var: Any, name: str) -> TensorInfo:
     shape = tuple(int(d) for d in var.aval.shape)
-    info = lw.declare(role, ir_dtype(var.aval.dtype), shape, name)  # type: ignore[arg-type]
+    info = lw.declare(role, ir_dtype(var.aval.dtype), shape, name)
     if info.ref.name != name:
         raise AssertionError(f"IR name {info.ref.name} differs from {name}")
     return info

@@ -23,7 +23,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from solar.frontends.jaxfe.core import EqnCtx, Lit, Operand, TensorInfo, Unsupported, lowering, read
+from solar.frontends.jaxfe.core import (
+    EqnCtx,
+    IndexMap,
+    Lit,
+    Operand,
+    TensorInfo,
+    Unsupported,
+    lowering,
+    read,
+)
 from solar.frontends.jaxfe.driver import CondRegion, NestedSink, is_var
 from solar.ir import Binary, Cast, DType, Expr, For, If, IntLit, Stmt, lit
 
@@ -32,8 +41,11 @@ __all__ = ["static_trip_count"]
 
 def _same_storage(a: Operand, b: Operand) -> bool:
     return (
-        isinstance(a, TensorInfo) and isinstance(b, TensorInfo)
-        and a.ref.name == b.ref.name and a.is_storage and b.is_storage
+        isinstance(a, TensorInfo)
+        and isinstance(b, TensorInfo)
+        and a.ref.name == b.ref.name
+        and a.is_storage
+        and b.is_storage
     )
 
 
@@ -66,16 +78,18 @@ def _loop(
         if isinstance(x, Lit):
             x_views.append(x.reshaped(x.shape[1:]))
         else:
-            x_views.append(x.view(x.shape[1:], lambda idx, p=pos: (p, *idx)))
+            x_views.append(x.view(x.shape[1:], _prepend(pos)))
     body: list[Stmt] = []
     sink = NestedSink(kb, body)
     with lw.nested(sink):
-        outs = lw.lower_jaxpr(
-            jaxpr, [lw.const_operand(c) for c in consts], [*const_ins, *carries, *x_views],
+        outs = lw.lower_operands(
+            jaxpr,
+            [lw.const_operand(c) for c in consts],
+            [*const_ins, *carries, *x_views],
             pinned=jaxpr.invars[: len(const_ins)],
         )
         for y, v in zip(ys, outs[ncar:], strict=True):
-            lw.copy_into(sink, y.view(y.shape[1:], lambda idx, p=pos: (p, *idx)), v)
+            lw.copy_into(sink, y.view(y.shape[1:], _prepend(pos)), v)
         new = list(outs[:ncar])
         names = {c.ref.name for c in carries}
         for k, v in enumerate(new):
@@ -91,14 +105,32 @@ def _loop(
     kb.emit(For(t.name, IntLit(0), lit(length), tuple(body), seq=True))
 
 
+def _prepend(pos: Expr) -> IndexMap:
+    """The index map of ``x[pos]`` (the slice of a stacked tensor at one step)."""
+
+    def index_map(idx: tuple[Expr, ...]) -> tuple[Expr, ...]:
+        return (pos, *idx)
+
+    return index_map
+
+
 @lowering("scan")
 def _scan(ctx: EqnCtx) -> None:
     p = ctx.params
     closed = p["jaxpr"]
     nc, ncar = int(p["num_consts"]), int(p["num_carry"])
     n_ys = len(ctx.eqn.outvars) - ncar
-    _loop(ctx, closed.jaxpr, closed.consts, ctx.ins[:nc], ctx.ins[nc : nc + ncar],
-          ctx.ins[nc + ncar :], int(p["length"]), bool(p["reverse"]), n_ys)
+    _loop(
+        ctx,
+        closed.jaxpr,
+        closed.consts,
+        ctx.ins[:nc],
+        ctx.ins[nc : nc + ncar],
+        ctx.ins[nc + ncar :],
+        int(p["length"]),
+        bool(p["reverse"]),
+        n_ys,
+    )
 
 
 @lowering("while")
@@ -155,8 +187,12 @@ def static_trip_count(
 
 
 def _bound_value(
-    b: Any, cj: Any, cond_consts: Sequence[Operand], carries: Sequence[Any],
-    init: Sequence[Operand], bj: Any,
+    b: Any,
+    cj: Any,
+    cond_consts: Sequence[Operand],
+    carries: Sequence[Any],
+    init: Sequence[Operand],
+    bj: Any,
 ) -> int | None:
     if not is_var(b):
         return int(b.val)
@@ -193,7 +229,7 @@ def _cond(ctx: EqnCtx) -> tuple[Operand, ...] | None:
     if isinstance(index, Lit):
         k = min(max(int(index.value), 0), n - 1)
         br = branches[k]
-        return tuple(lw.lower_jaxpr(br.jaxpr, [lw.const_operand(c) for c in br.consts], ops))
+        return tuple(lw.lower_operands(br.jaxpr, [lw.const_operand(c) for c in br.consts], ops))
     pred = Cast(DType.I64, read(index, [])) if index.dtype == DType.BOOL else read(index, [])
     n_out = len(ctx.eqn.outvars)
     if ctx.nested:
@@ -203,7 +239,7 @@ def _cond(ctx: EqnCtx) -> tuple[Operand, ...] | None:
             stmts: list[Stmt] = []
             inner = NestedSink(sink, stmts)
             with lw.nested(inner):
-                res = lw.lower_jaxpr(br.jaxpr, [lw.const_operand(c) for c in br.consts], ops)
+                res = lw.lower_operands(br.jaxpr, [lw.const_operand(c) for c in br.consts], ops)
                 for o, v in zip(outs, res, strict=True):
                     if not _same_storage(o, v):
                         lw.copy_into(inner, o, v)
@@ -221,7 +257,7 @@ def _cond(ctx: EqnCtx) -> tuple[Operand, ...] | None:
             if is_var(iv) and iv not in jaxpr.invars and iv not in dest:
                 dest[iv] = o
         with lw.guarded(_branch_cond(pred, k, n)):
-            res = lw.lower_jaxpr(jaxpr, [lw.const_operand(c) for c in br.consts], ops, dest=dest)
+            res = lw.lower_operands(jaxpr, [lw.const_operand(c) for c in br.consts], ops, dest=dest)
             for o, v in zip(outs, res, strict=True):
                 if not _same_storage(o, v):
                     kb = lw.pb.kernel(f"{label}_b{k}_out")

@@ -22,6 +22,7 @@ import numpy as np
 
 from solar.frontends.jaxfe.core import (
     EqnCtx,
+    IndexMap,
     Lit,
     Operand,
     TensorInfo,
@@ -29,10 +30,9 @@ from solar.frontends.jaxfe.core import (
     bread,
     ir_dtype,
     lowering,
-    read,
 )
 from solar.frontends.jaxfe.index import Nest
-from solar.ir import Assign, Binary, Call, Cast, DType, Expr, Unary, lit
+from solar.ir import Access, Assign, Binary, Call, Cast, DType, Expr, Unary, lit
 
 __all__ = ["emit_map"]
 
@@ -48,7 +48,7 @@ def emit_map(ctx: EqnCtx, fn: ExprFn, *, hint: str | None = None) -> None:
     if nest.empty:
         return
     vals = [bread(x, nest.idx, shape) for x in ctx.ins]
-    kb.emit(*nest.wrap([Assign(read(out, nest.idx), fn(vals))]))  # type: ignore[arg-type]
+    kb.emit(*nest.wrap([Assign(Access(out.ref.name, out.storage_index(nest.idx)), fn(vals))]))
 
 
 def _call(name: str) -> ExprFn:
@@ -109,10 +109,22 @@ _SIMPLE: dict[str, ExprFn] = {
 }
 
 _FOLD: dict[str, Callable[..., object]] = {
-    "add": np.add, "sub": np.subtract, "mul": np.multiply, "max": np.maximum,
-    "min": np.minimum, "neg": np.negative, "eq": np.equal, "ne": np.not_equal,
-    "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
-    "abs": np.abs, "exp": np.exp, "log": np.log, "sqrt": np.sqrt,
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "max": np.maximum,
+    "min": np.minimum,
+    "neg": np.negative,
+    "eq": np.equal,
+    "ne": np.not_equal,
+    "lt": np.less,
+    "le": np.less_equal,
+    "gt": np.greater,
+    "ge": np.greater_equal,
+    "abs": np.abs,
+    "exp": np.exp,
+    "log": np.log,
+    "sqrt": np.sqrt,
 }
 
 
@@ -148,8 +160,14 @@ def _simple(ctx: EqnCtx) -> tuple[Operand, ...] | None:
     return None
 
 
-_IDENTITY = {("add", 0): 0, ("add", 1): 0, ("sub", 1): 0, ("mul", 0): 1, ("mul", 1): 1,
-             ("div", 1): 1}
+_IDENTITY = {
+    ("add", 0): 0,
+    ("add", 1): 0,
+    ("sub", 1): 0,
+    ("mul", 0): 1,
+    ("mul", 1): 1,
+    ("div", 1): 1,
+}
 
 
 def _identity(ctx: EqnCtx) -> Operand | None:
@@ -169,8 +187,15 @@ def _identity(ctx: EqnCtx) -> Operand | None:
         shape = ctx.out_shape(0)
         if x.shape == shape:
             return x
-        return x.view(shape, lambda idx, x=x, shape=shape: tuple(_bcast_idx(x.shape, shape, idx)))
+        return x.view(shape, _bcast_map(x.shape, shape))
     return None
+
+
+def _bcast_map(shape: Sequence[int], out: Sequence[int]) -> IndexMap:
+    def index_map(idx: tuple[Expr, ...]) -> tuple[Expr, ...]:
+        return tuple(_bcast_idx(shape, out, idx))
+
+    return index_map
 
 
 def _bcast_idx(shape: Sequence[int], out: Sequence[int], idx: Sequence[Expr]) -> list[Expr]:
@@ -319,8 +344,15 @@ def _reduce_precision(ctx: EqnCtx) -> tuple[Operand, ...] | None:
 
 
 @lowering(
-    "stop_gradient", "copy", "copy_p", "device_put", "optimization_barrier", "pvary",
-    "sharding_constraint", "mesh_cast", "reshard",
+    "stop_gradient",
+    "copy",
+    "copy_p",
+    "device_put",
+    "optimization_barrier",
+    "pvary",
+    "sharding_constraint",
+    "mesh_cast",
+    "reshard",
 )
 def _alias(ctx: EqnCtx) -> tuple[Operand, ...]:
     """Identity on values: no data moves in the program (docs/jax.md, views)."""

@@ -24,10 +24,11 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from solar.frontends.jaxfe.core import EqnCtx, Operand, Unsupported, lowering, read
+from solar.frontends.builder import TensorRef
+from solar.frontends.jaxfe.core import EqnCtx, Operand, TensorInfo, Unsupported, lowering, read
 from solar.frontends.jaxfe.index import Nest, iadd
 from solar.frontends.jaxfe.ops_reduce import reduce_init
-from solar.ir import Access, Assign, Binary, Call, DType, Expr, IntLit, Reduce, Stmt, lit
+from solar.ir import Access, Assign, Binary, Call, DType, Expr, IntLit, Reduce, ReduceOp, Stmt, lit
 
 __all__ = ["window_index"]
 
@@ -77,15 +78,21 @@ class _Starts:
     """
 
     def __init__(
-        self, kb: Any, indices: Operand, batch_ext: Sequence[int], index_map: Sequence[int],
-        operand_shape: Sequence[int], sizes: Sequence[int], mode: str,
+        self,
+        kb: Any,
+        indices: Operand,
+        batch_ext: Sequence[int],
+        index_map: Sequence[int],
+        operand_shape: Sequence[int],
+        sizes: Sequence[int],
+        mode: str,
     ) -> None:
         self.mode = mode
         self.index_map = tuple(index_map)
         self.indices = indices
         self.batch_ext = tuple(batch_ext)
-        self.locals: list[Any] = []
-        self.ok: Any = None
+        self.locals: list[TensorRef] = []
+        self.ok: TensorRef | None = None
         if mode not in ("CLIP", "FILL_OR_DROP"):
             return
         nest = Nest(kb, batch_ext, "b")
@@ -96,8 +103,11 @@ class _Starts:
             raw = read(indices, [*nest.idx, lit(j)])
             hi = operand_shape[k] - sizes[k]
             loc = kb.local(DType.I64, shape, "start")
-            body.append(Assign(self._at(loc, nest.idx),
-                               Call("min", (Call("max", (raw, IntLit(0))), lit(hi)))))
+            body.append(
+                Assign(
+                    self._at(loc, nest.idx), Call("min", (Call("max", (raw, IntLit(0))), lit(hi)))
+                )
+            )
             self.locals.append(loc)
             conds += [Binary("<=", IntLit(0), raw), Binary("<=", raw, lit(hi))]
         if mode == "FILL_OR_DROP":
@@ -106,7 +116,7 @@ class _Starts:
         if not nest.empty:
             kb.emit(*nest.wrap(body))
 
-    def _at(self, loc: Any, batch: Sequence[Expr]) -> Access:
+    def _at(self, loc: TensorRef, batch: Sequence[Expr]) -> Access:
         idx = tuple(b for b, e in zip(batch, self.batch_ext, strict=True) if e != 1)
         return loc[idx] if idx else loc.scalar()
 
@@ -142,16 +152,24 @@ def _gather(ctx: EqnCtx) -> None:
     out = ctx.out(0)
     kb = ctx.kernel()
     batch_pos = [d for d in range(len(out_shape)) if d not in offset_dims]
-    st = _Starts(kb, indices, [out_shape[d] for d in batch_pos], tuple(dn.start_index_map),
-                 x.shape, sizes, _mode(ctx.params))
+    st = _Starts(
+        kb,
+        indices,
+        [out_shape[d] for d in batch_pos],
+        tuple(dn.start_index_map),
+        x.shape,
+        sizes,
+        _mode(ctx.params),
+    )
     nest = Nest(kb, out_shape, "i")
     if nest.empty:
         return
     batch = [nest.idx[d] for d in batch_pos]
     window_dims = [k for k in range(len(x.shape)) if k not in collapsed and k not in op_batch]
     batching = {k: batch[idx_batch[j]] for j, k in enumerate(op_batch)}
-    src = window_index(len(x.shape), st.starts(batch), batching, window_dims,
-                       [nest.idx[d] for d in offset_dims])
+    src = window_index(
+        len(x.shape), st.starts(batch), batching, window_dims, [nest.idx[d] for d in offset_dims]
+    )
     value = read(x, src)
     ok = st.valid(batch)
     if ok is not None:
@@ -159,9 +177,9 @@ def _gather(ctx: EqnCtx) -> None:
     kb.emit(*nest.wrap([Assign(Access(out.ref.name, out.storage_index(nest.idx)), value)]))
 
 
-def _fill(value: object, dtype: DType) -> Expr:
+def _fill(value: Any, dtype: DType) -> Expr:
     if value is not None:
-        return lit(float(value) if dtype.is_float else int(value))  # type: ignore[arg-type]
+        return lit(float(value) if dtype.is_float else int(value))
     if dtype.is_float:
         return lit(math.nan)
     if dtype == DType.BOOL:
@@ -169,12 +187,16 @@ def _fill(value: object, dtype: DType) -> Expr:
     return lit(_INT_MIN[dtype])
 
 
-_SCATTER_OPS = {
+_SCATTER_OPS: dict[str, ReduceOp | None] = {
     "scatter": None,
-    "scatter-add": "+", "scatter_add": "+",
-    "scatter-mul": "*", "scatter_mul": "*",
-    "scatter-min": "min", "scatter_min": "min",
-    "scatter-max": "max", "scatter_max": "max",
+    "scatter-add": "+",
+    "scatter_add": "+",
+    "scatter-mul": "*",
+    "scatter_mul": "*",
+    "scatter-min": "min",
+    "scatter_min": "min",
+    "scatter-max": "max",
+    "scatter_max": "max",
 }
 
 
@@ -193,12 +215,21 @@ def _scatter(ctx: EqnCtx) -> tuple[Operand, ...] | None:
     out_shape = ctx.out_shape(0)
     inplace = ctx.lowerer.reusable(x)
     out = x if inplace else ctx.out(0)
+    assert isinstance(out, TensorInfo)
     kb = ctx.kernel()
     if not inplace:
         full = Nest(kb, out_shape, "i")
         if not full.empty:
-            kb.emit(*full.wrap([Assign(Access(out.ref.name, out.storage_index(full.idx)),  # type: ignore[union-attr]
-                                       read(x, full.idx))]))
+            kb.emit(
+                *full.wrap(
+                    [
+                        Assign(
+                            Access(out.ref.name, out.storage_index(full.idx)),
+                            read(x, full.idx),
+                        )
+                    ]
+                )
+            )
     u_shape = updates.shape
     batch_pos = [d for d in range(len(u_shape)) if d not in window_dims_u]
     window_dims = [k for k in range(len(out_shape)) if k not in inserted and k not in op_batch]
@@ -206,21 +237,33 @@ def _scatter(ctx: EqnCtx) -> tuple[Operand, ...] | None:
     sizes = [1] * len(out_shape)
     for k, d in zip(window_dims, window_dims_u, strict=True):
         sizes[k] = u_shape[d]
-    st = _Starts(kb, indices, [u_shape[d] for d in batch_pos],
-                 tuple(dn.scatter_dims_to_operand_dims), out_shape, sizes, mode)
+    st = _Starts(
+        kb,
+        indices,
+        [u_shape[d] for d in batch_pos],
+        tuple(dn.scatter_dims_to_operand_dims),
+        out_shape,
+        sizes,
+        mode,
+    )
     nest = Nest(kb, u_shape, "u")
     if not nest.empty:
         batch = [nest.idx[d] for d in batch_pos]
         batching = {k: batch[idx_batch[j]] for j, k in enumerate(op_batch)}
-        dst = window_index(len(out_shape), st.starts(batch), batching, window_dims,
-                           [nest.idx[d] for d in window_dims_u])
-        tgt = Access(out.ref.name, out.storage_index(dst))  # type: ignore[union-attr]
+        dst = window_index(
+            len(out_shape),
+            st.starts(batch),
+            batching,
+            window_dims,
+            [nest.idx[d] for d in window_dims_u],
+        )
+        tgt = Access(out.ref.name, out.storage_index(dst))
         val = read(updates, nest.idx)
         ok = st.valid(batch)
         if ok is not None:
             # Out-of-bounds updates are dropped: combine the identity (or keep the old value).
             keep = tgt if op is None else reduce_init(op, updates.dtype)
             val = Call("select", (ok, val, keep))
-        stmt: Stmt = Assign(tgt, val) if op is None else Reduce(tgt, op, val)  # type: ignore[arg-type]
+        stmt: Stmt = Assign(tgt, val) if op is None else Reduce(tgt, op, val)
         kb.emit(*nest.wrap([stmt]))
     return (out,) if inplace else None

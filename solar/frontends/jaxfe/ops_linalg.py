@@ -18,12 +18,21 @@ Contract: ``EqnCtx -> None``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from solar.frontends.jaxfe.core import EqnCtx, Operand, Unsupported, lowering, read
+from solar.frontends.jaxfe.core import (
+    EqnCtx,
+    Operand,
+    Sink,
+    TensorInfo,
+    Unsupported,
+    lowering,
+    read,
+)
 from solar.frontends.jaxfe.index import Nest, guard, iadd, imul, range_guard
 from solar.ir import Access, Assign, Binary, Cast, DType, Expr, IntLit, Reduce, Stmt, lit
 
-__all__ = ["conv_specs"]
+__all__ = ["ConvGeometry", "conv_specs"]
 
 _LOW = frozenset({DType.F16, DType.BF16, DType.F8E4M3, DType.F8E5M2})
 
@@ -58,8 +67,13 @@ def _dot_general(ctx: EqnCtx) -> None:
     b_free = [d for d in range(len(b.shape)) if d not in rc and d not in rb]
     nb = len(lb)
 
-    def index(shape: Sequence[int], batch: Sequence[int], contract: Sequence[int],
-              free: Sequence[int], free_offset: int) -> list[Expr]:
+    def index(
+        shape: Sequence[int],
+        batch: Sequence[int],
+        contract: Sequence[int],
+        free: Sequence[int],
+        free_offset: int,
+    ) -> list[Expr]:
         idx: list[Expr] = [IntLit(0)] * len(shape)
         for pos, d in enumerate(batch):
             idx[d] = outer.idx[pos]
@@ -81,13 +95,18 @@ def _dot_general(ctx: EqnCtx) -> None:
 
 
 def _accumulate(
-    kb: object, tgt: Access, dtype: DType, outer: Nest, inner: Nest, prod: Expr,
+    kb: Sink,
+    tgt: Access,
+    dtype: DType,
+    outer: Nest,
+    inner: Nest,
+    prod: Expr,
     conds: Sequence[Expr] = (),
 ) -> list[Stmt]:
     """``tgt = 0; tgt += prod`` over ``inner`` (via an f32 local for low precision)."""
     acc_dtype = _acc_dtype(dtype)
     if acc_dtype != dtype:
-        acc_t = kb.local(acc_dtype, [e for _, e in outer.dims] or [], "acc")  # type: ignore[attr-defined]
+        acc_t = kb.local(acc_dtype, [e for _, e in outer.dims], "acc")
         acc = acc_t[tuple(v for v, _ in outer.dims)] if outer.dims else acc_t.scalar()
         red = inner.wrap(guard(conds, [Reduce(acc, "+", prod)])) if not inner.empty else []
         return [Assign(acc, _zero(acc_dtype)), *red, Assign(tgt, acc)]
@@ -104,115 +123,155 @@ def conv_specs(ctx: EqnCtx, nd: int) -> tuple[tuple[int, ...], tuple[int, ...], 
     return tuple(dn.lhs_spec), tuple(dn.rhs_spec), tuple(dn.out_spec)
 
 
-@lowering("conv_general_dilated")
-def _conv(ctx: EqnCtx) -> None:
-    x, w = ctx.ins
+@dataclass(frozen=True, slots=True)
+class ConvGeometry:
+    """Normalised parameters of one ``conv_general_dilated`` equation.
+
+    Attributes:
+        specs: ``(lhs_spec, rhs_spec, out_spec)`` dimension positions.
+        strides, pads, ldil, rdil: per spatial dim.
+        fg, bg: feature and batch group counts.
+        groups: ``max(fg, bg)``; ``per``: output features per group.
+        ci: input features per group (the kernel's in-feature extent).
+        n_out: output batch; ``in_sp``/``out_sp``/``ker``: spatial extents.
+    """
+
+    specs: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
+    strides: tuple[int, ...]
+    pads: tuple[tuple[int, int], ...]
+    ldil: tuple[int, ...]
+    rdil: tuple[int, ...]
+    fg: int
+    bg: int
+    groups: int
+    per: int
+    ci: int
+    n_out: int
+    in_sp: tuple[int, ...]
+    out_sp: tuple[int, ...]
+    ker: tuple[int, ...]
+
+    def assemble(
+        self, spec: Sequence[int], first: Expr, second: Expr, sp: Sequence[Expr]
+    ) -> list[Expr]:
+        """Indices in a layout: ``first`` (batch/out-feature), ``second`` (feature), spatial."""
+        idx: list[Expr] = [IntLit(0)] * len(spec)
+        idx[spec[0]], idx[spec[1]] = first, second
+        for d, e in enumerate(sp):
+            idx[spec[2 + d]] = e
+        return idx
+
+    def channels(self, n: Expr, gi: Expr, f: Expr, c: Expr) -> tuple[Expr, Expr, Expr]:
+        """``(lhs batch, lhs feature, output feature)`` for group ``gi``."""
+        feat = iadd(imul(gi, self.per), f)
+        batch = iadd(imul(gi, self.n_out), n) if self.bg > 1 else n
+        chan = iadd(imul(gi, self.ci), c) if self.fg > 1 else c
+        return batch, chan, feat
+
+
+def _geometry(ctx: EqnCtx, x: Operand, w: Operand) -> ConvGeometry:
     p = ctx.params
     nd = len(x.shape) - 2
-    ls, rs, os_ = conv_specs(ctx, nd)
-    strides = tuple(int(v) for v in p["window_strides"])
-    pads = tuple((int(a), int(b)) for a, b in p["padding"])
-    ldil = tuple(int(v) for v in (p.get("lhs_dilation") or (1,) * nd))
-    rdil = tuple(int(v) for v in (p.get("rhs_dilation") or (1,) * nd))
+    specs = conv_specs(ctx, nd)
+    ls, rs, os_ = specs
     fg, bg = int(p.get("feature_group_count", 1)), int(p.get("batch_group_count", 1))
     if fg > 1 and bg > 1:
         raise Unsupported("feature and batch groups together")
     out_shape = ctx.out_shape(0)
-    n_out, o_feat = out_shape[os_[0]], out_shape[os_[1]]
-    ci = w.shape[rs[1]]
     groups = max(fg, bg)
-    per = o_feat // groups
-    in_sp = [x.shape[ls[2 + d]] for d in range(nd)]
-    out_sp = [out_shape[os_[2 + d]] for d in range(nd)]
-    ker = [w.shape[rs[2 + d]] for d in range(nd)]
+    return ConvGeometry(
+        specs=specs,
+        strides=tuple(int(v) for v in p["window_strides"]),
+        pads=tuple((int(a), int(b)) for a, b in p["padding"]),
+        ldil=tuple(int(v) for v in (p.get("lhs_dilation") or (1,) * nd)),
+        rdil=tuple(int(v) for v in (p.get("rhs_dilation") or (1,) * nd)),
+        fg=fg,
+        bg=bg,
+        groups=groups,
+        per=out_shape[os_[1]] // groups,
+        ci=w.shape[rs[1]],
+        n_out=out_shape[os_[0]],
+        in_sp=tuple(x.shape[ls[2 + d]] for d in range(nd)),
+        out_sp=tuple(out_shape[os_[2 + d]] for d in range(nd)),
+        ker=tuple(w.shape[rs[2 + d]] for d in range(nd)),
+    )
+
+
+@lowering("conv_general_dilated")
+def _conv(ctx: EqnCtx) -> None:
+    x, w = ctx.ins
+    g = _geometry(ctx, x, w)
+    ls, rs, os_ = g.specs
     dtype = ctx.out_dtype(0)
     acc_dtype = _acc_dtype(dtype)
     out = ctx.out(0)
     kb = ctx.kernel("conv")
-
-    def assemble(spec: Sequence[int], first: Expr, second: Expr, sp: Sequence[Expr]) -> list[Expr]:
-        idx: list[Expr] = [IntLit(0)] * (nd + 2)
-        idx[spec[0]], idx[spec[1]] = first, second
-        for d in range(nd):
-            idx[spec[2 + d]] = sp[d]
-        return idx
-
-    if any(v > 1 for v in ldil) and all(s == 1 for s in strides):
-        _conv_scatter(ctx, kb, out, assemble, (ls, rs, os_), groups, per, ci, in_sp, out_sp, ker,
-                      pads, ldil, rdil, fg, bg, n_out, acc_dtype)
+    if any(v > 1 for v in g.ldil) and all(s == 1 for s in g.strides):
+        _conv_scatter(ctx, kb, out, g)
         return
-    outer = Nest(kb, [n_out, groups, per, *out_sp], "o")
-    inner = Nest(kb, [ci, *ker], "r")
+    outer = Nest(kb, [g.n_out, g.groups, g.per, *g.out_sp], "o")
+    inner = Nest(kb, [g.ci, *g.ker], "r")
     if outer.empty:
         return
     n, gi, f, osp = outer.idx[0], outer.idx[1], outer.idx[2], outer.idx[3:]
     c, taps = inner.idx[0], inner.idx[1:]
-    feat = iadd(imul(gi, per), f)
-    batch = iadd(imul(gi, n_out), n) if bg > 1 else n
-    chan = iadd(imul(gi, ci), c) if fg > 1 else c
+    batch, chan, feat = g.channels(n, gi, f, c)
     conds: list[Expr] = []
     src: list[Expr] = []
-    for d in range(nd):
-        a = outer.aff(3 + d, strides[d]).plus(inner.aff(1 + d, rdil[d])).plus(-pads[d][0])
-        extent = (in_sp[d] - 1) * ldil[d] + 1 if in_sp[d] else 0
+    for d in range(len(g.in_sp)):
+        a = outer.aff(3 + d, g.strides[d]).plus(inner.aff(1 + d, g.rdil[d])).plus(-g.pads[d][0])
+        extent = (g.in_sp[d] - 1) * g.ldil[d] + 1 if g.in_sp[d] else 0
         conds += range_guard(a, extent)
-        if ldil[d] > 1:
-            conds.append(Binary("==", Binary("%", a.expr(), lit(ldil[d])), IntLit(0)))
-            src.append(Binary("//", a.expr(), lit(ldil[d])))
+        if g.ldil[d] > 1:
+            conds.append(Binary("==", Binary("%", a.expr(), lit(g.ldil[d])), IntLit(0)))
+            src.append(Binary("//", a.expr(), lit(g.ldil[d])))
         else:
             src.append(a.expr())
     prod = Binary(
         "*",
-        _cast(read(x, assemble(ls, batch, chan, src)), x.dtype, acc_dtype),
-        _cast(read(w, assemble(rs, feat, c, taps)), w.dtype, acc_dtype),
+        _cast(read(x, g.assemble(ls, batch, chan, src)), x.dtype, acc_dtype),
+        _cast(read(w, g.assemble(rs, feat, c, taps)), w.dtype, acc_dtype),
     )
-    tgt = Access(out.ref.name, out.storage_index(assemble(os_, n, feat, osp)))
+    tgt = Access(out.ref.name, out.storage_index(g.assemble(os_, n, feat, osp)))
     kb.emit(*outer.wrap(_accumulate(kb, tgt, dtype, outer, inner, prod, conds)))
 
 
-def _conv_scatter(
-    ctx: EqnCtx, kb: object, out: Operand, assemble: object, specs: tuple[Sequence[int], ...],
-    groups: int, per: int, ci: int, in_sp: Sequence[int], out_sp: Sequence[int],
-    ker: Sequence[int], pads: Sequence[tuple[int, int]], ldil: Sequence[int],
-    rdil: Sequence[int], fg: int, bg: int, n_out: int, acc_dtype: DType,
-) -> None:
+def _conv_scatter(ctx: EqnCtx, kb: Sink, out: TensorInfo, g: ConvGeometry) -> None:
     """Transposed conv (lhs dilation, unit stride): init Y, then scatter-accumulate."""
-    ls, rs, os_ = specs
+    ls, rs, os_ = g.specs
     x, w = ctx.ins
     dtype = ctx.out_dtype(0)
-    nd = len(in_sp)
-    full = Nest(kb, ctx.out_shape(0), "o")  # type: ignore[arg-type]
+    acc_dtype = _acc_dtype(dtype)
+    full = Nest(kb, ctx.out_shape(0), "o")
     if full.empty:
         return
-    target = out
-    acc = None
-    if acc_dtype != dtype:
-        acc = kb.local(acc_dtype, ctx.out_shape(0), "acc")  # type: ignore[attr-defined]
-    def store(idx: Sequence[Expr]) -> Access:
-        return acc[tuple(idx)] if acc is not None else Access(target.ref.name, target.storage_index(idx))  # type: ignore[union-attr]
+    acc = kb.local(acc_dtype, ctx.out_shape(0), "acc") if acc_dtype != dtype else None
 
-    kb.emit(*full.wrap([Assign(store(full.idx), _zero(acc_dtype))]))  # type: ignore[attr-defined]
-    outer = Nest(kb, [n_out, groups, per, *in_sp], "i")  # type: ignore[arg-type]
-    inner = Nest(kb, [ci, *ker], "r")  # type: ignore[arg-type]
+    def store(idx: Sequence[Expr]) -> Access:
+        if acc is not None:
+            return acc[tuple(idx)]
+        return Access(out.ref.name, out.storage_index(idx))
+
+    kb.emit(*full.wrap([Assign(store(full.idx), _zero(acc_dtype))]))
+    outer = Nest(kb, [g.n_out, g.groups, g.per, *g.in_sp], "i")
+    inner = Nest(kb, [g.ci, *g.ker], "r")
     if not outer.empty and not inner.empty:
         n, gi, f, isp = outer.idx[0], outer.idx[1], outer.idx[2], outer.idx[3:]
         c, taps = inner.idx[0], inner.idx[1:]
-        feat = iadd(imul(gi, per), f)
-        batch = iadd(imul(gi, n_out), n) if bg > 1 else n
-        chan = iadd(imul(gi, ci), c) if fg > 1 else c
+        batch, chan, feat = g.channels(n, gi, f, c)
         conds: list[Expr] = []
         dst: list[Expr] = []
-        for d in range(nd):
-            a = outer.aff(3 + d, ldil[d]).plus(inner.aff(1 + d, -rdil[d])).plus(pads[d][0])
-            conds += range_guard(a, out_sp[d])
+        for d in range(len(g.in_sp)):
+            a = outer.aff(3 + d, g.ldil[d]).plus(inner.aff(1 + d, -g.rdil[d])).plus(g.pads[d][0])
+            conds += range_guard(a, g.out_sp[d])
             dst.append(a.expr())
         prod = Binary(
             "*",
-            _cast(read(x, assemble(ls, batch, chan, isp)), x.dtype, acc_dtype),  # type: ignore[operator]
-            _cast(read(w, assemble(rs, feat, c, taps)), w.dtype, acc_dtype),  # type: ignore[operator]
+            _cast(read(x, g.assemble(ls, batch, chan, isp)), x.dtype, acc_dtype),
+            _cast(read(w, g.assemble(rs, feat, c, taps)), w.dtype, acc_dtype),
         )
-        tgt = store(assemble(os_, n, feat, dst))  # type: ignore[operator]
-        kb.emit(*outer.wrap(inner.wrap(guard(conds, [Reduce(tgt, "+", prod)]))))  # type: ignore[attr-defined]
+        tgt = store(g.assemble(os_, n, feat, dst))
+        kb.emit(*outer.wrap(inner.wrap(guard(conds, [Reduce(tgt, "+", prod)]))))
     if acc is not None:
-        kb.emit(*full.wrap([Assign(Access(target.ref.name, target.storage_index(full.idx)),  # type: ignore[union-attr]
-                                   acc[tuple(full.idx)])]))
+        fin = [Assign(Access(out.ref.name, out.storage_index(full.idx)), acc[tuple(full.idx)])]
+        kb.emit(*full.wrap(fin))

@@ -33,6 +33,7 @@ from solar.ir import (
     If,
     IntLit,
     Reduce,
+    ReduceOp,
     Stmt,
     Unary,
     lit,
@@ -63,7 +64,7 @@ def reduce_init(op: str, dtype: DType) -> Expr:
     return lit(math.inf) if dtype.is_float else lit(_INT_MAX[dtype])
 
 
-_REDUCE_OPS = {
+_REDUCE_OPS: dict[str, ReduceOp] = {
     "reduce_sum": "+",
     "reduce_max": "max",
     "reduce_min": "min",
@@ -100,7 +101,7 @@ def emit_reduce(
     ctx: EqnCtx,
     x: Operand,
     axes: Sequence[int],
-    op: str,
+    op: ReduceOp,
     value: Callable[[Sequence[Expr]], Expr],
 ) -> None:
     """One kernel ``out[kept] = init; out[kept] op= value(idx)`` over ``axes`` of ``x``."""
@@ -125,13 +126,13 @@ def emit_reduce(
         acc = acc_t[tuple(outer.idx)] if kept else acc_t.scalar()
         body: list[Stmt] = [
             Assign(acc, reduce_init(op, DType.F32)),
-            *([] if inner.empty else inner.wrap([Reduce(acc, op, value(idx))])),  # type: ignore[arg-type]
+            *([] if inner.empty else inner.wrap([Reduce(acc, op, value(idx))])),
             Assign(tgt, acc),
         ]
     else:
         body = [Assign(tgt, init)]
         if not inner.empty:
-            body += inner.wrap([Reduce(tgt, op, value(idx))])  # type: ignore[arg-type]
+            body += inner.wrap([Reduce(tgt, op, value(idx))])
     kb.emit(*outer.wrap(body))
 
 
@@ -170,7 +171,7 @@ def _argextreme(ctx: EqnCtx) -> None:
     if len(axes) != 1:
         raise Unsupported("argmax/argmin over several axes")
     (axis,) = axes
-    op = "max" if ctx.prim == "argmax" else "min"
+    op: ReduceOp = "max" if ctx.prim == "argmax" else "min"
     out = ctx.out(0)
     kb = ctx.kernel()
     shape = x.shape
@@ -196,14 +197,17 @@ def _argextreme(ctx: EqnCtx) -> None:
         For(r1.name, IntLit(0), lit(n), (Reduce(m, op, read(x, at(r1))),)),
         # The first index attaining the extreme (every candidate is <= n - 1).
         Assign(tgt, lit(n - 1)),
-        For(r2.name, IntLit(0), lit(n), (
-            If(Binary("==", read(x, at(r2)), m), (Reduce(tgt, "min", r2),)),
-        )),
+        For(
+            r2.name,
+            IntLit(0),
+            lit(n),
+            (If(Binary("==", read(x, at(r2)), m), (Reduce(tgt, "min", r2),)),),
+        ),
     ]
     kb.emit(*outer.wrap(body))
 
 
-_CUM = {
+_CUM: dict[str, Callable[[Expr, Expr], Expr]] = {
     "cumsum": lambda a, b: Binary("+", a, b),
     "cumprod": lambda a, b: Binary("*", a, b),
     "cummax": lambda a, b: Call("max", (a, b)),
@@ -241,7 +245,9 @@ def _cumulative(ctx: EqnCtx) -> None:
         return idx
 
     first = lit(n - 1) if reverse else IntLit(0)
-    body: list[Stmt] = [Assign(Access(out.ref.name, out.storage_index(at(first))), read(x, at(first)))]
+    body: list[Stmt] = [
+        Assign(Access(out.ref.name, out.storage_index(at(first))), read(x, at(first)))
+    ]
     if n > 1:
         (i,) = kb.fresh_vars(1, "t")
         cur = Binary("-", lit(n - 1), i) if reverse else i
@@ -254,12 +260,17 @@ def _cumulative(ctx: EqnCtx) -> None:
     kb.emit(*outer.wrap(body))
 
 
-_WINDOW_OPS = {"reduce_window_sum": "+", "reduce_window_max": "max", "reduce_window_min": "min"}
-_BODY_OPS = {"add": "+", "max": "max", "min": "min", "mul": "*"}
+_WINDOW_OPS: dict[str, ReduceOp] = {
+    "reduce_window_sum": "+",
+    "reduce_window_max": "max",
+    "reduce_window_min": "min",
+}
+_BODY_OPS: dict[str, ReduceOp] = {"add": "+", "max": "max", "min": "min", "mul": "*"}
 
 
 @lowering(*_WINDOW_OPS, "reduce_window")
 def _reduce_window(ctx: EqnCtx) -> None:
+    x: Operand
     if ctx.prim == "reduce_window":
         op, x, init = _generic_window(ctx)
     else:
@@ -292,11 +303,11 @@ def _reduce_window(ctx: EqnCtx) -> None:
     tgt = Access(out.ref.name, out.storage_index(outer.idx))
     body: list[Stmt] = [Assign(tgt, init)]
     if not taps.empty:
-        body += taps.wrap(guard(conds, [Reduce(tgt, op, read(x, src))]))  # type: ignore[arg-type]
+        body += taps.wrap(guard(conds, [Reduce(tgt, op, read(x, src))]))
     kb.emit(*outer.wrap(body))
 
 
-def _generic_window(ctx: EqnCtx) -> tuple[str, TensorInfo, Expr]:
+def _generic_window(ctx: EqnCtx) -> tuple[ReduceOp, TensorInfo, Expr]:
     """The op, operand and init of a ``reduce_window`` whose body is one binary op."""
     body = ctx.params["jaxpr"]
     jaxpr = getattr(body, "jaxpr", body)

@@ -18,6 +18,7 @@ from solar.frontends.jaxfe.core import (
     EqnCtx,
     Lit,
     Operand,
+    Sink,
     TensorInfo,
     Unsupported,
     lowering,
@@ -88,9 +89,7 @@ def _broadcast_in_dim(ctx: EqnCtx) -> tuple[Operand, ...]:
 # -- data-moving copies ---------------------------------------------------------------
 
 
-def _copy_kernel(
-    ctx: EqnCtx, source: Callable[[list[Expr]], Expr]
-) -> tuple[Operand, ...] | None:
+def _copy_kernel(ctx: EqnCtx, source: Callable[[list[Expr]], Expr]) -> tuple[Operand, ...] | None:
     """``out[idx] = source(idx)`` over the output; literals pass through unchanged."""
     x = ctx.ins[0]
     if isinstance(x, Lit):
@@ -124,9 +123,9 @@ def _rev(ctx: EqnCtx) -> tuple[Operand, ...] | None:
     shape = ctx.out_shape(0)
 
     def source(idx: list[Expr]) -> Expr:
-        return read(x, [
-            Binary("-", lit(shape[k] - 1), e) if k in dims else e for k, e in enumerate(idx)
-        ])
+        return read(
+            x, [Binary("-", lit(shape[k] - 1), e) if k in dims else e for k, e in enumerate(idx)]
+        )
 
     return _copy_kernel(ctx, source)
 
@@ -138,7 +137,9 @@ def _slice(ctx: EqnCtx) -> tuple[Operand, ...] | None:
     x = ctx.ins[0]
 
     def source(idx: list[Expr]) -> Expr:
-        return read(x, [iadd(imul(st, e), s) for e, s, st in zip(idx, starts, strides, strict=True)])
+        return read(
+            x, [iadd(imul(st, e), s) for e, s, st in zip(idx, starts, strides, strict=True)]
+        )
 
     return _copy_kernel(ctx, source)
 
@@ -201,8 +202,9 @@ def _concatenate(ctx: EqnCtx) -> None:
 def _stack(ctx: EqnCtx) -> tuple[Operand, ...] | None:
     axis = int(ctx.params["axis"])
     shape = ctx.out_shape(0)
-    if all(isinstance(x, Lit) for x in ctx.ins) and len({x.value for x in ctx.ins}) == 1:  # type: ignore[union-attr]
-        return (ctx.ins[0].reshaped(shape),)  # type: ignore[union-attr]
+    lits = [x for x in ctx.ins if isinstance(x, Lit)]
+    if len(lits) == len(ctx.ins) and len({x.value for x in lits}) == 1:
+        return (lits[0].reshaped(shape),)
     out = ctx.out(0)
     kb = ctx.kernel()
     for k, x in enumerate(ctx.ins):
@@ -252,7 +254,7 @@ def _iota(ctx: EqnCtx) -> None:
 
 
 def clamped_starts(
-    kb: object, starts: Sequence[Operand], dims: Sequence[int], sizes: Sequence[int]
+    kb: Sink, starts: Sequence[Operand], dims: Sequence[int], sizes: Sequence[int]
 ) -> list[Expr]:
     """Start indices clamped to ``[0, dim - size]`` as XLA does.
 
@@ -267,10 +269,10 @@ def clamped_starts(
         if d - z == 0:
             out.append(IntLit(0))
             continue
-        loc = kb.local(DType.I64, (), "start")  # type: ignore[attr-defined]
+        loc = kb.local(DType.I64, (), "start")
         acc = loc.scalar()
         value = Call("min", (Call("max", (Cast(DType.I64, read(s, [])), IntLit(0))), lit(d - z)))
-        kb.emit(Assign(acc, value))  # type: ignore[attr-defined]
+        kb.emit(Assign(acc, value))
         out.append(acc)
     return out
 

@@ -84,7 +84,8 @@ def reference_data(
         else:
             inputs[extra.name] = to_numpy(tapped[(extra.path, extra.out_index)])
     outputs = {
-        name: to_numpy(v) for name, v in zip(capture.output_names, outs, strict=True)
+        name: to_numpy(v)
+        for name, v in zip(capture.output_names, outs, strict=True)
         if name in lowered.outputs
     }
     return inputs, outputs
@@ -112,8 +113,12 @@ def eval_with_taps(closed: Any, args: Sequence[Any], taps: Sequence[Tap]) -> dic
 
 
 def _eval(
-    jaxpr: Any, consts: Sequence[Any], args: Sequence[Any], path: tuple[int, ...],
-    wanted: Mapping[tuple[int, ...], set[int]], prefixes: set[tuple[int, ...]],
+    jaxpr: Any,
+    consts: Sequence[Any],
+    args: Sequence[Any],
+    path: tuple[int, ...],
+    wanted: Mapping[tuple[int, ...], set[int]],
+    prefixes: set[tuple[int, ...]],
     found: dict[Tap, Any],
 ) -> list[Any]:
     env: dict[Any, Any] = {}

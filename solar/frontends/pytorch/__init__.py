@@ -86,7 +86,7 @@ def covered_targets() -> tuple[str, ...]:
 
 
 def trace_model_file(
-    path: str | Path,
+    path: str | Path | None,
     *,
     entry: str | None = None,
     inputs: str | Path | None = None,
@@ -98,9 +98,9 @@ def trace_model_file(
 
     Args:
         path: a Python file following the convention (``Model``, ``get_inputs``,
-            ``get_init_inputs``), or defining the ``entry`` function.
-        entry: call this function of the file instead of ``Model`` (``"fn"`` or
-            ``"module:fn"``).
+            ``get_init_inputs``), or defining the ``entry`` function; ``None`` with
+            ``entry="pkg.mod:fn"`` imports ``pkg.mod`` instead.
+        entry: call this function instead of ``Model`` (``"fn"`` or ``"module:fn"``).
         inputs: ``.npz``/``.pt`` file with the entry function's positional inputs
             (default: the file's ``get_inputs()``).
         overrides: replace module-level integer constants (sizes) before running.
@@ -138,8 +138,8 @@ def trace_module(
     """
     from solar.frontends.pytorch.capture import capture_program
 
-    name = type(module).__name__ if not callable(getattr(module, "__name__", None)) else "fn"
     name = getattr(module, "__name__", None) or type(module).__name__
-    source = ProgramSource(name=str(name), target=module,
-                           example_inputs=tuple(example_inputs), train=train)
+    source = ProgramSource(
+        name=str(name), target=module, example_inputs=tuple(example_inputs), train=train
+    )
     return capture_program(source, real=real)

@@ -21,12 +21,22 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from solar.diagnostics import FrontendError
+from solar.frontends.pytorch.capture_types import (
+    CallKind,
+    CaptureInfo,
+    NamedTensor,
+    RecordedCall,
+    TensorArg,
+    TensorMeta,
+    TorchCapture,
+    to_numpy,
+)
 from solar.frontends.pytorch.loader import Instance, ProgramSource, instantiate, user_code
 
 __all__ = [
@@ -49,144 +59,9 @@ REAL_BUDGET_BYTES = 2 << 30
 _CONSTANT_VALUE_LIMIT = 1 << 24
 """Constants up to this many elements keep their value in the capture."""
 
-CallKind = Literal["functional", "view", "inplace", "out", "host"]
-
-_HOST_OPS = frozenset({"aten._local_scalar_dense.default", "aten.equal.default",
-                       "aten.is_nonzero.default"})
-
-
-@dataclass(frozen=True, slots=True)
-class TensorArg:
-    """A tensor argument of a recorded call, by id."""
-
-    id: int
-
-
-@dataclass(frozen=True, slots=True)
-class TensorMeta:
-    """What eager PyTorch knows about a tensor value (never its data).
-
-    Attributes:
-        id: stable id within the capture (same Python tensor object -> same id).
-        shape: sizes.
-        dtype: torch dtype name, e.g. ``"float32"``.
-        stride: strides in elements.
-        storage_offset: offset into the storage, in elements.
-        storage_id: id of the underlying storage (views share it).
-    """
-
-    id: int
-    shape: tuple[int, ...]
-    dtype: str
-    stride: tuple[int, ...]
-    storage_offset: int
-    storage_id: int
-
-    @property
-    def numel(self) -> int:
-        """Number of elements."""
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
-
-
-@dataclass(frozen=True, slots=True)
-class NamedTensor:
-    """A program-level tensor with its source name (state_dict key or attribute path)."""
-
-    name: str
-    meta: TensorMeta
-    value: np.ndarray | None = field(default=None, compare=False, repr=False)
-
-
-@dataclass(frozen=True, slots=True)
-class RecordedCall:
-    """One ATen call.
-
-    Attributes:
-        index: position in the capture.
-        target: overload name, ``str(func)``, e.g. ``"aten.addmm.default"``.
-        args: positional args; tensors as `TensorArg`, lists as tuples, dtypes as names.
-        kwargs: keyword args, likewise.
-        outputs: flattened outputs; `TensorMeta` for tensors, else ``None``.
-        kind: ``view`` (output aliases an input), ``inplace``/``out`` (writes into
-            argument tensors), ``host`` (reads data to the host), else ``functional``.
-        mutated: ids of the tensors written in place.
-        module_path: dotted path of the innermost ``nn.Module`` running the call.
-        new_constants: constants first seen as arguments of this call.
-    """
-
-    index: int
-    target: str
-    args: tuple[Any, ...]
-    kwargs: Mapping[str, Any]
-    outputs: tuple[TensorMeta | None, ...]
-    kind: CallKind
-    mutated: tuple[int, ...]
-    module_path: str
-
-
-@dataclass(frozen=True, slots=True)
-class CaptureInfo:
-    """How a capture was made.
-
-    Attributes:
-        used_real_values: the program ran on real tensors (fake execution hit a
-            data-dependent op).
-        real_reason: why real values were needed.
-        input_bytes: bytes of the program inputs.
-        param_bytes: bytes of parameters and buffers.
-        sizes: module-level integer constants of the model file at capture time.
-        num_calls: number of recorded ATen calls.
-    """
-
-    used_real_values: bool
-    real_reason: str | None
-    input_bytes: int
-    param_bytes: int
-    sizes: Mapping[str, int]
-    num_calls: int
-
-
-@dataclass(frozen=True, slots=True)
-class TorchCapture:
-    """A captured program.
-
-    Attributes:
-        name: program name.
-        calls: the ATen calls in execution order.
-        inputs: flattened inputs; `TensorMeta` for tensor leaves, ``None`` otherwise.
-        params: parameters and buffers by state_dict name.
-        constants: other tensors the program reads (plain tensor attributes,
-            ``torch.tensor(...)`` literals); named by attribute path or ``c<k>``.
-        outputs: flattened outputs; `TensorMeta` for tensors, ``None`` otherwise.
-        info: how the capture was made.
-        source: how to rebuild the program (for reference values).
-        constant_sites: for each constant, ``(call index, id)`` where it is first read.
-    """
-
-    name: str
-    calls: tuple[RecordedCall, ...]
-    inputs: tuple[TensorMeta | None, ...]
-    params: tuple[NamedTensor, ...]
-    constants: tuple[NamedTensor, ...]
-    outputs: tuple[TensorMeta | None, ...]
-    info: CaptureInfo
-    source: ProgramSource = field(compare=False)
-    constant_sites: tuple[tuple[int, int], ...] = ()
-
-
-def to_numpy(t: Any) -> np.ndarray:
-    """A real tensor as a numpy array (bf16/fp8 widened to f32, as the executor uses)."""
-    import torch
-    from torch.utils._python_dispatch import _disable_current_modes
-
-    with _disable_current_modes(), torch.no_grad():
-        t = t.detach().cpu()
-        if t.dtype in (torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2):
-            t = t.float()
-        return np.array(t.numpy(), copy=True)
+_HOST_OPS = frozenset(
+    {"aten._local_scalar_dense.default", "aten.equal.default", "aten.is_nonzero.default"}
+)
 
 
 class _Ids:
@@ -212,7 +87,7 @@ class _Ids:
         from torch.multiprocessing.reductions import StorageWeakRef
 
         try:
-            key = StorageWeakRef(t.untyped_storage())
+            key = StorageWeakRef(t.untyped_storage())  # type: ignore[no-untyped-call]
             sid = self._storages.setdefault(key, len(self._storages))
         except (RuntimeError, NotImplementedError):
             sid = -1
@@ -229,7 +104,9 @@ class _Ids:
 def _call_kind(func: Any) -> tuple[CallKind, tuple[int, ...]]:
     schema = func._schema
     written = tuple(
-        k for k, a in enumerate(schema.arguments) if a.alias_info is not None and a.alias_info.is_write
+        k
+        for k, a in enumerate(schema.arguments)
+        if a.alias_info is not None and a.alias_info.is_write
     )
     if written:
         is_out = any(schema.arguments[k].is_out for k in written)
@@ -243,8 +120,13 @@ def _call_kind(func: Any) -> tuple[CallKind, tuple[int, ...]]:
 class _Recorder:
     """The dispatch mode body; built lazily so torch is imported only when capturing."""
 
-    def __init__(self, ids: _Ids, attr_names: Mapping[int, str], keep: frozenset[int],
-                 expect: tuple[str, ...] | None) -> None:
+    def __init__(
+        self,
+        ids: _Ids,
+        attr_names: Mapping[int, str],
+        keep: frozenset[int],
+        expect: tuple[str, ...] | None,
+    ) -> None:
         self.ids = ids
         self.attr_names = attr_names
         self.keep = keep
@@ -278,7 +160,11 @@ class _Recorder:
         meta = self.ids.meta(t)
         name = self.attr_names.get(id(t), f"c{len(self.constants)}")
         value = None
-        if not isinstance(t, FakeTensor) and t.device.type != "meta" and t.numel() <= _CONSTANT_VALUE_LIMIT:
+        if (
+            not isinstance(t, FakeTensor)
+            and t.device.type != "meta"
+            and t.numel() <= _CONSTANT_VALUE_LIMIT
+        ):
             value = to_numpy(t)
         self.constants.append(NamedTensor(name, meta, value))
         self.constant_sites.append((index, meta.id))
@@ -318,8 +204,9 @@ class _Recorder:
                 to_numpy(x) if isinstance(x, torch.Tensor) else None for x in leaves
             )
         path = self.module_stack[-1] if self.module_stack else ""
-        self.calls.append(RecordedCall(index, target, cargs, ckwargs, outs, kind,
-                                       tuple(mutated), path))
+        self.calls.append(
+            RecordedCall(index, target, cargs, ckwargs, outs, kind, tuple(mutated), path)
+        )
 
 
 @contextlib.contextmanager
@@ -341,9 +228,10 @@ def _recording(rec: _Recorder, root: Any) -> Iterator[None]:
         if rec.module_stack:
             rec.module_stack.pop()
 
-    class Mode(TorchDispatchMode):
-        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (),
-                               kwargs: Any = None) -> Any:
+    class Mode(TorchDispatchMode):  # type: ignore[no-untyped-call]
+        def __torch_dispatch__(
+            self, func: Any, types: Any, args: Any = (), kwargs: Any = None
+        ) -> Any:
             kwargs = kwargs or {}
             out = func(*args, **kwargs)
             rec.record(func, tuple(args), dict(kwargs), out)
@@ -352,7 +240,7 @@ def _recording(rec: _Recorder, root: Any) -> Iterator[None]:
     h1 = nn_module.register_module_forward_pre_hook(pre_hook)
     h2 = nn_module.register_module_forward_hook(post_hook, always_call=True)
     try:
-        with Mode():
+        with Mode():  # type: ignore[no-untyped-call]
             yield
     finally:
         h1.remove()
@@ -375,8 +263,9 @@ def _run(inst: Instance, rec: _Recorder, fake_mode: Any) -> Any:
         return inst.fn(*inst.args)
 
 
-def _register(inst: Instance, ids: _Ids) -> tuple[tuple[TensorMeta | None, ...],
-                                                  tuple[NamedTensor, ...]]:
+def _register(
+    inst: Instance, ids: _Ids
+) -> tuple[tuple[TensorMeta | None, ...], tuple[NamedTensor, ...]]:
     import torch
     from torch.utils._pytree import tree_flatten
 
@@ -389,8 +278,11 @@ def _register(inst: Instance, ids: _Ids) -> tuple[tuple[TensorMeta | None, ...],
 def _fake_blocked_errors() -> tuple[type[BaseException], ...]:
     from torch._subclasses import fake_tensor as ft
 
-    return (ft.DataDependentOutputException, ft.DynamicOutputShapeException,
-            ft.UnsupportedOperatorException)
+    return (
+        ft.DataDependentOutputException,
+        ft.DynamicOutputShapeException,
+        ft.UnsupportedOperatorException,
+    )
 
 
 def capture_program(source: ProgramSource, *, real: bool = False) -> TorchCapture:
@@ -428,16 +320,19 @@ def capture_program(source: ProgramSource, *, real: bool = False) -> TorchCaptur
                     "the program needs real tensor values (data-dependent op), but its "
                     f"inputs and parameters take {need / 2**30:.1f} GiB",
                     code="E0505",
-                    notes=(f"fake execution stopped at: {cause}",
-                           "reduce the sizes in the model file"),
+                    notes=(
+                        f"fake execution stopped at: {cause}",
+                        "reduce the sizes in the model file",
+                    ),
                 ) from err
             reason = f"{type(cause).__name__}: {cause}".splitlines()[0]
     inst = instantiate(source)
     return _finish(source, inst, None, reason)
 
 
-def _finish(source: ProgramSource, inst: Instance, fake_mode: Any,
-            reason: str | None) -> TorchCapture:
+def _finish(
+    source: ProgramSource, inst: Instance, fake_mode: Any, reason: str | None
+) -> TorchCapture:
     from torch.utils._pytree import tree_flatten
 
     ids = _Ids()
@@ -454,8 +349,17 @@ def _finish(source: ProgramSource, inst: Instance, fake_mode: Any,
         sizes=dict(inst.sizes),
         num_calls=len(rec.calls),
     )
-    return TorchCapture(source.name, tuple(rec.calls), inputs, params, tuple(rec.constants),
-                        outputs, info, source, tuple(rec.constant_sites))
+    return TorchCapture(
+        source.name,
+        tuple(rec.calls),
+        inputs,
+        params,
+        tuple(rec.constants),
+        outputs,
+        info,
+        source,
+        tuple(rec.constant_sites),
+    )
 
 
 def _output_meta(x: Any, ids: _Ids) -> TensorMeta | None:

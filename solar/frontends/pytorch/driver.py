@@ -28,13 +28,22 @@ references an unknown tensor (internal).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from solar.diagnostics import FrontendError
 from solar.frontends.builder import ProgramBuilder, TensorRef, loop_nest, sanitize_name
 from solar.frontends.pytorch.capture import RecordedCall, TensorArg, TensorMeta, TorchCapture
+from solar.frontends.pytorch.ir_edits import prune_unused, rename_tensors, splice_program
+from solar.frontends.pytorch.lowered import (
+    TORCH_DTYPES,
+    IOBinding,
+    LoweredProgram,
+    OpFallback,
+    UncoveredOp,
+    UncoveredValue,
+    ir_dtype,
+)
 from solar.frontends.pytorch.registry import (
     LowerCtx,
     OpCall,
@@ -42,8 +51,7 @@ from solar.frontends.pytorch.registry import (
     UnsupportedOpError,
     find_lowering,
 )
-from solar.frontends.pytorch.ir_edits import prune_unused, rename_tensors, splice_program
-from solar.ir import Access, Assign, DType, Program
+from solar.ir import Assign
 
 __all__ = [
     "INPLACE_PARTIAL_OPS",
@@ -56,128 +64,39 @@ __all__ = [
     "lower_capture",
 ]
 
-TORCH_DTYPES: dict[str, DType] = {
-    "float64": DType.F64,
-    "float32": DType.F32,
-    "float16": DType.F16,
-    "bfloat16": DType.BF16,
-    "float8_e4m3fn": DType.F8E4M3,
-    "float8_e5m2": DType.F8E5M2,
-    "int64": DType.I64,
-    "int32": DType.I32,
-    "int8": DType.I8,
-    "bool": DType.BOOL,
-}
-"""torch dtype name -> IR dtype. Other dtypes (uint8, int16, complex) are rejected (E0510)."""
-
-INPLACE_PARTIAL_OPS = frozenset({
-    "index_put_", "_index_put_impl_", "scatter_", "scatter_add_", "scatter_reduce_",
-    "index_add_", "index_copy_", "index_fill_", "masked_fill_", "masked_scatter_",
-    "put_", "fill_diagonal_",
-})
+INPLACE_PARTIAL_OPS = frozenset(
+    {
+        "index_put_",
+        "_index_put_impl_",
+        "scatter_",
+        "scatter_add_",
+        "scatter_reduce_",
+        "index_add_",
+        "index_copy_",
+        "index_fill_",
+        "masked_fill_",
+        "masked_scatter_",
+        "put_",
+        "fill_diagonal_",
+    }
+)
 """In-place ops that write only some elements of ``self``: lowered as writes into the
 existing tensor (their lowerings skip the copy of ``self`` when output is ``self``)."""
 
-OpFallback = Callable[[OpCall], Program | None]
-"""Per-op fallback: given an uncovered call, return a kernel program whose inputs are
-``a0, a1, ...`` (the call's tensor arguments in order, args then kwargs, lists
-flattened, at their logical shapes) and whose outputs are ``out0, out1, ...`` (the
-call's tensor outputs), or ``None`` to leave the op uncovered."""
-
-
-@dataclass(frozen=True, slots=True)
-class UncoveredOp:
-    """An ATen target the program uses but the IR does not cover.
-
-    Attributes:
-        target: overload name.
-        count: number of calls.
-        bytes_share: share of the program's tensor bytes (inputs+outputs of these calls
-            over those of all calls), in ``[0, 1]``.
-        reason: why it is uncovered (no lowering, unsupported variant...).
-    """
-
-    target: str
-    count: int
-    bytes_share: float
-    reason: str = "no lowering"
-
-
-@dataclass(frozen=True, slots=True)
-class UncoveredValue:
-    """An extra program input holding the real output of an uncovered call."""
-
-    name: str
-    call_index: int
-    output_index: int
-
-
-@dataclass(frozen=True, slots=True)
-class IOBinding:
-    """IR names of the program's interface.
-
-    Attributes:
-        inputs: one per flattened input leaf: the IR name, ``None`` for non-tensors.
-        params: ``(state_dict key, IR name)`` of the parameters/buffers the program reads.
-        constants: ``(constant name, IR name)`` of other tensors it reads.
-        outputs: one per flattened output leaf: the IR name, ``None`` for non-tensors.
-        uncovered_values: extra inputs standing for uncovered calls' outputs.
-        mutated: IR names of inputs/parameters the program writes in place.
-    """
-
-    inputs: tuple[str | None, ...]
-    params: tuple[tuple[str, str], ...]
-    constants: tuple[tuple[str, str], ...]
-    outputs: tuple[str | None, ...]
-    uncovered_values: tuple[UncoveredValue, ...]
-    mutated: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class LoweredProgram:
-    """The result of lowering a capture.
-
-    Attributes:
-        program: the (unverified) IR program.
-        binding: names of its interface tensors.
-        coverage: uncovered targets (empty when fully covered).
-        capture_name: the program name.
-    """
-
-    program: Program
-    binding: IOBinding
-    coverage: tuple[UncoveredOp, ...]
-    capture_name: str
-
-    @property
-    def fully_covered(self) -> bool:
-        """True when every call was lowered."""
-        return not self.coverage
-
-    @property
-    def uncovered_share(self) -> float:
-        """Share of the program's tensor bytes in uncovered calls."""
-        return min(1.0, sum(u.bytes_share for u in self.coverage))
-
-
-def ir_dtype(name: str) -> DType:
-    """The IR dtype of a torch dtype name.
-
-    Raises:
-        FrontendError: E0510 for dtypes the IR cannot represent.
-    """
-    try:
-        return TORCH_DTYPES[name]
-    except KeyError:
-        raise FrontendError(
-            f"tensors of dtype {name} cannot be represented in the IR",
-            code="E0510",
-            notes=(f"supported: {', '.join(TORCH_DTYPES)}",),
-        ) from None
-
-
-_RESHAPES = frozenset({"view", "_unsafe_view", "reshape", "squeeze", "unsqueeze", "flatten",
-                       "alias", "detach", "lift_fresh", "_reshape_alias"})
+_RESHAPES = frozenset(
+    {
+        "view",
+        "_unsafe_view",
+        "reshape",
+        "squeeze",
+        "unsqueeze",
+        "flatten",
+        "alias",
+        "detach",
+        "lift_fresh",
+        "_reshape_alias",
+    }
+)
 
 
 class _Lowerer:
@@ -272,15 +191,19 @@ class _Lowerer:
             outs = self.outputs_for(call)
             inline = call.kind != "view"
             args = tuple(self.resolve(a, inline=inline) for a in call.args)
-            kwargs = {k: self.resolve(v, inline=inline) for k, v in call.kwargs.items()
-                      if k != "out"}
+            kwargs = {
+                k: self.resolve(v, inline=inline) for k, v in call.kwargs.items() if k != "out"
+            }
         except FrontendError as err:
             if err.code != "E0510":
                 raise
             self.mark_uncovered(call, err.message)
             return
         opcall = OpCall(
-            target, args, kwargs, tuple(outs),
+            target,
+            args,
+            kwargs,
+            tuple(outs),
             out_shapes=tuple(m.shape if m is not None else None for m in call.outputs),
             out_dtypes=tuple(ir_dtype(m.dtype) if m is not None else None for m in call.outputs),
             index=call.index,
@@ -343,12 +266,17 @@ class _Lowerer:
         storage = cur.ref
         if self.roles.get(storage.name) not in ("input", "param"):
             return cur
-        ref = self.pb.tensor("temp", storage.dtype, storage.shape,
-                             f"t{call.index}_{storage.name}_version")
+        ref = self.pb.tensor(
+            "temp", storage.dtype, storage.shape, f"t{call.index}_{storage.name}_version"
+        )
         self.roles[ref.name] = "temp"
         shape = tuple(_lit_shape(storage.shape))
-        _emit_copy(self.pb, f"{storage.name}_version",
-                   TensorInfo(storage, shape, storage.dtype), TensorInfo(ref, shape, storage.dtype))
+        _emit_copy(
+            self.pb,
+            f"{storage.name}_version",
+            TensorInfo(storage, shape, storage.dtype),
+            TensorInfo(ref, shape, storage.dtype),
+        )
         self.rebase(storage, ref)
         return dataclasses.replace(cur, ref=ref)
 
@@ -365,8 +293,9 @@ class _Lowerer:
             if info.ref.name == old.name:
                 self.env[tid] = dataclasses.replace(info, ref=new)
 
-    def bind_outputs(self, call: RecordedCall, outs: Sequence[TensorInfo | None],
-                     result: Any) -> None:
+    def bind_outputs(
+        self, call: RecordedCall, outs: Sequence[TensorInfo | None], result: Any
+    ) -> None:
         values: list[TensorInfo | None] = list(outs)
         if result is not None:
             for k, r in enumerate(result):
@@ -382,9 +311,12 @@ class _Lowerer:
             self.env[m.id] = v
             if call.kind == "view" or op in _RESHAPES:
                 src = next(iter(_tensor_args(call)), None)
-                if op in _RESHAPES and src is not None and (
-                    src.id in self.reshape_only or self._is_base(src.id)
-                ) and v.numel == _numel_ref(v.ref):
+                if (
+                    op in _RESHAPES
+                    and src is not None
+                    and (src.id in self.reshape_only or self._is_base(src.id))
+                    and v.numel == _numel_ref(v.ref)
+                ):
                     self.reshape_only.add(m.id)
 
     def _is_base(self, tid: int) -> bool:
@@ -405,12 +337,21 @@ class _Lowerer:
                 if m is None:
                     outs.append(None)
                     continue
-                ref = self.pb.tensor("temp", ir_dtype(m.dtype), m.shape,
-                                     f"t{call.index}_{_op_name(call.target)}_{pos}")
+                ref = self.pb.tensor(
+                    "temp",
+                    ir_dtype(m.dtype),
+                    m.shape,
+                    f"t{call.index}_{_op_name(call.target)}_{pos}",
+                )
                 outs.append(TensorInfo(ref, m.shape, ir_dtype(m.dtype)))
         args = [x for x in _flat_values(opcall.args, opcall.kwargs) if isinstance(x, TensorInfo)]
-        splice_program(self.pb, kernel_prog, args, [o for o in outs if o is not None],
-                       prefix=opcall.module_path)
+        splice_program(
+            self.pb,
+            kernel_prog,
+            args,
+            [o for o in outs if o is not None],
+            prefix=opcall.module_path,
+        )
         self.bind_outputs(call, outs, None)
         return True
 
@@ -474,13 +415,20 @@ class _Lowerer:
         ins: list[str | None] = []
         for meta in cap.inputs:
             ins.append(None if meta is None else self._decl_name(meta.id))
-        params = tuple((nt.name, n) for nt in cap.params
-                       if (n := self._decl_name(nt.meta.id)) in kept)
-        consts = tuple((nt.name, n) for nt in cap.constants
-                       if (n := self._decl_name(nt.meta.id)) in kept)
-        return IOBinding(tuple(ins), params, consts, tuple(out_names),
-                         tuple(v for v in self.uncovered_values if v.name in kept),
-                         tuple(self.mutated))
+        params = tuple(
+            (nt.name, n) for nt in cap.params if (n := self._decl_name(nt.meta.id)) in kept
+        )
+        consts = tuple(
+            (nt.name, n) for nt in cap.constants if (n := self._decl_name(nt.meta.id)) in kept
+        )
+        return IOBinding(
+            tuple(ins),
+            params,
+            consts,
+            tuple(out_names),
+            tuple(v for v in self.uncovered_values if v.name in kept),
+            tuple(self.mutated),
+        )
 
     def _decl_name(self, tid: int) -> str:
         return self._initial_names[tid]
@@ -501,7 +449,9 @@ class _Lowerer:
         return self.finish()
 
 
-def lower_capture(capture: TorchCapture, *, op_fallback: OpFallback | None = None) -> LoweredProgram:
+def lower_capture(
+    capture: TorchCapture, *, op_fallback: OpFallback | None = None
+) -> LoweredProgram:
     """Lower every call of ``capture`` to IR kernels.
 
     Args:
@@ -564,7 +514,7 @@ def _functional_target(call: RecordedCall) -> str:
     """``aten.add_.Tensor -> aten.add.Tensor``; ``aten.add.out -> aten.add.out`` (op-wide)."""
     if call.kind != "inplace":
         return call.target
-    ns, op, overload = (call.target.split(".") + ["default"])[:3]
+    ns, op, overload = [*call.target.split("."), "default"][:3]
     return f"{ns}.{op[:-1] if op.endswith('_') else op}.{overload}"
 
 

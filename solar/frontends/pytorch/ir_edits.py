@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 
 from solar.frontends.builder import ProgramBuilder
 from solar.frontends.pytorch.registry import TensorInfo
@@ -22,7 +21,6 @@ from solar.ir import (
     For,
     If,
     IntLit,
-    Kernel,
     Name,
     Program,
     Reduce,
@@ -55,8 +53,9 @@ def map_expr(expr: Expr, fn: Callable[[Expr], Expr | None]) -> Expr:
     return new if out is None else out
 
 
-def map_stmt(stmt: Stmt, fn: Callable[[Expr], Expr | None],
-             var: Callable[[str], str] = lambda v: v) -> Stmt:
+def map_stmt(
+    stmt: Stmt, fn: Callable[[Expr], Expr | None], var: Callable[[str], str] = lambda v: v
+) -> Stmt:
     """Apply `map_expr` to every expression of ``stmt``; ``var`` renames loop variables."""
     match stmt:
         case Assign(target=t, value=v):
@@ -68,8 +67,14 @@ def map_stmt(stmt: Stmt, fn: Callable[[Expr], Expr | None],
             assert isinstance(tgt, Access)
             return Reduce(tgt, op, map_expr(v, fn))
         case For():
-            return For(var(stmt.var), map_expr(stmt.lo, fn), map_expr(stmt.hi, fn),
-                       tuple(map_stmt(s, fn, var) for s in stmt.body), stmt.step, stmt.seq)
+            return For(
+                var(stmt.var),
+                map_expr(stmt.lo, fn),
+                map_expr(stmt.hi, fn),
+                tuple(map_stmt(s, fn, var) for s in stmt.body),
+                stmt.step,
+                stmt.seq,
+            )
         case If(cond=c, body=body):
             return If(map_expr(c, fn), tuple(map_stmt(s, fn, var) for s in body))
     raise TypeError(type(stmt))
@@ -113,9 +118,7 @@ def prune_unused(program: Program) -> Program:
                     used.update(_tensors_in((stmt.lo, stmt.hi)))
                 case If():
                     used.update(_tensors_in((stmt.cond,)))
-    tensors = tuple(
-        t for t in program.tensors if t.role in ("input", "output") or t.name in used
-    )
+    tensors = tuple(t for t in program.tensors if t.role in ("input", "output") or t.name in used)
     return dataclasses.replace(program, tensors=tensors)
 
 
@@ -152,15 +155,16 @@ def splice_program(
         kb = pb.kernel(f"{prefix}_{kernel.name}" if prefix else kernel.name)
         local_names: dict[str, str] = {}
         for loc in kernel.locals:
-            shape = tuple(IntLit(eval_int(d, sizes)) for d in loc.shape)
-            local_names[loc.name] = kb.local(loc.dtype, shape, loc.name).name
+            local_shape = [eval_int(d, sizes) for d in loc.shape]
+            local_names[loc.name] = kb.local(loc.dtype, local_shape, loc.name).name
         var_names: dict[str, str] = {}
         for stmt, _ctx in walk_stmts(kernel.body):
             if isinstance(stmt, For) and stmt.var not in var_names:
                 var_names[stmt.var] = pb.unique(stmt.var)
 
-        def fix(e: Expr, _locals: dict[str, str] = local_names,
-                _vars: dict[str, str] = var_names) -> Expr | None:
+        def fix(
+            e: Expr, _locals: dict[str, str] = local_names, _vars: dict[str, str] = var_names
+        ) -> Expr | None:
             if isinstance(e, Name):
                 if e.name in _vars:
                     return Name(_vars[e.name])
@@ -168,14 +172,16 @@ def splice_program(
                     return IntLit(sizes[e.name])
             if isinstance(e, Access):
                 if e.tensor in binding:
-                    return Access(binding[e.tensor].ref.name,
-                                  binding[e.tensor].storage_index(e.indices))
+                    return Access(
+                        binding[e.tensor].ref.name, binding[e.tensor].storage_index(e.indices)
+                    )
                 if e.tensor in _locals:
                     return Access(_locals[e.tensor], e.indices)
             return None
 
-        kb.emit(*(map_stmt(s, fix, lambda v, _v=var_names: _v.get(v, v)) for s in kernel.body))
+        kb.emit(*(map_stmt(s, fix, _renamer(var_names)) for s in kernel.body))
         pb.finish_kernel(kb)
 
 
-
+def _renamer(names: Mapping[str, str]) -> Callable[[str], str]:
+    return lambda v: names.get(v, v)

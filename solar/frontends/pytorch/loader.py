@@ -134,11 +134,13 @@ def user_code(what: str) -> Iterator[None]:
         yield
     except FrontendError:
         raise
-    except Exception as err:  # noqa: BLE001 — user code boundary: user code may raise anything
+    except Exception as err:
         if _raised_by_solar(err):
             raise  # a SOLAR bug inside a dispatch hook, not the user's fault
         notes = (*_user_frames(err), f"{type(err).__name__}: {err}")
-        raise FrontendError(f"{what} raised {type(err).__name__}", code="E0501", notes=notes) from err
+        raise FrontendError(
+            f"{what} raised {type(err).__name__}", code="E0501", notes=notes
+        ) from err
 
 
 def import_model_file(path: Path) -> types.ModuleType:
@@ -166,11 +168,7 @@ def import_model_file(path: Path) -> types.ModuleType:
 
 def module_int_constants(module: types.ModuleType) -> dict[str, int]:
     """Public module-level ``int`` constants (the model's sizes)."""
-    return {
-        k: v
-        for k, v in vars(module).items()
-        if type(v) is int and not k.startswith("_")
-    }
+    return {k: v for k, v in vars(module).items() if type(v) is int and not k.startswith("_")}
 
 
 def _entry_point(module: types.ModuleType, name: str, path: Path) -> Callable[..., Any]:
@@ -179,8 +177,10 @@ def _entry_point(module: types.ModuleType, name: str, path: Path) -> Callable[..
         raise FrontendError(
             f"{path.name} has no `{name}`",
             code="E0502",
-            notes=("a model file defines `class Model(nn.Module)`, `get_inputs()` and "
-                   "`get_init_inputs()`",),
+            notes=(
+                "a model file defines `class Model(nn.Module)`, `get_inputs()` and "
+                "`get_init_inputs()`",
+            ),
         )
     return fn  # type: ignore[no-any-return]
 
@@ -235,30 +235,44 @@ def _state(module: Any) -> dict[str, Any]:
     return state
 
 
+def _import_source(source: ProgramSource) -> types.ModuleType:
+    """The model file, or the ``pkg.mod`` of an ``entry="pkg.mod:fn"`` without a file."""
+    if source.path is not None:
+        return import_model_file(source.path)
+    if source.entry is None or ":" not in source.entry:
+        raise FrontendError("no model file and no `module:function` entry", code="E0504")
+    name = source.entry.rsplit(":", 1)[0]
+    with user_code(f"importing {name}"):
+        if "" not in sys.path and "." not in sys.path:
+            sys.path.insert(0, "")  # like `python -m`: the working directory is importable
+        return importlib.import_module(name)
+
+
 def _build_from_file(source: ProgramSource, fake_mode: Any) -> Instance:
     import torch
 
-    assert source.path is not None
-    module = import_model_file(source.path)
+    module = _import_source(source)
+    where = source.path if source.path is not None else Path(module.__name__)
     for key, value in source.overrides:
         setattr(module, key, value)
     sizes = module_int_constants(module)
     ctx = fake_mode if fake_mode is not None else contextlib.nullcontext()
     if source.entry is not None:
-        fn = _entry_point(module, source.entry.rsplit(":", 1)[-1], source.path)
+        fn = _entry_point(module, source.entry.rsplit(":", 1)[-1], where)
         if source.inputs_path is not None:
             args = _load_inputs_file(source.inputs_path)
             if fake_mode is not None:
-                args = tuple(fake_mode.from_tensor(a) if isinstance(a, torch.Tensor) else a
-                             for a in args)
+                args = tuple(
+                    fake_mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args
+                )
         else:
-            get_inputs = _entry_point(module, "get_inputs", source.path)
+            get_inputs = _entry_point(module, "get_inputs", where)
             with ctx, user_code("get_inputs()"):
                 seed_everything()
                 args = _as_args(get_inputs(), "get_inputs()")
         return Instance(fn, None, args, {}, sizes, {})
-    model_cls = _entry_point(module, "Model", source.path)
-    get_inputs = _entry_point(module, "get_inputs", source.path)
+    model_cls = _entry_point(module, "Model", where)
+    get_inputs = _entry_point(module, "get_inputs", where)
     get_init = getattr(module, "get_init_inputs", None)
     with ctx:
         with user_code("get_init_inputs()"):
@@ -267,8 +281,9 @@ def _build_from_file(source: ProgramSource, fake_mode: Any) -> Instance:
             seed_everything()
             model = model_cls(*init)
         if not callable(model):
-            raise FrontendError(f"Model(...) gave {type(model).__name__}, not a callable",
-                                code="E0503")
+            raise FrontendError(
+                f"Model(...) gave {type(model).__name__}, not a callable", code="E0503"
+            )
         with user_code("get_inputs()"):
             seed_everything()
             args = _as_args(get_inputs(), "get_inputs()")
@@ -341,16 +356,16 @@ def instantiate(source: ProgramSource, *, fake_mode: Any = None) -> Instance:
 
 
 def source_for_file(
-    path: str | Path,
+    path: str | Path | None,
     *,
     entry: str | None = None,
     inputs: str | Path | None = None,
     overrides: Mapping[str, int] | None = None,
     train: bool = False,
 ) -> ProgramSource:
-    """A `ProgramSource` for a model file (or a function entry in it)."""
-    p = Path(path)
-    name = entry.rsplit(":", 1)[-1] if entry else p.stem
+    """A `ProgramSource` for a model file, a function in it, or ``entry="pkg.mod:fn"``."""
+    p = Path(path) if path is not None else None
+    name = entry.rsplit(":", 1)[-1] if entry else (p.stem if p is not None else "program")
     return ProgramSource(
         name=name,
         path=p,

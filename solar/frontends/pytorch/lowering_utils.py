@@ -12,7 +12,21 @@ from typing import Any
 
 from solar.frontends.builder import KernelBuilder, TensorRef, loop_nest
 from solar.frontends.pytorch.registry import LowerCtx, OpCall, TensorInfo, UnsupportedOpError
-from solar.ir import Assign, Binary, Call, Cast, DType, Expr, IntLit, Name, Reduce, Stmt, Unary, lit
+from solar.ir import (
+    Assign,
+    Binary,
+    Call,
+    Cast,
+    DType,
+    Expr,
+    IntLit,
+    Name,
+    Reduce,
+    ReduceOp,
+    Stmt,
+    Unary,
+    lit,
+)
 
 __all__ = [
     "Operand",
@@ -36,8 +50,14 @@ Operand = TensorInfo | int | float | bool
 """An elementwise operand: a tensor or a Python scalar."""
 
 _LOW_PRECISION = frozenset({DType.F16, DType.BF16, DType.F8E4M3, DType.F8E5M2})
-_FLOAT_RANK = {DType.F8E4M3: 0, DType.F8E5M2: 0, DType.BF16: 1, DType.F16: 1, DType.F32: 2,
-               DType.F64: 3}
+_FLOAT_RANK = {
+    DType.F8E4M3: 0,
+    DType.F8E5M2: 0,
+    DType.BF16: 1,
+    DType.F16: 1,
+    DType.F32: 2,
+    DType.F64: 3,
+}
 _INT_RANK = {DType.BOOL: 0, DType.I8: 1, DType.I32: 2, DType.I64: 3}
 
 
@@ -206,7 +226,7 @@ def reduce_kernel(
     dims: Sequence[int],
     keepdim: bool,
     *,
-    op: str,
+    op: ReduceOp,
     init: Expr,
     value: Callable[[tuple[Expr, ...]], Expr],
     finish: Callable[[Expr], Expr] | None = None,
@@ -253,7 +273,7 @@ def reduce_kernel(
         ]
     else:
         tgt = ctx.write(out, out_idx)
-        red = Reduce(tgt, op, value(ivars))  # type: ignore[arg-type]
+        red = Reduce(tgt, op, value(ivars))
         body = [
             Assign(tgt, init),
             loop_nest([(ivars[k], in_shape[k]) for k in dims], [red]) if dims else red,
@@ -304,8 +324,9 @@ def tensor_arg(call: OpCall, index: int, name: str) -> TensorInfo:
     return x
 
 
-def copy_kernel(ctx: LowerCtx, src: TensorInfo | int | float | bool, out: TensorInfo,
-                hint: str | None = None) -> KernelBuilder:
+def copy_kernel(
+    ctx: LowerCtx, src: TensorInfo | int | float | bool, out: TensorInfo, hint: str | None = None
+) -> KernelBuilder:
     """``out = src`` (broadcast, cast to ``out``'s dtype) as one kernel."""
     return elementwise(ctx, out, lambda idx: operand(src, idx, out.shape, out.dtype), hint=hint)
 

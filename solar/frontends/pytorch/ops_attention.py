@@ -25,7 +25,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from solar.frontends.builder import KernelBuilder
+from solar.frontends.builder import KernelBuilder, TensorRef
 from solar.frontends.pytorch.lowering_utils import accumulate_dtype, cast
 from solar.frontends.pytorch.nn_utils import Nest, iadd, imul, nest
 from solar.frontends.pytorch.registry import (
@@ -33,6 +33,7 @@ from solar.frontends.pytorch.registry import (
     OpCall,
     TensorInfo,
     UnsupportedOpError,
+    find_lowering,
     lowering,
 )
 from solar.ir import (
@@ -309,3 +310,68 @@ def _sdpa_math(ctx: LowerCtx, call: OpCall) -> None:
         # called directly, the math op adds a bool mask as 0/1 (the composite converts it first)
         raise UnsupportedOpError("_scaled_dot_product_attention_math with a bool mask")
     _sdpa(ctx, call, mask_at=3, causal_at=5, dropout_at=4, lse_pos=None, weights_pos=1)
+
+
+def _safe_softmax(ctx: LowerCtx, call: OpCall) -> None:
+    """``_safe_softmax(self, dim, dtype=None)``: softmax, but rows of all ``-inf`` give 0.
+
+    The math SDPA path (3-D inputs) normalises its scores with it.
+    """
+    x, out = call.arg(0, "self"), call.outputs[0]
+    if not isinstance(x, TensorInfo) or out is None or x.rank == 0:
+        raise UnsupportedOpError("_safe_softmax: a tensor of rank >= 1 expected")
+    dim = int(call.arg(1, "dim")) % x.rank
+    kb = ctx.kernel("safe_softmax")
+    acc = accumulate_dtype(out.dtype)
+    kept = [d for k, d in enumerate(x.shape) if k != dim]
+    rows = Nest(kb, kept, "i")
+    row_max = kb.local(acc, kept, "row_max")
+    row_sum = kb.local(acc, kept, "row_sum")
+    e = kb.local(acc, x.shape, "e")
+    j1, j2, j3 = kb.fresh_vars(3, "j")
+
+    def at(j: Expr) -> list[Expr]:
+        return [*rows.idx[:dim], j, *rows.idx[dim:]]
+
+    def key(t: TensorRef) -> Access:
+        return t[tuple(rows.idx)] if kept else t.scalar()
+
+    m, s = key(row_max), key(row_sum)
+    xv = cast(ctx.read(x, at(j1)), x.dtype, acc)
+    x2 = cast(ctx.read(x, at(j2)), x.dtype, acc)
+    n = x.shape[dim]
+    body: list[Stmt] = [
+        Assign(m, Unary("-", lit(float("inf")))),
+        *nest([(j1, n)], [Reduce(m, "max", xv)]),
+        Assign(s, lit(0.0)),
+        *nest(
+            [(j2, n)],
+            [
+                Assign(e[tuple(at(j2))], Call("exp", (Binary("-", x2, m),))),
+                Reduce(s, "+", e[tuple(at(j2))]),
+            ],
+        ),
+        *nest(
+            [(j3, n)],
+            [
+                Assign(
+                    ctx.write(out, at(j3)),
+                    Call(
+                        "select",
+                        (
+                            Binary("==", m, Unary("-", lit(float("inf")))),
+                            lit(0.0),
+                            Binary("/", e[tuple(at(j3))], s),
+                        ),
+                    ),
+                )
+            ],
+        ),
+    ]
+    kb.emit(*rows.wrap(body))
+
+
+# _safe_softmax belongs with softmax (ops_reduce.py); registered here, under the exact
+# overload name, only while no other module provides it.
+if find_lowering("aten._safe_softmax.default") is None:
+    lowering("aten._safe_softmax.default")(_safe_softmax)

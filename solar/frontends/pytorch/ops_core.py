@@ -99,8 +99,11 @@ def contraction(
         kb.emit(*body)
 
 
-def _rd(t: TensorInfo, dtype: DType, pick: Callable[[tuple[Name, ...], tuple[Name, ...]],
-                                                    Sequence[Expr]]) -> Reader:
+def _rd(
+    t: TensorInfo,
+    dtype: DType,
+    pick: Callable[[tuple[Name, ...], tuple[Name, ...]], Sequence[Expr]],
+) -> Reader:
     def read(o: tuple[Name, ...], r: tuple[Name, ...]) -> Expr:
         return cast(LowerCtx.read(t, pick(o, r)), t.dtype, dtype)
 
@@ -120,8 +123,13 @@ def _scalars(call: OpCall, beta_pos: int, alpha_pos: int) -> tuple[float, float]
 def _mm(ctx: LowerCtx, call: OpCall) -> None:
     a, b, out = tensor_arg(call, 0, "self"), tensor_arg(call, 1, "mat2"), out0(call)
     dt = accumulate_dtype(out.dtype)
-    contraction(ctx, out, [a.shape[1]], _rd(a, dt, lambda o, r: (o[0], r[0])),
-                _rd(b, dt, lambda o, r: (r[0], o[1])))
+    contraction(
+        ctx,
+        out,
+        [a.shape[1]],
+        _rd(a, dt, lambda o, r: (o[0], r[0])),
+        _rd(b, dt, lambda o, r: (r[0], o[1])),
+    )
 
 
 @lowering("aten.addmm")
@@ -129,17 +137,29 @@ def _addmm(ctx: LowerCtx, call: OpCall) -> None:
     a, b, out = tensor_arg(call, 1, "mat1"), tensor_arg(call, 2, "mat2"), out0(call)
     beta, alpha = _scalars(call, 3, 4)
     dt = accumulate_dtype(out.dtype)
-    contraction(ctx, out, [a.shape[1]], _rd(a, dt, lambda o, r: (o[0], r[0])),
-                _rd(b, dt, lambda o, r: (r[0], o[1])), bias=_bias(call, out, dt),
-                alpha=alpha, beta=beta)
+    contraction(
+        ctx,
+        out,
+        [a.shape[1]],
+        _rd(a, dt, lambda o, r: (o[0], r[0])),
+        _rd(b, dt, lambda o, r: (r[0], o[1])),
+        bias=_bias(call, out, dt),
+        alpha=alpha,
+        beta=beta,
+    )
 
 
 @lowering("aten.bmm")
 def _bmm(ctx: LowerCtx, call: OpCall) -> None:
     a, b, out = tensor_arg(call, 0, "self"), tensor_arg(call, 1, "mat2"), out0(call)
     dt = accumulate_dtype(out.dtype)
-    contraction(ctx, out, [a.shape[2]], _rd(a, dt, lambda o, r: (o[0], o[1], r[0])),
-                _rd(b, dt, lambda o, r: (o[0], r[0], o[2])))
+    contraction(
+        ctx,
+        out,
+        [a.shape[2]],
+        _rd(a, dt, lambda o, r: (o[0], o[1], r[0])),
+        _rd(b, dt, lambda o, r: (o[0], r[0], o[2])),
+    )
 
 
 @lowering("aten.baddbmm")
@@ -147,9 +167,16 @@ def _baddbmm(ctx: LowerCtx, call: OpCall) -> None:
     a, b, out = tensor_arg(call, 1, "batch1"), tensor_arg(call, 2, "batch2"), out0(call)
     beta, alpha = _scalars(call, 3, 4)
     dt = accumulate_dtype(out.dtype)
-    contraction(ctx, out, [a.shape[2]], _rd(a, dt, lambda o, r: (o[0], o[1], r[0])),
-                _rd(b, dt, lambda o, r: (o[0], r[0], o[2])), bias=_bias(call, out, dt),
-                alpha=alpha, beta=beta)
+    contraction(
+        ctx,
+        out,
+        [a.shape[2]],
+        _rd(a, dt, lambda o, r: (o[0], o[1], r[0])),
+        _rd(b, dt, lambda o, r: (o[0], r[0], o[2])),
+        bias=_bias(call, out, dt),
+        alpha=alpha,
+        beta=beta,
+    )
 
 
 @lowering("aten.addbmm")
@@ -157,18 +184,29 @@ def _addbmm(ctx: LowerCtx, call: OpCall) -> None:
     a, b, out = tensor_arg(call, 1, "batch1"), tensor_arg(call, 2, "batch2"), out0(call)
     beta, alpha = _scalars(call, 3, 4)
     dt = accumulate_dtype(out.dtype)
-    contraction(ctx, out, [a.shape[0], a.shape[2]],
-                _rd(a, dt, lambda o, r: (r[0], o[0], r[1])),
-                _rd(b, dt, lambda o, r: (r[0], r[1], o[1])), bias=_bias(call, out, dt),
-                alpha=alpha, beta=beta)
+    contraction(
+        ctx,
+        out,
+        [a.shape[0], a.shape[2]],
+        _rd(a, dt, lambda o, r: (r[0], o[0], r[1])),
+        _rd(b, dt, lambda o, r: (r[0], r[1], o[1])),
+        bias=_bias(call, out, dt),
+        alpha=alpha,
+        beta=beta,
+    )
 
 
 @lowering("aten.mv")
 def _mv(ctx: LowerCtx, call: OpCall) -> None:
     a, v, out = tensor_arg(call, 0, "self"), tensor_arg(call, 1, "vec"), out0(call)
     dt = accumulate_dtype(out.dtype)
-    contraction(ctx, out, [a.shape[1]], _rd(a, dt, lambda o, r: (o[0], r[0])),
-                _rd(v, dt, lambda o, r: (r[0],)))
+    contraction(
+        ctx,
+        out,
+        [a.shape[1]],
+        _rd(a, dt, lambda o, r: (o[0], r[0])),
+        _rd(v, dt, lambda o, r: (r[0],)),
+    )
 
 
 @lowering("aten.addmv")
@@ -176,9 +214,16 @@ def _addmv(ctx: LowerCtx, call: OpCall) -> None:
     a, v, out = tensor_arg(call, 1, "mat"), tensor_arg(call, 2, "vec"), out0(call)
     beta, alpha = _scalars(call, 3, 4)
     dt = accumulate_dtype(out.dtype)
-    contraction(ctx, out, [a.shape[1]], _rd(a, dt, lambda o, r: (o[0], r[0])),
-                _rd(v, dt, lambda o, r: (r[0],)), bias=_bias(call, out, dt),
-                alpha=alpha, beta=beta)
+    contraction(
+        ctx,
+        out,
+        [a.shape[1]],
+        _rd(a, dt, lambda o, r: (o[0], r[0])),
+        _rd(v, dt, lambda o, r: (r[0],)),
+        bias=_bias(call, out, dt),
+        alpha=alpha,
+        beta=beta,
+    )
 
 
 @lowering("aten.dot", "aten.vdot", "aten.inner")
@@ -187,8 +232,9 @@ def _dot(ctx: LowerCtx, call: OpCall) -> None:
     if a.rank != 1 or b.rank != 1:
         raise UnsupportedOpError(f"{call.target}: expected vectors")
     dt = accumulate_dtype(out.dtype)
-    contraction(ctx, out, [a.shape[0]], _rd(a, dt, lambda o, r: (r[0],)),
-                _rd(b, dt, lambda o, r: (r[0],)))
+    contraction(
+        ctx, out, [a.shape[0]], _rd(a, dt, lambda o, r: (r[0],)), _rd(b, dt, lambda o, r: (r[0],))
+    )
 
 
 @lowering("aten.addr")
@@ -199,8 +245,11 @@ def _addr(ctx: LowerCtx, call: OpCall) -> None:
     dt = out.dtype
 
     def value(idx: tuple[Name, ...]) -> Expr:
-        prod = binop("*", cast(LowerCtx.read(v1, [idx[0]]), v1.dtype, dt),
-                     cast(LowerCtx.read(v2, [idx[1]]), v2.dtype, dt))
+        prod = binop(
+            "*",
+            cast(LowerCtx.read(v1, [idx[0]]), v1.dtype, dt),
+            cast(LowerCtx.read(v2, [idx[1]]), v2.dtype, dt),
+        )
         if alpha != 1:
             prod = binop("*", prod, scalar_lit(alpha, dt))
         if beta == 0:
@@ -214,22 +263,59 @@ def _addr(ctx: LowerCtx, call: OpCall) -> None:
 # -- copies and casts -------------------------------------------------------------------
 
 
-@lowering("aten.clone", "aten._to_copy", "aten.lift_fresh_copy", "aten.contiguous",
-          "aten._to_dense", "aten.to")
+@lowering(
+    "aten.clone",
+    "aten._to_copy",
+    "aten.lift_fresh_copy",
+    "aten.contiguous",
+    "aten._to_dense",
+    "aten.to",
+)
 def _copy(ctx: LowerCtx, call: OpCall) -> None:
     copy_kernel(ctx, tensor_arg(call, 0, "self"), out0(call))
 
 
 @lowering("aten.copy")
 def _copy_into(ctx: LowerCtx, call: OpCall) -> None:
-    copy_kernel(ctx, call.arg(1, "src"), out0(call))
+    src, out = call.arg(1, "src"), out0(call)
+    if isinstance(src, TensorInfo) and src.ref.name == out.ref.name:
+        _copy_within(ctx, src, out)
+        return
+    copy_kernel(ctx, src, out)
+
+
+def _copy_within(ctx: LowerCtx, src: TensorInfo, out: TensorInfo) -> None:
+    """``copy_`` between two (non-overlapping, as torch requires) views of one tensor.
+
+    Staged through a kernel-local buffer in two loop nests, so no plain loop both
+    reads and writes the tensor (circular padding copies slices of its output).
+    """
+    kb = ctx.kernel()
+    stage = kb.local(src.dtype, out.shape, "stage")
+    idx = ctx.vars(kb, out.rank)
+    to_stage = Assign(
+        stage[tuple(idx)] if out.rank else stage.scalar(), operand(src, idx, out.shape)
+    )
+    idx2 = ctx.vars(kb, out.rank)
+    from_stage = Assign(
+        ctx.write(out, idx2),
+        cast(stage[tuple(idx2)] if out.rank else stage.scalar(), src.dtype, out.dtype),
+    )
+    for ix, stmt in ((idx, to_stage), (idx2, from_stage)):
+        kb.emit(loop_nest(list(zip(ix, out.shape, strict=True)), [stmt]) if ix else stmt)
 
 
 # -- factories (fill kernels) -------------------------------------------------------------
 
 
-@lowering("aten.empty", "aten.empty_like", "aten.new_empty", "aten.empty_strided",
-          "aten.new_empty_strided", "aten.empty_permuted")
+@lowering(
+    "aten.empty",
+    "aten.empty_like",
+    "aten.new_empty",
+    "aten.empty_strided",
+    "aten.new_empty_strided",
+    "aten.empty_permuted",
+)
 def _empty(ctx: LowerCtx, call: OpCall) -> None:
     """Allocation only: the declared output is written by later (in-place) ops."""
 
@@ -238,8 +324,9 @@ def _fill(ctx: LowerCtx, call: OpCall, value: float | int | bool | TensorInfo) -
     out = out0(call)
     if isinstance(value, TensorInfo):
         src = value
-        elementwise(ctx, out, lambda idx: cast(LowerCtx.read(src, ()), src.dtype, out.dtype),
-                    hint="fill")
+        elementwise(
+            ctx, out, lambda idx: cast(LowerCtx.read(src, ()), src.dtype, out.dtype), hint="fill"
+        )
         return
     elementwise(ctx, out, lambda idx: scalar_lit(value, out.dtype), hint="fill")
 

@@ -64,22 +64,19 @@ def _add(ctx: LowerCtx, call: OpCall) -> None:
     if dt == DType.BOOL:
         _binary(ctx, call, call.args[0], call.args[1], lambda x, y: binop("or", x, y))
         return
-    _binary(ctx, call, call.args[0], call.args[1],
-            lambda x, y: binop("+", x, _alpha(call, y, dt)))
+    _binary(ctx, call, call.args[0], call.args[1], lambda x, y: binop("+", x, _alpha(call, y, dt)))
 
 
 @lowering("aten.sub")
 def _sub(ctx: LowerCtx, call: OpCall) -> None:
     dt = out0(call).dtype
-    _binary(ctx, call, call.args[0], call.args[1],
-            lambda x, y: binop("-", x, _alpha(call, y, dt)))
+    _binary(ctx, call, call.args[0], call.args[1], lambda x, y: binop("-", x, _alpha(call, y, dt)))
 
 
 @lowering("aten.rsub")
 def _rsub(ctx: LowerCtx, call: OpCall) -> None:
     dt = out0(call).dtype
-    _binary(ctx, call, call.args[0], call.args[1],
-            lambda x, y: binop("-", y, _alpha(call, x, dt)))
+    _binary(ctx, call, call.args[0], call.args[1], lambda x, y: binop("-", y, _alpha(call, x, dt)))
 
 
 @lowering("aten.mul", "aten.multiply")
@@ -141,8 +138,13 @@ def _minimum(ctx: LowerCtx, call: OpCall) -> None:
 
 @lowering("aten.hypot")
 def _hypot(ctx: LowerCtx, call: OpCall) -> None:
-    _binary(ctx, call, call.args[0], call.args[1],
-            lambda x, y: fn("sqrt", binop("+", binop("*", x, x), binop("*", y, y))))
+    _binary(
+        ctx,
+        call,
+        call.args[0],
+        call.args[1],
+        lambda x, y: fn("sqrt", binop("+", binop("*", x, x), binop("*", y, y))),
+    )
 
 
 @lowering("aten.logaddexp")
@@ -172,15 +174,24 @@ def _pow(ctx: LowerCtx, call: OpCall) -> None:
 
 def _cmp(op: str) -> Callable[[LowerCtx, OpCall], None]:
     def lower(ctx: LowerCtx, call: OpCall) -> None:
-        _binary(ctx, call, call.args[0], call.args[1], lambda x, y: binop(op, x, y),
-                compare=True)
+        _binary(ctx, call, call.args[0], call.args[1], lambda x, y: binop(op, x, y), compare=True)
 
     return lower
 
 
-for _name, _op in (("eq", "=="), ("ne", "!="), ("lt", "<"), ("le", "<="), ("gt", ">"),
-                   ("ge", ">="), ("less", "<"), ("less_equal", "<="), ("greater", ">"),
-                   ("greater_equal", ">="), ("not_equal", "!=")):
+for _name, _op in (
+    ("eq", "=="),
+    ("ne", "!="),
+    ("lt", "<"),
+    ("le", "<="),
+    ("gt", ">"),
+    ("ge", ">="),
+    ("less", "<"),
+    ("less_equal", "<="),
+    ("greater", ">"),
+    ("greater_equal", ">="),
+    ("not_equal", "!="),
+):
     lowering(f"aten.{_name}")(_cmp(_op))
 
 
@@ -206,8 +217,14 @@ def _logical(op: str) -> Callable[[LowerCtx, OpCall], None]:
     return lower
 
 
-for _name, _op in (("logical_and", "and"), ("logical_or", "or"), ("logical_xor", "!="),
-                   ("bitwise_and", "and"), ("bitwise_or", "or"), ("bitwise_xor", "!=")):
+for _name, _op in (
+    ("logical_and", "and"),
+    ("logical_or", "or"),
+    ("logical_xor", "!="),
+    ("bitwise_and", "and"),
+    ("bitwise_or", "or"),
+    ("bitwise_xor", "!="),
+):
     lowering(f"aten.{_name}")(_logical(_op))
 
 
@@ -237,14 +254,19 @@ def _masked_fill(ctx: LowerCtx, call: OpCall) -> None:
         idx = ctx.vars(kb, out.rank)
         from solar.frontends.builder import loop_nest
 
-        stmt = If(operand(mask, idx, out.shape),
-                  (Assign(ctx.write(out, idx), operand(val, idx, out.shape, out.dtype)),))
+        stmt = If(
+            operand(mask, idx, out.shape),
+            (Assign(ctx.write(out, idx), operand(val, idx, out.shape, out.dtype)),),
+        )
         kb.emit(loop_nest(list(zip(idx, out.shape, strict=True)), [stmt]))
         return
 
     def value(idx: tuple[Name, ...]) -> Expr:
-        return sel(operand(mask, idx, out.shape), operand(val, idx, out.shape, out.dtype),
-                   operand(x, idx, out.shape, out.dtype))
+        return sel(
+            operand(mask, idx, out.shape),
+            operand(val, idx, out.shape, out.dtype),
+            operand(x, idx, out.shape, out.dtype),
+        )
 
     elementwise(ctx, out, value)
 
@@ -300,8 +322,9 @@ def _addc(op: str) -> Callable[[LowerCtx, OpCall], None]:
         out = out0(call)
 
         def value(idx: tuple[Name, ...]) -> Expr:
-            term = binop(op, operand(t1, idx, out.shape, out.dtype),
-                         operand(t2, idx, out.shape, out.dtype))
+            term = binop(
+                op, operand(t1, idx, out.shape, out.dtype), operand(t2, idx, out.shape, out.dtype)
+            )
             if v != 1:
                 term = binop("*", scalar_lit(v, out.dtype), term)
             return binop("+", operand(s, idx, out.shape, out.dtype), term)
@@ -332,8 +355,11 @@ def _nan_to_num(ctx: LowerCtx, call: OpCall) -> None:
 
     def value(idx: tuple[Name, ...]) -> Expr:
         v = operand(x, idx, out.shape, out.dtype)
-        inner = sel(binop("==", v, lit(float("inf"))), pos,
-                    sel(binop("==", v, Unary("-", lit(float("inf")))), neg, v))
+        inner = sel(
+            binop("==", v, lit(float("inf"))),
+            pos,
+            sel(binop("==", v, Unary("-", lit(float("inf")))), neg, v),
+        )
         return sel(fn("isnan", v), lit(float(nan)), inner)
 
     elementwise(ctx, out, value)

@@ -40,8 +40,12 @@ __all__ = ["advanced_index"]
 IndexFn = Callable[[Sequence[Expr]], list[Expr]]
 
 
-def _nest(kb: KernelBuilder, ctx: LowerCtx, shape: Sequence[int],
-          body: Callable[[tuple[Name, ...]], list[Stmt]]) -> list[Stmt]:
+def _nest(
+    kb: KernelBuilder,
+    ctx: LowerCtx,
+    shape: Sequence[int],
+    body: Callable[[tuple[Name, ...]], list[Stmt]],
+) -> list[Stmt]:
     idx = ctx.vars(kb, len(shape))
     stmts = body(idx)
     return [loop_nest(list(zip(idx, shape, strict=True)), stmts)] if shape else stmts
@@ -145,8 +149,16 @@ def _index(ctx: LowerCtx, call: OpCall) -> None:
     x, out = tensor_arg(call, 0, "self"), out0(call)
     _, index_fn = advanced_index(x.shape, call.arg(1, "indices"))
     kb = ctx.kernel()
-    kb.emit(*_nest(kb, ctx, out.shape, lambda idx: [
-        Assign(ctx.write(out, idx), cast(ctx.read(x, index_fn(idx)), x.dtype, out.dtype))]))
+    kb.emit(
+        *_nest(
+            kb,
+            ctx,
+            out.shape,
+            lambda idx: [
+                Assign(ctx.write(out, idx), cast(ctx.read(x, index_fn(idx)), x.dtype, out.dtype))
+            ],
+        )
+    )
 
 
 @lowering("aten.index_select")
@@ -201,8 +213,16 @@ def _start(ctx: LowerCtx, call: OpCall, x: TensorInfo, out: TensorInfo) -> Kerne
     """The kernel, beginning with ``out = self`` unless the op runs in place."""
     kb = ctx.kernel()
     if not same_value(x, out):
-        kb.emit(*_nest(kb, ctx, out.shape, lambda idx: [
-            Assign(ctx.write(out, idx), cast(ctx.read(x, idx), x.dtype, out.dtype))]))
+        kb.emit(
+            *_nest(
+                kb,
+                ctx,
+                out.shape,
+                lambda idx: [
+                    Assign(ctx.write(out, idx), cast(ctx.read(x, idx), x.dtype, out.dtype))
+                ],
+            )
+        )
     return kb
 
 
@@ -234,12 +254,27 @@ def _scatter(ctx: LowerCtx, call: OpCall) -> None:
         init = _IDENTITY.get(op)
         if init is None:
             raise UnsupportedOpError("scatter_reduce amax/amin with include_self=False")
-        kb.emit(*_nest(kb, ctx, index.shape, lambda idx: [
-            Assign(target(idx), scalar_lit(init, out.dtype))]))
-    kb.emit(*_nest(kb, ctx, index.shape, lambda idx: [
-        _store(target(idx), op, operand(src, idx, index.shape, out.dtype)
-               if not isinstance(src, TensorInfo) else cast(ctx.read(src, idx), src.dtype,
-                                                            out.dtype))]))
+        kb.emit(
+            *_nest(
+                kb, ctx, index.shape, lambda idx: [Assign(target(idx), scalar_lit(init, out.dtype))]
+            )
+        )
+    kb.emit(
+        *_nest(
+            kb,
+            ctx,
+            index.shape,
+            lambda idx: [
+                _store(
+                    target(idx),
+                    op,
+                    operand(src, idx, index.shape, out.dtype)
+                    if not isinstance(src, TensorInfo)
+                    else cast(ctx.read(src, idx), src.dtype, out.dtype),
+                )
+            ],
+        )
+    )
 
 
 @lowering("aten.index_put", "aten._index_put_impl")
@@ -249,9 +284,20 @@ def _index_put(ctx: LowerCtx, call: OpCall) -> None:
     accumulate = bool(call.arg(3, "accumulate", False))
     rshape, index_fn = advanced_index(x.shape, call.arg(1, "indices"))
     kb = _start(ctx, call, x, out)
-    kb.emit(*_nest(kb, ctx, rshape, lambda idx: [
-        _store(ctx.write(out, index_fn(idx)), "+" if accumulate else None,
-               operand(values, idx, rshape, out.dtype))]))
+    kb.emit(
+        *_nest(
+            kb,
+            ctx,
+            rshape,
+            lambda idx: [
+                _store(
+                    ctx.write(out, index_fn(idx)),
+                    "+" if accumulate else None,
+                    operand(values, idx, rshape, out.dtype),
+                )
+            ],
+        )
+    )
 
 
 def _dim_scatter(op: str | None, fill: bool = False) -> Callable[[LowerCtx, OpCall], None]:

@@ -99,7 +99,7 @@ def reshape_map(in_shape: Sequence[int], out_shape: Sequence[int]):  # type: ign
         for gi, gj in groups:
             lin: Expr = IntLit(0)
             stride = 1
-            for k, d in gj:
+            for _, d in gj:
                 stride *= d
             for k, d in gj:
                 stride //= d
@@ -130,9 +130,17 @@ def _shape(call: OpCall, k: int = 0) -> tuple[int, ...]:
     raise UnsupportedOpError(f"{call.target}: output shape unknown")
 
 
-@lowering("aten.view", "aten._unsafe_view", "aten.reshape", "aten._reshape_alias",
-          "aten.squeeze", "aten.unsqueeze", "aten.flatten", "aten.view_as",
-          "aten.unflatten")
+@lowering(
+    "aten.view",
+    "aten._unsafe_view",
+    "aten.reshape",
+    "aten._reshape_alias",
+    "aten.squeeze",
+    "aten.unsqueeze",
+    "aten.flatten",
+    "aten.view_as",
+    "aten.unflatten",
+)
 def _reshape(ctx: LowerCtx, call: OpCall) -> tuple[TensorInfo, ...]:
     x = _x(call)
     shape = _shape(call)
@@ -143,8 +151,14 @@ def _reshape(ctx: LowerCtx, call: OpCall) -> tuple[TensorInfo, ...]:
     return (x.view(shape, reshape_map(x.shape, shape)),)
 
 
-@lowering("aten.alias", "aten.detach", "aten.lift_fresh", "aten.resolve_conj",
-          "aten.resolve_neg", "aten.positive")
+@lowering(
+    "aten.alias",
+    "aten.detach",
+    "aten.lift_fresh",
+    "aten.resolve_conj",
+    "aten.resolve_neg",
+    "aten.positive",
+)
 def _identity(ctx: LowerCtx, call: OpCall) -> tuple[TensorInfo, ...]:
     return (_x(call),)
 
@@ -264,8 +278,14 @@ def _unbind(ctx: LowerCtx, call: OpCall) -> tuple[TensorInfo, ...]:
     return tuple(_selected(x, dim, k) for k in range(x.shape[dim]))
 
 
-@lowering("aten.split", "aten.split_with_sizes", "aten.unsafe_split",
-          "aten.unsafe_split_with_sizes", "aten.tensor_split", "aten.chunk")
+@lowering(
+    "aten.split",
+    "aten.split_with_sizes",
+    "aten.unsafe_split",
+    "aten.unsafe_split_with_sizes",
+    "aten.tensor_split",
+    "aten.chunk",
+)
 def _split(ctx: LowerCtx, call: OpCall) -> tuple[TensorInfo, ...]:
     x = _x(call)
     dim_pos = 1 if "tensor_split" in call.target or "chunk" in call.target else 2
@@ -345,7 +365,25 @@ def _copy_variant(view_target: str) -> LoweringFn:
     return lower
 
 
-for _view in ("view", "_unsafe_view", "squeeze", "unsqueeze", "alias", "detach", "permute",
-              "transpose", "t", "expand", "slice", "select", "split", "split_with_sizes",
-              "unbind", "diagonal", "unfold", "_reshape_alias", "narrow"):
+for _view in (
+    "view",
+    "_unsafe_view",
+    "squeeze",
+    "unsqueeze",
+    "alias",
+    "detach",
+    "permute",
+    "transpose",
+    "t",
+    "expand",
+    "slice",
+    "select",
+    "split",
+    "split_with_sizes",
+    "unbind",
+    "diagonal",
+    "unfold",
+    "_reshape_alias",
+    "narrow",
+):
     lowering(f"aten.{_view}_copy")(_copy_variant(f"aten.{_view}.default"))

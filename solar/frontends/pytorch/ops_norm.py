@@ -1,16 +1,23 @@
 """Lowerings of ATen normalisations (batch, layer, group, RMS): one kernel each.
 
 Contract: ``(LowerCtx, OpCall) -> None``; each call emits one kernel. Statistics live in
-kernel-locals (in f32 for 16-bit inputs): ``mean`` and the mean of squares are
-accumulated in one pass (``s1 += x; s2 += x * x``), then ``var = s2/n - mean^2`` and
-``rstd = rsqrt(var + eps)``. Where the affine parameters are per channel (batch and
-group norm), the output is ``Y = X * scale + shift`` with per-channel ``scale`` and
-``shift`` (2 FLOPs per element, as eager CPU kernels do); layer norm applies
-``(X - mean) * rstd * w + b``. Optional outputs (``save_mean``, ``save_invstd``, layer
-norm's ``mean``/``rstd``) are written only when declared; eval-mode batch norm's empty
-save tensors are skipped. In-place running-statistics updates (training batch norm)
-do not affect the outputs and are not modelled; the functional variant
-(``_native_batch_norm_legit_functional``) returns them and they are written.
+kernel-locals (in f32 for 16-bit inputs). Batch and group norm accumulate ``s1 += x;
+s2 += x * x`` in one pass (``var = s2/n - mean^2``, ``rstd = rsqrt(var + eps)``) and
+write ``Y = X * scale + shift`` with per-channel ``scale``/``shift`` (2 FLOPs per
+element, as eager CPU kernels do). Layer norm centres in a second pass into a
+kernel-local ``d = X - mean`` that the output ``d * rstd * w + b`` reuses: the same
+FLOPs as the one-pass form, without its f32 cancellation. Optional outputs
+(``save_mean``, ``save_invstd``, layer norm's ``mean``/``rstd``) are written only when
+declared; eval-mode batch norm's empty save tensors are skipped. In-place
+running-statistics updates (training batch norm) do not affect the outputs and are not
+modelled; the functional variant (``_native_batch_norm_legit_functional``) returns them
+and they are written.
+
+Note [one-pass variance]: ``E[x^2] - E[x]^2`` in f32 loses relative accuracy when
+``|mean| >> std`` over few elements (e.g. a group of 2 nearly equal values); it is kept
+for batch/group norm because it is the FLOP-minimal form (SOL counts must not exceed
+what an implementation needs). Switch `_Stats.emit` to two passes if real models fail
+validation on it.
 
 CPU dispatch (torch 2.13): ``F.batch_norm``/``nn.BatchNorm*d`` (train and eval) and
 ``F.instance_norm`` (on a reshaped input) reach ``native_batch_norm``; ``F.layer_norm``
@@ -54,13 +61,35 @@ def _mul(a: Expr, b: Expr) -> Expr:
 
 
 class _Stats:
-    """Kernel-locals ``mean``/``var``/``rstd`` indexed by a key, and the stats statements."""
+    """Kernel-locals ``mean``/``var``/``rstd`` indexed by a key, and the stats statements.
+
+    Each local is declared on first use, so eval-mode batch norm and RMS norm declare
+    only what they touch.
+    """
 
     def __init__(self, kb: KernelBuilder, dtype: DType, key_shape: Sequence[int]) -> None:
-        self.dtype = dtype
-        self.mean = kb.local(dtype, key_shape, "mean")
-        self.var = kb.local(dtype, key_shape, "var")
-        self.rstd = kb.local(dtype, key_shape, "rstd")
+        self.kb, self.dtype, self.key_shape = kb, dtype, tuple(key_shape)
+        self._refs: dict[str, TensorRef] = {}
+
+    def _ref(self, name: str) -> TensorRef:
+        if name not in self._refs:
+            self._refs[name] = self.kb.local(self.dtype, self.key_shape, name)
+        return self._refs[name]
+
+    @property
+    def mean(self) -> TensorRef:
+        """Per-key mean (RMS norm: mean of squares)."""
+        return self._ref("mean")
+
+    @property
+    def var(self) -> TensorRef:
+        """Per-key biased variance."""
+        return self._ref("var")
+
+    @property
+    def rstd(self) -> TensorRef:
+        """Per-key ``1 / sqrt(var + eps)``."""
+        return self._ref("rstd")
 
     @staticmethod
     def at(t: TensorRef, key: Sequence[Expr]) -> Access:
@@ -233,16 +262,32 @@ def _row_norm(ctx: LowerCtx, call: OpCall, *, rms: bool, eps: float | None) -> N
     for d in normalized:
         count *= d
     m, r = st.at(st.mean, key), st.at(st.rstd, key)
+    inv = Call(
+        "rsqrt",
+        (Binary("+", Binary("/", r if not rms else m, lit(float(count))), lit(float(eps))),),
+    )
+    centered: TensorRef | None = None
     if rms:
         body: list[Stmt] = [
             Assign(m, lit(0.0)),
             *red.wrap([Reduce(m, "+", _mul(xv, xv))]),
-            Assign(
-                r, Call("rsqrt", (Binary("+", Binary("/", m, lit(float(count))), lit(float(eps))),))
-            ),
+            Assign(r, inv),
         ]
     else:
-        body = st.emit(key, red, xv, count, eps)
+        # Two passes: the centred values stay in a kernel-local that the output reuses, so
+        # this costs the FLOPs of the one-pass sum/sum-of-squares form and keeps f32 accuracy.
+        centered = kb.local(acc, x.shape, "centered")
+        red2 = Nest(kb, normalized, "j")
+        d2 = centered[(*key, *red2.idx)]
+        x2 = cast(ctx.read(x, [*key, *red2.idx]), x.dtype, acc)
+        body = [
+            Assign(m, lit(0.0)),
+            *red.wrap([Reduce(m, "+", xv)]),
+            Assign(m, Binary("/", m, lit(float(count)))),
+            Assign(r, lit(0.0)),
+            *red2.wrap([Assign(d2, Binary("-", x2, m)), Reduce(r, "+", _mul(d2, d2))]),
+            Assign(r, inv),
+        ]
     stat_idx = [*key, *([0] * len(normalized))]
     if mean_out is not None:
         body.append(Assign(ctx.write(mean_out, stat_idx), m))
@@ -250,7 +295,7 @@ def _row_norm(ctx: LowerCtx, call: OpCall, *, rms: bool, eps: float | None) -> N
         body.append(Assign(ctx.write(rstd_out, stat_idx), r))
     full = Nest(kb, normalized, "j")
     xo = cast(ctx.read(x, [*key, *full.idx]), x.dtype, acc)
-    val = _mul(xo, r) if rms else _mul(Binary("-", xo, m), r)
+    val = _mul(xo, r) if centered is None else _mul(centered[(*key, *full.idx)], r)
     w, b = _param(ctx, weight, full.idx, acc), _param(ctx, bias, full.idx, acc)
     if w is not None:
         val = _mul(val, w)

@@ -46,8 +46,14 @@ class Segment:
     src: Callable[[Expr], Expr] | None
 
 
-def _emit_regions(ctx: LowerCtx, kb: KernelBuilder, x: TensorInfo, out: TensorInfo,
-                  segments: Sequence[Sequence[Segment]], fill: Expr | None) -> None:
+def _emit_regions(
+    ctx: LowerCtx,
+    kb: KernelBuilder,
+    x: TensorInfo,
+    out: TensorInfo,
+    segments: Sequence[Sequence[Segment]],
+    fill: Expr | None,
+) -> None:
     """One loop nest per combination of per-dim segments (empty ranges skipped)."""
     for combo in itertools.product(*segments):
         if any(s.hi <= s.lo for s in combo):
@@ -80,6 +86,15 @@ def _shift(delta: int) -> Callable[[Expr], Expr]:
     return lambda v: iadd(v, delta)
 
 
+def _mirror(at: int) -> Callable[[Expr], Expr]:
+    """``v -> at - v``."""
+    return lambda v: iadd(Unary("-", v), at)
+
+
+def _const(value: int) -> Callable[[Expr], Expr]:
+    return lambda _v: IntLit(value)
+
+
 @lowering("aten.constant_pad_nd")
 def _constant_pad(ctx: LowerCtx, call: OpCall) -> None:
     x, out = tensor_arg(call, 0, "self"), out0(call)
@@ -98,8 +113,9 @@ def _constant_pad(ctx: LowerCtx, call: OpCall) -> None:
         for blo, bhi in ((0, max(lo, 0)), (out.shape[d] - max(hi, 0), out.shape[d])):
             if bhi <= blo:
                 continue
-            segs = [[interior[k]] if k < d else [Segment(0, out.shape[k], None)]
-                    for k in range(x.rank)]
+            segs = [
+                [interior[k]] if k < d else [Segment(0, out.shape[k], None)] for k in range(x.rank)
+            ]
             segs[d] = [Segment(blo, bhi, None)]
             _emit_regions(ctx, kb, x, out, segs, fill)
     _emit_regions(ctx, kb, x, out, [[s] for s in interior], fill)
@@ -119,13 +135,16 @@ def _border_pad(mode: str) -> Callable[[LowerCtx, OpCall], None]:
             if lo < 0 or hi < 0:
                 raise UnsupportedOpError(f"{mode} pad with negative padding")
             if mode == "reflect":
-                left = lambda v, lo=lo: iadd(Unary("-", v), lo)  # noqa: E731
-                right = lambda v, n=n, lo=lo: iadd(Unary("-", v), 2 * (n - 1) + lo)  # noqa: E731
+                left, right = _mirror(lo), _mirror(2 * (n - 1) + lo)
             else:
-                left = lambda v: IntLit(0)  # noqa: E731
-                right = lambda v, n=n: IntLit(n - 1)  # noqa: E731
-            segments.append([Segment(0, lo, left), Segment(lo, lo + n, _shift(-lo)),
-                             Segment(lo + n, lo + n + hi, right)])
+                left, right = _const(0), _const(n - 1)
+            segments.append(
+                [
+                    Segment(0, lo, left),
+                    Segment(lo, lo + n, _shift(-lo)),
+                    Segment(lo + n, lo + n + hi, right),
+                ]
+            )
         kb = ctx.kernel()
         _emit_regions(ctx, kb, x, out, segments, None)
 
@@ -141,8 +160,9 @@ for _d in (1, 2, 3):
 def _flip(ctx: LowerCtx, call: OpCall) -> None:
     x, out = tensor_arg(call, 0, "self"), out0(call)
     dims = set(norm_dims(call.arg(1, "dims"), x.rank)) if call.arg(1, "dims") else set()
-    segs = [[Segment(0, n, (lambda v, n=n: iadd(Unary("-", v), n - 1)) if d in dims
-                     else _identity)] for d, n in enumerate(x.shape)]
+    segs = [
+        [Segment(0, n, _mirror(n - 1) if d in dims else _identity)] for d, n in enumerate(x.shape)
+    ]
     _emit_regions(ctx, ctx.kernel(), x, out, segs, None)
 
 
@@ -173,8 +193,9 @@ def _repeat(ctx: LowerCtx, call: OpCall) -> None:
     kb = ctx.kernel()
     rvars = ctx.vars(kb, len(reps), "r")
     jvars = ctx.vars(kb, len(reps), "j")
-    oidx = [iadd(imul(r, n), j) if n > 1 else r for r, j, n in zip(rvars, jvars, shape,
-                                                                    strict=True)]
+    oidx = [
+        iadd(imul(r, n), j) if n > 1 else r for r, j, n in zip(rvars, jvars, shape, strict=True)
+    ]
     oidx = [iadd(imul(r, n), j) for r, j, n in zip(rvars, jvars, shape, strict=True)]
     src = list(jvars[len(reps) - x.rank :])
     stmt = Assign(ctx.write(out, oidx), cast(ctx.read(x, src), x.dtype, out.dtype))
@@ -214,7 +235,9 @@ def _diag(ctx: LowerCtx, call: OpCall) -> None:
         raise UnsupportedOpError("diag of a matrix lowers via diagonal")
     k = call.arg(1, "offset" if "embed" in call.target else "diagonal", 0)
     if "embed" in call.target and (call.arg(2, "dim1", -2), call.arg(3, "dim2", -1)) not in (
-        (-2, -1), (out.rank - 2, out.rank - 1)):
+        (-2, -1),
+        (out.rank - 2, out.rank - 1),
+    ):
         raise UnsupportedOpError("diag_embed into non-trailing dims")
     kb = ctx.kernel()
     idx = ctx.vars(kb, out.rank)
@@ -222,8 +245,14 @@ def _diag(ctx: LowerCtx, call: OpCall) -> None:
     on = binop("==", j, iadd(i, k))
     src_pos = i if k >= 0 else iadd(i, k)
     body: list[Stmt] = [
-        If(on, (Assign(ctx.write(out, idx),
-                       cast(ctx.read(x, [*idx[:-2], src_pos]), x.dtype, out.dtype)),)),
+        If(
+            on,
+            (
+                Assign(
+                    ctx.write(out, idx), cast(ctx.read(x, [*idx[:-2], src_pos]), x.dtype, out.dtype)
+                ),
+            ),
+        ),
         If(binop("<", j, iadd(i, k)), (Assign(ctx.write(out, idx), scalar_lit(0, out.dtype)),)),
         If(binop(">", j, iadd(i, k)), (Assign(ctx.write(out, idx), scalar_lit(0, out.dtype)),)),
     ]

@@ -35,7 +35,7 @@ from solar.frontends.pytorch.registry import (
     UnsupportedOpError,
     lowering,
 )
-from solar.ir import Access, Assign, DType, Expr, IntLit, Name, Reduce, Stmt, Unary, lit
+from solar.ir import Access, Assign, DType, Expr, IntLit, Reduce, ReduceOp, Stmt, lit
 
 __all__ = ["RowNest"]
 
@@ -102,7 +102,7 @@ def _simple(
     call: OpCall,
     dims: Sequence[int],
     keepdim: bool,
-    op: str,
+    op: ReduceOp,
     init: Callable[[DType], Expr],
     value: Callable[[Expr, DType], Expr],
     finish: Callable[[Expr, int], Expr] | None = None,
@@ -116,7 +116,7 @@ def _simple(
     acc = nest.local(acc_dt, "acc") if use_local else tgt
     body: list[Stmt] = [
         Assign(acc, init(acc_dt)),
-        *nest.over_reduced(Reduce(acc, op, value(nest.read(x.dtype), acc_dt))),  # type: ignore[arg-type]
+        *nest.over_reduced(Reduce(acc, op, value(nest.read(x.dtype), acc_dt))),
     ]
     if use_local:
         body.append(Assign(tgt, finish(acc, nest.count) if finish is not None else acc))
@@ -137,7 +137,7 @@ def _one(dt: DType) -> Expr:
 
 
 def _sum_dims(call: OpCall, x: TensorInfo) -> tuple[tuple[int, ...], bool]:
-    if call.target.endswith(".default") or len(call.args) < 2 and "dim" not in call.kwargs:
+    if call.target.endswith(".default") or (len(call.args) < 2 and "dim" not in call.kwargs):
         return tuple(range(x.rank)), False
     return _dims_arg(call, x, 1, "dim"), bool(call.arg(2, "keepdim", False))
 
@@ -153,17 +153,28 @@ def _sum(ctx: LowerCtx, call: OpCall) -> None:
 def _nansum(ctx: LowerCtx, call: OpCall) -> None:
     x = tensor_arg(call, 0, "self")
     dims, keep = _dims_arg(call, x, 1, "dim"), bool(call.arg(2, "keepdim", False))
-    _simple(ctx, call, dims, keep, "+", _zero,
-            lambda v, dt: sel(fn("isnan", v), lit(0.0), cast(v, x.dtype, dt))
-            if x.dtype.is_float else cast(v, x.dtype, dt))
+    _simple(
+        ctx,
+        call,
+        dims,
+        keep,
+        "+",
+        _zero,
+        lambda v, dt: (
+            sel(fn("isnan", v), lit(0.0), cast(v, x.dtype, dt))
+            if x.dtype.is_float
+            else cast(v, x.dtype, dt)
+        ),
+    )
 
 
 @lowering("aten.mean")
 def _mean(ctx: LowerCtx, call: OpCall) -> None:
     x = tensor_arg(call, 0, "self")
     dims, keep = _sum_dims(call, x)
-    _simple(ctx, call, dims, keep, "+", _zero, _as(x),
-            lambda acc, n: binop("/", acc, lit(float(n))))
+    _simple(
+        ctx, call, dims, keep, "+", _zero, _as(x), lambda acc, n: binop("/", acc, lit(float(n)))
+    )
 
 
 @lowering("aten.prod")
@@ -176,7 +187,7 @@ def _prod(ctx: LowerCtx, call: OpCall) -> None:
     _simple(ctx, call, dims, keep, "*", _one, _as(x))
 
 
-def _extreme_init(op: str, dt: DType) -> Expr:
+def _extreme_init(op: ReduceOp, dt: DType) -> Expr:
     if dt.is_float:
         return lit(-math.inf) if op == "max" else lit(math.inf)
     if dt == DType.BOOL:
@@ -185,7 +196,7 @@ def _extreme_init(op: str, dt: DType) -> Expr:
     return lit(-(2**bits)) if op == "max" else lit(2**bits - 1)
 
 
-def _extreme(op: str) -> Callable[[LowerCtx, OpCall], None]:
+def _extreme(op: ReduceOp) -> Callable[[LowerCtx, OpCall], None]:
     def lower(ctx: LowerCtx, call: OpCall) -> None:
         x = tensor_arg(call, 0, "self")
         if call.target.endswith((".dim", ".dim_max", ".dim_min")):
@@ -204,7 +215,7 @@ lowering("aten.max", "aten.amax")(_extreme("max"))
 lowering("aten.min", "aten.amin")(_extreme("min"))
 
 
-def _extreme_dim(ctx: LowerCtx, call: OpCall, op: str) -> None:
+def _extreme_dim(ctx: LowerCtx, call: OpCall, op: ReduceOp) -> None:
     """``max.dim``/``min.dim``: values and first index of the extremum."""
     x = tensor_arg(call, 0, "self")
     dim = norm_dim(call.arg(1, "dim"), x.rank)
@@ -213,30 +224,44 @@ def _extreme_dim(ctx: LowerCtx, call: OpCall, op: str) -> None:
     _arg_extreme(ctx, x, (dim,), keep, op, values, indices)
 
 
-def _arg_extreme(ctx: LowerCtx, x: TensorInfo, dims: tuple[int, ...], keep: bool, op: str,
-                 values: TensorInfo | None, indices: TensorInfo | None) -> None:
+def _arg_extreme(
+    ctx: LowerCtx,
+    x: TensorInfo,
+    dims: tuple[int, ...],
+    keep: bool,
+    op: ReduceOp,
+    values: TensorInfo | None,
+    indices: TensorInfo | None,
+) -> None:
     nest = RowNest(ctx, x, dims)
     dt = x.dtype
     best = nest.local(dt, "best")
-    body: list[Stmt] = [Assign(best, _extreme_init(op, dt)),
-                        *nest.over_reduced(Reduce(best, op, nest.read(dt)))]  # type: ignore[arg-type]
+    body: list[Stmt] = [
+        Assign(best, _extreme_init(op, dt)),
+        *nest.over_reduced(Reduce(best, op, nest.read(dt))),
+    ]
     if values is not None:
         body.append(Assign(nest.write(values, keep), best))
     if indices is not None:
         lin: Expr = IntLit(0)
         for k in dims:
-            lin = binop("+", binop("*", lin, IntLit(x.shape[k])), nest.ivars[k]) \
-                if not (isinstance(lin, IntLit) and lin.value == 0) else nest.ivars[k]
+            lin = (
+                binop("+", binop("*", lin, IntLit(x.shape[k])), nest.ivars[k])
+                if not (isinstance(lin, IntLit) and lin.value == 0)
+                else nest.ivars[k]
+            )
         tgt = nest.write(indices, keep)
         hit = binop("==", nest.read(dt), best)
         if dt.is_float:  # torch treats NaN as the extremum
             hit = binop("or", hit, fn("isnan", nest.read(dt)))
-        body += [Assign(tgt, IntLit(nest.count)),
-                 *nest.over_reduced(Reduce(tgt, "min", sel(hit, lin, IntLit(nest.count))))]
+        body += [
+            Assign(tgt, IntLit(nest.count)),
+            *nest.over_reduced(Reduce(tgt, "min", sel(hit, lin, IntLit(nest.count)))),
+        ]
     nest.emit(body)
 
 
-def _argext(op: str) -> Callable[[LowerCtx, OpCall], None]:
+def _argext(op: ReduceOp) -> Callable[[LowerCtx, OpCall], None]:
     def lower(ctx: LowerCtx, call: OpCall) -> None:
         x = tensor_arg(call, 0, "self")
         dim = call.arg(1, "dim")
@@ -306,26 +331,54 @@ def _norm(ctx: LowerCtx, call: OpCall) -> None:
     else:
         dims, keep = _dims_arg(call, x, 2, "dim"), bool(call.arg(3, "keepdim", False))
     if p == math.inf or p == -math.inf:
-        op = "max" if p > 0 else "min"
-        _simple(ctx, call, dims, keep, op, lambda dt: _extreme_init(op, dt),
-                lambda v, dt: fn("abs", cast(v, x.dtype, dt)))
+        op: ReduceOp = "max" if p > 0 else "min"
+        _simple(
+            ctx,
+            call,
+            dims,
+            keep,
+            op,
+            lambda dt: _extreme_init(op, dt),
+            lambda v, dt: fn("abs", cast(v, x.dtype, dt)),
+        )
     elif p == 0:
-        _simple(ctx, call, dims, keep, "+", _zero,
-                lambda v, dt: cast(binop("!=", v, scalar_lit(0, x.dtype)), DType.BOOL, dt))
+        _simple(
+            ctx,
+            call,
+            dims,
+            keep,
+            "+",
+            _zero,
+            lambda v, dt: cast(binop("!=", v, scalar_lit(0, x.dtype)), DType.BOOL, dt),
+        )
     elif p == 1:
         _simple(ctx, call, dims, keep, "+", _zero, lambda v, dt: fn("abs", cast(v, x.dtype, dt)))
     elif p == 2:
-        _simple(ctx, call, dims, keep, "+", _zero,
-                lambda v, dt: binop("*", cast(v, x.dtype, dt), cast(v, x.dtype, dt)),
-                lambda acc, _n: fn("sqrt", acc))
+        _simple(
+            ctx,
+            call,
+            dims,
+            keep,
+            "+",
+            _zero,
+            lambda v, dt: binop("*", cast(v, x.dtype, dt), cast(v, x.dtype, dt)),
+            lambda acc, _n: fn("sqrt", acc),
+        )
     else:
         pf = float(p)
-        _simple(ctx, call, dims, keep, "+", _zero,
-                lambda v, dt: fn("pow", fn("abs", cast(v, x.dtype, dt)), lit(pf)),
-                lambda acc, _n: fn("pow", acc, lit(1.0 / pf)))
+        _simple(
+            ctx,
+            call,
+            dims,
+            keep,
+            "+",
+            _zero,
+            lambda v, dt: fn("pow", fn("abs", cast(v, x.dtype, dt)), lit(pf)),
+            lambda acc, _n: fn("pow", acc, lit(1.0 / pf)),
+        )
 
 
-def _bool_reduce(op: str) -> Callable[[LowerCtx, OpCall], None]:
+def _bool_reduce(op: ReduceOp) -> Callable[[LowerCtx, OpCall], None]:
     """``all``/``any``: ``min=``/``max=`` over 0/1 in a kernel-local i8 (the IR has no
     boolean reductions), stored as a bool."""
 
@@ -341,11 +394,13 @@ def _bool_reduce(op: str) -> Callable[[LowerCtx, OpCall], None]:
         acc = nest.local(DType.I8, "acc")
         raw = nest.read(x.dtype)
         truth = raw if x.dtype == DType.BOOL else binop("!=", raw, scalar_lit(0, x.dtype))
-        nest.emit([
-            Assign(acc, IntLit(1 if op == "min" else 0)),
-            *nest.over_reduced(Reduce(acc, op, cast(truth, DType.BOOL, DType.I8))),  # type: ignore[arg-type]
-            Assign(nest.write(out, keep), binop("!=", acc, IntLit(0))),
-        ])
+        nest.emit(
+            [
+                Assign(acc, IntLit(1 if op == "min" else 0)),
+                *nest.over_reduced(Reduce(acc, op, cast(truth, DType.BOOL, DType.I8))),
+                Assign(nest.write(out, keep), binop("!=", acc, IntLit(0))),
+            ]
+        )
 
     return lower
 
@@ -359,8 +414,9 @@ def _count_nonzero(ctx: LowerCtx, call: OpCall) -> None:
     x = tensor_arg(call, 0, "self")
     dims = _dims_arg(call, x, 1, "dim")
     zero = scalar_lit(0, x.dtype) if x.dtype != DType.BOOL else lit(False)
-    _simple(ctx, call, dims, False, "+", _zero,
-            lambda v, dt: cast(binop("!=", v, zero), DType.BOOL, dt))
+    _simple(
+        ctx, call, dims, False, "+", _zero, lambda v, dt: cast(binop("!=", v, zero), DType.BOOL, dt)
+    )
 
 
 @lowering("aten.logsumexp")
@@ -405,8 +461,9 @@ def _softmax_like(log: bool) -> Callable[[LowerCtx, OpCall], None]:
         else:
             e = nest.full_local(dt, "e")
             body += [
-                *nest.over_reduced(Assign(e, fn("exp", binop("-", nest.read(dt), m))),
-                                  Reduce(s, "+", e)),
+                *nest.over_reduced(
+                    Assign(e, fn("exp", binop("-", nest.read(dt), m))), Reduce(s, "+", e)
+                ),
                 *nest.over_reduced(Assign(tgt, binop("/", e, s))),
             ]
         nest.emit(body)
@@ -415,6 +472,4 @@ def _softmax_like(log: bool) -> Callable[[LowerCtx, OpCall], None]:
 
 
 lowering("aten._softmax", "aten.softmax", "aten.special_softmax")(_softmax_like(False))
-lowering("aten._log_softmax", "aten.log_softmax", "aten.special_log_softmax")(
-    _softmax_like(True))
-
+lowering("aten._log_softmax", "aten.log_softmax", "aten.special_log_softmax")(_softmax_like(True))

@@ -149,29 +149,42 @@ def _table(
     return setup, lambda oe: [tab[k, oe] for k in range(rows)]
 
 
+def _guarded_base(
+    o: Expr, floors: Sequence[int], slopes: Sequence[Fraction], n_in: int, lo: int | None, what: str
+) -> Expr:
+    """``min(max(floor(src), lo), In - 1)``, as torch's ``guard_index_and_lambda`` clamps."""
+    e = _index_expr(o, floors, slopes, what)
+    if lo is not None and min(floors) < lo:
+        e = fmax(e, lit(lo))
+    return fmin(e, lit(n_in - 1)) if max(floors) > n_in - 1 else e
+
+
 def _linear(
     kb: KernelBuilder, n_in: int, n_out: int, align: bool, scale: float | None, acc: DType
 ) -> _Taps:
     sc = _interp_scale(n_in, n_out, align, scale)
+    # torch clamps a negative source to 0, then i0 = min(floor(src), In - 1),
+    # lambda = clamp(src - i0, 0, 1) and i1 = i0 + (i0 < In - 1)
     srcs = [_src(sc, o, align, False) for o in range(n_out)]
-    i0 = [int(v) for v in srcs]
+    floors = [math.floor(_src(sc, o, align, True)) for o in range(n_out)]
+    i0 = [min(max(f, 0), n_in - 1) for f in floors]
+    lams = [min(max(float(_f32(v - _f32(i))), 0.0), 1.0) for v, i in zip(srcs, i0, strict=True)]
     slopes = _slopes(float(sc), n_in, n_out)
-    if all(float(v) == i for v, i in zip(srcs, i0, strict=True)):  # integer sources: a copy
+    if not any(lams):  # integer sources: a copy
         return _Taps(lambda o: [_index_expr(o, i0, slopes, "linear")], None, [])
-    unclamped = [_src(sc, o, align, True) for o in range(n_out)]
-    floors = [math.floor(v) for v in unclamped]
-    clamp = min(floors) < 0
+    clamp_lo = min(floors) < 0
 
     def first(o: Expr) -> Expr:
-        e = _index_expr(o, floors, slopes, "linear")
-        return fmax(e, lit(0)) if clamp else e
+        return _guarded_base(o, floors, slopes, n_in, 0, "linear")
 
     def index(o: Expr) -> list[Expr]:
         second = iadd(first(o), 1)
         return [first(o), fmin(second, lit(n_in - 1)) if max(i0) >= n_in - 1 else second]
 
     def fill(o: Expr, cells: list[Expr]) -> list[tuple[int, Expr]]:
-        lam = Binary("-", _src_expr(sc, o, align, clamp), first(o))
+        lam: Expr = Binary("-", _src_expr(sc, o, align, clamp_lo), first(o))
+        if max(floors) > n_in - 1:
+            lam = fmin(lam, lit(1.0))
         return [(1, lam), (0, Binary("-", lit(1.0), cells[1]))]
 
     setup, weights = _table(kb, 2, n_out, acc, fill)
@@ -197,26 +210,30 @@ def _cubic(
 ) -> _Taps:
     sc = _interp_scale(n_in, n_out, align, scale)
     floors = [math.floor(_src(sc, o, align, True)) for o in range(n_out)]
+    bases = [min(f, n_in - 1) for f in floors]
     slopes = _slopes(float(sc), n_in, n_out)
 
     def base(o: Expr) -> Expr:
-        return _index_expr(o, floors, slopes, "bicubic")
+        return _guarded_base(o, floors, slopes, n_in, None, "bicubic")
 
     def index(o: Expr) -> list[Expr]:
         out = []
-        for k in range(4):  # taps floor-1 .. floor+2, clamped to the input
+        for k in range(4):  # taps base-1 .. base+2, clamped to the input
             e = iadd(base(o), k - 1)
-            if min(floors) + k - 1 < 0:
+            if min(bases) + k - 1 < 0:
                 e = fmax(e, lit(0))
-            if max(floors) + k - 1 > n_in - 1:
+            if max(bases) + k - 1 > n_in - 1:
                 e = fmin(e, lit(n_in - 1))
             out.append(e)
         return out
 
     def fill(o: Expr, cells: list[Expr]) -> list[tuple[int, Expr]]:
-        t = cells[4]  # the fractional part of the source coordinate
+        t = cells[4]  # the fractional part of the source coordinate, clamped to [0, 1]
+        frac: Expr = Binary("-", _src_expr(sc, o, align, False), base(o))
+        if max(floors) > n_in - 1:
+            frac = fmin(frac, lit(1.0))
         return [
-            (4, Binary("-", _src_expr(sc, o, align, False), base(o))),
+            (4, frac),
             (0, _cc2(Binary("+", t, lit(1.0)))),
             (1, _cc1(t)),
             (2, _cc1(Binary("-", lit(1.0), t))),

@@ -95,8 +95,9 @@ class _Rnn:
     ) -> list[Stmt]:
         """One time step: gate pre-activations, then the state update and output row."""
         kb, hid, n_g = self.kb, self.hidden, _GATES[self.mode]
-        b, g, k = kb.fresh_vars(3, "b")
-        k2, b2, j = *kb.fresh_vars(1, "k"), *kb.fresh_vars(1, "b"), *kb.fresh_vars(1, "j")
+        (b, b2), (g,), (k, k2), (j,) = (
+            kb.fresh_vars(n, h) for n, h in ((2, "b"), (1, "g"), (2, "k"), (1, "j"))
+        )
         xin = _mul(x_at(t, b, k), self.val(w.w_ih, [g, k]))
         hin = _mul(h[b, k2], self.val(w.w_hh, [g, k2]))
         split = self.mode == "gru"  # n needs the hidden part separately

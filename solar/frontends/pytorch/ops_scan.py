@@ -32,9 +32,14 @@ Step = Callable[[Expr, Expr], Expr]
 """(carry, element) -> new carry."""
 
 
-def _scan(ctx: LowerCtx, call: OpCall, step: Step, *,
-          indices: TensorInfo | None = None, better: Callable[[Expr, Expr], Expr] | None = None
-          ) -> None:
+def _scan(
+    ctx: LowerCtx,
+    call: OpCall,
+    step: Step,
+    *,
+    indices: TensorInfo | None = None,
+    better: Callable[[Expr, Expr], Expr] | None = None,
+) -> None:
     x, out = tensor_arg(call, 0, "self"), out0(call)
     dim = norm_dim(call.arg(1, "dim"), x.rank)
     kb = ctx.kernel()
@@ -48,7 +53,7 @@ def _scan(ctx: LowerCtx, call: OpCall, step: Step, *,
     dt = accumulate_dtype(out.dtype)
     carry_ref = kb.local(dt, [x.shape[k] for k in others], "carry")
     carry = carry_ref[tuple(idx[k] for k in others)] if others else carry_ref.scalar()
-    first = list(idx)
+    first: list[Expr] = list(idx)
     first[dim] = IntLit(0)
     elem0 = cast(ctx.read(x, first), x.dtype, dt)
     elem = cast(ctx.read(x, idx), x.dtype, dt)
@@ -63,12 +68,16 @@ def _scan(ctx: LowerCtx, call: OpCall, step: Step, *,
         pos_ref = kb.local(DType.I64, [x.shape[k] for k in others], "pos")
         pos = pos_ref[tuple(idx[k] for k in others)] if others else pos_ref.scalar()
         init += [Assign(pos, IntLit(0)), Assign(ctx.write(indices, first), pos)]
-        body += [Assign(pos, sel(better(elem, carry), idx[dim], pos)),
-                 Assign(ctx.write(indices, idx), pos)]
+        body += [
+            Assign(pos, sel(better(elem, carry), idx[dim], pos)),
+            Assign(ctx.write(indices, idx), pos),
+        ]
     body += [Assign(carry, step(carry, elem)), Assign(ctx.write(out, idx), carry)]
     kb.emit(*rows(init))
     if x.shape[dim] > 1:
-        kb.emit(loop_nest([(idx[dim], 1, x.shape[dim])], rows(body), seq=frozenset({idx[dim].name})))
+        kb.emit(
+            loop_nest([(idx[dim], 1, x.shape[dim])], rows(body), seq=frozenset({idx[dim].name}))
+        )
 
 
 @lowering("aten.cumsum")
@@ -95,12 +104,16 @@ def _cum_extreme(op: str) -> Callable[[LowerCtx, OpCall], None]:
         indices = call.outputs[1] if len(call.outputs) > 1 else None
         # torch picks the latest index on ties (>= for max, <= for min)
         cmp = ">=" if op == "max" else "<="
-        _scan(ctx, call, lambda c, v: fn(op, c, v), indices=indices,
-              better=lambda v, c: binop(cmp, v, c))
+        _scan(
+            ctx,
+            call,
+            lambda c, v: fn(op, c, v),
+            indices=indices,
+            better=lambda v, c: binop(cmp, v, c),
+        )
 
     return lower
 
 
 lowering("aten.cummax")(_cum_extreme("max"))
 lowering("aten.cummin")(_cum_extreme("min"))
-

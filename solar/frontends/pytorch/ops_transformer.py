@@ -75,53 +75,36 @@ def _layer_norm(
     eps: float,
     y: TensorInfo,
 ) -> None:
-    """Layer norm over the last dim of ``x`` into ``y``."""
+    """Two-pass layer norm over the last dim of ``x`` into ``y`` (as ops_norm.py)."""
     acc = accumulate_dtype(y.dtype)
     rows = Nest(kb, x.shape[:-1], "i")
     n = x.shape[-1]
     mean = kb.local(acc, x.shape[:-1], "mean")
-    var = kb.local(acc, x.shape[:-1], "var")
-    m, v = mean[tuple(rows.idx)], var[tuple(rows.idx)]
-    (j, j2) = kb.fresh_vars(2, "j")
-    xv = _read(ctx, x, [*rows.idx, j], acc)
-    x2 = _read(ctx, x, [*rows.idx, j2], acc)
-    norm = Binary("*", Binary("-", x2, m), v)
-    kb.emit(
-        *rows.wrap(
-            [
-                Assign(m, lit(0.0)),
-                Assign(v, lit(0.0)),
-                *nest([(j, n)], [Reduce(m, "+", xv), Reduce(v, "+", Binary("*", xv, xv))]),
-                Assign(m, Binary("/", m, lit(float(n)))),
-                Assign(
-                    v,
-                    Call(
-                        "rsqrt",
-                        (
-                            Binary(
-                                "+",
-                                Binary("-", Binary("/", v, lit(float(n))), Binary("*", m, m)),
-                                lit(float(eps)),
-                            ),
-                        ),
-                    ),
-                ),
-                *nest(
-                    [(j2, n)],
-                    [
-                        Assign(
-                            ctx.write(y, [*rows.idx, j2]),
-                            Binary(
-                                "+",
-                                Binary("*", norm, _read(ctx, w, [j2], acc)),
-                                _read(ctx, b, [j2], acc),
-                            ),
-                        )
-                    ],
-                ),
-            ]
-        )
+    rstd = kb.local(acc, x.shape[:-1], "rstd")
+    centered = kb.local(acc, x.shape, "centered")
+    m, r = mean[tuple(rows.idx)], rstd[tuple(rows.idx)]
+    j, j2, j3 = kb.fresh_vars(3, "j")
+    d2, d3 = centered[(*rows.idx, j2)], centered[(*rows.idx, j3)]
+    inv = Call("rsqrt", (Binary("+", Binary("/", r, lit(float(n))), lit(float(eps))),))
+    y_val = Binary(
+        "+", Binary("*", Binary("*", d3, r), _read(ctx, w, [j3], acc)), _read(ctx, b, [j3], acc)
     )
+    body = [
+        Assign(m, lit(0.0)),
+        *nest([(j, n)], [Reduce(m, "+", _read(ctx, x, [*rows.idx, j], acc))]),
+        Assign(m, Binary("/", m, lit(float(n)))),
+        Assign(r, lit(0.0)),
+        *nest(
+            [(j2, n)],
+            [
+                Assign(d2, Binary("-", _read(ctx, x, [*rows.idx, j2], acc), m)),
+                Reduce(r, "+", Binary("*", d2, d2)),
+            ],
+        ),
+        Assign(r, inv),
+        *nest([(j3, n)], [Assign(ctx.write(y, [*rows.idx, j3]), y_val)]),
+    ]
+    kb.emit(*rows.wrap(body))
 
 
 def _pointwise(

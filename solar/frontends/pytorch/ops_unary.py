@@ -67,15 +67,45 @@ def _call(f: str) -> Body:
     return lambda x: fn(f, x)
 
 
-for _f in ("sqrt", "rsqrt", "exp", "exp2", "log", "log2", "log1p", "expm1", "erf", "sin", "cos",
-           "tan", "tanh", "sigmoid", "abs", "floor", "ceil", "trunc", "atan", "asin", "acos",
-           "reciprocal", "isnan"):
+for _f in (
+    "sqrt",
+    "rsqrt",
+    "exp",
+    "exp2",
+    "log",
+    "log2",
+    "log1p",
+    "expm1",
+    "erf",
+    "sin",
+    "cos",
+    "tan",
+    "tanh",
+    "sigmoid",
+    "abs",
+    "floor",
+    "ceil",
+    "trunc",
+    "atan",
+    "asin",
+    "acos",
+    "reciprocal",
+    "isnan",
+):
     _register(_f, _call(_f))
 
-for _alias, _f in (("fix", "trunc"), ("absolute", "abs"), ("arctan", "atan"),
-                   ("arcsin", "asin"), ("arccos", "acos"), ("special_expit", "sigmoid"),
-                   ("special_erf", "erf"), ("special_exp2", "exp2"), ("special_expm1", "expm1"),
-                   ("special_log1p", "log1p")):
+for _alias, _f in (
+    ("fix", "trunc"),
+    ("absolute", "abs"),
+    ("arctan", "atan"),
+    ("arcsin", "asin"),
+    ("arccos", "acos"),
+    ("special_expit", "sigmoid"),
+    ("special_erf", "erf"),
+    ("special_exp2", "exp2"),
+    ("special_expm1", "expm1"),
+    ("special_log1p", "log1p"),
+):
     _register(_alias, _call(_f))
 
 _register("neg", lambda x: Unary("-", x))
@@ -89,10 +119,20 @@ _register("isfinite", lambda x: binop("<", fn("abs", x), lit(math.inf)))
 _register("relu", lambda x: fn("max", x, lit(0.0)))
 _register("silu", lambda x: binop("*", x, fn("sigmoid", x)))
 _register("mish", lambda x: binop("*", x, fn("tanh", fn("log1p", fn("exp", x)))))
-_register("hardsigmoid", lambda x: binop(
-    "/", fn("min", fn("max", binop("+", x, lit(3.0)), lit(0.0)), lit(6.0)), lit(6.0)))
-_register("hardswish", lambda x: binop("*", x, binop(
-    "/", fn("min", fn("max", binop("+", x, lit(3.0)), lit(0.0)), lit(6.0)), lit(6.0))))
+_register(
+    "hardsigmoid",
+    lambda x: binop(
+        "/", fn("min", fn("max", binop("+", x, lit(3.0)), lit(0.0)), lit(6.0)), lit(6.0)
+    ),
+)
+_register(
+    "hardswish",
+    lambda x: binop(
+        "*",
+        x,
+        binop("/", fn("min", fn("max", binop("+", x, lit(3.0)), lit(0.0)), lit(6.0)), lit(6.0)),
+    ),
+)
 _register("tanhshrink", lambda x: binop("-", x, fn("tanh", x)))
 _register("softsign", lambda x: binop("/", x, binop("+", lit(1.0), fn("abs", x))))
 
@@ -145,6 +185,17 @@ def _leaky_relu(ctx: LowerCtx, call: OpCall) -> None:
     unary(ctx, call, lambda v: sel(binop(">", v, lit(0.0)), v, binop("*", v, lit(float(slope)))))
 
 
+@lowering("aten.rrelu_with_noise", "aten.rrelu")
+def _rrelu_eval(ctx: LowerCtx, call: OpCall) -> None:
+    pos = 3 if "noise" in call.target else 2
+    lower = call.arg(pos - 1, "lower", 1.0 / 8.0)
+    upper = call.arg(pos, "upper", 1.0 / 3.0)
+    if call.arg(pos + 1, "training", False):
+        raise UnsupportedOpError("rrelu in training mode draws random slopes")
+    slope = (lower + upper) / 2
+    unary(ctx, call, lambda v: sel(binop(">", v, lit(0.0)), v, binop("*", v, lit(slope))))
+
+
 def _times(v: Expr, k: float) -> Expr:
     return v if k == 1 else binop("*", v, lit(float(k)))
 
@@ -154,23 +205,39 @@ def _elu(ctx: LowerCtx, call: OpCall) -> None:
     alpha = call.arg(1, "alpha", 1.0)
     scale = call.arg(2, "scale", 1.0)
     in_scale = call.arg(3, "input_scale", 1.0)
-    unary(ctx, call, lambda v: sel(
-        binop(">", v, lit(0.0)), _times(v, scale),
-        _times(fn("expm1", _times(v, in_scale)), alpha * scale)))
+    unary(
+        ctx,
+        call,
+        lambda v: sel(
+            binop(">", v, lit(0.0)),
+            _times(v, scale),
+            _times(fn("expm1", _times(v, in_scale)), alpha * scale),
+        ),
+    )
 
 
 @lowering("aten.selu")
 def _selu(ctx: LowerCtx, call: OpCall) -> None:
     alpha, scale = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
-    unary(ctx, call, lambda v: sel(binop(">", v, lit(0.0)), _times(v, scale),
-                                   _times(fn("expm1", v), alpha * scale)))
+    unary(
+        ctx,
+        call,
+        lambda v: sel(
+            binop(">", v, lit(0.0)), _times(v, scale), _times(fn("expm1", v), alpha * scale)
+        ),
+    )
 
 
 @lowering("aten.celu")
 def _celu(ctx: LowerCtx, call: OpCall) -> None:
     alpha = call.arg(1, "alpha", 1.0)
-    unary(ctx, call, lambda v: sel(binop(">", v, lit(0.0)), v,
-                                   _times(fn("expm1", _times(v, 1.0 / alpha)), alpha)))
+    unary(
+        ctx,
+        call,
+        lambda v: sel(
+            binop(">", v, lit(0.0)), v, _times(fn("expm1", _times(v, 1.0 / alpha)), alpha)
+        ),
+    )
 
 
 @lowering("aten.gelu")
@@ -180,14 +247,20 @@ def _gelu(ctx: LowerCtx, call: OpCall) -> None:
         k = math.sqrt(2.0 / math.pi)
 
         def body(v: Expr) -> Expr:
-            inner = binop("*", lit(k), binop("+", v, binop("*", lit(0.044715),
-                                                            binop("*", v, binop("*", v, v)))))
+            inner = binop(
+                "*",
+                lit(k),
+                binop("+", v, binop("*", lit(0.044715), binop("*", v, binop("*", v, v)))),
+            )
             return binop("*", binop("*", lit(0.5), v), binop("+", lit(1.0), fn("tanh", inner)))
     else:
 
         def body(v: Expr) -> Expr:
-            return binop("*", binop("*", lit(0.5), v),
-                         binop("+", lit(1.0), fn("erf", binop("*", v, lit(math.sqrt(0.5))))))
+            return binop(
+                "*",
+                binop("*", lit(0.5), v),
+                binop("+", lit(1.0), fn("erf", binop("*", v, lit(math.sqrt(0.5))))),
+            )
 
     unary(ctx, call, body)
 
@@ -223,17 +296,28 @@ def _hardshrink(ctx: LowerCtx, call: OpCall) -> None:
 @lowering("aten.softshrink")
 def _softshrink(ctx: LowerCtx, call: OpCall) -> None:
     lam = float(call.arg(1, "lambd", 0.5))
-    unary(ctx, call, lambda v: sel(
-        binop(">", v, lit(lam)), binop("-", v, lit(lam)),
-        sel(binop("<", v, Unary("-", lit(lam))), binop("+", v, lit(lam)), lit(0.0))))
+    unary(
+        ctx,
+        call,
+        lambda v: sel(
+            binop(">", v, lit(lam)),
+            binop("-", v, lit(lam)),
+            sel(binop("<", v, Unary("-", lit(lam))), binop("+", v, lit(lam)), lit(0.0)),
+        ),
+    )
 
 
 @lowering("aten.log_sigmoid_forward", "aten.log_sigmoid")
 def _log_sigmoid(ctx: LowerCtx, call: OpCall) -> None:
     # The second output (``buffer``) is scratch for backward; CUDA leaves it empty,
     # so only the result is written (an unwritten temp is pruned by the driver).
-    unary(ctx, call, lambda v: binop("-", fn("min", v, lit(0.0)),
-                                     fn("log1p", fn("exp", Unary("-", fn("abs", v))))))
+    unary(
+        ctx,
+        call,
+        lambda v: binop(
+            "-", fn("min", v, lit(0.0)), fn("log1p", fn("exp", Unary("-", fn("abs", v))))
+        ),
+    )
 
 
 @lowering("aten._prelu_kernel", "aten.prelu")
@@ -263,7 +347,7 @@ def _glu(ctx: LowerCtx, call: OpCall) -> None:
 
     def value(idx: tuple[Name, ...]) -> Expr:
         a = cast(LowerCtx.read(x, idx), x.dtype, out.dtype)
-        bidx = list(idx)
+        bidx: list[Expr] = list(idx)
         bidx[dim] = binop("+", idx[dim], lit(half))
         b = cast(LowerCtx.read(x, bidx), x.dtype, out.dtype)
         return binop("*", a, fn("sigmoid", b))

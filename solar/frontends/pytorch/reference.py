@@ -58,8 +58,9 @@ def reference_data(lowered: LoweredProgram, capture: TorchCapture) -> tuple[Arra
         inputs[name] = vals.params[key]
     for key, name in binding.constants:
         if key not in vals.constants:
-            raise FrontendError(f"the value of constant tensor `{key}` was not captured",
-                                code="E0508")
+            raise FrontendError(
+                f"the value of constant tensor `{key}` was not captured", code="E0508"
+            )
         inputs[name] = vals.constants[key]
     for uv in binding.uncovered_values:
         value = vals.kept[uv.call_index][uv.output_index]
@@ -81,7 +82,7 @@ def _as_declared(lowered: LoweredProgram, name: str, arr: np.ndarray) -> np.ndar
 
 def program_bytes(capture: TorchCapture) -> int:
     """Bytes a real run may touch: inputs, parameters and every call's new outputs."""
-    from solar.frontends.pytorch.driver import TORCH_DTYPES
+    from solar.frontends.pytorch.lowered import TORCH_DTYPES
 
     total = capture.info.input_bytes + capture.info.param_bytes
     for call in capture.calls:
@@ -93,10 +94,39 @@ def program_bytes(capture: TorchCapture) -> int:
     return total
 
 
-_SIZE_WORDS = ("batch", "seq", "len", "size", "dim", "height", "width", "hidden", "feature",
-               "channel", "token", "vocab", "embed", "num_", "n_", "ffn", "intermediate")
-_FIXED_WORDS = ("kernel", "stride", "pad", "dilation", "group", "head", "layer", "seed",
-                "window", "scale", "block", "patch")
+_SIZE_WORDS = (
+    "batch",
+    "seq",
+    "len",
+    "size",
+    "dim",
+    "height",
+    "width",
+    "hidden",
+    "feature",
+    "channel",
+    "token",
+    "vocab",
+    "embed",
+    "num_",
+    "n_",
+    "ffn",
+    "intermediate",
+)
+_FIXED_WORDS = (
+    "kernel",
+    "stride",
+    "pad",
+    "dilation",
+    "group",
+    "head",
+    "layer",
+    "seed",
+    "window",
+    "scale",
+    "block",
+    "patch",
+)
 _LETTERS = re.compile(r"^[A-Z][0-9]?$|^[bnmkltdhwcse]$")
 _PRIORITY = ("batch", "seq", "len", "token")
 
@@ -160,6 +190,7 @@ def reference_at_reduced_sizes(
     Raises:
         FrontendError: E0511 when no reduction fits; loader/capture errors.
     """
+
     def capture_at(over: dict[str, int]) -> TorchCapture:
         src = source_for_file(path, entry=entry, inputs=inputs, overrides=over, train=train)
         return capture_program(src)
@@ -176,8 +207,10 @@ def reference_at_reduced_sizes(
             raise FrontendError(
                 f"no reduced size of {Path(path).name} fits {_fmt_bytes(budget_bytes)}",
                 code="E0511",
-                notes=(f"smallest program tried: {_fmt_bytes(current)}",
-                       f"size constants considered: {', '.join(names) or 'none'}"),
+                notes=(
+                    f"smallest program tried: {_fmt_bytes(current)}",
+                    f"size constants considered: {', '.join(names) or 'none'}",
+                ),
             )
         overrides, capture = step
         current = program_bytes(capture)

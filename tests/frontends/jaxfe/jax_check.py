@@ -52,8 +52,9 @@ def assert_outputs_close(
         if w.dtype.kind in "iub":
             np.testing.assert_array_equal(g, w, err_msg=name)
         else:
-            np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64),
-                                       rtol=rtol, atol=atol, err_msg=name)
+            np.testing.assert_allclose(
+                g.astype(np.float64), w.astype(np.float64), rtol=rtol, atol=atol, err_msg=name
+            )
 
 
 def check_capture(

@@ -7,7 +7,9 @@ from hypothesis import strategies as st
 __all__ = ["broadcast_pair", "dims_for", "shapes"]
 
 
-def shapes(min_rank: int = 0, max_rank: int = 3, max_side: int = 4) -> st.SearchStrategy[tuple[int, ...]]:
+def shapes(
+    min_rank: int = 0, max_rank: int = 3, max_side: int = 4
+) -> st.SearchStrategy[tuple[int, ...]]:
     """Shapes with odd sizes and size-1 dims."""
     return st.lists(st.integers(1, max_side), min_size=min_rank, max_size=max_rank).map(tuple)
 
@@ -16,7 +18,7 @@ def shapes(min_rank: int = 0, max_rank: int = 3, max_side: int = 4) -> st.Search
 def broadcast_pair(draw: st.DrawFn, max_rank: int = 3) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Two shapes that broadcast together (dims dropped or set to 1 in the second)."""
     a = draw(shapes(0, max_rank))
-    b = list(a[draw(st.integers(0, len(a))):])
+    b = list(a[draw(st.integers(0, len(a))) :])
     for k in range(len(b)):
         if draw(st.booleans()):
             b[k] = 1

@@ -171,3 +171,11 @@ def test_transformer_encoder_layer_fwd(norm_first: bool, gelu: bool) -> None:
     ]
     params = [p.detach() if isinstance(p, torch.Tensor) else p for p in params]
     check_op(A._transformer_encoder_layer_fwd.default, torch.randn(2, 4, 8), 8, 2, *params)
+
+
+def test_safe_softmax_zeroes_fully_masked_rows() -> None:
+    x = torch.randn(3, 4, 5)
+    x[1, 2, :] = float("-inf")
+    x[0, 0, 1] = float("-inf")
+    check_op(A._safe_softmax.default, x, -1)
+    check_op(A._safe_softmax.default, torch.randn(4, 3), 0)

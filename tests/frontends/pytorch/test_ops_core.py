@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -29,26 +31,41 @@ def test_mm_bmm_match_torch(m: int, k: int, n: int, b: int) -> None:
 
 @settings(max_examples=10)
 @given(m=side, k=side, n=side, alpha=scalar, beta=scalar, bias_rank=st.integers(0, 2))
-def test_addmm_alpha_beta(m: int, k: int, n: int, alpha: float, beta: float, bias_rank: int) -> None:
+def test_addmm_alpha_beta(
+    m: int, k: int, n: int, alpha: float, beta: float, bias_rank: int
+) -> None:
     bias = torch.randn(tuple((m, n)[2 - bias_rank + j] for j in range(bias_rank)))
-    check_program(lambda c, x, y: torch.addmm(c, x, y, beta=beta, alpha=alpha),
-                  bias, torch.randn(m, k), torch.randn(k, n))
+    check_program(
+        lambda c, x, y: torch.addmm(c, x, y, beta=beta, alpha=alpha),
+        bias,
+        torch.randn(m, k),
+        torch.randn(k, n),
+    )
 
 
 @settings(max_examples=8)
 @given(b=st.integers(1, 3), m=side, k=side, n=side, alpha=scalar, beta=scalar)
 def test_baddbmm_addbmm(b: int, m: int, k: int, n: int, alpha: float, beta: float) -> None:
     x, y = torch.randn(b, m, k), torch.randn(b, k, n)
-    check_program(lambda c, x, y: torch.baddbmm(c, x, y, beta=beta, alpha=alpha),
-                  torch.randn(b, m, n), x, y)
-    check_program(lambda c, x, y: torch.addbmm(c, x, y, beta=beta, alpha=alpha),
-                  torch.randn(m, n), x, y)
+    check_program(
+        lambda c, x, y: torch.baddbmm(c, x, y, beta=beta, alpha=alpha), torch.randn(b, m, n), x, y
+    )
+    check_program(
+        lambda c, x, y: torch.addbmm(c, x, y, beta=beta, alpha=alpha), torch.randn(m, n), x, y
+    )
 
 
 @pytest.mark.parametrize(
     ("a_shape", "b_shape"),
-    [((4,), (4,)), ((3, 4), (4,)), ((4,), (4, 5)), ((2, 3, 4), (4, 5)), ((2, 1, 3, 4), (3, 4, 2)),
-     ((5, 4), (2, 4, 3)), ((1, 1), (1, 1))],
+    [
+        ((4,), (4,)),
+        ((3, 4), (4,)),
+        ((4,), (4, 5)),
+        ((2, 3, 4), (4, 5)),
+        ((2, 1, 3, 4), (3, 4, 2)),
+        ((5, 4), (2, 4, 3)),
+        ((1, 1), (1, 1)),
+    ],
 )
 def test_matmul_broadcasting(a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> None:
     check_program(torch.matmul, torch.randn(*a_shape), torch.randn(*b_shape))
@@ -82,10 +99,16 @@ def test_matmul_is_one_contraction_kernel() -> None:
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64])
-def test_low_and_high_precision_matmul(dtype: torch.dtype) -> None:
+def test_low_and_high_precision_matmul(dtype: Any) -> None:
     tol = 2e-2 if dtype in (torch.float16, torch.bfloat16) else 1e-6
-    check_program(lambda x, y, c: torch.addmm(c, x, y), torch.randn(3, 8, dtype=dtype),
-                  torch.randn(8, 5, dtype=dtype), torch.randn(5, dtype=dtype), rtol=tol, atol=tol)
+    check_program(
+        lambda x, y, c: torch.addmm(c, x, y),
+        torch.randn(3, 8, dtype=dtype),
+        torch.randn(8, 5, dtype=dtype),
+        torch.randn(5, dtype=dtype),
+        rtol=tol,
+        atol=tol,
+    )
 
 
 @pytest.mark.parametrize(

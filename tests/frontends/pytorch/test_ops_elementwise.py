@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
@@ -63,12 +63,28 @@ def test_binary_broadcasting(name: str, pair: tuple[tuple[int, ...], tuple[int, 
 
 
 SCALAR = [
-    lambda a: a + 2, lambda a: 2.5 - a, lambda a: a * -3, lambda a: a / 4, lambda a: 1 / (a + 5),
-    lambda a: a ** 2, lambda a: a ** 3, lambda a: (a + 5) ** 0.5, lambda a: (a + 5) ** -1.5,
-    lambda a: 2 ** a, lambda a: a > 0.5, lambda a: a == 1, lambda a: torch.where(a > 0, a, 0.0),
-    lambda a: torch.where(a > 0, 1.0, a), lambda a: a.clamp(-0.5, 0.5), lambda a: a.clamp(min=0),
-    lambda a: a.clamp(max=0.25), lambda a: torch.remainder(a, 0.75), lambda a: a % -0.75,
-    lambda a: torch.fmod(a, 0.5), lambda a: a // 0.5, lambda a: torch.nan_to_num(a / (a > 0)),
+    lambda a: a + 2,
+    lambda a: 2.5 - a,
+    lambda a: a * -3,
+    lambda a: a / 4,
+    lambda a: 1 / (a + 5),
+    lambda a: a**2,
+    lambda a: a**3,
+    lambda a: (a + 5) ** 0.5,
+    lambda a: (a + 5) ** -1.5,
+    lambda a: 2**a,
+    lambda a: a > 0.5,
+    lambda a: a == 1,
+    lambda a: torch.where(a > 0, a, 0.0),
+    lambda a: torch.where(a > 0, 1.0, a),
+    lambda a: a.clamp(-0.5, 0.5),
+    lambda a: a.clamp(min=0),
+    lambda a: a.clamp(max=0.25),
+    lambda a: torch.remainder(a, 0.75),
+    lambda a: a % -0.75,
+    lambda a: torch.fmod(a, 0.5),
+    lambda a: a // 0.5,
+    lambda a: torch.nan_to_num(a / (a > 0)),
     lambda a: torch.nan_to_num(torch.log(a), nan=1.0, posinf=2.0, neginf=-2.0),
 ]
 
@@ -79,12 +95,23 @@ def test_scalar_operands(fn: object) -> None:
 
 
 INT_OPS = [
-    lambda n, m: n + m, lambda n, m: n * m - 3, lambda n, m: n // (m.abs() + 1),
-    lambda n, m: n % (m.abs() + 1), lambda n, m: torch.div(n, m.abs() + 1, rounding_mode="trunc"),
-    lambda n, m: n / (m.abs() + 1), lambda n, m: n * 0.5, lambda n, m: n.float() + m,
-    lambda n, m: n > m, lambda n, m: torch.maximum(n, m), lambda n, m: (n > 0) + (m > 0),
-    lambda n, m: n.abs(), lambda n, m: -n, lambda n, m: n.sign(), lambda n, m: n.sqrt(),
-    lambda n, m: torch.where(n > m, n, m), lambda n, m: (n > 0) * (m > 0),
+    lambda n, m: n + m,
+    lambda n, m: n * m - 3,
+    lambda n, m: n // (m.abs() + 1),
+    lambda n, m: n % (m.abs() + 1),
+    lambda n, m: torch.div(n, m.abs() + 1, rounding_mode="trunc"),
+    lambda n, m: n / (m.abs() + 1),
+    lambda n, m: n * 0.5,
+    lambda n, m: n.float() + m,
+    lambda n, m: n > m,
+    lambda n, m: torch.maximum(n, m),
+    lambda n, m: (n > 0) + (m > 0),
+    lambda n, m: n.abs(),
+    lambda n, m: -n,
+    lambda n, m: n.sign(),
+    lambda n, m: n.sqrt(),
+    lambda n, m: torch.where(n > m, n, m),
+    lambda n, m: (n > 0) * (m > 0),
 ]
 
 
@@ -94,25 +121,58 @@ def test_integer_and_bool_promotion(fn: object) -> None:
 
 
 UNARY = {
-    "neg": torch.neg, "abs": torch.abs, "sqrt": lambda x: (x.abs() + 0.1).sqrt(),
-    "rsqrt": lambda x: (x.abs() + 0.1).rsqrt(), "exp": torch.exp, "exp2": torch.exp2,
-    "log": lambda x: (x.abs() + 0.1).log(), "log2": lambda x: (x.abs() + 0.1).log2(),
-    "log1p": lambda x: x.abs().log1p(), "expm1": torch.expm1, "erf": torch.erf, "sin": torch.sin,
-    "cos": torch.cos, "tan": torch.tan, "tanh": torch.tanh, "sigmoid": torch.sigmoid,
-    "sign": torch.sign, "floor": torch.floor, "ceil": torch.ceil, "round": torch.round,
-    "round_dec": lambda x: torch.round(x, decimals=2), "trunc": torch.trunc, "frac": torch.frac,
-    "reciprocal": lambda x: (x.abs() + 0.5).reciprocal(), "square": torch.square,
-    "atan": torch.atan, "asin": lambda x: torch.asin(x.clamp(-0.9, 0.9)), "isnan": torch.isnan,
-    "isinf": lambda x: torch.isinf(x / x.round()), "not": lambda x: ~(x > 0),
-    "logical_not": lambda x: torch.logical_not(x), "relu": F.relu, "relu6": lambda x: F.relu6(4 * x),
-    "leaky_relu": lambda x: F.leaky_relu(x, 0.2), "elu": lambda x: F.elu(x, 0.7),
-    "selu": F.selu, "celu": lambda x: F.celu(x, 0.6), "gelu": F.gelu,
-    "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"), "silu": F.silu, "mish": F.mish,
-    "softplus": lambda x: F.softplus(x, beta=2.0, threshold=1.0), "softsign": F.softsign,
-    "hardsigmoid": lambda x: F.hardsigmoid(3 * x), "hardswish": lambda x: F.hardswish(3 * x),
-    "hardtanh": lambda x: F.hardtanh(x, -0.4, 0.6), "logsigmoid": F.logsigmoid,
-    "threshold": lambda x: F.threshold(x, 0.3, -2.0), "glu": lambda x: F.glu(x, dim=0),
-    "tanhshrink": F.tanhshrink, "hardshrink": F.hardshrink, "softshrink": F.softshrink,
+    "neg": torch.neg,
+    "abs": torch.abs,
+    "sqrt": lambda x: (x.abs() + 0.1).sqrt(),
+    "rsqrt": lambda x: (x.abs() + 0.1).rsqrt(),
+    "exp": torch.exp,
+    "exp2": torch.exp2,
+    "log": lambda x: (x.abs() + 0.1).log(),
+    "log2": lambda x: (x.abs() + 0.1).log2(),
+    "log1p": lambda x: x.abs().log1p(),
+    "expm1": torch.expm1,
+    "erf": torch.erf,
+    "sin": torch.sin,
+    "cos": torch.cos,
+    "tan": torch.tan,
+    "tanh": torch.tanh,
+    "sigmoid": torch.sigmoid,
+    "sign": torch.sign,
+    "floor": torch.floor,
+    "ceil": torch.ceil,
+    "round": torch.round,
+    "round_dec": lambda x: torch.round(x, decimals=2),
+    "trunc": torch.trunc,
+    "frac": torch.frac,
+    "reciprocal": lambda x: (x.abs() + 0.5).reciprocal(),
+    "square": torch.square,
+    "atan": torch.atan,
+    "asin": lambda x: torch.asin(x.clamp(-0.9, 0.9)),
+    "isnan": torch.isnan,
+    "isinf": lambda x: torch.isinf(x / x.round()),
+    "not": lambda x: ~(x > 0),
+    "logical_not": lambda x: torch.logical_not(x),
+    "relu": F.relu,
+    "relu6": lambda x: F.relu6(4 * x),
+    "leaky_relu": lambda x: F.leaky_relu(x, 0.2),
+    "elu": lambda x: F.elu(x, 0.7),
+    "selu": F.selu,
+    "celu": lambda x: F.celu(x, 0.6),
+    "gelu": F.gelu,
+    "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
+    "silu": F.silu,
+    "mish": F.mish,
+    "softplus": lambda x: F.softplus(x, beta=2.0, threshold=1.0),
+    "softsign": F.softsign,
+    "hardsigmoid": lambda x: F.hardsigmoid(3 * x),
+    "hardswish": lambda x: F.hardswish(3 * x),
+    "hardtanh": lambda x: F.hardtanh(x, -0.4, 0.6),
+    "logsigmoid": F.logsigmoid,
+    "threshold": lambda x: F.threshold(x, 0.3, -2.0),
+    "glu": lambda x: F.glu(x, dim=0),
+    "tanhshrink": F.tanhshrink,
+    "hardshrink": F.hardshrink,
+    "softshrink": F.softshrink,
     "rrelu_eval": lambda x: F.rrelu(x, training=False),
 }
 
@@ -132,10 +192,15 @@ def test_prelu_per_channel_and_shared() -> None:
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64])
-def test_other_float_types(dtype: torch.dtype) -> None:
+def test_other_float_types(dtype: Any) -> None:
     tol = 1e-2 if dtype != torch.float64 else 1e-9
-    check_program(lambda a, b: (F.gelu(a) * b + 1).sigmoid(), torch.randn(3, 4, dtype=dtype),
-                  torch.randn(4, dtype=dtype), rtol=tol, atol=tol)
+    check_program(
+        lambda a, b: (F.gelu(a) * b + 1).sigmoid(),
+        torch.randn(3, 4, dtype=dtype),
+        torch.randn(4, dtype=dtype),
+        rtol=tol,
+        atol=tol,
+    )
 
 
 def test_inplace_chain_creates_versions() -> None:

@@ -66,7 +66,6 @@ def test_nll_loss(reduction: int, weighted: bool) -> None:
     check_op(A.nll_loss2d_forward.default, seg, torch.randint(0, 5, (2, 3, 2)), w, reduction, 4)
 
 
-@pytest.mark.xfail(reason="executor: rank-0 input tensors are read as rank 1", strict=False)
 def test_nll_loss_unbatched() -> None:
     check_op(A.nll_loss_forward.default, torch.randn(5), torch.tensor(3), None, 1, -100)
 

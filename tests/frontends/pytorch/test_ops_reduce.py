@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -50,18 +52,31 @@ MULTI_DIM = {
 @pytest.mark.parametrize("name", sorted(MULTI_DIM))
 @settings(max_examples=4)
 @given(data=st.data(), shape=shapes(1, 3), keepdim=st.booleans())
-def test_reduce_over_dims(name: str, data: st.DataObject, shape: tuple[int, ...],
-                          keepdim: bool) -> None:
+def test_reduce_over_dims(
+    name: str, data: st.DataObject, shape: tuple[int, ...], keepdim: bool
+) -> None:
     dims = data.draw(dims_for(len(shape)))
-    fn = MULTI_DIM[name]
+    fn: Any = MULTI_DIM[name]
     check_program(lambda x: fn(x, dims, keepdim), torch.randn(shape), rtol=1e-4, atol=1e-4)
 
 
 FULL = [
-    lambda x: x.sum(), lambda x: x.mean(), lambda x: x.prod(), lambda x: x.max(), lambda x: x.min(),
-    lambda x: x.argmax(), lambda x: x.argmin(), lambda x: x.var(), lambda x: x.std(unbiased=False),
-    lambda x: x.norm(), lambda x: x.norm(p="fro"), lambda x: (x > 0).all(), lambda x: (x > 0).any(),
-    lambda x: torch.count_nonzero(x > 0), lambda x: torch.var_mean(x), lambda x: x.amax(),
+    lambda x: x.sum(),
+    lambda x: x.mean(),
+    lambda x: x.prod(),
+    lambda x: x.max(),
+    lambda x: x.min(),
+    lambda x: x.argmax(),
+    lambda x: x.argmin(),
+    lambda x: x.var(),
+    lambda x: x.std(unbiased=False),
+    lambda x: x.norm(),
+    lambda x: x.norm(p="fro"),
+    lambda x: (x > 0).all(),
+    lambda x: (x > 0).any(),
+    lambda x: torch.count_nonzero(x > 0),
+    lambda x: torch.var_mean(x),
+    lambda x: x.amax(),
 ]
 
 
@@ -75,17 +90,26 @@ def test_argmax_ties_take_first_index() -> None:
     check_program(lambda t: (t.argmax(1), t.argmin(1), t.max(1), t.argmax()), x)
 
 
-@pytest.mark.parametrize("fn", [
-    lambda x, d: F.softmax(x, d), lambda x, d: F.log_softmax(x, d), lambda x, d: F.softmin(x, d),
-    lambda x, d: F.softmax(x.half(), d, dtype=torch.float32),
-    lambda x, d: torch.cumsum(x, d), lambda x, d: torch.cumprod(x, d),
-    lambda x, d: torch.logcumsumexp(x, d), lambda x, d: torch.cummax(x, d),
-    lambda x, d: torch.cummin(x, d), lambda x, d: torch.cumsum(x > 0, d),
-    lambda x, d: torch.cumsum(x.flip(d), d).flip(d), lambda x, d: torch.cumsum(x, d) - x,
-])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x, d: F.softmax(x, d),
+        lambda x, d: F.log_softmax(x, d),
+        lambda x, d: F.softmin(x, d),
+        lambda x, d: F.softmax(x.half(), d, dtype=torch.float32),
+        lambda x, d: torch.cumsum(x, d),
+        lambda x, d: torch.cumprod(x, d),
+        lambda x, d: torch.logcumsumexp(x, d),
+        lambda x, d: torch.cummax(x, d),
+        lambda x, d: torch.cummin(x, d),
+        lambda x, d: torch.cumsum(x > 0, d),
+        lambda x, d: torch.cumsum(x.flip(d), d).flip(d),
+        lambda x, d: torch.cumsum(x, d) - x,
+    ],
+)
 @settings(max_examples=4)
 @given(data=st.data(), shape=shapes(1, 3))
-def test_softmax_and_scans(fn: object, data: st.DataObject, shape: tuple[int, ...]) -> None:
+def test_softmax_and_scans(fn: Any, data: st.DataObject, shape: tuple[int, ...]) -> None:
     dim = data.draw(st.integers(-len(shape), len(shape) - 1))
     check_program(lambda x: fn(x, dim), torch.rand(shape) + 0.5, rtol=1e-3, atol=1e-4)
 

@@ -1,0 +1,163 @@
+"""Values a PyTorch capture is made of: tensor metas, recorded calls, the capture.
+
+Contract: plain frozen dataclasses, no torch import at module level (``to_numpy``
+imports it when called). Produced by capture.py, consumed by driver.py and
+reference.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from solar.frontends.pytorch.loader import ProgramSource
+
+__all__ = [
+    "CallKind",
+    "CaptureInfo",
+    "NamedTensor",
+    "RecordedCall",
+    "TensorArg",
+    "TensorMeta",
+    "TorchCapture",
+    "to_numpy",
+]
+
+CallKind = Literal["functional", "view", "inplace", "out", "host"]
+
+
+@dataclass(frozen=True, slots=True)
+class TensorArg:
+    """A tensor argument of a recorded call, by id."""
+
+    id: int
+
+
+@dataclass(frozen=True, slots=True)
+class TensorMeta:
+    """What eager PyTorch knows about a tensor value (never its data).
+
+    Attributes:
+        id: stable id within the capture (same Python tensor object -> same id).
+        shape: sizes.
+        dtype: torch dtype name, e.g. ``"float32"``.
+        stride: strides in elements.
+        storage_offset: offset into the storage, in elements.
+        storage_id: id of the underlying storage (views share it).
+    """
+
+    id: int
+    shape: tuple[int, ...]
+    dtype: str
+    stride: tuple[int, ...]
+    storage_offset: int
+    storage_id: int
+
+    @property
+    def numel(self) -> int:
+        """Number of elements."""
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+
+@dataclass(frozen=True, slots=True)
+class NamedTensor:
+    """A program-level tensor with its source name (state_dict key or attribute path)."""
+
+    name: str
+    meta: TensorMeta
+    value: np.ndarray | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedCall:
+    """One ATen call.
+
+    Attributes:
+        index: position in the capture.
+        target: overload name, ``str(func)``, e.g. ``"aten.addmm.default"``.
+        args: positional args; tensors as `TensorArg`, lists as tuples, dtypes as names.
+        kwargs: keyword args, likewise.
+        outputs: flattened outputs; `TensorMeta` for tensors, else ``None``.
+        kind: ``view`` (output aliases an input), ``inplace``/``out`` (writes into
+            argument tensors), ``host`` (reads data to the host), else ``functional``.
+        mutated: ids of the tensors written in place.
+        module_path: dotted path of the innermost ``nn.Module`` running the call.
+        new_constants: constants first seen as arguments of this call.
+    """
+
+    index: int
+    target: str
+    args: tuple[Any, ...]
+    kwargs: Mapping[str, Any]
+    outputs: tuple[TensorMeta | None, ...]
+    kind: CallKind
+    mutated: tuple[int, ...]
+    module_path: str
+
+
+@dataclass(frozen=True, slots=True)
+class CaptureInfo:
+    """How a capture was made.
+
+    Attributes:
+        used_real_values: the program ran on real tensors (fake execution hit a
+            data-dependent op).
+        real_reason: why real values were needed.
+        input_bytes: bytes of the program inputs.
+        param_bytes: bytes of parameters and buffers.
+        sizes: module-level integer constants of the model file at capture time.
+        num_calls: number of recorded ATen calls.
+    """
+
+    used_real_values: bool
+    real_reason: str | None
+    input_bytes: int
+    param_bytes: int
+    sizes: Mapping[str, int]
+    num_calls: int
+
+
+@dataclass(frozen=True, slots=True)
+class TorchCapture:
+    """A captured program.
+
+    Attributes:
+        name: program name.
+        calls: the ATen calls in execution order.
+        inputs: flattened inputs; `TensorMeta` for tensor leaves, ``None`` otherwise.
+        params: parameters and buffers by state_dict name.
+        constants: other tensors the program reads (plain tensor attributes,
+            ``torch.tensor(...)`` literals); named by attribute path or ``c<k>``.
+        outputs: flattened outputs; `TensorMeta` for tensors, ``None`` otherwise.
+        info: how the capture was made.
+        source: how to rebuild the program (for reference values).
+        constant_sites: for each constant, ``(call index, id)`` where it is first read.
+    """
+
+    name: str
+    calls: tuple[RecordedCall, ...]
+    inputs: tuple[TensorMeta | None, ...]
+    params: tuple[NamedTensor, ...]
+    constants: tuple[NamedTensor, ...]
+    outputs: tuple[TensorMeta | None, ...]
+    info: CaptureInfo
+    source: ProgramSource = field(compare=False)
+    constant_sites: tuple[tuple[int, int], ...] = ()
+
+
+def to_numpy(t: Any) -> np.ndarray:
+    """A real tensor as a numpy array (bf16/fp8 widened to f32, as the executor uses)."""
+    import torch
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    with _disable_current_modes(), torch.no_grad():
+        t = t.detach().cpu()
+        if t.dtype in (torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2):
+            t = t.float()
+        return np.array(t.numpy(), copy=True)

@@ -1,0 +1,127 @@
+"""Program-level IR transformations (pure; inputs are never mutated).
+
+Contract: ``Program -> Program`` with the same outputs for the same inputs.
+`eliminate_dead_code` removes work whose results no output depends on (eager
+PyTorch computes max-pool indices, saved batch-norm statistics or an LSTM's
+workspace whether or not anything reads them); the bounds are computed on the
+result, so dead work is never charged (Note [Dead code] in docs/bounds.md).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import assert_never
+
+from solar.ir.nodes import Access, Assign, For, If, Kernel, Program, Reduce, Stmt
+from solar.ir.traversal import walk_exprs
+
+__all__ = ["eliminate_dead_code"]
+
+
+def _reads(expr_sources: tuple[object, ...]) -> set[str]:
+    out: set[str] = set()
+    for e in expr_sources:
+        for sub in walk_exprs(e):  # type: ignore[arg-type]
+            if isinstance(sub, Access):
+                out.add(sub.tensor)
+    return out
+
+
+def _leaf_uses(stmt: Assign | Reduce, guards: tuple[object, ...]) -> set[str]:
+    """Tensors a leaf statement reads, other than its own target element."""
+    return _reads((stmt.value, *stmt.target.indices, *guards))
+
+
+def _live_tensors(program: Program) -> set[str]:
+    """Backward fixpoint: outputs are live; a statement writing a live tensor makes its
+    reads (value, indices, enclosing conditions and loop bounds) live."""
+    leaves: list[tuple[str, set[str]]] = []
+
+    def collect(body: tuple[Stmt, ...], ctx: tuple[object, ...]) -> None:
+        for s in body:
+            match s:
+                case Assign() | Reduce():
+                    leaves.append((s.target.tensor, _leaf_uses(s, ctx)))
+                case For():
+                    collect(s.body, (*ctx, s.lo, s.hi))
+                case If():
+                    collect(s.body, (*ctx, s.cond))
+                case _:
+                    assert_never(s)
+
+    for k in program.kernels:
+        collect(k.body, ())
+    live = {t.name for t in program.tensors if t.role == "output"}
+    changed = True
+    while changed:
+        changed = False
+        for target, uses in leaves:
+            if target in live and not uses <= live:
+                live |= uses
+                changed = True
+    return live
+
+
+def _prune(body: tuple[Stmt, ...], live: set[str]) -> tuple[Stmt, ...]:
+    out: list[Stmt] = []
+    for s in body:
+        match s:
+            case Assign() | Reduce():
+                if s.target.tensor in live:
+                    out.append(s)
+            case For() | If():
+                inner = _prune(s.body, live)
+                if inner:
+                    same = len(inner) == len(s.body) and all(
+                        a is b for a, b in zip(inner, s.body, strict=True)
+                    )
+                    out.append(s if same else dataclasses.replace(s, body=inner))
+            case _:
+                assert_never(s)
+    return tuple(out)
+
+
+def eliminate_dead_code(program: Program) -> Program:
+    """Remove statements, kernels and temporaries that no program output depends on.
+
+    Returns the same object when nothing is dead.
+
+    >>> from solar.ir import parse_program, print_program
+    >>> p = parse_program('''solar-ir 1
+    ... program p
+    ... input X : f32[4]
+    ... output Y : f32[4]
+    ... temp I : i64[4]
+    ... kernel k {
+    ...   for i in 0 .. 4 {
+    ...     Y[i] = X[i] * 2.0
+    ...     I[i] = i
+    ...   }
+    ... }''')
+    >>> print(print_program(eliminate_dead_code(p)).strip().splitlines()[-3])
+        Y[i] = X[i] * 2.0
+    >>> "I" in print_program(eliminate_dead_code(p))
+    False
+    """
+    live = _live_tensors(program)
+    kernels: list[Kernel] = []
+    changed = False
+    for k in program.kernels:
+        body = _prune(k.body, live)
+        if not body:
+            changed = True
+            continue
+        locals_ = tuple(d for d in k.locals if d.name in live)
+        if body is k.body or (
+            len(body) == len(k.body) and all(a is b for a, b in zip(body, k.body, strict=True))
+        ):
+            body = k.body
+        if body is k.body and len(locals_) == len(k.locals):
+            kernels.append(k)
+            continue
+        changed = True
+        kernels.append(dataclasses.replace(k, locals=locals_, body=body))
+    tensors = tuple(t for t in program.tensors if t.role != "temp" or t.name in live)
+    if not changed and len(tensors) == len(program.tensors):
+        return program
+    return dataclasses.replace(program, tensors=tensors, kernels=tuple(kernels))

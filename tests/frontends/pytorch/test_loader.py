@@ -1,0 +1,195 @@
+"""Loading model files and functions: conventions, determinism and error codes."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from solar.diagnostics import FrontendError
+from solar.frontends.pytorch import lower_capture, reference_data, trace_model_file
+from solar.frontends.pytorch.reference import size_candidates
+from solar.ir import print_program
+
+torch = pytest.importorskip("torch")
+
+from torch_check import assert_outputs_close, run_lowered  # noqa: E402
+
+pytestmark = pytest.mark.torch
+
+GOOD = """
+import torch
+import torch.nn as nn
+
+B = 3
+D = 4
+
+
+class Model(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.fc = nn.Linear(d, d)
+
+    def forward(self, x):
+        return self.fc(x).relu()
+
+
+def get_inputs():
+    return [torch.randn(B, D)]
+
+
+def get_init_inputs():
+    return [D]
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "model.py") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+BAD_FILES = [
+    ("raise ValueError('boom at import')\n", "E0501", "boom at import"),
+    (
+        GOOD.replace("return self.fc(x).relu()", "raise KeyError('in forward')"),
+        "E0501",
+        "in forward",
+    ),
+    (
+        GOOD.replace("return [torch.randn(B, D)]", "return [torch.randn(B, D + 1)]"),
+        "E0501",
+        "RuntimeError",
+    ),
+    (GOOD.replace("class Model", "class Modle"), "E0502", "`Model`"),
+    (GOOD.replace("def get_inputs", "def get_input"), "E0502", "`get_inputs`"),
+    (
+        GOOD.replace("return [torch.randn(B, D)]", "return torch.randn(B, D)"),
+        "E0503",
+        "get_inputs()",
+    ),
+    (GOOD.replace("return [D]", "return D"), "E0503", "get_init_inputs()"),
+    (GOOD.replace("return self.fc(x).relu()", "return 'text', object()"), "E0503", "object"),
+]
+
+
+@pytest.mark.parametrize(("text", "code", "needle"), BAD_FILES)
+def test_bad_model_files(tmp_path: Path, text: str, code: str, needle: str) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(FrontendError) as info:
+        trace_model_file(path)
+    err = info.value
+    assert err.code == code
+    assert needle in err.render()
+
+
+def test_user_traceback_is_summarised(tmp_path: Path) -> None:
+    path = write(tmp_path, GOOD.replace("return self.fc(x).relu()", "raise KeyError('in forward')"))
+    with pytest.raises(FrontendError) as info:
+        trace_model_file(path)
+    assert any(str(path) in note and "forward" in note for note in info.value.notes)
+
+
+def test_missing_file_and_wrong_suffix(tmp_path: Path) -> None:
+    with pytest.raises(FrontendError) as info:
+        trace_model_file(tmp_path / "absent.py")
+    assert info.value.code == "E0504"
+    with pytest.raises(FrontendError) as info:
+        trace_model_file(write(tmp_path, "x = 1\n", "model.txt"))
+    assert info.value.code == "E0504"
+
+
+def test_capture_is_deterministic(tmp_path: Path) -> None:
+    path = write(tmp_path, GOOD)
+    a, b = trace_model_file(path), trace_model_file(path)
+    la, lb = lower_capture(a), lower_capture(b)
+    assert print_program(la.program) == print_program(lb.program)
+    (ia, oa), (ib, ob) = reference_data(la, a), reference_data(lb, b)
+    for key in ia:
+        np.testing.assert_array_equal(ia[key], ib[key])
+    for key in oa:
+        np.testing.assert_array_equal(oa[key], ob[key])
+
+
+def test_sizes_and_overrides(tmp_path: Path) -> None:
+    path = write(tmp_path, GOOD)
+    cap = trace_model_file(path, overrides={"B": 5})
+    assert cap.info.sizes == {"B": 5, "D": 4}
+    assert cap.inputs[0] is not None
+    assert cap.inputs[0].shape == (5, 4)
+
+
+FUNC = """
+import torch
+
+SCALE = 2.0
+
+
+def scaled_softmax(x, y):
+    return torch.softmax(x * SCALE, -1) @ y
+
+
+def get_inputs():
+    return [torch.randn(2, 3), torch.randn(3, 4)]
+"""
+
+
+def test_function_entry_with_npz_inputs(tmp_path: Path) -> None:
+    path = write(tmp_path, FUNC)
+    npz = tmp_path / "inputs.npz"
+    np.savez(npz, np.ones((2, 3), np.float32), np.arange(12, dtype=np.float32).reshape(3, 4))
+    cap = trace_model_file(path, entry="scaled_softmax", inputs=npz)
+    low = lower_capture(cap)
+    ins, outs = reference_data(low, cap)
+    np.testing.assert_array_equal(ins["x0"], np.ones((2, 3), np.float32))
+    assert_outputs_close(run_lowered(low, ins), outs, 1e-5, 1e-5)
+
+
+def test_function_entry_with_pt_inputs_and_module_prefix(tmp_path: Path) -> None:
+    path = write(tmp_path, FUNC)
+    pt = tmp_path / "inputs.pt"
+    torch.save([torch.randn(2, 3), torch.randn(3, 4)], pt)
+    cap = trace_model_file(path, entry="model:scaled_softmax", inputs=pt)
+    assert [m.shape for m in cap.inputs if m is not None] == [(2, 3), (3, 4)]
+    cap2 = trace_model_file(path, entry="scaled_softmax")  # inputs from get_inputs()
+    assert lower_capture(cap2).fully_covered
+
+
+def test_missing_entry_function(tmp_path: Path) -> None:
+    with pytest.raises(FrontendError) as info:
+        trace_model_file(write(tmp_path, FUNC), entry="nope")
+    assert info.value.code == "E0502"
+
+
+def test_unreadable_inputs_file(tmp_path: Path) -> None:
+    bad = tmp_path / "inputs.npz"
+    bad.write_bytes(b"not a zip")
+    with pytest.raises(FrontendError) as info:
+        trace_model_file(write(tmp_path, FUNC), entry="scaled_softmax", inputs=bad)
+    assert info.value.code == "E0507"
+
+
+def test_size_candidates() -> None:
+    sizes = {
+        "batch_size": 128,
+        "seq_len": 4096,
+        "dim": 64,
+        "kernel_size": 9,
+        "num_heads": 16,
+        "N": 32,
+        "eps_scale": 100,
+        "small_dim": 8,
+    }
+    assert size_candidates(sizes) == ["batch_size", "seq_len", "N", "dim"]
+
+
+def test_module_function_entry_without_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(tmp_path, FUNC, "solar_entry_mod.py")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    cap = trace_model_file(None, entry="solar_entry_mod:scaled_softmax")
+    assert cap.name == "scaled_softmax"
+    assert lower_capture(cap).fully_covered
