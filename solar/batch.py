@@ -180,7 +180,11 @@ def run_batch(
             rows[str(f)] = done
         else:
             todo.append(f)
-    total, finished = len(files), len(rows)
+    total, finished = len(files), 0
+    for row in rows.values():
+        finished += 1
+        if progress:
+            progress(finished, total, row)
     if todo:
         ctx = multiprocessing.get_context("spawn")
         with cf.ProcessPoolExecutor(max_workers=max(1, workers), mp_context=ctx) as pool:

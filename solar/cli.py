@@ -536,7 +536,10 @@ def batch(
 
     def progress(done: int, total: int, row: object) -> None:
         status = getattr(row, "status", "?")
+        if status == "ok" and getattr(row, "error", None):
+            status = "ok (resumed)"
         detail = getattr(row, "error", None) or ""
+        detail = "" if status == "ok (resumed)" else detail
         bar = "#" * int(20 * done / total)
         _err(f"[{bar:<20}] {done}/{total} {status:<17} {getattr(row, 'file', '')} {detail}")
 

@@ -71,9 +71,9 @@ def walk_exprs(expr: Expr) -> Iterator[Expr]:
 def walk_stmts(body: tuple[Stmt, ...]) -> Iterator[tuple[Stmt, tuple[For | If, ...]]]:
     """Yield every statement with its enclosing loops and guards (outermost first)."""
 
-    def go(stmts: tuple[Stmt, ...], ctx: tuple[For | If, ...]) -> Iterator[
-        tuple[Stmt, tuple[For | If, ...]]
-    ]:
+    def go(
+        stmts: tuple[Stmt, ...], ctx: tuple[For | If, ...]
+    ) -> Iterator[tuple[Stmt, tuple[For | If, ...]]]:
         for s in stmts:
             yield s, ctx
             if isinstance(s, For | If):
@@ -109,13 +109,17 @@ def map_exprs(stmt: Stmt, fn: Callable[[Expr], Expr]) -> Stmt:
         case For():
             lo, hi = fn(stmt.lo), fn(stmt.hi)
             body = tuple(map_exprs(s, fn) for s in stmt.body)
-            if lo is stmt.lo and hi is stmt.hi and all(a is b for a, b in zip(body, stmt.body)):
+            if (
+                lo is stmt.lo
+                and hi is stmt.hi
+                and all(a is b for a, b in zip(body, stmt.body, strict=True))
+            ):
                 return stmt
             return dataclasses.replace(stmt, lo=lo, hi=hi, body=body)
         case If():
             cond = fn(stmt.cond)
             body = tuple(map_exprs(s, fn) for s in stmt.body)
-            if cond is stmt.cond and all(a is b for a, b in zip(body, stmt.body)):
+            if cond is stmt.cond and all(a is b for a, b in zip(body, stmt.body, strict=True)):
                 return stmt
             return dataclasses.replace(stmt, cond=cond, body=body)
         case _:

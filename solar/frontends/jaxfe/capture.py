@@ -40,7 +40,7 @@ import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 
@@ -458,7 +458,8 @@ def _bind_nnx(jax: Any, target: Any, init_args: tuple[Any, ...]) -> tuple[Any, .
     def build() -> Any:
         if not isinstance(target, type):
             return target
-        takes_rngs = "rngs" in inspect.signature(target).parameters
+        init: Any = cast(Any, target).__init__
+        takes_rngs = "rngs" in inspect.signature(init).parameters
         if takes_rngs:
             return target(*init_args, rngs=nnx.Rngs(SEED))
         return target(*init_args)

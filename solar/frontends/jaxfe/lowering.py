@@ -49,7 +49,7 @@ def lower_jaxpr(capture: JaxCapture) -> LoweredProgram:
             args[k] = Opaque(shape, str(var.aval.dtype))
             lw.notes.append(f"jaxpr input {k} has dtype {var.aval.dtype}: not representable")
             continue
-        role = "param" if k < capture.n_params else "input"
+        role: Role = "param" if k < capture.n_params else "input"
         args[k] = _declare(lw, role, var, name)
     outputs: list[TensorInfo | None] = []
     dest: dict[Any, TensorInfo] = {}

@@ -12,6 +12,14 @@ A view lowering returns `TensorInfo` objects sharing the producer's storage with
 an index map; consumers read through `LowerCtx.read`, which composes the map, so
 no kernel (and no traffic) is charged. Ops that really copy (``clone``,
 ``contiguous`` on a permuted tensor, ``_to_copy``) emit a copy kernel.
+
+In-place ops (``add_``, ``index_put_``...) are looked up under their functional name
+(``aten.add.Tensor``); their declared output is either a new version of the mutated
+tensor or (for a partial or scatter-like write) the mutated view itself, so a
+lowering that can skip copying ``self`` checks `lowering_utils.same_value`. Scalar
+arguments that were 0-d constant tensors (``x[:, 0] = 0.0``) arrive as Python numbers.
+A lowering that cannot handle a variant raises `UnsupportedOpError`; the driver then
+reports the op as uncovered instead of failing.
 """
 
 from __future__ import annotations

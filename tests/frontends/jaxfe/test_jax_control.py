@@ -95,7 +95,7 @@ def test_fori_loop_static() -> None:
 
 @pytest.mark.parametrize(
     "cond",
-    [lambda s: s[0] < 6, lambda s: s[0] <= 5, lambda s: s[0] != 6],
+    [lambda s: s[0] < 6, lambda s: s[0] <= 5, lambda s: 6 > s[0], lambda s: s[0] != 6],  # noqa: SIM300
     ids=["lt", "le", "gt_swapped", "ne"],
 )
 def test_while_static_trip_count(cond: Any) -> None:
