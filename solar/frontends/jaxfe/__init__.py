@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from solar.frontends.jaxfe.capture import CaptureKind, JaxCapture, is_jax_file
-from solar.frontends.jaxfe.driver import (
+from solar.frontends.jaxfe.result import (
     CondRegion,
     ExtraInput,
     LoweredProgram,

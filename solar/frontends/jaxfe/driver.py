@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
@@ -39,125 +39,25 @@ from solar.frontends.jaxfe.core import (
     read,
 )
 from solar.frontends.jaxfe.index import Nest, shape_numel
-from solar.frontends.pytorch.driver import UncoveredOp  # torch-free; shared with that frontend
-from solar.ir import Access, Assign, DType, Expr, If, Kernel, Program, Role
+from solar.frontends.jaxfe.result import CondRegion, ExtraInput, LoweredProgram, UncoveredOp
+from solar.frontends.jaxfe.walk import (
+    inline_body,
+    is_var,
+    last_uses,
+    live_equations,
+    sanitize_scope,
+)
+from solar.ir import Access, Assign, DType, Expr, If, Kernel, Role
 
 __all__ = [
     "CondRegion",
     "ExtraInput",
     "LoweredProgram",
     "Lowerer",
+    "NestedSink",
     "UncoveredOp",
+    "is_var",
 ]
-
-INLINE_PRIMITIVES = frozenset(
-    {
-        "pjit",
-        "jit",
-        "closed_call",
-        "core_call",
-        "custom_jvp_call",
-        "custom_vjp_call",
-        "custom_vjp_call_jaxpr",
-        "remat",
-        "remat2",
-        "checkpoint",
-        "name",
-    }
-)
-"""Call-like primitives whose body is lowered in place of the call."""
-
-
-@dataclass(frozen=True, slots=True)
-class ExtraInput:
-    """A program input that is not a ``get_inputs()`` array or a parameter.
-
-    Attributes:
-        name: the IR tensor name.
-        kind: ``"const"`` (a jaxpr constant; ``value`` holds it) or ``"uncovered"`` (the
-            output ``out_index`` of the equation at ``path``; the reference run supplies it).
-        path: equation indices from the top-level jaxpr through inlined call bodies.
-        out_index: which output of that equation.
-        value: the constant's value (``kind == "const"``).
-    """
-
-    name: str
-    kind: str
-    path: tuple[int, ...] = ()
-    out_index: int = 0
-    value: np.ndarray | None = field(default=None, compare=False, repr=False)
-
-
-@dataclass(frozen=True, slots=True)
-class CondRegion:
-    """The kernels of one top-level ``lax.cond``/``lax.switch``.
-
-    Each branch's kernels run under a value-dependent guard ``if pred[] == k``; exactly one
-    branch executes. See docs/jax.md, "cond": a lower bound must count, per region, the
-    minimum over branches (FLOPs and bytes separately), never the sum.
-
-    Attributes:
-        name: a label (``cond0``...).
-        predicate: the rank-0 integer tensor (or literal) selecting the branch.
-        branches: kernel names of each branch, in branch order.
-    """
-
-    name: str
-    predicate: str
-    branches: tuple[tuple[str, ...], ...]
-
-
-@dataclass(frozen=True, slots=True)
-class LoweredProgram:
-    """The lowering result.
-
-    Attributes:
-        program: the IR program (unverified).
-        inputs: IR names of the ``get_inputs()`` arrays (``x0``...), in order.
-        params: IR names of the Flax parameters (``p_...``), in order.
-        outputs: IR names of the flattened outputs (``y0``...), in order.
-        extra_inputs: constants and uncovered-op outputs the program also reads.
-        coverage: the uncovered primitives, most bytes first (empty when fully covered).
-        equations: kernel-level equations seen (inlined calls counted by their body).
-        lowered_equations: of those, how many were lowered (views included).
-        cond_regions: top-level conds (branch kernels; see `CondRegion`).
-        notes: remarks for the report (dropped outputs, cond regions...).
-    """
-
-    program: Program
-    inputs: tuple[str, ...]
-    params: tuple[str, ...]
-    outputs: tuple[str, ...]
-    extra_inputs: tuple[ExtraInput, ...]
-    coverage: tuple[UncoveredOp, ...]
-    equations: int = 0
-    lowered_equations: int = 0
-    cond_regions: tuple[CondRegion, ...] = ()
-    notes: tuple[str, ...] = ()
-
-    @property
-    def fully_covered(self) -> bool:
-        """True when every equation was lowered."""
-        return not self.coverage
-
-    @property
-    def uncovered_share(self) -> float:
-        """Share of the program's tensor bytes in uncovered equations."""
-        return min(1.0, sum(u.bytes_share for u in self.coverage))
-
-
-def sanitize_scope(stack: str, strip_root: bool) -> str:
-    """A kernel-name prefix from a jax name stack (``"Model/Dense_0"`` -> ``"Dense_0"``).
-
-    Parts that are not identifiers (``jnp.einsum``'s ``bi,oi->bo``, ``jvp(...)``) are dropped.
-
-    >>> sanitize_scope("Model/Dense_0", True), sanitize_scope("bi,oi->bo", False)
-    ('Dense_0', '')
-    """
-    parts = [p for p in stack.split("/") if p.isidentifier()]
-    if strip_root and parts:
-        parts = parts[1:]
-    return "_".join(parts)
 
 
 class _Builder(ProgramBuilder):
@@ -201,39 +101,6 @@ class NestedSink:
     def emit(self, *stmts: Any) -> None:
         """Append statements to the body."""
         self.stmts.extend(stmts)
-
-
-def inline_body(eqn: Any) -> tuple[Any, Sequence[Any]] | None:
-    """``(jaxpr, consts)`` of a call-like equation to inline, else ``None``."""
-    if eqn.primitive.name not in INLINE_PRIMITIVES:
-        return None
-    for key in ("jaxpr", "call_jaxpr", "fun_jaxpr"):
-        body = eqn.params.get(key)
-        if body is None:
-            continue
-        if hasattr(body, "consts"):
-            return body.jaxpr, list(body.consts)
-        return body, []
-    return None
-
-
-def is_var(atom: Any) -> bool:
-    """True for a jaxpr variable (not a literal, not a dropped output)."""
-    return type(atom).__name__ == "Var"
-
-
-def live_equations(jaxpr: Any, live_out: Sequence[bool]) -> tuple[set[int], set[Any]]:
-    """Indices of equations whose results are needed, and the live variables."""
-    live: set[Any] = {
-        v for v, keep in zip(jaxpr.outvars, live_out, strict=True) if keep and is_var(v)
-    }
-    needed: set[int] = set()
-    for n in range(len(jaxpr.eqns) - 1, -1, -1):
-        eqn = jaxpr.eqns[n]
-        if any(v in live for v in eqn.outvars if is_var(v)):
-            needed.add(n)
-            live.update(v for v in eqn.invars if is_var(v))
-    return needed, live
 
 
 class Lowerer:
@@ -357,7 +224,7 @@ class Lowerer:
         if live_out is None:
             live_out = [True] * len(jaxpr.outvars)
         needed, live = live_equations(jaxpr, live_out)
-        frame = _Frame(env, _last_uses(jaxpr, pinned))
+        frame = _Frame(env, last_uses(jaxpr, pinned))
         saved = (self._dest, self._live)
         self._dest, self._live = dict(dest or {}), live
         self._frames.append(frame)
@@ -589,20 +456,6 @@ class _Frame:
     env: dict[Any, Value]
     last_use: dict[Any, int]
     index: int = -1
-
-
-def _last_uses(jaxpr: Any, pinned: Sequence[Any]) -> dict[Any, int]:
-    """Index of the last equation reading each variable (outputs and pinned: never)."""
-    last: dict[Any, int] = {}
-    for n, eqn in enumerate(jaxpr.eqns):
-        for v in eqn.invars:
-            if is_var(v):
-                last[v] = n
-    end = len(jaxpr.eqns) + 1
-    for v in [*jaxpr.outvars, *pinned]:
-        if is_var(v):
-            last[v] = end
-    return last
 
 
 def _opaque_input(x: Opaque) -> Any:

@@ -33,7 +33,9 @@ from solar.frontends.jaxfe.core import (
     lowering,
     read,
 )
-from solar.frontends.jaxfe.driver import CondRegion, NestedSink, is_var
+from solar.frontends.jaxfe.driver import NestedSink
+from solar.frontends.jaxfe.result import CondRegion
+from solar.frontends.jaxfe.walk import is_var
 from solar.ir import Binary, Cast, DType, Expr, For, If, IntLit, Stmt, lit
 
 __all__ = ["static_trip_count"]

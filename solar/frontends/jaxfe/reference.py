@@ -21,7 +21,8 @@ from typing import Any
 import numpy as np
 
 from solar.frontends.jaxfe.capture import JaxCapture, require_jax, trace_jax_file, user_code
-from solar.frontends.jaxfe.driver import LoweredProgram, inline_body, is_var
+from solar.frontends.jaxfe.result import LoweredProgram
+from solar.frontends.jaxfe.walk import inline_body, is_var
 
 __all__ = ["eval_with_taps", "reference_data", "to_numpy"]
 

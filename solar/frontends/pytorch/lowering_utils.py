@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from solar.frontends.builder import KernelBuilder, TensorRef, loop_nest
+from solar.frontends.builder import KernelBuilder, loop_nest
 from solar.frontends.pytorch.registry import LowerCtx, OpCall, TensorInfo, UnsupportedOpError
 from solar.ir import (
     Assign,
@@ -21,29 +21,30 @@ from solar.ir import (
     Expr,
     IntLit,
     Name,
-    Reduce,
-    ReduceOp,
     Stmt,
-    Unary,
     lit,
 )
 
 __all__ = [
     "Operand",
     "accumulate_dtype",
+    "bcast_index",
     "bcast_read",
+    "binop",
     "cast",
+    "copy_kernel",
     "elementwise",
-    "float_dtype",
-    "is_tensor",
+    "fn",
     "norm_dim",
     "norm_dims",
     "operand",
     "out0",
     "promote",
-    "reduce_kernel",
+    "same_value",
     "scalar_lit",
+    "sel",
     "shape_numel",
+    "tensor_arg",
 ]
 
 Operand = TensorInfo | int | float | bool
@@ -59,11 +60,6 @@ _FLOAT_RANK = {
     DType.F64: 3,
 }
 _INT_RANK = {DType.BOOL: 0, DType.I8: 1, DType.I32: 2, DType.I64: 3}
-
-
-def is_tensor(x: object) -> bool:
-    """True for a `TensorInfo` argument."""
-    return isinstance(x, TensorInfo)
 
 
 def shape_numel(shape: Sequence[int]) -> int:
@@ -113,11 +109,6 @@ def out0(call: OpCall) -> TensorInfo:
     if out is None:
         raise UnsupportedOpError(f"{call.target}: no tensor output declared")
     return out
-
-
-def float_dtype(dtype: DType) -> DType:
-    """``dtype`` if floating, else f32 (torch's default dtype)."""
-    return dtype if dtype.is_float else DType.F32
 
 
 def accumulate_dtype(dtype: DType) -> DType:
@@ -206,92 +197,11 @@ def elementwise(
     """
     kb = ctx.kernel(hint)
     idx = ctx.vars(kb, out.rank)
-    stmts: list[Stmt] = [Assign(ctx.write(out, idx), cast_value(fn(idx), out.dtype))]
+    stmts: list[Stmt] = [Assign(ctx.write(out, idx), fn(idx))]
     for extra, efn in extra_outputs:
         stmts.append(Assign(ctx.write(extra, idx), efn(idx)))
     kb.emit(loop_nest(list(zip(idx, out.shape, strict=True)), stmts))
     return kb
-
-
-def cast_value(expr: Expr, dtype: DType) -> Expr:
-    """Leave values alone: the executor rounds on store. Kept as a hook for clarity."""
-    del dtype
-    return expr
-
-
-def reduce_kernel(
-    ctx: LowerCtx,
-    out: TensorInfo,
-    in_shape: Sequence[int],
-    dims: Sequence[int],
-    keepdim: bool,
-    *,
-    op: ReduceOp,
-    init: Expr,
-    value: Callable[[tuple[Expr, ...]], Expr],
-    finish: Callable[[Expr], Expr] | None = None,
-    hint: str | None = None,
-) -> None:
-    """Emit ``out = finish(reduce_op(value(idx) for idx over dims))`` as one kernel.
-
-    Accumulates in a kernel-local f32 buffer when ``out`` is a 16/8-bit float, as
-    eager kernels do; the local is not DRAM traffic.
-
-    Args:
-        ctx: lowering context.
-        out: output (shape = input shape with ``dims`` removed or kept as 1).
-        in_shape: the shape being reduced.
-        dims: normalised dims to reduce.
-        keepdim: whether ``out`` keeps reduced dims as size 1.
-        op: reduce operator (``+ * max min``).
-        init: initial value.
-        value: the element expression at input indices.
-        finish: optional map applied to the accumulator to give the output.
-        hint: kernel name hint.
-    """
-    kb = ctx.kernel(hint)
-    rank = len(in_shape)
-    ivars = ctx.vars(kb, rank)
-    kept = [k for k in range(rank) if k not in dims]
-    out_idx: list[Expr] = []
-    for k in range(rank):
-        if k in dims:
-            if keepdim:
-                out_idx.append(IntLit(0))
-        else:
-            out_idx.append(ivars[k])
-    acc_dtype = accumulate_dtype(out.dtype)
-    if acc_dtype != out.dtype or finish is not None:
-        acc_t: TensorRef = kb.local(acc_dtype, [in_shape[k] for k in kept], "acc")
-        acc = acc_t[tuple(ivars[k] for k in kept)] if kept else acc_t.scalar()
-        body: list[Stmt] = [
-            Assign(acc, init),
-            loop_nest([(ivars[k], in_shape[k]) for k in dims], [Reduce(acc, op, value(ivars))])
-            if dims
-            else Reduce(acc, op, value(ivars)),
-            Assign(ctx.write(out, out_idx), finish(acc) if finish is not None else acc),
-        ]
-    else:
-        tgt = ctx.write(out, out_idx)
-        red = Reduce(tgt, op, value(ivars))
-        body = [
-            Assign(tgt, init),
-            loop_nest([(ivars[k], in_shape[k]) for k in dims], [red]) if dims else red,
-        ]
-    if kept:
-        kb.emit(loop_nest([(ivars[k], in_shape[k]) for k in kept], body))
-    else:
-        kb.emit(*body)
-
-
-def neg(expr: Expr) -> Expr:
-    """``-expr`` (literal-folded)."""
-    return Unary("-", expr)
-
-
-def mul(a: Expr, b: Expr) -> Expr:
-    """``a * b``."""
-    return Binary("*", a, b)
 
 
 def fn(name: str, *args: Expr) -> Expr:
@@ -307,13 +217,6 @@ def sel(cond: Expr, a: Expr, b: Expr) -> Expr:
 def binop(op: str, a: Expr, b: Expr) -> Expr:
     """``a op b``."""
     return Binary(op, a, b)
-
-
-def scale(expr: Expr, factor: float | int) -> Expr:
-    """``expr * factor``, omitted when the factor is 1."""
-    if factor == 1:
-        return expr
-    return Binary("*", expr, lit(float(factor)) if isinstance(factor, float) else lit(factor))
 
 
 def tensor_arg(call: OpCall, index: int, name: str) -> TensorInfo:
