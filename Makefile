@@ -17,7 +17,8 @@ $(STAMP): pyproject.toml Makefile
 venv: $(STAMP)
 
 demo: $(STAMP)
-	$(VENV)/bin/solar analyze samples/torch/gpt_block.py --arch H100_SXM --arch A100_SXM_80GB
+	$(VENV)/bin/solar analyze samples/torch/gpt_block.py --arch H100_SXM --arch A100_SXM_80GB \
+		--set BATCH=8 --set SEQ=2048 --set D_MODEL=1024 --set HEADS=16 --output demo-report.json
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check solar tests benchmarks

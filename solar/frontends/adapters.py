@@ -243,11 +243,10 @@ def _jax_frontend(
         return ValidationPlan(lowered.program, inputs, outputs, "full")
 
     def measure() -> Timing:
-        from solar.frontends.jaxfe.reference import runnable
         from solar.measure import measure_jax
 
-        fn, args = runnable(capture)
-        return measure_jax(fn, args)
+        args = (*capture.init_params(), *capture.input_values)
+        return measure_jax(capture.flat_fn, args)
 
     return FrontendOutput(
         name="jax",

@@ -344,7 +344,7 @@ def _broadcast_pair(
     for blk in blocks(out_shape):
         sa = tuple(b if ta.shape[nc + i] > 1 else slice(None) for i, b in enumerate(blk))
         sb = tuple(b if tb.shape[nc + i] > 1 else slice(None) for i, b in enumerate(blk))
-        acc_b = acc[(*blk, Ellipsis)]
+        acc_b = acc[blk] if acc.ndim else acc[...]  # (a 0-d index would copy)
         tmp = np.empty_like(acc_b)
         for k, pos in enumerate(positions):
             pa = tuple(p if ta.shape[i] > 1 else 0 for i, p in enumerate(pos))

@@ -252,7 +252,7 @@ def _reduce_axes(
         acc = np.full(kept, identity, dtype=val.dtype)
         positions = list(np.ndindex(*(extents[k] for k in reduced)))
         for blk in blocks(kept):  # Note [Cache blocking]: the block stays in cache
-            acc_b = acc[(*blk, Ellipsis)]
+            acc_b = acc[blk] if acc.ndim else acc[...]
             for pos in positions:
                 at = dict(zip(reduced, pos, strict=True))
                 vi = _window_index(val.shape, blk, at)

@@ -47,7 +47,7 @@ from solar.frontends.jaxfe.walk import (
     live_equations,
     sanitize_scope,
 )
-from solar.ir import Access, Assign, DType, Expr, If, Kernel, Role
+from solar.ir import Access, Assign, Binary, DType, Expr, If, Kernel, Role, TensorDecl
 
 __all__ = [
     "CondRegion",
@@ -61,18 +61,40 @@ __all__ = [
 
 
 class _Builder(ProgramBuilder):
-    """A `ProgramBuilder` that can roll back an uncovered equation's declarations."""
+    """A `ProgramBuilder` that can roll back an uncovered equation's declarations.
 
-    def checkpoint(self) -> tuple[int, int, int, frozenset[str]]:
+    Names handed out are logged, so a checkpoint is four integers (O(1) per equation).
+    """
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self._log: list[str] = []
+
+    def unique(self, hint: str) -> str:
+        """A fresh identifier based on ``hint`` (logged for rollback)."""
+        name = super().unique(hint)
+        self._log.append(name)
+        return name
+
+    def checkpoint(self) -> tuple[int, int, int, int]:
         """The builder state to return to."""
-        return (len(self._sizes), len(self._tensors), len(self._kernels), frozenset(self._used))
+        return (len(self._sizes), len(self._tensors), len(self._kernels), len(self._log))
 
-    def rollback(self, cp: tuple[int, int, int, frozenset[str]]) -> None:
+    def rollback(self, cp: tuple[int, int, int, int]) -> None:
         """Forget everything declared since ``cp``."""
         self._sizes = self._sizes[: cp[0]]
         self._tensors = self._tensors[: cp[1]]
         self._kernels = self._kernels[: cp[2]]
-        self._used = set(cp[3])
+        self._used.difference_update(self._log[cp[3] :])
+        del self._log[cp[3] :]
+
+    def declaration(self, name: str) -> TensorDecl | None:
+        """The program-level declaration of ``name`` (``None`` for locals)."""
+        return next((t for t in self._tensors if t.name == name), None)
+
+    def is_used(self, name: str) -> bool:
+        """True if ``name`` is taken."""
+        return name in self._used
 
     def kernel_names(self) -> list[str]:
         """Names of the finished kernels, in order."""
@@ -127,15 +149,13 @@ class Lowerer:
         self._counter: dict[str, int] = {}
         self._frames: list[_Frame] = []
 
-    # -- declarations -------------------------------------------------------------
-
     def fresh(self, prefix: str) -> str:
         """A numbered name ``prefix0, prefix1, ...`` not used yet."""
         while True:
             k = self._counter.get(prefix, 0)
             self._counter[prefix] = k + 1
             name = f"{prefix}{k}"
-            if name not in self.pb._used:
+            if not self.pb.is_used(name):
                 return name
 
     def declare(self, role: Role, dtype: DType, shape: Sequence[int], name: str) -> TensorInfo:
@@ -148,6 +168,7 @@ class Lowerer:
         if is_var(var) and var in self._dest:
             return self._dest[var]
         shape = tuple(shape)
+        hint = f"{self.scope}_{hint}" if self.scope else hint
         if self.sink is not None:
             ref = self.sink.local(dtype, shape, f"{hint}_l")
             return TensorInfo(ref, shape, dtype)
@@ -198,8 +219,6 @@ class Lowerer:
             except Unsupported:
                 return Opaque((), str(a.aval.dtype))
         return self.const_operand(val)
-
-    # -- walking ------------------------------------------------------------------
 
     def lower_jaxpr(
         self,
@@ -277,7 +296,7 @@ class Lowerer:
         name = x.ref.name
         if any(d.ref.name == name for d in self._dest.values()):
             return False
-        decl = next((t for t in self.pb._tensors if t.name == name), None)
+        decl = self.pb.declaration(name)
         if decl is not None and decl.role != "temp":
             return False
         for frame in self._frames:
@@ -401,8 +420,6 @@ class Lowerer:
             self.extra.append(ExtraInput(name, "uncovered", path=path, out_index=k))
         return outs
 
-    # -- nested emission ----------------------------------------------------------
-
     @contextlib.contextmanager
     def nested(self, sink: Sink) -> Iterator[None]:
         """Emit into ``sink`` (a loop body) instead of new kernels; no per-equation catch."""
@@ -417,7 +434,10 @@ class Lowerer:
     def guarded(self, cond: Expr) -> Iterator[None]:
         """Emit kernels under a value-dependent guard (a cond branch); no per-equation catch."""
         saved = (self.guard, self.catch)
-        self.guard, self.catch = cond, False
+        # Nested conds: the outer guard comes first, so `and` short-circuits the inner
+        # predicate's read when the outer branch did not run.
+        combined = cond if self.guard is None else Binary("and", self.guard, cond)
+        self.guard, self.catch = combined, False
         try:
             yield
         finally:
@@ -430,8 +450,6 @@ class Lowerer:
             return
         target = Access(dst.ref.name, dst.storage_index(nest.idx))
         sink.emit(*nest.wrap([Assign(target, read(src, nest.idx))]))
-
-    # -- results ------------------------------------------------------------------
 
     def coverage(self) -> tuple[UncoveredOp, ...]:
         """The uncovered primitives so far, most bytes first."""

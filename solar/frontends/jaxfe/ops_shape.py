@@ -35,9 +35,6 @@ def write(t: TensorInfo, idx: Sequence[Expr | int]) -> Access:
     return Access(t.ref.name, t.storage_index(idx))
 
 
-# -- free views ---------------------------------------------------------------------
-
-
 @lowering("reshape")
 def _reshape(ctx: EqnCtx) -> tuple[Operand, ...]:
     if ctx.params.get("dimensions") is not None:
@@ -84,9 +81,6 @@ def _broadcast_in_dim(ctx: EqnCtx) -> tuple[Operand, ...]:
         return (x.reshaped(shape),)
     src = broadcast_map(x.shape, shape, tuple(ctx.params["broadcast_dimensions"]))
     return (x.view(shape, lambda idx: tuple(idx[s[0]] if s else IntLit(0) for s in src)),)
-
-
-# -- data-moving copies ---------------------------------------------------------------
 
 
 def _copy_kernel(ctx: EqnCtx, source: Callable[[list[Expr]], Expr]) -> tuple[Operand, ...] | None:

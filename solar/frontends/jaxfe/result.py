@@ -43,7 +43,8 @@ class CondRegion:
 
     Each branch's kernels run under a value-dependent guard ``if pred[] == k``; exactly one
     branch executes. See docs/jax.md, "cond": a lower bound must count, per region, the
-    minimum over branches (FLOPs and bytes separately), never the sum.
+    minimum over branches (FLOPs and bytes separately), never the sum. Regions nest: the
+    kernels of a cond inside a branch are also listed in that branch.
 
     Attributes:
         name: a label (``cond0``...).

@@ -7,7 +7,7 @@ reference.py.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -23,6 +23,10 @@ __all__ = [
     "TensorArg",
     "TensorMeta",
     "TorchCapture",
+    "flat_values",
+    "functional_target",
+    "op_name",
+    "tensor_args",
     "to_numpy",
 ]
 
@@ -161,3 +165,41 @@ def to_numpy(t: Any) -> np.ndarray:
         if t.dtype in (torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2):
             t = t.float()
         return np.array(t.numpy(), copy=True)
+
+
+def tensor_args(call: RecordedCall) -> list[TensorArg]:
+    """The tensor arguments of a call, lists flattened (``out=`` excluded)."""
+    return [x for x in flat_values(call.args, call.kwargs) if isinstance(x, TensorArg)]
+
+
+def flat_values(args: Sequence[Any], kwargs: Mapping[str, Any]) -> list[Any]:
+    """Arguments then keyword arguments (``out=`` excluded), nested tuples flattened."""
+    out: list[Any] = []
+
+    def go(x: Any) -> None:
+        if isinstance(x, tuple):
+            for y in x:
+                go(y)
+        else:
+            out.append(x)
+
+    for a in args:
+        go(a)
+    for k, v in kwargs.items():
+        if k != "out":
+            go(v)
+    return out
+
+
+def op_name(target: str) -> str:
+    """``"addmm"`` for ``"aten.addmm.default"``."""
+    parts = target.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def functional_target(call: RecordedCall) -> str:
+    """``aten.add_.Tensor -> aten.add.Tensor``; ``aten.add.out -> aten.add.out`` (op-wide)."""
+    if call.kind != "inplace":
+        return call.target
+    ns, op, overload = [*call.target.split("."), "default"][:3]
+    return f"{ns}.{op[:-1] if op.endswith('_') else op}.{overload}"

@@ -28,13 +28,27 @@ references an unknown tensor (internal).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from solar.diagnostics import FrontendError
-from solar.frontends.builder import ProgramBuilder, TensorRef, loop_nest, sanitize_name
-from solar.frontends.pytorch.capture import RecordedCall, TensorArg, TensorMeta, TorchCapture
-from solar.frontends.pytorch.ir_edits import prune_unused, rename_tensors, splice_program
+from solar.frontends.builder import ProgramBuilder, TensorRef, sanitize_name
+from solar.frontends.pytorch.capture_types import (
+    RecordedCall,
+    TensorArg,
+    TensorMeta,
+    TorchCapture,
+    flat_values,
+    functional_target,
+    op_name,
+    tensor_args,
+)
+from solar.frontends.pytorch.ir_edits import (
+    emit_copy,
+    prune_unused,
+    rename_tensors,
+    splice_program,
+)
 from solar.frontends.pytorch.lowered import (
     TORCH_DTYPES,
     IOBinding,
@@ -44,6 +58,7 @@ from solar.frontends.pytorch.lowered import (
     UncoveredValue,
     ir_dtype,
 )
+from solar.frontends.pytorch.lowering_utils import shape_numel
 from solar.frontends.pytorch.registry import (
     LowerCtx,
     OpCall,
@@ -51,7 +66,6 @@ from solar.frontends.pytorch.registry import (
     UnsupportedOpError,
     find_lowering,
 )
-from solar.ir import Assign
 
 __all__ = [
     "INPLACE_PARTIAL_OPS",
@@ -64,39 +78,18 @@ __all__ = [
     "lower_capture",
 ]
 
-INPLACE_PARTIAL_OPS = frozenset(
-    {
-        "index_put_",
-        "_index_put_impl_",
-        "scatter_",
-        "scatter_add_",
-        "scatter_reduce_",
-        "index_add_",
-        "index_copy_",
-        "index_fill_",
-        "masked_fill_",
-        "masked_scatter_",
-        "put_",
-        "fill_diagonal_",
-    }
-)
+INPLACE_PARTIAL_OPS = frozenset({
+    "index_put_", "_index_put_impl_", "scatter_", "scatter_add_", "scatter_reduce_",
+    "index_add_", "index_copy_", "index_fill_", "masked_fill_", "masked_scatter_", "put_",
+    "fill_diagonal_",
+})  # fmt: skip
 """In-place ops that write only some elements of ``self``: lowered as writes into the
 existing tensor (their lowerings skip the copy of ``self`` when output is ``self``)."""
 
-_RESHAPES = frozenset(
-    {
-        "view",
-        "_unsafe_view",
-        "reshape",
-        "squeeze",
-        "unsqueeze",
-        "flatten",
-        "alias",
-        "detach",
-        "lift_fresh",
-        "_reshape_alias",
-    }
-)
+_RESHAPES = frozenset({
+    "view", "_unsafe_view", "reshape", "squeeze", "unsqueeze", "flatten", "alias", "detach",
+    "lift_fresh", "_reshape_alias",
+})  # fmt: skip
 
 
 class _Lowerer:
@@ -115,6 +108,7 @@ class _Lowerer:
         self.mutated: list[str] = []
         self.metas: dict[int, TensorMeta] = {}
         self.scalar_consts: dict[str, bool | int | float] = {}
+        self.unrepresentable: dict[int, str] = {}
         for name in ("y" + str(k) for k in range(len(capture.outputs))):
             self.pb.unique(name)  # reserve y0.. for the outputs
 
@@ -129,16 +123,27 @@ class _Lowerer:
         self.metas[meta.id] = meta
         return info
 
+    def representable(self, meta: TensorMeta) -> bool:
+        """False (and remembered) for tensors of a dtype the IR lacks (uint8, int16...)."""
+        if meta.dtype in TORCH_DTYPES:
+            return True
+        self.unrepresentable[meta.id] = meta.dtype
+        return False
+
     def interface(self) -> None:
         cap = self.capture
         k = 0
         for meta in cap.inputs:
             if meta is not None:
-                self.declare("input", meta, f"x{k}", exact=True)
+                if self.representable(meta):
+                    self.declare("input", meta, f"x{k}", exact=True)
                 k += 1
         for nt in cap.params:
-            self.declare("param", nt.meta, "p_" + nt.name.replace(".", "_"))
+            if self.representable(nt.meta):
+                self.declare("param", nt.meta, "p_" + nt.name.replace(".", "_"))
         for nt in cap.constants:
+            if not self.representable(nt.meta):
+                continue
             hint = "p_" + nt.name.replace(".", "_") if not nt.name[1:].isdigit() else nt.name
             info = self.declare("param", nt.meta, hint)
             if nt.meta.shape == () and nt.value is not None and nt.meta.dtype in TORCH_DTYPES:
@@ -148,6 +153,10 @@ class _Lowerer:
     # -- argument conversion ---------------------------------------------------------
     def resolve(self, a: Any, *, inline: bool = True) -> Any:
         if isinstance(a, TensorArg):
+            if a.id in self.unrepresentable:
+                raise FrontendError(
+                    f"reads a tensor of dtype {self.unrepresentable[a.id]}", code="E0510"
+                )
             try:
                 info = self.env[a.id]
             except KeyError:
@@ -165,7 +174,7 @@ class _Lowerer:
         if call.kind in ("view", "host"):
             return 0
         seen: dict[int, TensorMeta] = {}
-        for a in _tensor_args(call):
+        for a in tensor_args(call):
             if a.id in self.metas:
                 seen[a.id] = self.metas[a.id]
         for m in call.outputs:
@@ -182,12 +191,9 @@ class _Lowerer:
             if call.target != "aten._local_scalar_dense.default":
                 self.mark_uncovered(call, "reads tensor data on the host")
             return
-        target = _functional_target(call)
+        target = functional_target(call)
         fn = find_lowering(target)
         try:
-            for m in call.outputs:
-                if m is not None:
-                    ir_dtype(m.dtype)
             outs = self.outputs_for(call)
             inline = call.kind != "view"
             args = tuple(self.resolve(a, inline=inline) for a in call.args)
@@ -205,7 +211,9 @@ class _Lowerer:
             kwargs,
             tuple(outs),
             out_shapes=tuple(m.shape if m is not None else None for m in call.outputs),
-            out_dtypes=tuple(ir_dtype(m.dtype) if m is not None else None for m in call.outputs),
+            out_dtypes=tuple(
+                TORCH_DTYPES.get(m.dtype) if m is not None else None for m in call.outputs
+            ),
             index=call.index,
             module_path=sanitize_name(call.module_path) if call.module_path else "",
         )
@@ -228,13 +236,13 @@ class _Lowerer:
         """Declare (or locate) the tensors the call writes."""
         outs: list[TensorInfo | None] = []
         for pos, m in enumerate(call.outputs):
-            if m is None or call.kind == "view":
-                outs.append(None)
+            if m is None or call.kind == "view" or not self.representable(m):
+                outs.append(None)  # views are returned by the lowering; odd dtypes dropped
                 continue
             if call.kind in ("inplace", "out") and m.id in self.env:
                 outs.append(self.version_for_write(call, self.env[m.id]))
                 continue
-            hint = f"t{call.index}_{_op_name(call.target)}" + (f"_{pos}" if pos else "")
+            hint = f"t{call.index}_{op_name(call.target)}" + (f"_{pos}" if pos else "")
             ref = self.pb.tensor("temp", ir_dtype(m.dtype), m.shape, hint)
             self.roles[ref.name] = "temp"
             outs.append(TensorInfo(ref, m.shape, ir_dtype(m.dtype)))
@@ -248,8 +256,8 @@ class _Lowerer:
         into the existing tensor, made writable first (see `writable`).
         """
         storage = cur.ref
-        op = _op_name(call.target)
-        full = _numel(cur.shape) == _numel_ref(storage)
+        op = op_name(call.target)
+        full = shape_numel(cur.shape) == _numel_ref(storage)
         if op in INPLACE_PARTIAL_OPS or not full:
             return self.writable(cur, call)
         ref = self.pb.tensor("temp", storage.dtype, storage.shape, f"t{call.index}_{op}")
@@ -271,7 +279,7 @@ class _Lowerer:
         )
         self.roles[ref.name] = "temp"
         shape = tuple(_lit_shape(storage.shape))
-        _emit_copy(
+        emit_copy(
             self.pb,
             f"{storage.name}_version",
             TensorInfo(storage, shape, storage.dtype),
@@ -301,7 +309,7 @@ class _Lowerer:
             for k, r in enumerate(result):
                 if isinstance(r, TensorInfo) and k < len(values):
                     values[k] = r
-        op = _op_name(call.target)
+        op = op_name(call.target)
         for m, v in zip(call.outputs, values, strict=False):
             if m is None or v is None:
                 continue
@@ -310,7 +318,7 @@ class _Lowerer:
                 self.rebase(old.ref, v.ref)
             self.env[m.id] = v
             if call.kind == "view" or op in _RESHAPES:
-                src = next(iter(_tensor_args(call)), None)
+                src = next(iter(tensor_args(call)), None)
                 if (
                     op in _RESHAPES
                     and src is not None
@@ -341,10 +349,10 @@ class _Lowerer:
                     "temp",
                     ir_dtype(m.dtype),
                     m.shape,
-                    f"t{call.index}_{_op_name(call.target)}_{pos}",
+                    f"t{call.index}_{op_name(call.target)}_{pos}",
                 )
                 outs.append(TensorInfo(ref, m.shape, ir_dtype(m.dtype)))
-        args = [x for x in _flat_values(opcall.args, opcall.kwargs) if isinstance(x, TensorInfo)]
+        args = [x for x in flat_values(opcall.args, opcall.kwargs) if isinstance(x, TensorInfo)]
         splice_program(
             self.pb,
             kernel_prog,
@@ -362,14 +370,14 @@ class _Lowerer:
             if m is None:
                 continue
             cur = self.env.get(m.id) if call.kind in ("inplace", "out") else None
-            hint = f"u{call.index}_{_op_name(call.target)}" + (f"_{pos}" if pos else "")
-            if m.dtype not in TORCH_DTYPES:
+            hint = f"u{call.index}_{op_name(call.target)}" + (f"_{pos}" if pos else "")
+            if not self.representable(m):
                 continue
             ref = self.pb.tensor("input", ir_dtype(m.dtype), m.shape, hint)
             self.roles[ref.name] = "input"
             self.uncovered_values.append(UncoveredValue(ref.name, call.index, pos))
             value = TensorInfo(ref, m.shape, ir_dtype(m.dtype))
-            if cur is not None and _numel(cur.shape) != _numel_ref(cur.ref):
+            if cur is not None and shape_numel(cur.shape) != _numel_ref(cur.ref):
                 self._write_into(cur, value, call)  # partial in-place: store the values
                 continue
             if cur is not None:
@@ -378,7 +386,7 @@ class _Lowerer:
 
     def _write_into(self, dst: TensorInfo, src: TensorInfo, call: RecordedCall) -> None:
         dst = self.writable(dst, call)
-        _emit_copy(self.pb, f"t{call.index}_{_op_name(call.target)}_store", src, dst)
+        emit_copy(self.pb, f"t{call.index}_{op_name(call.target)}_store", src, dst)
 
     # -- outputs -------------------------------------------------------------------
     def finish(self) -> LoweredProgram:
@@ -391,6 +399,9 @@ class _Lowerer:
                 continue
             name = f"y{k}"
             k += 1
+            if meta.id in self.unrepresentable or meta.id not in self.env:
+                out_names.append(None)  # an output of a dtype the IR lacks is not bound
+                continue
             info = self.env[meta.id]
             role = self.roles.get(info.ref.name)
             direct = info.index_map is None or meta.id in self.reshape_only
@@ -408,21 +419,19 @@ class _Lowerer:
         ref = self.pb.tensor("output", info.dtype, info.shape, f"{name}_value")
         rename[ref.name] = name
         self.roles[ref.name] = "output"
-        _emit_copy(self.pb, f"{name}_copy", info, TensorInfo(ref, info.shape, info.dtype))
+        emit_copy(self.pb, f"{name}_copy", info, TensorInfo(ref, info.shape, info.dtype))
 
     def _binding(self, out_names: list[str | None], kept: set[str]) -> IOBinding:
         cap = self.capture
-        ins: list[str | None] = []
-        for meta in cap.inputs:
-            ins.append(None if meta is None else self._decl_name(meta.id))
+        ins = tuple(None if m is None else self._decl_name(m.id) for m in cap.inputs)
         params = tuple(
-            (nt.name, n) for nt in cap.params if (n := self._decl_name(nt.meta.id)) in kept
+            (nt.name, n) for nt in cap.params if (n := self._decl_name(nt.meta.id) or "") in kept
         )
         consts = tuple(
-            (nt.name, n) for nt in cap.constants if (n := self._decl_name(nt.meta.id)) in kept
+            (nt.name, n) for nt in cap.constants if (n := self._decl_name(nt.meta.id) or "") in kept
         )
         return IOBinding(
-            tuple(ins),
+            ins,
             params,
             consts,
             tuple(out_names),
@@ -430,8 +439,8 @@ class _Lowerer:
             tuple(self.mutated),
         )
 
-    def _decl_name(self, tid: int) -> str:
-        return self._initial_names[tid]
+    def _decl_name(self, tid: int) -> str | None:
+        return self._initial_names.get(tid)
 
     def _coverage(self) -> tuple[UncoveredOp, ...]:
         total = sum(self.call_bytes(c) for c in self.capture.calls) or 1
@@ -474,69 +483,14 @@ def _load_lowerings() -> None:
     register_lowerings()
 
 
-def _emit_copy(pb: ProgramBuilder, name: str, src: TensorInfo, dst: TensorInfo) -> None:
-    """A kernel ``dst[idx] = src[idx]`` over ``dst``'s shape."""
-    kb = pb.kernel(name)
-    idx = kb.fresh_vars(dst.rank)
-    body = Assign(LowerCtx.write(dst, idx), LowerCtx.read(src, idx))
-    kb.emit(loop_nest(list(zip(idx, dst.shape, strict=True)), [body]) if idx else body)
-    pb.finish_kernel(kb)
-
-
-def _tensor_args(call: RecordedCall) -> list[TensorArg]:
-    return [x for x in _flat_values(call.args, call.kwargs) if isinstance(x, TensorArg)]
-
-
-def _flat_values(args: Sequence[Any], kwargs: Mapping[str, Any]) -> list[Any]:
-    out: list[Any] = []
-
-    def go(x: Any) -> None:
-        if isinstance(x, tuple):
-            for y in x:
-                go(y)
-        else:
-            out.append(x)
-
-    for a in args:
-        go(a)
-    for k, v in kwargs.items():
-        if k != "out":
-            go(v)
-    return out
-
-
-def _op_name(target: str) -> str:
-    parts = target.split(".")
-    return parts[1] if len(parts) > 1 else parts[0]
-
-
-def _functional_target(call: RecordedCall) -> str:
-    """``aten.add_.Tensor -> aten.add.Tensor``; ``aten.add.out -> aten.add.out`` (op-wide)."""
-    if call.kind != "inplace":
-        return call.target
-    ns, op, overload = [*call.target.split("."), "default"][:3]
-    return f"{ns}.{op[:-1] if op.endswith('_') else op}.{overload}"
-
-
 def _itemsize(dtype: str) -> int:
     d = TORCH_DTYPES.get(dtype)
     return d.itemsize_bytes if d is not None else 1
 
 
-def _numel(shape: Sequence[int]) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
+def _lit_shape(shape: Sequence[Any]) -> list[int]:
+    return [int(getattr(d, "value", d)) for d in shape]
 
 
 def _numel_ref(ref: TensorRef) -> int:
-    return _numel(_lit_shape(ref.shape))
-
-
-def _lit_shape(shape: Sequence[Any]) -> list[int]:
-    out = []
-    for d in shape:
-        value = getattr(d, "value", d)
-        out.append(int(value))
-    return out
+    return shape_numel(_lit_shape(ref.shape))

@@ -9,8 +9,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 
-from solar.frontends.builder import ProgramBuilder
-from solar.frontends.pytorch.registry import TensorInfo
+from solar.frontends.builder import ProgramBuilder, loop_nest
+from solar.frontends.pytorch.registry import LowerCtx, TensorInfo
 from solar.ir import (
     Access,
     Assign,
@@ -31,7 +31,7 @@ from solar.ir import (
 )
 from solar.ir.traversal import accesses, eval_int, resolve_sizes, walk_exprs, walk_stmts
 
-__all__ = ["map_expr", "prune_unused", "rename_tensors", "splice_program"]
+__all__ = ["emit_copy", "map_expr", "prune_unused", "rename_tensors", "splice_program"]
 
 
 def map_expr(expr: Expr, fn: Callable[[Expr], Expr | None]) -> Expr:
@@ -185,3 +185,12 @@ def splice_program(
 
 def _renamer(names: Mapping[str, str]) -> Callable[[str], str]:
     return lambda v: names.get(v, v)
+
+
+def emit_copy(pb: ProgramBuilder, name: str, src: TensorInfo, dst: TensorInfo) -> None:
+    """A kernel ``dst[idx] = src[idx]`` over ``dst``'s shape."""
+    kb = pb.kernel(name)
+    idx = kb.fresh_vars(dst.rank)
+    body = Assign(LowerCtx.write(dst, idx), LowerCtx.read(src, idx))
+    kb.emit(loop_nest(list(zip(idx, dst.shape, strict=True)), [body]) if idx else body)
+    pb.finish_kernel(kb)

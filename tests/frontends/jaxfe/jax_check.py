@@ -21,7 +21,6 @@ from solar.frontends.jaxfe import (
     lower_jaxpr,
     reference_data,
     trace_function,
-    trace_jax_file,
 )
 from solar.ir import Program, parse_program, print_program, verify_program
 
@@ -74,11 +73,6 @@ def check_fn(
 ) -> LoweredProgram:
     """Lower ``fn(*inputs)`` through the frontend, execute the IR and compare with jax."""
     return check_capture(trace_function(fn, inputs), rtol=rtol, atol=atol, covered=covered)
-
-
-def check_file(path: Path, **kw: Any) -> LoweredProgram:
-    """`check_capture` for a program file."""
-    return check_capture(trace_jax_file(path), **kw)
 
 
 def program_costs(program: Program) -> tuple[float, float, float]:

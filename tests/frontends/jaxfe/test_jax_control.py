@@ -154,6 +154,20 @@ def test_cond_branches_count_zero_until_wired() -> None:
     assert flops < 3 * 64 * 3
 
 
+def test_nested_cond() -> None:
+    def f(v: Any, p: Any) -> Any:
+        def outer(a: Any) -> Any:
+            s = jnp.tanh(a).sum()
+            return lax.cond(s > 0, lambda b: b * s, lambda b: b - s, a)
+
+        return lax.cond(p[0] > 0, outer, lambda a: a + 1.0, v)
+
+    for sign in (1.0, -1.0):
+        for q in (V, -V):
+            lowered = check_fn(f, q, np.full(1, sign, np.float32))
+    assert len(lowered.cond_regions) == 2
+
+
 def test_switch_three_branches_and_clamping() -> None:
     def f(v: Any, i: Any) -> Any:
         return lax.switch(i, [lambda a: a + 1.0, lambda a: a * 3.0, lambda a: -a], v)

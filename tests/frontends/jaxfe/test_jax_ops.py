@@ -90,6 +90,11 @@ ELEMENTWISE: list[Case] = [
 ]
 
 SHAPE: list[Case] = [
+    (
+        "outputs_input_view_literal_repeat",
+        lambda a: (a, a.reshape(12), jnp.ones(3), a * 2, a * 2),
+        (A,),
+    ),
     ("reshape_split_merge", lambda m: (m.reshape(6, 5), m.reshape(2, 15).reshape(30)), (M,)),
     ("reshape_unaligned", lambda m: m.reshape(5, 6) * 2.0, (M,)),
     ("squeeze_expand", lambda a: jnp.expand_dims(a[:, None, :].squeeze(1), 0) + 1.0, (A,)),

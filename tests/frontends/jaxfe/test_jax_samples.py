@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from jax_check import SAMPLES, check_file
+from jax_check import SAMPLES, assert_outputs_close, run_lowered
 
-from solar.frontends.jaxfe import lower_jaxpr, trace_jax_file
+from solar.frontends.jaxfe import lower_jaxpr, reference_data, trace_jax_file
 from solar.ir import print_program
 
 pytest.importorskip("jax")
@@ -32,10 +32,17 @@ def test_samples_exist() -> None:
 
 @pytest.mark.parametrize("path", JAX_SAMPLES, ids=[p.stem for p in JAX_SAMPLES])
 def test_sample_validates(path: Path) -> None:
+    from solar.validate import validate
+
     tol = TOLERANCE.get(path.stem, 1e-5)
-    lowered = check_file(path, rtol=tol, atol=tol)
-    assert lowered.fully_covered
+    capture = trace_jax_file(path)
+    lowered = lower_jaxpr(capture)
+    assert lowered.fully_covered, lowered.coverage
     assert lowered.equations == lowered.lowered_equations > 0
+    inputs, want = reference_data(capture, lowered=lowered)
+    assert_outputs_close(run_lowered(lowered, inputs), want, tol, tol)
+    result = validate(lowered.program, inputs, want)
+    assert result.passed, result.mismatch or result.reason
 
 
 def test_sample_naming_conventions() -> None:

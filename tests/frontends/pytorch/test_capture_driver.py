@@ -250,13 +250,42 @@ def test_output_reshape_of_a_temp_is_not_copied() -> None:
     assert isinstance(stmts[0].value, Binary)
 
 
-def test_unsupported_dtype_is_reported() -> None:
-    with pytest.raises(FrontendError) as info:
-        lower_capture(trace_module(lambda x: x + 1, (torch.zeros(3, dtype=torch.uint8),)))
-    assert info.value.code == "E0510"
+def test_unsupported_dtype_makes_its_readers_uncovered() -> None:
+    def fn(img: Any, x: Any) -> tuple[Any, Any]:
+        return img.float() / 255, x * 2
+
+    img = torch.randint(0, 255, (2, 3), dtype=torch.uint8)
+    low = check_program(fn, img, torch.randn(3), covered=False)
+    (unc,) = low.coverage
+    assert unc.target == "aten._to_copy.default"
+    assert "uint8" in unc.reason
+    assert low.binding.inputs == (None, "x1")
 
 
 def test_module_paths_name_kernels() -> None:
     model = nn.Sequential(nn.Linear(4, 4), nn.GELU(), nn.Sequential(nn.Linear(4, 2)))
     low = check_program(model, torch.randn(3, 4))
     assert [k.name for k in low.program.kernels] == ["t0_addmm", "t1_gelu", "t2_0_addmm"]
+
+
+def test_unsupported_variant_is_uncovered_with_its_reason() -> None:
+    low = check_program(lambda x: torch.roll(x, 1) * 2, torch.randn(2, 3), covered=False)
+    (unc,) = low.coverage
+    assert unc.target == "aten.roll.default"
+    assert "flattened roll" in unc.reason
+    assert [k.name for k in low.program.kernels] == ["mul"]
+
+
+def test_boolean_mask_indexing_runs_real_and_is_uncovered() -> None:
+    low = check_program(lambda x: x[x > 0].sum(), torch.randn(3, 4), covered=False)
+    assert [u.target for u in low.coverage] == ["aten.index.Tensor"]
+
+
+def test_find_lowering_prefers_exact_overloads() -> None:
+    from solar.frontends.pytorch import register_lowerings
+    from solar.frontends.pytorch.registry import LOWERINGS, find_lowering
+
+    register_lowerings()
+    assert find_lowering("aten.max.other") is LOWERINGS["aten.max.other"]
+    assert find_lowering("aten.max.dim") is LOWERINGS["aten.max"]
+    assert find_lowering("aten.no_such_op.default") is None

@@ -28,26 +28,7 @@ NN_SAMPLES = [
 ]  # fmt: skip
 
 
-# Blocked outside the nn lowerings (remove an entry once its cause is fixed; the test is
-# not strict, so a fixed sample shows up as XPASS):
-_UINT8 = (
-    "driver: a uint8 output (batch norm's empty reserve / LSTM workspace) marks the op uncovered"
-)
-_E0218 = "verifier: E0218 reports A[i + 12] vs A[i] in a 6-trip loop as loop-carried"
-BLOCKED = {
-    "batchnorm_train": _UINT8, "batchnorm_eval": _UINT8, "instancenorm": _UINT8,
-    "resnet_block": _UINT8, "unet_small": _UINT8, "mobilenet_block": _UINT8,
-    "lstm": _UINT8, "lstm_lm": _UINT8, "gru": _E0218,
-}  # fmt: skip
-
-
-def _param(name: str) -> object:
-    if name in BLOCKED:
-        return pytest.param(name, marks=pytest.mark.xfail(reason=BLOCKED[name], strict=False))
-    return name
-
-
-@pytest.mark.parametrize("name", [_param(n) for n in NN_SAMPLES])
+@pytest.mark.parametrize("name", NN_SAMPLES)
 def test_sample_lowers_and_validates(name: str) -> None:
     path = SAMPLES / f"{name}.py"
     capture = trace_model_file(path)
