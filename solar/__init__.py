@@ -2,6 +2,35 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from solar.report import Report
+
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+__all__ = ["__version__", "analyze"]
+
+
+def analyze(
+    model: object,
+    example_inputs: Sequence[object],
+    *,
+    arch: str | Sequence[str] = "H100_SXM",
+    precision: str = "default",
+    validate: str = "auto",
+) -> Report:
+    """Analyse a live PyTorch module on example inputs; returns the `Report`.
+
+    >>> # report = solar.analyze(model, (x,), arch=["H100_SXM", "B200"])
+    >>> # print(solar.report.render_text(report))
+
+    Raises:
+        solar.diagnostics.SolarError: any stage's diagnostic.
+    """
+    from solar.pipeline import AnalyzeOptions, analyze_module
+
+    archs = (arch,) if isinstance(arch, str) else tuple(arch)
+    options = AnalyzeOptions(archs=archs, precision=precision, validate=validate)  # type: ignore[arg-type]
+    return analyze_module(model, example_inputs, options)

@@ -19,7 +19,7 @@ import hashlib
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -58,6 +58,8 @@ __all__ = [
     "FrontendName",
     "ValidateMode",
     "analyze",
+    "analyze_front",
+    "analyze_module",
     "bound_arch",
     "lift_source",
     "validate_front",
@@ -337,6 +339,43 @@ def analyze(
         raise UsageError("give at least one --arch", code="E0907")
     say(f"loading {path} ({options.frontend} frontend)")
     front = load_program(path, options, progress=say)
+    source = InputInfo(path=str(path), sha256=_sha256(path.read_bytes()), entry=options.entry)
+    return analyze_front(front, source, specs, options, say)
+
+
+def analyze_module(
+    module: object,
+    example_inputs: Sequence[object],
+    options: AnalyzeOptions | None = None,
+    *,
+    progress: Callable[[str], None] | None = None,
+) -> Report:
+    """`analyze` for a live ``torch.nn.Module`` (or callable) and its example inputs.
+
+    Raises:
+        SolarError: any stage's diagnostic.
+    """
+    from solar.frontends.adapters import module_frontend
+
+    options = options or AnalyzeOptions()
+    say = progress or (lambda _msg: None)
+    specs = [load_hardware_spec(a) for a in options.archs]
+    front = module_frontend(module, example_inputs, options, say)
+    name = type(module).__name__
+    source = InputInfo(path=f"<module {name}>", sha256=_sha256(name.encode()), entry=None)
+    return analyze_front(front, source, specs, options, say)
+
+
+def analyze_front(
+    front: FrontendOutput,
+    source: InputInfo,
+    specs: Sequence[HardwareSpec],
+    options: AnalyzeOptions,
+    say: Callable[[str], None],
+) -> Report:
+    """Verify → validate → lift → bounds → report for a frontend's result."""
+    if front.precision_hint and options.precision == "default":
+        options = replace(options, precision=front.precision_hint)
     program = front.program
     verify_program(program)
     sizes = resolve_sizes(program, front.ir_sizes)
@@ -385,7 +424,7 @@ def analyze(
         warnings.append("VIOLATION: a bound is above the measured time; this is a bug to report")
     return Report(
         tool=ToolInfo(version=__version__),
-        input=InputInfo(path=str(path), sha256=_sha256(path.read_bytes()), entry=options.entry),
+        input=source,
         frontend=FrontendInfo(
             name=front.name, captured_with=front.captured_with, notes=tuple(front.notes)
         ),

@@ -26,7 +26,13 @@ from solar.report.schema import CoverageInfo, UncoveredOpInfo
 if TYPE_CHECKING:
     from solar.pipeline import AnalyzeOptions
 
-__all__ = ["FrontendOutput", "ValidationPlan", "detect_frontend", "load_program"]
+__all__ = [
+    "FrontendOutput",
+    "ValidationPlan",
+    "detect_frontend",
+    "load_program",
+    "module_frontend",
+]
 
 Arrays = dict[str, np.ndarray]
 
@@ -58,6 +64,7 @@ class FrontendOutput:
     ir_sizes: Mapping[str, int] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    precision_hint: str | None = None
 
 
 FULL_COVERAGE = CoverageInfo(complete=True, covered_bytes_fraction=1.0, ops_total=0)
@@ -142,7 +149,6 @@ def _torch_frontend(
 ) -> FrontendOutput:
     _require("torch", "torch")
     from solar.frontends import pytorch as tfe
-    from solar.frontends.pytorch.reference import program_bytes
 
     overrides = dict(options.sizes) or None
     progress("capturing ATen ops over fake tensors")
@@ -156,12 +162,8 @@ def _torch_frontend(
     fallback = _op_fallback(options)
     progress(f"lowering {capture.info.num_calls} ATen calls")
     lowered = tfe.lower_capture(capture, op_fallback=fallback)
-    info = capture.info
 
-    def reference() -> ValidationPlan:
-        if program_bytes(capture) <= options.reference_budget_bytes:
-            inputs, outputs = tfe.reference_data(lowered, capture)
-            return ValidationPlan(lowered.program, inputs, outputs, "full", sizes=dict(info.sizes))
+    def reduced() -> ValidationPlan:
         red = tfe.reference_at_reduced_sizes(
             path,
             options.reference_budget_bytes,
@@ -174,6 +176,48 @@ def _torch_frontend(
             red.lowered.program, red.inputs, red.outputs, "reduced-sizes", red.description
         )
 
+    return _torch_output(capture, lowered, options, reduced)
+
+
+def module_frontend(
+    module: Any, example_inputs: Any, options: AnalyzeOptions, progress: Callable[[str], None]
+) -> FrontendOutput:
+    """The torch frontend for a live module (the `solar.analyze` Python API)."""
+    _require("torch", "torch")
+    from solar.frontends import pytorch as tfe
+
+    progress("capturing ATen ops over fake tensors")
+    capture = tfe.trace_module(module, tuple(example_inputs), train=options.train)
+    lowered = tfe.lower_capture(capture, op_fallback=_op_fallback(options))
+    return _torch_output(capture, lowered, options, None)
+
+
+def _tf32_enabled() -> bool:
+    """True when the user's code enabled TF32 for fp32 matmuls (it then runs on tensor cores)."""
+    import torch
+
+    return bool(torch.backends.cuda.matmul.allow_tf32) or (
+        torch.get_float32_matmul_precision() != "highest"
+    )
+
+
+def _torch_output(
+    capture: Any,
+    lowered: Any,
+    options: AnalyzeOptions,
+    reduced: Callable[[], ValidationPlan] | None,
+) -> FrontendOutput:
+    from solar.frontends import pytorch as tfe
+    from solar.frontends.pytorch.reference import program_bytes
+
+    info = capture.info
+
+    def reference() -> ValidationPlan:
+        if reduced is None or program_bytes(capture) <= options.reference_budget_bytes:
+            inputs, outputs = tfe.reference_data(lowered, capture)
+            return ValidationPlan(lowered.program, inputs, outputs, "full", sizes=dict(info.sizes))
+        return reduced()
+
     def measure() -> Timing:
         from solar.frontends.pytorch.loader import instantiate
         from solar.measure import measure_torch
@@ -184,6 +228,10 @@ def _torch_frontend(
     notes = []
     if info.used_real_values:
         notes.append(f"captured with real tensors: {info.real_reason}")
+    hint = None
+    if _tf32_enabled():
+        hint = "tf32"
+        notes.append("the program enables TF32 for fp32 matmuls: precision policy tf32")
     program = lowered.program
     if options.ir_file is not None:
         program = parse_program(
@@ -206,6 +254,7 @@ def _torch_frontend(
         reference=reference,
         measure=measure,
         notes=tuple(notes),
+        precision_hint=hint,
     )
 
 
@@ -289,11 +338,17 @@ def _llm_frontend(
         task=task,
         check=check,
     )
-    attempts = ", ".join(f"#{a.number} {a.outcome}" for a in result.attempts)
-    notes = (
-        f"llm model {result.model}: {len(result.attempts)} attempt(s) ({attempts}); "
-        f"{result.prompt_tokens} prompt + {result.completion_tokens} completion tokens",
-    )
+    notes = [
+        f"llm model {result.model}: {len(result.attempts)} attempt(s), "
+        f"{result.prompt_tokens} prompt + {result.completion_tokens} completion tokens"
+        + (" (replayed from cache)" if result.from_cache else "")
+    ]
+    for a in result.attempts:
+        first = (a.diagnostic or "").strip().splitlines()[:1]
+        notes.append(
+            f"attempt {a.number}: {a.outcome}, {a.prompt_tokens or 0}+{a.completion_tokens or 0} "
+            f"tokens, {a.latency_s or 0.0:.2f} s" + (f" — {first[0]}" if first else "")
+        )
 
     def reference() -> ValidationPlan:
         return ValidationPlan(result.program, ref.inputs, ref.outputs, "full")
@@ -310,7 +365,7 @@ def _llm_frontend(
         coverage=FULL_COVERAGE,
         reference=reference,
         measure=measure,
-        notes=notes,
+        notes=tuple(notes),
     )
 
 

@@ -1,0 +1,141 @@
+"""End-to-end `solar analyze` over each frontend: torch, jax, llm (offline cache), ir, Python API."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from cli_helpers import run_cli
+from conftest import SAMPLES
+
+from solar.pipeline import AnalyzeOptions, analyze
+from solar.report import Report
+
+
+@pytest.mark.torch
+def test_torch_sample_end_to_end(capsys: pytest.CaptureFixture[str], golden: object) -> None:
+    pytest.importorskip("torch")
+    r = run_cli(capsys, "analyze", str(SAMPLES / "torch" / "gpt_block.py"), "--arch", "H100_SXM",
+                "--format", "json", "-q")
+    assert r.code == 0, r.err
+    report = Report.model_validate_json(r.out)
+    assert report.frontend.name == "torch"
+    assert report.frontend.captured_with == "fake-tensor dispatch"
+    assert report.coverage.complete
+    assert report.validation.status == "passed"
+    assert report.validation.strategy == "full"
+    assert all(o.passed for o in report.validation.outputs)
+    models = [b.model for b in report.archs[0].bounds]
+    assert models == ["unfused", "fused", "cache-aware"]
+    times = {b.model: b.time_s for b in report.archs[0].bounds}
+    assert times["fused"] <= times["unfused"] and times["fused"] <= times["cache-aware"]
+
+
+@pytest.mark.torch
+def test_torch_large_sizes_validate_at_reduced_sizes(capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("torch")
+    r = run_cli(capsys, "analyze", str(SAMPLES / "torch" / "gpt_block.py"), "--set", "BATCH=16",
+                "--set", "SEQ=4096", "--set", "D_MODEL=2048", "--set", "HEADS=16",
+                "--format", "json", "-q")
+    assert r.code == 0, r.err
+    report = Report.model_validate_json(r.out)
+    assert report.validation.status == "passed"
+    assert report.validation.strategy == "reduced-sizes"
+    # the bounds are for the full size: 4 linear layers of a 2048-wide block at 16x4096 tokens
+    assert report.flops > 2 * 16 * 4096 * 2048 * 2048 * 12
+
+
+@pytest.mark.torch
+def test_tf32_enabled_by_the_program_switches_policy(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    src = tmp_path / "tf32_mm.py"
+    src.write_text(
+        "import torch\nimport torch.nn as nn\n"
+        "torch.backends.cuda.matmul.allow_tf32 = True\n"
+        "class Model(nn.Module):\n    def forward(self, a, b):\n        return a @ b\n"
+        "def get_inputs():\n    return [torch.randn(64, 32), torch.randn(32, 16)]\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+    try:
+        report = analyze(src, AnalyzeOptions())
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = False
+    assert report.archs[0].precision_policy == "tf32"
+    assert any("TF32" in n for n in report.frontend.notes)
+
+
+@pytest.mark.torch
+def test_python_api(capsys: pytest.CaptureFixture[str]) -> None:
+    torch = pytest.importorskip("torch")
+    import solar
+
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+    report = solar.analyze(model, (torch.randn(8, 16),), arch=["H100_SXM", "B200"])
+    assert [a.arch for a in report.archs] == ["H100_SXM", "B200"]
+    assert report.validation.status == "passed"
+    # 2 * 8 * (16*32 + 32*4) multiply-adds, plus bias adds and the ReLU compares
+    assert report.flops >= 2 * 8 * (16 * 32 + 32 * 4)
+
+
+@pytest.mark.torch
+def test_model_file_that_raises_is_a_diagnostic(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("torch")
+    src = tmp_path / "boom.py"
+    src.write_text("import torch\nraise RuntimeError('kaboom')\n")
+    r = run_cli(capsys, "analyze", str(src))
+    assert r.code == 1
+    assert "error[E0501]" in r.err and "kaboom" in r.err
+    assert "Traceback" not in r.err
+    missing = tmp_path / "empty.py"
+    missing.write_text("x = 1\n")
+    r = run_cli(capsys, "analyze", str(missing))
+    assert r.code == 1 and "error[E050" in r.err
+
+
+@pytest.mark.jax
+def test_jax_sample_end_to_end(capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("jax")
+    r = run_cli(capsys, "analyze", str(SAMPLES / "jax" / "mpc_rollout.py"), "--format", "json",
+                "-q")
+    assert r.code == 0, r.err
+    data = json.loads(r.out)
+    assert data["frontend"]["name"] == "jax"
+    assert data["coverage"]["complete"]
+    assert data["validation"]["status"] == "passed"
+    assert any("XLA cost_analysis" in n for n in data["frontend"]["notes"])
+
+
+@pytest.mark.torch
+def test_llm_sample_offline_from_recorded_cache(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("openai")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens there
+    r = run_cli(capsys, "analyze", str(SAMPLES / "llm" / "blocked_rmsnorm.py"), "--frontend",
+                "llm", "--model", "recorded", "--cache-dir", str(SAMPLES / "llm" / "cache"),
+                "--format", "json", "-q")
+    assert r.code == 0, r.err
+    data = json.loads(r.out)
+    assert data["frontend"]["captured_with"] == "llm (cache hit)"
+    assert data["validation"]["status"] == "passed"
+    assert any(n.startswith("attempt 1:") for n in data["frontend"]["notes"])
+
+
+def test_ir_file_with_reference_validates(tmp_path: Path) -> None:
+    import numpy as np
+
+    from solar.ir import parse_program, resolve_sizes
+    from solar.validate import random_inputs
+
+    path = SAMPLES / "ir" / "matmul.alir"
+    program = parse_program(path.read_text())
+    inputs = random_inputs(program, resolve_sizes(program), np.random.default_rng(1))
+    ref = tmp_path / "ref.npz"
+    np.savez(ref, **inputs, C=inputs["A"].astype(np.float64) @ inputs["B"])
+    report = analyze(path, AnalyzeOptions(reference_file=ref))
+    assert report.validation.status == "passed"
+    assert report.validation.outputs[0].name == "C"
