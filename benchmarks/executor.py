@@ -424,37 +424,60 @@ CASES: dict[str, Callable[[np.random.Generator], Case]] = {
 }
 
 
-def _best(fn: Callable[[], object], repeat: int) -> float:
-    fn()  # warm-up
-    best = math.inf
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
+def _interleaved(
+    first: Callable[[], object], second: Callable[[], object], repeat: int, min_time_s: float
+) -> tuple[float, float]:
+    """Best-of wall times of two functions, run alternately (A B A B ...).
+
+    Alternating exposes both to the same background load; the minimum over at least
+    ``repeat`` rounds (more for fast cases, up to ``min_time_s`` of wall time) is the
+    least disturbed run of each.
+    """
+    first()
+    second()
+    best_a = best_b = math.inf
+    rounds = 0
+    start = time.perf_counter()
+    while rounds < repeat or (time.perf_counter() - start < min_time_s and rounds < 50 * repeat):
+        t0 = time.perf_counter()
+        first()
+        t1 = time.perf_counter()
+        second()
+        t2 = time.perf_counter()
+        best_a, best_b = min(best_a, t1 - t0), min(best_b, t2 - t1)
+        rounds += 1
+    return best_a, best_b
 
 
-def run_case(case: Case, repeat: int) -> tuple[float, float, float]:
+def run_case(case: Case, repeat: int, min_time_s: float) -> tuple[float, float, float]:
     """Time one case; returns (executor s, torch s, max relative difference)."""
     program = parse_program(case.ir, filename=case.name)
     tensors = {k: torch.from_numpy(v) for k, v in case.inputs.items()}
     ours = execute_program(program, case.inputs)
     with torch.no_grad():
         ref = case.torch_fn(tensors)
-    diff = max(
-        float(np.max(np.abs(ours[k] - ref[k].numpy())) / (np.max(np.abs(ref[k].numpy())) + 1e-30))
-        for k in ref
-    )
-    t_exec = _best(lambda: execute_program(program, case.inputs), repeat)
-    with torch.no_grad():
-        t_torch = _best(lambda: case.torch_fn(tensors), repeat)
+        diff = max(
+            float(
+                np.max(np.abs(ours[k] - ref[k].numpy())) / (np.max(np.abs(ref[k].numpy())) + 1e-30)
+            )
+            for k in ref
+        )
+        t_exec, t_torch = _interleaved(
+            lambda: execute_program(program, case.inputs),
+            lambda: case.torch_fn(tensors),
+            repeat,
+            min_time_s,
+        )
     return t_exec, t_torch, diff
 
 
 def main() -> None:
     """Run the benchmark table."""
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=5, help="minimum rounds per case")
+    parser.add_argument(
+        "--min-time", type=float, default=2.0, help="keep alternating up to this many seconds"
+    )
     parser.add_argument("--only", nargs="*", default=None)
     args = parser.parse_args()
     torch.set_num_threads(2)
@@ -467,7 +490,7 @@ def main() -> None:
         if args.only and key not in args.only:
             continue
         case = make(rng)
-        t_exec, t_torch, diff = run_case(case, args.repeat)
+        t_exec, t_torch, diff = run_case(case, args.repeat, args.min_time)
         ratio = t_exec / t_torch
         ratios.append(ratio)
         print(

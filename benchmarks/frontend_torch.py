@@ -38,15 +38,29 @@ def main() -> None:
     print(f"baseline `import torch`: {base:.2f} s")
     times, failures = [], []
     for f in files:
-        t, rc = _time([sys.executable, "-m", "solar", "analyze", str(f), "--validate", "off",
-                       "-q", "--arch", "H100_SXM"])
+        t, rc = _time(
+            [
+                sys.executable,
+                "-m",
+                "solar",
+                "analyze",
+                str(f),
+                "--validate",
+                "off",
+                "-q",
+                "--arch",
+                "H100_SXM",
+            ]
+        )
         times.append(t)
         if rc != 0:
             failures.append(f.name)
         print(f"{f.name:<28} {t:6.2f} s  ({t / base:4.1f}x import torch){'  FAILED' if rc else ''}")
     med = statistics.median(times)
-    print(f"\n{len(files)} files: median {med:.2f} s per file ({med / base:.1f}x the torch import), "
-          f"max {max(times):.2f} s; target < 3 s; failures: {failures or 'none'}")
+    print(
+        f"\n{len(files)} files: median {med:.2f} s per file ({med / base:.1f}x the torch import), "
+        f"max {max(times):.2f} s; target < 3 s; failures: {failures or 'none'}"
+    )
 
 
 if __name__ == "__main__":

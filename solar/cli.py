@@ -672,7 +672,7 @@ def main() -> None:
     except KeyboardInterrupt:
         _err("interrupted")
         sys.exit(130)
-    except Exception as err:  # the one boundary where anything unexpected is turned into exit 2
+    except Exception as err:  # noqa: BLE001 — the one boundary: anything unexpected -> exit 2
         show = getattr(err, "show", None)
         if callable(show) and hasattr(err, "exit_code"):  # click/typer usage errors
             show()

@@ -1,4 +1,4 @@
-"""End-to-end `solar analyze` over each frontend: torch, jax, llm (offline cache), ir, Python API."""
+"""End-to-end `solar analyze` per frontend: torch, jax, llm (offline cache), ir, Python API."""
 
 from __future__ import annotations
 

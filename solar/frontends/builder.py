@@ -53,8 +53,39 @@ __all__ = [
 ]
 
 _KEYWORDS = frozenset(
-    "solar-ir program size input param output temp local kernel for seq in step if and or not "
-    "inf nan true false f64 f32 f16 bf16 f8e4m3 f8e5m2 i64 i32 i8 bool".split()
+    [
+        "solar-ir",
+        "program",
+        "size",
+        "input",
+        "param",
+        "output",
+        "temp",
+        "local",
+        "kernel",
+        "for",
+        "seq",
+        "in",
+        "step",
+        "if",
+        "and",
+        "or",
+        "not",
+        "inf",
+        "nan",
+        "true",
+        "false",
+        "f64",
+        "f32",
+        "f16",
+        "bf16",
+        "f8e4m3",
+        "f8e5m2",
+        "i64",
+        "i32",
+        "i8",
+        "bool",
+    ]
 )
 
 
@@ -197,9 +228,7 @@ class ProgramBuilder:
         self._sizes.append(SizeDecl(name, as_expr(value)))
         return Name(name)
 
-    def tensor(
-        self, role: Role, dtype: DType, shape: Sequence[Expr | int], hint: str
-    ) -> TensorRef:
+    def tensor(self, role: Role, dtype: DType, shape: Sequence[Expr | int], hint: str) -> TensorRef:
         """Declare a program-level tensor with a unique name derived from ``hint``."""
         name = self.unique(hint)
         dims = tuple(as_expr(d) for d in shape)
