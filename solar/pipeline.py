@@ -180,6 +180,12 @@ def _roofs(spec: HardwareSpec) -> dict[str, float]:
     return dict(sorted(roofs.items()))
 
 
+def _intensity(b: Bound) -> float:
+    """FLOPs per DRAM byte; per L2 byte when the bound moves nothing through DRAM (warm)."""
+    moved = b.dram_bytes or float(getattr(b, "l2_bytes", 0.0) or 0.0)
+    return b.flops / moved if moved > 0 else 0.0
+
+
 def _bound_result(b: Bound) -> BoundResult:
     return BoundResult(
         model=b.model,
@@ -190,7 +196,7 @@ def _bound_result(b: Bound) -> BoundResult:
         flops=b.flops,
         dram_bytes=b.dram_bytes,
         l2_bytes=float(getattr(b, "l2_bytes", 0.0) or 0.0),
-        arithmetic_intensity_flops_per_byte=_finite(b.arithmetic_intensity) or 0.0,
+        arithmetic_intensity_flops_per_byte=_intensity(b),
         bottleneck=b.bottleneck,
         assumptions=tuple(b.assumptions),
     )

@@ -177,10 +177,16 @@ def round_to_dtype(value: np.ndarray | float | bool, dtype: DType) -> np.ndarray
         return round_fp8(arr, FP8_FORMATS[dtype]).astype(store, copy=False)
 
 
-def output_array(stored: np.ndarray, dtype: DType) -> np.ndarray:
+def output_array(stored: np.ndarray, dtype: DType, *, copy: bool = True) -> np.ndarray:
     """Convert a stored tensor to the array handed back to callers (see module note).
+
+    Args:
+        stored: the tensor in its storage dtype.
+        dtype: its IR dtype.
+        copy: copy even when the storage dtype is already the output dtype (pass
+            ``False`` to hand over an array nobody else holds).
 
     >>> output_array(np.array([1.5], dtype=np.float32), DType.F16).dtype
     dtype('float16')
     """
-    return stored.astype(_OUTPUT_DTYPES[dtype], copy=True)
+    return stored.astype(_OUTPUT_DTYPES[dtype], copy=copy)

@@ -61,7 +61,7 @@ class ExecCache:
 class Evaluator:
     """Evaluates expressions of one statement over one domain (see module docstring)."""
 
-    __slots__ = ("cache", "domain", "sizes", "stmt", "tensors", "verified")
+    __slots__ = ("cache", "domain", "owned", "plans", "sizes", "stmt", "tensors", "verified")
 
     def __init__(
         self,
@@ -78,6 +78,11 @@ class Evaluator:
         self.cache = cache
         self.verified: set[int] = set()
         """Ids of accesses already bounds-checked over an enclosing domain."""
+        self.plans: dict[int, tuple[tuple[Lin, ...], frozenset[int]] | None] = {}
+        """Per-target write plans (`solar.validate.writes.target_axes`)."""
+        self.owned: dict[int, np.ndarray] = {}
+        """Temporaries this evaluator created that nobody else holds (reusable as
+        ``out=``); holding them keeps their ids unique."""
 
     # ---- helpers ----------------------------------------------------------------
     def fault(self, code: str, what: str, bad: np.ndarray | bool | None = None) -> None:
@@ -340,7 +345,28 @@ class Evaluator:
             return self._floor_op(op, a, b, mask)
         if op in ("+", "-", "*") and isinstance(a, int) and isinstance(b, int):
             return a + b if op == "+" else (a - b if op == "-" else a * b)
+        if op in ARITH_UFUNCS:
+            return self.apply(ARITH_UFUNCS[op], a, b)
         return ARITH[op](a, b)
+
+    def apply(self, ufunc: np.ufunc, *args: Value) -> Value:
+        """``ufunc(*args)``, writing into a temporary of this evaluator when one fits.
+
+        A temporary (a result this evaluator computed, not a view of a tensor) that
+        has the result's shape and dtype is overwritten instead of allocating a new
+        array: ``(X - m) * r * g + b`` makes one temporary, not four.
+        """
+        out: np.ndarray | None = None
+        for x in args:
+            if isinstance(x, np.ndarray) and id(x) in self.owned:
+                shape = np.broadcast_shapes(*(np.shape(a) for a in args))
+                if x.shape == shape and x.dtype == np.result_type(*args):
+                    out = x
+                    break
+        result = ufunc(*args, out=out) if out is not None else ufunc(*args)
+        if isinstance(result, np.ndarray) and result.ndim:
+            self.owned[id(result)] = result
+        return result  # type: ignore[no-any-return]
 
     def _floor_op(self, op: str, a: Value, b: Value, mask: np.ndarray | None) -> Value:
         if kind_of(a) in "iu" and kind_of(b) in "iu":
@@ -390,6 +416,8 @@ class Evaluator:
             return 0
         if len(args) == 2:
             args = list(promote(args[0], args[1]))
+        if isinstance(impl, np.ufunc) and impl.nout == 1 and func != "isnan":
+            return self.apply(impl, *args)
         return impl(*args)
 
 

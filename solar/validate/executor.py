@@ -338,7 +338,7 @@ def run_program(
     written: dict[str, np.ndarray | None] = {}
     for decl in program.tensors_with_role("output"):
         st = tensors[decl.name]
-        outputs[decl.name] = output_array(st.data, decl.dtype)
+        outputs[decl.name] = output_array(st.data, decl.dtype, copy=False)  # ours to give
         written[decl.name] = None if st.written is None else st.written.copy()
     return RunResult(outputs, written, bound)
 

@@ -57,6 +57,15 @@ def target_axes(ev: Evaluator, target: Access) -> tuple[tuple[Lin, ...], frozens
     Returns ``None`` when the target needs element-wise updates: non-affine or sampled
     subscripts, a box reaching outside the tensor, or colliding points.
     """
+    key = id(target)
+    if key in ev.plans:
+        return ev.plans[key]
+    plan = _target_axes(ev, target)
+    ev.plans[key] = plan
+    return plan
+
+
+def _target_axes(ev: Evaluator, target: Access) -> tuple[tuple[Lin, ...], frozenset[int]] | None:
     st = ev.state(target)
     forms = ev.forms(target)
     if forms is None or not ev.viewable(forms):
@@ -259,6 +268,8 @@ def _reduce_axes(
                 where = True if mask is None else mask[_window_index(mask.shape, blk, at)]
                 ufunc(acc_b, val[vi], out=acc_b, where=where)
         return acc
+    if mask is None and all(val.shape[k] == extents[k] for k in reduced):
+        return ufunc.reduce(val, axis=reduced, keepdims=True)  # type: ignore[no-any-return]
     for k in reduced:
         shape[k] = extents[k]
     full = tuple(shape)

@@ -260,7 +260,14 @@ class Lowerer:
         finally:
             self._dest, self._live = saved
             self._frames.pop()
-        return [self.atom(v, env) for v in jaxpr.outvars]
+        # An output whose equation was skipped as dead (the caller does not need it: an
+        # inlined call's unused result) has no value; nothing reads it.
+        return [
+            Opaque(tuple(int(d) for d in v.aval.shape), "dead")
+            if is_var(v) and v not in env
+            else self.atom(v, env)
+            for v in jaxpr.outvars
+        ]
 
     def lower_operands(
         self,
