@@ -87,6 +87,8 @@ def _arch_block(arch: ArchBounds) -> list[str]:
         )
     for h in arch.headroom:
         flag = "  <-- VIOLATION: bound above measured time" if h.violation else ""
+        if h.model == "unfused" and h.ratio < 1.0:
+            flag = "  (faster than any kernel-by-kernel execution: the code fuses kernels)"
         lines.append(f"  headroom vs {h.model:<11} {h.ratio:8.2f}x{flag}")
     top = sorted(arch.kernels, key=lambda k: -k.time_s)[:_TOP_KERNELS]
     if top:

@@ -152,7 +152,12 @@ class BoundResult(BaseModel):
 
 
 class Headroom(BaseModel):
-    """Measured time over a bound; ``violation`` when the bound exceeds the measurement."""
+    """Measured time over a bound.
+
+    ``violation`` when a bound that holds for every implementation (fused, cache-aware)
+    exceeds the measurement. The unfused bound holds only for kernel-by-kernel
+    execution, so a ratio below 1 there means the implementation fuses kernels.
+    """
 
     model_config = _FROZEN
     model: Literal["unfused", "fused", "cache-aware"]

@@ -36,7 +36,7 @@ from solar.validate.functions import (
     kind_of,
     promote,
 )
-from solar.validate.grids import Domain, affine_view, box_range
+from solar.validate.grids import Domain, affine_view, box_range, broadcast_shape
 from solar.validate.state import TensorState
 
 __all__ = ["Evaluator", "ExecCache", "Value"]
@@ -359,7 +359,7 @@ class Evaluator:
         out: np.ndarray | None = None
         for x in args:
             if isinstance(x, np.ndarray) and id(x) in self.owned:
-                shape = np.broadcast_shapes(*(np.shape(a) for a in args))
+                shape = broadcast_shape(*(np.shape(a) for a in args))
                 if x.shape == shape and x.dtype == np.result_type(*args):
                     out = x
                     break

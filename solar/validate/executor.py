@@ -180,7 +180,7 @@ class _Machine:
 
     def guard(self, stmt: If, domain: Domain) -> None:
         cond = self.evaluator(domain, stmt).eval(stmt.cond, domain.mask)
-        if np.ndim(cond) == 0:
+        if not isinstance(cond, np.ndarray) or cond.ndim == 0:
             if bool(cond):
                 self.exec_body(stmt.body, domain)
             return
@@ -205,7 +205,7 @@ class _Machine:
         if stmt.seq or id(stmt) in self.plan.sequential:
             self.sequential_loop(stmt, domain, lo, hi)
             return
-        if np.ndim(lo) == 0 and np.ndim(hi) == 0:
+        if _scalar(lo) and _scalar(hi):
             lo_i, hi_i = int(lo), int(hi)
             count = max(0, -(-(hi_i - lo_i) // stmt.step))
             values = None
@@ -246,7 +246,7 @@ class _Machine:
             self.exec_body(stmt.body, inner)
 
     def sequential_loop(self, stmt: For, domain: Domain, lo: Value, hi: Value) -> None:
-        scalar = np.ndim(lo) == 0 and np.ndim(hi) == 0
+        scalar = _scalar(lo) and _scalar(hi)
         if scalar and stmt.seq:
             match = self.scan_of(stmt)
             if match is not None and run_scan(
@@ -287,6 +287,10 @@ class _Machine:
             self.cache.scans[key] = match_scan(stmt, self.sizes)
         match = self.cache.scans[key]
         return match if isinstance(match, ScanMatch) else None
+
+
+def _scalar(x: Value) -> bool:
+    return not isinstance(x, np.ndarray) or x.ndim == 0
 
 
 def _head(stmt: Stmt) -> str:

@@ -26,6 +26,7 @@ Note [Windows as strides]
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -137,7 +138,7 @@ class Domain:
     @property
     def volume(self) -> int:
         """Number of points in the box (ignoring the mask)."""
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
 
     def var_array(self, name: str) -> np.ndarray:
         """The values of a vectorised variable, shaped to broadcast along its axis."""
@@ -198,6 +199,22 @@ class Domain:
             pos = coords[ax.index] if ax.count > 1 else 0
             out[v] = int(ax.array()[pos])
         return out
+
+
+def broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """Broadcast shapes of arrays over one domain (same rank, or 0-d scalars).
+
+    Faster than ``np.broadcast_shapes`` on the executor's hot path.
+
+    >>> broadcast_shape((3, 1), (1, 4), ())
+    (3, 4)
+    """
+    ranked = [s for s in shapes if s]
+    if not ranked:
+        return ()
+    if any(len(s) != len(ranked[0]) for s in ranked):
+        return tuple(np.broadcast_shapes(*ranked))
+    return tuple(max(dims) for dims in zip(*ranked, strict=True))
 
 
 def iter_chunks(domain: Domain, limit: int) -> Iterator[Domain]:

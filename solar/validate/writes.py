@@ -19,7 +19,14 @@ from solar.ir import Access, DType, Expr, ReduceOp
 from solar.validate.affine import Lin
 from solar.validate.dtypes import round_to_dtype
 from solar.validate.evaluate import Evaluator, Value
-from solar.validate.grids import SMALL_REDUCTION, affine_view, blocks, box_range, is_injective
+from solar.validate.grids import (
+    SMALL_REDUCTION,
+    affine_view,
+    blocks,
+    box_range,
+    broadcast_shape,
+    is_injective,
+)
 from solar.validate.state import TensorState
 
 __all__ = ["REDUCE_UFUNCS", "exact_dtype", "reduce_identity", "reduce_into", "store", "target_axes"]
@@ -113,7 +120,7 @@ def assign(ev: Evaluator, target: Access, expr: Expr) -> None:
     plan = target_axes(ev, target)
     if plan is not None:
         forms, axes = plan
-        shape = np.broadcast_shapes(*(np.shape(a) for a in args))
+        shape = broadcast_shape(*(np.shape(a) for a in args))
         kind = np.result_type(*args).kind
         if _axes_of(shape) <= axes and kind == st.data.dtype.kind and len(shape) == ev.domain.ndim:
             view = affine_view(st.data, forms, ev.domain)
@@ -253,7 +260,7 @@ def _reduce_axes(
     (``s[] += 1.0`` over ``j`` adds the trip count). Short windows loop over their
     positions with whole-block in-place ufunc calls; long ones use ``ufunc.reduce``.
     """
-    shape = list(np.broadcast_shapes(val.shape, mask.shape if mask is not None else ()))
+    shape = list(broadcast_shape(val.shape, mask.shape if mask is not None else ()))
     window = math.prod(extents[k] for k in reduced)
     identity = reduce_identity(op, val.dtype)
     if window <= SMALL_REDUCTION:

@@ -61,6 +61,7 @@ def _bin(op: str) -> ExprFn:
 
 _SIMPLE: dict[str, ExprFn] = {
     "add": _bin("+"),
+    "add_any": _bin("+"),  # gradient accumulation (transpose of fan-out)
     "sub": _bin("-"),
     "mul": _bin("*"),
     "eq": _bin("=="),
@@ -110,6 +111,7 @@ _SIMPLE: dict[str, ExprFn] = {
 
 _FOLD: dict[str, Callable[..., object]] = {
     "add": np.add,
+    "add_any": np.add,
     "sub": np.subtract,
     "mul": np.multiply,
     "max": np.maximum,
@@ -163,6 +165,8 @@ def _simple(ctx: EqnCtx) -> tuple[Operand, ...] | None:
 _IDENTITY = {
     ("add", 0): 0,
     ("add", 1): 0,
+    ("add_any", 0): 0,
+    ("add_any", 1): 0,
     ("sub", 1): 0,
     ("mul", 0): 1,
     ("mul", 1): 1,

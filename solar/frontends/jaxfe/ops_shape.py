@@ -1,8 +1,8 @@
 """Lowerings of shape primitives: free views, and data-moving copies (one kernel each).
 
-Contract: ``reshape``, ``squeeze``, ``expand_dims`` and ``broadcast_in_dim`` return views
+Contract: ``reshape``, ``squeeze``, ``expand_dims``, ``broadcast_in_dim`` and ``tile`` return views
 (Note [Free views] in `solar.frontends.jaxfe.core`); ``transpose``, ``rev``, ``slice``,
-``pad``, ``concatenate``, ``stack``, ``split``, ``iota``, ``dynamic_slice`` and
+``pad``, ``concatenate``, ``stack``, ``split``, ``unstack``, ``iota``, ``dynamic_slice`` and
 ``dynamic_update_slice`` emit one kernel that writes every output element once.
 Literal inputs (``jnp.zeros`` is a broadcast literal) stay literals through views and
 copies, so constant fills cost nothing. ``dynamic_update_slice`` updates its operand in
@@ -231,20 +231,78 @@ def _split(ctx: EqnCtx) -> tuple[Operand, ...] | None:
     return None
 
 
-@lowering("iota")
-def _iota(ctx: EqnCtx) -> None:
-    dim = int(ctx.params["dimension"])
-    dtype = ctx.out_dtype(0)
-    out = ctx.out(0)
-    kb = ctx.kernel()
+@lowering("tile")
+def _tile(ctx: EqnCtx) -> tuple[Operand, ...]:
+    """``jnp.tile``: a free view ``out[i...] = x[i % d...]`` (XLA lowers it to a broadcast
+    and a reshape, which are free views here too)."""
+    x = ctx.ins[0]
     shape = ctx.out_shape(0)
+    if isinstance(x, Lit):
+        return (x.reshaped(shape),)
+    in_shape = x.shape
+    off = len(shape) - len(in_shape)
+    if off < 0:
+        raise Unsupported(f"tile of rank {len(in_shape)} to rank {len(shape)}")
+
+    def index_map(idx: tuple[Expr, ...]) -> tuple[Expr, ...]:
+        src: list[Expr] = []
+        for k, d in enumerate(in_shape):
+            e = idx[off + k]
+            if d == 1:
+                src.append(IntLit(0))
+            elif d == shape[off + k]:
+                src.append(e)
+            else:
+                src.append(Binary("%", e, lit(d)))
+        return tuple(src)
+
+    return (x.view(shape, index_map),)
+
+
+@lowering("unstack")
+def _unstack(ctx: EqnCtx) -> tuple[Operand, ...] | None:
+    """``jnp.unstack``: one kernel writing every slice along ``axis`` (as ``split``)."""
+    axis = int(ctx.params["axis"])
+    x = ctx.ins[0]
+    n = len(ctx.eqn.outvars)
+    if isinstance(x, Lit):
+        return tuple(x.reshaped(ctx.out_shape(k)) for k in range(n))
+    kb = ctx.kernel()
+    for k in range(n):
+        out = ctx.out(k)
+        nest = Nest(kb, ctx.out_shape(k))
+        if not nest.empty:
+            src = [*nest.idx[:axis], lit(k), *nest.idx[axis:]]
+            kb.emit(*nest.wrap([Assign(write(out, nest.idx), read(x, src))]))
+    return None
+
+
+_UNSIGNED_IOTA = {"uint32": DType.I32, "uint64": DType.I64}
+"""Unsigned iotas (``jnp.einsum``'s diagonal masks) hold small values: stored as the signed
+type of the same width (same bytes, same values); consumers whose result is unsigned
+stay uncovered."""
+
+
+@lowering("iota")
+def _iota(ctx: EqnCtx) -> tuple[Operand, ...]:
+    dim = int(ctx.params["dimension"])
+    shape = ctx.out_shape(0)
+    unsigned = _UNSIGNED_IOTA.get(ctx.out_avals[0][1])
+    if unsigned is not None:
+        dtype = unsigned
+        out = ctx.lowerer.alloc(ctx.eqn.outvars[0], shape, dtype, ctx.prim)
+    else:
+        dtype = ctx.out_dtype(0)
+        out = ctx.out(0)
+    kb = ctx.kernel()
     nest = Nest(kb, shape)
     if nest.empty:
-        return
+        return (out,)
     value: Expr = nest.idx[dim]
     if dtype != DType.I64:
         value = Cast(dtype, value)
     kb.emit(*nest.wrap([Assign(write(out, nest.idx), value)]))
+    return (out,)
 
 
 def clamped_starts(
