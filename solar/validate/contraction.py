@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from solar.ir import Access, Binary, Expr, FloatLit, IntLit, Reduce, Unary
+from solar.validate import parallel
 from solar.validate.evaluate import Evaluator
 from solar.validate.grids import blocks, box_range
 
@@ -341,19 +342,23 @@ def _broadcast_pair(
     out_shape = np.broadcast_shapes(ta.shape[nc:], tb.shape[nc:])
     acc = np.empty(out_shape, dtype=np.result_type(ta, tb))
     positions = list(np.ndindex(*(max(ta.shape[p], tb.shape[p]) for p in range(nc))))
-    for blk in blocks(out_shape):
-        sa = tuple(b if ta.shape[nc + i] > 1 else slice(None) for i, b in enumerate(blk))
-        sb = tuple(b if tb.shape[nc + i] > 1 else slice(None) for i, b in enumerate(blk))
-        acc_b = acc[blk] if acc.ndim else acc[...]  # (a 0-d index would copy)
-        tmp = np.empty_like(acc_b)
-        for k, pos in enumerate(positions):
-            pa = tuple(p if ta.shape[i] > 1 else 0 for i, p in enumerate(pos))
-            pb = tuple(p if tb.shape[i] > 1 else 0 for i, p in enumerate(pos))
-            if k == 0:
-                np.multiply(ta[(*pa, *sa)], tb[(*pb, *sb)], out=acc_b)
-            else:
-                np.multiply(ta[(*pa, *sa)], tb[(*pb, *sb)], out=tmp)
-                np.add(acc_b, tmp, out=acc_b)
+
+    def run(todo: list[tuple[slice, ...]]) -> None:
+        for blk in todo:
+            sa = tuple(b if ta.shape[nc + i] > 1 else slice(None) for i, b in enumerate(blk))
+            sb = tuple(b if tb.shape[nc + i] > 1 else slice(None) for i, b in enumerate(blk))
+            acc_b = acc[blk] if acc.ndim else acc[...]  # (a 0-d index would copy)
+            tmp = np.empty_like(acc_b)
+            for k, pos in enumerate(positions):
+                pa = tuple(p if ta.shape[i] > 1 else 0 for i, p in enumerate(pos))
+                pb = tuple(p if tb.shape[i] > 1 else 0 for i, p in enumerate(pos))
+                if k == 0:
+                    np.multiply(ta[(*pa, *sa)], tb[(*pb, *sb)], out=acc_b)
+                else:
+                    np.multiply(ta[(*pa, *sa)], tb[(*pb, *sb)], out=tmp)
+                    np.add(acc_b, tmp, out=acc_b)
+
+    parallel.run_blocks(run, list(blocks(out_shape)), acc.size)
     return acc, out_axes
 
 

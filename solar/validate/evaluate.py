@@ -179,8 +179,9 @@ class Evaluator:
             padded = padded or lo < 0 or hi >= extent
         if not padded:
             view = affine_view(st.data, forms, self.domain)
-            if st.written is not None:
-                self._check_written(acc, affine_view(st.written, forms, self.domain), mask)
+            written = st.written  # one read: another thread may drop the mask meanwhile
+            if written is not None:
+                self._check_written(acc, affine_view(written, forms, self.domain), mask)
             return view, False
         if id(acc) not in self.verified:
             self.check_bounds(acc, forms, st.data.shape, mask)
@@ -192,8 +193,9 @@ class Evaluator:
             self.cache.padded[key] = data
         shift = [p[0] for p in pads]
         view = affine_view(data, forms, self.domain, shift)
-        if st.written is not None:
-            written = np.pad(st.written, pads, constant_values=True)
+        written = st.written
+        if written is not None:
+            written = np.pad(written, pads, constant_values=True)
             self._check_written(acc, affine_view(written, forms, self.domain, shift), mask)
         return view, True
 
@@ -253,8 +255,9 @@ class Evaluator:
 
     def _read_gather(self, acc: Access, st: TensorState, mask: np.ndarray | None) -> np.ndarray:
         index = tuple(np.asarray(ix, dtype=np.intp) for ix in self.index_arrays(acc, mask))
-        if st.written is not None:
-            self._check_written(acc, np.asarray(st.written[index]), mask)
+        written = st.written
+        if written is not None:
+            self._check_written(acc, np.asarray(written[index]), mask)
         return np.asarray(st.data[index])
 
     # ---- expressions ----------------------------------------------------------------

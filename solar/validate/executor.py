@@ -23,10 +23,12 @@ mask. Dtypes follow Note [Executor dtypes] in `solar.validate.dtypes`.
 
 from __future__ import annotations
 
+import functools
 import logging
+import math
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,16 +36,12 @@ import numpy as np
 from solar.diagnostics import ExecutionError
 from solar.ir import Assign, For, If, Kernel, Program, Reduce, Stmt, print_stmt
 from solar.ir.traversal import resolve_sizes
+from solar.validate import parallel
 from solar.validate.contraction import plan_contraction, run_contraction
 from solar.validate.dtypes import output_array, storage_dtype
 from solar.validate.evaluate import Evaluator, ExecCache, Value
 from solar.validate.faults import raise_fault, raise_resource
-from solar.validate.grids import (
-    CHUNK_POINTS,
-    Axis,
-    Domain,
-    iter_chunks,
-)
+from solar.validate.grids import CHUNK_POINTS, SMALL_REDUCTION, Axis, Domain, iter_chunks
 from solar.validate.memory import memory_budget_bytes, workload_of
 from solar.validate.prepare import KernelPlan, PreparedProgram, prepare_program
 from solar.validate.scan import ScanMatch, match_scan, run_scan
@@ -141,9 +139,8 @@ class _Machine:
         match stmt:
             case Assign():
                 self.check_time(stmt)
-                for chunk in iter_chunks(domain, CHUNK_POINTS):
-                    if not chunk.is_empty():
-                        assign(self.evaluator(chunk, stmt), stmt.target, stmt.value)
+                for half in self.halves(stmt, domain):
+                    half()
             case Reduce():
                 self.check_time(stmt)
                 self.reduce(stmt, domain)
@@ -153,6 +150,44 @@ class _Machine:
                 self.guard(stmt, domain)
             case _:
                 raise_fault("E0309", f"unsupported statement {type(stmt).__name__}", stmt)
+
+    def halves(self, stmt: Assign | Reduce, domain: Domain) -> list[Callable[[], None]]:
+        """The pieces of a leaf statement, run by `parallel.run_all` on up to two threads.
+
+        A large statement with an injective strided target is cut in two along its
+        outermost target axis (disjoint writes); others are one piece.
+        """
+        pieces = [domain]
+        if parallel.WORKERS > 1 and domain.volume >= 2 * parallel.PARALLEL_MIN_POINTS:
+            plan = target_axes(self.evaluator(domain, stmt), stmt.target)
+            axis = (
+                next((k for k in sorted(plan[1]) if domain.shape[k] >= 2), None)
+                if plan is not None
+                else None
+            )
+            if axis is not None:
+                pieces = [
+                    domain.sliced(axis, lo, hi)
+                    for lo, hi in parallel.split_evenly(domain.shape[axis], parallel.WORKERS)
+                ]
+        run = self._assign_piece if isinstance(stmt, Assign) else self._reduce_piece
+        tasks = [functools.partial(run, stmt, piece) for piece in pieces]
+        return [functools.partial(parallel.run_all, tasks)]
+
+    def _assign_piece(self, stmt: Assign | Reduce, domain: Domain) -> None:
+        assert isinstance(stmt, Assign)
+        for chunk in iter_chunks(domain, CHUNK_POINTS):
+            if not chunk.is_empty():
+                assign(self.evaluator(chunk, stmt), stmt.target, stmt.value)
+
+    def _reduce_piece(self, stmt: Assign | Reduce, domain: Domain) -> None:
+        assert isinstance(stmt, Reduce)
+        for chunk in iter_chunks(domain, CHUNK_POINTS):
+            if chunk.is_empty():
+                continue
+            ev = self.evaluator(chunk, stmt)
+            value = ev.eval(stmt.value, chunk.mask)
+            reduce_into(ev, stmt.target, stmt.op, value, plan=target_axes(ev, stmt.target))
 
     def evaluator(self, domain: Domain, stmt: Stmt) -> Evaluator:
         return Evaluator(self.tensors, self.sizes, domain, stmt, self.cache)
@@ -171,12 +206,14 @@ class _Machine:
                 if summed is not None:
                     reduce_into(ev, stmt.target, "+", summed, plan=plan, summed=True)
                     return
-        for chunk in iter_chunks(domain, CHUNK_POINTS):
-            if chunk.is_empty():
-                continue
-            ev = self.evaluator(chunk, stmt)
-            value = ev.eval(stmt.value, chunk.mask)
-            reduce_into(ev, stmt.target, stmt.op, value, plan=target_axes(ev, stmt.target))
+        window = math.prod(
+            n for k, n in enumerate(domain.shape) if plan is None or k not in plan[1]
+        )
+        if plan is not None and window <= SMALL_REDUCTION:
+            self._reduce_piece(stmt, domain)  # window loops split their blocks themselves
+            return
+        for half in self.halves(stmt, domain):
+            half()
 
     def guard(self, stmt: If, domain: Domain) -> None:
         cond = self.evaluator(domain, stmt).eval(stmt.cond, domain.mask)

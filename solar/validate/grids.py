@@ -241,7 +241,7 @@ def iter_chunks(domain: Domain, limit: int) -> Iterator[Domain]:
     yield domain
 
 
-def blocks(shape: Sequence[int], limit: int = BLOCK_POINTS) -> Iterator[tuple[slice, ...]]:
+def blocks(shape: Sequence[int], limit: int | None = None) -> Iterator[tuple[slice, ...]]:
     """Index tuples tiling ``shape`` in row-major order, each of at most ``limit`` elements.
 
     Only the leading axes are cut, so each block is a few contiguous runs of the
@@ -250,6 +250,7 @@ def blocks(shape: Sequence[int], limit: int = BLOCK_POINTS) -> Iterator[tuple[sl
     >>> [[(s.start, s.stop) for s in b] for b in blocks((2, 3), limit=2)]
     [[(0, 1), (0, 2)], [(0, 1), (2, 3)], [(1, 2), (0, 2)], [(1, 2), (2, 3)]]
     """
+    limit = BLOCK_POINTS if limit is None else limit
     n = len(shape)
     inner = 1
     cut = n  # cut axis: blocks span axes cut+1 .. n-1 completely

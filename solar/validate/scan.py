@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from solar.ir import Access, Assign, Binary, Call, Expr, For, ReduceOp
+from solar.validate import parallel
 from solar.validate.affine import free_names, linearize, reads_tensor
 from solar.validate.evaluate import Evaluator, ExecCache
 from solar.validate.grids import Axis, Domain
@@ -183,10 +184,16 @@ def accumulate(ufunc: np.ufunc, arr: np.ndarray, axis: int) -> np.ndarray:
         tail = n - full * block
         view[:, full, :tail] = rows[:, full * block :]
         view[:, full, tail:] = ufunc.identity if ufunc.identity is not None else 0
-    for k in range(1, block):
-        ufunc(cols[k - 1], cols[k], out=cols[k])
-    totals = ufunc.accumulate(cols[-1, :, :-1], axis=-1)
-    ufunc(cols[:, :, 1:], totals[None, :, :], out=cols[:, :, 1:])
+
+    def run(row_ranges: list[tuple[int, int]]) -> None:
+        for lo, hi in row_ranges:
+            part = cols[:, lo:hi]
+            for k in range(1, block):
+                ufunc(part[k - 1], part[k], out=part[k])
+            totals = ufunc.accumulate(part[-1, :, :-1], axis=-1)
+            ufunc(part[:, :, 1:], totals[None, :, :], out=part[:, :, 1:])
+
+    parallel.run_blocks(run, parallel.split_evenly(rows.shape[0], parallel.WORKERS), cols.size)
     result = view.reshape(rows.shape[0], nblocks * block)[:, :n].reshape(*lead, n)
     return np.moveaxis(result, -1, axis)
 

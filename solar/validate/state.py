@@ -41,7 +41,8 @@ class TensorState:
     def mark_changed(self) -> None:
         """Record a write; drop the written mask once it is all True."""
         self.version += 1
-        if self.written is not None and bool(self.written.all()):
+        written = self.written  # one read: statements may run in two threads
+        if written is not None and bool(written.all()):
             self.written = None
 
     def all_finite(self) -> bool:

@@ -16,6 +16,7 @@ import math
 import numpy as np
 
 from solar.ir import Access, DType, Expr, ReduceOp
+from solar.validate import parallel
 from solar.validate.affine import Lin
 from solar.validate.dtypes import round_to_dtype
 from solar.validate.evaluate import Evaluator, Value
@@ -134,13 +135,14 @@ def _mark_written(
     st: TensorState, forms: tuple[Lin, ...], ev: Evaluator, count: int, mask: np.ndarray | None
 ) -> None:
     """Record a strided write of ``count`` distinct elements (all of them when unmasked)."""
-    if st.written is not None:
+    written = st.written  # one read: another thread may drop the mask meanwhile
+    if written is not None:
         if mask is None and count == st.data.size:
             st.written = None  # the view covers every element: no mask bookkeeping
         elif mask is None:
-            affine_view(st.written, forms, ev.domain)[...] = True
+            affine_view(written, forms, ev.domain)[...] = True
         else:
-            np.copyto(affine_view(st.written, forms, ev.domain), True, where=mask)
+            np.copyto(affine_view(written, forms, ev.domain), True, where=mask)
     st.mark_changed()
 
 
@@ -164,8 +166,9 @@ def store(ev: Evaluator, target: Access, value: Value) -> None:
             return
     index, vals = _scatter_points(ev, target, val)
     st.data[index] = vals
-    if st.written is not None:
-        st.written[index] = True
+    written = st.written
+    if written is not None:
+        written[index] = True
     st.mark_changed()
 
 
@@ -237,11 +240,12 @@ def reduce_into(
     # combining with the identity changes nothing; unreduced values need the mask.
     where: np.ndarray | bool = mask if (mask is not None and not reduced) else True
     view = affine_view(st.data, forms, ev.domain)
-    if st.written is not None:
+    written = st.written
+    if written is not None:
         touched: np.ndarray | bool = True
         if mask is not None:
             touched = np.any(mask, axis=reduced, keepdims=True) if reduced else mask
-        _check_target_written(ev, st, affine_view(st.written, forms, ev.domain), touched)
+        _check_target_written(ev, st, affine_view(written, forms, ev.domain), touched)
     _combine(view, ufunc, val, st.decl.dtype, where)
     st.mark_changed()
 
@@ -267,13 +271,17 @@ def _reduce_axes(
         kept = [1 if k in reduced else n for k, n in enumerate(shape)]
         acc = np.full(kept, identity, dtype=val.dtype)
         positions = list(np.ndindex(*(extents[k] for k in reduced)))
-        for blk in blocks(kept):  # Note [Cache blocking]: the block stays in cache
-            acc_b = acc[blk] if acc.ndim else acc[...]
-            for pos in positions:
-                at = dict(zip(reduced, pos, strict=True))
-                vi = _window_index(val.shape, blk, at)
-                where = True if mask is None else mask[_window_index(mask.shape, blk, at)]
-                ufunc(acc_b, val[vi], out=acc_b, where=where)
+
+        def run(todo: list[tuple[slice, ...]]) -> None:
+            for blk in todo:  # Note [Cache blocking]: the block stays in cache
+                acc_b = acc[blk] if acc.ndim else acc[...]
+                for pos in positions:
+                    at = dict(zip(reduced, pos, strict=True))
+                    vi = _window_index(val.shape, blk, at)
+                    where = True if mask is None else mask[_window_index(mask.shape, blk, at)]
+                    ufunc(acc_b, val[vi], out=acc_b, where=where)
+
+        parallel.run_blocks(run, list(blocks(kept)), acc.size)
         return acc
     if mask is None and all(val.shape[k] == extents[k] for k in reduced):
         return ufunc.reduce(val, axis=reduced, keepdims=True)  # type: ignore[no-any-return]
@@ -323,7 +331,8 @@ def _reduce_scatter(
     ev: Evaluator, st: TensorState, target: Access, ufunc: np.ufunc, val: np.ndarray
 ) -> None:
     index, vals = _scatter_points(ev, target, val, all_axes=True)
-    if st.written is not None and not np.all(st.written[index]):
+    written = st.written
+    if written is not None and not np.all(written[index]):
         ev.fault("E0302", f"reduction into a never-written element of `{st.decl.name}`")
     vals = (
         vals.astype(st.data.dtype, copy=False)

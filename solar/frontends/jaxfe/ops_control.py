@@ -15,7 +15,8 @@ Contract: ``EqnCtx -> None`` (or the outputs, for ``cond``).
   under a value-dependent guard ``if pred[] == k { ... }``, writing the cond's outputs
   directly; the driver records a `CondRegion` per cond (see docs/jax.md, "cond"). Inside
   a loop body, each branch becomes an ``if`` block of the enclosing kernel. A literal
-  predicate inlines just the taken branch.
+  predicate inlines just the taken branch; ``platform_index`` (platform-dependent conds)
+  is the literal index of the GPU branch.
 """
 
 from __future__ import annotations
@@ -273,6 +274,21 @@ def _cond(ctx: EqnCtx) -> tuple[Operand, ...] | None:
         "the cheapest branch (see cond_regions)"
     )
     return tuple(outs)
+
+
+TARGET_PLATFORMS = ("cuda", "gpu")
+"""Platform names of the hardware SOLAR bounds (GPUs), for ``platform_index``."""
+
+
+@lowering("platform_index")
+def _platform_index(ctx: EqnCtx) -> tuple[Operand, ...]:
+    """The branch a platform-dependent ``cond`` takes on a GPU: a literal, so the cond
+    inlines that branch (``jnp.diagonal`` picks a Mosaic or a default implementation)."""
+    platforms = ctx.params["platforms"]
+    for k, names in enumerate(platforms):
+        if names is None or any(p in TARGET_PLATFORMS for p in names):
+            return (Lit(k, ctx.out_dtype(0)),)
+    raise Unsupported(f"no branch for a GPU among platforms {platforms}")
 
 
 def _branch_cond(pred: Expr, k: int, n: int) -> Expr:

@@ -38,11 +38,11 @@ def _flat(values: Any) -> list[Any]:
     return out
 
 
-def _aten_overload(target: str) -> Any:
+def _op_overload(target: str) -> Any:
     import torch
 
-    _, op, overload = target.split(".", 2)
-    return getattr(getattr(torch.ops.aten, op), overload)
+    namespace, op, overload = target.split(".", 2)
+    return getattr(getattr(getattr(torch.ops, namespace), op), overload)
 
 
 def _reference_text(target: str, overload: Any) -> str:
@@ -69,7 +69,7 @@ def make_op_fallback(config: LLMConfig) -> Callable[[Any], Program | None]:
         from solar.validate import validate
 
         try:
-            overload = _aten_overload(call.target)
+            overload = _op_overload(call.target)
         except (AttributeError, ValueError):
             return None
         tensors = [
