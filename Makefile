@@ -22,6 +22,7 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check solar tests benchmarks
+	$(VENV)/bin/mypy solar
 	$(PY) -m pytest -n 2 -q
 
 # The core suite without torch/jax installed: their tests must skip, not fail.

@@ -141,7 +141,7 @@ def ir_run(
         )
         typer.echo(f"{name}: {arr.dtype}{list(arr.shape)}  {stats}")
     if output is not None:
-        np.savez(output, **outs)
+        np.savez(output, **outs)  # type: ignore[arg-type]
         _err(f"wrote {output}")
 
 
@@ -380,9 +380,9 @@ def _lift(source: Path, frontend: str, set_: list[str] | None, entry: str | None
     from solar.pipeline import AnalyzeOptions, lift_source
 
     options = AnalyzeOptions(
-        frontend=frontend,
+        frontend=frontend,  # type: ignore[arg-type]
         sizes=_parse_sets(set_),
-        entry=entry,  # type: ignore[arg-type]
+        entry=entry,
         validate="off",
     )
     return lift_source(source, options)
@@ -493,10 +493,10 @@ def provision(
         graph,
         target_time_s=target_ms / 1e3,
         model=model,  # type: ignore[arg-type]
-        precision_policy=precision,
+        precision_policy=precision,  # type: ignore[arg-type]
         sizes=sizes,
         specs=specs,
-    )  # type: ignore[arg-type]
+    )
     typer.echo(f"target {format_time(inv.target_time_s)} under the {inv.model} model:")
     typer.echo(
         f"  DRAM bandwidth  >= {format_bytes(inv.required_dram_bandwidth_bytes_per_s)}/s "
@@ -530,9 +530,9 @@ def batch(
     options = AnalyzeOptions(
         archs=tuple(arch or ["H100_SXM"]),
         precision=precision,
-        validate=validate,
+        validate=validate,  # type: ignore[arg-type]
         time_budget_s=time_budget,
-    )  # type: ignore[arg-type]
+    )
 
     def progress(done: int, total: int, row: object) -> None:
         status = getattr(row, "status", "?")

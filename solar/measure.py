@@ -82,7 +82,8 @@ def measure_torch(
     if use_cuda:
 
         def cuda_trial(fn: Callable[[], object]) -> float:
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
+            end = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
             start.record()
             fn()
             end.record()
@@ -111,6 +112,6 @@ def measure_jax(
     dev = jax.devices()[0]
 
     def run() -> object:
-        return jax.block_until_ready(jitted(*inputs))
+        return jax.block_until_ready(jitted(*inputs))  # type: ignore[no-untyped-call]
 
     return time_callable(run, warmup=warmup, trials=trials, device=str(dev.device_kind))

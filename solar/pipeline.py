@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Literal
 
 from solar import __version__
-from solar.bounds import BOUND_MODELS, Bound, compute_bounds, symbolic_costs
+from solar.bounds import BOUND_MODELS, Bound, BoundModel, compute_bounds, symbolic_costs
 from solar.diagnostics import UsageError
 from solar.einsum import EinsumGraph, lift_to_einsum
 from solar.frontends.adapters import FrontendOutput, ValidationPlan, load_program
@@ -69,7 +69,7 @@ log = logging.getLogger(__name__)
 
 FrontendName = Literal["auto", "torch", "jax", "llm", "ir"]
 ValidateMode = Literal["auto", "full", "sampled", "off"]
-MODELS_IN_ORDER = ("unfused", "fused", "cache-aware")
+MODELS_IN_ORDER: tuple[BoundModel, ...] = ("unfused", "fused", "cache-aware")
 
 
 @dataclass(frozen=True, slots=True)
@@ -435,7 +435,9 @@ def analyze_front(
         tool=ToolInfo(version=__version__),
         input=source,
         frontend=FrontendInfo(
-            name=front.name, captured_with=front.captured_with, notes=tuple(front.notes)
+            name=front.name,  # type: ignore[arg-type]
+            captured_with=front.captured_with,
+            notes=tuple(front.notes),
         ),
         program=program.name,
         ir=IRInfo(

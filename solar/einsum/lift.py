@@ -136,7 +136,7 @@ def lift_to_einsum(program: Program) -> EinsumGraph:
         kernels=tuple(kernels),
         tensors=_tensor_infos(scope, kernels),
         edges=_edges(kernels),
-        contractions=tuple(_contractions(scope, leaves)),
+        contractions=tuple(_contractions(scope, leaves, ctx)),
         spills=tuple(_spills(scope, leaves)),
     )
 
@@ -452,9 +452,12 @@ def _plain_vars(access: Access, loop_vars: Sequence[str]) -> list[str] | None:
     return names
 
 
-def _contractions(scope: _Scope, leaves: Sequence[_Leaf]) -> list[ContractionInfo]:
+def _contractions(
+    scope: _Scope, leaves: Sequence[_Leaf], ctx: CountContext
+) -> list[ContractionInfo]:
+    # The lift's own context: a second one would reuse the deferred-count names q0, q1...
+    # for different counts, and evaluation would bind one name to one of them.
     out = []
-    ctx = CountContext(_definitions(scope.program))
     for ni, lf in enumerate(leaves):
         if lf.node.work != "contraction" or lf.stmt is None:
             continue

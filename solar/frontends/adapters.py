@@ -118,7 +118,9 @@ def _ir_frontend(path: Path, options: AnalyzeOptions) -> FrontendOutput:
     text = path.read_text(encoding="utf-8")
     program = parse_program(text, filename=str(path))
     reference = None
-    reason = "hand-written IR has no source program; pass --reference ref.npz to validate"
+    reason: str | None = (
+        "hand-written IR has no source program; pass --reference ref.npz to validate"
+    )
     if options.reference_file is not None:
         data = _load_npz(options.reference_file)
         outs = {t.name for t in program.tensors if t.role == "output"}
@@ -264,7 +266,7 @@ def _op_fallback(options: AnalyzeOptions) -> Any:
         return None
     from solar.frontends.llm.op_fallback import make_op_fallback
 
-    return make_op_fallback(options.llm)
+    return make_op_fallback(options.llm)  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------------------- jax

@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from solar.ir import (
     Access,
@@ -127,7 +128,7 @@ class TensorRef:
 
     def __getitem__(self, idx: object) -> Access:
         items = idx if isinstance(idx, tuple) else (idx,)
-        return Access(self.name, tuple(as_expr(i) for i in items))  # type: ignore[arg-type]
+        return Access(self.name, tuple(as_expr(i) for i in items))
 
     def scalar(self) -> Access:
         """The access of a rank-0 tensor, ``T[]``."""
@@ -146,11 +147,9 @@ def loop_nest(
     """
     stmts: tuple[Stmt, ...] = tuple(body)
     for dim in reversed(dims):
-        if len(dim) == 2:
-            var, hi = dim  # type: ignore[misc]
-            lo: Expr | int = 0
-        else:
-            var, lo, hi = dim  # type: ignore[misc]
+        var = cast(Name, dim[0])
+        lo = dim[1] if len(dim) == 3 else 0
+        hi = dim[-1]
         stmts = (For(var.name, as_expr(lo), as_expr(hi), stmts, seq=var.name in seq),)
     if len(stmts) != 1:
         raise ValueError("loop_nest with no dims needs exactly one statement")

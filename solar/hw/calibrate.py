@@ -26,7 +26,7 @@ from solar.hw.spec import HardwareSpec
 __all__ = ["calibrate_machine", "measure_bandwidth_bytes_per_s", "measure_matmul_flops_per_s"]
 
 
-def _best_of(fn: Callable[[], None], trials: int) -> float:
+def _best_of(fn: Callable[[], object], trials: int) -> float:
     best = float("inf")
     for _ in range(trials):
         start = time.perf_counter()
@@ -60,7 +60,7 @@ def measure_matmul_flops_per_s(dtype: str, *, n: int = 1024, trials: int = 3) ->
         rng = np.random.default_rng(0)
         x = rng.standard_normal((n, n)).astype(np_dtype)
         y = rng.standard_normal((n, n)).astype(np_dtype)
-        x @ y  # warm-up (BLAS threads, pages)
+        np.matmul(x, y)  # warm-up (BLAS threads, pages)
         return 2 * n**3 / _best_of(lambda: np.matmul(x, y), trials)
     try:
         import torch

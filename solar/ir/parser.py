@@ -8,6 +8,7 @@ result is syntactically valid but unverified: call `verify_program` next.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 from lark import Token, Transformer, v_args
@@ -259,10 +260,10 @@ def _check_brackets(source: Source) -> None:
         )
 
 
-def _expected_text(expected: set[str] | frozenset[str]) -> str:
+def _expected_text(expected: Iterable[object]) -> str:
     parser = ir_parser()
     names = []
-    for term in sorted(expected):
+    for term in sorted(str(t) for t in expected):
         if term in _TOKEN_TEXT:
             names.append(_TOKEN_TEXT[term])
             continue
@@ -287,14 +288,14 @@ def _translate(err: UnexpectedInput, source: Source) -> IRSyntaxError:
             span=Span(source, max(0, end - 1), end),
         )
     if isinstance(err, UnexpectedCharacters):
-        pos = err.pos_in_stream
+        pos = err.pos_in_stream or 0
         return IRSyntaxError(
             f"unexpected character `{source.text[pos]}`",
             code="E0101",
             span=Span(source, pos, pos + 1),
         )
     token = getattr(err, "token", None)
-    expected = getattr(err, "expected", set()) or getattr(err, "allowed", set())
+    expected: Iterable[object] = getattr(err, "expected", set()) or getattr(err, "allowed", set())
     if token is None or token.type == "$END":
         end = len(source.text)
         return IRSyntaxError(

@@ -155,8 +155,8 @@ def _regression_checks(report: Report, baseline: Report, policy: GatePolicy) -> 
         if old is None:
             checks.append(GateCheck(f"regression:{arch.arch}", True, "not in baseline; skipped"))
             continue
-        new_h = {h.model: h.ratio for h in arch.headroom}.get(policy.bound)
-        old_h = {h.model: h.ratio for h in old.headroom}.get(policy.bound)
+        new_h = next((h.ratio for h in arch.headroom if h.model == policy.bound), None)
+        old_h = next((h.ratio for h in old.headroom if h.model == policy.bound), None)
         if new_h is not None and old_h is not None:
             what, new, prev = "headroom", new_h, old_h
         else:

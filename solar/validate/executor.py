@@ -28,7 +28,7 @@ import logging
 import math
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -139,8 +139,7 @@ class _Machine:
         match stmt:
             case Assign():
                 self.check_time(stmt)
-                for half in self.halves(stmt, domain):
-                    half()
+                self.run_pieces(stmt, domain)
             case Reduce():
                 self.check_time(stmt)
                 self.reduce(stmt, domain)
@@ -151,13 +150,13 @@ class _Machine:
             case _:
                 raise_fault("E0309", f"unsupported statement {type(stmt).__name__}", stmt)
 
-    def halves(self, stmt: Assign | Reduce, domain: Domain) -> list[Callable[[], None]]:
-        """The pieces of a leaf statement, run by `parallel.run_all` on up to two threads.
+    def run_pieces(self, stmt: Assign | Reduce, domain: Domain) -> None:
+        """Run a leaf statement, in two threads when it is large (`solar.validate.parallel`).
 
         A large statement with an injective strided target is cut in two along its
-        outermost target axis (disjoint writes); others are one piece.
+        outermost target axis, so the pieces write disjoint elements.
         """
-        pieces = [domain]
+        run = self._assign_piece if isinstance(stmt, Assign) else self._reduce_piece
         if parallel.WORKERS > 1 and domain.volume >= 2 * parallel.PARALLEL_MIN_POINTS:
             plan = target_axes(self.evaluator(domain, stmt), stmt.target)
             axis = (
@@ -166,13 +165,12 @@ class _Machine:
                 else None
             )
             if axis is not None:
-                pieces = [
-                    domain.sliced(axis, lo, hi)
-                    for lo, hi in parallel.split_evenly(domain.shape[axis], parallel.WORKERS)
-                ]
-        run = self._assign_piece if isinstance(stmt, Assign) else self._reduce_piece
-        tasks = [functools.partial(run, stmt, piece) for piece in pieces]
-        return [functools.partial(parallel.run_all, tasks)]
+                cuts = parallel.split_evenly(domain.shape[axis], parallel.WORKERS)
+                parallel.run_all(
+                    [functools.partial(run, stmt, domain.sliced(axis, lo, hi)) for lo, hi in cuts]
+                )
+                return
+        run(stmt, domain)
 
     def _assign_piece(self, stmt: Assign | Reduce, domain: Domain) -> None:
         assert isinstance(stmt, Assign)
@@ -212,8 +210,7 @@ class _Machine:
         if plan is not None and window <= SMALL_REDUCTION:
             self._reduce_piece(stmt, domain)  # window loops split their blocks themselves
             return
-        for half in self.halves(stmt, domain):
-            half()
+        self.run_pieces(stmt, domain)
 
     def guard(self, stmt: If, domain: Domain) -> None:
         cond = self.evaluator(domain, stmt).eval(stmt.cond, domain.mask)

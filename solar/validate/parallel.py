@@ -34,7 +34,7 @@ def _available_cores() -> int:
 WORKERS = max(1, min(2, _available_cores()))
 """Threads a statement may use (at most two, like the torch baseline)."""
 
-PARALLEL_MIN_POINTS = 1 << 17
+PARALLEL_MIN_POINTS = 1 << 18
 """Smallest piece of work (points or elements) worth a second thread."""
 
 _POOL: ThreadPoolExecutor | None = None

@@ -8,9 +8,8 @@ import numpy as np
 import pytest
 
 from solar.ir import parse_program
-from solar.validate import execute_program, parallel
+from solar.validate import execute_program, grids, parallel
 from solar.validate import executor as executor_module
-from solar.validate import grids
 
 from .references import make_inputs
 
@@ -40,7 +39,7 @@ def test_parallel_equals_serial(path: Path, monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_fault_in_second_half_is_reported(tiny_pieces: None) -> None:
-    from solar.diagnostics import ExecutionError  # noqa: PLC0415
+    from solar.diagnostics import ExecutionError
 
     text = (
         "solar-ir 1\nprogram p\ninput X : f32[64]\noutput Y : f32[64]\nkernel k {\n"
