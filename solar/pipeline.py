@@ -328,7 +328,7 @@ def lift_source(
     front = load_program(path, options, progress=progress)
     verify_program(front.program)
     sizes = resolve_sizes(front.program, front.ir_sizes)
-    return front, lift_to_einsum(eliminate_dead_code(front.program)), sizes
+    return front, lift_to_einsum(eliminate_dead_code(front.program, keep=front.keep_live)), sizes
 
 
 def analyze(
@@ -391,7 +391,7 @@ def analyze_front(
     validation = validate_front(front, options, say)
     say("lifting to einsum graph and computing bounds")
     start = time.monotonic()
-    graph = lift_to_einsum(eliminate_dead_code(program))
+    graph = lift_to_einsum(eliminate_dead_code(program, keep=front.keep_live))
     measurement = _measurement(front, options, say)
     archs = tuple(
         bound_arch(

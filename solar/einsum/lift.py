@@ -309,7 +309,11 @@ def _leaf_node(
         work = "contraction"
         da, db = (scope.decls[a.tensor].dtype for a in pair)
         dtype = min((da, db), key=lambda d: d.itemsize_bytes)
-        conv = any(len(expr_vars(i, domain.vars)) >= 2 for a in pair for i in a.indices)
+        # Window sums (h*s + r) mark a convolution; so does the kernel's name, because a
+        # 1x1 convolution has no window yet still runs as one (cuDNN, TF32 allowed).
+        conv = any(len(expr_vars(i, domain.vars)) >= 2 for a in pair for i in a.indices) or (
+            "conv" in str(kernel).lower()
+        )
     written = {stmt.target.tensor: [
         _Img(_LOWER_ZERO, _ZERO_KEY, (), (), ()) if value_guarded
         else _image(ctx, domain, stmt.target)

@@ -65,6 +65,8 @@ class FrontendOutput:
     notes: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
     precision_hint: str | None = None
+    keep_live: tuple[str, ...] = ()
+    """Tensors dead-code elimination keeps (read by uncovered ops outside the IR)."""
 
 
 FULL_COVERAGE = CoverageInfo(complete=True, covered_bytes_fraction=1.0, ops_total=0)
@@ -307,6 +309,7 @@ def _jax_frontend(
         reference=reference,
         measure=measure,
         notes=tuple(notes),
+        keep_live=lowered.uncovered_reads,
     )
 
 

@@ -10,6 +10,7 @@ result, so dead work is never charged (Note [Dead code] in docs/bounds.md).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Collection
 from typing import assert_never
 
 from solar.ir.nodes import Access, Assign, For, If, Kernel, Program, Reduce, Stmt
@@ -32,9 +33,9 @@ def _leaf_uses(stmt: Assign | Reduce, guards: tuple[object, ...]) -> set[str]:
     return _reads((stmt.value, *stmt.target.indices, *guards))
 
 
-def _live_tensors(program: Program) -> set[str]:
-    """Backward fixpoint: outputs are live; a statement writing a live tensor makes its
-    reads (value, indices, enclosing conditions and loop bounds) live."""
+def _live_tensors(program: Program, keep: Collection[str] = ()) -> set[str]:
+    """Backward fixpoint: outputs (and ``keep``) are live; a statement writing a live
+    tensor makes its reads (value, indices, enclosing conditions and loop bounds) live."""
     leaves: list[tuple[str, set[str]]] = []
 
     def collect(body: tuple[Stmt, ...], ctx: tuple[object, ...]) -> None:
@@ -51,7 +52,7 @@ def _live_tensors(program: Program) -> set[str]:
 
     for k in program.kernels:
         collect(k.body, ())
-    live = {t.name for t in program.tensors if t.role == "output"}
+    live = {t.name for t in program.tensors if t.role == "output"} | set(keep)
     changed = True
     while changed:
         changed = False
@@ -81,10 +82,12 @@ def _prune(body: tuple[Stmt, ...], live: set[str]) -> tuple[Stmt, ...]:
     return tuple(out)
 
 
-def eliminate_dead_code(program: Program) -> Program:
+def eliminate_dead_code(program: Program, *, keep: Collection[str] = ()) -> Program:
     """Remove statements, kernels and temporaries that no program output depends on.
 
-    Returns the same object when nothing is dead.
+    ``keep`` names further live tensors: values an op outside the IR reads (a frontend's
+    uncovered op, whose results the program takes as inputs), so the work producing
+    them is still charged. Returns the same object when nothing is dead.
 
     >>> from solar.ir import parse_program, print_program
     >>> p = parse_program('''solar-ir 1
@@ -103,7 +106,7 @@ def eliminate_dead_code(program: Program) -> Program:
     >>> "I" in print_program(eliminate_dead_code(p))
     False
     """
-    live = _live_tensors(program)
+    live = _live_tensors(program, keep)
     kernels: list[Kernel] = []
     changed = False
     for k in program.kernels:

@@ -10,6 +10,7 @@ unfused bound times.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from solar.diagnostics import UsageError
 from solar.report.schema import ArchBounds, Report
@@ -62,55 +63,92 @@ def plot_report(report: Report, output: Path, *, arch: str | None = None) -> Pat
     return output
 
 
-def _draw_roofline(ax: object, report: Report, row: ArchBounds) -> None:
+def _draw_roofline(ax: Any, report: Report, row: ArchBounds) -> None:
     import numpy as np
 
     kernels = [k for k in row.kernels if k.flops > 0 and k.bytes > 0]
     ais = [k.arithmetic_intensity_flops_per_byte for k in kernels] or [1.0]
-    lo = max(1e-3, min(ais) / 10)
-    hi = max(1e3, max(ais) * 10)
+    lo, hi = max(1e-3, min(ais) / 10), max(1e3, max(ais) * 10)
     x = np.logspace(np.log10(lo), np.log10(hi), 200)
-    levels = [("DRAM", row.dram_bandwidth_bytes_per_s, "-")]
-    if row.l2_bandwidth_bytes_per_s:
-        levels.append(("L2", row.l2_bandwidth_bytes_per_s, ":"))
-    colors = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown"]
-    for i, (unit, peak) in enumerate(sorted(row.peak_flops_per_s.items(), key=lambda kv: -kv[1])):
-        for name, bw, style in levels:
-            ax.plot(  # type: ignore[attr-defined]
+    used = {f"{k.unit}:{k.precision}" for k in row.kernels}
+    roofs = {u: p for u, p in row.peak_flops_per_s.items() if u in used}
+    top_unit, top_peak = max(row.peak_flops_per_s.items(), key=lambda kv: kv[1])
+    roofs.setdefault(top_unit, top_peak)  # the device's best, for context
+    peak_max = max(roofs.values())
+    # memory roofs: one slanted line per level, up to the highest compute roof
+    for name, bw, style in (
+        ("DRAM", row.dram_bandwidth_bytes_per_s, "-"),
+        ("L2", row.l2_bandwidth_bytes_per_s, ":"),
+    ):
+        if bw:
+            ax.plot(
                 x,
-                np.minimum(peak, bw * x),
+                np.minimum(peak_max, bw * x),
                 linestyle=style,
-                color=colors[i % len(colors)],
-                label=f"{unit} ({peak / 1e12:.0f} TFLOP/s) / {name}",
+                color="0.35",
+                label=f"{name} {bw / 1e12:.2f} TB/s",
             )
+    colors = ["tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown", "tab:olive"]
+    for i, (unit, peak) in enumerate(sorted(roofs.items(), key=lambda kv: -kv[1])):
+        ridge = peak / row.dram_bandwidth_bytes_per_s
+        xs = x[x >= ridge]
+        ax.plot(
+            xs,
+            np.full_like(xs, peak),
+            color=colors[i % len(colors)],
+            linewidth=2,
+            label=f"{unit} {peak / 1e12:,.0f} TFLOP/s" + ("" if unit in used else " (unused)"),
+        )
     for k in kernels:
-        ax.scatter(  # type: ignore[attr-defined]
+        color = "tab:red" if k.bottleneck == "compute" else "tab:blue"
+        ax.scatter(
             k.arithmetic_intensity_flops_per_byte,
-            k.flops / k.time_s if k.time_s > 0 else 0,
-            s=18,
-            color="black",
-            alpha=0.6,
+            k.flops / k.time_s if k.time_s else 0,
+            s=22,
+            color=color,
+            edgecolor="black",
+            linewidth=0.4,
+            zorder=3,
+        )
+    for k in sorted(kernels, key=lambda k: -k.time_s)[:4]:
+        ax.annotate(
+            k.name[:24],
+            (k.arithmetic_intensity_flops_per_byte, k.flops / k.time_s),
+            fontsize=7,
+            xytext=(4, -10),
+            textcoords="offset points",
         )
     if report.measurement is not None and report.fused_dram_bytes > 0:
         ai = report.flops / report.fused_dram_bytes
         ach = report.flops / (report.measurement.median_ms / 1e3)
-        ax.scatter([ai], [ach], marker="*", s=160, color="red", label="measured (whole program)")  # type: ignore[attr-defined]
-    ax.set_xscale("log")  # type: ignore[attr-defined]
-    ax.set_yscale("log")  # type: ignore[attr-defined]
-    ax.set_xlabel("arithmetic intensity (FLOP / DRAM byte)")  # type: ignore[attr-defined]
-    ax.set_ylabel("FLOP/s")  # type: ignore[attr-defined]
-    ax.set_title("Roofline: kernels at their unfused bound")  # type: ignore[attr-defined]
-    ax.grid(True, which="both", alpha=0.25)  # type: ignore[attr-defined]
-    ax.legend(fontsize=7, loc="lower right")  # type: ignore[attr-defined]
+        ax.scatter(
+            [ai],
+            [ach],
+            marker="*",
+            s=200,
+            color="gold",
+            edgecolor="black",
+            zorder=4,
+            label=f"measured {report.measurement.median_ms:.3g} ms (whole program)",
+        )
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP / byte)")
+    ax.set_ylabel("FLOP/s")
+    ax.set_title(
+        "Roofline: kernels at their unfused bound (red compute-, blue memory-bound)", fontsize=10
+    )
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left")
 
 
-def _draw_bars(bx: object, row: ArchBounds) -> None:
+def _draw_bars(bx: Any, row: ArchBounds) -> None:
     top = sorted(row.kernels, key=lambda k: -k.time_s)[:_MAX_BARS][::-1]
     names = [k.name if len(k.name) <= 32 else k.name[:29] + "..." for k in top]
     times_us = [k.time_s * 1e6 for k in top]
     colors = ["tab:red" if k.bottleneck == "compute" else "tab:blue" for k in top]
-    bx.barh(names, times_us, color=colors)  # type: ignore[attr-defined]
-    bx.set_xlabel("unfused bound time (µs)   red = compute-bound, blue = memory-bound")  # type: ignore[attr-defined]
+    bx.barh(names, times_us, color=colors)
+    bx.set_xlabel("unfused bound time (µs)   red = compute-bound, blue = memory-bound")
     total = sum(k.time_s for k in row.kernels) * 1e6
-    bx.set_title(f"Slowest kernels ({len(row.kernels)} total, {total:.1f} µs summed)")  # type: ignore[attr-defined]
-    bx.tick_params(axis="y", labelsize=7)  # type: ignore[attr-defined]
+    bx.set_title(f"Slowest kernels ({len(row.kernels)} total, {total:.1f} µs summed)")
+    bx.tick_params(axis="y", labelsize=7)

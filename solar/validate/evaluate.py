@@ -49,19 +49,21 @@ class ExecCache:
     holds the latest padded copy of a tensor during a run and is cleared after it.
     """
 
-    __slots__ = ("forms", "guarded", "padded", "scans")
+    __slots__ = ("forms", "guarded", "padded", "roots", "scans")
 
     def __init__(self) -> None:
         self.forms: dict[int, tuple[Lin, ...] | None] = {}
         self.guarded: dict[int, bool] = {}
         self.padded: dict[tuple[str, int, tuple[tuple[int, int], ...]], np.ndarray] = {}
         self.scans: dict[int, object] = {}
+        self.roots: dict[int, Domain] = {}
+        """Root domain per kernel index (Note [Domain reuse] in `solar.validate.grids`)."""
 
 
 class Evaluator:
     """Evaluates expressions of one statement over one domain (see module docstring)."""
 
-    __slots__ = ("cache", "domain", "owned", "plans", "sizes", "stmt", "tensors", "verified")
+    __slots__ = ("cache", "domain", "owned", "sizes", "stmt", "tensors", "verified")
 
     def __init__(
         self,
@@ -78,8 +80,6 @@ class Evaluator:
         self.cache = cache
         self.verified: set[int] = set()
         """Ids of accesses already bounds-checked over an enclosing domain."""
-        self.plans: dict[int, tuple[tuple[Lin, ...], frozenset[int]] | None] = {}
-        """Per-target write plans (`solar.validate.writes.target_axes`)."""
         self.owned: dict[int, np.ndarray] = {}
         """Temporaries this evaluator created that nobody else holds (reusable as
         ``out=``); holding them keeps their ids unique."""
@@ -171,12 +171,17 @@ class Evaluator:
     def _read_affine(
         self, acc: Access, st: TensorState, forms: tuple[Lin, ...], mask: np.ndarray | None
     ) -> tuple[np.ndarray, bool]:
-        pads: list[tuple[int, int]] = []
-        padded = False
-        for form, extent in zip(forms, st.data.shape, strict=True):
-            lo, hi = box_range(form, self.domain)
-            pads.append((max(0, -lo), max(0, hi - extent + 1)))
-            padded = padded or lo < 0 or hi >= extent
+        key = ("pads", id(forms), st.data.shape)
+        known = self.domain.recipes.get(key)
+        if known is None:
+            pads_list: list[tuple[int, int]] = []
+            for form, extent in zip(forms, st.data.shape, strict=True):
+                lo, hi = box_range(form, self.domain)
+                pads_list.append((max(0, -lo), max(0, hi - extent + 1)))
+            known = tuple(pads_list)
+            self.domain.recipes[key] = known
+        pads: tuple[tuple[int, int], ...] = known  # type: ignore[assignment]
+        padded = any(a or b for a, b in pads)
         if not padded:
             view = affine_view(st.data, forms, self.domain)
             written = st.written  # one read: another thread may drop the mask meanwhile
@@ -185,12 +190,12 @@ class Evaluator:
             return view, False
         if id(acc) not in self.verified:
             self.check_bounds(acc, forms, st.data.shape, mask)
-        key = (acc.tensor, st.version, tuple(pads))
-        data = self.cache.padded.get(key)
+        pad_key = (acc.tensor, st.version, pads)
+        data = self.cache.padded.get(pad_key)
         if data is None:
             data = np.pad(st.data, pads)
             self.cache.padded.clear()
-            self.cache.padded[key] = data
+            self.cache.padded[pad_key] = data
         shift = [p[0] for p in pads]
         view = affine_view(data, forms, self.domain, shift)
         written = st.written

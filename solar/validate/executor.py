@@ -109,7 +109,11 @@ class _Machine:
             data = np.zeros(shape, dtype=storage_dtype(decl.dtype))
             self.tensors[decl.name] = TensorState(decl, data, np.zeros(shape, dtype=bool))
         try:
-            self.exec_body(kernel.body, Domain(plan.ndim, {}, {}, None))
+            root = self.cache.roots.get(self.kernel_index)
+            if root is None or root.ndim != plan.ndim:
+                root = Domain(plan.ndim, {}, {}, None)
+                self.cache.roots[self.kernel_index] = root
+            self.exec_body(kernel.body, root)
         finally:
             for decl in kernel.locals:
                 self.tensors.pop(decl.name, None)
@@ -253,11 +257,15 @@ class _Machine:
                 if keep.size == 0:
                     return
                 ax = Axis(stmt.var, axis, int(keep[0]), 1, keep.size, keep)
-            else:
-                ax = Axis(stmt.var, axis, lo_i, stmt.step, count)
+                self.exec_body(stmt.body, domain.with_axis(ax))
+                return
             if count == 0:
                 return
-            self.exec_body(stmt.body, domain.with_axis(ax))
+            inner = domain.child(
+                (id(stmt), lo_i, hi_i),
+                lambda: domain.with_axis(Axis(stmt.var, axis, lo_i, stmt.step, count)),
+            )
+            self.exec_body(stmt.body, inner)
             return
         # bounds depend on outer vectorised loops: the box of all values, masked
         active = domain.mask if domain.mask is not None else True
@@ -298,7 +306,10 @@ class _Machine:
         if scalar:
             for t in range(int(lo), int(hi), stmt.step):
                 self.check_time(stmt)
-                self.exec_body(stmt.body, domain.with_scalar(stmt.var, t))
+                inner = domain.child(
+                    (id(stmt), t), functools.partial(domain.with_scalar, stmt.var, t)
+                )
+                self.exec_body(stmt.body, inner)
             return
         active = domain.mask if domain.mask is not None else True
         lo_b = np.broadcast_to(lo, np.broadcast_shapes(np.shape(lo), np.shape(hi), domain.shape))

@@ -14,7 +14,21 @@ axes they do not depend on, so ordinary numpy broadcasting combines them.
 `affine_view` turns an access whose subscripts are affine in the domain variables
 into a strided view of the tensor (``np.ndarray(buffer=...)``, no copy): a sliding
 window, a transposition or a diagonal are all just strides. This is what makes
-convolutions and pooling cheap (Note [Windows as strides]).
+convolutions and pooling cheap (Note [Domain reuse]
+    Running a program builds the same loop domains every time (same sizes, same
+    bounds). `Domain.child` keeps them, keyed by loop and bounds, and `recipes` keeps
+    what was computed for them (view offsets and strides, write plans), so repeated
+    runs and ``seq`` iterations skip that analysis. Masked domains are not kept: a
+    value-dependent guard can differ from run to run.
+
+Note [Windows as strides]).
+
+Note [Domain reuse]
+    Running a program builds the same loop domains every time (same sizes, same
+    bounds). `Domain.child` keeps them, keyed by loop and bounds, and `recipes` keeps
+    what was computed for them (view offsets and strides, write plans), so repeated
+    runs and ``seq`` iterations skip that analysis. Masked domains are not kept: a
+    value-dependent guard can differ from run to run.
 
 Note [Windows as strides]
     ``X[n, c, 2 * h + r - 1, w + s]`` over loops ``n c h r w s`` is the view of ``X``
@@ -27,7 +41,7 @@ Note [Windows as strides]
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -48,6 +62,8 @@ __all__ = [
 
 CHUNK_POINTS = 1 << 22
 """Largest iteration grid (points) a statement evaluates at once; larger ones are chunked."""
+
+_MAX_CHILDREN = 4096
 
 BLOCK_POINTS = 1 << 17
 """Output block (elements) of a short reduction, sized to stay in the L2 cache.
@@ -115,7 +131,17 @@ class Axis:
 class Domain:
     """A set of iteration points (see module docstring). Immutable by convention."""
 
-    __slots__ = ("_cache", "_nonempty", "axes", "mask", "ndim", "scalars", "shape")
+    __slots__ = (
+        "_cache",
+        "_children",
+        "_nonempty",
+        "axes",
+        "mask",
+        "ndim",
+        "recipes",
+        "scalars",
+        "shape",
+    )
 
     def __init__(
         self,
@@ -134,6 +160,9 @@ class Domain:
         self.shape = tuple(shape)
         self._cache: dict[str, np.ndarray] = {}
         self._nonempty = False  # known to have an active point
+        self._children: dict[object, Domain] = {}
+        self.recipes: dict[object, object] = {}
+        """Geometry computed for this domain (views, write plans), reused by later runs."""
 
     @property
     def volume(self) -> int:
@@ -150,6 +179,15 @@ class Domain:
             arr = ax.array().reshape(shape)
             self._cache[name] = arr
         return arr
+
+    def child(self, key: object, make: Callable[[], Domain]) -> Domain:
+        """A sub-domain built once per ``key`` and kept (Note [Domain reuse])."""
+        found = self._children.get(key)
+        if found is None:
+            found = make()
+            if len(self._children) < _MAX_CHILDREN:
+                self._children[key] = found
+        return found
 
     def with_axis(self, axis: Axis) -> Domain:
         """This domain with one more vectorised variable."""
@@ -305,6 +343,17 @@ def affine_view(
         caller guarantees every subscript over the box lies inside ``base``.
     """
     item = base.itemsize
+    key = (id(forms), base.shape, None if shift is None else tuple(shift))
+    recipe = domain.recipes.get(key)
+    if recipe is not None:
+        shape_r, strides_r, offset_r = recipe  # type: ignore[misc]
+        return np.ndarray(
+            shape_r,
+            dtype=base.dtype,
+            buffer=base,
+            offset=offset_r * item,
+            strides=tuple(s * item for s in strides_r),
+        )
     elem_strides = [s // item for s in base.strides]
     offset = 0
     shape = [1] * domain.ndim
@@ -324,6 +373,7 @@ def affine_view(
     for k, extent in enumerate(shape):
         if extent == 1:
             strides[k] = 0
+    domain.recipes[key] = (tuple(shape), tuple(strides), offset)
     return np.ndarray(
         tuple(shape),
         dtype=base.dtype,

@@ -65,11 +65,12 @@ def target_axes(ev: Evaluator, target: Access) -> tuple[tuple[Lin, ...], frozens
     Returns ``None`` when the target needs element-wise updates: non-affine or sampled
     subscripts, a box reaching outside the tensor, or colliding points.
     """
-    key = id(target)
-    if key in ev.plans:
-        return ev.plans[key]
+    key = ("target", id(target))
+    recipes = ev.domain.recipes
+    if key in recipes:
+        return recipes[key]  # type: ignore[return-value]
     plan = _target_axes(ev, target)
-    ev.plans[key] = plan
+    recipes[key] = plan
     return plan
 
 
