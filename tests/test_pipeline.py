@@ -139,3 +139,34 @@ def test_ir_file_with_reference_validates(tmp_path: Path) -> None:
     report = analyze(path, AnalyzeOptions(reference_file=ref))
     assert report.validation.status == "passed"
     assert report.validation.outputs[0].name == "C"
+
+
+@pytest.mark.torch
+def test_measure_records_a_local_timing_and_headroom(capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("torch")
+    r = run_cli(capsys, "analyze", str(SAMPLES / "torch" / "matmul.py"), "--measure",
+                "--arch", "H100_SXM", "--format", "json", "-q")
+    assert r.code == 0, r.err
+    report = Report.model_validate_json(r.out)
+    m = report.measurement
+    assert m is not None and m.source == "measured" and m.trials >= 1
+    assert m.min_ms is not None and m.max_ms is not None
+    assert m.min_ms <= m.median_ms <= m.max_ms
+    assert [h.model for h in report.archs[0].headroom] == ["unfused", "fused", "cache-aware"]
+
+
+def test_calibrate_writes_a_measured_spec_usable_as_arch(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec_file = tmp_path / "box.yaml"
+    r = run_cli(capsys, "calibrate", "-o", str(spec_file), "--quick", "--name", "testbox")
+    assert r.code == 0, r.err
+    from solar.hw import load_hardware_spec
+
+    spec = load_hardware_spec(str(spec_file))
+    assert spec.measured and spec.name == "testbox" and spec.kind == "cpu"
+    assert spec.dram_bandwidth_bytes_per_s > 1e9
+    r = run_cli(capsys, "analyze", str(SAMPLES / "ir" / "matmul.alir"), "--arch", str(spec_file),
+                "--format", "json")
+    assert r.code == 0, r.err
+    assert json.loads(r.out)["archs"][0]["spec_measured"] is True

@@ -113,6 +113,9 @@ ARITH_UFUNCS: dict[str, np.ufunc] = {
 
 
 def kind_of(x: Value) -> str:
+    """numpy's dtype kind of a value (``b``, ``i``, ``u``, ``f``)."""
+    if isinstance(x, np.ndarray):
+        return x.dtype.kind
     if isinstance(x, bool | np.bool_):
         return "b"
     if isinstance(x, int):
@@ -133,10 +136,14 @@ def as_number(x: Value) -> Value:
 
 def promote(a: Value, b: Value) -> tuple[Value, Value]:
     """Float array op int array keeps the float dtype (torch semantics), not float64."""
-    ka, kb = kind_of(a), kind_of(b)
-    if ka == "f" and kb in "iub" and isinstance(b, np.ndarray) and isinstance(a, np.ndarray):
+    if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)):
+        return a, b
+    ka, kb = a.dtype.kind, b.dtype.kind
+    if ka == kb:
+        return a, b
+    if ka == "f" and kb in "iub":
         return a, b.astype(a.dtype)
-    if kb == "f" and ka in "iub" and isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+    if kb == "f" and ka in "iub":
         return a.astype(b.dtype), b
     return a, b
 

@@ -43,6 +43,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 
@@ -343,16 +344,12 @@ def affine_view(
         caller guarantees every subscript over the box lies inside ``base``.
     """
     item = base.itemsize
-    key = (id(forms), base.shape, None if shift is None else tuple(shift))
+    key = (id(forms), base.shape, item, None if shift is None else tuple(shift))
     recipe = domain.recipes.get(key)
     if recipe is not None:
-        shape_r, strides_r, offset_r = recipe  # type: ignore[misc]
+        shape_r, strides_r, offset_r = cast("tuple[tuple[int, ...], tuple[int, ...], int]", recipe)
         return np.ndarray(
-            shape_r,
-            dtype=base.dtype,
-            buffer=base,
-            offset=offset_r * item,
-            strides=tuple(s * item for s in strides_r),
+            shape_r, dtype=base.dtype, buffer=base, offset=offset_r, strides=strides_r
         )
     elem_strides = [s // item for s in base.strides]
     offset = 0
@@ -373,13 +370,10 @@ def affine_view(
     for k, extent in enumerate(shape):
         if extent == 1:
             strides[k] = 0
-    domain.recipes[key] = (tuple(shape), tuple(strides), offset)
+    shape_t, strides_t = tuple(shape), tuple(s * item for s in strides)
+    domain.recipes[key] = (shape_t, strides_t, offset * item)
     return np.ndarray(
-        tuple(shape),
-        dtype=base.dtype,
-        buffer=base,
-        offset=offset * item,
-        strides=tuple(s * item for s in strides),
+        shape_t, dtype=base.dtype, buffer=base, offset=offset * item, strides=strides_t
     )
 
 

@@ -55,7 +55,22 @@ class TensorState:
 
 
 def tensor_shape(decl: TensorDecl, sizes: Mapping[str, int]) -> tuple[int, ...]:
-    """The concrete shape of a declaration at a resolved size binding."""
+    """The concrete shape of a declaration at a resolved size binding (memoised)."""
+    key = (id(decl), tuple(sizes.items()))
+    hit = _SHAPES.get(key)
+    if hit is not None and hit[0] is decl:
+        return hit[1]
+    shape = _tensor_shape(decl, sizes)
+    if len(_SHAPES) > 4096:
+        _SHAPES.clear()
+    _SHAPES[key] = (decl, shape)
+    return shape
+
+
+_SHAPES: dict[tuple[int, tuple[tuple[str, int], ...]], tuple[TensorDecl, tuple[int, ...]]] = {}
+
+
+def _tensor_shape(decl: TensorDecl, sizes: Mapping[str, int]) -> tuple[int, ...]:
     try:
         return tuple(eval_int(d, sizes) for d in decl.shape)
     except (KeyError, ValueError, ZeroDivisionError) as err:

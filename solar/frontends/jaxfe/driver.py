@@ -138,6 +138,7 @@ class Lowerer:
         self.notes: list[str] = []
         self.extra: list[ExtraInput] = []
         self.cond_regions: list[CondRegion] = []
+        self.uncovered_reads: list[str] = []
         self._pending: list[KernelBuilder] = []
         self._dest: Mapping[Any, TensorInfo] = {}
         self._live: set[Any] = set()
@@ -369,7 +370,7 @@ class Lowerer:
             outs = self._apply(fn, eqn, ins)
         except Unsupported as err:
             self.rollback(cp)
-            return self._uncover(eqn, path, str(err), nbytes)
+            return self._uncover(eqn, ins, path, str(err), nbytes)
         self._lowered += 1
         return outs
 
@@ -401,6 +402,7 @@ class Lowerer:
             len(self.cond_regions),
             len(self.notes),
             dict(self._consts),
+            len(self.uncovered_reads),
         )
 
     def rollback(self, cp: tuple[Any, ...]) -> None:
@@ -410,10 +412,16 @@ class Lowerer:
         del self.cond_regions[cp[2] :]
         del self.notes[cp[3] :]
         self._consts = cp[4]
+        del self.uncovered_reads[cp[5] :]
 
-    def _uncover(self, eqn: Any, path: tuple[int, ...], reason: str, nbytes: int) -> list[Value]:
+    def _uncover(
+        self, eqn: Any, ins: Sequence[Value], path: tuple[int, ...], reason: str, nbytes: int
+    ) -> list[Value]:
         prim = eqn.primitive.name
         self._uncovered.setdefault(prim, []).append((nbytes, reason))
+        for x in ins:
+            if isinstance(x, TensorInfo) and x.ref.name not in self.uncovered_reads:
+                self.uncovered_reads.append(x.ref.name)
         outs: list[Value] = []
         for k, v in enumerate(eqn.outvars):
             shape = tuple(int(d) for d in v.aval.shape)

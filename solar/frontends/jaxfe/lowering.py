@@ -97,6 +97,7 @@ def lower_jaxpr(capture: JaxCapture) -> LoweredProgram:
         lowered_equations=lw.counts[1],
         cond_regions=tuple(lw.cond_regions),
         notes=tuple(lw.notes),
+        uncovered_reads=tuple(lw.uncovered_reads),
     )
 
 

@@ -72,6 +72,10 @@ class LoweredProgram:
         lowered_equations: of those, how many were lowered (views included).
         cond_regions: top-level conds (branch kernels; see `CondRegion`).
         notes: remarks for the report (dropped outputs, cond regions...).
+        uncovered_reads: program-level tensors that uncovered equations read. Nothing in
+            the IR reads them, but the real program does: dead-code elimination must
+            keep them (``eliminate_dead_code(program, keep=...)``), or the work feeding
+            an uncovered op (a model before its ``top_k``) would not be charged.
     """
 
     program: Program
@@ -84,6 +88,7 @@ class LoweredProgram:
     lowered_equations: int = 0
     cond_regions: tuple[CondRegion, ...] = ()
     notes: tuple[str, ...] = ()
+    uncovered_reads: tuple[str, ...] = ()
 
     @property
     def fully_covered(self) -> bool:
