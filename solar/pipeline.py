@@ -84,7 +84,7 @@ class AnalyzeOptions:
     sizes: Mapping[str, int] = field(default_factory=dict)
     validate: ValidateMode = "auto"
     time_budget_s: float = 60.0
-    reference_budget_bytes: int = 1 << 30
+    reference_budget_bytes: int = 256 << 20  # real runs above this are re-captured smaller
     measured_ms: float | None = None
     measure: bool = False
     entry: str | None = None

@@ -175,6 +175,7 @@ def _torch_frontend(
             inputs=options.inputs_file,
             op_fallback=fallback,
             train=options.train,
+            start=dict(options.sizes),
         )
         return ValidationPlan(
             red.lowered.program, red.inputs, red.outputs, "reduced-sizes", red.description

@@ -42,7 +42,6 @@ from solar.ir import (
     Program,
     Reduce,
     Stmt,
-    TensorDecl,
     Unary,
 )
 from solar.validate.affine import free_names, int_range
@@ -290,7 +289,7 @@ def _axes(body: tuple[Stmt, ...], depth: int, axis: dict[int, int]) -> int:
     return deepest
 
 
-def _sequential_ids(kernel: Kernel, sizes: Mapping[str, int]) -> frozenset[int]:
+def _sequential_ids(kernel: Kernel) -> frozenset[int]:
     seq: set[int] = set()
     for s, _ in _walk(kernel.body):
         if isinstance(s, For) and not s.seq and _hazards(s):
@@ -315,12 +314,7 @@ def prepare_program(program: Program, sizes: Mapping[str, int]) -> PreparedProgr
             sequential = set()
         axis: dict[int, int] = {}
         ndim = _axes(current.body, 0, axis)
-        plans.append(KernelPlan(ndim, axis, _sequential_ids(current, sizes)))
+        plans.append(KernelPlan(ndim, axis, _sequential_ids(current)))
         kernels.append(current)
     prepared = dataclasses.replace(program, kernels=tuple(kernels))
     return PreparedProgram(prepared, tuple(plans), tuple(privatized))
-
-
-def local_decls(prepared: PreparedProgram, index: int) -> tuple[TensorDecl, ...]:
-    """The (possibly privatised) locals of kernel ``index``."""
-    return prepared.program.kernels[index].locals

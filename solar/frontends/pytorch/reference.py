@@ -177,11 +177,13 @@ def reference_at_reduced_sizes(
     inputs: str | Path | None = None,
     op_fallback: OpFallback | None = None,
     train: bool = False,
+    start: Mapping[str, int] | None = None,
 ) -> ReducedReference:
     """Lower a model file at sizes whose real run fits ``budget_bytes``, with reference data.
 
     Size constants (see `size_candidates`) are halved, all together when the program
-    still captures, else one at a time, until `program_bytes` fits the budget.
+    still captures, else one at a time, until `program_bytes` fits the budget. ``start``
+    overrides module constants first (the sizes the user asked to analyse).
 
     Returns:
         ``(lowered, inputs, outputs, description)``; the description says which
@@ -191,8 +193,11 @@ def reference_at_reduced_sizes(
         FrontendError: E0511 when no reduction fits; loader/capture errors.
     """
 
+    base = dict(start or {})
+
     def capture_at(over: dict[str, int]) -> TorchCapture:
-        src = source_for_file(path, entry=entry, inputs=inputs, overrides=over, train=train)
+        src = source_for_file(path, entry=entry, inputs=inputs, overrides={**base, **over},
+                              train=train)
         return capture_program(src)
 
     capture = capture_at({})
