@@ -36,6 +36,7 @@ from solar.einsum.graph import (
 from solar.ir import (
     Access,
     Assign,
+    Binary,
     DType,
     Expr,
     For,
@@ -228,9 +229,80 @@ def _union(items: Sequence[_Img]) -> tuple[Count, _Img | None]:
     if len(survivors) == 1:
         return survivors[0].count, survivors[0]
     out = survivors[0].count
+    if _disjoint_boxes(survivors):
+        # Note [Disjoint boxes]: pieces of one tensor (``cat``/``stack`` outputs, ``split``
+        # inputs) are disjoint boxes of subscripts, so the union is the sum.
+        for img in survivors[1:]:
+            out = out + img.count
+        return out, None
     for img in survivors[1:]:
         out = out.maximum(img.count, exact=False)
     return out, None
+
+
+def _offset(e: Expr) -> tuple[str | None, int] | None:
+    """``(var, c)`` for a subscript ``var + c``/``var - c``/``var``, ``(None, c)`` for ``c``."""
+    match e:
+        case IntLit(value=c):
+            return None, c
+        case Name(name=v):
+            return v, 0
+        case Binary(op="+", lhs=Name(name=v), rhs=IntLit(value=c)):
+            return v, c
+        case Binary(op="+", lhs=IntLit(value=c), rhs=Name(name=v)):
+            return v, c
+        case Binary(op="-", lhs=Name(name=v), rhs=IntLit(value=c)):
+            return v, -c
+        case _:
+            return None
+
+
+def _box(img: _Img) -> tuple[tuple[int, int], ...] | None:
+    """The subscript box ``[lo, hi)`` per dimension, if the image is provably that box.
+
+    Every subscript is ``var + c`` (each loop variable in at most one subscript) or a
+    constant, over unguarded, step-1, non-empty loops with literal bounds; else None.
+    """
+    if img.key == _ZERO_KEY or img.guards:
+        return None
+    ranges: dict[str, tuple[int, int]] = {}
+    for lp in img.loops:
+        if not (isinstance(lp.lo, IntLit) and isinstance(lp.hi, IntLit)) or lp.step != 1:
+            return None
+        if lp.hi.value <= lp.lo.value:
+            return None
+        ranges[lp.var] = (lp.lo.value, lp.hi.value)
+    box: list[tuple[int, int]] = []
+    used: set[str] = set()
+    for e in img.indices:
+        off = _offset(e)
+        if off is None:
+            return None
+        var, c = off
+        if var is None:
+            box.append((c, c + 1))
+            continue
+        if var not in ranges or var in used:
+            return None
+        used.add(var)
+        lo, hi = ranges[var]
+        box.append((lo + c, hi + c))
+    return tuple(box)
+
+
+def _disjoint_boxes(items: Sequence[_Img]) -> bool:
+    """True if every image is a box (see `_box`) and no two of them intersect."""
+    boxes = [_box(img) for img in items]
+    if any(b is None for b in boxes):
+        return False
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            assert a is not None and b is not None
+            if len(a) != len(b) or all(
+                lo1 < hi2 and lo2 < hi1 for (lo1, hi1), (lo2, hi2) in zip(a, b, strict=True)
+            ):
+                return False
+    return True
 
 
 def _by_tensor(

@@ -252,6 +252,8 @@ def _contract_pair(a: Operand, b: Operand, keep: set[int]) -> Operand:
     a_only = [k for k in ax_a if k not in ax_b]
     b_only = [k for k in ax_b if k not in ax_a]
     ext = {**dict(zip(ax_a, arr_a.shape, strict=True)), **dict(zip(ax_b, arr_b.shape, strict=True))}
+    if contr and not a_only and not b_only:
+        return _dot_pair(arr_a, ax_a, arr_b, ax_b, batch, contr)
     if not contr or (
         math.prod(ext[k] for k in contr) <= SMALL_CONTRACTION and (not a_only or not b_only)
     ):
@@ -301,6 +303,27 @@ def _matrix(
     if inner_key(rows) < inner_key(cols):
         return np.ascontiguousarray(col_major).reshape(nb, n_cols, n_rows).swapaxes(1, 2)
     return np.ascontiguousarray(row_major).reshape(nb, n_rows, n_cols)
+
+
+def _dot_pair(
+    arr_a: np.ndarray,
+    ax_a: tuple[int, ...],
+    arr_b: np.ndarray,
+    ax_b: tuple[int, ...],
+    batch: list[int],
+    contr: list[int],
+) -> Operand:
+    """Batched dot products (no free axes on either side): ``np.vecdot`` on the
+    contracted axes flattened last (``sum((x - m) * (x - m))``)."""
+    order = (*batch, *contr)
+    ta = arr_a.transpose([ax_a.index(k) for k in order])
+    tb = arr_b.transpose([ax_b.index(k) for k in order])
+    nb = len(batch)
+    flat = (*ta.shape[:nb], -1)
+    a, b = ta.reshape(flat), tb.reshape(flat)
+    if hasattr(np, "vecdot"):  # numpy >= 2
+        return np.vecdot(a, b), tuple(batch)
+    return np.einsum("...i,...i->...", a, b), tuple(batch)
 
 
 def _mergeable(arr: np.ndarray, groups: tuple[int, ...]) -> bool:

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DTYPES",
     "LOWERINGS",
+    "UINT8_SAFE",
     "EqnCtx",
     "IndexMap",
     "Lit",
@@ -62,9 +63,50 @@ DTYPES: dict[str, DType] = {
     "int64": DType.I64,
     "int32": DType.I32,
     "int8": DType.I8,
+    "uint8": DType.I8,
     "bool": DType.BOOL,
 }
-"""numpy/jax dtype names the IR represents; anything else (uint32 PRNG bits...) is uncovered."""
+"""numpy/jax dtype names the IR represents; anything else (uint32 PRNG bits...) is uncovered.
+
+``uint8`` (images, observations) is stored as ``i8`` holding the same bits: same bytes,
+so bounds stay exact. Only bit-preserving primitives (`UINT8_SAFE`) may touch uint8
+values; ``convert_element_type`` decodes them (``x % 256``). The reference hands uint8
+arrays over as their int8 view."""
+
+UINT8_SAFE = frozenset(
+    {
+        "reshape",
+        "squeeze",
+        "expand_dims",
+        "broadcast_in_dim",
+        "transpose",
+        "rev",
+        "slice",
+        "pad",
+        "concatenate",
+        "stack",
+        "split",
+        "unstack",
+        "tile",
+        "dynamic_slice",
+        "dynamic_update_slice",
+        "gather",
+        "scatter",
+        "select_n",
+        "eq",
+        "ne",
+        "convert_element_type",
+        "copy",
+        "copy_p",
+        "stop_gradient",
+        "device_put",
+        "optimization_barrier",
+        "scan",
+        "while",
+        "cond",
+    }
+)
+"""Primitives exact on uint8 values stored as int8 bits (moves, equality, conversion)."""
 
 
 class Unsupported(Exception):  # noqa: N818 - internal control flow, never reaches a user

@@ -27,6 +27,7 @@ import numpy as np
 from solar.frontends.builder import KernelBuilder, ProgramBuilder, TensorRef, sanitize_name
 from solar.frontends.jaxfe.core import (
     LOWERINGS,
+    UINT8_SAFE,
     EqnCtx,
     Lit,
     Opaque,
@@ -41,6 +42,7 @@ from solar.frontends.jaxfe.core import (
 from solar.frontends.jaxfe.index import Nest, shape_numel
 from solar.frontends.jaxfe.result import CondRegion, ExtraInput, LoweredProgram, UncoveredOp
 from solar.frontends.jaxfe.walk import (
+    inline_args,
     inline_body,
     is_var,
     last_uses,
@@ -216,9 +218,13 @@ class Lowerer:
         arr = np.asarray(val)
         if arr.ndim == 0:
             try:
-                return Lit(arr.item(), ir_dtype(a.aval.dtype))
+                dtype = ir_dtype(a.aval.dtype)
             except Unsupported:
                 return Opaque((), str(a.aval.dtype))
+            value = arr.item()
+            if str(a.aval.dtype) == "uint8":
+                value = (int(value) + 128) % 256 - 128  # the int8 bits (core.DTYPES)
+            return Lit(value, dtype)
         return self.const_operand(val)
 
     def lower_jaxpr(
@@ -342,7 +348,7 @@ class Lowerer:
                 return self.lower_jaxpr(
                     jaxpr,
                     [self.const_operand(c) for c in consts],
-                    ins,
+                    inline_args(eqn, ins),
                     dest=inner_dest,
                     live_out=live_out,
                     path=path,
@@ -356,6 +362,8 @@ class Lowerer:
         opaque = [x for x in ins if isinstance(x, Opaque)]
         if opaque:
             fn = _opaque_input(opaque[0])
+        elif prim not in UINT8_SAFE and _touches_uint8(eqn):
+            fn = _uint8_arithmetic
         if not self.catch:
             if fn is None:
                 raise Unsupported(f"no lowering for primitive `{prim}`")
@@ -496,6 +504,18 @@ def _opaque_input(x: Opaque) -> Any:
         raise Unsupported(f"input of dtype {x.dtype_name} comes from an uncovered op")
 
     return fail
+
+
+def _touches_uint8(eqn: Any) -> bool:
+    """True if an input or output of ``eqn`` is uint8 (stored as int8 bits)."""
+    return any(
+        str(getattr(getattr(a, "aval", None), "dtype", "")) == "uint8"
+        for a in [*eqn.invars, *eqn.outvars]
+    )
+
+
+def _uint8_arithmetic(ctx: EqnCtx) -> None:
+    raise Unsupported(f"`{ctx.prim}` on uint8 values (only moves and conversions are exact)")
 
 
 def _eqn_bytes(eqn: Any) -> int:

@@ -14,6 +14,7 @@ from typing import Any
 
 from solar.frontends.jaxfe import (  # noqa: F401 - importing registers the lowerings
     ops_control,
+    ops_decomp,
     ops_elementwise,
     ops_gather,
     ops_linalg,

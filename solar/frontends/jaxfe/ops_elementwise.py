@@ -107,6 +107,31 @@ _SIMPLE: dict[str, ExprFn] = {
     "cosh": lambda a: Binary(
         "*", lit(0.5), Binary("+", Call("exp", (a[0],)), Call("exp", (Unary("-", a[0]),)))
     ),
+    # The IR has no inverse hyperbolic functions: their log forms.
+    "asinh": lambda a: Binary(
+        "*",
+        Call("sign", (a[0],)),
+        Call(
+            "log",
+            (
+                Binary(
+                    "+",
+                    Call("abs", (a[0],)),
+                    Call("sqrt", (Binary("+", Binary("*", a[0], a[0]), lit(1.0)),)),
+                ),
+            ),
+        ),
+    ),
+    "acosh": lambda a: Call(
+        "log", (Binary("+", a[0], Call("sqrt", (Binary("-", Binary("*", a[0], a[0]), lit(1.0)),))),)
+    ),
+    "atanh": lambda a: Binary(
+        "*", lit(0.5), Binary("-", Call("log1p", (a[0],)), Call("log1p", (Unary("-", a[0]),)))
+    ),
+    # Total-order comparisons (sorting keys): the ordinary ones, equal off NaN and -0.0.
+    "eq_to": _bin("=="),
+    "le_to": _bin("<="),
+    "lt_to": _bin("<"),
 }
 
 _FOLD: dict[str, Callable[..., object]] = {
@@ -179,7 +204,7 @@ def _identity(ctx: EqnCtx) -> Operand | None:
 
     Returns the other operand, as a free broadcast view when it is smaller than the result.
     """
-    if len(ctx.ins) != 2 or not ctx.out_dtype(0).is_float:
+    if len(ctx.ins) != 2 or ctx.out_dtype(0) == DType.BOOL:
         return None
     for k in (0, 1):
         unit = _IDENTITY.get((ctx.prim, k))
@@ -321,11 +346,17 @@ def _clamp(ctx: EqnCtx) -> None:
 def _convert(ctx: EqnCtx) -> tuple[Operand, ...] | None:
     x = ctx.ins[0]
     dtype = ctx.out_dtype(0)
+    # uint8 is stored as int8 bits (core.DTYPES): decode to 0..255 unless the bits are kept.
+    unsigned = str(ctx.eqn.invars[0].aval.dtype) == "uint8" and dtype != DType.I8
     if isinstance(x, Lit):
-        return (Lit(_coerce(_convert_scalar(x.value, dtype), dtype), dtype, x.shape),)
+        value = int(x.value) % 256 if unsigned else x.value
+        return (Lit(_coerce(_convert_scalar(value, dtype), dtype), dtype, x.shape),)
     if x.dtype == dtype:
-        return (x,)  # a weak-type change only: no data moves
-    emit_map(ctx, lambda a: Cast(dtype, a[0]))
+        return (x,)  # a weak-type change (or uint8 <-> int8, the same bits): no data moves
+    if unsigned:
+        emit_map(ctx, lambda a: Cast(dtype, Binary("%", a[0], lit(256))))
+    else:
+        emit_map(ctx, lambda a: Cast(dtype, a[0]))
     return None
 
 

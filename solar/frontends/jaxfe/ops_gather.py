@@ -28,7 +28,20 @@ from solar.frontends.builder import TensorRef
 from solar.frontends.jaxfe.core import EqnCtx, Operand, TensorInfo, Unsupported, lowering, read
 from solar.frontends.jaxfe.index import Nest, iadd
 from solar.frontends.jaxfe.ops_reduce import reduce_init
-from solar.ir import Access, Assign, Binary, Call, DType, Expr, IntLit, Reduce, ReduceOp, Stmt, lit
+from solar.ir import (
+    Access,
+    Assign,
+    Binary,
+    Call,
+    DType,
+    Expr,
+    IntLit,
+    Reduce,
+    ReduceOp,
+    Stmt,
+    Unary,
+    lit,
+)
 
 __all__ = ["window_index"]
 
@@ -197,6 +210,8 @@ _SCATTER_OPS: dict[str, ReduceOp | None] = {
     "scatter_min": "min",
     "scatter-max": "max",
     "scatter_max": "max",
+    "scatter-sub": "+",  # adds the negated updates
+    "scatter_sub": "+",
 }
 
 
@@ -259,6 +274,8 @@ def _scatter(ctx: EqnCtx) -> tuple[Operand, ...] | None:
         )
         tgt = Access(out.ref.name, out.storage_index(dst))
         val = read(updates, nest.idx)
+        if ctx.prim in ("scatter-sub", "scatter_sub"):
+            val = Unary("-", val)
         ok = st.valid(batch)
         if ok is not None:
             # Out-of-bounds updates are dropped: combine the identity (or keep the old value).

@@ -36,14 +36,27 @@ def write(t: TensorInfo, idx: Sequence[Expr | int]) -> Access:
 
 
 @lowering("reshape")
-def _reshape(ctx: EqnCtx) -> tuple[Operand, ...]:
-    if ctx.params.get("dimensions") is not None:
-        raise Unsupported("reshape with `dimensions` (a fused transpose)")
+def _reshape(ctx: EqnCtx) -> tuple[Operand, ...] | None:
     x = ctx.ins[0]
     shape = ctx.out_shape(0)
     if isinstance(x, Lit):
         return (x.reshaped(shape),)
+    dims = ctx.params.get("dimensions")
     in_shape = x.shape
+    if dims is not None and tuple(dims) != tuple(range(len(in_shape))):
+        # A transpose then a reshape (autodiff of grouped convolutions emits it): the
+        # transpose moves data, as the ``transpose`` kernel does.
+        perm = tuple(int(d) for d in dims)
+        moved = tuple(in_shape[d] for d in perm)
+
+        def source(idx: list[Expr]) -> Expr:
+            t_idx = reshape_map(moved, shape, idx)
+            src: list[Expr] = [IntLit(0)] * len(perm)
+            for k, d in enumerate(perm):
+                src[d] = t_idx[k]
+            return read(x, src)
+
+        return _copy_kernel(ctx, source)
     return (x.view(shape, lambda idx: tuple(reshape_map(in_shape, shape, idx))),)
 
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from solar.frontends.jaxfe.capture import JaxCapture, require_jax, trace_jax_file, user_code
 from solar.frontends.jaxfe.result import LoweredProgram
-from solar.frontends.jaxfe.walk import inline_body, is_var
+from solar.frontends.jaxfe.walk import inline_args, inline_body, is_var
 
 __all__ = ["eval_with_taps", "reference_data", "to_numpy"]
 
@@ -30,8 +30,11 @@ Tap = tuple[tuple[int, ...], int]
 
 
 def to_numpy(x: Any) -> np.ndarray:
-    """A host numpy array; narrow floats (bf16, fp8, f16 stays f16) widened to float32."""
+    """A host numpy array; narrow floats (bf16, fp8, f16 stays f16) widened to float32,
+    uint8 as its int8 view (the IR's storage of uint8)."""
     arr = np.asarray(x)
+    if arr.dtype == np.uint8:
+        return arr.view(np.int8).copy()  # the IR stores uint8 as int8 bits (core.DTYPES)
     if arr.dtype.kind == "V" or (arr.dtype.kind == "f" and arr.dtype.itemsize < 2):
         return arr.astype(np.float32)
     if arr.dtype.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
@@ -137,7 +140,7 @@ def _eval(
         body = inline_body(eqn) if here in prefixes else None
         if body is not None:
             sub, sub_consts = body
-            outs = _eval(sub, sub_consts, ins, here, wanted, prefixes, found)
+            outs = _eval(sub, sub_consts, inline_args(eqn, ins), here, wanted, prefixes, found)
         else:
             res = _bind(eqn, ins)
             outs = list(res) if eqn.primitive.multiple_results else [res]

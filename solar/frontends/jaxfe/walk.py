@@ -12,6 +12,7 @@ from typing import Any
 
 __all__ = [
     "INLINE_PRIMITIVES",
+    "inline_args",
     "inline_body",
     "is_var",
     "last_uses",
@@ -32,9 +33,11 @@ INLINE_PRIMITIVES = frozenset(
         "remat2",
         "checkpoint",
         "name",
+        "custom_linear_solve",
     }
 )
-"""Call-like primitives whose body is lowered in place of the call."""
+"""Call-like primitives whose body is lowered in place of the call (``custom_linear_solve``:
+its ``solve`` jaxpr, on the solve constants and the right-hand sides; see `inline_args`)."""
 
 
 def sanitize_scope(stack: str, strip_root: bool) -> str:
@@ -55,6 +58,9 @@ def inline_body(eqn: Any) -> tuple[Any, Sequence[Any]] | None:
     """``(jaxpr, consts)`` of a call-like equation to inline, else ``None``."""
     if eqn.primitive.name not in INLINE_PRIMITIVES:
         return None
+    if eqn.primitive.name == "custom_linear_solve":
+        solve = eqn.params["jaxprs"].solve
+        return solve.jaxpr, list(solve.consts)
     for key in ("jaxpr", "call_jaxpr", "fun_jaxpr"):
         body = eqn.params.get(key)
         if body is None:
@@ -63,6 +69,21 @@ def inline_body(eqn: Any) -> tuple[Any, Sequence[Any]] | None:
             return body.jaxpr, list(body.consts)
         return body, []
     return None
+
+
+def inline_args(eqn: Any, ins: Sequence[Any]) -> list[Any]:
+    """The arguments of an inlined body among the equation's inputs.
+
+    ``custom_linear_solve`` takes the constants of its four jaxprs (``matvec``,
+    ``vecmat``, ``solve``, ``transpose_solve``) then the right-hand sides; its forward
+    value is ``solve(*solve_consts, *b)``. Other calls pass every input.
+    """
+    if eqn.primitive.name != "custom_linear_solve":
+        return list(ins)
+    n = eqn.params["const_lengths"]
+    start = n.matvec + n.vecmat
+    end = start + n.solve + n.transpose_solve
+    return [*ins[start : start + n.solve], *ins[end:]]
 
 
 def is_var(atom: Any) -> bool:

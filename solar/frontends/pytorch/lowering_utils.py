@@ -7,6 +7,8 @@ stay in one place (registry.py).
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -144,7 +146,18 @@ def cast(expr: Expr, from_dtype: DType | None, to_dtype: DType) -> Expr:
 
 
 def scalar_lit(value: Any, dtype: DType | None = None) -> Expr:
-    """A literal for a Python scalar; ints become floats when ``dtype`` is floating."""
+    """A literal for a Python scalar of ``dtype``: ints become floats for a floating
+    ``dtype``, numbers become ``true``/``false`` for ``bool`` and floats are truncated for
+    an integer ``dtype`` (as storing into such a tensor does)."""
+    if dtype == DType.BOOL and isinstance(value, int | float):
+        return lit(bool(value))
+    if (
+        dtype is not None
+        and not dtype.is_float
+        and isinstance(value, float)
+        and math.isfinite(value)
+    ):
+        return lit(int(value))
     if isinstance(value, bool):
         if dtype is not None and dtype.is_float:
             return lit(1.0 if value else 0.0)
