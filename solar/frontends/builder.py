@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import cast
 
 from solar.ir import (
+    KEYWORDS,
     Access,
     Assign,
     Binary,
@@ -53,41 +54,7 @@ __all__ = [
     "lit",
 ]
 
-_KEYWORDS = frozenset(
-    [
-        "solar-ir",
-        "program",
-        "size",
-        "input",
-        "param",
-        "output",
-        "temp",
-        "local",
-        "kernel",
-        "for",
-        "seq",
-        "in",
-        "step",
-        "if",
-        "and",
-        "or",
-        "not",
-        "inf",
-        "nan",
-        "true",
-        "false",
-        "f64",
-        "f32",
-        "f16",
-        "bf16",
-        "f8e4m3",
-        "f8e5m2",
-        "i64",
-        "i32",
-        "i8",
-        "bool",
-    ]
-)
+_KEYWORDS = KEYWORDS | {"solar-ir"}
 
 
 def sanitize_name(hint: str) -> str:

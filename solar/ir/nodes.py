@@ -24,6 +24,7 @@ __all__ = [
     "DTYPE_BYTES",
     "FUNCTIONS",
     "IR_VERSION",
+    "KEYWORDS",
     "Access",
     "Assign",
     "Binary",
@@ -101,6 +102,32 @@ Role = Literal["input", "param", "output", "temp", "local"]
 """Tensor roles. ``local`` is a kernel-local temporary, declared inside a kernel."""
 
 ReduceOp = Literal["+", "*", "max", "min"]
+
+KEYWORDS: frozenset[str] = frozenset(
+    [
+        "program",
+        "size",
+        "input",
+        "param",
+        "output",
+        "temp",
+        "local",
+        "kernel",
+        "for",
+        "seq",
+        "in",
+        "step",
+        "if",
+        "and",
+        "or",
+        "not",
+        "inf",
+        "nan",
+        "true",
+        "false",
+    ]
+) | frozenset(d.value for d in DType)
+"""Words of the grammar (besides the version line ``solar-ir``); frontends avoid them as names."""
 
 BINARY_OPS = ("+", "-", "*", "/", "//", "%", "<", "<=", ">", ">=", "==", "!=", "and", "or")
 COMPARISON_OPS = frozenset({"<", "<=", ">", ">=", "==", "!="})

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from solar.frontends.llm.errors import E_BAD_CONFIG, E_INTERFACE, LLMConfigError, LLMReplyError
-from solar.ir import DType, Program
+from solar.ir import KEYWORDS, DType, Program
 from solar.ir.traversal import eval_int, resolve_sizes
 
 __all__ = [
@@ -54,30 +54,7 @@ Framework = Literal["torch", "jax", "python"]
 SpecRole = Literal["input", "param", "output"]
 
 _IR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_KEYWORDS = frozenset(
-    [
-        "program",
-        "size",
-        "input",
-        "param",
-        "output",
-        "temp",
-        "local",
-        "kernel",
-        "for",
-        "seq",
-        "in",
-        "step",
-        "if",
-        "and",
-        "or",
-        "not",
-        "inf",
-        "nan",
-        "true",
-        "false",
-    ]
-) | frozenset(d.value for d in DType)
+_KEYWORDS = KEYWORDS
 
 
 def input_name(index: int) -> str:
