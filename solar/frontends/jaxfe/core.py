@@ -48,6 +48,7 @@ __all__ = [
     "lowering",
     "operand_shape",
     "read",
+    "uint8_inexact",
 ]
 
 IndexMap = Callable[[tuple[Expr, ...]], tuple[Expr, ...]]
@@ -107,6 +108,26 @@ UINT8_SAFE = frozenset(
     }
 )
 """Primitives exact on uint8 values stored as int8 bits (moves, equality, conversion)."""
+
+_INDEX_OPERANDS = {"gather": 1, "scatter": 1, "dynamic_slice": 1, "dynamic_update_slice": 2}
+"""Position of the first index operand of primitives that read indices."""
+
+
+def _is_uint8(atom: Any) -> bool:
+    return str(getattr(getattr(atom, "aval", None), "dtype", "")) == "uint8"
+
+
+def uint8_inexact(eqn: Any) -> bool:
+    """True if ``eqn`` would compute on uint8 values stored as int8 bits: it touches uint8
+    and is not in `UINT8_SAFE`, or it reads uint8 indices (their bits are not the index)."""
+    name = eqn.primitive.name
+    if name not in UINT8_SAFE and any(_is_uint8(a) for a in [*eqn.invars, *eqn.outvars]):
+        return True
+    first = _INDEX_OPERANDS.get(name)
+    if first is None:
+        return False
+    indices = eqn.invars[first : first + 1] if name == "scatter" else eqn.invars[first:]
+    return any(_is_uint8(a) for a in indices)
 
 
 class Unsupported(Exception):  # noqa: N818 - internal control flow, never reaches a user

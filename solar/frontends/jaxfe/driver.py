@@ -27,7 +27,6 @@ import numpy as np
 from solar.frontends.builder import KernelBuilder, ProgramBuilder, TensorRef, sanitize_name
 from solar.frontends.jaxfe.core import (
     LOWERINGS,
-    UINT8_SAFE,
     EqnCtx,
     Lit,
     Opaque,
@@ -38,6 +37,7 @@ from solar.frontends.jaxfe.core import (
     Value,
     ir_dtype,
     read,
+    uint8_inexact,
 )
 from solar.frontends.jaxfe.index import Nest, shape_numel
 from solar.frontends.jaxfe.result import CondRegion, ExtraInput, LoweredProgram, UncoveredOp
@@ -362,7 +362,7 @@ class Lowerer:
         opaque = [x for x in ins if isinstance(x, Opaque)]
         if opaque:
             fn = _opaque_input(opaque[0])
-        elif prim not in UINT8_SAFE and _touches_uint8(eqn):
+        elif uint8_inexact(eqn):
             fn = _uint8_arithmetic
         if not self.catch:
             if fn is None:
@@ -506,16 +506,10 @@ def _opaque_input(x: Opaque) -> Any:
     return fail
 
 
-def _touches_uint8(eqn: Any) -> bool:
-    """True if an input or output of ``eqn`` is uint8 (stored as int8 bits)."""
-    return any(
-        str(getattr(getattr(a, "aval", None), "dtype", "")) == "uint8"
-        for a in [*eqn.invars, *eqn.outvars]
-    )
-
-
 def _uint8_arithmetic(ctx: EqnCtx) -> None:
-    raise Unsupported(f"`{ctx.prim}` on uint8 values (only moves and conversions are exact)")
+    raise Unsupported(
+        f"`{ctx.prim}` on uint8 values or indices (only moves and conversions are exact)"
+    )
 
 
 def _eqn_bytes(eqn: Any) -> int:

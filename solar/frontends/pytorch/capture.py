@@ -2,10 +2,15 @@
 
 Contract: ``ProgramSource -> TorchCapture``. A `TorchDispatchMode` records every
 ATen call that eager execution dispatches (one call = one kernel launch), with
-tensors replaced by stable integer ids. By default the program runs over
-FakeTensors (``FakeTensorMode``): nothing is allocated, so a model with tens of GiB
-of weights is captured in seconds. No graph exporter is involved, so Python control
-flow, loops and in-place ops are captured exactly as they run.
+tensors replaced by stable integer ids. By default nothing is allocated, so a model
+with tens of GiB of weights is captured in seconds: the program is first built and
+run on the ``meta`` device (`MetaMode`), which runs the same meta kernels as
+FakeTensors but needs no ``FakeTensorMode`` (constructing one imports
+``torch._dynamo``, about a second). Whatever meta execution cannot do (a CPU tensor
+created explicitly, an op without a meta kernel, a small constant's value) raises,
+and the program is re-run over FakeTensors (``FakeTensorMode``). No graph exporter is
+involved, so Python control flow, loops and in-place ops are captured exactly as
+they run.
 
 When fake execution cannot proceed because it needs real values (``.item()``,
 ``nonzero``, data-dependent control flow), the program is re-run with real tensors if
@@ -20,6 +25,7 @@ the same calls as the capture (E0506 otherwise).
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -43,6 +49,7 @@ __all__ = [
     "REAL_BUDGET_BYTES",
     "CallKind",
     "CaptureInfo",
+    "MetaMode",
     "NamedTensor",
     "RecordedCall",
     "TensorArg",
@@ -62,6 +69,34 @@ _CONSTANT_VALUE_LIMIT = 1 << 24
 _HOST_OPS = frozenset(
     {"aten._local_scalar_dense.default", "aten.equal.default", "aten.is_nonzero.default"}
 )
+
+
+class MetaMode:
+    """Builds and runs a program on the ``meta`` device: the cheap stand-in for ``FakeTensorMode``.
+
+    Used like a fake mode by `instantiate` and `capture_program`: entering it makes
+    ``meta`` the default device (factories in ``__init__``, ``get_inputs()`` and
+    ``forward`` create meta tensors), and `from_tensor` converts a real tensor.
+    """
+
+    def __init__(self) -> None:
+        self._stack: list[Any] = []
+
+    def __enter__(self) -> MetaMode:
+        import torch
+
+        ctx = torch.device("meta")
+        ctx.__enter__()
+        self._stack.append(ctx)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stack.pop().__exit__(*exc)
+
+    @staticmethod
+    def from_tensor(t: Any) -> Any:
+        """``t`` on the meta device (shape, dtype and strides kept, no data)."""
+        return t.to("meta")
 
 
 class _Ids:
@@ -229,6 +264,12 @@ def _recording(rec: _Recorder, root: Any) -> Iterator[None]:
             rec.module_stack.pop()
 
     class Mode(TorchDispatchMode):  # type: ignore[no-untyped-call]
+        @classmethod
+        def _should_skip_dynamo(cls) -> bool:
+            # Eager capture never runs under torch.compile; wrapping the hook in
+            # ``torch._disable_dynamo`` would import torch._dynamo (about a second).
+            return False
+
         def __torch_dispatch__(
             self, func: Any, types: Any, args: Any = (), kwargs: Any = None
         ) -> Any:
@@ -299,10 +340,13 @@ def capture_program(source: ProgramSource, *, real: bool = False) -> TorchCaptur
         FrontendError: loading/running errors (E0501-E0504), E0505 when real values are
             needed but inputs+parameters exceed `REAL_BUDGET_BYTES`.
     """
-    from torch._subclasses.fake_tensor import FakeTensorMode
-
     reason = "requested" if real else None
     if not real:
+        meta = _capture_on_meta(source)
+        if meta is not None:
+            return meta
+        from torch._subclasses.fake_tensor import FakeTensorMode
+
         fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
         inst = instantiate(source, fake_mode=fake_mode)
         try:
@@ -328,6 +372,74 @@ def capture_program(source: ProgramSource, *, real: bool = False) -> TorchCaptur
             reason = f"{type(cause).__name__}: {cause}".splitlines()[0]
     inst = instantiate(source)
     return _finish(source, inst, None, reason)
+
+
+@contextlib.contextmanager
+def _dynamo_import_deferred() -> Iterator[None]:
+    """Run torch's Python meta kernels without importing ``torch._dynamo``.
+
+    Note [Dynamo-free meta]: many of torch's Python meta kernels and refs are wrapped
+    in ``torch._disable_dynamo``, whose wrapper imports ``torch._dynamo`` (about a
+    second) on its first call, to build a "do not trace this" wrapper that is a plain
+    call whenever torch.compile is not tracing; eager capture never is. Each wrapper
+    caches that function as ``fn.__dynamo_disable``: while this context is active,
+    every existing wrapper's cache holds ``fn`` itself, and on exit the caches it set
+    are removed again, so torch is left exactly as it was (the next call outside does
+    the usual import). If torch's internals differ from this expectation, nothing is
+    changed and the import simply happens.
+    """
+    import gc
+
+    patched: list[Any] = []
+    if "torch._dynamo" not in sys.modules:
+        try:
+            import torch._compile as tc
+
+            probe = tc._disable_dynamo(lambda: None)
+            code = probe.__code__
+            slot = code.co_freevars.index("fn")
+        except (ImportError, AttributeError, ValueError):
+            code = None
+        if code is not None:
+            for obj in gc.get_objects():
+                if type(obj) is type(probe) and obj.__code__ is code and obj.__closure__:
+                    fn = obj.__closure__[slot].cell_contents
+                    if getattr(fn, "__dynamo_disable", None) is None:
+                        try:
+                            fn.__dynamo_disable = fn
+                        except (AttributeError, TypeError):
+                            continue
+                        patched.append(fn)
+    try:
+        yield
+    finally:
+        for fn in patched:
+            if getattr(fn, "__dynamo_disable", None) is fn:
+                del fn.__dynamo_disable
+
+
+_META_ERRORS = (RuntimeError, NotImplementedError, TypeError, ValueError, AttributeError)
+"""What meta execution raises for what it cannot do (besides user-code `FrontendError` E0501)."""
+
+
+def _capture_on_meta(source: ProgramSource) -> TorchCapture | None:
+    """The capture on the meta device, or ``None`` when meta execution cannot run it.
+
+    Any failure (including a genuine error in the user's code, which the fake-tensor
+    run then reports) returns ``None``; nothing is built for real here.
+    """
+    mode = MetaMode()
+    try:
+        with _dynamo_import_deferred():
+            inst = instantiate(source, fake_mode=mode, real_fallback=False)
+            capture = _finish(source, inst, mode, None)
+    except FrontendError as err:
+        if err.code != "E0501":
+            raise
+        return None
+    except _META_ERRORS:
+        return None
+    return capture
 
 
 def _finish(

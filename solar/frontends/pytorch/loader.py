@@ -312,13 +312,18 @@ def _fake_wrap(inst: Instance, fake_mode: Any) -> Instance:
     return Instance(run, module, args, state, inst.sizes, inst.attr_names)
 
 
-def instantiate(source: ProgramSource, *, fake_mode: Any = None) -> Instance:
+def instantiate(
+    source: ProgramSource, *, fake_mode: Any = None, real_fallback: bool = True
+) -> Instance:
     """Build the program described by ``source``.
 
     Args:
         source: where the program comes from.
-        fake_mode: a ``FakeTensorMode`` to build it without allocating, or ``None``
-            for real tensors (seeded, so two real builds are identical).
+        fake_mode: a ``FakeTensorMode`` (or `capture.MetaMode`) to build it without
+            allocating, or ``None`` for real tensors (seeded, so two real builds are
+            identical).
+        real_fallback: when building under ``fake_mode`` fails, build it for real and
+            convert (default); ``False`` re-raises instead.
 
     Returns:
         The built `Instance`.
@@ -348,7 +353,7 @@ def instantiate(source: ProgramSource, *, fake_mode: Any = None) -> Instance:
     try:
         return _build_from_file(source, fake_mode)
     except FrontendError as err:
-        if err.code != "E0501":
+        if err.code != "E0501" or not real_fallback:
             raise
         # Construction needed real values (e.g. an init that calls .item()): build it
         # for real and convert. The caller's memory budget check happens later.

@@ -27,6 +27,10 @@ def test_samples_exist() -> None:
         "fk_7dof",
         "mpc_rollout",
         "diffusion_policy_step",
+        "kalman_filter",
+        "cnn_grad_step",
+        "atari_policy_uint8",
+        "least_squares_cholesky",
     } <= names
 
 
