@@ -34,6 +34,7 @@ from solar.ir import (
     eliminate_dead_code,
     print_program,
     resolve_sizes,
+    treat_as_intermediates,
     verify_program,
     walk_stmts,
 )
@@ -321,6 +322,13 @@ def _measurement(
 
 
 # ---------------------------------------------------------------------------- analyze
+def _bounds_program(front: FrontendOutput, program: Program | None = None) -> Program:
+    """The program the bounds see: dead work removed, uncovered values as intermediates."""
+    p = eliminate_dead_code(program or front.program, keep=front.keep_live)
+    return treat_as_intermediates(p, front.uncovered_values)
+
+
+
 def lift_source(
     path: Path, options: AnalyzeOptions, *, progress: Callable[[str], None] | None = None
 ) -> tuple[FrontendOutput, EinsumGraph, dict[str, int]]:
@@ -328,7 +336,7 @@ def lift_source(
     front = load_program(path, options, progress=progress)
     verify_program(front.program)
     sizes = resolve_sizes(front.program, front.ir_sizes)
-    return front, lift_to_einsum(eliminate_dead_code(front.program, keep=front.keep_live)), sizes
+    return front, lift_to_einsum(_bounds_program(front)), sizes
 
 
 def analyze(
@@ -391,7 +399,7 @@ def analyze_front(
     validation = validate_front(front, options, say)
     say("lifting to einsum graph and computing bounds")
     start = time.monotonic()
-    graph = lift_to_einsum(eliminate_dead_code(program, keep=front.keep_live))
+    graph = lift_to_einsum(_bounds_program(front, program))
     measurement = _measurement(front, options, say)
     archs = tuple(
         bound_arch(

@@ -66,6 +66,7 @@ class FrontendOutput:
     warnings: tuple[str, ...] = ()
     precision_hint: str | None = None
     keep_live: tuple[str, ...] = ()
+    uncovered_values: tuple[str, ...] = ()
     """Tensors dead-code elimination keeps (read by uncovered ops outside the IR)."""
 
 
@@ -260,6 +261,7 @@ def _torch_output(
         measure=measure,
         notes=tuple(notes),
         precision_hint=hint,
+        uncovered_values=tuple(v.name for v in lowered.binding.uncovered_values),
     )
 
 
@@ -311,6 +313,7 @@ def _jax_frontend(
         measure=measure,
         notes=tuple(notes),
         keep_live=lowered.uncovered_reads,
+        uncovered_values=tuple(e.name for e in lowered.extra_inputs if e.kind == "uncovered"),
     )
 
 

@@ -38,7 +38,7 @@ from solar.ir.nodes import (
     lit,
 )
 from solar.ir.parser import parse_expr, parse_program
-from solar.ir.passes import eliminate_dead_code
+from solar.ir.passes import eliminate_dead_code, treat_as_intermediates
 from solar.ir.printer import print_expr, print_program, print_stmt
 from solar.ir.traversal import accesses, eval_int, map_exprs, resolve_sizes, walk_exprs, walk_stmts
 from solar.ir.verify import VerifyInfo, collect_errors, verify_program
@@ -90,6 +90,7 @@ __all__ = [
     "print_stmt",
     "resolve_sizes",
     "verify_program",
+    "treat_as_intermediates",
     "walk_exprs",
     "walk_stmts",
 ]

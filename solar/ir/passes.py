@@ -16,7 +16,7 @@ from typing import assert_never
 from solar.ir.nodes import Access, Assign, For, If, Kernel, Program, Reduce, Stmt
 from solar.ir.traversal import walk_exprs
 
-__all__ = ["eliminate_dead_code"]
+__all__ = ["eliminate_dead_code", "treat_as_intermediates"]
 
 
 def _reads(expr_sources: tuple[object, ...]) -> set[str]:
@@ -128,3 +128,21 @@ def eliminate_dead_code(program: Program, *, keep: Collection[str] = ()) -> Prog
     if not changed and len(tensors) == len(program.tensors):
         return program
     return dataclasses.replace(program, tensors=tensors, kernels=tuple(kernels))
+
+
+def treat_as_intermediates(program: Program, names: tuple[str, ...] | frozenset[str]) -> Program:
+    """Re-role the given ``input`` tensors as ``temp`` (values some uncovered op produces).
+
+    A frontend feeds the outputs of ops it could not lower into the IR as extra inputs
+    so the rest of the program still runs; for the bounds they are intermediates, not
+    program inputs, so the fused model must not charge their DRAM reads (Note
+    [Uncovered values] in docs/bounds.md). Only for bounds: the program no longer runs.
+    """
+    wanted = frozenset(names)
+    if not wanted:
+        return program
+    tensors = tuple(
+        dataclasses.replace(t, role="temp") if t.name in wanted and t.role == "input" else t
+        for t in program.tensors
+    )
+    return dataclasses.replace(program, tensors=tensors)
