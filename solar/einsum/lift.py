@@ -296,7 +296,7 @@ def _disjoint_boxes(items: Sequence[_Img]) -> bool:
     if any(b is None for b in boxes):
         return False
     for i, a in enumerate(boxes):
-        for b in boxes[i + 1:]:
+        for b in boxes[i + 1 :]:
             assert a is not None and b is not None
             if len(a) != len(b) or all(
                 lo1 < hi2 and lo2 < hi1 for (lo1, hi1), (lo2, hi2) in zip(a, b, strict=True)

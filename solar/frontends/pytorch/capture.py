@@ -4,11 +4,10 @@ Contract: ``ProgramSource -> TorchCapture``. A `TorchDispatchMode` records every
 ATen call that eager execution dispatches (one call = one kernel launch), with
 tensors replaced by stable integer ids. By default nothing is allocated, so a model
 with tens of GiB of weights is captured in seconds: the program is first built and
-run on the ``meta`` device (`MetaMode`), which runs the same meta kernels as
-FakeTensors but needs no ``FakeTensorMode`` (constructing one imports
-``torch._dynamo``, about a second). Whatever meta execution cannot do (a CPU tensor
-created explicitly, an op without a meta kernel, a small constant's value) raises,
-and the program is re-run over FakeTensors (``FakeTensorMode``). No graph exporter is
+run on the ``meta`` device (`MetaMode`, Note [Meta capture] in meta_mode.py: the same
+meta kernels as FakeTensors without the cost of a ``FakeTensorMode``); when that
+cannot run it, or may record other calls than eager on CPU, it is re-run over
+FakeTensors (``FakeTensorMode``). No graph exporter is
 involved, so Python control flow, loops and in-place ops are captured exactly as
 they run.
 
@@ -25,7 +24,6 @@ the same calls as the capture (E0506 otherwise).
 from __future__ import annotations
 
 import contextlib
-import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -44,6 +42,7 @@ from solar.frontends.pytorch.capture_types import (
     to_numpy,
 )
 from solar.frontends.pytorch.loader import Instance, ProgramSource, instantiate, user_code
+from solar.frontends.pytorch.meta_mode import MetaBlockedError, MetaMode, dynamo_import_deferred
 
 __all__ = [
     "REAL_BUDGET_BYTES",
@@ -69,34 +68,6 @@ _CONSTANT_VALUE_LIMIT = 1 << 24
 _HOST_OPS = frozenset(
     {"aten._local_scalar_dense.default", "aten.equal.default", "aten.is_nonzero.default"}
 )
-
-
-class MetaMode:
-    """Builds and runs a program on the ``meta`` device: the cheap stand-in for ``FakeTensorMode``.
-
-    Used like a fake mode by `instantiate` and `capture_program`: entering it makes
-    ``meta`` the default device (factories in ``__init__``, ``get_inputs()`` and
-    ``forward`` create meta tensors), and `from_tensor` converts a real tensor.
-    """
-
-    def __init__(self) -> None:
-        self._stack: list[Any] = []
-
-    def __enter__(self) -> MetaMode:
-        import torch
-
-        ctx = torch.device("meta")
-        ctx.__enter__()
-        self._stack.append(ctx)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stack.pop().__exit__(*exc)
-
-    @staticmethod
-    def from_tensor(t: Any) -> Any:
-        """``t`` on the meta device (shape, dtype and strides kept, no data)."""
-        return t.to("meta")
 
 
 class _Ids:
@@ -183,7 +154,9 @@ class _Recorder:
             return tuple(self.convert(x, index) for x in a)
         if isinstance(a, torch.dtype):
             return str(a).removeprefix("torch.")
-        if isinstance(a, torch.device | torch.layout | torch.memory_format):
+        if isinstance(a, torch.device):
+            return "cpu" if a.type == "meta" else str(a)  # a meta capture stands for CPU
+        if isinstance(a, torch.layout | torch.memory_format):
             return str(a)
         if isinstance(a, bool | int | float | str) or a is None:
             return a
@@ -300,7 +273,14 @@ def _run(inst: Instance, rec: _Recorder, fake_mode: Any) -> Any:
     import torch
 
     ctx = fake_mode if fake_mode is not None else contextlib.nullcontext()
-    with torch.no_grad(), ctx, _recording(rec, inst.module), user_code("the model's forward"):
+    watch = fake_mode.watch() if isinstance(fake_mode, MetaMode) else contextlib.nullcontext()
+    with (
+        torch.no_grad(),
+        ctx,
+        _recording(rec, inst.module),
+        watch,
+        user_code("the model's forward"),
+    ):
         return inst.fn(*inst.args)
 
 
@@ -348,9 +328,11 @@ def capture_program(source: ProgramSource, *, real: bool = False) -> TorchCaptur
         from torch._subclasses.fake_tensor import FakeTensorMode
 
         fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
-        inst = instantiate(source, fake_mode=fake_mode)
+        with _quiet_fake_tensors():
+            inst = instantiate(source, fake_mode=fake_mode)
         try:
-            return _finish(source, inst, fake_mode, None)
+            with _quiet_fake_tensors():
+                return _finish(source, inst, fake_mode, None)
         except FrontendError as err:
             cause = err.__cause__
             if err.code != "E0501" or cause is None:
@@ -375,47 +357,22 @@ def capture_program(source: ProgramSource, *, real: bool = False) -> TorchCaptur
 
 
 @contextlib.contextmanager
-def _dynamo_import_deferred() -> Iterator[None]:
-    """Run torch's Python meta kernels without importing ``torch._dynamo``.
+def _quiet_fake_tensors() -> Iterator[None]:
+    """Mute what FakeTensors themselves make torch report: the logged traceback of an op
+    that raises (the error reaches the user as a diagnostic) and the deprecation
+    warning ``deepcopy`` triggers by reading a FakeTensor's data pointer."""
+    import logging
+    import warnings
 
-    Note [Dynamo-free meta]: many of torch's Python meta kernels and refs are wrapped
-    in ``torch._disable_dynamo``, whose wrapper imports ``torch._dynamo`` (about a
-    second) on its first call, to build a "do not trace this" wrapper that is a plain
-    call whenever torch.compile is not tracing; eager capture never is. Each wrapper
-    caches that function as ``fn.__dynamo_disable``: while this context is active,
-    every existing wrapper's cache holds ``fn`` itself, and on exit the caches it set
-    are removed again, so torch is left exactly as it was (the next call outside does
-    the usual import). If torch's internals differ from this expectation, nothing is
-    changed and the import simply happens.
-    """
-    import gc
-
-    patched: list[Any] = []
-    if "torch._dynamo" not in sys.modules:
-        try:
-            import torch._compile as tc
-
-            probe = tc._disable_dynamo(lambda: None)
-            code = probe.__code__
-            slot = code.co_freevars.index("fn")
-        except (ImportError, AttributeError, ValueError):
-            code = None
-        if code is not None:
-            for obj in gc.get_objects():
-                if type(obj) is type(probe) and obj.__code__ is code and obj.__closure__:
-                    fn = obj.__closure__[slot].cell_contents
-                    if getattr(fn, "__dynamo_disable", None) is None:
-                        try:
-                            fn.__dynamo_disable = fn
-                        except (AttributeError, TypeError):
-                            continue
-                        patched.append(fn)
+    logger = logging.getLogger("torch._subclasses.fake_tensor")
+    old = logger.disabled
+    logger.disabled = True
     try:
-        yield
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Accessing the data pointer of FakeTensor")
+            yield
     finally:
-        for fn in patched:
-            if getattr(fn, "__dynamo_disable", None) is fn:
-                del fn.__dynamo_disable
+        logger.disabled = old
 
 
 _META_ERRORS = (RuntimeError, NotImplementedError, TypeError, ValueError, AttributeError)
@@ -430,16 +387,16 @@ def _capture_on_meta(source: ProgramSource) -> TorchCapture | None:
     """
     mode = MetaMode()
     try:
-        with _dynamo_import_deferred():
+        with dynamo_import_deferred():
             inst = instantiate(source, fake_mode=mode, real_fallback=False)
             capture = _finish(source, inst, mode, None)
     except FrontendError as err:
         if err.code != "E0501":
             raise
         return None
-    except _META_ERRORS:
+    except (MetaBlockedError, *_META_ERRORS):
         return None
-    return capture
+    return capture if mode.blocked is None else None
 
 
 def _finish(

@@ -8,7 +8,6 @@ stay in one place (registry.py).
 from __future__ import annotations
 
 import math
-
 from collections.abc import Callable, Sequence
 from typing import Any
 

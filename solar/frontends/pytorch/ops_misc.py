@@ -1,0 +1,112 @@
+"""Lowerings of ``im2col`` (``F.unfold``), ``trace`` and ``_cdist_forward`` (``torch.cdist``).
+
+Contract: one kernel per call. ``im2col`` writes every column element (zero first where
+a window overhangs the padding, then the in-bounds taps under an affine guard, so
+only in-bounds input elements are read); ``trace`` sums the diagonal; ``cdist``
+reduces over the feature dim per pair of rows (vector work: ``|a - b|^p`` is not a
+product of two operands), for ``p`` in 1, 2, inf or any other positive value.
+"""
+
+from __future__ import annotations
+
+import math
+
+from solar.frontends.pytorch.lowering_utils import (
+    accumulate_dtype,
+    binop,
+    cast,
+    fn,
+    out0,
+    scalar_lit,
+    tensor_arg,
+)
+from solar.frontends.pytorch.nn_utils import Aff, Nest, expand_param, guard, range_guard
+from solar.frontends.pytorch.ops_movement import iadd, imul
+from solar.frontends.pytorch.registry import LowerCtx, OpCall, UnsupportedOpError, lowering
+from solar.ir import Assign, Expr, Reduce, Stmt, lit
+
+__all__: list[str] = []
+
+
+@lowering("aten.im2col")
+def _im2col(ctx: LowerCtx, call: OpCall) -> None:
+    x, out = tensor_arg(call, 0, "self"), out0(call)
+    if x.rank not in (3, 4):
+        raise UnsupportedOpError("im2col of a tensor that is not (N, )C, H, W")
+    kh, kw = expand_param(call.arg(1, "kernel_size"), 2, "kernel_size")
+    dh, dw = expand_param(call.arg(2, "dilation"), 2, "dilation", default=1)
+    ph, pw = expand_param(call.arg(3, "padding"), 2, "padding", default=0)
+    sh, sw = expand_param(call.arg(4, "stride"), 2, "stride", default=1)
+    batched = x.rank == 4
+    n_ext = x.shape[0] if batched else 1
+    c_ext, h_ext, w_ext = x.shape[-3:]
+    oh_ext = (h_ext + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+    ow_ext = (w_ext + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    if oh_ext * ow_ext != out.shape[-1]:
+        raise UnsupportedOpError("im2col output size disagrees with its parameters")
+    kb = ctx.kernel()
+    nest = Nest(kb, (n_ext, c_ext, kh, kw, oh_ext, ow_ext), ("n", "c", "r", "s", "oh", "ow"))
+    n, c, r, s, oh, ow = nest.idx
+    h = Aff.of((sh, oh, oh_ext), (dh, r, kh), const=-ph)
+    w = Aff.of((sw, ow, ow_ext), (dw, s, kw), const=-pw)
+    row = iadd(iadd(imul(c, kh * kw), imul(r, kw)), s)
+    col = iadd(imul(oh, ow_ext), ow)
+    dst = ctx.write(out, [n, row, col] if batched else [row, col])
+    src = ctx.read(x, [n, c, h.expr(), w.expr()] if batched else [c, h.expr(), w.expr()])
+    conds = range_guard(h, h_ext) + range_guard(w, w_ext)
+    body: list[Stmt] = []
+    if conds:
+        body.append(Assign(dst, scalar_lit(0, out.dtype)))
+    body += guard(conds, [Assign(dst, cast(src, x.dtype, out.dtype))])
+    kb.emit(*nest.wrap(body))
+
+
+@lowering("aten.trace")
+def _trace(ctx: LowerCtx, call: OpCall) -> None:
+    x, out = tensor_arg(call, 0, "self"), out0(call)
+    if x.rank != 2:
+        raise UnsupportedOpError("trace of a tensor that is not a matrix")
+    kb = ctx.kernel()
+    dst = ctx.write(out, [])
+    kb.emit(Assign(dst, scalar_lit(0, out.dtype)))
+    diag = Nest(kb, (min(x.shape),))
+    if diag.extents[0]:
+        i = diag.idx[0]
+        kb.emit(*diag.wrap([Reduce(dst, "+", cast(ctx.read(x, [i, i]), x.dtype, out.dtype))]))
+
+
+@lowering("aten._cdist_forward")
+def _cdist(ctx: LowerCtx, call: OpCall) -> None:
+    a, b, out = tensor_arg(call, 0, "x1"), tensor_arg(call, 1, "x2"), out0(call)
+    p = float(call.arg(2, "p", 2.0))
+    if a.rank < 2 or a.shape[:-2] != b.shape[:-2] or a.shape[-1] != b.shape[-1]:
+        raise UnsupportedOpError("cdist of operands with different batch or feature dims")
+    if p <= 0 or not out.dtype.is_float or a.shape[-1] == 0:
+        raise UnsupportedOpError(f"cdist with p={p}")
+    kb = ctx.kernel()
+    pairs = Nest(kb, (*a.shape[:-2], a.shape[-2], b.shape[-2]), "i")
+    feat = Nest(kb, (a.shape[-1],), "k")
+    *bi, i, j = pairs.idx
+    k = feat.idx[0]
+    dt = accumulate_dtype(out.dtype)
+    diff = binop(
+        "-",
+        cast(ctx.read(a, [*bi, i, k]), a.dtype, dt),
+        cast(ctx.read(b, [*bi, j, k]), b.dtype, dt),
+    )
+    dst = ctx.write(out, [*bi, i, j])
+    finish: Expr | None = None
+    if p == 2.0:
+        term, finish = binop("*", diff, diff), fn("sqrt", dst)
+    elif p == 1.0 or math.isinf(p):
+        term = fn("abs", diff)
+    else:
+        term = fn("pow", fn("abs", diff), lit(p))
+        finish = fn("pow", dst, lit(1.0 / p))
+    body: list[Stmt] = [
+        Assign(dst, scalar_lit(0, out.dtype)),
+        *feat.wrap([Reduce(dst, "max" if math.isinf(p) else "+", term)]),
+    ]
+    if finish is not None:
+        body.append(Assign(dst, finish))
+    kb.emit(*pairs.wrap(body))

@@ -1,0 +1,99 @@
+"""Capture on the meta device records what the FakeTensor capture records (Note [Meta capture]).
+
+For every sample in samples/torch the meta capture, when accepted, must lower to the
+very IR the FakeTensor capture lowers to; programs whose eager implementation depends
+on the device (fused CPU attention, mkldnn RNNs, transformer fast paths, tensors made
+from Python data in the forward) must fall back to FakeTensors. A subprocess checks
+the point of it all: a meta capture does not import ``torch._dynamo`` and leaves
+torch's ``_disable_dynamo`` wrappers as it found them.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from solar.frontends.pytorch import capture as capture_mod
+from solar.frontends.pytorch import lower_capture
+from solar.frontends.pytorch.capture import capture_program
+from solar.frontends.pytorch.loader import source_for_file
+from solar.ir import print_program
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.torch
+
+SAMPLES = Path(__file__).resolve().parents[3] / "samples" / "torch"
+ALL_SAMPLES = sorted(p.stem for p in SAMPLES.glob("*.py"))
+FALLS_BACK = {
+    "sdpa": "aten._scaled_dot_product_flash_attention_for_cpu.default",
+    "lstm": "aten.mkldnn_rnn_layer.default",
+    "mha": "aten._native_multi_head_attention.default",
+    "transformer_encoder": "aten._transformer_encoder_layer_fwd.default",
+    "inplace_ops": "aten.lift_fresh.default",  # x[:, 0] = 0.0 lifts a CPU constant
+    "l2_convtranspose_add_min_gelu": "aten.lift_fresh.default",  # torch.tensor(0.0)
+    "lstm_lm": "aten.mkldnn_rnn_layer.default",
+    "gpt_block": "aten._scaled_dot_product_flash_attention_for_cpu.default",
+    "sdpa_masked_gqa": "aten._scaled_dot_product_flash_attention_for_cpu.default",
+    "gru": "",  # on CPU a GRU decomposes differently than on meta
+    "rnn": "",
+}
+"""Samples captured on FakeTensors, with a call only the CPU path records (if any)."""
+
+
+def _fake_capture(name: str, monkeypatch: pytest.MonkeyPatch) -> capture_mod.TorchCapture:
+    with monkeypatch.context() as m:
+        m.setattr(capture_mod, "_capture_on_meta", lambda source: None)
+        return capture_program(source_for_file(SAMPLES / f"{name}.py"))
+
+
+@pytest.mark.parametrize("name", ALL_SAMPLES)
+def test_meta_capture_lowers_to_the_fake_capture_ir(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    meta = capture_mod._capture_on_meta(source_for_file(SAMPLES / f"{name}.py"))
+    if name in FALLS_BACK:
+        assert meta is None
+        return
+    assert meta is not None, "meta capture rejected: list the sample in FALLS_BACK"
+    fake = _fake_capture(name, monkeypatch)
+    assert [c.target for c in meta.calls] == [c.target for c in fake.calls]
+    assert print_program(lower_capture(meta).program) == print_program(lower_capture(fake).program)
+
+
+@pytest.mark.parametrize(("name", "target"), sorted((k, v) for k, v in FALLS_BACK.items() if v))
+def test_device_dependent_programs_are_captured_as_on_cpu(name: str, target: str) -> None:
+    capture = capture_program(source_for_file(SAMPLES / f"{name}.py"))
+    assert target in {c.target for c in capture.calls}
+    assert not capture.info.used_real_values
+
+
+_NO_DYNAMO = """
+import gc, sys
+from solar.frontends.pytorch import lower_capture, trace_model_file
+cap = trace_model_file(sys.argv[1])
+assert lower_capture(cap).coverage == ()
+assert "torch._dynamo" not in sys.modules, "meta capture imported torch._dynamo"
+import torch._compile as tc
+code = tc._disable_dynamo(lambda: None).__code__
+slot = code.co_freevars.index("fn")
+left = [
+    o for o in gc.get_objects()
+    if type(o).__name__ == "function" and o.__code__ is code and o.__closure__
+    and getattr(o.__closure__[slot].cell_contents, "__dynamo_disable", None)
+    is o.__closure__[slot].cell_contents
+]
+assert not left, f"{len(left)} _disable_dynamo caches left patched"
+"""
+
+
+def test_meta_capture_does_not_import_dynamo_and_restores_torch() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", _NO_DYNAMO, str(SAMPLES / "l3_mobilenetv2_block.py")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
