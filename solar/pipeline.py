@@ -110,8 +110,6 @@ def validate_front(
     front: FrontendOutput, options: AnalyzeOptions, progress: Callable[[str], None]
 ) -> ValidationInfo:
     """Run the IR against the source program's own outputs, as the options say."""
-    from solar.validate import validate
-
     if options.validate == "off":
         return ValidationInfo(
             status="skipped",
@@ -128,6 +126,8 @@ def validate_front(
             fraction_checked=0.0,
             reason=front.no_reference_reason or "no source program to compare against",
         )
+    from solar.validate import validate  # only when validating (its import is not free)
+
     progress("computing reference outputs")
     plan: ValidationPlan = front.reference()
     progress(f"validating IR ({plan.strategy})")
