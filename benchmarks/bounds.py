@@ -5,7 +5,8 @@ Run: ``.venv/bin/python benchmarks/bounds.py [--kernels 2000] [--bindings 100]``
 The program is generated: blocks of (matmul, GELU, padded 3x3 convolution)
 kernels, like a stack of transformer MLPs beside a conv stack. It is parsed and
 lifted once (the baseline, measured in the same process), the graph's counts are
-compiled once, and then `compute_bounds` runs for every model at every binding.
+compiled once (`compile_costs`), and then `compute_bound_set` evaluates every model at
+every binding.
 Prints a table of timings.
 """
 
@@ -15,7 +16,7 @@ import argparse
 import random
 import time
 
-from solar.bounds import BOUND_MODELS, compute_bounds, evaluate_costs
+from solar.bounds import BOUND_MODELS, compile_costs, compute_bound_set
 from solar.einsum import lift_to_einsum
 from solar.hw import load_hardware_spec
 from solar.ir import parse_program
@@ -84,13 +85,12 @@ def main() -> None:
     t1 = time.perf_counter()
     graph = lift_to_einsum(program)
     t2 = time.perf_counter()
-    evaluate_costs(graph, bindings[0])
+    compiled = compile_costs(graph)
+    compiled.evaluate(bindings[0])
     t3 = time.perf_counter()
     results = 0
     for sizes in bindings:
-        for model in BOUND_MODELS:
-            compute_bounds(graph, spec, model=model, sizes=sizes)
-            results += 1
+        results += len(compute_bound_set(compiled, spec, models=tuple(BOUND_MODELS), sizes=sizes))
     t4 = time.perf_counter()
     evaluation = t4 - t3
     rows = [

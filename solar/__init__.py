@@ -5,7 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from solar.options import DEFAULT_ARCH
+
 if TYPE_CHECKING:
+    from solar.options import PrecisionPolicy, ValidateMode
     from solar.report import Report
 
 __version__ = "0.1.0"
@@ -17,9 +20,9 @@ def analyze(
     model: object,
     example_inputs: Sequence[object],
     *,
-    arch: str | Sequence[str] = "H100_SXM",
-    precision: str = "default",
-    validate: str = "auto",
+    arch: str | Sequence[str] = DEFAULT_ARCH,
+    precision: PrecisionPolicy = "default",
+    validate: ValidateMode = "auto",
 ) -> Report:
     """Analyse a live PyTorch module on example inputs; returns the `Report`.
 
@@ -32,5 +35,5 @@ def analyze(
     from solar.pipeline import AnalyzeOptions, analyze_module
 
     archs = (arch,) if isinstance(arch, str) else tuple(arch)
-    options = AnalyzeOptions(archs=archs, precision=precision, validate=validate)  # type: ignore[arg-type]
+    options = AnalyzeOptions(archs=archs, precision=precision, validate=validate)
     return analyze_module(model, example_inputs, options)

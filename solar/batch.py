@@ -21,10 +21,18 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from solar.diagnostics import SolarError, UsageError
+from solar.options import BOUND_MODEL_NAMES
 
-__all__ = ["BatchRow", "BatchSummary", "expand_sources", "run_batch"]
+if TYPE_CHECKING:
+    from solar.pipeline import AnalyzeOptions
+
+__all__ = ["BatchRow", "BatchStatus", "BatchSummary", "expand_sources", "run_batch"]
+
+BatchStatus: TypeAlias = Literal["ok", "validation-failed", "error"]
+"""A resumed file is ``ok``, with ``error`` saying it was resumed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +40,7 @@ class BatchRow:
     """The outcome of one file."""
 
     file: str
-    status: str  # "ok", "validation-failed", "error", "skipped (resumed)"
+    status: BatchStatus
     report: str | None = None
     error: str | None = None
     frontend: str | None = None
@@ -86,11 +94,10 @@ def _peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def _analyze_one(path_text: str, options: object, out_dir_text: str) -> BatchRow:
+def _analyze_one(path_text: str, options: AnalyzeOptions, out_dir_text: str) -> BatchRow:
     """Worker: analyse one file, write its report, never raise."""
-    from solar.pipeline import AnalyzeOptions, analyze
+    from solar.pipeline import analyze
 
-    assert isinstance(options, AnalyzeOptions)
     path, out_dir = Path(path_text), Path(out_dir_text)
     start = time.monotonic()
     try:
@@ -137,7 +144,7 @@ def _resumable(path: Path, out_dir: Path) -> BatchRow | None:
 
 def _write_summaries(rows: Sequence[BatchRow], out_dir: Path) -> tuple[Path, Path]:
     csv_path, json_path = out_dir / "summary.csv", out_dir / "summary.json"
-    models = ("unfused", "fused", "cache-aware")
+    models = BOUND_MODEL_NAMES
     with csv_path.open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
         w.writerow(["file", "status", "frontend", "coverage", "validation", "flops",
@@ -159,7 +166,7 @@ def _fmt(value: float | None) -> str:
 
 def run_batch(
     files: Sequence[Path],
-    options: object,
+    options: AnalyzeOptions,
     out_dir: Path,
     *,
     workers: int = 2,
@@ -167,10 +174,7 @@ def run_batch(
     progress: Callable[[int, int, BatchRow], None] | None = None,
 ) -> BatchSummary:
     """Analyse ``files`` in ``workers`` processes; write reports and summaries to ``out_dir``."""
-    from solar.pipeline import AnalyzeOptions
-
-    assert isinstance(options, AnalyzeOptions)
-    opts = replace(options, save_ir=None, measure=options.measure)
+    opts = replace(options, save_ir=None)
     out_dir.mkdir(parents=True, exist_ok=True)
     rows: dict[str, BatchRow] = {}
     todo = []

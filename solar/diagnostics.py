@@ -30,7 +30,6 @@ from typing import ClassVar
 __all__ = [
     "ExecutionError",
     "FrontendError",
-    "GateError",
     "HardwareSpecError",
     "IRSyntaxError",
     "IRVerifyError",
@@ -171,12 +170,6 @@ class ReportError(SolarError):
     """A report file is missing or malformed."""
 
     default_code = "E0700"
-
-
-class GateError(SolarError):
-    """A CI gate check failed."""
-
-    default_code = "E0710"
 
 
 class UsageError(SolarError):

@@ -2,15 +2,17 @@
 
 Contract: ``source file + AnalyzeOptions -> Report``. It reads top to bottom::
 
-    front = load_program(path, options)          # frontend -> Program (+ reference, coverage)
-    verify_program(front.program)                # well-formedness
-    validation = validate_front(front, options)  # execute the IR, compare with the real outputs
-    graph = lift_to_einsum(front.program)        # einsum graph, symbolic counts
-    archs = [bound_arch(graph, spec, ...)]       # unfused / fused / cache-aware per device
-    report = Report(...)                         # versioned JSON
+    front = load_program(path, options)             # frontend -> Program (+ reference, coverage)
+    prepared = prepare_program(front, options)      # --ir, verify, sizes, precision, lift
+    validation = validate_front(prepared, options)  # run the IR, compare with the real outputs
+    archs = [bound_arch(prepared.graph, spec, ...)] # unfused / fused / cache-aware per device
+    report = Report(...)                            # versioned JSON
 
-Frontend adapters (torch, jax, llm, ir) live in `solar.frontends.adapters`; this
-module only sequences them.
+Frontends (ir, torch, jax, llm) implement `solar.frontends.Frontend` and decide
+nothing for later stages; every decision that follows from what a frontend observed
+is taken here. Note [One preparation path]: `analyze` and `lift_source` (``solar
+bounds``, ``compare``, ``provision``) prepare a program the same way, so every
+command bounds the same program under the same precision policy.
 """
 
 from __future__ import annotations
@@ -21,17 +23,34 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
 
 from solar import __version__
-from solar.bounds import BOUND_MODELS, Bound, BoundModel, compute_bounds, symbolic_costs
-from solar.diagnostics import UsageError
+from solar.bounds import (
+    Bound,
+    BoundModel,
+    CompiledCosts,
+    compile_costs,
+    compute_bound_set,
+    fused_bound,
+    symbolic_costs,
+)
+from solar.diagnostics import UsageError, ValidationMismatchError
 from solar.einsum import EinsumGraph, lift_to_einsum
-from solar.frontends.adapters import FrontendOutput, ValidationPlan, load_program
+from solar.frontends import (
+    FrontendOptions,
+    FrontendResult,
+    Progress,
+    ValidationPlan,
+    get_frontend,
+)
 from solar.hw import HardwareSpec, load_hardware_spec
 from solar.ir import (
     Program,
     eliminate_dead_code,
+    parse_program,
     print_program,
     resolve_sizes,
     treat_as_intermediates,
@@ -39,37 +58,47 @@ from solar.ir import (
     walk_stmts,
 )
 from solar.measure import Timing
+from solar.options import (
+    DEFAULT_ARCH,
+    CacheState,
+    FrontendChoice,
+    PrecisionPolicy,
+    ValidateMode,
+)
 from solar.report import (
     ArchBounds,
-    BoundResult,
     FrontendInfo,
-    Headroom,
     InputInfo,
     IRInfo,
-    KernelRow,
     Measurement,
-    OutputError,
     Report,
     ToolInfo,
     ValidationInfo,
+    build_arch_bounds,
+    coverage_info,
+    skipped_validation,
+    validation_info,
 )
+
+if TYPE_CHECKING:
+    from solar.frontends.llm import LLMConfig
 
 __all__ = [
     "AnalyzeOptions",
-    "FrontendName",
-    "ValidateMode",
+    "PreparedProgram",
     "analyze",
     "analyze_front",
     "analyze_module",
     "bound_arch",
+    "check_against_reference",
     "lift_source",
+    "load_program",
+    "prepare_program",
     "validate_front",
 ]
 
 log = logging.getLogger(__name__)
 
-FrontendName = Literal["auto", "torch", "jax", "llm", "ir"]
-ValidateMode = Literal["auto", "full", "sampled", "off"]
 MODELS_IN_ORDER: tuple[BoundModel, ...] = ("unfused", "fused", "cache-aware")
 
 
@@ -77,10 +106,10 @@ MODELS_IN_ORDER: tuple[BoundModel, ...] = ("unfused", "fused", "cache-aware")
 class AnalyzeOptions:
     """Everything `analyze` needs besides the source path (mirrors the CLI flags)."""
 
-    archs: tuple[str, ...] = ("H100_SXM",)
-    precision: str = "default"
-    cache: Literal["warm", "cold"] = "warm"
-    frontend: FrontendName = "auto"
+    archs: tuple[str, ...] = (DEFAULT_ARCH,)
+    precision: PrecisionPolicy = "default"
+    cache: CacheState = "warm"
+    frontend: FrontendChoice = "auto"
     ir_file: Path | None = None
     sizes: Mapping[str, int] = field(default_factory=dict)
     validate: ValidateMode = "auto"
@@ -94,7 +123,7 @@ class AnalyzeOptions:
     train: bool = False
     include_ir: bool = False
     save_ir: Path | None = None
-    llm: object | None = None  # solar.frontends.llm.LLMConfig (typed loosely: optional extra)
+    llm: LLMConfig | None = None
 
 
 def _sha256(data: bytes) -> str:
@@ -105,196 +134,231 @@ def _count_statements(program: Program) -> int:
     return sum(1 for k in program.kernels for _ in walk_stmts(k.body))
 
 
+# ---------------------------------------------------------------------------- frontend
+def load_program(
+    path: Path, options: AnalyzeOptions, *, progress: Progress | None = None
+) -> FrontendResult:
+    """Run the frontend ``options.frontend`` (or the one ``auto`` picks) on ``path``.
+
+    Raises:
+        UsageError: missing file or optional dependency.
+        FrontendError, IRSyntaxError, LLMError: the frontend's own diagnostics.
+    """
+    if not path.is_file():
+        raise UsageError(f"no such file: {path}", code="E0901")
+    frontend = get_frontend(options.frontend, path)
+    return frontend.load(
+        path, _frontend_options(options), progress=progress or _quiet, check=check_against_reference
+    )
+
+
+def _frontend_options(options: AnalyzeOptions) -> FrontendOptions:
+    return FrontendOptions(
+        entry=options.entry,
+        inputs_file=options.inputs_file,
+        reference_file=options.reference_file,
+        sizes=options.sizes,
+        train=options.train,
+        reference_budget_bytes=options.reference_budget_bytes,
+        time_budget_s=options.time_budget_s,
+        llm=options.llm,
+        # the tracer asks the LLM for the ops it cannot lower only where it was chosen
+        # or may be (`auto`); an explicit --frontend llm translates the whole program
+        op_fallback=options.frontend in ("auto", "torch"),
+    )
+
+
+def _quiet(_message: str) -> None:
+    return None
+
+
+def check_against_reference(
+    program: Program,
+    inputs: Mapping[str, np.ndarray],
+    outputs: Mapping[str, np.ndarray],
+    *,
+    time_budget_s: float,
+) -> None:
+    """Accept IR a frontend produced only if it reproduces the reference outputs.
+
+    Raises:
+        ValidationMismatchError: E0311, saying which output differs and by how much.
+    """
+    from solar.validate import validate  # only when checking (its import is not free)
+
+    result = validate(program, inputs, outputs, time_budget_s=time_budget_s)
+    if result.status != "passed":
+        raise ValidationMismatchError(
+            result.mismatch or result.reason or f"validation {result.status}", code="E0311"
+        )
+
+
+def _xla_notes(front: FrontendResult) -> tuple[str, ...]:
+    """XLA's cost analysis (JAX), one note per compilation stage."""
+    notes = []
+    if front.xla_unavailable is not None:
+        notes.append(f"XLA cost analysis unavailable: {front.xla_unavailable}")
+    for stage, figures in sorted((front.xla_cost_analysis or {}).items()):
+        parts = ", ".join(f"{k} {v:.4g}" for k, v in sorted(figures.items()))
+        notes.append(f"XLA cost_analysis ({stage}): {parts}")
+    return tuple(notes)
+
+
+# ---------------------------------------------------------------------------- preparation
+@dataclass(frozen=True, slots=True)
+class PreparedProgram:
+    """A frontend's program made ready for validation and bounds (Note [One preparation path]).
+
+    Attributes:
+        front: the frontend's result.
+        program: the program analysed: hand-written ``--ir`` if given, else the frontend's.
+        reference: the frontend's reference provider, for ``program``.
+        notes: the frontend's notes and what the pipeline adds (XLA figures, ``--ir``).
+        sizes: every size of ``program``, bound.
+        precision: the precision policy the bounds use (the program's own hint when the
+            user left ``default``).
+        graph: the einsum graph of the program the bounds see.
+    """
+
+    front: FrontendResult
+    program: Program
+    reference: Callable[[], ValidationPlan] | None
+    notes: tuple[str, ...]
+    sizes: dict[str, int]
+    precision: PrecisionPolicy
+    graph: EinsumGraph
+
+
+def prepare_program(
+    front: FrontendResult, options: AnalyzeOptions, progress: Progress | None = None
+) -> PreparedProgram:
+    """``--ir`` substitution -> verify -> sizes -> precision decision -> lift.
+
+    Raises:
+        IRSyntaxError: the ``--ir`` file does not parse.
+        IRVerifyError: the program is malformed or a size binding is invalid.
+    """
+    program, reference, notes = front.program, front.reference, (*front.notes, *_xla_notes(front))
+    # hand-written IR replaces a traced program (offered for PyTorch sources)
+    if options.ir_file is not None and front.name == "torch":
+        program = parse_program(
+            options.ir_file.read_text(encoding="utf-8"), filename=str(options.ir_file)
+        )
+        notes = (*notes, f"bounds computed from hand-written IR {options.ir_file}")
+        reference = _reference_for(program, front.reference)
+    verify_program(program)
+    sizes = resolve_sizes(program, front.ir_sizes)
+    precision = options.precision
+    if front.precision_hint and precision == "default":
+        precision = front.precision_hint
+    (progress or _quiet)("lifting to einsum graph")
+    graph = lift_to_einsum(_bounds_program(front, program))
+    return PreparedProgram(front, program, reference, notes, sizes, precision, graph)
+
+
+def _reference_for(
+    program: Program, reference: Callable[[], ValidationPlan] | None
+) -> Callable[[], ValidationPlan] | None:
+    """``reference``, with its values compared against ``program`` instead."""
+    if reference is None:
+        return None
+    base = reference
+
+    def substituted() -> ValidationPlan:
+        return replace(base(), program=program)
+
+    return substituted
+
+
+def _bounds_program(front: FrontendResult, program: Program) -> Program:
+    """The program the bounds see: dead work removed, uncovered values as intermediates."""
+    p = eliminate_dead_code(program, keep=front.keep_live)
+    return treat_as_intermediates(p, front.uncovered_values)
+
+
 # ---------------------------------------------------------------------------- validation
 def validate_front(
-    front: FrontendOutput, options: AnalyzeOptions, progress: Callable[[str], None]
+    prepared: PreparedProgram, options: AnalyzeOptions, progress: Progress
 ) -> ValidationInfo:
     """Run the IR against the source program's own outputs, as the options say."""
     if options.validate == "off":
-        return ValidationInfo(
-            status="skipped",
-            strategy="none",
-            sizes={},
-            fraction_checked=0.0,
-            reason="validation disabled (--validate off)",
-        )
-    if front.reference is None:
-        return ValidationInfo(
-            status="skipped",
-            strategy="none",
-            sizes={},
-            fraction_checked=0.0,
-            reason=front.no_reference_reason or "no source program to compare against",
+        return skipped_validation("validation disabled (--validate off)")
+    if prepared.reference is None:
+        return skipped_validation(
+            prepared.front.no_reference_reason or "no source program to compare against"
         )
     from solar.validate import validate  # only when validating (its import is not free)
 
     progress("computing reference outputs")
-    plan: ValidationPlan = front.reference()
+    plan = prepared.reference()
     progress(f"validating IR ({plan.strategy})")
-    strategy = "sampled" if options.validate == "sampled" else "auto"
-    if options.validate == "full":
-        strategy = "full"
+    strategy: Literal["auto", "full", "sampled"] = "auto"
+    if options.validate == "full" or options.validate == "sampled":
+        strategy = options.validate
     result = validate(
         plan.program,
         plan.inputs,
         plan.outputs,
-        strategy=strategy,  # type: ignore[arg-type]
+        strategy=strategy,
         time_budget_s=options.time_budget_s,
         reference_at=plan.reference_at,
     )
-    outputs = tuple(
-        OutputError(
-            name=o.name,
-            passed=o.status == "ok",
-            max_abs_error=_finite(o.max_abs_error),
-            max_rel_error=_finite(o.max_rel_error),
-            rtol=o.tolerance.rtol,
-            atol=o.tolerance.atol,
-        )
-        for o in result.outputs
+    return validation_info(
+        result, planned_strategy=plan.strategy, description=plan.description, sizes=plan.sizes
     )
-    reason_parts = [p for p in (plan.description, result.reason, result.mismatch) if p]
-    ran = result.strategy or "none"
-    if plan.strategy == "reduced-sizes" and ran == "full":
-        ran = "reduced-sizes"
-    return ValidationInfo(
-        status=result.status,
-        strategy=ran,
-        sizes={**plan.sizes, **dict(result.sizes)},
-        fraction_checked=float(result.checked_fraction),
-        outputs=outputs,
-        wall_time_s=float(result.wall_time_s),
-        reason="; ".join(reason_parts) or None,
-    )
-
-
-def _finite(value: float | None) -> float | None:
-    if value is None or value != value or value in (float("inf"), float("-inf")):
-        return None
-    return float(value)
 
 
 # ---------------------------------------------------------------------------- bounds
-def _roofs(spec: HardwareSpec) -> dict[str, float]:
-    roofs = {f"tensor:{p.value}": v for p, v in spec.peak_flops_per_s.items()}
-    roofs.update({f"vector:{p.value}": v for p, v in spec.vector_flops_per_s.items()})
-    return dict(sorted(roofs.items()))
-
-
-def _intensity(b: Bound) -> float:
-    """FLOPs per DRAM byte; per L2 byte when the bound moves nothing through DRAM (warm)."""
-    moved = b.dram_bytes or float(getattr(b, "l2_bytes", 0.0) or 0.0)
-    return b.flops / moved if moved > 0 else 0.0
-
-
-def _bound_result(b: Bound) -> BoundResult:
-    return BoundResult(
-        model=b.model,
-        time_s=b.time_s,
-        compute_time_s=b.compute_time_s,
-        compute_time_s_by_unit=dict(sorted(b.compute_time_s_by_unit.items())),
-        memory_time_s=b.memory_time_s,
-        flops=b.flops,
-        dram_bytes=b.dram_bytes,
-        l2_bytes=float(getattr(b, "l2_bytes", 0.0) or 0.0),
-        arithmetic_intensity_flops_per_byte=_intensity(b),
-        bottleneck=b.bottleneck,
-        assumptions=tuple(b.assumptions),
-    )
-
-
-def _kernel_rows(b: Bound) -> tuple[KernelRow, ...]:
-    rows = []
-    for k in b.kernels:
-        total_bytes = k.dram_bytes + float(getattr(k, "l2_bytes", 0.0) or 0.0)
-        unit, _, prec = str(k.precision).partition(":")  # pipe labels read "tensor:tf32"
-        rows.append(
-            KernelRow(
-                name=k.name,
-                flops=k.flops,
-                bytes=total_bytes,
-                unit=unit if prec else str(k.unit),
-                precision=prec or unit,
-                time_s=k.time_s,
-                bottleneck=k.bottleneck,
-                arithmetic_intensity_flops_per_byte=k.flops / total_bytes if total_bytes else 0.0,
-            )
-        )
-    return tuple(rows)
-
-
-def _headroom(
-    bounds: Sequence[Bound], measurement: Measurement | None, spec: HardwareSpec
-) -> tuple[Headroom, ...]:
-    if measurement is None:
-        return ()
-    if measurement.arch is not None and measurement.arch.lower() != spec.name.lower():
-        return ()
-    measured_s = measurement.median_ms / 1e3
-    out = []
-    for b in bounds:
-        if b.time_s <= 0:
-            continue
-        ratio = measured_s / b.time_s
-        # fused and cache-aware bound every implementation; unfused bounds only executions
-        # that launch each kernel separately, so beating it means the code fuses kernels.
-        out.append(Headroom(model=b.model, ratio=ratio,
-                            violation=ratio < 1.0 and b.model != "unfused"))
-    return tuple(out)
+def _bound_set(
+    graph: EinsumGraph | CompiledCosts,
+    spec: HardwareSpec,
+    *,
+    precision: PrecisionPolicy,
+    sizes: Mapping[str, int],
+    cache: CacheState,
+) -> tuple[Bound, ...]:
+    """Every bound model on one device, in report order."""
+    return compute_bound_set(graph, spec, models=MODELS_IN_ORDER, precision_policy=precision,
+                             sizes=sizes, cache=cache)
 
 
 def bound_arch(
-    graph: EinsumGraph,
+    graph: EinsumGraph | CompiledCosts,
     spec: HardwareSpec,
     *,
-    precision: str,
+    precision: PrecisionPolicy,
     sizes: Mapping[str, int],
     measurement: Measurement | None = None,
-    cache: Literal["warm", "cold"] = "warm",
+    cache: CacheState = "warm",
 ) -> ArchBounds:
-    """All three bound models of ``graph`` on one device, as a report row."""
-    bounds = [
-        compute_bounds(
-            graph,
-            spec,
-            model=m,
-            precision_policy=precision,  # type: ignore[arg-type]
-            sizes=sizes,
-            cache=cache,
-        )
-        for m in MODELS_IN_ORDER
-        if m in BOUND_MODELS
-    ]
-    unfused = next(b for b in bounds if b.model == "unfused")
-    l2 = spec.l2_capacity_bytes
-    l2_text = f"{l2 / 2**20:.0f} MiB L2" if l2 else "L2 of unknown size"
-    if cache == "warm":
-        cache_text = (
-            f"warm: up to the {l2_text} may hold the program's data at the start "
-            "(repeated runs); the rest moves through DRAM"
-        )
-    else:
-        cache_text = (
-            f"cold: every first touch comes from DRAM; data reused across kernels "
-            f"may stay in the {l2_text}"
-        )
-    return ArchBounds(
-        arch=spec.name,
-        display_name=spec.display_name,
-        spec_measured=spec.measured,
-        precision_policy=precision,
-        cache_assumption=cache_text,
-        peak_flops_per_s=_roofs(spec),
-        dram_bandwidth_bytes_per_s=spec.dram_bandwidth_bytes_per_s,
-        l2_bandwidth_bytes_per_s=spec.l2_bandwidth_bytes_per_s,
-        bounds=tuple(_bound_result(b) for b in bounds),
-        kernels=_kernel_rows(unfused),
-        headroom=_headroom(bounds, measurement, spec),
-    )
+    """All three bound models of ``graph`` on one device, as a report row.
+
+    Pass the graph's `CompiledCosts` (`solar.bounds.compile_costs`) when bounding it
+    on several devices.
+    """
+    bounds = _bound_set(graph, spec, precision=precision, sizes=sizes, cache=cache)
+    return build_arch_bounds(spec, bounds, precision_policy=precision, cache=cache,
+                             measurement=measurement)
+
+
+def _work_bound(
+    compiled: CompiledCosts,
+    spec: HardwareSpec,
+    bounds: Sequence[Bound],
+    *,
+    precision: PrecisionPolicy,
+    sizes: Mapping[str, int],
+    cache: CacheState,
+) -> Bound:
+    """The cold fused bound on ``spec``, for the report's work line (FLOPs, compulsory
+    bytes: device independent); taken from ``bounds`` (``spec``'s) when they are cold."""
+    if cache == "cold":
+        return next(b for b in bounds if b.model == "fused")
+    return fused_bound(compiled, spec, precision_policy=precision, sizes=sizes, cache="cold")
 
 
 def _measurement(
-    front: FrontendOutput, options: AnalyzeOptions, progress: Callable[[str], None]
+    front: FrontendResult, options: AnalyzeOptions, progress: Progress
 ) -> Measurement | None:
     if options.measured_ms is not None:
         if not options.measured_ms > 0:
@@ -322,35 +386,30 @@ def _measurement(
 
 
 # ---------------------------------------------------------------------------- analyze
-def _bounds_program(front: FrontendOutput, program: Program | None = None) -> Program:
-    """The program the bounds see: dead work removed, uncovered values as intermediates."""
-    p = eliminate_dead_code(program or front.program, keep=front.keep_live)
-    return treat_as_intermediates(p, front.uncovered_values)
-
-
-
 def lift_source(
-    path: Path, options: AnalyzeOptions, *, progress: Callable[[str], None] | None = None
-) -> tuple[FrontendOutput, EinsumGraph, dict[str, int]]:
-    """Frontend → verify → lift, without validation (for bounds/compare/provision)."""
+    path: Path, options: AnalyzeOptions, *, progress: Progress | None = None
+) -> PreparedProgram:
+    """Frontend → prepare, without validation (for bounds/compare/provision).
+
+    Raises:
+        SolarError: any stage's diagnostic (frontend, IR, usage).
+    """
     front = load_program(path, options, progress=progress)
-    verify_program(front.program)
-    sizes = resolve_sizes(front.program, front.ir_sizes)
-    return front, lift_to_einsum(_bounds_program(front)), sizes
+    return prepare_program(front, options, progress)
 
 
 def analyze(
     path: Path,
     options: AnalyzeOptions,
     *,
-    progress: Callable[[str], None] | None = None,
+    progress: Progress | None = None,
 ) -> Report:
     """Run frontend → verify → validate → lift → bounds → report for one source file.
 
     Raises:
         SolarError: any stage's diagnostic (frontend, IR, spec, usage).
     """
-    say = progress or (lambda _msg: None)
+    say = progress or _quiet
     specs = [load_hardware_spec(a) for a in options.archs]  # fail fast on a bad --arch
     if not specs:
         raise UsageError("give at least one --arch", code="E0907")
@@ -365,72 +424,69 @@ def analyze_module(
     example_inputs: Sequence[object],
     options: AnalyzeOptions | None = None,
     *,
-    progress: Callable[[str], None] | None = None,
+    progress: Progress | None = None,
 ) -> Report:
     """`analyze` for a live ``torch.nn.Module`` (or callable) and its example inputs.
 
     Raises:
         SolarError: any stage's diagnostic.
     """
-    from solar.frontends.adapters import module_frontend
+    from solar.frontends.pytorch import TorchFrontend
 
     options = options or AnalyzeOptions()
-    say = progress or (lambda _msg: None)
+    say = progress or _quiet
     specs = [load_hardware_spec(a) for a in options.archs]
-    front = module_frontend(module, example_inputs, options, say)
+    front = TorchFrontend().load_module(
+        module,
+        example_inputs,
+        _frontend_options(options),
+        progress=say,
+        check=check_against_reference,
+    )
     name = type(module).__name__
     source = InputInfo(path=f"<module {name}>", sha256=_sha256(name.encode()), entry=None)
     return analyze_front(front, source, specs, options, say)
 
 
 def analyze_front(
-    front: FrontendOutput,
+    front: FrontendResult,
     source: InputInfo,
     specs: Sequence[HardwareSpec],
     options: AnalyzeOptions,
-    say: Callable[[str], None],
+    say: Progress,
 ) -> Report:
-    """Verify → validate → lift → bounds → report for a frontend's result."""
-    if front.precision_hint and options.precision == "default":
-        options = replace(options, precision=front.precision_hint)
-    program = front.program
-    verify_program(program)
-    sizes = resolve_sizes(program, front.ir_sizes)
-    validation = validate_front(front, options, say)
-    say("lifting to einsum graph and computing bounds")
-    start = time.monotonic()
-    graph = lift_to_einsum(_bounds_program(front, program))
+    """Prepare → validate → measure → bounds → report for a frontend's result."""
+    prepared = prepare_program(front, options, say)
+    options = replace(options, precision=prepared.precision)
+    program, sizes, graph = prepared.program, prepared.sizes, prepared.graph
+    validation = validate_front(prepared, options, say)
     measurement = _measurement(front, options, say)
-    archs = tuple(
-        bound_arch(
-            graph,
-            spec,
-            precision=options.precision,
-            sizes=sizes,
-            measurement=measurement,
-            cache=options.cache,
-        )
+    say("computing bounds")
+    start = time.monotonic()
+    compiled = compile_costs(graph)
+    bound_sets = [
+        _bound_set(compiled, spec, precision=options.precision, sizes=sizes, cache=options.cache)
         for spec in specs
+    ]
+    archs = tuple(
+        build_arch_bounds(spec, bounds, precision_policy=options.precision, cache=options.cache,
+                          measurement=measurement)
+        for spec, bounds in zip(specs, bound_sets, strict=True)
     )
+    # The report's work line uses the cold compulsory traffic (device independent).
+    fused = _work_bound(compiled, specs[0], bound_sets[0], precision=options.precision,
+                        sizes=sizes, cache=options.cache)
     log.info("bounds took %.2f s", time.monotonic() - start)
     costs = symbolic_costs(graph)
-    # The report's work line uses the cold compulsory traffic (device independent).
-    fused = compute_bounds(
-        graph,
-        specs[0],
-        model="fused",
-        precision_policy=options.precision,  # type: ignore[arg-type]
-        sizes=sizes,
-        cache="cold",
-    )
     ir_text = print_program(program)
     if options.save_ir is not None:
         options.save_ir.parent.mkdir(parents=True, exist_ok=True)
         options.save_ir.write_text(ir_text, encoding="utf-8")
-    warnings = list(front.warnings)
-    if not front.coverage.complete:
+    coverage = coverage_info(front.ops_total, front.uncovered)
+    warnings = []
+    if not coverage.complete:
         warnings.append(
-            f"partial coverage: {1 - front.coverage.covered_bytes_fraction:.1%} of the program's "
+            f"partial coverage: {1 - coverage.covered_bytes_fraction:.1%} of the program's "
             "tensor bytes are in ops SOLAR could not lower; bounds cover the rest only"
         )
     if validation.status != "passed":
@@ -443,9 +499,7 @@ def analyze_front(
         tool=ToolInfo(version=__version__),
         input=source,
         frontend=FrontendInfo(
-            name=front.name,  # type: ignore[arg-type]
-            captured_with=front.captured_with,
-            notes=tuple(front.notes),
+            name=front.name, captured_with=front.captured_with, notes=prepared.notes
         ),
         program=program.name,
         ir=IRInfo(
@@ -456,7 +510,7 @@ def analyze_front(
             text=ir_text if options.include_ir else None,
         ),
         sizes=dict(sorted(sizes.items())),
-        coverage=front.coverage,
+        coverage=coverage,
         validation=validation,
         flops=fused.flops,
         flops_formula=costs.flops,

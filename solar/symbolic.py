@@ -17,9 +17,7 @@ from solar.ir import Binary, Call, Expr, IntLit, Name, Unary
 
 __all__ = [
     "SymExpr",
-    "as_int",
     "ceiling",
-    "compile_expr",
     "compile_exprs",
     "count_symbol",
     "evaluate",
@@ -161,11 +159,6 @@ def evaluate(expr: SymExpr | int | float, bindings: Mapping[str, int | float]) -
                                 for k, v in subs.items()}))
 
 
-def compile_expr(expr: SymExpr, names: tuple[str, ...]) -> object:
-    """Compile ``expr`` to a fast numpy function of the given size names (no eval of text)."""
-    return sympy.lambdify([size_symbol(n) for n in names], expr, modules="numpy")
-
-
 def compile_exprs(exprs: Iterable[SymExpr | int], names: tuple[str, ...]) -> object:
     """Compile several expressions into one numpy function of the named symbols.
 
@@ -207,13 +200,6 @@ def has_unevaluated_sum(expr: SymExpr) -> bool:
 def ceiling(expr: SymExpr) -> SymExpr:
     """Symbolic ceiling."""
     return sympy.ceiling(expr)
-
-
-def as_int(expr: SymExpr) -> int | None:
-    """The integer value of a constant expression, or ``None`` if it is symbolic."""
-    if expr.is_Integer:
-        return int(expr)
-    return None
 
 
 def is_known_leq(a: SymExpr | int, b: SymExpr | int) -> bool:

@@ -247,3 +247,20 @@ def test_ir_run_and_validate(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     r = run_cli(capsys, "ir", "validate", MATMUL, "--reference", str(ref))
     assert r.code == 1
     assert "mismatch" in r.out
+
+
+def test_a_bad_choice_is_a_usage_diagnostic_before_any_work(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    r = run_cli(capsys, "analyze", "does/not/exist.py", "--precision", "fp7")
+    assert r.code == 2
+    assert "error[E0904]" in r.err and "fp7" in r.err
+    assert "E0901" not in r.err  # rejected before the source file is looked at
+    assert "Traceback" not in r.err
+
+
+def test_every_bound_model_is_registered_under_its_option_name() -> None:
+    from solar import options
+    from solar.bounds import BOUND_MODELS
+
+    assert tuple(BOUND_MODELS) == options.BOUND_MODEL_NAMES

@@ -170,3 +170,49 @@ def test_calibrate_writes_a_measured_spec_usable_as_arch(
                 "--format", "json")
     assert r.code == 0, r.err
     assert json.loads(r.out)["archs"][0]["spec_measured"] is True
+
+
+@pytest.mark.torch
+def test_bounds_and_analyze_agree_on_the_programs_precision(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    torch = pytest.importorskip("torch")
+    src = tmp_path / "tf32_linear.py"
+    src.write_text(
+        "import torch\nimport torch.nn as nn\n"
+        "torch.backends.cuda.matmul.allow_tf32 = True\n"
+        "class Model(nn.Module):\n    def forward(self, a, b):\n        return a @ b\n"
+        "def get_inputs():\n    return [torch.randn(64, 32), torch.randn(32, 16)]\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+    try:
+        analyzed = run_cli(capsys, "analyze", str(src), "--format", "json", "-q")
+        bounded = run_cli(capsys, "bounds", str(src), "--json")
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = False
+    assert analyzed.code == 0 and bounded.code == 0, analyzed.err + bounded.err
+    report = json.loads(analyzed.out)["archs"][0]
+    rows = json.loads(bounded.out)["archs"][0]
+    assert report["precision_policy"] == rows["precision_policy"] == "tf32"
+    assert report["bounds"] == rows["bounds"]
+
+
+@pytest.mark.torch
+def test_measure_reuses_the_reference_build(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("torch")
+    runs = tmp_path / "runs.txt"
+    src = tmp_path / "counted.py"
+    src.write_text(
+        f"import torch\nopen({str(runs)!r}, 'a').write('.')\n"
+        "class Model(torch.nn.Module):\n    def forward(self, a, b):\n        return a @ b\n"
+        "def get_inputs():\n    return [torch.randn(16, 8), torch.randn(8, 4)]\n"
+    )
+    plain = run_cli(capsys, "analyze", str(src), "--format", "json", "-q")
+    imports_plain = len(runs.read_text())
+    runs.write_text("")
+    timed = run_cli(capsys, "analyze", str(src), "--measure", "--format", "json", "-q")
+    assert plain.code == 0 and timed.code == 0, plain.err + timed.err
+    assert json.loads(timed.out)["validation"]["status"] == "passed"
+    assert len(runs.read_text()) == imports_plain  # --measure runs the reference's build

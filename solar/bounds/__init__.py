@@ -1,10 +1,13 @@
 """Speed-of-light bounds: registered models over one roofline core.
 
-Contract: `compute_bounds(graph, spec, *, model, precision_policy, sizes) -> Bound`.
-Every model returns a LOWER bound on the run time of the program on the device
-(derivations and citations: docs/bounds.md). Orderings that always hold:
-``fused <= cache-aware`` and ``fused <= unfused``; every bound is non-increasing in
-peaks, bandwidths and capacities.
+Contract: ``compile_costs(graph) -> CompiledCosts`` once per graph, then
+`compute_bounds(compiled, spec, *, model, precision_policy, sizes, cache) -> Bound`
+(or `compute_bound_set` for several models on one device; both also accept the
+graph itself for one-shot use). Every model returns a LOWER bound on the run time
+of the program on the device (derivations and citations: docs/bounds.md).
+Orderings that always hold: ``fused <= cache-aware`` and ``fused <= unfused``;
+every bound is non-increasing in peaks, bandwidths and capacities. Bounds never
+write into the graph.
 """
 
 from __future__ import annotations
@@ -17,6 +20,14 @@ from solar.bounds.analyses import (
     inverse_roofline,
 )
 from solar.bounds.cache_aware import cache_aware_bound, pebble_bytes, spill_bytes
+from solar.bounds.costs import (
+    CompiledCosts,
+    CostArrays,
+    SymbolicCosts,
+    compile_costs,
+    evaluate_costs,
+    symbolic_costs,
+)
 from solar.bounds.errors import BoundError
 from solar.bounds.fused import fused_bound
 from solar.bounds.precision import (
@@ -27,17 +38,15 @@ from solar.bounds.precision import (
     policy_pipe,
     resolve_pipe,
 )
-from solar.bounds.registry import BOUND_MODELS, check_model, compute_bounds
+from solar.bounds.registry import BOUND_MODELS, check_model, compute_bound_set, compute_bounds
 from solar.bounds.roofline import (
     Bottleneck,
     Bound,
     BoundModel,
     CacheState,
-    CostArrays,
     KernelBound,
-    SymbolicCosts,
-    evaluate_costs,
-    symbolic_costs,
+    arithmetic_intensity,
+    memory_time_s,
 )
 from solar.bounds.unfused import unfused_bound
 
@@ -49,6 +58,7 @@ __all__ = [
     "BoundError",
     "BoundModel",
     "CacheState",
+    "CompiledCosts",
     "CostArrays",
     "DeviceRequirement",
     "InverseRoofline",
@@ -58,13 +68,17 @@ __all__ = [
     "PrecisionPolicy",
     "ResolvedPipe",
     "SymbolicCosts",
+    "arithmetic_intensity",
     "cache_aware_bound",
     "check_model",
+    "compile_costs",
+    "compute_bound_set",
     "compute_bounds",
     "cross_platform",
     "evaluate_costs",
     "fused_bound",
     "inverse_roofline",
+    "memory_time_s",
     "pebble_bytes",
     "policy_pipe",
     "resolve_pipe",

@@ -16,11 +16,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from solar.bounds.costs import CompiledCosts, as_compiled
 from solar.bounds.errors import BoundError
 from solar.bounds.fused import compulsory_bytes
 from solar.bounds.precision import PrecisionPolicy, check_policy, policy_pipe
 from solar.bounds.registry import BOUND_MODELS, check_model, compute_bounds
-from solar.bounds.roofline import Bottleneck, BoundModel, CacheState, evaluate_costs
+from solar.bounds.roofline import Bottleneck, BoundModel, CacheState
 from solar.bounds.unfused import kernel_traffic
 from solar.einsum import EinsumGraph
 from solar.hw import HardwareSpec
@@ -50,20 +51,21 @@ class PlatformRow:
 
 
 def cross_platform(
-    graph: EinsumGraph, specs: Sequence[HardwareSpec], *,
+    graph: EinsumGraph | CompiledCosts, specs: Sequence[HardwareSpec], *,
     models: Sequence[BoundModel] = tuple(BOUND_MODELS),
     precision_policy: PrecisionPolicy = "default", sizes: Mapping[str, int] | None = None,
     cache: CacheState = "warm",
 ) -> tuple[PlatformRow, ...]:
-    """Bounds of one graph on several devices, device-major.
+    """Bounds of one graph (or its compiled costs) on several devices, device-major.
 
     Raises:
         BoundError: E0450/E0451/E0452 as `compute_bounds`.
     """
+    compiled = as_compiled(graph)
     rows = []
     for spec in specs:
         for model in models:
-            b = compute_bounds(graph, spec, model=model, precision_policy=precision_policy,
+            b = compute_bounds(compiled, spec, model=model, precision_policy=precision_policy,
                                sizes=sizes, cache=cache)
             rows.append(PlatformRow(spec.name, model, precision_policy, b.time_s,
                                     b.compute_time_s, b.memory_time_s, b.dram_bytes, b.flops,
@@ -90,7 +92,7 @@ class InverseRoofline:
         model: the bound model.
         precision_policy: the policy mapping work to pipes.
         dram_bytes: DRAM bytes of the model with unlimited caches (device-independent).
-        flops_by_unit: FLOPs per requested pipe label.
+        flops_by_pipe: FLOPs per requested pipe label.
         required_dram_bandwidth_bytes_per_s: ``dram_bytes / T``.
         required_flops_per_s: ``FLOPs_pipe / T`` per pipe label.
         devices: per listed device, its bound and whether it meets T.
@@ -100,14 +102,14 @@ class InverseRoofline:
     model: BoundModel
     precision_policy: PrecisionPolicy
     dram_bytes: float
-    flops_by_unit: Mapping[str, float]
+    flops_by_pipe: Mapping[str, float]
     required_dram_bandwidth_bytes_per_s: float
     required_flops_per_s: Mapping[str, float]
     devices: tuple[DeviceRequirement, ...]
 
 
 def inverse_roofline(
-    graph: EinsumGraph, *, target_time_s: float, model: BoundModel = "fused",
+    graph: EinsumGraph | CompiledCosts, *, target_time_s: float, model: BoundModel = "fused",
     precision_policy: PrecisionPolicy = "default", sizes: Mapping[str, int] | None = None,
     specs: Sequence[HardwareSpec] = (), cache: CacheState = "warm",
 ) -> InverseRoofline:
@@ -126,28 +128,29 @@ def inverse_roofline(
         raise BoundError(
             f"target time must be positive and finite, got {target_time_s!r}", code="E0453"
         )
-    costs = evaluate_costs(graph, sizes)
+    compiled = as_compiled(graph)
+    costs = compiled.evaluate(sizes)
     if model == "unfused":
-        dram, _ = kernel_traffic(graph, costs).split(math.inf)
+        dram, _ = kernel_traffic(compiled, costs).split(math.inf)
         dram_bytes = float(np.sum(dram))
     else:
         dram_bytes = compulsory_bytes(costs)
+    kind_label = [policy_pipe(k.work, k.dtype, k.convolution, precision_policy)[0].label
+                  for k in compiled.work_kinds]
     flops: dict[str, float] = {}
-    gi = 0
-    for k in graph.kernels:
-        for g in k.flop_groups:
-            label = policy_pipe(g.work, g.dtype, g.convolution, precision_policy)[0].label
-            flops[label] = flops.get(label, 0.0) + float(costs.group_flops[gi])
-            gi += 1
+    for kind, group_flops in zip(compiled.group_work.tolist(), costs.group_flops.tolist(),
+                                 strict=True):
+        label = kind_label[kind]
+        flops[label] = flops.get(label, 0.0) + float(group_flops)
     devices = []
     for spec in specs:
-        b = compute_bounds(graph, spec, model=model, precision_policy=precision_policy,
+        b = compute_bounds(compiled, spec, model=model, precision_policy=precision_policy,
                            sizes=sizes, cache=cache)
         devices.append(DeviceRequirement(spec.name, b.time_s, b.time_s <= target_time_s,
                                          b.dram_bytes / target_time_s))
     return InverseRoofline(
         target_time_s=target_time_s, model=model, precision_policy=precision_policy,
-        dram_bytes=dram_bytes, flops_by_unit=dict(sorted(flops.items())),
+        dram_bytes=dram_bytes, flops_by_pipe=dict(sorted(flops.items())),
         required_dram_bandwidth_bytes_per_s=dram_bytes / target_time_s,
         required_flops_per_s={k: v / target_time_s for k, v in sorted(flops.items())},
         devices=tuple(devices),

@@ -1,6 +1,6 @@
 """The cache-aware model: fused, plus DRAM traffic that the chip's capacity forces.
 
-Contract: ``(EinsumGraph, HardwareSpec) -> Bound``. Like `fused`, but the on-chip
+Contract: ``(CompiledCosts, HardwareSpec) -> Bound``. Like `fused`, but the on-chip
 memory holds S = `HardwareSpec.onchip_capacity_bytes` (registers + shared memory
 + L2; unknown => unlimited). Traffic is added only where a theorem proves it
 (docs/bounds.md, "Cache-aware"):
@@ -22,16 +22,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-import numpy as np
-
-from solar.bounds.fused import memory_terms, program_compute
+from solar.bounds.costs import CompiledCosts, CostArrays
+from solar.bounds.fused import compulsory_traffic, program_compute
 from solar.bounds.precision import PrecisionPolicy
 from solar.bounds.roofline import (
     Bound,
     CacheState,
-    CostArrays,
-    evaluate_costs,
-    intensity,
+    arithmetic_intensity,
+    memory_time_s,
     pipe_notes,
     pipe_table,
     roofline_time,
@@ -96,7 +94,7 @@ def _forced(
 
 
 def cache_aware_bound(
-    graph: EinsumGraph, spec: HardwareSpec, *, precision_policy: PrecisionPolicy = "default",
+    compiled: CompiledCosts, spec: HardwareSpec, *, precision_policy: PrecisionPolicy = "default",
     sizes: Mapping[str, int] | None = None, cache: CacheState = "warm",
 ) -> Bound:
     """The cache-aware bound (see the module docstring).
@@ -105,25 +103,23 @@ def cache_aware_bound(
         BoundError: E0452 the spec has no usable peak for some work.
         IRVerifyError: invalid size binding.
     """
-    costs = evaluate_costs(graph, sizes)
-    table = pipe_table(graph, spec, precision_policy)
-    flops, times, compute = program_compute(table, costs)
+    costs = compiled.evaluate(sizes)
+    table = pipe_table(compiled, spec, precision_policy)
+    work = program_compute(table, costs)
     cap = spec.onchip_capacity_bytes
     s_bytes = math.inf if cap is None else float(cap)
-    spills, pebble, forced_notes = _forced(graph, costs, s_bytes)
+    spills, pebble, forced_notes = _forced(compiled.graph, costs, s_bytes)
     if cache == "warm":
         # A warm start holds at most S bytes, which can save at most S transfers of the
         # re-reads and of the pebble-game traffic (Note [Warm cache]).
         credit = 0.0 if math.isinf(s_bytes) else s_bytes
         spills, pebble = max(0.0, spills - credit), max(0.0, pebble - credit)
-    base, l2, _, cache_note = memory_terms(costs, spec, cache)
+    base, l2, cache_note = compulsory_traffic(costs, spec, cache)
     dram = max(base + spills, pebble)
-    l2_bw = spec.l2_bandwidth_bytes_per_s
-    memory = max(dram / spec.dram_bandwidth_bytes_per_s, l2 / l2_bw if l2_bw else 0.0)
-    time, bottleneck = roofline_time(compute, memory)
-    total = float(np.sum(list(flops.values())))
+    memory = memory_time_s(spec, dram, l2)
+    time, bottleneck = roofline_time(work.compute_time_s, memory)
     notes = [
-        *pipe_notes(table, graph, precision_policy),
+        *pipe_notes(table, precision_policy),
         "cache-aware: one kernel whose on-chip memory is "
         + ("unlimited (capacity unknown)" if cap is None else f"{s_bytes:.4g} B "
            "(registers + shared memory + L2)"),
@@ -137,8 +133,9 @@ def cache_aware_bound(
         notes.append("some counts are lower bounds (see docs/bounds.md)")
     return Bound(
         model="cache-aware", device=spec.name, precision_policy=precision_policy,
-        sizes=dict(costs.sizes), time_s=time, compute_time_s=compute,
-        compute_time_s_by_unit=times, memory_time_s=memory, dram_bytes=dram, l2_bytes=l2,
-        flops=total, flops_by_unit=flops, arithmetic_intensity=intensity(total, dram),
+        sizes=dict(costs.sizes), time_s=time, compute_time_s=work.compute_time_s,
+        compute_time_s_by_pipe=work.time_s_by_pipe, memory_time_s=memory, dram_bytes=dram,
+        l2_bytes=l2, flops=work.flops, flops_by_pipe=work.flops_by_pipe,
+        arithmetic_intensity=arithmetic_intensity(work.flops, dram, if_none_moved=math.inf),
         bottleneck=bottleneck, assumptions=tuple(notes), counts_exact=costs.exact,
     )

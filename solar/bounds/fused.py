@@ -1,6 +1,6 @@
 """The fused model: the whole program as one kernel with unlimited on-chip memory.
 
-Contract: ``(EinsumGraph, HardwareSpec) -> Bound``. Only compulsory traffic moves
+Contract: ``(CompiledCosts, HardwareSpec) -> Bound``. Only compulsory traffic moves
 through DRAM: each distinct element of the program's inputs and parameters read
 once (cold cache), each distinct element of its outputs written once.
 Intermediates (temps, locals) never leave the chip. The bound is
@@ -15,28 +15,35 @@ for every model; `unfused` and `cache-aware` are never below it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
+from solar.bounds.costs import CompiledCosts, CostArrays
 from solar.bounds.precision import PrecisionPolicy
 from solar.bounds.roofline import (
     Bound,
     CacheState,
-    CostArrays,
     PipeTable,
-    as_dict,
-    evaluate_costs,
-    intensity,
+    arithmetic_intensity,
+    by_label,
+    memory_time_s,
     pipe_notes,
     pipe_table,
     roofline_time,
     warm_split,
 )
-from solar.einsum import EinsumGraph
 from solar.hw import HardwareSpec
 
-__all__ = ["compulsory_bytes", "fused_bound", "memory_terms", "program_compute"]
+__all__ = [
+    "ProgramCompute",
+    "compulsory_bytes",
+    "compulsory_traffic",
+    "fused_bound",
+    "program_compute",
+]
 
 
 def compulsory_bytes(costs: CostArrays) -> float:
@@ -44,38 +51,53 @@ def compulsory_bytes(costs: CostArrays) -> float:
     return float(costs.compulsory_read_bytes.sum() + costs.compulsory_written_bytes.sum())
 
 
-def program_compute(
-    table: PipeTable, costs: CostArrays
-) -> tuple[dict[str, float], dict[str, float], float]:
+@dataclass(frozen=True, slots=True)
+class ProgramCompute:
+    """The whole program's compute on one device.
+
+    Attributes:
+        flops_by_pipe: FLOPs per pipe label.
+        time_s_by_pipe: FLOPs / peak per pipe label.
+        compute_time_s: the busiest pipe's time.
+        flops: all FLOPs.
+    """
+
+    flops_by_pipe: dict[str, float]
+    time_s_by_pipe: dict[str, float]
+    compute_time_s: float
+    flops: float
+
+
+def program_compute(table: PipeTable, costs: CostArrays) -> ProgramCompute:
     """Whole-program FLOPs and time per pipe, and the busiest pipe's time."""
-    flops = np.zeros(len(table.labels))
+    flops = np.zeros(len(table.resolved))
     if len(table.group_pipe):
         np.add.at(flops, table.group_pipe, costs.group_flops)
     times = flops / table.peaks if len(flops) else flops
-    compute = float(times.max()) if len(times) else 0.0
-    return as_dict(table.labels, flops), as_dict(table.labels, times), compute
+    by_pipe = by_label(table.labels, flops)
+    return ProgramCompute(
+        flops_by_pipe=by_pipe,
+        time_s_by_pipe=by_label(table.labels, times),
+        compute_time_s=float(times.max()) if len(times) else 0.0,
+        flops=float(sum(by_pipe.values())),
+    )
 
 
-def memory_terms(costs: CostArrays, spec: HardwareSpec, cache: CacheState,
-                 extra_dram_bytes: float = 0.0) -> tuple[float, float, float, str]:
-    """``(DRAM bytes, L2 bytes, memory time, note)`` of the compulsory traffic."""
+def compulsory_traffic(costs: CostArrays, spec: HardwareSpec,
+                       cache: CacheState) -> tuple[float, float, str]:
+    """``(DRAM bytes, L2 bytes, assumption)`` of the compulsory traffic."""
     reads = float(costs.compulsory_read_bytes.sum())
     writes = float(costs.compulsory_written_bytes.sum())
     if cache == "cold":
-        dram, l2 = reads + writes, 0.0
-        note = "cold cache: inputs and parameters are read from DRAM once per distinct element"
-    else:
-        dram, l2 = warm_split(reads, writes, spec.l2_capacity_bytes)
-        note = ("warm cache (Note [Warm cache]): up to the L2 capacity of the program's "
-                "data may be on chip at the start; all traffic passes through L2")
-    dram += extra_dram_bytes
-    l2_bw = spec.l2_bandwidth_bytes_per_s
-    memory = max(dram / spec.dram_bandwidth_bytes_per_s, l2 / l2_bw if l2_bw else 0.0)
-    return dram, l2, memory, note
+        return (reads + writes, 0.0,
+                "cold cache: inputs and parameters are read from DRAM once per distinct element")
+    dram, l2 = warm_split(reads, writes, spec.l2_capacity_bytes)
+    return (dram, l2, "warm cache (Note [Warm cache]): up to the L2 capacity of the program's "
+            "data may be on chip at the start; all traffic passes through L2")
 
 
 def fused_bound(
-    graph: EinsumGraph, spec: HardwareSpec, *, precision_policy: PrecisionPolicy = "default",
+    compiled: CompiledCosts, spec: HardwareSpec, *, precision_policy: PrecisionPolicy = "default",
     sizes: Mapping[str, int] | None = None, cache: CacheState = "warm",
 ) -> Bound:
     """The fused bound (see the module docstring).
@@ -84,14 +106,14 @@ def fused_bound(
         BoundError: E0452 the spec has no usable peak for some work.
         IRVerifyError: invalid size binding.
     """
-    costs = evaluate_costs(graph, sizes)
-    table = pipe_table(graph, spec, precision_policy)
-    flops, times, compute = program_compute(table, costs)
-    dram, l2, memory, cache_note = memory_terms(costs, spec, cache)
-    time, bottleneck = roofline_time(compute, memory)
-    total = float(sum(flops.values()))
+    costs = compiled.evaluate(sizes)
+    table = pipe_table(compiled, spec, precision_policy)
+    work = program_compute(table, costs)
+    dram, l2, cache_note = compulsory_traffic(costs, spec, cache)
+    memory = memory_time_s(spec, dram, l2)
+    time, bottleneck = roofline_time(work.compute_time_s, memory)
     notes = [
-        *pipe_notes(table, graph, precision_policy),
+        *pipe_notes(table, precision_policy),
         "fused: the whole program is one kernel with unlimited on-chip memory",
         cache_note,
         "program outputs are written to DRAM once per distinct element",
@@ -101,8 +123,9 @@ def fused_bound(
         notes.append("some counts are lower bounds (see docs/bounds.md)")
     return Bound(
         model="fused", device=spec.name, precision_policy=precision_policy,
-        sizes=dict(costs.sizes), time_s=time, compute_time_s=compute,
-        compute_time_s_by_unit=times, memory_time_s=memory, dram_bytes=dram, l2_bytes=l2,
-        flops=total, flops_by_unit=flops, arithmetic_intensity=intensity(total, dram),
+        sizes=dict(costs.sizes), time_s=time, compute_time_s=work.compute_time_s,
+        compute_time_s_by_pipe=work.time_s_by_pipe, memory_time_s=memory, dram_bytes=dram,
+        l2_bytes=l2, flops=work.flops, flops_by_pipe=work.flops_by_pipe,
+        arithmetic_intensity=arithmetic_intensity(work.flops, dram, if_none_moved=math.inf),
         bottleneck=bottleneck, assumptions=tuple(notes), counts_exact=costs.exact,
     )

@@ -25,12 +25,13 @@ Policies (docs/bounds.md, "Precision policy"):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, TypeAlias, get_args
+from typing import get_args
 
 from solar.bounds.errors import BoundError
 from solar.einsum import WorkClass
 from solar.hw import ComputeUnit, HardwareSpec, Precision
 from solar.ir import DType
+from solar.options import PrecisionPolicy
 
 __all__ = [
     "PRECISION_POLICIES",
@@ -42,7 +43,6 @@ __all__ = [
     "resolve_pipe",
 ]
 
-PrecisionPolicy: TypeAlias = Literal["default", "strict-fp32", "tf32", "bf16", "fp16", "fp8"]
 PRECISION_POLICIES: tuple[PrecisionPolicy, ...] = get_args(PrecisionPolicy)
 
 _DTYPE_PRECISION: dict[DType, Precision] = {
@@ -62,7 +62,12 @@ _FLOAT_PRECISIONS = frozenset(
 
 @dataclass(frozen=True, slots=True)
 class Pipe:
-    """A compute unit at a precision, e.g. ``tensor:tf32``."""
+    """A compute unit at a precision, e.g. ``tensor:tf32``.
+
+    Attributes:
+        unit: the compute unit (``tensor`` or ``vector``), not a work class.
+        precision: the operand precision the unit runs at.
+    """
 
     unit: ComputeUnit
     precision: Precision
@@ -86,7 +91,7 @@ class ResolvedPipe:
 
     requested: Pipe
     peak_flops_per_s: float
-    source: str
+    source: Pipe
     fallback: str
 
     @property
@@ -167,7 +172,7 @@ def resolve_pipe(
     found = [(p, v) for p in wanted if (v := spec.peak_for(p.precision, p.unit)) is not None]
     if found:
         best, peak = max(found, key=lambda pv: pv[1])
-        return ResolvedPipe(wanted[0], float(peak), best.label, "")
+        return ResolvedPipe(wanted[0], float(peak), best, "")
     # Note [Peak fallback]: the device publishes none of the allowed figures.
     is_float = dtype.is_float
     vector = _figures(spec, "vector", is_float)
@@ -176,10 +181,10 @@ def resolve_pipe(
     if req.unit == "vector" and vector:
         best, peak = max(vector, key=lambda pv: pv[1])
         if req.precision in (Precision.BF16, Precision.FP16):
-            return ResolvedPipe(req, 2.0 * peak, best.label, (
+            return ResolvedPipe(req, 2.0 * peak, best, (
                 f"no {req.label} figure: assumed packed two-wide, 2x {best.label} (upper end)"
             ))
-        return ResolvedPipe(req, peak, best.label, f"no {req.label} figure: used {best.label}")
+        return ResolvedPipe(req, peak, best, f"no {req.label} figure: used {best.label}")
     candidates = vector + tensor
     if not candidates:
         raise BoundError(
@@ -187,13 +192,13 @@ def resolve_pipe(
             code="E0452",
         )
     best, peak = max(candidates, key=lambda pv: pv[1])
-    return ResolvedPipe(req, peak, best.label, (
+    return ResolvedPipe(req, peak, best, (
         f"no {req.label} figure: used the device's highest usable peak {best.label} (upper end)"
     ))
 
 
 def _figures(spec: HardwareSpec, unit: ComputeUnit, float_only: bool) -> list[tuple[Pipe, float]]:
-    table = spec.vector_flops_per_s if unit == "vector" else spec.peak_flops_per_s
+    table = spec.vector_flops_per_s if unit == "vector" else spec.tensor_flops_per_s
     return [
         (Pipe(unit, prec), float(v)) for prec, v in table.items()
         if not float_only or prec in _FLOAT_PRECISIONS

@@ -1,9 +1,11 @@
-"""Shared roofline core: bound results, fast evaluation of graph costs, pipe times.
+"""Shared roofline core: bound results, pipe tables and the roofline arithmetic.
 
-Contract: ``EinsumGraph -> CostArrays`` at a size binding (all counts of the graph
-compiled once into one numpy function, cached on the graph), and the `Bound`
-result type every model returns. A model only decides which bytes count and how
-kernels combine; ``time >= max(compute time, memory time)`` lives here.
+Contract: the `Bound` result type every model returns, the pipe of every FLOP
+group on a device (`pipe_table`), and the formulas every model shares:
+``time >= max(compute time, memory time)`` (`roofline_time`), the memory time of
+DRAM and L2 traffic (`memory_time_s`), the warm-cache split (`warm_split`) and
+arithmetic intensity. A model only decides which bytes count and how kernels
+combine.
 
 Note [Overlapping units]: compute time is reported per pipe (unit and precision),
 and the bound combines pipes with a MAX, not a sum: tensor cores and vector units
@@ -12,42 +14,36 @@ run concurrently, so only the busiest pipe is a proven lower bound.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal, TypeAlias, overload
 
 import numpy as np
 
-from solar.bounds.precision import PrecisionPolicy, ResolvedPipe, resolve_pipe
-from solar.einsum import Count, DeferredCount, EinsumGraph, WorkClass
+from solar.bounds.costs import CompiledCosts, CostArrays
+from solar.bounds.precision import Pipe, PrecisionPolicy, ResolvedPipe, resolve_pipe
+from solar.einsum import WorkClass
 from solar.hw import HardwareSpec
-from solar.symbolic import SymExpr, compile_exprs
+from solar.options import BoundModel, CacheState
 
 __all__ = [
-    "CacheState",
-    "warm_split",
     "Bottleneck",
     "Bound",
     "BoundModel",
-    "CostArrays",
+    "CacheState",
     "KernelBound",
     "KernelBreakdown",
     "PipeTable",
-    "SymbolicCosts",
-    "evaluate_costs",
+    "arithmetic_intensity",
+    "by_label",
+    "memory_time_s",
+    "pipe_flops",
+    "pipe_notes",
     "pipe_table",
-    "symbolic_costs",
+    "roofline_time",
+    "warm_split",
 ]
 
-BoundModel: TypeAlias = Literal["unfused", "fused", "cache-aware"]
-CacheState: TypeAlias = Literal["warm", "cold"]
-"""Cache state at the start of the timed region (Note [Warm cache]).
-
-``warm`` (the default) allows up to the L2 capacity of the program's data to be
-on chip when it starts, as in a benchmark loop that repeats the program: the safe
-assumption for comparing with measured times. ``cold`` charges every first touch
-to DRAM (a program run once, or a harness that flushes L2 between trials)."""
 Bottleneck: TypeAlias = Literal["compute", "memory"]
 
 
@@ -60,8 +56,9 @@ class KernelBound:
         flops: FLOPs.
         dram_bytes: bytes charged at DRAM bandwidth.
         l2_bytes: bytes charged at L2 bandwidth.
-        unit: the kernel's work class.
-        precision: label of its busiest pipe, e.g. ``tensor:tf32``.
+        work_class: the kernel's work class (``contraction`` or ``vector``).
+        pipe: its busiest pipe (requested unit and precision), or ``None`` when the
+            kernel executes no FLOPs.
         compute_time_s: busiest pipe's time.
         memory_time_s: max of DRAM and L2 time.
         time_s: ``max(compute_time_s, memory_time_s)``.
@@ -72,8 +69,8 @@ class KernelBound:
     flops: float
     dram_bytes: float
     l2_bytes: float
-    unit: WorkClass
-    precision: str
+    work_class: WorkClass
+    pipe: Pipe | None
     compute_time_s: float
     memory_time_s: float
     time_s: float
@@ -85,19 +82,19 @@ class KernelBreakdown(Sequence[KernelBound]):
 
     Args:
         names: kernel names.
-        units: work classes.
+        work_classes: work class per kernel.
         columns: flops, DRAM bytes, L2 bytes, compute and memory time per kernel.
-        precisions: busiest pipe label per kernel.
+        pipes: busiest pipe per kernel (``None`` without FLOPs).
     """
 
-    __slots__ = ("_cols", "_names", "_precisions", "_units")
+    __slots__ = ("_cols", "_names", "_pipes", "_work_classes")
 
-    def __init__(self, names: Sequence[str], units: Sequence[WorkClass],
-                 columns: Sequence[Sequence[float]], precisions: Sequence[str]) -> None:
+    def __init__(self, names: Sequence[str], work_classes: Sequence[WorkClass],
+                 columns: Sequence[Sequence[float]], pipes: Sequence[Pipe | None]) -> None:
         self._names = names
-        self._units = units
+        self._work_classes = work_classes
         self._cols = columns
-        self._precisions = precisions
+        self._pipes = pipes
 
     def __len__(self) -> int:
         return len(self._names)
@@ -112,11 +109,11 @@ class KernelBreakdown(Sequence[KernelBound]):
         if isinstance(i, slice):
             return tuple(self[j] for j in range(len(self))[i])
         flops, dram, l2, compute, memory = (c[i] for c in self._cols)
+        time_s, bottleneck = roofline_time(compute, memory)
         return KernelBound(
             name=self._names[i], flops=flops, dram_bytes=dram, l2_bytes=l2,
-            unit=self._units[i], precision=self._precisions[i], compute_time_s=compute,
-            memory_time_s=memory, time_s=max(compute, memory),
-            bottleneck="compute" if compute >= memory else "memory",
+            work_class=self._work_classes[i], pipe=self._pipes[i], compute_time_s=compute,
+            memory_time_s=memory, time_s=time_s, bottleneck=bottleneck,
         )
 
     def __eq__(self, other: object) -> bool:
@@ -141,12 +138,12 @@ class Bound:
         sizes: the full size binding.
         time_s: the bound.
         compute_time_s: compute term (see each model).
-        compute_time_s_by_unit: time per pipe label (``tensor:tf32``...).
+        compute_time_s_by_pipe: time per pipe, keyed by `Pipe.label` (``tensor:tf32``...).
         memory_time_s: memory term.
         dram_bytes: bytes charged at DRAM bandwidth.
-        l2_bytes: bytes charged at L2 bandwidth (unfused only).
+        l2_bytes: bytes charged at L2 bandwidth.
         flops: all FLOPs.
-        flops_by_unit: FLOPs per pipe label.
+        flops_by_pipe: FLOPs per pipe, keyed by `Pipe.label`.
         arithmetic_intensity: FLOPs per DRAM byte (inf with no DRAM traffic).
         bottleneck: ``compute`` or ``memory``.
         kernels: per-kernel breakdown (unfused only).
@@ -160,12 +157,12 @@ class Bound:
     sizes: Mapping[str, int]
     time_s: float
     compute_time_s: float
-    compute_time_s_by_unit: Mapping[str, float]
+    compute_time_s_by_pipe: Mapping[str, float]
     memory_time_s: float
     dram_bytes: float
     l2_bytes: float
     flops: float
-    flops_by_unit: Mapping[str, float]
+    flops_by_pipe: Mapping[str, float]
     arithmetic_intensity: float
     bottleneck: Bottleneck
     kernels: Sequence[KernelBound] = ()
@@ -173,170 +170,77 @@ class Bound:
     counts_exact: bool = True
 
 
-# --------------------------------------------------------------------------- evaluation
-
-
-@dataclass(frozen=True, slots=True)
-class CostArrays:
-    """Every count of a graph evaluated at one binding, as numpy arrays.
-
-    Groups (one per kernel FLOP group), traffic entries (one per kernel and
-    tensor), tensors, contractions and spills, in the graph's orders.
-    """
-
-    sizes: Mapping[str, int]
-    group_flops: np.ndarray
-    read_bytes: np.ndarray
-    written_bytes: np.ndarray
-    tensor_bytes: np.ndarray
-    compulsory_read_bytes: np.ndarray
-    compulsory_written_bytes: np.ndarray
-    contraction_points: np.ndarray
-    contraction_output_elems: np.ndarray
-    spill_groups: np.ndarray
-    spill_group_elems: np.ndarray
-    exact: bool
-
-
-@dataclass(frozen=True, slots=True)
-class _Compiled:
-    fn: object
-    names: tuple[str, ...]
-    deferred: tuple[DeferredCount, ...]
-    index: np.ndarray
-    slices: Mapping[str, slice]
-    exact: bool
-
-
-def _collect(graph: EinsumGraph) -> dict[str, list[Count]]:
-    parts: dict[str, list[Count]] = {
-        "group_flops": [g.flops for k in graph.kernels for g in k.flop_groups],
-        "read_bytes": [t.read_bytes for k in graph.kernels for t in k.traffic],
-        "written_bytes": [t.written_bytes for k in graph.kernels for t in k.traffic],
-        "tensor_bytes": [t.elements * t.dtype.itemsize_bytes for t in graph.tensors],
-        "compulsory_read_bytes": [
-            t.compulsory_read_elems * t.dtype.itemsize_bytes for t in graph.tensors
-        ],
-        "compulsory_written_bytes": [
-            t.compulsory_written_elems * t.dtype.itemsize_bytes for t in graph.tensors
-        ],
-        "contraction_points": [c.points for c in graph.contractions],
-        "contraction_output_elems": [c.output_elems for c in graph.contractions],
-        "spill_groups": [s.groups for s in graph.spills],
-        "spill_group_elems": [s.group_elems for s in graph.spills],
-    }
-    return parts
-
-
-def _compile(graph: EinsumGraph) -> _Compiled:
-    cached = graph.memo.get("compiled")
-    if isinstance(cached, _Compiled):
-        return cached
-    parts = _collect(graph)
-    unique: dict[SymExpr, int] = {}
-    index: list[int] = []
-    slices: dict[str, slice] = {}
-    deferred: dict[str, DeferredCount] = {}
-    exact = True
-    for name, counts in parts.items():
-        start = len(index)
-        for c in counts:
-            index.append(unique.setdefault(c.expr, len(unique)))
-            deferred.update((d.name, d) for d in c.deferred)
-            exact = exact and c.exact
-        slices[name] = slice(start, len(index))
-    sizes = tuple(d.name for d in graph.program.sizes)
-    names = sizes + tuple(sorted(deferred))
-    compiled = _Compiled(
-        compile_exprs(list(unique), names), names,
-        tuple(deferred[n] for n in sorted(deferred)), np.array(index, dtype=np.int64),
-        slices, exact,
-    )
-    graph.memo["compiled"] = compiled
-    return compiled
-
-
-def evaluate_costs(graph: EinsumGraph, sizes: Mapping[str, int] | None = None) -> CostArrays:
-    """Evaluate all of a graph's counts at a binding of its free sizes.
-
-    The first call compiles every count into one numpy function (cached on the
-    graph); deferred counts are cached per (structure, sizes).
-
-    Raises:
-        IRVerifyError: a size binding is invalid (E0220/E0221).
-    """
-    comp = _compile(graph)
-    env = graph.size_env(sizes)
-    exact = comp.exact
-    args: list[int] = [env[n] for n in comp.names[: len(graph.program.sizes)]]
-    for d in comp.deferred:
-        value, ok = d.evaluate(env)
-        args.append(value)
-        exact = exact and ok
-    raw = comp.fn(*args)  # type: ignore[operator]
-    values = np.asarray(raw, dtype=float).reshape(-1)
-    full = values[comp.index] if len(comp.index) else np.zeros(0)
-    arrays = {name: full[sl] for name, sl in comp.slices.items()}
-    return CostArrays(sizes=env, exact=exact, **arrays)
-
-
 # --------------------------------------------------------------------------- pipes
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class PipeTable:
     """The pipe of every FLOP group of a graph on one device under one policy.
 
     Attributes:
-        labels: distinct pipe labels.
-        group_pipe: index into ``labels`` per FLOP group.
+        resolved: the distinct pipes (requested by the policy), resolved on the
+            device, in order of first appearance.
+        group_pipe: index into ``resolved`` per FLOP group.
         group_kernel: kernel index per FLOP group.
-        peaks: peak FLOP/s per label.
-        resolved: the resolution per label (fallback notes).
+        peaks: peak FLOP/s per pipe.
     """
 
-    labels: tuple[str, ...]
+    resolved: tuple[ResolvedPipe, ...]
     group_pipe: np.ndarray
     group_kernel: np.ndarray
     peaks: np.ndarray
-    resolved: tuple[ResolvedPipe, ...]
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """`Pipe.label` per pipe."""
+        return tuple(r.label for r in self.resolved)
 
 
-def pipe_table(graph: EinsumGraph, spec: HardwareSpec, policy: PrecisionPolicy) -> PipeTable:
-    """Resolve every FLOP group's pipe (cached per graph, spec and policy)."""
-    memo = graph.memo.setdefault("pipes", {})
-    assert isinstance(memo, dict)
-    key = (spec, policy)
-    if key in memo:
-        return memo[key]  # type: ignore[no-any-return]
-    labels: dict[str, int] = {}
+def pipe_table(compiled: CompiledCosts, spec: HardwareSpec, policy: PrecisionPolicy) -> PipeTable:
+    """Resolve every FLOP group's pipe (once per distinct kind of work).
+
+    Raises:
+        BoundError: E0452 the spec has no usable peak for some work.
+    """
+    index: dict[str, int] = {}
     resolved: list[ResolvedPipe] = []
-    group_pipe, group_kernel = [], []
-    for ki, k in enumerate(graph.kernels):
-        for g in k.flop_groups:
-            rp = resolve_pipe(spec, g.work, g.dtype, g.convolution, policy)
-            if rp.label not in labels:
-                labels[rp.label] = len(labels)
-                resolved.append(rp)
-            group_pipe.append(labels[rp.label])
-            group_kernel.append(ki)
-    table = PipeTable(
-        tuple(labels), np.array(group_pipe, dtype=np.int64),
-        np.array(group_kernel, dtype=np.int64),
-        np.array([r.peak_flops_per_s for r in resolved], dtype=float), tuple(resolved),
+    kind_pipe: list[int] = []
+    for kind in compiled.work_kinds:
+        rp = resolve_pipe(spec, kind.work, kind.dtype, kind.convolution, policy)
+        if rp.label not in index:
+            index[rp.label] = len(index)
+            resolved.append(rp)
+        kind_pipe.append(index[rp.label])
+    group_pipe = np.array(kind_pipe, dtype=np.int64)[compiled.group_work]
+    return PipeTable(
+        tuple(resolved), group_pipe, compiled.group_kernel,
+        np.array([r.peak_flops_per_s for r in resolved], dtype=float),
     )
-    memo[key] = table
-    return table
 
 
-def pipe_notes(table: PipeTable, graph: EinsumGraph, policy: PrecisionPolicy) -> list[str]:
+def pipe_notes(table: PipeTable, policy: PrecisionPolicy) -> list[str]:
     """Assumption lines describing the policy and each pipe's peak."""
     out = [f"precision policy `{policy}` (docs/bounds.md)"]
     for r in table.resolved:
-        line = f"{r.label} work at {r.peak_flops_per_s / 1e12:.4g} TFLOP/s ({r.source})"
+        line = f"{r.label} work at {r.peak_flops_per_s / 1e12:.4g} TFLOP/s ({r.source.label})"
         out.append(line + (f"; {r.fallback}" if r.fallback else ""))
-    del graph
     return out
+
+
+def pipe_flops(table: PipeTable, costs: CostArrays, n_kernels: int) -> np.ndarray:
+    """FLOPs per (kernel, pipe) as a matrix."""
+    out = np.zeros((n_kernels, len(table.resolved)))
+    if len(table.group_pipe):
+        np.add.at(out, (table.group_kernel, table.group_pipe), costs.group_flops)
+    return out
+
+
+def by_label(labels: Sequence[str], values: np.ndarray) -> dict[str, float]:
+    """Label -> float mapping (sorted labels)."""
+    return {lab: float(v) for lab, v in sorted(zip(labels, values, strict=True))}
+
+
+# --------------------------------------------------------------------------- roofline
 
 
 def roofline_time(compute_s: float, memory_s: float) -> tuple[float, Bottleneck]:
@@ -350,91 +254,43 @@ def roofline_time(compute_s: float, memory_s: float) -> tuple[float, Bottleneck]
     return memory_s, "memory"
 
 
-def intensity(flops: float, dram_bytes: float) -> float:
-    """FLOPs per DRAM byte (inf without traffic)."""
-    return flops / dram_bytes if dram_bytes > 0 else math.inf
+@overload
+def memory_time_s(spec: HardwareSpec, dram_bytes: float, l2_bytes: float) -> float: ...
 
 
-# --------------------------------------------------------------------------- symbolic
+@overload
+def memory_time_s(spec: HardwareSpec, dram_bytes: np.ndarray, l2_bytes: np.ndarray) -> np.ndarray:
+    ...
 
 
-@dataclass(frozen=True, slots=True)
-class SymbolicCosts:
-    """Formulas (text) for a graph's FLOPs and bytes, for reports.
+def memory_time_s(
+    spec: HardwareSpec, dram_bytes: float | np.ndarray, l2_bytes: float | np.ndarray
+) -> float | np.ndarray:
+    """``max(DRAM bytes / DRAM bandwidth, L2 bytes / L2 bandwidth)``, elementwise.
 
-    Attributes:
-        flops: all FLOPs.
-        flops_by_work: FLOPs per ``work dtype`` (e.g. ``contraction f32``).
-        fused_bytes: compulsory DRAM bytes (fused model).
-        unfused_bytes: bytes all kernels read and write (before L2 residency).
-        kernels: ``(name, flops, bytes)`` per kernel.
-        definitions: ``q0 = #{...}`` lines for deferred counts.
+    An unknown L2 bandwidth makes L2 traffic free (the optimistic, hence safe, choice).
+
+    >>> from solar.hw import load_hardware_spec
+    >>> h100 = load_hardware_spec("H100_SXM")
+    >>> memory_time_s(h100, h100.dram_bandwidth_bytes_per_s, 0.0)
+    1.0
     """
-
-    flops: str
-    flops_by_work: Mapping[str, str]
-    fused_bytes: str
-    unfused_bytes: str
-    kernels: tuple[tuple[str, str, str], ...]
-    definitions: tuple[str, ...] = field(default=())
+    l2_bw = spec.l2_bandwidth_bytes_per_s
+    time = np.maximum(dram_bytes / spec.dram_bandwidth_bytes_per_s,
+                      l2_bytes / l2_bw if l2_bw else np.zeros(np.shape(l2_bytes)))
+    return time if isinstance(dram_bytes, np.ndarray) else float(time)
 
 
-def symbolic_costs(graph: EinsumGraph) -> SymbolicCosts:
-    """FLOP and byte formulas of a graph.
+def arithmetic_intensity(flops: float, moved_bytes: float, *, if_none_moved: float = 0.0) -> float:
+    """FLOPs per byte moved, or ``if_none_moved`` when no byte moves.
 
-    >>> from solar.ir import parse_program
-    >>> from solar.einsum import lift_to_einsum
-    >>> g = lift_to_einsum(parse_program('''solar-ir 1
-    ... program add
-    ... size N = 8
-    ... input X : f32[N]
-    ... output Y : f32[N]
-    ... kernel add { for i in 0 .. N { Y[i] = X[i] + 1.0 } }'''))
-    >>> s = symbolic_costs(g)
-    >>> s.flops, s.fused_bytes
-    ('N', '8*N')
+    Reports use 0 for "no traffic" (JSON has no infinity); `Bound.arithmetic_intensity`
+    passes ``math.inf``.
+
+    >>> arithmetic_intensity(8.0, 2.0), arithmetic_intensity(8.0, 0.0)
+    (4.0, 0.0)
     """
-    total = Count.of(0)
-    by_work: dict[str, Count] = {}
-    kernels = []
-    unfused = Count.of(0)
-    defs: dict[str, str] = {}
-    for k in graph.kernels:
-        for g in k.flop_groups:
-            key = f"{g.work} {g.dtype}"
-            by_work[key] = by_work.get(key, Count.of(0)) + g.flops
-        total = total + k.flops
-        unfused = unfused + k.bytes
-        kernels.append((k.name, k.flops.formula, k.bytes.formula))
-    fused = Count.of(0)
-    for t in graph.tensors:
-        fused = fused + (t.compulsory_read_elems + t.compulsory_written_elems) * (
-            t.dtype.itemsize_bytes
-        )
-    for c in (total, unfused, fused):
-        for d in c.deferred:
-            defs[d.name] = f"{d.name} = {d.description}"
-    return SymbolicCosts(
-        flops=total.formula,
-        flops_by_work={k: v.formula for k, v in by_work.items()},
-        fused_bytes=fused.formula,
-        unfused_bytes=unfused.formula,
-        kernels=tuple(kernels),
-        definitions=tuple(defs[n] for n in sorted(defs)),
-    )
-
-
-def pipe_flops(table: PipeTable, costs: CostArrays, n_kernels: int) -> np.ndarray:
-    """FLOPs per (kernel, pipe) as a matrix."""
-    out = np.zeros((n_kernels, len(table.labels)))
-    if len(table.group_pipe):
-        np.add.at(out, (table.group_kernel, table.group_pipe), costs.group_flops)
-    return out
-
-
-def as_dict(labels: Sequence[str], values: np.ndarray) -> dict[str, float]:
-    """Label -> float mapping (sorted labels)."""
-    return {lab: float(v) for lab, v in sorted(zip(labels, values, strict=True))}
+    return flops / moved_bytes if moved_bytes > 0 else if_none_moved
 
 
 # Note [Warm cache]

@@ -1,6 +1,6 @@
 """The unfused model: every kernel is its own launch, and the times add up.
 
-Contract: ``(EinsumGraph, HardwareSpec) -> Bound`` with a per-kernel breakdown.
+Contract: ``(CompiledCosts, HardwareSpec) -> Bound`` with a per-kernel breakdown.
 Per kernel k: ``t_k >= max(busiest pipe's FLOPs / peak, DRAM bytes / DRAM bw,
 L2 bytes / L2 bw)``; the bound is ``sum_k t_k`` (launches are sequential), and never
 below the fused bound (which bounds every execution).
@@ -26,72 +26,27 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from solar.bounds.costs import CompiledCosts, CostArrays
 from solar.bounds.fused import fused_bound
 from solar.bounds.precision import PrecisionPolicy
 from solar.bounds.roofline import (
     Bound,
     CacheState,
-    CostArrays,
     KernelBreakdown,
-    as_dict,
-    evaluate_costs,
-    intensity,
+    arithmetic_intensity,
+    by_label,
+    memory_time_s,
     pipe_flops,
     pipe_notes,
     pipe_table,
     roofline_time,
 )
-from solar.einsum import EinsumGraph, WorkClass
 from solar.hw import HardwareSpec
 
 __all__ = ["KernelTraffic", "kernel_traffic", "unfused_bound"]
 
 
-@dataclass(frozen=True, slots=True)
-class _Layout:
-    kernel: np.ndarray  # per traffic entry
-    input_order: np.ndarray  # input/param entries sorted by (tensor, kernel)
-    input_group_start: np.ndarray  # per sorted entry: position of its group's first entry
-    input_tensor_bytes_index: np.ndarray  # per sorted entry: tensor index
-    final_write: np.ndarray  # bool per entry: last writer of an output
-    names: tuple[str, ...]  # per kernel
-    units: tuple[WorkClass, ...]  # per kernel
-
-
-def _layout(graph: EinsumGraph) -> _Layout:
-    cached = graph.memo.get("unfused_layout")
-    if isinstance(cached, _Layout):
-        return cached
-    tindex = {t.name: i for i, t in enumerate(graph.tensors)}
-    kernel, tensor, role, writes = [], [], [], []
-    for ki, k in enumerate(graph.kernels):
-        for t in k.traffic:
-            kernel.append(ki)
-            tensor.append(tindex[t.tensor])
-            role.append(t.role)
-            writes.append(not t.written_elems.is_zero)
-    n = len(kernel)
-    inputs = [e for e in range(n) if role[e] in ("input", "param")]
-    order = sorted(inputs, key=lambda e: (tensor[e], kernel[e]))
-    starts: list[int] = []
-    for pos, e in enumerate(order):
-        starts.append(pos if pos == 0 or tensor[order[pos - 1]] != tensor[e] else starts[-1])
-    last_writer: dict[int, int] = {}
-    for e in range(n):
-        if writes[e] and role[e] == "output":
-            last_writer[tensor[e]] = e
-    final = np.zeros(n, dtype=bool)
-    final[list(last_writer.values())] = True
-    lay = _Layout(
-        np.array(kernel, dtype=np.int64), np.array(order, dtype=np.int64),
-        np.array(starts, dtype=np.int64), np.array([tensor[e] for e in order], dtype=np.int64),
-        final, tuple(k.name for k in graph.kernels), tuple(k.unit for k in graph.kernels),
-    )
-    graph.memo["unfused_layout"] = lay
-    return lay
-
-
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class KernelTraffic:
     """Per-kernel byte classes of the unfused model (arrays indexed by kernel)."""
 
@@ -110,50 +65,66 @@ class KernelTraffic:
         return dram, l2
 
 
-def kernel_traffic(graph: EinsumGraph, costs: CostArrays, *,
+def kernel_traffic(compiled: CompiledCosts, costs: CostArrays, *,
                    cache: CacheState = "cold") -> KernelTraffic:
     """Classify every kernel's bytes as cold, final output, warm read or warm write.
 
     With a warm cache (Note [Warm cache]) every byte is warm: a repeated program may
     find any of its data in L2, up to the capacity.
     """
-    lay = _layout(graph)
-    nk = len(graph.kernels)
+    lay = compiled.layout
+    nk = len(compiled.graph.kernels)
     r, w = costs.read_bytes, costs.written_bytes
+
+    def per_kernel(x: np.ndarray) -> np.ndarray:
+        return np.bincount(lay.kernel, weights=x, minlength=nk) if len(x) else np.zeros(nk)
+
     if cache == "warm":
         zero = np.zeros(nk)
-        reads = np.bincount(lay.kernel, weights=r, minlength=nk) if len(r) else zero
-        writes = np.bincount(lay.kernel, weights=w, minlength=nk) if len(w) else zero
-        return KernelTraffic(zero, zero, reads, writes)
+        return KernelTraffic(zero, zero, per_kernel(r), per_kernel(w))
     share = np.zeros_like(r)
     if len(lay.input_order):
         rs = r[lay.input_order]
         excl = np.cumsum(rs) - rs
         prior = excl - excl[lay.input_group_start]
-        size = costs.tensor_bytes[lay.input_tensor_bytes_index]
+        size = costs.tensor_bytes[lay.input_tensor_index]
         share[lay.input_order] = np.maximum(0.0, rs - np.minimum(size, prior))
     final = np.where(lay.final_write, w, 0.0)
-
-    def per_kernel(x: np.ndarray) -> np.ndarray:
-        return np.bincount(lay.kernel, weights=x, minlength=nk) if len(x) else np.zeros(nk)
-
     return KernelTraffic(per_kernel(share), per_kernel(final), per_kernel(r - share),
                          per_kernel(w - final))
 
 
 def unfused_bound(
-    graph: EinsumGraph, spec: HardwareSpec, *, precision_policy: PrecisionPolicy = "default",
+    compiled: CompiledCosts, spec: HardwareSpec, *, precision_policy: PrecisionPolicy = "default",
     sizes: Mapping[str, int] | None = None, cache: CacheState = "warm",
+    fused: Bound | None = None,
 ) -> Bound:
     """The unfused bound (see the module docstring).
+
+    Args:
+        compiled: the program's compiled costs.
+        spec: the device.
+        precision_policy: see `solar.bounds.precision`.
+        sizes: free-size overrides.
+        cache: ``warm`` or ``cold``.
+        fused: the fused bound at the same spec, policy, sizes and cache, when the
+            caller has it (the floor of this bound); computed otherwise.
 
     Raises:
         BoundError: E0452 the spec has no usable peak for some work.
         IRVerifyError: invalid size binding.
+        ValueError: ``fused`` is not a fused bound of this device, policy and binding.
     """
-    costs = evaluate_costs(graph, sizes)
-    table = pipe_table(graph, spec, precision_policy)
-    nk = len(graph.kernels)
+    costs = compiled.evaluate(sizes)
+    if fused is None:
+        fused = fused_bound(compiled, spec, precision_policy=precision_policy, sizes=sizes,
+                            cache=cache)
+    elif (fused.model, fused.device, fused.precision_policy, dict(fused.sizes)) != (
+            "fused", spec.name, precision_policy, dict(costs.sizes)):
+        raise ValueError("`fused` must be the fused bound of the same device, policy and sizes")
+    table = pipe_table(compiled, spec, precision_policy)
+    labels = table.labels
+    nk = len(compiled.graph.kernels)
     pf = pipe_flops(table, costs, nk)
     ptime = pf / table.peaks if pf.shape[1] else pf
     compute = ptime.max(axis=1) if pf.shape[1] else np.zeros(nk)
@@ -162,26 +133,23 @@ def unfused_bound(
     # An unknown L2 capacity means unlimited reuse between kernels (a lower bound) but,
     # for a warm start, no credit for data resident before the program (Note [Warm cache]).
     unknown = math.inf if cache == "cold" else 0.0
-    dram, l2 = kernel_traffic(graph, costs, cache=cache).split(
+    dram, l2 = kernel_traffic(compiled, costs, cache=cache).split(
         unknown if cap is None else float(cap))
-    l2_bw = spec.l2_bandwidth_bytes_per_s
-    memory = np.maximum(dram / spec.dram_bandwidth_bytes_per_s,
-                        l2 / l2_bw if l2_bw else np.zeros(nk))
-    times = np.maximum(compute, memory)
+    memory = memory_time_s(spec, dram, l2)
     kflops = pf.sum(axis=1)
-    labels = [table.labels[b] if pf.shape[1] and f > 0 else "-"
-              for b, f in zip(busiest.tolist(), kflops.tolist(), strict=True)]
-    lay = _layout(graph)
+    pipes = [table.resolved[b].requested if pf.shape[1] and f > 0 else None
+             for b, f in zip(busiest.tolist(), kflops.tolist(), strict=True)]
     kernels = KernelBreakdown(
-        lay.names, lay.units,
+        tuple(k.name for k in compiled.graph.kernels),
+        tuple(k.unit for k in compiled.graph.kernels),
         (kflops.tolist(), dram.tolist(), l2.tolist(), compute.tolist(), memory.tolist()),
-        labels,
+        pipes,
     )
-    total_time = float(times.sum())
+    total_time = float(np.maximum(compute, memory).sum())
     compute_s, memory_s = float(compute.sum()), float(memory.sum())
     dram_b, flops = float(dram.sum()), float(kflops.sum())
     notes = [
-        *pipe_notes(table, graph, precision_policy),
+        *pipe_notes(table, precision_policy),
         "unfused: each kernel is a separate launch; the bound sums per-kernel "
         "max(busiest pipe, DRAM bytes / DRAM bw, L2 bytes / L2 bw)",
         *(["cold cache: each input/parameter element is first read from DRAM",
@@ -192,11 +160,11 @@ def unfused_bound(
         + ("unlimited (L2 capacity unknown)" if cap is None else f"{float(cap):.4g} B")
         + " per kernel served from L2, for reads and for writes",
     ]
-    if l2_bw is None:
+    if spec.l2_bandwidth_bytes_per_s is None:
         notes.append("L2 bandwidth unknown: L2 traffic is free")
-    fused = fused_bound(graph, spec, precision_policy=precision_policy, sizes=sizes, cache=cache)
-    time, bottleneck = roofline_time(compute_s, memory_s)
+    # The time is the sum of per-kernel times; the bottleneck, the larger summed term.
     time = total_time
+    _, bottleneck = roofline_time(compute_s, memory_s)
     if fused.time_s > total_time:
         time, bottleneck = fused.time_s, fused.bottleneck
         notes.append("raised to the fused bound, which bounds every execution")
@@ -205,9 +173,10 @@ def unfused_bound(
     return Bound(
         model="unfused", device=spec.name, precision_policy=precision_policy,
         sizes=dict(costs.sizes), time_s=time, compute_time_s=compute_s,
-        compute_time_s_by_unit=as_dict(table.labels, ptime.sum(axis=0)),
+        compute_time_s_by_pipe=by_label(labels, ptime.sum(axis=0)),
         memory_time_s=memory_s, dram_bytes=dram_b, l2_bytes=float(l2.sum()), flops=flops,
-        flops_by_unit=as_dict(table.labels, pf.sum(axis=0)),
-        arithmetic_intensity=intensity(flops, dram_b), bottleneck=bottleneck,
-        kernels=kernels, assumptions=tuple(notes), counts_exact=costs.exact,
+        flops_by_pipe=by_label(labels, pf.sum(axis=0)),
+        arithmetic_intensity=arithmetic_intensity(flops, dram_b, if_none_moved=math.inf),
+        bottleneck=bottleneck, kernels=kernels, assumptions=tuple(notes),
+        counts_exact=costs.exact,
     )

@@ -8,7 +8,9 @@ lower bound, never more. Counting and FLOP rules: docs/bounds.md.
 from __future__ import annotations
 
 from solar.einsum.cost import analyse_value, contraction_operands, flops_per_point
-from solar.einsum.count import ENUMERATION_LIMIT, Count, DeferredCount, Domain, LoopDim
+from solar.einsum.count import Count, DeferredCount
+from solar.einsum.domain import Domain, LoopDim
+from solar.einsum.enumeration import ENUMERATION_LIMIT
 from solar.einsum.graph import (
     ContractionInfo,
     Edge,

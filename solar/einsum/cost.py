@@ -34,8 +34,8 @@ from solar.ir import (
     Name,
     Reduce,
     Unary,
+    walk_exprs,
 )
-from solar.ir.traversal import walk_exprs
 
 __all__ = [
     "FlopTerm",

@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from solar.ir import Binary, Call, Expr, IntLit, Name, Unary, print_expr
-from solar.ir.traversal import walk_exprs
+from solar.ir import Binary, Call, Expr, IntLit, Name, Unary, print_expr, walk_exprs
 from solar.symbolic import SymExpr, index_symbol, size_symbol, to_sympy
 
 __all__ = [

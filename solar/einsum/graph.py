@@ -9,12 +9,12 @@ the full binding counts need (derived sizes included).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
-from solar.einsum.count import Count, Domain
-from solar.ir import Access, DType, Expr, Name, Program, ReduceOp, Role, print_expr
-from solar.ir.traversal import resolve_sizes
+from solar.einsum.count import Count
+from solar.einsum.domain import Domain
+from solar.ir import Access, DType, Expr, Name, Program, ReduceOp, Role, print_expr, resolve_sizes
 
 __all__ = [
     "ContractionInfo",
@@ -203,26 +203,17 @@ class KernelCost:
     @property
     def flops(self) -> Count:
         """All FLOPs of the kernel."""
-        out = Count.of(0)
-        for g in self.flop_groups:
-            out = out + g.flops
-        return out
+        return Count.total(g.flops for g in self.flop_groups)
 
     @property
     def bytes_read(self) -> Count:
         """Bytes read from program-level tensors."""
-        out = Count.of(0)
-        for t in self.traffic:
-            out = out + t.read_bytes
-        return out
+        return Count.total(t.read_bytes for t in self.traffic)
 
     @property
     def bytes_written(self) -> Count:
         """Bytes written to program-level tensors."""
-        out = Count.of(0)
-        for t in self.traffic:
-            out = out + t.written_bytes
-        return out
+        return Count.total(t.written_bytes for t in self.traffic)
 
     @property
     def bytes(self) -> Count:
@@ -331,7 +322,6 @@ class EinsumGraph:
     edges: tuple[Edge, ...]
     contractions: tuple[ContractionInfo, ...]
     spills: tuple[SpillInfo, ...]
-    memo: dict[str, object] = field(default_factory=dict, compare=False, repr=False, hash=False)
 
     @property
     def name(self) -> str:

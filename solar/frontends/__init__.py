@@ -1,11 +1,40 @@
 """Frontends: turn source programs (PyTorch, JAX, any code via an LLM) into IR.
 
-Each frontend imports its framework lazily, so `solar --help` and the core tests
-need neither torch nor jax.
+Contract: every frontend implements the `Frontend` protocol (``path + FrontendOptions ->
+FrontendResult``) and is registered in `FRONTENDS` by name; `get_frontend` resolves a
+``--frontend`` choice, ``auto`` included. Each frontend imports its framework lazily,
+so `solar --help` and the core tests need neither torch nor jax. What the tracers
+share (values, index arithmetic, the lowering table, the program builder, naming,
+coverage) is `solar.frontends.kit`.
 """
 
 from __future__ import annotations
 
-from solar.frontends.builder import KernelBuilder, ProgramBuilder, TensorRef, loop_nest
+from solar.frontends.ir import IRFrontend, load_npz
+from solar.frontends.kit import KernelBuilder, ProgramBuilder, TensorRef
+from solar.frontends.protocol import (
+    Frontend,
+    FrontendOptions,
+    FrontendResult,
+    Progress,
+    ReferenceCheck,
+    ValidationPlan,
+)
+from solar.frontends.registry import FRONTENDS, detect_frontend, get_frontend
 
-__all__ = ["KernelBuilder", "ProgramBuilder", "TensorRef", "loop_nest"]
+__all__ = [
+    "FRONTENDS",
+    "Frontend",
+    "FrontendOptions",
+    "FrontendResult",
+    "IRFrontend",
+    "KernelBuilder",
+    "ProgramBuilder",
+    "Progress",
+    "ReferenceCheck",
+    "TensorRef",
+    "ValidationPlan",
+    "detect_frontend",
+    "get_frontend",
+    "load_npz",
+]

@@ -198,9 +198,10 @@ def dump_hardware_spec(spec: HardwareSpec) -> str:
         spec: the spec to write.
 
     Returns:
-        The YAML text (fields in schema order, ``None`` fields omitted).
+        The YAML text (fields in schema order and spelled as in spec files,
+        ``None`` fields omitted).
     """
-    data = spec.model_dump(mode="json", exclude_none=True)
+    data = spec.model_dump(mode="json", exclude_none=True, by_alias=True)
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from enum import StrEnum
-from typing import Literal, Self, TypeAlias
+from typing import Literal, Self, TypeAlias, cast
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
@@ -84,7 +84,8 @@ FIGURE_FIELDS: tuple[str, ...] = (
     "clock_hz_tensor",
     "clock_hz_vector",
 )
-"""Fields holding figures; each populated one must be cited by a `Source`."""
+"""Fields holding figures, as spelled in spec files (``peak_flops_per_s`` is the
+`HardwareSpec.tensor_flops_per_s` table); each populated one must be cited by a `Source`."""
 
 _PEAK_FIELDS = ("peak_flops_per_s", "vector_flops_per_s", "sparse_peak_flops_per_s")
 
@@ -175,7 +176,9 @@ class HardwareSpec(BaseModel):
         kind: device class.
         measured: True for specs produced by calibration on a local machine,
             False for datasheet specs.
-        peak_flops_per_s: dense peaks of the matrix unit (Tensor/Matrix Cores, MXU).
+        tensor_flops_per_s: dense peaks of the matrix unit (Tensor/Matrix Cores, MXU);
+            spelled ``peak_flops_per_s`` in spec files (and in sources and
+            diagnostics), which predate the name.
         vector_flops_per_s: dense peaks of the vector/SIMT units (CUDA cores).
         sparse_peak_flops_per_s: 2:4-sparse matrix-unit peaks as printed by the
             vendor; informational only, never used as a peak.
@@ -202,7 +205,7 @@ class HardwareSpec(BaseModel):
     vendor: str = Field(min_length=1)
     kind: DeviceKind
     measured: bool = False
-    peak_flops_per_s: dict[Precision, float]
+    tensor_flops_per_s: dict[Precision, float] = Field(alias="peak_flops_per_s")
     vector_flops_per_s: dict[Precision, float]
     sparse_peak_flops_per_s: dict[Precision, float] = Field(default_factory=dict)
     dram_capacity_bytes: float
@@ -248,7 +251,7 @@ class HardwareSpec(BaseModel):
             The peak in FLOP/s (op/s for int8), or ``None`` if the device has no
             published peak for that precision on that unit.
         """
-        table = self.peak_flops_per_s if unit == "tensor" else self.vector_flops_per_s
+        table = self.tensor_flops_per_s if unit == "tensor" else self.vector_flops_per_s
         return table.get(precision)
 
     @property
@@ -268,6 +271,17 @@ class HardwareSpec(BaseModel):
         if self.l2_capacity_bytes is not None:
             parts.append(self.l2_capacity_bytes)
         return sum(parts) if parts else None
+
+
+# Spec-file key -> attribute (the two differ where a field has an alias).
+_ATTRIBUTES: dict[str, str] = {
+    info.alias or name: name for name, info in HardwareSpec.model_fields.items()
+}
+
+
+def _figure(spec: HardwareSpec, key: str) -> object:
+    """The value of the field a spec-file key names."""
+    return getattr(spec, _ATTRIBUTES[key])
 
 
 def sanity_problems(spec: HardwareSpec) -> list[tuple[str, str]]:
@@ -298,10 +312,10 @@ def _range_problems(spec: HardwareSpec) -> list[tuple[str, str]]:
     problems: list[tuple[str, str]] = []
     checks: list[tuple[str, float, str]] = []
     for field in _PEAK_FIELDS:
-        table: dict[Precision, float] = getattr(spec, field)
+        table = cast("dict[Precision, float]", _figure(spec, field))
         checks.extend((f"{field}.{p}", v, "flops") for p, v in table.items())
     for field, kind in _SCALAR_RANGES.items():
-        value: float | None = getattr(spec, field)
+        value = cast("float | None", _figure(spec, field))
         if value is not None:
             checks.append((field, value, kind))
     for loc, value, kind in checks:
@@ -319,7 +333,7 @@ def _order_problems(spec: HardwareSpec) -> list[tuple[str, str]]:
     # See Note [Tensor peak orderings].
     problems: list[tuple[str, str]] = []
     tables = (
-        ("peak_flops_per_s", spec.peak_flops_per_s, _TENSOR_ORDER),
+        ("peak_flops_per_s", spec.tensor_flops_per_s, _TENSOR_ORDER),
         ("sparse_peak_flops_per_s", spec.sparse_peak_flops_per_s, _TENSOR_ORDER),
         ("vector_flops_per_s", spec.vector_flops_per_s, _VECTOR_ORDER),
     )
@@ -340,7 +354,7 @@ def _sparse_problems(spec: HardwareSpec) -> list[tuple[str, str]]:
     problems: list[tuple[str, str]] = []
     for precision, sparse in spec.sparse_peak_flops_per_s.items():
         loc = f"peak_flops_per_s.{precision}"
-        dense = spec.peak_flops_per_s.get(precision)
+        dense = spec.tensor_flops_per_s.get(precision)
         if dense is None:
             problems.append((loc, "a sparse figure is recorded but no dense one"))
         elif dense >= sparse * (1 - _REL_TOL):
@@ -390,7 +404,7 @@ def _source_problems(spec: HardwareSpec) -> list[tuple[str, str]]:
     if "*" in cited:
         return problems
     for field in FIGURE_FIELDS:
-        value: object = getattr(spec, field)
+        value = _figure(spec, field)
         if isinstance(value, dict):
             missing = [p for p in value if field not in cited and f"{field}.{p}" not in cited]
             problems.extend((f"{field}.{p}", "no source cites this figure") for p in missing)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from solar.ir.affine import Lin, linear_form
 from solar.ir.grammar import grammar_text
 from solar.ir.nodes import (
     BINARY_OPS,
@@ -64,6 +65,7 @@ __all__ = [
     "IndexName",
     "IntLit",
     "Kernel",
+    "Lin",
     "Name",
     "Program",
     "Reduce",
@@ -81,6 +83,7 @@ __all__ = [
     "eval_int",
     "eliminate_dead_code",
     "grammar_text",
+    "linear_form",
     "lit",
     "map_exprs",
     "parse_expr",

@@ -1,10 +1,12 @@
 """Integer linear forms of index expressions at a concrete size binding.
 
-Contract: pure helpers for `solar.ir.verify`. A `Lin` is ``sum(coef * var) + const``
-over loop indices, with every size already replaced by its value, so it only exists
-for affine expressions (``+``, ``-``, products with a loop-invariant factor, and
-``//``, ``%``, ``min``, ``max`` of loop-invariant operands). Two analyses build on
-it, both *sound for reporting* (they never claim a violation that is not real):
+Contract: pure helpers over `solar.ir` expressions. A `Lin` is the package's one
+linear-form type: ``sum(coef * var) + const`` over loop indices, with every size
+already replaced by its value, so it only exists for affine expressions (``+``, ``-``,
+products with a loop-invariant factor, and ``//``, ``%``, ``min``, ``max`` of
+loop-invariant operands). `linear_form` builds it, for the verifier and for the
+validator's executor. Two analyses of `solar.ir.verify` build on it, both *sound for
+reporting* (they never claim a violation that is not real):
 
 * `find_extreme` finds a concrete iteration point (a witness) where a subscript is
   smallest or largest over a loop nest; the caller re-checks the witness.
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from solar.ir.nodes import Access, Binary, Call, Expr, IntLit, Name, Unary
@@ -71,26 +74,42 @@ class Lin:
 
 
 def linear_form(
-    expr: Expr, sizes: Mapping[str, int], loop_vars: frozenset[str] | set[str]
+    expr: Expr, sizes: Mapping[str, int], *, loop_vars: AbstractSet[str] | None = None
 ) -> Lin | None:
-    """The linear form of ``expr`` in ``loop_vars`` at the size binding, or ``None``.
+    """The linear form of ``expr`` over loop variables at the size binding, or ``None``.
+
+    ``None`` means the expression is not affine (``i * j``, ``i // 2``, a tensor read).
+
+    Args:
+        expr: an integer index expression.
+        sizes: the size binding; these names are constants.
+        loop_vars: the loop variables. Given, a loop variable shadows a size of the
+            same name and any name in neither set makes the form ``None`` (the
+            verifier's view). ``None`` (the executor's view of verified IR): every
+            name not in ``sizes`` is a loop variable.
 
     >>> from solar.ir.parser import parse_expr
-    >>> linear_form(parse_expr("2 * (i + N) - j"), {"N": 4}, {"i", "j"})
+    >>> linear_form(parse_expr("2 * (i + N) - j"), {"N": 4}, loop_vars={"i", "j"})
     Lin(coefs=(('i', 2), ('j', -1)), const=8)
+    >>> linear_form(parse_expr("2 * (i + N) - j"), {"N": 4})
+    Lin(coefs=(('i', 2), ('j', -1)), const=8)
+    >>> linear_form(parse_expr("i + K"), {"N": 4}, loop_vars={"i"}) is None
+    True
+    >>> linear_form(parse_expr("2 * (i + N) - j // 1"), {"N": 4}) is None
+    True
     """
+
     match expr:
         case IntLit(value=v):
             return Lin((), v)
         case Name(name=n):
-            if n in loop_vars:
-                return Lin(((n, 1),), 0)
-            return Lin((), sizes[n]) if n in sizes else None
+            return _name_form(n, sizes, loop_vars)
         case Unary(op="-", operand=o):
-            inner = linear_form(o, sizes, loop_vars)
+            inner = linear_form(o, sizes, loop_vars=loop_vars)
             return None if inner is None else inner.scaled(-1)
         case Binary(op="+" | "-" | "*" | "//" | "%" as op, lhs=a, rhs=b):
-            la, lb = linear_form(a, sizes, loop_vars), linear_form(b, sizes, loop_vars)
+            la = linear_form(a, sizes, loop_vars=loop_vars)
+            lb = linear_form(b, sizes, loop_vars=loop_vars)
             if la is None or lb is None:
                 return None
             if op == "+":
@@ -105,13 +124,25 @@ def linear_form(
                 return None
             return Lin((), la.const // lb.const if op == "//" else la.const % lb.const)
         case Call(func="min" | "max" as f, args=(a, b)):
-            la, lb = linear_form(a, sizes, loop_vars), linear_form(b, sizes, loop_vars)
+            la = linear_form(a, sizes, loop_vars=loop_vars)
+            lb = linear_form(b, sizes, loop_vars=loop_vars)
             if la is None or lb is None or la.coefs or lb.coefs:
                 return None
             pick = min if f == "min" else max
             return Lin((), pick(la.const, lb.const))
         case _:
             return None
+
+
+def _name_form(
+    name: str, sizes: Mapping[str, int], loop_vars: AbstractSet[str] | None
+) -> Lin | None:
+    """The form of a bare name (see `linear_form` for the two views of unknown names)."""
+    if loop_vars is None:
+        return Lin((), sizes[name]) if name in sizes else Lin(((name, 1),), 0)
+    if name in loop_vars:
+        return Lin(((name, 1),), 0)
+    return Lin((), sizes[name]) if name in sizes else None
 
 
 @dataclass(frozen=True, slots=True)

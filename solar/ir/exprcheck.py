@@ -298,7 +298,7 @@ class ExprChecker:
     def linear(self, expr: Expr) -> Lin | None:
         if self.sizes is None:
             return None
-        return linear_form(expr, self.sizes, self.scope.keys() - self.sizes.keys())
+        return linear_form(expr, self.sizes, loop_vars=self.scope.keys() - self.sizes.keys())
 
     def _check_in_bounds(self, acc: Access, decl: TensorDecl, forms: tuple[Lin, ...]) -> None:
         dims = self.dims.get(id(decl))

@@ -34,7 +34,6 @@ __all__ = [
     "accesses",
     "eval_int",
     "expr_children",
-    "loops_of",
     "map_exprs",
     "resolve_sizes",
     "walk_exprs",
@@ -80,11 +79,6 @@ def walk_stmts(body: tuple[Stmt, ...]) -> Iterator[tuple[Stmt, tuple[For | If, .
                 yield from go(s.body, (*ctx, s))
 
     return go(body, ())
-
-
-def loops_of(ctx: tuple[For | If, ...]) -> tuple[For, ...]:
-    """The loops among a statement's enclosing context."""
-    return tuple(c for c in ctx if isinstance(c, For))
 
 
 def accesses(stmt: Assign | Reduce) -> tuple[tuple[Access, ...], Access]:

@@ -1,4 +1,5 @@
-"""Reports: the versioned JSON schema, text rendering, the CI gate and plots."""
+"""Reports: the versioned JSON schema, rows built from bounds, text rendering, the CI
+gate and plots."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from solar.report.gate import (
     render_markdown,
 )
 from solar.report.render import format_bytes, format_flops, format_time, render_text
+from solar.report.rows import build_arch_bounds, build_bound_result, build_kernel_row
 from solar.report.schema import (
     REPORT_SCHEMA_VERSION,
     ArchBounds,
@@ -23,13 +25,19 @@ from solar.report.schema import (
     IRInfo,
     KernelRow,
     Measurement,
-    OutputError,
+    OutputCheck,
     Report,
     ToolInfo,
     UncoveredOpInfo,
     ValidationInfo,
     dumps_deterministic,
     report_json_schema,
+)
+from solar.report.sections import (
+    UncoveredRow,
+    coverage_info,
+    skipped_validation,
+    validation_info,
 )
 
 __all__ = [
@@ -46,11 +54,16 @@ __all__ = [
     "InputInfo",
     "KernelRow",
     "Measurement",
-    "OutputError",
+    "OutputCheck",
     "Report",
     "ToolInfo",
     "UncoveredOpInfo",
+    "UncoveredRow",
     "ValidationInfo",
+    "build_arch_bounds",
+    "build_bound_result",
+    "build_kernel_row",
+    "coverage_info",
     "dumps_deterministic",
     "evaluate_gate",
     "format_bytes",
@@ -61,4 +74,6 @@ __all__ = [
     "render_markdown",
     "render_text",
     "report_json_schema",
+    "skipped_validation",
+    "validation_info",
 ]

@@ -14,6 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from solar.options import BoundModel, FrontendName
+
 __all__ = [
     "REPORT_SCHEMA_VERSION",
     "ArchBounds",
@@ -25,7 +27,7 @@ __all__ = [
     "IRInfo",
     "KernelRow",
     "Measurement",
-    "OutputError",
+    "OutputCheck",
     "Report",
     "ToolInfo",
     "UncoveredOpInfo",
@@ -60,7 +62,7 @@ class FrontendInfo(BaseModel):
     """How the program was turned into IR."""
 
     model_config = _FROZEN
-    name: Literal["torch", "jax", "llm", "ir"]
+    name: FrontendName
     captured_with: str = Field(description="e.g. 'fake-tensor dispatch', 'real tensors', 'jaxpr'")
     notes: tuple[str, ...] = ()
 
@@ -95,7 +97,7 @@ class CoverageInfo(BaseModel):
     uncovered: tuple[UncoveredOpInfo, ...] = ()
 
 
-class OutputError(BaseModel):
+class OutputCheck(BaseModel):
     """Comparison of one output."""
 
     model_config = _FROZEN
@@ -115,7 +117,7 @@ class ValidationInfo(BaseModel):
     strategy: str
     sizes: dict[str, int]
     fraction_checked: float
-    outputs: tuple[OutputError, ...] = ()
+    outputs: tuple[OutputCheck, ...] = ()
     wall_time_s: float = 0.0
     reason: str | None = None
 
@@ -138,7 +140,7 @@ class BoundResult(BaseModel):
     """One bound model on one architecture."""
 
     model_config = _FROZEN
-    model: Literal["unfused", "fused", "cache-aware"]
+    model: BoundModel
     time_s: float
     compute_time_s: float
     compute_time_s_by_unit: dict[str, float]
@@ -160,7 +162,7 @@ class Headroom(BaseModel):
     """
 
     model_config = _FROZEN
-    model: Literal["unfused", "fused", "cache-aware"]
+    model: BoundModel
     ratio: float
     violation: bool
 

@@ -24,8 +24,7 @@ from typing import Literal
 
 import numpy as np
 
-from solar.ir import Access, Assign, Cast, DType, For, If, Program, Reduce, Stmt
-from solar.ir.traversal import walk_exprs
+from solar.ir import Access, Assign, Cast, DType, For, If, Program, Reduce, Stmt, walk_exprs
 from solar.validate.affine import free_names, int_range
 
 __all__ = [

@@ -22,8 +22,22 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from solar.ir import Access, Binary, BoolLit, Call, Cast, Expr, FloatLit, IntLit, Name, Stmt, Unary
-from solar.validate.affine import Lin, linearize
+from solar.ir import (
+    Access,
+    Binary,
+    BoolLit,
+    Call,
+    Cast,
+    Expr,
+    FloatLit,
+    IntLit,
+    Lin,
+    Name,
+    Stmt,
+    Unary,
+    linear_form,
+)
+from solar.validate.affine import reads_tensor
 from solar.validate.dtypes import round_to_dtype
 from solar.validate.faults import raise_fault
 from solar.validate.functions import (
@@ -110,7 +124,7 @@ class Evaluator:
             return self.cache.forms[key]
         forms: list[Lin] = []
         for index in acc.indices:
-            form = linearize(index, self.sizes)
+            form = linear_form(index, self.sizes)
             if form is None:
                 self.cache.forms[key] = None
                 return None
@@ -271,8 +285,6 @@ class Evaluator:
         key = id(expr)
         hit = self.cache.guarded.get(key)
         if hit is None:
-            from solar.validate.affine import reads_tensor
-
             hit = reads_tensor(expr) or _has_division(expr)
             self.cache.guarded[key] = hit
         return hit

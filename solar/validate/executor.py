@@ -34,8 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from solar.diagnostics import ExecutionError
-from solar.ir import Assign, For, If, Kernel, Program, Reduce, Stmt, print_stmt
-from solar.ir.traversal import resolve_sizes
+from solar.ir import Assign, For, If, Kernel, Program, Reduce, Stmt, print_stmt, resolve_sizes
 from solar.validate import parallel
 from solar.validate.contraction import plan_contraction, run_contraction
 from solar.validate.dtypes import output_array, storage_dtype
@@ -268,13 +267,10 @@ class _Machine:
             self.exec_body(stmt.body, inner)
             return
         # bounds depend on outer vectorised loops: the box of all values, masked
-        active = domain.mask if domain.mask is not None else True
-        lo_b = np.broadcast_to(lo, np.broadcast_shapes(np.shape(lo), np.shape(hi), domain.shape))
-        hi_b = np.broadcast_to(hi, lo_b.shape)
-        sel = np.broadcast_to(active, lo_b.shape)
-        if not sel.any():
+        span = _active_span(domain, lo, hi)
+        if span is None:
             return
-        lo_min, hi_max = int(lo_b[sel].min()), int(hi_b[sel].max())
+        lo_min, hi_max = span
         if hi_max <= lo_min:
             return
         ax = Axis(stmt.var, axis, lo_min, 1, hi_max - lo_min)
@@ -311,13 +307,10 @@ class _Machine:
                 )
                 self.exec_body(stmt.body, inner)
             return
-        active = domain.mask if domain.mask is not None else True
-        lo_b = np.broadcast_to(lo, np.broadcast_shapes(np.shape(lo), np.shape(hi), domain.shape))
-        hi_b = np.broadcast_to(hi, lo_b.shape)
-        sel = np.broadcast_to(active, lo_b.shape)
-        if not sel.any():
+        span = _active_span(domain, lo, hi)
+        if span is None:
             return
-        for t in range(int(lo_b[sel].min()), int(hi_b[sel].max())):
+        for t in range(*span):
             self.check_time(stmt)
             cond = (np.asarray(lo) <= t) & (t < np.asarray(hi))
             if stmt.step > 1:
@@ -336,6 +329,20 @@ class _Machine:
 
 def _scalar(x: Value) -> bool:
     return not isinstance(x, np.ndarray) or x.ndim == 0
+
+
+def _active_span(domain: Domain, lo: Value, hi: Value) -> tuple[int, int] | None:
+    """``(min lo, max hi)`` of per-point loop bounds over the active points of ``domain``.
+
+    None when no point is active (the mask is all false).
+    """
+    active = domain.mask if domain.mask is not None else True
+    lo_b = np.broadcast_to(lo, np.broadcast_shapes(np.shape(lo), np.shape(hi), domain.shape))
+    hi_b = np.broadcast_to(hi, lo_b.shape)
+    sel = np.broadcast_to(active, lo_b.shape)
+    if not sel.any():
+        return None
+    return int(lo_b[sel].min()), int(hi_b[sel].max())
 
 
 def _head(stmt: Stmt) -> str:

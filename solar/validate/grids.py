@@ -47,7 +47,7 @@ from typing import cast
 
 import numpy as np
 
-from solar.validate.affine import Lin
+from solar.ir import Lin
 
 __all__ = [
     "BLOCK_POINTS",

@@ -27,8 +27,11 @@ from solar.ir import (
     Reduce,
     Stmt,
     Unary,
+    eval_int,
+    resolve_sizes,
+    walk_exprs,
+    walk_stmts,
 )
-from solar.ir.traversal import eval_int, resolve_sizes, walk_exprs
 from solar.validate.dtypes import output_array, round_to_dtype
 
 __all__ = ["index_ranges", "random_inputs"]
@@ -66,15 +69,6 @@ def _exprs(stmt: Stmt) -> list[Expr]:
             return []
 
 
-def _walk(body: tuple[Stmt, ...]) -> list[Stmt]:
-    out: list[Stmt] = []
-    for s in body:
-        out.append(s)
-        if isinstance(s, For | If):
-            out += _walk(s.body)
-    return out
-
-
 def index_ranges(program: Program, sizes: Mapping[str, int]) -> dict[str, tuple[int, int]]:
     """Half-open value ranges of integer tensors read inside subscripts.
 
@@ -88,7 +82,7 @@ def index_ranges(program: Program, sizes: Mapping[str, int]) -> dict[str, tuple[
     """
     ranges: dict[str, tuple[int, int]] = {}
     for kernel in program.kernels:
-        for stmt in _walk(kernel.body):
+        for stmt, _ in walk_stmts(kernel.body):
             for root in _exprs(stmt):
                 for acc in (e for e in walk_exprs(root) if isinstance(e, Access)):
                     try:

@@ -16,8 +16,23 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from solar.ir import Access, Assign, Binary, Call, Cast, Expr, For, If, Program, Reduce, Stmt, Unary
-from solar.ir.traversal import eval_int, resolve_sizes
+from solar.ir import (
+    Access,
+    Assign,
+    Binary,
+    Call,
+    Cast,
+    Expr,
+    For,
+    If,
+    Program,
+    Reduce,
+    Stmt,
+    Unary,
+    eval_int,
+    resolve_sizes,
+    walk_exprs,
+)
 from solar.validate.affine import free_names, int_range
 from solar.validate.contraction import split_product
 from solar.validate.dtypes import storage_dtype
@@ -84,17 +99,8 @@ def memory_budget_bytes(fraction: float = 0.5) -> int:
 
 
 def _ops(expr: Expr) -> int:
-    match expr:
-        case Binary(lhs=a, rhs=b):
-            return 1 + _ops(a) + _ops(b)
-        case Unary(operand=o) | Cast(operand=o):
-            return 1 + _ops(o)
-        case Call(args=args):
-            return 1 + sum(_ops(a) for a in args)
-        case Access(indices=idx):
-            return 1 + sum(_ops(i) for i in idx)
-        case _:
-            return 0
+    """Operations in ``expr``: every node that is not a literal or a name."""
+    return sum(isinstance(e, Binary | Unary | Cast | Call | Access) for e in walk_exprs(expr))
 
 
 @dataclass(slots=True)

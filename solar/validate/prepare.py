@@ -23,6 +23,7 @@ Note [Fission hazards]
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -43,8 +44,10 @@ from solar.ir import (
     Reduce,
     Stmt,
     Unary,
+    map_exprs,
+    walk_stmts,
 )
-from solar.validate.affine import free_names, int_range
+from solar.validate.affine import free_names, int_range, reads_tensor
 
 __all__ = ["KernelPlan", "PreparedProgram", "prepare_program"]
 
@@ -83,53 +86,22 @@ class PreparedProgram:
     privatized: tuple[str, ...]
 
 
-def _reads_in(expr: Expr, tensor: str) -> bool:
-    stack = [expr]
-    while stack:
-        e = stack.pop()
-        match e:
-            case Access(tensor=t, indices=idx):
-                if t == tensor:
-                    return True
-                stack.extend(idx)
-            case Unary(operand=o) | Cast(operand=o):
-                stack.append(o)
-            case Binary(lhs=a, rhs=b):
-                stack += [a, b]
-            case Call(args=args):
-                stack.extend(args)
-            case _:
-                pass
-    return False
-
-
 def _stmt_reads(stmt: Stmt, tensor: str) -> bool:
     """Explicit reads of ``tensor`` by one statement (not its nested body)."""
     match stmt:
         case Assign(target=t, value=v) | Reduce(target=t, value=v):
-            return _reads_in(v, tensor) or any(_reads_in(i, tensor) for i in t.indices)
+            return reads_tensor(v, tensor) or any(reads_tensor(i, tensor) for i in t.indices)
         case For(lo=lo, hi=hi):
-            return _reads_in(lo, tensor) or _reads_in(hi, tensor)
+            return reads_tensor(lo, tensor) or reads_tensor(hi, tensor)
         case If(cond=c):
-            return _reads_in(c, tensor)
+            return reads_tensor(c, tensor)
         case _:
             return False
 
 
-def _walk(
-    body: tuple[Stmt, ...], ctx: tuple[Stmt, ...] = ()
-) -> list[tuple[Stmt, tuple[Stmt, ...]]]:
-    out: list[tuple[Stmt, tuple[Stmt, ...]]] = []
-    for s in body:
-        out.append((s, ctx))
-        if isinstance(s, For | If):
-            out += _walk(s.body, (*ctx, s))
-    return out
-
-
 def _hazards(loop: For) -> list[str]:
     """Tensors with a fission hazard in a plain loop (Note [Fission hazards])."""
-    stmts = _walk(loop.body)
+    stmts = list(walk_stmts(loop.body))
     found: list[str] = []
     written = {s.target.tensor for s, _ in stmts if isinstance(s, Assign | Reduce)}
     for tensor in sorted(written):
@@ -150,8 +122,8 @@ def _hazards(loop: For) -> list[str]:
 def _privatizable(kernel: Kernel, loop: For, tensor: str) -> bool:
     if tensor not in {d.name for d in kernel.locals}:
         return False
-    inside = {id(s) for s, _ in _walk(loop.body)}
-    for s, _ in _walk(kernel.body):
+    inside = {id(s) for s, _ in walk_stmts(loop.body)}
+    for s, _ in walk_stmts(kernel.body):
         if id(s) in inside or s is loop:
             continue
         touches = _stmt_reads(s, tensor) or (
@@ -159,7 +131,7 @@ def _privatizable(kernel: Kernel, loop: For, tensor: str) -> bool:
         )
         if touches:
             return False
-    for s, ctx in _walk(loop.body):
+    for s, ctx in walk_stmts(loop.body):
         writes = isinstance(s, Assign | Reduce) and s.target.tensor == tensor
         if not (writes or _stmt_reads(s, tensor)):
             continue
@@ -189,31 +161,6 @@ def _prefix(expr: Expr, tensor: str, index: Expr) -> Expr:
             return dataclasses.replace(expr, args=tuple(_prefix(a, tensor, index) for a in args))
         case _:
             return expr
-
-
-def _prefix_stmt(stmt: Stmt, tensor: str, index: Expr) -> Stmt:
-    match stmt:
-        case Assign() | Reduce():
-            target = _prefix(stmt.target, tensor, index)
-            assert isinstance(target, Access)
-            return dataclasses.replace(
-                stmt, target=target, value=_prefix(stmt.value, tensor, index)
-            )
-        case For():
-            return dataclasses.replace(
-                stmt,
-                lo=_prefix(stmt.lo, tensor, index),
-                hi=_prefix(stmt.hi, tensor, index),
-                body=tuple(_prefix_stmt(s, tensor, index) for s in stmt.body),
-            )
-        case If():
-            return dataclasses.replace(
-                stmt,
-                cond=_prefix(stmt.cond, tensor, index),
-                body=tuple(_prefix_stmt(s, tensor, index) for s in stmt.body),
-            )
-        case _:
-            return stmt
 
 
 def _replace(body: tuple[Stmt, ...], old: Stmt, new: Stmt) -> tuple[Stmt, ...]:
@@ -251,7 +198,7 @@ def _privatize_once(
 ) -> tuple[Kernel, str] | None:
     """Privatise one hazard of ``kernel``; record unfixable loops in ``sequential``."""
     ranges = _loop_ranges(kernel.body, sizes, {})
-    for s, _ in _walk(kernel.body):
+    for s, _ in walk_stmts(kernel.body):
         if not isinstance(s, For) or s.seq or id(s) in sequential:
             continue
         for tensor in _hazards(s):
@@ -262,9 +209,8 @@ def _privatize_once(
                 break
             base, extent = lo[0], max(1, hi[1] - lo[0])
             index: Expr = Name(s.var) if base == 0 else Binary("-", Name(s.var), _int(base))
-            new_loop = dataclasses.replace(
-                s, body=tuple(_prefix_stmt(b, tensor, index) for b in s.body)
-            )
+            prefix = functools.partial(_prefix, tensor=tensor, index=index)
+            new_loop = dataclasses.replace(s, body=tuple(map_exprs(b, prefix) for b in s.body))
             locals_ = tuple(
                 dataclasses.replace(d, shape=(IntLit(extent), *d.shape)) if d.name == tensor else d
                 for d in kernel.locals
@@ -291,7 +237,7 @@ def _axes(body: tuple[Stmt, ...], depth: int, axis: dict[int, int]) -> int:
 
 def _sequential_ids(kernel: Kernel) -> frozenset[int]:
     seq: set[int] = set()
-    for s, _ in _walk(kernel.body):
+    for s, _ in walk_stmts(kernel.body):
         if isinstance(s, For) and not s.seq and _hazards(s):
             seq.add(id(s))
     return frozenset(seq)

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solar.ir import Access, Assign, Binary, Call, Expr, For, ReduceOp
+from solar.ir import Access, Assign, Binary, Call, Expr, For, ReduceOp, linear_form
 from solar.validate import parallel
-from solar.validate.affine import free_names, linearize, reads_tensor
+from solar.validate.affine import free_names, reads_tensor
 from solar.validate.evaluate import Evaluator, ExecCache
 from solar.validate.grids import Axis, Domain
 from solar.validate.state import TensorState
@@ -81,25 +81,19 @@ def match_scan(loop: For, sizes: dict[str, int]) -> ScanMatch | None:
     for prev, other in ((a, b), (b, a)):
         if not isinstance(prev, Access) or prev.tensor != target.tensor:
             continue
-        if _reads(other, target.tensor) or _shifted(target, prev, loop, sizes) is False:
+        if reads_tensor(other, target.tensor) or _shifted(target, prev, loop, sizes) is False:
             continue
-        if any(_reads(i, target.tensor) for i in target.indices):
+        if any(reads_tensor(i, target.tensor) for i in target.indices):
             continue
         return ScanMatch(stmt, op, prev, other, tuple(inner))
     return None
-
-
-def _reads(expr: Expr, tensor: str) -> bool:
-    from solar.validate.prepare import _reads_in
-
-    return _reads_in(expr, tensor)
 
 
 def _shifted(target: Access, prev: Access, loop: For, sizes: dict[str, int]) -> bool:
     """True when ``prev`` is ``target`` one iteration back (``t -> t - step``)."""
     moved = False
     for t_idx, p_idx in zip(target.indices, prev.indices, strict=True):
-        ft, fp = linearize(t_idx, sizes), linearize(p_idx, sizes)
+        ft, fp = linear_form(t_idx, sizes), linear_form(p_idx, sizes)
         if ft is None or fp is None:
             return False
         coef = ft.coef(loop.var)

@@ -16,8 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from solar.diagnostics import ExecutionError, IRVerifyError
-from solar.ir import Program, TensorDecl
-from solar.ir.traversal import eval_int
+from solar.ir import Program, TensorDecl, eval_int
 from solar.validate.dtypes import round_to_dtype, storage_dtype
 
 __all__ = ["TensorState", "allocate_tensors", "bind_input", "tensor_shape"]

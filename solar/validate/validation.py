@@ -32,8 +32,7 @@ from typing import Literal, TypeAlias
 import numpy as np
 
 from solar.diagnostics import ExecutionError, IRVerifyError, ResourceError, SolarError
-from solar.ir import Assign, For, If, IntLit, Program, Reduce, Stmt
-from solar.ir.traversal import resolve_sizes
+from solar.ir import Assign, For, IntLit, Program, Reduce, eval_int, resolve_sizes, walk_stmts
 from solar.validate.affine import free_names
 from solar.validate.compare import OutputComparison, Tolerance, compare_outputs, output_tolerances
 from solar.validate.executor import run_program
@@ -156,7 +155,7 @@ def _output_loops(program: Program) -> tuple[int, list[int]] | None:
         for k, kernel in enumerate(program.kernels)
         if any(
             isinstance(s, Assign | Reduce) and s.target.tensor in outputs
-            for s in _walk(kernel.body)
+            for s, _ in walk_stmts(kernel.body)
         )
     ]
     if len(writers) != 1:
@@ -166,7 +165,7 @@ def _output_loops(program: Program) -> tuple[int, list[int]] | None:
     for pos, stmt in enumerate(kernel.body):
         writes = [
             s
-            for s in _walk((stmt,))
+            for s, _ in walk_stmts((stmt,))
             if isinstance(s, Assign | Reduce) and s.target.tensor in outputs
         ]
         if not writes:
@@ -177,15 +176,6 @@ def _output_loops(program: Program) -> tuple[int, list[int]] | None:
             return None
         positions.append(pos)
     return (writers[0], positions) if positions else None
-
-
-def _walk(body: tuple[Stmt, ...]) -> list[Stmt]:
-    out: list[Stmt] = []
-    for s in body:
-        out.append(s)
-        if isinstance(s, For | If):
-            out += _walk(s.body)
-    return out
 
 
 @dataclass(slots=True)
@@ -213,8 +203,6 @@ def _sample_restrict(
         loop = program.kernels[kernel_index].body[pos]
         assert isinstance(loop, For)
         try:
-            from solar.ir.traversal import eval_int
-
             lo, hi = eval_int(loop.lo, bound), eval_int(loop.hi, bound)
         except (KeyError, ValueError, ZeroDivisionError):
             return None
@@ -241,10 +229,6 @@ class _Request:
     work_bytes: int
     sample_fraction: float | None
     seed: int
-
-    @property
-    def has_data(self) -> bool:
-        return self.inputs is not None and self.outputs is not None
 
     @property
     def fits(self) -> bool:

@@ -15,9 +15,8 @@ import math
 
 import numpy as np
 
-from solar.ir import Access, DType, Expr, ReduceOp
+from solar.ir import Access, DType, Expr, Lin, ReduceOp
 from solar.validate import parallel
-from solar.validate.affine import Lin
 from solar.validate.dtypes import round_to_dtype
 from solar.validate.evaluate import Evaluator, Value
 from solar.validate.grids import (

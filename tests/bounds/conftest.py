@@ -14,7 +14,7 @@ H100_TENSOR = {"fp64": 67.0e12, "tf32": 494.7e12, "bf16": 989.4e12, "fp16": 989.
                "fp8": 1979.0e12, "int8": 1979.0e12}
 H100_VECTOR = {"fp64": 34.0e12, "fp32": 67.0e12}
 H100_FIGURES: dict[str, object] = {
-    "peak_flops_per_s": {Precision(k): v for k, v in H100_TENSOR.items()},
+    "tensor_flops_per_s": {Precision(k): v for k, v in H100_TENSOR.items()},
     "vector_flops_per_s": {Precision(k): v for k, v in H100_VECTOR.items()},
     "dram_bandwidth_bytes_per_s": 3.35e12,
     "l2_capacity_bytes": 52428800.0,

@@ -10,6 +10,7 @@ import pytest
 from solar.bounds import (
     BOUND_MODELS,
     BoundError,
+    Pipe,
     compute_bounds,
     policy_pipe,
     resolve_pipe,
@@ -105,10 +106,10 @@ def test_issue_example_numbers() -> None:
     assert b.dram_bytes == MM_F32_BYTES
     assert b.memory_time_s == pytest.approx(60.1e-6, rel=1e-3)
     assert b.bottleneck == "compute"
-    assert b.flops_by_unit == {"vector:fp32": MM}
+    assert b.flops_by_pipe == {"vector:fp32": MM}
     (k,) = b.kernels
-    assert (k.name, k.unit, k.precision, k.bottleneck) == ("mm", "contraction", "vector:fp32",
-                                                           "compute")
+    assert (k.name, k.work_class, k.pipe, k.bottleneck) == (
+        "mm", "contraction", Pipe("vector", Precision.FP32), "compute")
 
 
 def test_unfused_breakdown_and_l2() -> None:
@@ -125,7 +126,7 @@ def test_arithmetic_intensity_and_units() -> None:
     b = compute_bounds(graph(matmul_text()), h100(), model="fused", precision_policy="tf32",
                        cache="cold")
     assert b.arithmetic_intensity == pytest.approx(MM / MM_F32_BYTES)
-    assert b.compute_time_s_by_unit == {"tensor:tf32": pytest.approx(MM / 494.7e12)}
+    assert b.compute_time_s_by_pipe == {"tensor:tf32": pytest.approx(MM / 494.7e12)}
 
 
 PIPES = [
@@ -159,7 +160,7 @@ def test_peak_fallbacks() -> None:
     assert "packed" in bf16.fallback
     tpu = load_hardware_spec("TPU_v5e")
     vec = resolve_pipe(tpu, "vector", DType.F32, False, "default")
-    assert vec.peak_flops_per_s == tpu.peak_flops_per_s[Precision.BF16]
+    assert vec.peak_flops_per_s == tpu.tensor_flops_per_s[Precision.BF16]
     assert vec.fallback
 
 
@@ -172,7 +173,7 @@ def test_errors() -> None:
     with pytest.raises(BoundError) as e:
         compute_bounds(g, h100(), model="fused", precision_policy="int4")  # type: ignore[arg-type]
     assert e.value.code == "E0451"
-    empty = h100().model_copy(update={"peak_flops_per_s": {}, "vector_flops_per_s": {}})
+    empty = h100().model_copy(update={"tensor_flops_per_s": {}, "vector_flops_per_s": {}})
     with pytest.raises(BoundError) as e:
         compute_bounds(g, empty, model="fused")
     assert e.value.code == "E0452"

@@ -77,7 +77,7 @@ SPEC_FIELDS = ["peak", "vector", "dram_bandwidth_bytes_per_s", "l2_bandwidth_byt
 
 def _improve(spec: HardwareSpec, field: str, factor: float, which: int) -> HardwareSpec:
     if field in ("peak", "vector"):
-        attr = "peak_flops_per_s" if field == "peak" else "vector_flops_per_s"
+        attr = "tensor_flops_per_s" if field == "peak" else "vector_flops_per_s"
         table = dict(getattr(spec, attr))
         if not table:
             return spec

@@ -9,8 +9,21 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
-from solar.ir import Access, Assign, Binary, BoolLit, Expr, For, If, Program, Reduce, Unary
-from solar.ir.traversal import eval_int, walk_exprs, walk_stmts
+from solar.ir import (
+    Access,
+    Assign,
+    Binary,
+    BoolLit,
+    Expr,
+    For,
+    If,
+    Program,
+    Reduce,
+    Unary,
+    eval_int,
+    walk_exprs,
+    walk_stmts,
+)
 
 
 def eval_cond(expr: Expr, env: Mapping[str, int]) -> bool:

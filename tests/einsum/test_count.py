@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from solar.einsum.count import ENUMERATION_LIMIT, Count, CountContext, Domain, LoopDim
+from solar.einsum import ENUMERATION_LIMIT, Count, Domain, LoopDim
+from solar.einsum.counter import CountContext
 from solar.ir import parse_expr
 from solar.symbolic import size_symbol
 

@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 
 from solar.einsum import EinsumGraph, flops_per_point, lift_to_einsum
-from solar.ir import Program, Reduce, parse_program
-from solar.ir.traversal import resolve_sizes, walk_stmts
+from solar.ir import Program, Reduce, parse_program, resolve_sizes, walk_stmts
 
 from .brute import run
 

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from llm_server import ScriptedResponse, ScriptedServer, chat_reply, closed_port_url, error_reply
 
 from solar.diagnostics import ValidationMismatchError
+from solar.frontends.kit import param_name
 from solar.frontends.llm import (
     PROMPT_VERSION,
     LLMConfig,
@@ -25,7 +26,6 @@ from solar.frontends.llm import (
     clear_cache,
     extract_ir,
     load_entry,
-    param_name,
     program_io_names,
     translate_program,
 )

@@ -25,7 +25,8 @@ from solar.hw import (
 
 def _spec_data(name: str = "H100_SXM") -> dict[str, Any]:
     """A bundled spec as plain YAML-ready data, to mutate in error tests."""
-    data: dict[str, Any] = load_hardware_spec(name).model_dump(mode="json", exclude_none=True)
+    spec = load_hardware_spec(name)
+    data: dict[str, Any] = spec.model_dump(mode="json", exclude_none=True, by_alias=True)
     return data
 
 

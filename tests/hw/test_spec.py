@@ -142,7 +142,7 @@ def test_bundled_spec_cites_urls(spec: HardwareSpec) -> None:
 
 @pytest.mark.parametrize("spec", SPECS, ids=SPEC_IDS)
 def test_bundled_spec_has_a_dense_peak_and_bandwidth(spec: HardwareSpec) -> None:
-    assert spec.peak_flops_per_s or spec.vector_flops_per_s
+    assert spec.tensor_flops_per_s or spec.vector_flops_per_s
     assert spec.dram_bandwidth_bytes_per_s > 1e9
 
 

@@ -19,18 +19,19 @@ from solar.ir import (
     For,
     IntLit,
     Kernel,
+    Lin,
     Name,
     Program,
     SizeDecl,
     TensorDecl,
     collect_errors,
+    linear_form,
     parse_expr,
     parse_program,
     print_program,
     resolve_sizes,
     verify_program,
 )
-from solar.ir.affine import Lin, linear_form
 
 from .strategies import programs, valid_programs
 
@@ -230,7 +231,12 @@ def test_arbitrary_programs_fail_cleanly(program: Program) -> None:
     ],
 )
 def test_linear_form(text: str, expected: Lin | None) -> None:
-    assert linear_form(parse_expr(text), {"N": 8, "M": 4}, {"i", "j"}) == expected
+    assert linear_form(parse_expr(text), {"N": 8, "M": 4}, loop_vars={"i", "j"}) == expected
+
+
+def test_linear_form_loop_var_shadows_size() -> None:
+    # The verifier's view: a declared loop variable wins over a size of the same name.
+    assert linear_form(parse_expr("N + 1"), {"N": 8}, loop_vars={"N"}) == Lin((("N", 1),), 1)
 
 
 def test_affine_doctests() -> None:

@@ -15,8 +15,18 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from solar.ir import Access, Assign, DType, Program, Reduce
-from solar.ir.traversal import accesses, eval_int, resolve_sizes, walk_exprs, walk_stmts
+from solar.ir import (
+    Access,
+    Assign,
+    DType,
+    Program,
+    Reduce,
+    accesses,
+    eval_int,
+    resolve_sizes,
+    walk_exprs,
+    walk_stmts,
+)
 
 __all__ = ["NUMPY_DTYPES", "REFERENCES", "make_inputs"]
 

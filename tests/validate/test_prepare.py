@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from solar.ir import For, parse_program
-from solar.ir.traversal import resolve_sizes
+from solar.ir import For, parse_program, resolve_sizes
 from solar.validate import execute_program
 from solar.validate.prepare import prepare_program
 

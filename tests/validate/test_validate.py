@@ -251,7 +251,7 @@ def test_tolerance_policy_by_dtype_and_reduction() -> None:
 
 def test_output_tolerances_follow_dependencies() -> None:
     program = parse_program(SOFTMAX_TWO_KERNELS.replace("temp E : f32", "temp E : bf16"))
-    from solar.ir.traversal import resolve_sizes
+    from solar.ir import resolve_sizes
 
     tol = output_tolerances(program, resolve_sizes(program))
     # Y is f32 but computed from a bf16 temp and a 32-term sum

@@ -29,13 +29,9 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import importlib.util
 import inspect
-import itertools
 import random
 import re
-import sys
-import traceback
 import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,12 +41,18 @@ from typing import Any, Literal, cast
 import numpy as np
 
 from solar.diagnostics import FrontendError
-from solar.frontends.builder import sanitize_name
+from solar.frontends.kit import (
+    import_model_file,
+    input_name,
+    output_name,
+    param_name,
+    sanitize_name,
+    user_frames,
+)
 
 __all__ = [
     "CaptureKind",
     "JaxCapture",
-    "import_program_file",
     "is_jax_file",
     "require_jax",
     "trace_function",
@@ -60,8 +62,6 @@ __all__ = [
 
 CaptureKind = Literal["function", "linen", "nnx"]
 SEED = 0
-_counter = itertools.count()
-_SOLAR_DIR = str(Path(__file__).resolve().parents[2])
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,18 +117,6 @@ def require_jax() -> Any:
     return jax
 
 
-def _user_frames(err: BaseException) -> tuple[str, ...]:
-    frames = traceback.extract_tb(err.__traceback__)
-    keep = [
-        f
-        for f in frames
-        if not f.filename.startswith(_SOLAR_DIR) and "site-packages" not in f.filename
-    ]
-    return tuple(
-        f"at {f.filename}:{f.lineno} in {f.name}: {(f.line or '').strip()}" for f in keep[-3:]
-    )
-
-
 @contextlib.contextmanager
 def user_code(what: str, code: str = "E0521") -> Iterator[None]:
     """Run user code; any exception it raises becomes `FrontendError` ``code``.
@@ -147,37 +135,12 @@ def user_code(what: str, code: str = "E0521") -> Iterator[None]:
                 f"{what}: the program branches on traced values ({name})",
                 code="E0526",
                 notes=(
-                    *_user_frames(err),
+                    *user_frames(err),
                     "use jax.lax.cond/jnp.where, or make the value a static Python scalar",
                 ),
             ) from err
-        notes = (*_user_frames(err), f"{name}: {str(err).splitlines()[0] if str(err) else ''}")
+        notes = (*user_frames(err), f"{name}: {str(err).splitlines()[0] if str(err) else ''}")
         raise FrontendError(f"{what} raised {name}", code=code, notes=notes) from err
-
-
-def import_program_file(path: Path) -> types.ModuleType:
-    """Execute a program file as a fresh module (unique name; its directory on sys.path).
-
-    Raises:
-        FrontendError: E0520 if the file is missing or not ``.py``; E0521 if it raises.
-    """
-    path = Path(path)
-    if not path.is_file() or path.suffix != ".py":
-        raise FrontendError(
-            f"program file {path} does not exist or is not a .py file", code="E0520"
-        )
-    name = f"solar_jax_user_{path.stem}_{next(_counter)}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise FrontendError(f"cannot import {path}", code="E0520")
-    module = importlib.util.module_from_spec(spec)
-    folder = str(path.resolve().parent)
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
-    sys.modules[name] = module
-    with user_code(f"importing {path.name}"):
-        spec.loader.exec_module(module)
-    return module
 
 
 _IMPORT_RE = re.compile(r"^\s*(?:import|from)\s+([A-Za-z_][\w]*)", re.MULTILINE)
@@ -267,7 +230,7 @@ def _path_name(path: tuple[Any, ...], drop_first: str | None) -> str:
         parts.append(str(key))
     if drop_first is not None and parts and parts[0] == drop_first:
         parts = parts[1:]
-    return sanitize_name("p_" + "_".join(parts))
+    return sanitize_name(param_name("_".join(parts)))
 
 
 def trace_jax_file(
@@ -290,9 +253,13 @@ def trace_jax_file(
     """
     require_jax()
     path = Path(path)
-    module = import_program_file(path)
-    for key, value in (overrides or {}).items():
-        setattr(module, key, value)
+    module = import_model_file(
+        path,
+        kind="program file",
+        code="E0520",
+        user_code=user_code,
+        overrides=(overrides or {}).items(),
+    )
     target = _resolve_entry(module, path, entry)
     get_inputs = getattr(module, "get_inputs", None)
     if not callable(get_inputs):
@@ -367,8 +334,10 @@ def capture(
     abstract = (*abstract_params, *abstract_inputs)
     with user_code(f"tracing {name}"):
         closed = jax.make_jaxpr(flat_fn)(*abstract)
-    input_names = _representable([f"x{k}" for k in range(len(abstract_inputs))], abstract_inputs)
-    output_names = tuple(f"y{k}" for k in range(len(closed.jaxpr.outvars)))
+    input_names = _representable(
+        [input_name(k) for k in range(len(abstract_inputs))], abstract_inputs
+    )
+    output_names = tuple(output_name(k) for k in range(len(closed.jaxpr.outvars)))
     return JaxCapture(
         name=sanitize_name(name),
         kind=kind,

@@ -1,11 +1,11 @@
-"""Values and the lowering table shared by every jaxpr lowering.
+"""What every jaxpr lowering sees: operands, the equation context and the lowering table.
 
-Contract: a lowering receives an `EqnCtx` whose inputs are `Operand` values (a declared
+Contract: a lowering receives an `EqnCtx` whose inputs are `EqnOperand` values (a declared
 tensor, possibly a free view of one, or a literal) and emits one kernel through
 ``ctx.kernel()``, writing each output it asks for with ``ctx.out(k)``; or, for a view or
 alias op, returns the output operands itself and emits nothing. Lowerings never import
 jax: shapes, dtypes and parameters are plain Python values or jax parameter objects
-read by attribute. A variant a lowering cannot express raises `Unsupported`, which the
+read by attribute. A variant a lowering cannot express raises `UnsupportedOpError`, which the
 driver turns into an uncovered op (its outputs become program inputs).
 
 Views (Note [Free views]): ``reshape``, ``squeeze``, ``expand_dims`` and
@@ -19,12 +19,18 @@ produce new values element by element (``transpose``, ``slice``, ``pad``, ``conc
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from solar.frontends.builder import TensorRef, as_expr
-from solar.frontends.jaxfe.index import shape_numel
-from solar.ir import Access, DType, Expr, Name, Stmt, TensorDecl, lit
+from solar.frontends.kit import (
+    IR_DTYPES,
+    LoweringTable,
+    TensorInfo,
+    TensorRef,
+    UnsupportedOpError,
+    shape_numel,
+)
+from solar.ir import DType, Expr, Name, Stmt, lit
 
 if TYPE_CHECKING:
     from solar.frontends.jaxfe.driver import Lowerer
@@ -34,39 +40,21 @@ __all__ = [
     "LOWERINGS",
     "UINT8_SAFE",
     "EqnCtx",
-    "IndexMap",
     "Lit",
     "LoweringFn",
     "Opaque",
-    "Operand",
+    "EqnOperand",
     "Sink",
-    "TensorInfo",
-    "Unsupported",
     "Value",
     "bread",
     "ir_dtype",
-    "lowering",
     "operand_shape",
     "read",
     "uint8_inexact",
 ]
 
-IndexMap = Callable[[tuple[Expr, ...]], tuple[Expr, ...]]
-"""Maps indices of a view to indices of its storage tensor."""
 
-DTYPES: dict[str, DType] = {
-    "float64": DType.F64,
-    "float32": DType.F32,
-    "float16": DType.F16,
-    "bfloat16": DType.BF16,
-    "float8_e4m3fn": DType.F8E4M3,
-    "float8_e5m2": DType.F8E5M2,
-    "int64": DType.I64,
-    "int32": DType.I32,
-    "int8": DType.I8,
-    "uint8": DType.I8,
-    "bool": DType.BOOL,
-}
+DTYPES: Mapping[str, DType] = {**IR_DTYPES, "uint8": DType.I8}
 """numpy/jax dtype names the IR represents; anything else (uint32 PRNG bits...) is uncovered.
 
 ``uint8`` (images, observations) is stored as ``i8`` holding the same bits: same bytes,
@@ -130,10 +118,6 @@ def uint8_inexact(eqn: Any) -> bool:
     return any(_is_uint8(a) for a in indices)
 
 
-class Unsupported(Exception):  # noqa: N818 - internal control flow, never reaches a user
-    """A lowering cannot express this equation; the driver reports it as uncovered."""
-
-
 def ir_dtype(dtype: object) -> DType:
     """The IR dtype of a numpy/jax dtype.
 
@@ -141,61 +125,13 @@ def ir_dtype(dtype: object) -> DType:
     <DType.F32: 'f32'>
 
     Raises:
-        Unsupported: the dtype has no IR equivalent.
+        UnsupportedOpError: the dtype has no IR equivalent.
     """
     name = getattr(dtype, "name", None) or str(dtype)
     try:
         return DTYPES[name]
     except KeyError:
-        raise Unsupported(f"dtype {name} has no IR equivalent") from None
-
-
-@dataclass(frozen=True, slots=True)
-class TensorInfo:
-    """A tensor value: a declared storage tensor, or a free view of one.
-
-    Attributes:
-        ref: the storage tensor declared in the program (or kernel, for locals).
-        shape: the shape of this value; differs from ``ref``'s for a view.
-        dtype: element type.
-        index_map: for views, maps this value's indices to ``ref``'s; ``None`` if the
-            value is ``ref`` itself.
-    """
-
-    ref: TensorRef
-    shape: tuple[int, ...]
-    dtype: DType
-    index_map: IndexMap | None = field(default=None, compare=False)
-
-    @property
-    def rank(self) -> int:
-        """Number of dimensions."""
-        return len(self.shape)
-
-    @property
-    def nbytes(self) -> int:
-        """Size of this value in bytes."""
-        return shape_numel(self.shape) * self.dtype.itemsize_bytes
-
-    @property
-    def is_storage(self) -> bool:
-        """True when this value is its storage tensor itself (not a view)."""
-        return self.index_map is None
-
-    def storage_index(self, idx: Sequence[Expr | int]) -> tuple[Expr, ...]:
-        """Indices into the storage tensor for indices of this value."""
-        exprs = tuple(as_expr(i) for i in idx)
-        return self.index_map(exprs) if self.index_map is not None else exprs
-
-    def view(self, shape: Sequence[int], index_map: IndexMap) -> TensorInfo:
-        """A view of this value; ``index_map`` maps the new indices to this value's."""
-        inner = self.index_map
-
-        def composed(idx: tuple[Expr, ...]) -> tuple[Expr, ...]:
-            mapped = index_map(idx)
-            return inner(mapped) if inner is not None else mapped
-
-        return TensorInfo(self.ref, tuple(shape), self.dtype, composed)
+        raise UnsupportedOpError(f"dtype {name} has no IR equivalent") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,7 +164,7 @@ class Lit:
         return shape_numel(self.shape) * self.dtype.itemsize_bytes
 
 
-Operand = TensorInfo | Lit
+EqnOperand = TensorInfo | Lit
 """An equation input or output value."""
 
 
@@ -244,25 +180,25 @@ Value = TensorInfo | Lit | Opaque
 """What a jaxpr variable is bound to during lowering."""
 
 
-def operand_shape(x: Operand) -> tuple[int, ...]:
+def operand_shape(x: EqnOperand) -> tuple[int, ...]:
     """The shape of an operand."""
     return x.shape
 
 
-def read(x: Operand, idx: Sequence[Expr | int]) -> Expr:
+def read(x: EqnOperand, idx: Sequence[Expr | int]) -> Expr:
     """The element of ``x`` at ``idx`` (its own indices, through any view map)."""
     if isinstance(x, Lit):
         return x.expr()
-    return Access(x.ref.name, x.storage_index(idx))
+    return x.at(idx)
 
 
-def bread(x: Operand, idx: Sequence[Expr], out_shape: Sequence[int]) -> Expr:
+def bread(x: EqnOperand, idx: Sequence[Expr], out_shape: Sequence[int]) -> Expr:
     """Read ``x`` at ``idx`` of ``out_shape`` with numpy broadcasting (size-1/rank-0 dims)."""
     if isinstance(x, Lit):
         return x.expr()
     off = len(out_shape) - x.rank
     if off < 0:
-        raise Unsupported(f"cannot broadcast {x.shape} to {tuple(out_shape)}")
+        raise UnsupportedOpError(f"cannot broadcast {x.shape} to {tuple(out_shape)}")
     sub = [
         lit(0) if d == 1 and out_shape[off + k] != 1 else idx[off + k]
         for k, d in enumerate(x.shape)
@@ -296,12 +232,12 @@ class EqnCtx:
         in_avals / out_avals: ``(shape, dtype-name)`` of every input/output.
     """
 
-    def __init__(self, lowerer: Lowerer, eqn: Any, ins: Sequence[Operand]) -> None:
+    def __init__(self, lowerer: Lowerer, eqn: Any, ins: Sequence[EqnOperand]) -> None:
         self.lowerer = lowerer
         self.eqn = eqn
         self.prim: str = eqn.primitive.name
         self.params: Mapping[str, Any] = eqn.params
-        self.ins: tuple[Operand, ...] = tuple(ins)
+        self.ins: tuple[EqnOperand, ...] = tuple(ins)
         self.out_avals: tuple[tuple[tuple[int, ...], str], ...] = tuple(
             (tuple(int(d) for d in v.aval.shape), str(v.aval.dtype)) for v in eqn.outvars
         )
@@ -340,35 +276,12 @@ class EqnCtx:
         """Input ``k``, which must be a tensor (not a literal)."""
         x = self.ins[k]
         if not isinstance(x, TensorInfo):
-            raise Unsupported(f"{self.prim}: literal operand {k} not supported here")
+            raise UnsupportedOpError(f"{self.prim}: literal operand {k} not supported here")
         return x
 
 
-LoweringFn = Callable[[EqnCtx], "tuple[Operand, ...] | None"]
+LoweringFn = Callable[[EqnCtx], "tuple[EqnOperand, ...] | None"]
 """Emit via ``ctx`` and return ``None``, or return the output operands (views)."""
 
-LOWERINGS: dict[str, LoweringFn] = {}
-
-
-def lowering(*prims: str) -> Callable[[LoweringFn], LoweringFn]:
-    """Register a lowering for one or more primitive names."""
-
-    def register(fn: LoweringFn) -> LoweringFn:
-        for p in prims:
-            if p in LOWERINGS:
-                raise ValueError(f"duplicate lowering for {p}")
-            LOWERINGS[p] = fn
-        return fn
-
-    return register
-
-
-def decl_bytes(decl: TensorDecl) -> int:
-    """Bytes of a declaration with integer-literal shape (0 when symbolic)."""
-    n = 1
-    for d in decl.shape:
-        v = getattr(d, "value", None)
-        if not isinstance(v, int):
-            return 0
-        n *= v
-    return n * decl.dtype.itemsize_bytes
+LOWERINGS: LoweringTable[LoweringFn] = LoweringTable()
+"""jaxpr primitive name -> lowering."""

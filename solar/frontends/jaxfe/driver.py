@@ -5,14 +5,15 @@ inlines call-like equations (``jit``/``pjit``, ``closed_call``, ``custom_jvp_cal
 ``custom_vjp_call``, ``remat``), skips dead equations (XLA would too), and hands every
 other equation to its registered lowering (`solar.frontends.jaxfe.core.LOWERINGS`),
 which emits one kernel, or returns a free view. An equation without a lowering, or one
-its lowering rejects, is *uncovered*: its kernels are rolled back, its outputs become
-extra program inputs (their values come from the reference run, see
-`solar.frontends.jaxfe.reference`), and the coverage (`UncoveredOp`) reports it with its
-share of the program's tensor bytes. The result is unverified; run `verify_program` on it.
+its lowering rejects, is *uncovered* through the kit's `LoweringDriver`: its kernels are
+rolled back, its outputs become extra program inputs (their values come from the
+reference run, see `solar.frontends.jaxfe.reference`), the tensors it reads are kept
+alive, and the coverage (`UncoveredOp`) reports it with its share of the program's
+tensor bytes. The result is unverified; run `verify_program` on it.
 
-Naming: ``x0, x1, ...`` for the ``get_inputs()`` arrays, ``p_<path>`` for Flax params,
-``y0, y1, ...`` for the flattened outputs, ``c0, c1, ...`` for jaxpr constants and
-``u0_<prim>, u1_<prim>, ...`` for outputs of uncovered equations.
+Naming (`solar.frontends.kit.naming`): ``x0, x1, ...`` for the ``get_inputs()`` arrays,
+``p_<path>`` for Flax params, ``y0, y1, ...`` for the flattened outputs, ``c0, c1, ...``
+for jaxpr constants and ``u0_<prim>, u1_<prim>, ...`` for outputs of uncovered equations.
 """
 
 from __future__ import annotations
@@ -24,23 +25,18 @@ from typing import Any, cast
 
 import numpy as np
 
-from solar.frontends.builder import KernelBuilder, ProgramBuilder, TensorRef, sanitize_name
 from solar.frontends.jaxfe.core import (
     LOWERINGS,
     EqnCtx,
+    EqnOperand,
     Lit,
     Opaque,
-    Operand,
     Sink,
-    TensorInfo,
-    Unsupported,
     Value,
     ir_dtype,
     read,
     uint8_inexact,
 )
-from solar.frontends.jaxfe.index import Nest, shape_numel
-from solar.frontends.jaxfe.result import CondRegion, ExtraInput, LoweredProgram, UncoveredOp
 from solar.frontends.jaxfe.walk import (
     inline_args,
     inline_body,
@@ -49,62 +45,22 @@ from solar.frontends.jaxfe.walk import (
     live_equations,
     sanitize_scope,
 )
-from solar.ir import Access, Assign, Binary, DType, Expr, If, Kernel, Role, TensorDecl
+from solar.frontends.kit import (
+    CondRegion,
+    KernelBuilder,
+    LoweringDriver,
+    Nest,
+    TensorInfo,
+    TensorRef,
+    Unsupported,
+    UnsupportedOpError,
+    sanitize_name,
+    shape_numel,
+    uncovered_name,
+)
+from solar.ir import Access, Assign, Binary, DType, Expr, If, Kernel
 
-__all__ = [
-    "CondRegion",
-    "ExtraInput",
-    "LoweredProgram",
-    "Lowerer",
-    "NestedSink",
-    "UncoveredOp",
-    "is_var",
-]
-
-
-class _Builder(ProgramBuilder):
-    """A `ProgramBuilder` that can roll back an uncovered equation's declarations.
-
-    Names handed out are logged, so a checkpoint is four integers (O(1) per equation).
-    """
-
-    def __init__(self, name: str) -> None:
-        super().__init__(name)
-        self._log: list[str] = []
-
-    def unique(self, hint: str) -> str:
-        """A fresh identifier based on ``hint`` (logged for rollback)."""
-        name = super().unique(hint)
-        self._log.append(name)
-        return name
-
-    def checkpoint(self) -> tuple[int, int, int, int]:
-        """The builder state to return to."""
-        return (len(self._sizes), len(self._tensors), len(self._kernels), len(self._log))
-
-    def rollback(self, cp: tuple[int, int, int, int]) -> None:
-        """Forget everything declared since ``cp``."""
-        self._sizes = self._sizes[: cp[0]]
-        self._tensors = self._tensors[: cp[1]]
-        self._kernels = self._kernels[: cp[2]]
-        self._used.difference_update(self._log[cp[3] :])
-        del self._log[cp[3] :]
-
-    def declaration(self, name: str) -> TensorDecl | None:
-        """The program-level declaration of ``name`` (``None`` for locals)."""
-        return next((t for t in self._tensors if t.name == name), None)
-
-    def is_used(self, name: str) -> bool:
-        """True if ``name`` is taken."""
-        return name in self._used
-
-    def kernel_names(self) -> list[str]:
-        """Names of the finished kernels, in order."""
-        return [k.name for k in self._kernels]
-
-    def add_kernel(self, kernel: Kernel) -> None:
-        """Append a finished kernel."""
-        self._kernels.append(kernel)
+__all__ = ["Lowerer", "NestedSink"]
 
 
 class NestedSink:
@@ -127,44 +83,40 @@ class NestedSink:
         self.stmts.extend(stmts)
 
 
-class Lowerer:
-    """Walks jaxprs and emits kernels; holds everything the lowerings share."""
+class Lowerer(LoweringDriver):
+    """Walks jaxprs and emits kernels; holds everything the lowerings share.
+
+    Attributes:
+        constants: ``(IR name, value)`` of the jaxpr constants declared as parameters.
+        cond_regions: the top-level conds lowered so far (see `CondRegion`).
+    """
 
     def __init__(self, name: str, *, strip_root: bool = False) -> None:
-        self.pb = _Builder(name)
+        super().__init__(name)
         self.sink: Sink | None = None
         self.guard: Expr | None = None
         self.catch = True
         self.strip_root = strip_root
         self.scope = ""
-        self.notes: list[str] = []
-        self.extra: list[ExtraInput] = []
-        self.cond_regions: list[CondRegion] = []
-        self.uncovered_reads: list[str] = []
+        self.constants: list[tuple[str, np.ndarray]] = self.journaled([])
+        self.cond_regions: list[CondRegion] = self.journaled([])
+        self._consts: dict[int, tuple[Any, Value]] = self.journaled({})
         self._pending: list[KernelBuilder] = []
         self._dest: Mapping[Any, TensorInfo] = {}
         self._live: set[Any] = set()
-        self._consts: dict[int, tuple[Any, Value]] = {}
-        self._bytes_total = 0
-        self._uncovered: dict[str, list[Any]] = {}
-        self._equations = 0
-        self._lowered = 0
         self._counter: dict[str, int] = {}
         self._frames: list[_Frame] = []
 
     def fresh(self, prefix: str) -> str:
         """A numbered name ``prefix0, prefix1, ...`` not used yet."""
+        return f"{prefix}{self._fresh_number(prefix)}"
+
+    def _fresh_number(self, prefix: str) -> int:
         while True:
             k = self._counter.get(prefix, 0)
             self._counter[prefix] = k + 1
-            name = f"{prefix}{k}"
-            if not self.pb.is_used(name):
-                return name
-
-    def declare(self, role: Role, dtype: DType, shape: Sequence[int], name: str) -> TensorInfo:
-        """Declare a program-level tensor and return it as a value."""
-        ref = self.pb.tensor(role, dtype, tuple(shape), name)
-        return TensorInfo(ref, tuple(int(d) for d in shape), dtype)
+            if not self.pb.is_used(f"{prefix}{k}"):
+                return k
 
     def alloc(self, var: Any, shape: Sequence[int], dtype: DType, hint: str) -> TensorInfo:
         """Storage for an equation output: its destination, a local, or a new temp."""
@@ -197,7 +149,7 @@ class Lowerer:
         arr = np.asarray(value)
         try:
             dtype = ir_dtype(arr.dtype)
-        except Unsupported:
+        except UnsupportedOpError:
             return Opaque(tuple(arr.shape), str(arr.dtype))
         op: Value
         if arr.ndim == 0:
@@ -206,7 +158,7 @@ class Lowerer:
             name = self.fresh("c")
             op = self.declare("param", dtype, arr.shape, name)
             stored = arr.astype(np.float32) if dtype.is_float and arr.dtype.itemsize < 4 else arr
-            self.extra.append(ExtraInput(name, "const", value=np.array(stored)))
+            self.constants.append((name, np.array(stored)))
         self._consts[key] = (value, op)
         return op
 
@@ -219,7 +171,7 @@ class Lowerer:
         if arr.ndim == 0:
             try:
                 dtype = ir_dtype(a.aval.dtype)
-            except Unsupported:
+            except UnsupportedOpError:
                 return Opaque((), str(a.aval.dtype))
             value = arr.item()
             if str(a.aval.dtype) == "uint8":
@@ -284,17 +236,19 @@ class Lowerer:
         *,
         dest: Mapping[Any, TensorInfo] | None = None,
         pinned: Sequence[Any] = (),
-    ) -> list[Operand]:
+    ) -> list[EqnOperand]:
         """`lower_jaxpr` for a body whose results must be IR values (loop and branch bodies).
 
         Raises:
-            Unsupported: a result is not representable (it comes from a PRNG op...).
+            UnsupportedOpError: a result is not representable (it comes from a PRNG op...).
         """
         outs = self.lower_jaxpr(jaxpr, consts, args, dest=dest, pinned=pinned)
-        ops: list[Operand] = []
+        ops: list[EqnOperand] = []
         for o in outs:
             if isinstance(o, Opaque):
-                raise Unsupported(f"a body result of dtype {o.dtype_name} is not representable")
+                raise UnsupportedOpError(
+                    f"a body result of dtype {o.dtype_name} is not representable"
+                )
             ops.append(o)
         return ops
 
@@ -366,27 +320,25 @@ class Lowerer:
             fn = _uint8_arithmetic
         if not self.catch:
             if fn is None:
-                raise Unsupported(f"no lowering for primitive `{prim}`")
+                raise UnsupportedOpError(f"no lowering for primitive `{prim}`")
             return self._apply(fn, eqn, ins)
-        self._equations += 1
         nbytes = _eqn_bytes(eqn)
-        self._bytes_total += nbytes
-        cp = self.checkpoint()
-        try:
-            if fn is None:
-                raise Unsupported(f"no lowering for primitive `{prim}`")
-            outs = self._apply(fn, eqn, ins)
-        except Unsupported as err:
-            self.rollback(cp)
-            return self._uncover(eqn, ins, path, str(err), nbytes)
-        self._lowered += 1
-        return outs
+        self.count(nbytes)
+        got = (
+            self.attempt(lambda: self._apply(fn, eqn, ins))
+            if fn is not None
+            else Unsupported(f"no lowering for primitive `{prim}`")
+        )
+        if isinstance(got, Unsupported):
+            return self._uncover(eqn, ins, path, got.reason, nbytes)
+        self.coverage.lowered += 1
+        return got
 
     def _apply(self, fn: Any, eqn: Any, ins: Sequence[Value]) -> list[Value]:
         saved = self._pending
         self._pending = []
         try:
-            ctx = EqnCtx(self, eqn, cast(Sequence[Operand], ins))
+            ctx = EqnCtx(self, eqn, cast(Sequence[EqnOperand], ins))
             res = fn(ctx)
             outs = [ctx.out(k) for k in range(len(eqn.outvars))] if res is None else list(res)
             for kb in self._pending:
@@ -402,45 +354,21 @@ class Lowerer:
             body = (If(self.guard, body),)
         self.pb.add_kernel(Kernel(kb.name, tuple(kb.locals), body))
 
-    def checkpoint(self) -> tuple[Any, ...]:
-        """State to roll back to if an equation turns out uncovered."""
-        return (
-            self.pb.checkpoint(),
-            len(self.extra),
-            len(self.cond_regions),
-            len(self.notes),
-            dict(self._consts),
-            len(self.uncovered_reads),
-        )
-
-    def rollback(self, cp: tuple[Any, ...]) -> None:
-        """Forget everything emitted since ``cp``."""
-        self.pb.rollback(cp[0])
-        del self.extra[cp[1] :]
-        del self.cond_regions[cp[2] :]
-        del self.notes[cp[3] :]
-        self._consts = cp[4]
-        del self.uncovered_reads[cp[5] :]
-
     def _uncover(
         self, eqn: Any, ins: Sequence[Value], path: tuple[int, ...], reason: str, nbytes: int
     ) -> list[Value]:
         prim = eqn.primitive.name
-        self._uncovered.setdefault(prim, []).append((nbytes, reason))
-        for x in ins:
-            if isinstance(x, TensorInfo) and x.ref.name not in self.uncovered_reads:
-                self.uncovered_reads.append(x.ref.name)
+        self.uncover(prim, nbytes, reason, ins)
         outs: list[Value] = []
         for k, v in enumerate(eqn.outvars):
             shape = tuple(int(d) for d in v.aval.shape)
             try:
                 dtype = ir_dtype(v.aval.dtype)
-            except Unsupported:
+            except UnsupportedOpError:
                 outs.append(Opaque(shape, str(v.aval.dtype)))
                 continue
-            name = f"{self.fresh('u')}_{sanitize_name(prim)}"
-            outs.append(self.declare("input", dtype, shape, name))
-            self.extra.append(ExtraInput(name, "uncovered", path=path, out_index=k))
+            name = uncovered_name(self._fresh_number("u"), sanitize_name(prim))
+            outs.append(self.declare_uncovered(name, dtype, shape, path, k))
         return outs
 
     @contextlib.contextmanager
@@ -466,28 +394,13 @@ class Lowerer:
         finally:
             self.guard, self.catch = saved
 
-    def copy_into(self, sink: Sink, dst: TensorInfo, src: Operand) -> None:
+    def copy_into(self, sink: Sink, dst: TensorInfo, src: EqnOperand) -> None:
         """Emit ``dst[i...] = src[i...]`` over ``dst``'s shape into ``sink``."""
         nest = Nest(sink, dst.shape)
         if nest.empty:
             return
         target = Access(dst.ref.name, dst.storage_index(nest.idx))
         sink.emit(*nest.wrap([Assign(target, read(src, nest.idx))]))
-
-    def coverage(self) -> tuple[UncoveredOp, ...]:
-        """The uncovered primitives so far, most bytes first."""
-        total = max(self._bytes_total, 1)
-        ops = [
-            UncoveredOp(prim, len(items), sum(b for b, _ in items) / total, items[0][1])
-            for prim, items in self._uncovered.items()
-        ]
-        ops.sort(key=lambda u: (-u.bytes_share, u.target))
-        return tuple(ops)
-
-    @property
-    def counts(self) -> tuple[int, int]:
-        """``(equations seen, equations lowered)`` at kernel level."""
-        return self._equations, self._lowered
 
 
 @dataclass(slots=True)
@@ -501,13 +414,13 @@ class _Frame:
 
 def _opaque_input(x: Opaque) -> Any:
     def fail(ctx: EqnCtx) -> None:
-        raise Unsupported(f"input of dtype {x.dtype_name} comes from an uncovered op")
+        raise UnsupportedOpError(f"input of dtype {x.dtype_name} comes from an uncovered op")
 
     return fail
 
 
 def _uint8_arithmetic(ctx: EqnCtx) -> None:
-    raise Unsupported(
+    raise UnsupportedOpError(
         f"`{ctx.prim}` on uint8 values or indices (only moves and conversions are exact)"
     )
 

@@ -22,8 +22,10 @@ from solar.frontends.jaxfe import (  # noqa: F401 - importing registers the lowe
     ops_shape,
 )
 from solar.frontends.jaxfe.capture import JaxCapture
-from solar.frontends.jaxfe.core import Opaque, TensorInfo, Unsupported, Value, ir_dtype
-from solar.frontends.jaxfe.driver import LoweredProgram, Lowerer, is_var
+from solar.frontends.jaxfe.core import Opaque, Value, ir_dtype
+from solar.frontends.jaxfe.driver import Lowerer
+from solar.frontends.jaxfe.walk import is_var
+from solar.frontends.kit import LoweredProgram, TensorInfo, UnsupportedOpError
 from solar.ir import Role
 
 __all__ = ["lower_jaxpr"]
@@ -58,7 +60,7 @@ def lower_jaxpr(capture: JaxCapture) -> LoweredProgram:
         name = capture.output_names[k]
         try:
             out = _declare(lw, "output", var, name)
-        except Unsupported:
+        except UnsupportedOpError:
             lw.notes.append(f"output {name} has dtype {var.aval.dtype}: dropped")
             outputs.append(None)
             continue
@@ -87,24 +89,16 @@ def lower_jaxpr(capture: JaxCapture) -> LoweredProgram:
         kb = lw.pb.kernel("output_copy")
         lw.copy_into(kb, out, value)
         lw.finish_kernel(kb)
-    return LoweredProgram(
-        program=lw.pb.build(),
-        inputs=capture.input_names,
-        params=capture.param_names,
-        outputs=tuple(o.ref.name for o in outputs if o is not None),
-        extra_inputs=tuple(lw.extra),
-        coverage=lw.coverage(),
-        equations=lw.counts[0],
-        lowered_equations=lw.counts[1],
-        cond_regions=tuple(lw.cond_regions),
-        notes=tuple(lw.notes),
-        uncovered_reads=tuple(lw.uncovered_reads),
+    return lw.lowered(
+        lw.pb.build(),
+        inputs=capture.arg_names[capture.n_params :],
+        params=tuple((name, name) for name in capture.param_names),
+        outputs=tuple(o.ref.name if o is not None else None for o in outputs),
+        constant_values=lw.constants,
+        cond_regions=lw.cond_regions,
     )
 
 
 def _declare(lw: Lowerer, role: Role, var: Any, name: str) -> TensorInfo:
     shape = tuple(int(d) for d in var.aval.shape)
-    info = lw.declare(role, ir_dtype(var.aval.dtype), shape, name)
-    if info.ref.name != name:
-        raise AssertionError(f"IR name {info.ref.name} differs from {name}")
-    return info
+    return lw.declare(role, ir_dtype(var.aval.dtype), shape, name, exact=True)

@@ -24,25 +24,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from solar.frontends.jaxfe.core import (
-    EqnCtx,
-    IndexMap,
-    Lit,
-    Operand,
-    TensorInfo,
-    Unsupported,
-    lowering,
-    read,
-)
+from solar.frontends.jaxfe.core import LOWERINGS, EqnCtx, EqnOperand, Lit, read
 from solar.frontends.jaxfe.driver import NestedSink
-from solar.frontends.jaxfe.result import CondRegion
 from solar.frontends.jaxfe.walk import is_var
+from solar.frontends.kit import CondRegion, IndexMap, TensorInfo, UnsupportedOpError
 from solar.ir import Binary, Cast, DType, Expr, For, If, IntLit, Stmt, lit
 
 __all__ = ["static_trip_count"]
 
 
-def _same_storage(a: Operand, b: Operand) -> bool:
+def _same_storage(a: EqnOperand, b: EqnOperand) -> bool:
     return (
         isinstance(a, TensorInfo)
         and isinstance(b, TensorInfo)
@@ -56,9 +47,9 @@ def _loop(
     ctx: EqnCtx,
     jaxpr: Any,
     consts: Sequence[Any],
-    const_ins: Sequence[Operand],
-    init: Sequence[Operand],
-    xs: Sequence[Operand],
+    const_ins: Sequence[EqnOperand],
+    init: Sequence[EqnOperand],
+    xs: Sequence[EqnOperand],
     length: int,
     reverse: bool,
     n_ys: int,
@@ -76,7 +67,7 @@ def _loop(
         return
     (t,) = kb.fresh_vars(1, "t")
     pos: Expr = Binary("-", lit(length - 1), t) if reverse else t
-    x_views: list[Operand] = []
+    x_views: list[EqnOperand] = []
     for x in xs:
         if isinstance(x, Lit):
             x_views.append(x.reshaped(x.shape[1:]))
@@ -117,7 +108,7 @@ def _prepend(pos: Expr) -> IndexMap:
     return index_map
 
 
-@lowering("scan")
+@LOWERINGS.register("scan")
 def _scan(ctx: EqnCtx) -> None:
     p = ctx.params
     closed = p["jaxpr"]
@@ -136,7 +127,7 @@ def _scan(ctx: EqnCtx) -> None:
     )
 
 
-@lowering("while")
+@LOWERINGS.register("while")
 def _while(ctx: EqnCtx) -> None:
     p = ctx.params
     cn, bn = int(p["cond_nconsts"]), int(p["body_nconsts"])
@@ -144,7 +135,7 @@ def _while(ctx: EqnCtx) -> None:
     body = p["body_jaxpr"]
     trips = static_trip_count(p["cond_jaxpr"], body, cond_consts, init)
     if trips is None:
-        raise Unsupported("while_loop without a static trip count")
+        raise UnsupportedOpError("while_loop without a static trip count")
     _loop(ctx, body.jaxpr, body.consts, body_consts, init, (), trips, False, 0)
 
 
@@ -155,7 +146,7 @@ def _literal_int(x: Any) -> int | None:
 
 
 def static_trip_count(
-    cond: Any, body: Any, cond_consts: Sequence[Operand], init: Sequence[Operand]
+    cond: Any, body: Any, cond_consts: Sequence[EqnOperand], init: Sequence[EqnOperand]
 ) -> int | None:
     """The trip count of a ``while`` whose condition compares a unit-step counter to a constant.
 
@@ -192,9 +183,9 @@ def static_trip_count(
 def _bound_value(
     b: Any,
     cj: Any,
-    cond_consts: Sequence[Operand],
+    cond_consts: Sequence[EqnOperand],
     carries: Sequence[Any],
-    init: Sequence[Operand],
+    init: Sequence[EqnOperand],
     bj: Any,
 ) -> int | None:
     if not is_var(b):
@@ -223,8 +214,8 @@ def _increments(bj: Any, k: int) -> bool:
     return False
 
 
-@lowering("cond")
-def _cond(ctx: EqnCtx) -> tuple[Operand, ...] | None:
+@LOWERINGS.register("cond")
+def _cond(ctx: EqnCtx) -> tuple[EqnOperand, ...] | None:
     branches = ctx.params["branches"]
     index, ops = ctx.ins[0], ctx.ins[1:]
     lw = ctx.lowerer
@@ -280,15 +271,15 @@ TARGET_PLATFORMS = ("cuda", "gpu")
 """Platform names of the hardware SOLAR bounds (GPUs), for ``platform_index``."""
 
 
-@lowering("platform_index")
-def _platform_index(ctx: EqnCtx) -> tuple[Operand, ...]:
+@LOWERINGS.register("platform_index")
+def _platform_index(ctx: EqnCtx) -> tuple[EqnOperand, ...]:
     """The branch a platform-dependent ``cond`` takes on a GPU: a literal, so the cond
     inlines that branch (``jnp.diagonal`` picks a Mosaic or a default implementation)."""
     platforms = ctx.params["platforms"]
     for k, names in enumerate(platforms):
         if names is None or any(p in TARGET_PLATFORMS for p in names):
             return (Lit(k, ctx.out_dtype(0)),)
-    raise Unsupported(f"no branch for a GPU among platforms {platforms}")
+    raise UnsupportedOpError(f"no branch for a GPU among platforms {platforms}")
 
 
 def _branch_cond(pred: Expr, k: int, n: int) -> Expr:

@@ -26,8 +26,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from solar.frontends.jaxfe.core import EqnCtx, TensorInfo, Unsupported, lowering, read
-from solar.frontends.jaxfe.index import Nest, iadd
+from solar.frontends.jaxfe.core import LOWERINGS, EqnCtx, read
+from solar.frontends.kit import Nest, TensorInfo, UnsupportedOpError, iadd
 from solar.ir import (
     Access,
     Assign,
@@ -63,7 +63,7 @@ def _write(t: TensorInfo, idx: Sequence[Expr]) -> Access:
 def _float_in(ctx: EqnCtx, k: int) -> TensorInfo:
     x = ctx.tensor_in(k)
     if not x.dtype.is_float:
-        raise Unsupported(f"{ctx.prim} of dtype {x.dtype}")
+        raise UnsupportedOpError(f"{ctx.prim} of dtype {x.dtype}")
     return x
 
 
@@ -71,7 +71,7 @@ def _acc_dtype(dtype: DType) -> DType:
     return DType.F64 if dtype == DType.F64 else DType.F32
 
 
-@lowering("cholesky")
+@LOWERINGS.register("cholesky")
 def _cholesky(ctx: EqnCtx) -> None:
     a = _float_in(ctx, 0)
     n = a.shape[-1]
@@ -118,7 +118,7 @@ def _cholesky(ctx: EqnCtx) -> None:
     kb.emit(*bn.wrap([_for(j, 0, n, step, seq=True)]))
 
 
-@lowering("triangular_solve")
+@LOWERINGS.register("triangular_solve")
 def _triangular_solve(ctx: EqnCtx) -> None:
     a, b = _float_in(ctx, 0), _float_in(ctx, 1)
     p = ctx.params
@@ -128,7 +128,7 @@ def _triangular_solve(ctx: EqnCtx) -> None:
     m = a.shape[-1]
     batch = b.shape[:-2]
     if a.shape[:-2] != batch:
-        raise Unsupported("triangular_solve with broadcast batch dimensions")
+        raise UnsupportedOpError("triangular_solve with broadcast batch dimensions")
     nrhs = b.shape[-1] if left else b.shape[-2]
     out = ctx.out(0)
     kb = ctx.kernel()
@@ -170,7 +170,7 @@ def _triangular_solve(ctx: EqnCtx) -> None:
     kb.emit(*bn.wrap([_for(t, 0, m, body, seq=True)]))
 
 
-@lowering("lu")
+@LOWERINGS.register("lu")
 def _lu(ctx: EqnCtx) -> None:
     a = _float_in(ctx, 0)
     m, n = a.shape[-2], a.shape[-1]

@@ -20,18 +20,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from solar.frontends.jaxfe.core import (
-    EqnCtx,
-    IndexMap,
-    Lit,
-    Operand,
-    TensorInfo,
-    Unsupported,
-    bread,
-    ir_dtype,
-    lowering,
-)
-from solar.frontends.jaxfe.index import Nest
+from solar.frontends.jaxfe.core import LOWERINGS, EqnCtx, EqnOperand, Lit, bread
+from solar.frontends.kit import IndexMap, Nest, TensorInfo, UnsupportedOpError
 from solar.ir import Access, Assign, Binary, Call, Cast, DType, Expr, Unary, lit
 
 __all__ = ["emit_map"]
@@ -155,7 +145,7 @@ _FOLD: dict[str, Callable[..., object]] = {
 }
 
 
-def _fold(ctx: EqnCtx, fn: Callable[..., object]) -> tuple[Operand, ...] | None:
+def _fold(ctx: EqnCtx, fn: Callable[..., object]) -> tuple[EqnOperand, ...] | None:
     """Fold an equation whose inputs are all literals; ``None`` if not foldable."""
     if not all(isinstance(x, Lit) for x in ctx.ins):
         return None
@@ -174,7 +164,7 @@ def _coerce(value: object, dtype: DType) -> float | int | bool:
     return int(value)  # type: ignore[call-overload,no-any-return]
 
 
-def _simple(ctx: EqnCtx) -> tuple[Operand, ...] | None:
+def _simple(ctx: EqnCtx) -> tuple[EqnOperand, ...] | None:
     fold = _FOLD.get(ctx.prim)
     if fold is not None:
         folded = _fold(ctx, fold)
@@ -199,7 +189,7 @@ _IDENTITY = {
 }
 
 
-def _identity(ctx: EqnCtx) -> Operand | None:
+def _identity(ctx: EqnCtx) -> EqnOperand | None:
     """``x + 0``, ``x - 0``, ``x * 1``, ``x / 1`` are ``x`` (as XLA's simplifier folds them).
 
     Returns the other operand, as a free broadcast view when it is smaller than the result.
@@ -232,11 +222,11 @@ def _bcast_idx(shape: Sequence[int], out: Sequence[int], idx: Sequence[Expr]) ->
     return [lit(0) if d == 1 and out[off + k] != 1 else idx[off + k] for k, d in enumerate(shape)]
 
 
-lowering(*_SIMPLE)(_simple)
+LOWERINGS.register(*_SIMPLE)(_simple)
 
 
-@lowering("div")
-def _div(ctx: EqnCtx) -> tuple[Operand, ...] | None:
+@LOWERINGS.register("div")
+def _div(ctx: EqnCtx) -> tuple[EqnOperand, ...] | None:
     dtype = ctx.out_dtype(0)
     if dtype.is_float:
         folded = _fold(ctx, np.divide)
@@ -252,12 +242,12 @@ def _div(ctx: EqnCtx) -> tuple[Operand, ...] | None:
     return None
 
 
-@lowering("rem")
+@LOWERINGS.register("rem")
 def _rem(ctx: EqnCtx) -> None:
     emit_map(ctx, _call("fmod"))
 
 
-@lowering("round")
+@LOWERINGS.register("round")
 def _round(ctx: EqnCtx) -> None:
     method = ctx.params.get("rounding_method", 0)
     if int(method) == 1:  # TO_NEAREST_EVEN
@@ -273,7 +263,7 @@ def _round(ctx: EqnCtx) -> None:
     )
 
 
-@lowering("integer_pow")
+@LOWERINGS.register("integer_pow")
 def _integer_pow(ctx: EqnCtx) -> None:
     y = int(ctx.params["y"])
     dtype = ctx.out_dtype(0)
@@ -291,7 +281,7 @@ def _integer_pow(ctx: EqnCtx) -> None:
         if dtype.is_float:
             return Call("pow", (x, lit(float(y))))
         if y < 0:
-            raise Unsupported("integer_pow of an integer with a negative exponent")
+            raise UnsupportedOpError("integer_pow of an integer with a negative exponent")
         out = x
         for _ in range(y - 1):
             out = Binary("*", out, x)
@@ -303,7 +293,7 @@ def _integer_pow(ctx: EqnCtx) -> None:
 def _logical(op: str) -> Callable[[EqnCtx], None]:
     def lower(ctx: EqnCtx) -> None:
         if ctx.out_dtype(0) != DType.BOOL:
-            raise Unsupported(f"bitwise `{ctx.prim}` on integers has no IR operator")
+            raise UnsupportedOpError(f"bitwise `{ctx.prim}` on integers has no IR operator")
         if op == "not":
             emit_map(ctx, lambda a: Unary("not", a[0]))
         else:
@@ -312,13 +302,13 @@ def _logical(op: str) -> Callable[[EqnCtx], None]:
     return lower
 
 
-lowering("and")(_logical("and"))
-lowering("or")(_logical("or"))
-lowering("xor")(_logical("!="))
-lowering("not")(_logical("not"))
+LOWERINGS.register("and")(_logical("and"))
+LOWERINGS.register("or")(_logical("or"))
+LOWERINGS.register("xor")(_logical("!="))
+LOWERINGS.register("not")(_logical("not"))
 
 
-@lowering("select_n")
+@LOWERINGS.register("select_n")
 def _select_n(ctx: EqnCtx) -> None:
     pred_dtype = ctx.in_dtype(0)
 
@@ -336,14 +326,14 @@ def _select_n(ctx: EqnCtx) -> None:
     emit_map(ctx, choose)
 
 
-@lowering("clamp")
+@LOWERINGS.register("clamp")
 def _clamp(ctx: EqnCtx) -> None:
     # clamp(lo, x, hi)
     emit_map(ctx, lambda a: Call("min", (Call("max", (a[1], a[0])), a[2])))
 
 
-@lowering("convert_element_type")
-def _convert(ctx: EqnCtx) -> tuple[Operand, ...] | None:
+@LOWERINGS.register("convert_element_type")
+def _convert(ctx: EqnCtx) -> tuple[EqnOperand, ...] | None:
     x = ctx.ins[0]
     dtype = ctx.out_dtype(0)
     # uint8 is stored as int8 bits (core.DTYPES): decode to 0..255 unless the bits are kept.
@@ -368,8 +358,8 @@ def _convert_scalar(value: float | int | bool, dtype: DType) -> float | int | bo
     return int(value)  # truncation toward zero, as XLA converts
 
 
-@lowering("reduce_precision")
-def _reduce_precision(ctx: EqnCtx) -> tuple[Operand, ...] | None:
+@LOWERINGS.register("reduce_precision")
+def _reduce_precision(ctx: EqnCtx) -> tuple[EqnOperand, ...] | None:
     bits = (int(ctx.params["exponent_bits"]), int(ctx.params["mantissa_bits"]))
     target = {(5, 10): DType.F16, (8, 7): DType.BF16}.get(bits)
     if target is None or isinstance(ctx.ins[0], Lit):
@@ -378,7 +368,7 @@ def _reduce_precision(ctx: EqnCtx) -> tuple[Operand, ...] | None:
     return None
 
 
-@lowering(
+@LOWERINGS.register(
     "stop_gradient",
     "copy",
     "copy_p",
@@ -389,20 +379,7 @@ def _reduce_precision(ctx: EqnCtx) -> tuple[Operand, ...] | None:
     "mesh_cast",
     "reshard",
 )
-def _alias(ctx: EqnCtx) -> tuple[Operand, ...]:
+def _alias(ctx: EqnCtx) -> tuple[EqnOperand, ...]:
     """Identity on values: no data moves in the program (docs/jax.md, views)."""
     n = len(ctx.eqn.outvars)
     return tuple(ctx.ins[:n])
-
-
-def literal_dtype(value: object, dtype_name: str) -> DType:
-    """IR dtype of a literal (helper for tests)."""
-    del value
-    return ir_dtype(dtype_name)
-
-
-def as_tensor(x: Operand) -> TensorInfo:
-    """``x`` as a tensor, rejecting literals."""
-    if not isinstance(x, TensorInfo):
-        raise Unsupported("literal operand where a tensor is needed")
-    return x

@@ -24,10 +24,9 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from solar.frontends.builder import TensorRef
-from solar.frontends.jaxfe.core import EqnCtx, Operand, TensorInfo, Unsupported, lowering, read
-from solar.frontends.jaxfe.index import Nest, iadd
+from solar.frontends.jaxfe.core import LOWERINGS, EqnCtx, EqnOperand, read
 from solar.frontends.jaxfe.ops_reduce import reduce_init
+from solar.frontends.kit import Nest, TensorInfo, TensorRef, UnsupportedOpError, iadd
 from solar.ir import (
     Access,
     Assign,
@@ -61,7 +60,7 @@ def window_index(
     window_dims: Sequence[int],
     window_idx: Sequence[Expr],
 ) -> list[Expr]:
-    """Operand indices: ``start + window offset`` per dim (batching dims use the batch index).
+    """EqnOperand indices: ``start + window offset`` per dim (batching dims use the batch index).
 
     Args:
         rank: operand rank.
@@ -93,7 +92,7 @@ class _Starts:
     def __init__(
         self,
         kb: Any,
-        indices: Operand,
+        indices: EqnOperand,
         batch_ext: Sequence[int],
         index_map: Sequence[int],
         operand_shape: Sequence[int],
@@ -134,7 +133,7 @@ class _Starts:
         return loc[idx] if idx else loc.scalar()
 
     def starts(self, batch: Sequence[Expr]) -> dict[int, Expr]:
-        """Operand dim -> start expression at the batch point ``batch``."""
+        """EqnOperand dim -> start expression at the batch point ``batch``."""
         if not self.locals:
             return {k: read(self.indices, [*batch, lit(j)]) for j, k in enumerate(self.index_map)}
         return {k: self._at(loc, batch) for k, loc in zip(self.index_map, self.locals, strict=True)}
@@ -151,7 +150,7 @@ def _all(conds: Sequence[Expr]) -> Expr:
     return out
 
 
-@lowering("gather")
+@LOWERINGS.register("gather")
 def _gather(ctx: EqnCtx) -> None:
     x, indices = ctx.ins
     dn = ctx.params["dimension_numbers"]
@@ -215,11 +214,11 @@ _SCATTER_OPS: dict[str, ReduceOp | None] = {
 }
 
 
-@lowering(*_SCATTER_OPS)
-def _scatter(ctx: EqnCtx) -> tuple[Operand, ...] | None:
+@LOWERINGS.register(*_SCATTER_OPS)
+def _scatter(ctx: EqnCtx) -> tuple[EqnOperand, ...] | None:
     x, indices, updates = ctx.ins[:3]
     if len(ctx.ins) != 3:
-        raise Unsupported("variadic scatter")
+        raise UnsupportedOpError("variadic scatter")
     op = _SCATTER_OPS[ctx.prim]
     dn = ctx.params["dimension_numbers"]
     window_dims_u = tuple(dn.update_window_dims)

@@ -20,16 +20,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from solar.frontends.jaxfe.core import (
-    EqnCtx,
-    Operand,
-    Sink,
-    TensorInfo,
-    Unsupported,
-    lowering,
-    read,
-)
-from solar.frontends.jaxfe.index import Nest, guard, iadd, imul, range_guard
+from solar.frontends.jaxfe.core import LOWERINGS, EqnCtx, EqnOperand, Sink, read
+from solar.frontends.kit import Nest, TensorInfo, UnsupportedOpError, guard, iadd, imul, range_guard
 from solar.ir import Access, Assign, Binary, Cast, DType, Expr, IntLit, Reduce, Stmt, lit
 
 __all__ = ["ConvGeometry", "conv_specs"]
@@ -49,7 +41,7 @@ def _zero(dtype: DType) -> Expr:
     return lit(0.0) if dtype.is_float else (lit(False) if dtype == DType.BOOL else lit(0))
 
 
-@lowering("dot_general")
+@LOWERINGS.register("dot_general")
 def _dot_general(ctx: EqnCtx) -> None:
     a, b = ctx.ins
     (lc, rc), (lb, rb) = ctx.params["dimension_numbers"]
@@ -169,14 +161,14 @@ class ConvGeometry:
         return batch, chan, feat
 
 
-def _geometry(ctx: EqnCtx, x: Operand, w: Operand) -> ConvGeometry:
+def _geometry(ctx: EqnCtx, x: EqnOperand, w: EqnOperand) -> ConvGeometry:
     p = ctx.params
     nd = len(x.shape) - 2
     specs = conv_specs(ctx, nd)
     ls, rs, os_ = specs
     fg, bg = int(p.get("feature_group_count", 1)), int(p.get("batch_group_count", 1))
     if fg > 1 and bg > 1:
-        raise Unsupported("feature and batch groups together")
+        raise UnsupportedOpError("feature and batch groups together")
     out_shape = ctx.out_shape(0)
     groups = max(fg, bg)
     return ConvGeometry(
@@ -197,7 +189,7 @@ def _geometry(ctx: EqnCtx, x: Operand, w: Operand) -> ConvGeometry:
     )
 
 
-@lowering("conv_general_dilated")
+@LOWERINGS.register("conv_general_dilated")
 def _conv(ctx: EqnCtx) -> None:
     x, w = ctx.ins
     g = _geometry(ctx, x, w)

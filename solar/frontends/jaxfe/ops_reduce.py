@@ -20,8 +20,8 @@ import dataclasses
 import math
 from collections.abc import Callable, Sequence
 
-from solar.frontends.jaxfe.core import EqnCtx, Lit, Operand, TensorInfo, Unsupported, lowering, read
-from solar.frontends.jaxfe.index import Nest, const_int, guard, range_guard
+from solar.frontends.jaxfe.core import LOWERINGS, EqnCtx, EqnOperand, Lit, read
+from solar.frontends.kit import Nest, TensorInfo, UnsupportedOpError, const_int, guard, range_guard
 from solar.ir import (
     Access,
     Assign,
@@ -75,15 +75,15 @@ _REDUCE_OPS: dict[str, ReduceOp] = {
 }
 
 
-@lowering(*_REDUCE_OPS)
-def _reduce(ctx: EqnCtx) -> tuple[Operand, ...] | None:
+@LOWERINGS.register(*_REDUCE_OPS)
+def _reduce(ctx: EqnCtx) -> tuple[EqnOperand, ...] | None:
     op = _REDUCE_OPS[ctx.prim]
     x = ctx.ins[0]
     dtype = ctx.out_dtype(0)
     axes = tuple(sorted(int(a) for a in ctx.params["axes"]))
     if ctx.prim in ("reduce_and", "reduce_or"):
         if dtype != DType.BOOL:
-            raise Unsupported(f"bitwise `{ctx.prim}` on integers has no IR operator")
+            raise UnsupportedOpError(f"bitwise `{ctx.prim}` on integers has no IR operator")
         _emit_bool_reduce(ctx, x, axes, every=ctx.prim == "reduce_and")
         return None
     if isinstance(x, Lit):
@@ -100,7 +100,7 @@ def _reduce(ctx: EqnCtx) -> tuple[Operand, ...] | None:
 
 def emit_reduce(
     ctx: EqnCtx,
-    x: Operand,
+    x: EqnOperand,
     axes: Sequence[int],
     op: ReduceOp,
     value: Callable[[Sequence[Expr]], Expr],
@@ -137,7 +137,7 @@ def emit_reduce(
     kb.emit(*outer.wrap(body))
 
 
-def _emit_bool_reduce(ctx: EqnCtx, x: Operand, axes: Sequence[int], *, every: bool) -> None:
+def _emit_bool_reduce(ctx: EqnCtx, x: EqnOperand, axes: Sequence[int], *, every: bool) -> None:
     """``all``/``any``: count the true elements into an i64 local, then compare (1 FLOP each)."""
     out = ctx.out(0)
     kb = ctx.kernel()
@@ -165,12 +165,12 @@ def _emit_bool_reduce(ctx: EqnCtx, x: Operand, axes: Sequence[int], *, every: bo
     kb.emit(*outer.wrap(body))
 
 
-@lowering("argmax", "argmin")
+@LOWERINGS.register("argmax", "argmin")
 def _argextreme(ctx: EqnCtx) -> None:
     x = ctx.ins[0]
     axes = tuple(int(a) for a in ctx.params["axes"])
     if len(axes) != 1:
-        raise Unsupported("argmax/argmin over several axes")
+        raise UnsupportedOpError("argmax/argmin over several axes")
     (axis,) = axes
     op: ReduceOp = "max" if ctx.prim == "argmax" else "min"
     out = ctx.out(0)
@@ -223,7 +223,7 @@ def _logaddexp(a: Expr, b: Expr) -> Expr:
     return Binary("+", Call("max", (a, b)), Call("log1p", (Call("exp", (gap,)),)))
 
 
-@lowering(*_CUM)
+@LOWERINGS.register(*_CUM)
 def _cumulative(ctx: EqnCtx) -> None:
     x = ctx.ins[0]
     axis = int(ctx.params["axis"])
@@ -269,9 +269,9 @@ _WINDOW_OPS: dict[str, ReduceOp] = {
 _BODY_OPS: dict[str, ReduceOp] = {"add": "+", "max": "max", "min": "min", "mul": "*"}
 
 
-@lowering(*_WINDOW_OPS, "reduce_window")
+@LOWERINGS.register(*_WINDOW_OPS, "reduce_window")
 def _reduce_window(ctx: EqnCtx) -> None:
-    x: Operand
+    x: EqnOperand
     if ctx.prim == "reduce_window":
         op, x, init = _generic_window(ctx)
     else:
@@ -313,18 +313,18 @@ def _generic_window(ctx: EqnCtx) -> tuple[ReduceOp, TensorInfo, Expr]:
     body = ctx.params["jaxpr"]
     jaxpr = getattr(body, "jaxpr", body)
     if len(ctx.ins) != 2 or len(jaxpr.eqns) != 1:
-        raise Unsupported("reduce_window with a variadic or multi-op body")
+        raise UnsupportedOpError("reduce_window with a variadic or multi-op body")
     op = _BODY_OPS.get(jaxpr.eqns[0].primitive.name)
     x, init = ctx.ins
     if op is None or not isinstance(x, TensorInfo) or not isinstance(init, Lit):
-        raise Unsupported("reduce_window body is not a single add/max/min/mul")
+        raise UnsupportedOpError("reduce_window body is not a single add/max/min/mul")
     return op, x, init.expr()
 
 
 _SELECT_OPS: dict[str, str] = {"ge": ">", "gt": ">", "le": "<", "lt": "<"}
 
 
-@lowering("select_and_scatter_add")
+@LOWERINGS.register("select_and_scatter_add")
 def _select_and_scatter_add(ctx: EqnCtx) -> None:
     """The gradient of max/min pooling: each window's source value is added at the
     window's first extreme tap.
@@ -339,7 +339,7 @@ def _select_and_scatter_add(ctx: EqnCtx) -> None:
     p = ctx.params
     cmp = _SELECT_OPS.get(getattr(p["select_prim"], "name", str(p["select_prim"])))
     if cmp is None or not isinstance(x, TensorInfo) or not ctx.out_dtype(0).is_float:
-        raise Unsupported("select_and_scatter_add with a select other than ge/le")
+        raise UnsupportedOpError("select_and_scatter_add with a select other than ge/le")
     nd = len(x.shape)
     win = tuple(int(v) for v in p["window_dimensions"])
     strides = tuple(int(v) for v in p["window_strides"])
@@ -348,7 +348,7 @@ def _select_and_scatter_add(ctx: EqnCtx) -> None:
     for d in range(nd):
         for o in range(o_shape[d]):
             if not any(0 <= o * strides[d] + w - pads[d][0] < x.shape[d] for w in range(win[d])):
-                raise Unsupported("select_and_scatter_add with a window entirely in padding")
+                raise UnsupportedOpError("select_and_scatter_add with a window entirely in padding")
     out = ctx.out(0)
     kb = ctx.kernel()
     full = Nest(kb, x.shape)

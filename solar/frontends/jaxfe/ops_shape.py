@@ -14,17 +14,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from solar.frontends.jaxfe.core import (
-    EqnCtx,
-    Lit,
-    Operand,
-    Sink,
+from solar.frontends.jaxfe.core import LOWERINGS, EqnCtx, EqnOperand, Lit, Sink, read
+from solar.frontends.kit import (
+    Nest,
     TensorInfo,
-    Unsupported,
-    lowering,
-    read,
+    UnsupportedOpError,
+    broadcast_map,
+    iadd,
+    imul,
+    range_guard,
+    reshape_map,
 )
-from solar.frontends.jaxfe.index import Nest, broadcast_map, iadd, imul, range_guard, reshape_map
 from solar.ir import Access, Assign, Binary, Call, Cast, DType, Expr, If, IntLit, Stmt, Unary, lit
 
 __all__ = ["clamped_starts", "write"]
@@ -35,8 +35,8 @@ def write(t: TensorInfo, idx: Sequence[Expr | int]) -> Access:
     return Access(t.ref.name, t.storage_index(idx))
 
 
-@lowering("reshape")
-def _reshape(ctx: EqnCtx) -> tuple[Operand, ...] | None:
+@LOWERINGS.register("reshape")
+def _reshape(ctx: EqnCtx) -> tuple[EqnOperand, ...] | None:
     x = ctx.ins[0]
     shape = ctx.out_shape(0)
     if isinstance(x, Lit):
@@ -60,8 +60,8 @@ def _reshape(ctx: EqnCtx) -> tuple[Operand, ...] | None:
     return (x.view(shape, lambda idx: tuple(reshape_map(in_shape, shape, idx))),)
 
 
-@lowering("squeeze")
-def _squeeze(ctx: EqnCtx) -> tuple[Operand, ...]:
+@LOWERINGS.register("squeeze")
+def _squeeze(ctx: EqnCtx) -> tuple[EqnOperand, ...]:
     x = ctx.ins[0]
     shape = ctx.out_shape(0)
     if isinstance(x, Lit):
@@ -76,8 +76,8 @@ def _squeeze(ctx: EqnCtx) -> tuple[Operand, ...]:
     return (x.view(shape, index_map),)
 
 
-@lowering("expand_dims")
-def _expand_dims(ctx: EqnCtx) -> tuple[Operand, ...]:
+@LOWERINGS.register("expand_dims")
+def _expand_dims(ctx: EqnCtx) -> tuple[EqnOperand, ...]:
     x = ctx.ins[0]
     shape = ctx.out_shape(0)
     if isinstance(x, Lit):
@@ -86,8 +86,8 @@ def _expand_dims(ctx: EqnCtx) -> tuple[Operand, ...]:
     return (x.view(shape, lambda idx: tuple(e for k, e in enumerate(idx) if k not in new)),)
 
 
-@lowering("broadcast_in_dim")
-def _broadcast_in_dim(ctx: EqnCtx) -> tuple[Operand, ...]:
+@LOWERINGS.register("broadcast_in_dim")
+def _broadcast_in_dim(ctx: EqnCtx) -> tuple[EqnOperand, ...]:
     x = ctx.ins[0]
     shape = ctx.out_shape(0)
     if isinstance(x, Lit):
@@ -96,7 +96,9 @@ def _broadcast_in_dim(ctx: EqnCtx) -> tuple[Operand, ...]:
     return (x.view(shape, lambda idx: tuple(idx[s[0]] if s else IntLit(0) for s in src)),)
 
 
-def _copy_kernel(ctx: EqnCtx, source: Callable[[list[Expr]], Expr]) -> tuple[Operand, ...] | None:
+def _copy_kernel(
+    ctx: EqnCtx, source: Callable[[list[Expr]], Expr]
+) -> tuple[EqnOperand, ...] | None:
     """``out[idx] = source(idx)`` over the output; literals pass through unchanged."""
     x = ctx.ins[0]
     if isinstance(x, Lit):
@@ -109,8 +111,8 @@ def _copy_kernel(ctx: EqnCtx, source: Callable[[list[Expr]], Expr]) -> tuple[Ope
     return None
 
 
-@lowering("transpose")
-def _transpose(ctx: EqnCtx) -> tuple[Operand, ...] | None:
+@LOWERINGS.register("transpose")
+def _transpose(ctx: EqnCtx) -> tuple[EqnOperand, ...] | None:
     perm = tuple(ctx.params["permutation"])
     x = ctx.ins[0]
 
@@ -123,8 +125,8 @@ def _transpose(ctx: EqnCtx) -> tuple[Operand, ...] | None:
     return _copy_kernel(ctx, source)
 
 
-@lowering("rev")
-def _rev(ctx: EqnCtx) -> tuple[Operand, ...] | None:
+@LOWERINGS.register("rev")
+def _rev(ctx: EqnCtx) -> tuple[EqnOperand, ...] | None:
     dims = set(ctx.params["dimensions"])
     x = ctx.ins[0]
     shape = ctx.out_shape(0)
@@ -137,8 +139,8 @@ def _rev(ctx: EqnCtx) -> tuple[Operand, ...] | None:
     return _copy_kernel(ctx, source)
 
 
-@lowering("slice")
-def _slice(ctx: EqnCtx) -> tuple[Operand, ...] | None:
+@LOWERINGS.register("slice")
+def _slice(ctx: EqnCtx) -> tuple[EqnOperand, ...] | None:
     starts = tuple(ctx.params["start_indices"])
     strides = tuple(ctx.params["strides"] or (1,) * len(starts))
     x = ctx.ins[0]
@@ -151,8 +153,8 @@ def _slice(ctx: EqnCtx) -> tuple[Operand, ...] | None:
     return _copy_kernel(ctx, source)
 
 
-@lowering("pad")
-def _pad(ctx: EqnCtx) -> tuple[Operand, ...] | None:
+@LOWERINGS.register("pad")
+def _pad(ctx: EqnCtx) -> tuple[EqnOperand, ...] | None:
     x, value = ctx.ins[0], ctx.ins[1]
     config = [tuple(int(v) for v in c) for c in ctx.params["padding_config"]]
     if isinstance(x, Lit) and isinstance(value, Lit) and x.value == value.value:
@@ -190,7 +192,7 @@ def _pad(ctx: EqnCtx) -> tuple[Operand, ...] | None:
     return None
 
 
-@lowering("concatenate")
+@LOWERINGS.register("concatenate")
 def _concatenate(ctx: EqnCtx) -> None:
     dim = int(ctx.params["dimension"])
     out = ctx.out(0)
@@ -205,8 +207,8 @@ def _concatenate(ctx: EqnCtx) -> None:
         offset += x.shape[dim]
 
 
-@lowering("stack")
-def _stack(ctx: EqnCtx) -> tuple[Operand, ...] | None:
+@LOWERINGS.register("stack")
+def _stack(ctx: EqnCtx) -> tuple[EqnOperand, ...] | None:
     axis = int(ctx.params["axis"])
     shape = ctx.out_shape(0)
     lits = [x for x in ctx.ins if isinstance(x, Lit)]
@@ -223,8 +225,8 @@ def _stack(ctx: EqnCtx) -> tuple[Operand, ...] | None:
     return None
 
 
-@lowering("split")
-def _split(ctx: EqnCtx) -> tuple[Operand, ...] | None:
+@LOWERINGS.register("split")
+def _split(ctx: EqnCtx) -> tuple[EqnOperand, ...] | None:
     axis = int(ctx.params["axis"])
     x = ctx.ins[0]
     n = len(ctx.eqn.outvars)
@@ -244,8 +246,8 @@ def _split(ctx: EqnCtx) -> tuple[Operand, ...] | None:
     return None
 
 
-@lowering("tile")
-def _tile(ctx: EqnCtx) -> tuple[Operand, ...]:
+@LOWERINGS.register("tile")
+def _tile(ctx: EqnCtx) -> tuple[EqnOperand, ...]:
     """``jnp.tile``: a free view ``out[i...] = x[i % d...]`` (XLA lowers it to a broadcast
     and a reshape, which are free views here too)."""
     x = ctx.ins[0]
@@ -255,7 +257,7 @@ def _tile(ctx: EqnCtx) -> tuple[Operand, ...]:
     in_shape = x.shape
     off = len(shape) - len(in_shape)
     if off < 0:
-        raise Unsupported(f"tile of rank {len(in_shape)} to rank {len(shape)}")
+        raise UnsupportedOpError(f"tile of rank {len(in_shape)} to rank {len(shape)}")
 
     def index_map(idx: tuple[Expr, ...]) -> tuple[Expr, ...]:
         src: list[Expr] = []
@@ -272,8 +274,8 @@ def _tile(ctx: EqnCtx) -> tuple[Operand, ...]:
     return (x.view(shape, index_map),)
 
 
-@lowering("unstack")
-def _unstack(ctx: EqnCtx) -> tuple[Operand, ...] | None:
+@LOWERINGS.register("unstack")
+def _unstack(ctx: EqnCtx) -> tuple[EqnOperand, ...] | None:
     """``jnp.unstack``: one kernel writing every slice along ``axis`` (as ``split``)."""
     axis = int(ctx.params["axis"])
     x = ctx.ins[0]
@@ -296,8 +298,8 @@ type of the same width (same bytes, same values); consumers whose result is unsi
 stay uncovered."""
 
 
-@lowering("iota")
-def _iota(ctx: EqnCtx) -> tuple[Operand, ...]:
+@LOWERINGS.register("iota")
+def _iota(ctx: EqnCtx) -> tuple[EqnOperand, ...]:
     dim = int(ctx.params["dimension"])
     shape = ctx.out_shape(0)
     unsigned = _UNSIGNED_IOTA.get(ctx.out_avals[0][1])
@@ -319,7 +321,7 @@ def _iota(ctx: EqnCtx) -> tuple[Operand, ...]:
 
 
 def clamped_starts(
-    kb: Sink, starts: Sequence[Operand], dims: Sequence[int], sizes: Sequence[int]
+    kb: Sink, starts: Sequence[EqnOperand], dims: Sequence[int], sizes: Sequence[int]
 ) -> list[Expr]:
     """Start indices clamped to ``[0, dim - size]`` as XLA does.
 
@@ -342,7 +344,7 @@ def clamped_starts(
     return out
 
 
-@lowering("dynamic_slice")
+@LOWERINGS.register("dynamic_slice")
 def _dynamic_slice(ctx: EqnCtx) -> None:
     x = ctx.ins[0]
     sizes = tuple(int(s) for s in ctx.params["slice_sizes"])
@@ -356,8 +358,8 @@ def _dynamic_slice(ctx: EqnCtx) -> None:
     kb.emit(*nest.wrap([Assign(write(out, nest.idx), read(x, src))]))
 
 
-@lowering("dynamic_update_slice")
-def _dynamic_update_slice(ctx: EqnCtx) -> tuple[Operand, ...] | None:
+@LOWERINGS.register("dynamic_update_slice")
+def _dynamic_update_slice(ctx: EqnCtx) -> tuple[EqnOperand, ...] | None:
     x, upd = ctx.ins[0], ctx.ins[1]
     out_shape = ctx.out_shape(0)
     inplace = ctx.lowerer.reusable(x)

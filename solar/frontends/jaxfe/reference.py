@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 
 from solar.frontends.jaxfe.capture import JaxCapture, require_jax, trace_jax_file, user_code
-from solar.frontends.jaxfe.result import LoweredProgram
 from solar.frontends.jaxfe.walk import inline_args, inline_body, is_var
+from solar.frontends.kit import LoweredProgram
 
 __all__ = ["eval_with_taps", "reference_data", "to_numpy"]
 
@@ -76,21 +76,16 @@ def reference_data(
     for name, value in zip(capture.arg_names, args, strict=True):
         if name is not None:
             inputs[name] = to_numpy(value)
-    taps = [(e.path, e.out_index) for e in lowered.extra_inputs if e.kind == "uncovered"]
-    tapped: dict[Tap, Any] = {}
+    for name, value in lowered.constant_values:
+        inputs[name] = to_numpy(value)
+    taps = [(v.site, v.output) for v in lowered.uncovered_values]
     if taps:
         with user_code(f"evaluating {capture.name} op by op"):
             tapped = eval_with_taps(capture.closed_jaxpr, args, taps)
-    for extra in lowered.extra_inputs:
-        if extra.kind == "const":
-            assert extra.value is not None
-            inputs[extra.name] = to_numpy(extra.value)
-        else:
-            inputs[extra.name] = to_numpy(tapped[(extra.path, extra.out_index)])
+        for v in lowered.uncovered_values:
+            inputs[v.name] = to_numpy(tapped[(v.site, v.output)])
     outputs = {
-        name: to_numpy(v)
-        for name, v in zip(capture.output_names, outs, strict=True)
-        if name in lowered.outputs
+        name: to_numpy(v) for name, v in zip(lowered.outputs, outs, strict=True) if name is not None
     }
     return inputs, outputs
 
@@ -102,7 +97,7 @@ def eval_with_taps(closed: Any, args: Sequence[Any], taps: Sequence[Tap]) -> dic
         closed: the closed jaxpr.
         args: concrete values of its inputs.
         taps: ``(path, out_index)`` pairs; a path lists equation indices from the top level
-            through inlined call bodies (as `ExtraInput.path`).
+            through inlined call bodies (as `UncoveredValue.site`).
 
     Returns:
         The recorded values.

@@ -5,6 +5,8 @@ Contract: ``translate_program(source, config=, task=, check=) -> TranslationResu
 The reply is only ever parsed as IR text; a rejected reply's diagnostic goes back
 to the model until ``config.max_attempts`` is spent. Failures are `LLMError`
 subclasses with codes E0601-E0611 (see `solar.frontends.llm.errors`).
+`LLMFrontend` is the whole-program frontend behind the `Frontend` protocol;
+`make_op_fallback` (op_fallback.py) serves the PyTorch tracer one op at a time.
 docs/llm.md is the user guide.
 """
 
@@ -27,6 +29,7 @@ from solar.frontends.llm.errors import (
     LLMTranslationError,
 )
 from solar.frontends.llm.extract import extract_ir
+from solar.frontends.llm.frontend import LLMFrontend
 from solar.frontends.llm.prompt import PROMPT_VERSION, build_messages
 from solar.frontends.llm.result import OUTCOMES, Attempt, Outcome, TranslationResult
 from solar.frontends.llm.task import (
@@ -34,9 +37,6 @@ from solar.frontends.llm.task import (
     TensorSpec,
     TranslationTask,
     check_interface,
-    input_name,
-    output_name,
-    param_name,
     program_io_names,
 )
 from solar.frontends.llm.torch_task import program_task_from_torch
@@ -57,6 +57,7 @@ __all__ = [
     "LLMConfig",
     "LLMConfigError",
     "LLMEndpointError",
+    "LLMFrontend",
     "LLMReplyError",
     "LLMTranslationError",
     "Outcome",
@@ -71,11 +72,8 @@ __all__ = [
     "clear_cache",
     "default_cache_dir",
     "extract_ir",
-    "input_name",
     "key_material",
     "load_entry",
-    "output_name",
-    "param_name",
     "program_io_names",
     "program_task_from_torch",
     "record_cache_entry",

@@ -1,11 +1,11 @@
 """Per-op LLM fallback for the PyTorch tracer.
 
-Contract: ``LLMConfig -> OpFallback``. Given an ATen call the tracer cannot lower,
-ask the model for a one-kernel IR program with inputs ``a0, a1, ...`` (the call's
-tensor arguments in order) and outputs ``out0, ...``, and accept it only after it
-reproduces the real op on random data (the op itself runs in torch, on CPU). A
-translation that fails leaves the op uncovered (reported, never free). torch is
-imported lazily.
+Contract: ``(LLMConfig, ReferenceCheck) -> OpFallback``. Given an ATen call the tracer
+cannot lower, ask the model for a one-kernel IR program with inputs ``a0, a1, ...`` (the
+call's tensor arguments in order) and outputs ``out0, ...``, and accept it only after
+the pipeline's check finds it reproduces the real op on random data (the op itself runs
+in torch, on CPU). A translation that fails leaves the op uncovered (reported, never
+free). torch is imported lazily.
 """
 
 from __future__ import annotations
@@ -13,15 +13,19 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from solar.diagnostics import LLMError, ValidationMismatchError
+from solar.diagnostics import LLMError
+from solar.frontends.kit import IR_DTYPES, TensorInfo
 from solar.frontends.llm.config import LLMConfig
 from solar.frontends.llm.task import TensorSpec, TranslationTask
 from solar.frontends.llm.translate import translate_program
 from solar.ir import Program
+
+if TYPE_CHECKING:
+    from solar.frontends.protocol import ReferenceCheck
 
 __all__ = ["make_op_fallback"]
 
@@ -59,14 +63,21 @@ def _reference_text(target: str, overload: Any) -> str:
     return "\n".join(text) + "\n"
 
 
-def make_op_fallback(config: LLMConfig) -> Callable[[Any], Program | None]:
-    """An `OpFallback` for `solar.frontends.pytorch.lower_capture` backed by ``config``."""
+_TORCH_NAMES = {dtype: name for name, dtype in IR_DTYPES.items()}
+"""IR dtype -> torch dtype attribute name (``torch.float32``)."""
+
+_CHECK_BUDGET_S = 30.0
+"""Time budget of the check of one op's translation."""
+
+
+def make_op_fallback(config: LLMConfig, check: ReferenceCheck) -> Callable[[Any], Program | None]:
+    """An `OpFallback` for `solar.frontends.pytorch.lower_capture` backed by ``config``.
+
+    ``check`` accepts or rejects each translation on the op's real inputs and outputs.
+    """
 
     def fallback(call: Any) -> Program | None:
         import torch
-
-        from solar.frontends.pytorch.registry import TensorInfo
-        from solar.validate import validate
 
         try:
             overload = _op_overload(call.target)
@@ -98,7 +109,7 @@ def make_op_fallback(config: LLMConfig) -> Callable[[Any], Program | None]:
 
         def to_torch(v: Any) -> Any:
             if isinstance(v, TensorInfo):
-                return torch.from_numpy(next(it)).to(getattr(torch, _TORCH[v.dtype.value]))
+                return torch.from_numpy(next(it)).to(getattr(torch, _TORCH_NAMES[v.dtype]))
             if isinstance(v, list | tuple):
                 return type(v)(to_torch(x) for x in v)
             return v
@@ -116,14 +127,12 @@ def make_op_fallback(config: LLMConfig) -> Callable[[Any], Program | None]:
             for i, g in enumerate(got_flat)
         }
 
-        def check(program: Program) -> None:
-            result = validate(program, arrays, expected, time_budget_s=30.0)
-            if result.status != "passed":
-                raise ValidationMismatchError(result.mismatch or result.reason, code="E0311")
+        def accept(program: Program) -> None:
+            check(program, arrays, expected, time_budget_s=_CHECK_BUDGET_S)
 
         try:
             result = translate_program(
-                _reference_text(call.target, overload), config=config, task=task, check=check
+                _reference_text(call.target, overload), config=config, task=task, check=accept
             )
         except LLMError as err:
             log.warning("LLM fallback for %s failed: %s", call.target, err.message)
@@ -131,17 +140,3 @@ def make_op_fallback(config: LLMConfig) -> Callable[[Any], Program | None]:
         return result.program
 
     return fallback
-
-
-_TORCH = {
-    "f64": "float64",
-    "f32": "float32",
-    "f16": "float16",
-    "bf16": "bfloat16",
-    "f8e4m3": "float8_e4m3fn",
-    "f8e5m2": "float8_e5m2",
-    "i64": "int64",
-    "i32": "int32",
-    "i8": "int8",
-    "bool": "bool",
-}

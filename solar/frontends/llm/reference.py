@@ -2,7 +2,7 @@
 
 Contract: ``model file -> TorchReference`` with the built model, its inputs and the
 real outputs, and the same values keyed by the IR naming convention of
-`solar.frontends.llm.task` (``x<i>``, ``p_<key>``, ``y<i>``). The tracer is not used:
+`solar.frontends.kit.naming` (``x<i>``, ``p_<key>``, ``y<i>``). The tracer is not used:
 this path exists for programs the tracer cannot capture. torch is imported lazily.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from solar.frontends.llm.task import input_name, output_name, param_name
+from solar.frontends.kit import input_name, output_name, param_name
 
 __all__ = ["TorchReference", "torch_reference"]
 

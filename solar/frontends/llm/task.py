@@ -6,8 +6,8 @@ whole program (kind ``"program"``) or one operator the tracer could not lower
 `TranslationTask.describe()` is its canonical JSON-able form, part of the cache
 key. `check_interface` checks a parsed, verified `Program` against the task.
 
-Naming convention for whole programs (what validation binds), see
-`program_io_names`:
+Naming convention for whole programs (what validation binds; the kit's,
+`solar.frontends.kit.naming`, shared with the tracers), see `program_io_names`:
 
 * ``x0, x1, ...``: the tensors of ``get_inputs()``, in order;
 * ``p_<key>``: parameters and persistent buffers, ``<key>`` being the
@@ -25,29 +25,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from solar.frontends.kit import input_name, output_name, param_name
 from solar.frontends.llm.errors import E_BAD_CONFIG, E_INTERFACE, LLMConfigError, LLMReplyError
 from solar.ir import KEYWORDS, DType, Program
 from solar.ir.traversal import eval_int, resolve_sizes
 
 __all__ = [
-    "INPUT_PREFIX",
-    "OUTPUT_PREFIX",
-    "PARAM_PREFIX",
     "Framework",
     "ProgramIONames",
     "TaskKind",
     "TensorSpec",
     "TranslationTask",
     "check_interface",
-    "input_name",
-    "output_name",
-    "param_name",
     "program_io_names",
 ]
-
-INPUT_PREFIX = "x"
-PARAM_PREFIX = "p_"
-OUTPUT_PREFIX = "y"
 
 TaskKind = Literal["program", "op"]
 Framework = Literal["torch", "jax", "python"]
@@ -55,33 +46,6 @@ SpecRole = Literal["input", "param", "output"]
 
 _IR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _KEYWORDS = KEYWORDS
-
-
-def input_name(index: int) -> str:
-    """IR name of ``get_inputs()[index]``.
-
-    >>> input_name(1)
-    'x1'
-    """
-    return f"{INPUT_PREFIX}{index}"
-
-
-def output_name(index: int) -> str:
-    """IR name of the ``index``-th output tensor.
-
-    >>> output_name(0)
-    'y0'
-    """
-    return f"{OUTPUT_PREFIX}{index}"
-
-
-def param_name(state_dict_key: str) -> str:
-    """IR name of a parameter or buffer.
-
-    >>> param_name("blocks.0.ln.weight")
-    'p_blocks_0_ln_weight'
-    """
-    return PARAM_PREFIX + re.sub(r"[^A-Za-z0-9_]", "_", state_dict_key)
 
 
 @dataclass(frozen=True, slots=True)

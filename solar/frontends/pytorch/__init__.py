@@ -22,36 +22,30 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from solar.frontends.kit import LoweredProgram, UncoveredOp, UncoveredValue
 from solar.frontends.pytorch.capture import CaptureInfo, TorchCapture
-from solar.frontends.pytorch.driver import (
-    IOBinding,
-    LoweredProgram,
-    OpFallback,
-    UncoveredOp,
-    UncoveredValue,
-    lower_capture,
-)
+from solar.frontends.pytorch.driver import lower_capture
+from solar.frontends.pytorch.frontend import TorchFrontend
 from solar.frontends.pytorch.loader import ProgramSource, source_for_file
 from solar.frontends.pytorch.reference import (
     ReducedReference,
     reference_at_reduced_sizes,
     reference_data,
 )
-from solar.frontends.pytorch.registry import LOWERINGS, OpCall
+from solar.frontends.pytorch.registry import LOWERINGS, OpCall, OpFallback
 
 __all__ = [
-    "CaptureInfo",
-    "IOBinding",
     "LOWERINGS",
+    "CaptureInfo",
     "LoweredProgram",
     "OpCall",
     "OpFallback",
     "ProgramSource",
     "ReducedReference",
     "TorchCapture",
+    "TorchFrontend",
     "UncoveredOp",
     "UncoveredValue",
-    "covered_targets",
     "lower_capture",
     "reference_at_reduced_sizes",
     "reference_data",
@@ -77,12 +71,6 @@ def register_lowerings() -> None:
         if info.name.startswith("ops_"):
             importlib.import_module(f"{__name__}.{info.name}")
     _loaded = True
-
-
-def covered_targets() -> tuple[str, ...]:
-    """Every ATen target (or op-wide name) with a registered lowering, sorted."""
-    register_lowerings()
-    return tuple(sorted(LOWERINGS))
 
 
 def trace_model_file(

@@ -1,15 +1,16 @@
 """Lower a `TorchCapture` to an Affine Loop IR `Program`, one kernel per ATen call.
 
-Contract: ``TorchCapture -> LoweredProgram``. Every recorded call is either lowered
-by its registered lowering (registry.py), spliced from ``op_fallback``, or reported
-in `LoweredProgram.coverage` as uncovered: an uncovered op is never dropped. Its
+Contract: ``TorchCapture -> LoweredProgram`` (the kit's). Every recorded call is either
+lowered by its registered lowering (registry.py), spliced from ``op_fallback``, or
+uncovered through the kit's `LoweringDriver`: what its lowering emitted is rolled back,
+it is reported in `LoweredProgram.coverage` with its count and share of the program's
+tensor bytes, the tensors it reads are kept alive (`LoweredProgram.keep_alive`), and its
 output tensors become extra program ``input``s (named ``u<call>_<op>``), so every
 downstream kernel is still lowered and can be validated by feeding the real
-intermediate values (see reference.py); the coverage records each uncovered target
-with its count and share of the program's tensor bytes.
+intermediate values (see reference.py). An uncovered op is never dropped.
 
-Naming: ``x0, x1, ...`` are the tensor leaves of the program inputs in order,
-``p_<state_dict key>`` parameters/buffers (``.`` -> ``_``), ``p_<attr>``/``c<k>``
+Naming (`solar.frontends.kit.naming`): ``x0, x1, ...`` are the tensor leaves of the
+program inputs in order, ``p_<state_dict key>`` parameters/buffers, ``p_<attr>``/``c<k>``
 other constant tensors, ``y0, y1, ...`` the tensor outputs, ``t<call>_<op>`` temps;
 kernels are named ``<module path>_<op>``.
 
@@ -19,10 +20,10 @@ index maps. An in-place op that overwrites every element of a tensor (``add_``,
 temp) that later reads use; scatter-like in-place ops (``index_put_``...) and in-place
 ops on a part of a tensor (``x[:, 0] = v``) write into the existing tensor, as eager
 does, so no untouched element is charged. Inputs/parameters written in place are
-listed in `IOBinding.mutated`.
+listed in `LoweredProgram.mutated`.
 
 Error codes: E0510 a tensor has a dtype the IR cannot represent; E0512 the capture
-references an unknown tensor (internal).
+references an unknown tensor, or an interface name clashes (internal).
 """
 
 from __future__ import annotations
@@ -32,8 +33,23 @@ from collections.abc import Sequence
 from typing import Any
 
 from solar.diagnostics import FrontendError
-from solar.frontends.builder import ProgramBuilder, TensorRef, sanitize_name
+from solar.frontends.kit import (
+    IR_DTYPES,
+    LoweredProgram,
+    LoweringDriver,
+    TensorInfo,
+    TensorRef,
+    Unsupported,
+    UnsupportedOpError,
+    input_name,
+    output_name,
+    param_name,
+    sanitize_name,
+    shape_numel,
+    uncovered_name,
+)
 from solar.frontends.pytorch.capture_types import (
+    NamedTensor,
     RecordedCall,
     TensorArg,
     TensorMeta,
@@ -49,34 +65,10 @@ from solar.frontends.pytorch.ir_edits import (
     rename_tensors,
     splice_program,
 )
-from solar.frontends.pytorch.lowered import (
-    TORCH_DTYPES,
-    IOBinding,
-    LoweredProgram,
-    OpFallback,
-    UncoveredOp,
-    UncoveredValue,
-    ir_dtype,
-)
-from solar.frontends.pytorch.lowering_utils import shape_numel
-from solar.frontends.pytorch.registry import (
-    LowerCtx,
-    OpCall,
-    TensorInfo,
-    UnsupportedOpError,
-    find_lowering,
-)
+from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, LoweringFn, OpCall, OpFallback
+from solar.ir import DType, Role
 
-__all__ = [
-    "INPLACE_PARTIAL_OPS",
-    "TORCH_DTYPES",
-    "IOBinding",
-    "LoweredProgram",
-    "OpFallback",
-    "UncoveredOp",
-    "UncoveredValue",
-    "lower_capture",
-]
+__all__ = ["INPLACE_PARTIAL_OPS", "ir_dtype", "lower_capture"]
 
 INPLACE_PARTIAL_OPS = frozenset({
     "index_put_", "_index_put_impl_", "scatter_", "scatter_add_", "scatter_reduce_",
@@ -92,40 +84,40 @@ _RESHAPES = frozenset({
 })  # fmt: skip
 
 
-class _Lowerer:
+class _Lowerer(LoweringDriver):
     """Walks the calls of a capture, keeping the current IR value of each tensor id."""
 
+    # A lowering raising NotImplementedError (an unfinished variant) uncovers the op too.
+    unsupported = (UnsupportedOpError, NotImplementedError)
+
     def __init__(self, capture: TorchCapture, op_fallback: OpFallback | None) -> None:
+        super().__init__(capture.name)
         self.capture = capture
         self.fallback = op_fallback
-        self.pb = ProgramBuilder(capture.name)
         self.env: dict[int, TensorInfo] = {}
         self.roles: dict[str, str] = {}
         self.reshape_only: set[int] = set()
-        self.uncovered: dict[str, list[int]] = {}
-        self.reasons: dict[str, str] = {}
-        self.uncovered_values: list[UncoveredValue] = []
         self.mutated: list[str] = []
         self.metas: dict[int, TensorMeta] = {}
         self.scalar_consts: dict[str, bool | int | float] = {}
         self.unrepresentable: dict[int, str] = {}
-        for name in ("y" + str(k) for k in range(len(capture.outputs))):
-            self.pb.unique(name)  # reserve y0.. for the outputs
+        self._initial_names: dict[int, str] = {}
+        for k in range(len(capture.outputs)):
+            self.pb.unique(output_name(k))  # reserve y0.. for the outputs
 
-    def declare(self, role: str, meta: TensorMeta, hint: str, *, exact: bool = False) -> TensorInfo:
-        dtype = ir_dtype(meta.dtype)
-        ref = self.pb.tensor(role, dtype, meta.shape, hint)  # type: ignore[arg-type]
-        if exact and ref.name != sanitize_name(hint):
-            raise FrontendError(f"name clash for {hint}", code="E0512")
-        self.roles[ref.name] = role
-        info = TensorInfo(ref, meta.shape, dtype)
+    def declare_meta(
+        self, role: Role, meta: TensorMeta, hint: str, *, exact: bool = False
+    ) -> TensorInfo:
+        """Declare the program-level tensor holding ``meta``'s values."""
+        info = self.declare(role, ir_dtype(meta.dtype), meta.shape, hint, exact=exact)
+        self.roles[info.ref.name] = role
         self.env[meta.id] = info
         self.metas[meta.id] = meta
         return info
 
     def representable(self, meta: TensorMeta) -> bool:
         """False (and remembered) for tensors of a dtype the IR lacks (uint8, int16...)."""
-        if meta.dtype in TORCH_DTYPES:
+        if meta.dtype in IR_DTYPES:
             return True
         self.unrepresentable[meta.id] = meta.dtype
         return False
@@ -136,17 +128,17 @@ class _Lowerer:
         for meta in cap.inputs:
             if meta is not None:
                 if self.representable(meta):
-                    self.declare("input", meta, f"x{k}", exact=True)
+                    self.declare_meta("input", meta, input_name(k), exact=True)
                 k += 1
         for nt in cap.params:
             if self.representable(nt.meta):
-                self.declare("param", nt.meta, "p_" + nt.name.replace(".", "_"))
+                self.declare_meta("param", nt.meta, param_name(nt.name))
         for nt in cap.constants:
             if not self.representable(nt.meta):
                 continue
-            hint = "p_" + nt.name.replace(".", "_") if not nt.name[1:].isdigit() else nt.name
-            info = self.declare("param", nt.meta, hint)
-            if nt.meta.shape == () and nt.value is not None and nt.meta.dtype in TORCH_DTYPES:
+            hint = param_name(nt.name) if not nt.name[1:].isdigit() else nt.name
+            info = self.declare_meta("param", nt.meta, hint)
+            if nt.meta.shape == () and nt.value is not None and nt.meta.dtype in IR_DTYPES:
                 # A 0-d literal (``x[:, 0] = 0.0`` lifts ``tensor(0.)``): inline its value.
                 self.scalar_consts[info.ref.name] = nt.value.item()
 
@@ -166,8 +158,8 @@ class _Lowerer:
             return info
         if isinstance(a, tuple):
             return tuple(self.resolve(x, inline=inline) for x in a)
-        if isinstance(a, str) and a in TORCH_DTYPES:
-            return TORCH_DTYPES[a]
+        if isinstance(a, str) and a in IR_DTYPES:
+            return IR_DTYPES[a]
         return a
 
     def call_bytes(self, call: RecordedCall) -> int:
@@ -184,15 +176,14 @@ class _Lowerer:
 
     # -- one call ------------------------------------------------------------------
     def lower_call(self, call: RecordedCall) -> None:
-        for m in call.outputs:
-            if m is not None:
-                self.metas.setdefault(m.id, m)
+        nbytes = self.call_bytes(call)
+        self.count(nbytes)
         if call.kind == "host":
             if call.target != "aten._local_scalar_dense.default":
-                self.mark_uncovered(call, "reads tensor data on the host")
+                self.mark_uncovered(call, nbytes, "reads tensor data on the host")
             return
         target = functional_target(call)
-        fn = find_lowering(target)
+        fn = LOWERINGS.find(target)
         try:
             outs = self.outputs_for(call)
             inline = call.kind != "view"
@@ -203,7 +194,7 @@ class _Lowerer:
         except FrontendError as err:
             if err.code != "E0510":
                 raise
-            self.mark_uncovered(call, err.message)
+            self.mark_uncovered(call, nbytes, err.message)
             return
         opcall = OpCall(
             target,
@@ -212,25 +203,31 @@ class _Lowerer:
             tuple(outs),
             out_shapes=tuple(m.shape if m is not None else None for m in call.outputs),
             out_dtypes=tuple(
-                TORCH_DTYPES.get(m.dtype) if m is not None else None for m in call.outputs
+                IR_DTYPES.get(m.dtype) if m is not None else None for m in call.outputs
             ),
             index=call.index,
             module_path=sanitize_name(call.module_path) if call.module_path else "",
         )
-        if fn is None:
-            if not self.try_fallback(call, opcall):
-                self.mark_uncovered(call, "no lowering")
-            return
-        ctx = LowerCtx(self.pb, opcall)
-        try:
-            result = fn(ctx, opcall)
-        except (UnsupportedOpError, NotImplementedError) as err:
-            if not self.try_fallback(call, opcall):
-                self.mark_uncovered(call, str(err) or "unsupported variant")
-            return
+        result = (
+            self.attempt(lambda: self._apply(fn, opcall))
+            if fn is not None
+            else Unsupported("no lowering")
+        )
+        if not isinstance(result, Unsupported):
+            self.coverage.lowered += 1
+            self.bind_outputs(call, outs, result)
+        elif self.try_fallback(call, opcall):
+            self.coverage.lowered += 1
+        else:
+            self.mark_uncovered(call, nbytes, result.reason or "unsupported variant")
+
+    def _apply(self, fn: LoweringFn, call: OpCall) -> Any:
+        """Run a lowering; its kernels join the program only if it returns."""
+        ctx = LowerCtx(self.pb, call)
+        result = fn(ctx, call)
         for kb in ctx.kernels:
             self.pb.finish_kernel(kb)
-        self.bind_outputs(call, outs, result)
+        return result
 
     def outputs_for(self, call: RecordedCall) -> list[TensorInfo | None]:
         """Declare (or locate) the tensors the call writes."""
@@ -243,9 +240,9 @@ class _Lowerer:
                 outs.append(self.version_for_write(call, self.env[m.id]))
                 continue
             hint = f"t{call.index}_{op_name(call.target)}" + (f"_{pos}" if pos else "")
-            ref = self.pb.tensor("temp", ir_dtype(m.dtype), m.shape, hint)
-            self.roles[ref.name] = "temp"
-            outs.append(TensorInfo(ref, m.shape, ir_dtype(m.dtype)))
+            info = self.declare("temp", ir_dtype(m.dtype), m.shape, hint)
+            self.roles[info.ref.name] = "temp"
+            outs.append(info)
         return outs
 
     def version_for_write(self, call: RecordedCall, cur: TensorInfo) -> TensorInfo:
@@ -269,7 +266,7 @@ class _Lowerer:
 
         The IR forbids writing inputs and parameters (E0214), so a partial in-place
         update of one first copies it to a new version (an extra copy eager does not
-        make; listed in `IOBinding.mutated`).
+        make; listed in `LoweredProgram.mutated`).
         """
         storage = cur.ref
         if self.roles.get(storage.name) not in ("input", "param"):
@@ -345,13 +342,8 @@ class _Lowerer:
                 if m is None:
                     outs.append(None)
                     continue
-                ref = self.pb.tensor(
-                    "temp",
-                    ir_dtype(m.dtype),
-                    m.shape,
-                    f"t{call.index}_{op_name(call.target)}_{pos}",
-                )
-                outs.append(TensorInfo(ref, m.shape, ir_dtype(m.dtype)))
+                hint = f"t{call.index}_{op_name(call.target)}_{pos}"
+                outs.append(self.declare("temp", ir_dtype(m.dtype), m.shape, hint))
         args = [x for x in flat_values(opcall.args, opcall.kwargs) if isinstance(x, TensorInfo)]
         splice_program(
             self.pb,
@@ -363,25 +355,24 @@ class _Lowerer:
         self.bind_outputs(call, outs, None)
         return True
 
-    def mark_uncovered(self, call: RecordedCall, reason: str) -> None:
-        self.uncovered.setdefault(call.target, []).append(call.index)
-        self.reasons.setdefault(call.target, reason)
+    def mark_uncovered(self, call: RecordedCall, nbytes: int, reason: str) -> None:
+        """Report ``call`` uncovered; its outputs become ``u<call>_<op>`` inputs."""
+        reads = [self.env[a.id] for a in tensor_args(call) if a.id in self.env]
+        self.uncover(call.target, nbytes, reason, reads)
         for pos, m in enumerate(call.outputs):
             if m is None:
                 continue
             cur = self.env.get(m.id) if call.kind in ("inplace", "out") else None
-            hint = f"u{call.index}_{op_name(call.target)}" + (f"_{pos}" if pos else "")
             if not self.representable(m):
                 continue
-            ref = self.pb.tensor("input", ir_dtype(m.dtype), m.shape, hint)
-            self.roles[ref.name] = "input"
-            self.uncovered_values.append(UncoveredValue(ref.name, call.index, pos))
-            value = TensorInfo(ref, m.shape, ir_dtype(m.dtype))
+            hint = uncovered_name(call.index, op_name(call.target), pos)
+            value = self.declare_uncovered(hint, ir_dtype(m.dtype), m.shape, (call.index,), pos)
+            self.roles[value.ref.name] = "input"
             if cur is not None and shape_numel(cur.shape) != _numel_ref(cur.ref):
                 self._write_into(cur, value, call)  # partial in-place: store the values
                 continue
             if cur is not None:
-                self.rebase(cur.ref, ref)
+                self.rebase(cur.ref, value.ref)
             self.env[m.id] = value
 
     def _write_into(self, dst: TensorInfo, src: TensorInfo, call: RecordedCall) -> None:
@@ -397,7 +388,7 @@ class _Lowerer:
             if meta is None:
                 out_names.append(None)
                 continue
-            name = f"y{k}"
+            name = output_name(k)
             k += 1
             if meta.id in self.unrepresentable or meta.id not in self.env:
                 out_names.append(None)  # an output of a dtype the IR lacks is not bound
@@ -412,8 +403,16 @@ class _Lowerer:
             out_names.append(name)
         program = prune_unused(rename_tensors(self.pb.build(), rename, role="output"))
         kept = {t.name for t in program.tensors}
-        binding = self._binding(out_names, kept)
-        return LoweredProgram(program, binding, self._coverage(), self.capture.name)
+        cap = self.capture
+        return self.lowered(
+            program,
+            inputs=tuple(None if m is None else self._initial_names.get(m.id) for m in cap.inputs),
+            params=self._kept_names(cap.params, kept),
+            outputs=tuple(out_names),
+            constants=self._kept_names(cap.constants, kept),
+            mutated=tuple(self.mutated),
+            renamed=rename,
+        )
 
     def _copy_out(self, info: TensorInfo, name: str, rename: dict[str, str]) -> None:
         ref = self.pb.tensor("output", info.dtype, info.shape, f"{name}_value")
@@ -421,38 +420,20 @@ class _Lowerer:
         self.roles[ref.name] = "output"
         emit_copy(self.pb, f"{name}_copy", info, TensorInfo(ref, info.shape, info.dtype))
 
-    def _binding(self, out_names: list[str | None], kept: set[str]) -> IOBinding:
-        cap = self.capture
-        ins = tuple(None if m is None else self._decl_name(m.id) for m in cap.inputs)
-        params = tuple(
-            (nt.name, n) for nt in cap.params if (n := self._decl_name(nt.meta.id) or "") in kept
-        )
-        consts = tuple(
-            (nt.name, n) for nt in cap.constants if (n := self._decl_name(nt.meta.id) or "") in kept
-        )
-        return IOBinding(
-            ins,
-            params,
-            consts,
-            tuple(out_names),
-            tuple(v for v in self.uncovered_values if v.name in kept),
-            tuple(self.mutated),
-        )
-
-    def _decl_name(self, tid: int) -> str | None:
-        return self._initial_names.get(tid)
-
-    def _coverage(self) -> tuple[UncoveredOp, ...]:
-        total = sum(self.call_bytes(c) for c in self.capture.calls) or 1
-        out = []
-        for target, indices in sorted(self.uncovered.items()):
-            b = sum(self.call_bytes(self.capture.calls[i]) for i in indices)
-            out.append(UncoveredOp(target, len(indices), b / total, self.reasons[target]))
-        return tuple(out)
+    def _kept_names(
+        self, tensors: Sequence[NamedTensor], kept: set[str]
+    ) -> tuple[tuple[str, str], ...]:
+        """``(capture name, IR name)`` of the interface tensors the program still reads."""
+        names = ((nt.name, self._initial_names.get(nt.meta.id, "")) for nt in tensors)
+        return tuple((key, name) for key, name in names if name in kept)
 
     def run(self) -> LoweredProgram:
         self.interface()
         self._initial_names = {tid: info.ref.name for tid, info in self.env.items()}
+        for call in self.capture.calls:  # every tensor's meta first: `call_bytes` is final
+            for m in call.outputs:
+                if m is not None:
+                    self.metas.setdefault(m.id, m)
         for call in self.capture.calls:
             self.lower_call(call)
         return self.finish()
@@ -483,8 +464,24 @@ def _load_lowerings() -> None:
     register_lowerings()
 
 
+def ir_dtype(name: str) -> DType:
+    """The IR dtype of a torch dtype name.
+
+    Raises:
+        FrontendError: E0510 for dtypes the IR cannot represent (uint8, int16, complex).
+    """
+    try:
+        return IR_DTYPES[name]
+    except KeyError:
+        raise FrontendError(
+            f"tensors of dtype {name} cannot be represented in the IR",
+            code="E0510",
+            notes=(f"supported: {', '.join(IR_DTYPES)}",),
+        ) from None
+
+
 def _itemsize(dtype: str) -> int:
-    d = TORCH_DTYPES.get(dtype)
+    d = IR_DTYPES.get(dtype)
     return d.itemsize_bytes if d is not None else 1
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 
-from solar.frontends.builder import ProgramBuilder, loop_nest
-from solar.frontends.pytorch.registry import LowerCtx, TensorInfo
+from solar.frontends.kit import ProgramBuilder, TensorInfo, nest
+from solar.frontends.pytorch.registry import LowerCtx
 from solar.ir import (
     Access,
     Assign,
@@ -192,5 +192,5 @@ def emit_copy(pb: ProgramBuilder, name: str, src: TensorInfo, dst: TensorInfo) -
     kb = pb.kernel(name)
     idx = kb.fresh_vars(dst.rank)
     body = Assign(LowerCtx.write(dst, idx), LowerCtx.read(src, idx))
-    kb.emit(loop_nest(list(zip(idx, dst.shape, strict=True)), [body]) if idx else body)
+    kb.emit(*nest(list(zip(idx, dst.shape, strict=True)), [body]))
     pb.finish_kernel(kb)

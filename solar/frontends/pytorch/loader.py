@@ -20,11 +20,8 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import importlib.util
-import itertools
 import random
 import sys
-import traceback
 import types
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -32,11 +29,11 @@ from pathlib import Path
 from typing import Any
 
 from solar.diagnostics import FrontendError
+from solar.frontends.kit import import_model_file, raised_by_solar, user_frames
 
 __all__ = [
     "Instance",
     "ProgramSource",
-    "import_model_file",
     "instantiate",
     "module_int_constants",
     "seed_everything",
@@ -44,7 +41,6 @@ __all__ = [
 ]
 
 SEED = 0
-_counter = itertools.count()
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,26 +99,6 @@ def seed_everything(seed: int = SEED) -> None:
     random.seed(seed)
 
 
-_SOLAR_DIR = str(Path(__file__).resolve().parents[2])
-
-
-def _user_frames(err: BaseException) -> tuple[str, ...]:
-    frames = traceback.extract_tb(err.__traceback__)
-    keep = [
-        f
-        for f in frames
-        if not f.filename.startswith(_SOLAR_DIR) and "site-packages" not in f.filename
-    ]
-    return tuple(
-        f"at {f.filename}:{f.lineno} in {f.name}: {(f.line or '').strip()}" for f in keep[-3:]
-    )
-
-
-def _raised_by_solar(err: BaseException) -> bool:
-    frames = traceback.extract_tb(err.__traceback__)
-    return bool(frames) and frames[-1].filename.startswith(_SOLAR_DIR)
-
-
 @contextlib.contextmanager
 def user_code(what: str) -> Iterator[None]:
     """Run user code; any exception it raises becomes `FrontendError` E0501.
@@ -135,35 +111,12 @@ def user_code(what: str) -> Iterator[None]:
     except FrontendError:
         raise
     except Exception as err:
-        if _raised_by_solar(err):
+        if raised_by_solar(err):
             raise  # a SOLAR bug inside a dispatch hook, not the user's fault
-        notes = (*_user_frames(err), f"{type(err).__name__}: {err}")
+        notes = (*user_frames(err), f"{type(err).__name__}: {err}")
         raise FrontendError(
             f"{what} raised {type(err).__name__}", code="E0501", notes=notes
         ) from err
-
-
-def import_model_file(path: Path) -> types.ModuleType:
-    """Execute a model file as a fresh module (unique name; its directory on sys.path).
-
-    Raises:
-        FrontendError: E0504 if the file is missing or not ``.py``; E0501 if it raises.
-    """
-    path = Path(path)
-    if not path.is_file() or path.suffix != ".py":
-        raise FrontendError(f"model file {path} does not exist or is not a .py file", code="E0504")
-    name = f"solar_user_{path.stem}_{next(_counter)}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise FrontendError(f"cannot import {path}", code="E0504")
-    module = importlib.util.module_from_spec(spec)
-    folder = str(path.resolve().parent)
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
-    sys.modules[name] = module
-    with user_code(f"importing {path.name}"):
-        spec.loader.exec_module(module)
-    return module
 
 
 def module_int_constants(module: types.ModuleType) -> dict[str, int]:
@@ -236,16 +189,26 @@ def _state(module: Any) -> dict[str, Any]:
 
 
 def _import_source(source: ProgramSource) -> types.ModuleType:
-    """The model file, or the ``pkg.mod`` of an ``entry="pkg.mod:fn"`` without a file."""
+    """The model file, or the ``pkg.mod`` of an ``entry="pkg.mod:fn"`` without a file,
+    with the size constants of ``source.overrides`` rebound."""
     if source.path is not None:
-        return import_model_file(source.path)
+        return import_model_file(
+            source.path,
+            kind="model file",
+            code="E0504",
+            user_code=user_code,
+            overrides=source.overrides,
+        )
     if source.entry is None or ":" not in source.entry:
         raise FrontendError("no model file and no `module:function` entry", code="E0504")
     name = source.entry.rsplit(":", 1)[0]
     with user_code(f"importing {name}"):
         if "" not in sys.path and "." not in sys.path:
             sys.path.insert(0, "")  # like `python -m`: the working directory is importable
-        return importlib.import_module(name)
+        module = importlib.import_module(name)
+    for key, value in source.overrides:
+        setattr(module, key, value)
+    return module
 
 
 def _build_from_file(source: ProgramSource, fake_mode: Any) -> Instance:
@@ -253,8 +216,6 @@ def _build_from_file(source: ProgramSource, fake_mode: Any) -> Instance:
 
     module = _import_source(source)
     where = source.path if source.path is not None else Path(module.__name__)
-    for key, value in source.overrides:
-        setattr(module, key, value)
     sizes = module_int_constants(module)
     ctx = fake_mode if fake_mode is not None else contextlib.nullcontext()
     if source.entry is not None:

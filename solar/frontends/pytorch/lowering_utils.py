@@ -11,8 +11,8 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from solar.frontends.builder import KernelBuilder, loop_nest
-from solar.frontends.pytorch.registry import LowerCtx, OpCall, TensorInfo, UnsupportedOpError
+from solar.frontends.kit import KernelBuilder, TensorInfo, UnsupportedOpError, nest
+from solar.frontends.pytorch.registry import LowerCtx, OpCall
 from solar.ir import (
     Assign,
     Binary,
@@ -27,7 +27,7 @@ from solar.ir import (
 )
 
 __all__ = [
-    "Operand",
+    "ElementwiseArg",
     "accumulate_dtype",
     "bcast_index",
     "bcast_read",
@@ -44,11 +44,10 @@ __all__ = [
     "same_value",
     "scalar_lit",
     "sel",
-    "shape_numel",
     "tensor_arg",
 ]
 
-Operand = TensorInfo | int | float | bool
+ElementwiseArg = TensorInfo | int | float | bool
 """An elementwise operand: a tensor or a Python scalar."""
 
 _LOW_PRECISION = frozenset({DType.F16, DType.BF16, DType.F8E4M3, DType.F8E5M2})
@@ -61,18 +60,6 @@ _FLOAT_RANK = {
     DType.F64: 3,
 }
 _INT_RANK = {DType.BOOL: 0, DType.I8: 1, DType.I32: 2, DType.I64: 3}
-
-
-def shape_numel(shape: Sequence[int]) -> int:
-    """Number of elements of a shape.
-
-    >>> shape_numel((2, 3, 4))
-    24
-    """
-    n = 1
-    for d in shape:
-        n *= d
-    return n
 
 
 def norm_dim(dim: int, rank: int) -> int:
@@ -185,7 +172,7 @@ def bcast_read(t: TensorInfo, idx: Sequence[Expr], out_shape: Sequence[int]) -> 
 
 
 def operand(
-    x: Operand, idx: Sequence[Expr], out_shape: Sequence[int], dtype: DType | None = None
+    x: ElementwiseArg, idx: Sequence[Expr], out_shape: Sequence[int], dtype: DType | None = None
 ) -> Expr:
     """The value of an elementwise operand at ``idx``, cast to ``dtype`` if given."""
     if isinstance(x, TensorInfo):
@@ -212,7 +199,7 @@ def elementwise(
     stmts: list[Stmt] = [Assign(ctx.write(out, idx), fn(idx))]
     for extra, efn in extra_outputs:
         stmts.append(Assign(ctx.write(extra, idx), efn(idx)))
-    kb.emit(loop_nest(list(zip(idx, out.shape, strict=True)), stmts))
+    kb.emit(*nest(list(zip(idx, out.shape, strict=True)), stmts))
     return kb
 
 

@@ -25,17 +25,18 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from solar.frontends.builder import KernelBuilder, TensorRef
-from solar.frontends.pytorch.lowering_utils import accumulate_dtype, cast
-from solar.frontends.pytorch.nn_utils import Nest, iadd, imul, nest
-from solar.frontends.pytorch.registry import (
-    LowerCtx,
-    OpCall,
+from solar.frontends.kit import (
+    KernelBuilder,
+    Nest,
     TensorInfo,
+    TensorRef,
     UnsupportedOpError,
-    find_lowering,
-    lowering,
+    iadd,
+    imul,
+    nest,
 )
+from solar.frontends.pytorch.lowering_utils import accumulate_dtype, cast
+from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
 from solar.ir import (
     Access,
     Assign,
@@ -265,19 +266,19 @@ def _sdpa(
     emit_attention(ctx, ctx.kernel("attention"), att)
 
 
-@lowering("aten._scaled_dot_product_flash_attention_for_cpu.default")
+@LOWERINGS.register("aten._scaled_dot_product_flash_attention_for_cpu.default")
 def _flash_cpu(ctx: LowerCtx, call: OpCall) -> None:
     """``(query, key, value, dropout_p, is_causal, *, attn_mask, scale) -> (out, logsumexp)``."""
     _sdpa(ctx, call, mask_at=None, causal_at=4, dropout_at=3)
 
 
-@lowering("aten._scaled_dot_product_flash_attention.default")
+@LOWERINGS.register("aten._scaled_dot_product_flash_attention.default")
 def _flash(ctx: LowerCtx, call: OpCall) -> None:
     """``(query, key, value, dropout_p, is_causal, return_debug_mask, *, scale)``."""
     _sdpa(ctx, call, mask_at=None, causal_at=4, dropout_at=3)
 
 
-@lowering(
+@LOWERINGS.register(
     "aten._scaled_dot_product_efficient_attention.default",
     "aten._scaled_dot_product_cudnn_attention.default",
 )
@@ -286,7 +287,7 @@ def _efficient(ctx: LowerCtx, call: OpCall) -> None:
     _sdpa(ctx, call, mask_at=3, causal_at=6, dropout_at=5, mask_name="attn_bias")
 
 
-@lowering("aten.scaled_dot_product_attention.default")
+@LOWERINGS.register("aten.scaled_dot_product_attention.default")
 def _sdpa_composite(ctx: LowerCtx, call: OpCall) -> None:
     """``(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)``."""
     scale = call.arg(6, "scale")
@@ -302,7 +303,7 @@ def _sdpa_composite(ctx: LowerCtx, call: OpCall) -> None:
     )
 
 
-@lowering("aten._scaled_dot_product_attention_math.default")
+@LOWERINGS.register("aten._scaled_dot_product_attention_math.default")
 def _sdpa_math(ctx: LowerCtx, call: OpCall) -> None:
     """``(query, key, value, attn_mask, dropout_p, is_causal, dropout_mask, *, scale, ...)``."""
     mask = call.arg(3, "attn_mask")
@@ -373,5 +374,5 @@ def _safe_softmax(ctx: LowerCtx, call: OpCall) -> None:
 
 # _safe_softmax belongs with softmax (ops_reduce.py); registered here, under the exact
 # overload name, only while no other module provides it.
-if find_lowering("aten._safe_softmax.default") is None:
-    lowering("aten._safe_softmax.default")(_safe_softmax)
+if LOWERINGS.find("aten._safe_softmax.default") is None:
+    LOWERINGS.register("aten._safe_softmax.default")(_safe_softmax)

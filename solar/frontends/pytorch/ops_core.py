@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from solar.frontends.builder import loop_nest
+from solar.frontends.kit import TensorInfo, UnsupportedOpError, nest
 from solar.frontends.pytorch.lowering_utils import (
     accumulate_dtype,
     binop,
@@ -27,13 +27,7 @@ from solar.frontends.pytorch.lowering_utils import (
     sel,
     tensor_arg,
 )
-from solar.frontends.pytorch.registry import (
-    LowerCtx,
-    OpCall,
-    TensorInfo,
-    UnsupportedOpError,
-    lowering,
-)
+from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
 from solar.ir import Assign, Binary, DType, Expr, IntLit, Name, Reduce, Stmt, lit
 
 __all__ = ["contraction"]
@@ -85,7 +79,7 @@ def contraction(
     red: Stmt = Reduce(acc, "+", prod)
     body: list[Stmt] = [
         Assign(acc, init),
-        loop_nest(list(zip(ridx, red_shape, strict=True)), [red]) if red_shape else red,
+        *nest(list(zip(ridx, red_shape, strict=True)), [red]),
     ]
     if local:
         final: Expr = acc if alpha == 1 else binop("*", acc, scalar_lit(alpha, acc_dtype))
@@ -94,7 +88,7 @@ def contraction(
             final = binop("+", final, term)
         body.append(Assign(tgt, final))
     if out.rank:
-        kb.emit(loop_nest(list(zip(oidx, out.shape, strict=True)), body))
+        kb.emit(*nest(list(zip(oidx, out.shape, strict=True)), body))
     else:
         kb.emit(*body)
 
@@ -119,7 +113,7 @@ def _scalars(call: OpCall, beta_pos: int, alpha_pos: int) -> tuple[float, float]
     return call.arg(beta_pos, "beta", 1), call.arg(alpha_pos, "alpha", 1)
 
 
-@lowering("aten.mm")
+@LOWERINGS.register("aten.mm")
 def _mm(ctx: LowerCtx, call: OpCall) -> None:
     a, b, out = tensor_arg(call, 0, "self"), tensor_arg(call, 1, "mat2"), out0(call)
     dt = accumulate_dtype(out.dtype)
@@ -132,7 +126,7 @@ def _mm(ctx: LowerCtx, call: OpCall) -> None:
     )
 
 
-@lowering("aten.addmm")
+@LOWERINGS.register("aten.addmm")
 def _addmm(ctx: LowerCtx, call: OpCall) -> None:
     a, b, out = tensor_arg(call, 1, "mat1"), tensor_arg(call, 2, "mat2"), out0(call)
     beta, alpha = _scalars(call, 3, 4)
@@ -149,7 +143,7 @@ def _addmm(ctx: LowerCtx, call: OpCall) -> None:
     )
 
 
-@lowering("aten.bmm")
+@LOWERINGS.register("aten.bmm")
 def _bmm(ctx: LowerCtx, call: OpCall) -> None:
     a, b, out = tensor_arg(call, 0, "self"), tensor_arg(call, 1, "mat2"), out0(call)
     dt = accumulate_dtype(out.dtype)
@@ -162,7 +156,7 @@ def _bmm(ctx: LowerCtx, call: OpCall) -> None:
     )
 
 
-@lowering("aten.baddbmm")
+@LOWERINGS.register("aten.baddbmm")
 def _baddbmm(ctx: LowerCtx, call: OpCall) -> None:
     a, b, out = tensor_arg(call, 1, "batch1"), tensor_arg(call, 2, "batch2"), out0(call)
     beta, alpha = _scalars(call, 3, 4)
@@ -179,7 +173,7 @@ def _baddbmm(ctx: LowerCtx, call: OpCall) -> None:
     )
 
 
-@lowering("aten.addbmm")
+@LOWERINGS.register("aten.addbmm")
 def _addbmm(ctx: LowerCtx, call: OpCall) -> None:
     a, b, out = tensor_arg(call, 1, "batch1"), tensor_arg(call, 2, "batch2"), out0(call)
     beta, alpha = _scalars(call, 3, 4)
@@ -196,7 +190,7 @@ def _addbmm(ctx: LowerCtx, call: OpCall) -> None:
     )
 
 
-@lowering("aten.mv")
+@LOWERINGS.register("aten.mv")
 def _mv(ctx: LowerCtx, call: OpCall) -> None:
     a, v, out = tensor_arg(call, 0, "self"), tensor_arg(call, 1, "vec"), out0(call)
     dt = accumulate_dtype(out.dtype)
@@ -209,7 +203,7 @@ def _mv(ctx: LowerCtx, call: OpCall) -> None:
     )
 
 
-@lowering("aten.addmv")
+@LOWERINGS.register("aten.addmv")
 def _addmv(ctx: LowerCtx, call: OpCall) -> None:
     a, v, out = tensor_arg(call, 1, "mat"), tensor_arg(call, 2, "vec"), out0(call)
     beta, alpha = _scalars(call, 3, 4)
@@ -226,7 +220,7 @@ def _addmv(ctx: LowerCtx, call: OpCall) -> None:
     )
 
 
-@lowering("aten.dot", "aten.vdot", "aten.inner")
+@LOWERINGS.register("aten.dot", "aten.vdot", "aten.inner")
 def _dot(ctx: LowerCtx, call: OpCall) -> None:
     a, b, out = tensor_arg(call, 0, "self"), tensor_arg(call, 1, "tensor"), out0(call)
     if a.rank != 1 or b.rank != 1:
@@ -237,7 +231,7 @@ def _dot(ctx: LowerCtx, call: OpCall) -> None:
     )
 
 
-@lowering("aten.addr")
+@LOWERINGS.register("aten.addr")
 def _addr(ctx: LowerCtx, call: OpCall) -> None:
     c = call.args[0]
     v1, v2, out = tensor_arg(call, 1, "vec1"), tensor_arg(call, 2, "vec2"), out0(call)
@@ -263,7 +257,7 @@ def _addr(ctx: LowerCtx, call: OpCall) -> None:
 # -- copies and casts -------------------------------------------------------------------
 
 
-@lowering(
+@LOWERINGS.register(
     "aten.clone",
     "aten._to_copy",
     "aten.lift_fresh_copy",
@@ -275,7 +269,7 @@ def _copy(ctx: LowerCtx, call: OpCall) -> None:
     copy_kernel(ctx, tensor_arg(call, 0, "self"), out0(call))
 
 
-@lowering("aten.copy")
+@LOWERINGS.register("aten.copy")
 def _copy_into(ctx: LowerCtx, call: OpCall) -> None:
     src, out = call.arg(1, "src"), out0(call)
     if isinstance(src, TensorInfo) and src.ref.name == out.ref.name:
@@ -302,13 +296,13 @@ def _copy_within(ctx: LowerCtx, src: TensorInfo, out: TensorInfo) -> None:
         cast(stage[tuple(idx2)] if out.rank else stage.scalar(), src.dtype, out.dtype),
     )
     for ix, stmt in ((idx, to_stage), (idx2, from_stage)):
-        kb.emit(loop_nest(list(zip(ix, out.shape, strict=True)), [stmt]) if ix else stmt)
+        kb.emit(*nest(list(zip(ix, out.shape, strict=True)), [stmt]))
 
 
 # -- factories (fill kernels) -------------------------------------------------------------
 
 
-@lowering(
+@LOWERINGS.register(
     "aten.empty",
     "aten.empty_like",
     "aten.new_empty",
@@ -331,42 +325,42 @@ def _fill(ctx: LowerCtx, call: OpCall, value: float | int | bool | TensorInfo) -
     elementwise(ctx, out, lambda idx: scalar_lit(value, out.dtype), hint="fill")
 
 
-@lowering("aten.zeros", "aten.zeros_like", "aten.new_zeros", "aten.zero")
+@LOWERINGS.register("aten.zeros", "aten.zeros_like", "aten.new_zeros", "aten.zero")
 def _zeros(ctx: LowerCtx, call: OpCall) -> None:
     _fill(ctx, call, False if out0(call).dtype == DType.BOOL else 0)
 
 
-@lowering("aten.ones", "aten.ones_like", "aten.new_ones")
+@LOWERINGS.register("aten.ones", "aten.ones_like", "aten.new_ones")
 def _ones(ctx: LowerCtx, call: OpCall) -> None:
     _fill(ctx, call, True if out0(call).dtype == DType.BOOL else 1)
 
 
-@lowering("aten.full")
+@LOWERINGS.register("aten.full")
 def _full(ctx: LowerCtx, call: OpCall) -> None:
     _fill(ctx, call, call.arg(1, "fill_value"))
 
 
-@lowering("aten.full_like")
+@LOWERINGS.register("aten.full_like")
 def _full_like(ctx: LowerCtx, call: OpCall) -> None:
     _fill(ctx, call, call.arg(1, "fill_value"))
 
 
-@lowering("aten.new_full")
+@LOWERINGS.register("aten.new_full")
 def _new_full(ctx: LowerCtx, call: OpCall) -> None:
     _fill(ctx, call, call.arg(2, "fill_value"))
 
 
-@lowering("aten.fill")
+@LOWERINGS.register("aten.fill")
 def _fill_op(ctx: LowerCtx, call: OpCall) -> None:
     _fill(ctx, call, call.arg(1, "value"))
 
 
-@lowering("aten.scalar_tensor")
+@LOWERINGS.register("aten.scalar_tensor")
 def _scalar_tensor(ctx: LowerCtx, call: OpCall) -> None:
     _fill(ctx, call, call.arg(0, "s"))
 
 
-@lowering("aten.arange")
+@LOWERINGS.register("aten.arange")
 def _arange(ctx: LowerCtx, call: OpCall) -> None:
     out = out0(call)
     nums = [a for a in call.args if isinstance(a, int | float) and not isinstance(a, bool)]
@@ -382,7 +376,7 @@ def _arange(ctx: LowerCtx, call: OpCall) -> None:
     elementwise(ctx, out, value, hint="arange")
 
 
-@lowering("aten.linspace")
+@LOWERINGS.register("aten.linspace")
 def _linspace(ctx: LowerCtx, call: OpCall) -> None:
     out = out0(call)
     start, end, steps = call.arg(0, "start"), call.arg(1, "end"), call.arg(2, "steps")
@@ -401,13 +395,13 @@ def _linspace(ctx: LowerCtx, call: OpCall) -> None:
     elementwise(ctx, out, value, hint="linspace")
 
 
-@lowering("aten.eye")
+@LOWERINGS.register("aten.eye")
 def _eye(ctx: LowerCtx, call: OpCall) -> None:
     out = out0(call)
     one, zero = scalar_lit(1, out.dtype), scalar_lit(0, out.dtype)
     elementwise(ctx, out, lambda idx: sel(binop("==", idx[0], idx[1]), one, zero), hint="eye")
 
 
-@lowering("aten._local_scalar_dense", "aten.item")
+@LOWERINGS.register("aten._local_scalar_dense", "aten.item")
 def _item(ctx: LowerCtx, call: OpCall) -> None:
     """Reading one element to the host launches no kernel."""

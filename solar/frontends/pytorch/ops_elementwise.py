@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from solar.frontends.kit import TensorInfo, UnsupportedOpError
 from solar.frontends.pytorch.lowering_utils import (
-    Operand,
+    ElementwiseArg,
     binop,
     cast,
     elementwise,
@@ -25,13 +26,7 @@ from solar.frontends.pytorch.lowering_utils import (
     scalar_lit,
     sel,
 )
-from solar.frontends.pytorch.registry import (
-    LowerCtx,
-    OpCall,
-    TensorInfo,
-    UnsupportedOpError,
-    lowering,
-)
+from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
 from solar.ir import Assign, DType, Expr, If, Name, Unary, lit
 
 __all__: list[str] = []
@@ -40,7 +35,13 @@ Combine = Callable[[Expr, Expr], Expr]
 
 
 def _binary(
-    ctx: LowerCtx, call: OpCall, a: Operand, b: Operand, combine: Combine, *, compare: bool = False
+    ctx: LowerCtx,
+    call: OpCall,
+    a: ElementwiseArg,
+    b: ElementwiseArg,
+    combine: Combine,
+    *,
+    compare: bool = False,
 ) -> None:
     out = out0(call)
     dt = promote(a, b) if compare else out.dtype
@@ -58,7 +59,7 @@ def _alpha(call: OpCall, y: Expr, dtype: DType) -> Expr:
     return y if alpha == 1 else binop("*", y, scalar_lit(alpha, dtype))
 
 
-@lowering("aten.add")
+@LOWERINGS.register("aten.add")
 def _add(ctx: LowerCtx, call: OpCall) -> None:
     dt = out0(call).dtype
     if dt == DType.BOOL:
@@ -67,19 +68,19 @@ def _add(ctx: LowerCtx, call: OpCall) -> None:
     _binary(ctx, call, call.args[0], call.args[1], lambda x, y: binop("+", x, _alpha(call, y, dt)))
 
 
-@lowering("aten.sub")
+@LOWERINGS.register("aten.sub")
 def _sub(ctx: LowerCtx, call: OpCall) -> None:
     dt = out0(call).dtype
     _binary(ctx, call, call.args[0], call.args[1], lambda x, y: binop("-", x, _alpha(call, y, dt)))
 
 
-@lowering("aten.rsub")
+@LOWERINGS.register("aten.rsub")
 def _rsub(ctx: LowerCtx, call: OpCall) -> None:
     dt = out0(call).dtype
     _binary(ctx, call, call.args[0], call.args[1], lambda x, y: binop("-", y, _alpha(call, x, dt)))
 
 
-@lowering("aten.mul", "aten.multiply")
+@LOWERINGS.register("aten.mul", "aten.multiply")
 def _mul(ctx: LowerCtx, call: OpCall) -> None:
     op = "and" if out0(call).dtype == DType.BOOL else "*"
     _binary(ctx, call, call.args[0], call.args[1], lambda x, y: binop(op, x, y))
@@ -98,45 +99,45 @@ def _divide(x: Expr, y: Expr, mode: str | None, dtype: DType) -> Expr:
     raise UnsupportedOpError(f"rounding_mode {mode!r}")
 
 
-@lowering("aten.div", "aten.divide", "aten.true_divide")
+@LOWERINGS.register("aten.div", "aten.divide", "aten.true_divide")
 def _div(ctx: LowerCtx, call: OpCall) -> None:
     mode = call.arg(2, "rounding_mode")
     dt = out0(call).dtype
     _binary(ctx, call, call.args[0], call.args[1], lambda x, y: _divide(x, y, mode, dt))
 
 
-@lowering("aten.floor_divide")
+@LOWERINGS.register("aten.floor_divide")
 def _floor_divide(ctx: LowerCtx, call: OpCall) -> None:
     dt = out0(call).dtype
     _binary(ctx, call, call.args[0], call.args[1], lambda x, y: _divide(x, y, "floor", dt))
 
 
-@lowering("aten.remainder")
+@LOWERINGS.register("aten.remainder")
 def _remainder(ctx: LowerCtx, call: OpCall) -> None:
     _binary(ctx, call, call.args[0], call.args[1], lambda x, y: binop("%", x, y))
 
 
-@lowering("aten.fmod")
+@LOWERINGS.register("aten.fmod")
 def _fmod(ctx: LowerCtx, call: OpCall) -> None:
     _binary(ctx, call, call.args[0], call.args[1], lambda x, y: fn("fmod", x, y))
 
 
-@lowering("aten.atan2", "aten.arctan2")
+@LOWERINGS.register("aten.atan2", "aten.arctan2")
 def _atan2(ctx: LowerCtx, call: OpCall) -> None:
     _binary(ctx, call, call.args[0], call.args[1], lambda x, y: fn("atan2", x, y))
 
 
-@lowering("aten.maximum", "aten.fmax", "aten.max.other")
+@LOWERINGS.register("aten.maximum", "aten.fmax", "aten.max.other")
 def _maximum(ctx: LowerCtx, call: OpCall) -> None:
     _binary(ctx, call, call.args[0], call.args[1], lambda x, y: fn("max", x, y))
 
 
-@lowering("aten.minimum", "aten.fmin", "aten.min.other")
+@LOWERINGS.register("aten.minimum", "aten.fmin", "aten.min.other")
 def _minimum(ctx: LowerCtx, call: OpCall) -> None:
     _binary(ctx, call, call.args[0], call.args[1], lambda x, y: fn("min", x, y))
 
 
-@lowering("aten.hypot")
+@LOWERINGS.register("aten.hypot")
 def _hypot(ctx: LowerCtx, call: OpCall) -> None:
     _binary(
         ctx,
@@ -147,7 +148,7 @@ def _hypot(ctx: LowerCtx, call: OpCall) -> None:
     )
 
 
-@lowering("aten.logaddexp")
+@LOWERINGS.register("aten.logaddexp")
 def _logaddexp(ctx: LowerCtx, call: OpCall) -> None:
     def combine(x: Expr, y: Expr) -> Expr:
         m = fn("max", x, y)
@@ -156,7 +157,7 @@ def _logaddexp(ctx: LowerCtx, call: OpCall) -> None:
     _binary(ctx, call, call.args[0], call.args[1], combine)
 
 
-@lowering("aten.pow")
+@LOWERINGS.register("aten.pow")
 def _pow(ctx: LowerCtx, call: OpCall) -> None:
     base, exp = call.args[0], call.arg(1, "exponent")
     if not isinstance(exp, TensorInfo):
@@ -192,7 +193,7 @@ for _name, _op in (
     ("greater_equal", ">="),
     ("not_equal", "!="),
 ):
-    lowering(f"aten.{_name}")(_cmp(_op))
+    LOWERINGS.register(f"aten.{_name}")(_cmp(_op))
 
 
 def _truth(x: Expr, dtype: DType) -> Expr:
@@ -225,10 +226,10 @@ for _name, _op in (
     ("bitwise_or", "or"),
     ("bitwise_xor", "!="),
 ):
-    lowering(f"aten.{_name}")(_logical(_op))
+    LOWERINGS.register(f"aten.{_name}")(_logical(_op))
 
 
-@lowering("aten.where")
+@LOWERINGS.register("aten.where")
 def _where(ctx: LowerCtx, call: OpCall) -> None:
     cond, a, b = call.args[0], call.arg(1, "self"), call.arg(2, "other")
     if a is None or b is None:
@@ -244,7 +245,7 @@ def _where(ctx: LowerCtx, call: OpCall) -> None:
     elementwise(ctx, out, value)
 
 
-@lowering("aten.masked_fill")
+@LOWERINGS.register("aten.masked_fill")
 def _masked_fill(ctx: LowerCtx, call: OpCall) -> None:
     x, mask, val = call.args[0], call.args[1], call.arg(2, "value")
     out = out0(call)
@@ -252,13 +253,13 @@ def _masked_fill(ctx: LowerCtx, call: OpCall) -> None:
         # In place (masked_fill_): write only where the mask is set, as eager does.
         kb = ctx.kernel()
         idx = ctx.vars(kb, out.rank)
-        from solar.frontends.builder import loop_nest
+        from solar.frontends.kit import nest
 
         stmt = If(
             operand(mask, idx, out.shape),
             (Assign(ctx.write(out, idx), operand(val, idx, out.shape, out.dtype)),),
         )
-        kb.emit(loop_nest(list(zip(idx, out.shape, strict=True)), [stmt]))
+        kb.emit(*nest(list(zip(idx, out.shape, strict=True)), [stmt]))
         return
 
     def value(idx: tuple[Name, ...]) -> Expr:
@@ -279,7 +280,7 @@ def _clamp_expr(x: Expr, lo: Expr | None, hi: Expr | None) -> Expr:
     return x
 
 
-@lowering("aten.clamp", "aten.clip")
+@LOWERINGS.register("aten.clamp", "aten.clip")
 def _clamp(ctx: LowerCtx, call: OpCall) -> None:
     x, lo, hi = call.args[0], call.arg(1, "min"), call.arg(2, "max")
     out = out0(call)
@@ -292,17 +293,17 @@ def _clamp(ctx: LowerCtx, call: OpCall) -> None:
     elementwise(ctx, out, value)
 
 
-@lowering("aten.clamp_min")
+@LOWERINGS.register("aten.clamp_min")
 def _clamp_min(ctx: LowerCtx, call: OpCall) -> None:
     _binary(ctx, call, call.args[0], call.args[1], lambda x, y: fn("max", x, y))
 
 
-@lowering("aten.clamp_max")
+@LOWERINGS.register("aten.clamp_max")
 def _clamp_max(ctx: LowerCtx, call: OpCall) -> None:
     _binary(ctx, call, call.args[0], call.args[1], lambda x, y: fn("min", x, y))
 
 
-@lowering("aten.lerp")
+@LOWERINGS.register("aten.lerp")
 def _lerp(ctx: LowerCtx, call: OpCall) -> None:
     a, b, w = call.args[0], call.args[1], call.arg(2, "weight")
     out = out0(call)
@@ -334,11 +335,11 @@ def _addc(op: str) -> Callable[[LowerCtx, OpCall], None]:
     return lower
 
 
-lowering("aten.addcmul")(_addc("*"))
-lowering("aten.addcdiv")(_addc("/"))
+LOWERINGS.register("aten.addcmul")(_addc("*"))
+LOWERINGS.register("aten.addcdiv")(_addc("/"))
 
 
-@lowering("aten.nan_to_num")
+@LOWERINGS.register("aten.nan_to_num")
 def _nan_to_num(ctx: LowerCtx, call: OpCall) -> None:
     x = call.args[0]
     out = out0(call)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from solar.frontends.builder import KernelBuilder, loop_nest
+from solar.frontends.kit import KernelBuilder, TensorInfo, UnsupportedOpError, nest
 from solar.frontends.pytorch.lowering_utils import (
     bcast_index,
     binop,
@@ -26,13 +26,7 @@ from solar.frontends.pytorch.lowering_utils import (
     scalar_lit,
     tensor_arg,
 )
-from solar.frontends.pytorch.registry import (
-    LowerCtx,
-    OpCall,
-    TensorInfo,
-    UnsupportedOpError,
-    lowering,
-)
+from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
 from solar.ir import Access, Assign, DType, Expr, IntLit, Name, Reduce, Stmt, lit
 
 __all__ = ["advanced_index"]
@@ -48,10 +42,10 @@ def _nest(
 ) -> list[Stmt]:
     idx = ctx.vars(kb, len(shape))
     stmts = body(idx)
-    return [loop_nest(list(zip(idx, shape, strict=True)), stmts)] if shape else stmts
+    return nest(list(zip(idx, shape, strict=True)), stmts)
 
 
-@lowering("aten.cat", "aten.concat", "aten.concatenate")
+@LOWERINGS.register("aten.cat", "aten.concat", "aten.concatenate")
 def _cat(ctx: LowerCtx, call: OpCall) -> None:
     out = out0(call)
     dim = norm_dim(call.arg(1, "dim", 0), out.rank)
@@ -74,7 +68,7 @@ def _cat(ctx: LowerCtx, call: OpCall) -> None:
         offset += t.shape[dim]
 
 
-@lowering("aten.stack")
+@LOWERINGS.register("aten.stack")
 def _stack(ctx: LowerCtx, call: OpCall) -> None:
     out = out0(call)
     dim = norm_dim(call.arg(1, "dim", 0), out.rank)
@@ -144,7 +138,7 @@ def advanced_index(
     return tuple(result), index_fn
 
 
-@lowering("aten.index", "aten._unsafe_index")
+@LOWERINGS.register("aten.index", "aten._unsafe_index")
 def _index(ctx: LowerCtx, call: OpCall) -> None:
     x, out = tensor_arg(call, 0, "self"), out0(call)
     _, index_fn = advanced_index(x.shape, call.arg(1, "indices"))
@@ -161,7 +155,7 @@ def _index(ctx: LowerCtx, call: OpCall) -> None:
     )
 
 
-@lowering("aten.index_select")
+@LOWERINGS.register("aten.index_select")
 def _index_select(ctx: LowerCtx, call: OpCall) -> None:
     x, index, out = tensor_arg(call, 0, "self"), tensor_arg(call, 2, "index"), out0(call)
     dim = norm_dim(call.arg(1, "dim"), x.rank)
@@ -176,7 +170,7 @@ def _index_select(ctx: LowerCtx, call: OpCall) -> None:
     kb.emit(*_nest(kb, ctx, out.shape, body))
 
 
-@lowering("aten.gather")
+@LOWERINGS.register("aten.gather")
 def _gather(ctx: LowerCtx, call: OpCall) -> None:
     x, index, out = tensor_arg(call, 0, "self"), tensor_arg(call, 2, "index"), out0(call)
     dim = norm_dim(call.arg(1, "dim"), x.rank)
@@ -191,7 +185,7 @@ def _gather(ctx: LowerCtx, call: OpCall) -> None:
     kb.emit(*_nest(kb, ctx, out.shape, body))
 
 
-@lowering("aten.embedding")
+@LOWERINGS.register("aten.embedding")
 def _embedding(ctx: LowerCtx, call: OpCall) -> None:
     w, ids, out = tensor_arg(call, 0, "weight"), tensor_arg(call, 1, "indices"), out0(call)
 
@@ -230,7 +224,7 @@ def _store(target: Access, op: str | None, value: Expr) -> Stmt:
     return Assign(target, value) if op is None else Reduce(target, op, value)  # type: ignore[arg-type]
 
 
-@lowering("aten.scatter", "aten.scatter_add", "aten.scatter_reduce")
+@LOWERINGS.register("aten.scatter", "aten.scatter_add", "aten.scatter_reduce")
 def _scatter(ctx: LowerCtx, call: OpCall) -> None:
     x, index, out = tensor_arg(call, 0, "self"), tensor_arg(call, 2, "index"), out0(call)
     dim = norm_dim(call.arg(1, "dim"), x.rank)
@@ -277,7 +271,7 @@ def _scatter(ctx: LowerCtx, call: OpCall) -> None:
     )
 
 
-@lowering("aten.index_put", "aten._index_put_impl")
+@LOWERINGS.register("aten.index_put", "aten._index_put_impl")
 def _index_put(ctx: LowerCtx, call: OpCall) -> None:
     x, out = tensor_arg(call, 0, "self"), out0(call)
     values = call.arg(2, "values")
@@ -328,8 +322,8 @@ def _dim_scatter(op: str | None, fill: bool = False) -> Callable[[LowerCtx, OpCa
     return lower
 
 
-lowering("aten.index_add")(_dim_scatter("+"))
-lowering("aten.index_copy")(_dim_scatter(None))
-lowering("aten.index_fill")(_dim_scatter(None, fill=True))
+LOWERINGS.register("aten.index_add")(_dim_scatter("+"))
+LOWERINGS.register("aten.index_copy")(_dim_scatter(None))
+LOWERINGS.register("aten.index_fill")(_dim_scatter(None, fill=True))
 
 _ = lit

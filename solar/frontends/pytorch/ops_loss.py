@@ -21,7 +21,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from solar.frontends.builder import KernelBuilder
+from solar.frontends.kit import (
+    KernelBuilder,
+    Nest,
+    TensorInfo,
+    UnsupportedOpError,
+    fmax,
+    fmin,
+    nest,
+)
 from solar.frontends.pytorch.lowering_utils import (
     accumulate_dtype,
     bcast_read,
@@ -29,15 +37,7 @@ from solar.frontends.pytorch.lowering_utils import (
     elementwise,
     operand,
 )
-from solar.frontends.pytorch.nn_utils import Nest, fmax, fmin, nest
-from solar.frontends.pytorch.registry import (
-    LowerCtx,
-    OpCall,
-    TensorInfo,
-    UnsupportedOpError,
-    find_lowering,
-    lowering,
-)
+from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
 from solar.ir import Access, Assign, Binary, Call, DType, Expr, If, Name, Reduce, Stmt, Unary, lit
 
 __all__: list[str] = []
@@ -198,16 +198,18 @@ def _kl_term(log_target: bool) -> Callable[[Expr, Expr], Expr]:
     return term
 
 
-lowering("aten.mse_loss.default")(_elementwise_loss("mse_loss", _mse))
-lowering("aten.l1_loss.default")(_elementwise_loss("l1_loss", _l1, _abs_diff))
-lowering("aten.smooth_l1_loss.default")(_elementwise_loss("smooth_l1_loss", _smooth_l1, _abs_diff))
-lowering("aten.huber_loss.default")(_elementwise_loss("huber_loss", _huber, _abs_diff))
-lowering("aten.soft_margin_loss.default")(
+LOWERINGS.register("aten.mse_loss.default")(_elementwise_loss("mse_loss", _mse))
+LOWERINGS.register("aten.l1_loss.default")(_elementwise_loss("l1_loss", _l1, _abs_diff))
+LOWERINGS.register("aten.smooth_l1_loss.default")(
+    _elementwise_loss("smooth_l1_loss", _smooth_l1, _abs_diff)
+)
+LOWERINGS.register("aten.huber_loss.default")(_elementwise_loss("huber_loss", _huber, _abs_diff))
+LOWERINGS.register("aten.soft_margin_loss.default")(
     _elementwise_loss("soft_margin_loss", _soft_margin, lambda x, t: _bin("*", t, x))
 )
 
 
-@lowering("aten.kl_div.default")
+@LOWERINGS.register("aten.kl_div.default")
 def _kl_div_op(ctx: LowerCtx, call: OpCall) -> None:
     """``kl_div(self, target, reduction=mean, *, log_target=False)`` (pointwise KL terms)."""
     log_target = bool(call.kwargs.get("log_target", call.arg(3, "log_target", False)))
@@ -220,7 +222,7 @@ def _opt_read(t: object, idx: list[Expr], shape: Sequence[int], acc: DType) -> E
     return cast(bcast_read(t, idx, shape), t.dtype, acc)
 
 
-@lowering("aten.binary_cross_entropy.default")
+@LOWERINGS.register("aten.binary_cross_entropy.default")
 def _bce(ctx: LowerCtx, call: OpCall) -> None:
     """``binary_cross_entropy(self, target, weight=None, reduction=mean)``; logs clamp at -100."""
     x, t, out = _pair(call)
@@ -242,7 +244,7 @@ def _bce(ctx: LowerCtx, call: OpCall) -> None:
     _reduced(ctx, kb, out, shape, int(call.arg(3, "reduction", _MEAN)), value)
 
 
-@lowering("aten.binary_cross_entropy_with_logits.default")
+@LOWERINGS.register("aten.binary_cross_entropy_with_logits.default")
 def _bce_logits(ctx: LowerCtx, call: OpCall) -> None:
     """``(self, target, weight=None, pos_weight=None, reduction=mean)``.
 
@@ -272,7 +274,7 @@ def _bce_logits(ctx: LowerCtx, call: OpCall) -> None:
     _reduced(ctx, kb, out, shape, int(call.arg(4, "reduction", _MEAN)), value)
 
 
-@lowering(
+@LOWERINGS.register(
     "aten.nll_loss_forward.default",
     "aten.nll_loss2d_forward.default",
     "aten.nll_loss.default",
@@ -325,7 +327,7 @@ def _nll_loss(ctx: LowerCtx, call: OpCall) -> None:
         kb.emit(Assign(ctx.write(total, []), tw))
 
 
-@lowering("aten.multi_margin_loss.default")
+@LOWERINGS.register("aten.multi_margin_loss.default")
 def _multi_margin(ctx: LowerCtx, call: OpCall) -> None:
     """``multi_margin_loss(self, target, p=1, margin=1, weight=None, reduction=mean)``.
 
@@ -384,5 +386,5 @@ def _xlogy(ctx: LowerCtx, call: OpCall) -> None:
 # F.kl_div decomposes into xlogy, an elementwise op of the core family; registered here
 # only while no other module provides it (the core module may take it over).
 for _target in ("aten.xlogy.Tensor", "aten.xlogy.Scalar_Other", "aten.xlogy.Scalar_Self"):
-    if find_lowering(_target) is None:
-        lowering(_target)(_xlogy)
+    if LOWERINGS.find(_target) is None:
+        LOWERINGS.register(_target)(_xlogy)

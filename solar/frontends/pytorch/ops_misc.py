@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+from solar.frontends.kit import Aff, Nest, UnsupportedOpError, expand_param, guard, range_guard
 from solar.frontends.pytorch.lowering_utils import (
     accumulate_dtype,
     binop,
@@ -20,15 +21,14 @@ from solar.frontends.pytorch.lowering_utils import (
     scalar_lit,
     tensor_arg,
 )
-from solar.frontends.pytorch.nn_utils import Aff, Nest, expand_param, guard, range_guard
-from solar.frontends.pytorch.ops_movement import iadd, imul
-from solar.frontends.pytorch.registry import LowerCtx, OpCall, UnsupportedOpError, lowering
+from solar.frontends.pytorch.ops_movement import iadd_const_last, imul_const_last
+from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
 from solar.ir import Assign, Expr, Reduce, Stmt, lit
 
 __all__: list[str] = []
 
 
-@lowering("aten.im2col")
+@LOWERINGS.register("aten.im2col")
 def _im2col(ctx: LowerCtx, call: OpCall) -> None:
     x, out = tensor_arg(call, 0, "self"), out0(call)
     if x.rank not in (3, 4):
@@ -49,8 +49,8 @@ def _im2col(ctx: LowerCtx, call: OpCall) -> None:
     n, c, r, s, oh, ow = nest.idx
     h = Aff.of((sh, oh, oh_ext), (dh, r, kh), const=-ph)
     w = Aff.of((sw, ow, ow_ext), (dw, s, kw), const=-pw)
-    row = iadd(iadd(imul(c, kh * kw), imul(r, kw)), s)
-    col = iadd(imul(oh, ow_ext), ow)
+    row = iadd_const_last(iadd_const_last(imul_const_last(c, kh * kw), imul_const_last(r, kw)), s)
+    col = iadd_const_last(imul_const_last(oh, ow_ext), ow)
     dst = ctx.write(out, [n, row, col] if batched else [row, col])
     src = ctx.read(x, [n, c, h.expr(), w.expr()] if batched else [c, h.expr(), w.expr()])
     conds = range_guard(h, h_ext) + range_guard(w, w_ext)
@@ -61,7 +61,7 @@ def _im2col(ctx: LowerCtx, call: OpCall) -> None:
     kb.emit(*nest.wrap(body))
 
 
-@lowering("aten.trace")
+@LOWERINGS.register("aten.trace")
 def _trace(ctx: LowerCtx, call: OpCall) -> None:
     x, out = tensor_arg(call, 0, "self"), out0(call)
     if x.rank != 2:
@@ -75,7 +75,7 @@ def _trace(ctx: LowerCtx, call: OpCall) -> None:
         kb.emit(*diag.wrap([Reduce(dst, "+", cast(ctx.read(x, [i, i]), x.dtype, out.dtype))]))
 
 
-@lowering("aten._cdist_forward")
+@LOWERINGS.register("aten._cdist_forward")
 def _cdist(ctx: LowerCtx, call: OpCall) -> None:
     a, b, out = tensor_arg(call, 0, "x1"), tensor_arg(call, 1, "x2"), out0(call)
     p = float(call.arg(2, "p", 2.0))

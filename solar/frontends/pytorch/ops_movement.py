@@ -5,6 +5,15 @@ send view indices to input indices; shapes come from the captured outputs
 (`OpCall.out_shapes`), so ``-1`` sizes and clamped slice ends need no re-derivation.
 Reshapes map through the row-major linear index, grouped so that plain splits and
 merges of dims stay affine (``//``/``%`` by constants appear only inside a group).
+
+Note [Constant-last index spelling]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+The index arithmetic here is not the kit's `iadd`/`imul`/`reshape_map`, on purpose: the
+PyTorch view maps spell a scaled index with the constant last (``o0 * 3 + o1``) where the
+kit puts it first (``3 * o0 + o1``), and they fold only Python ints (``2 + 8`` written by
+two selects stays as written). The IR text is hashed into reports, which must not change
+when code moves, so these helpers keep their spelling and say so in their names; the
+padding and im2col lowerings (ops_pad.py, ops_misc.py) use them for the same reason.
 """
 
 from __future__ import annotations
@@ -12,23 +21,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from solar.frontends.kit import IndexMap, TensorInfo, UnsupportedOpError
 from solar.frontends.pytorch.lowering_utils import copy_kernel, norm_dim
-from solar.frontends.pytorch.registry import (
-    LowerCtx,
-    LoweringFn,
-    OpCall,
-    TensorInfo,
-    UnsupportedOpError,
-    find_lowering,
-    lowering,
-)
+from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, LoweringFn, OpCall
 from solar.ir import Binary, Expr, IntLit
 
-__all__ = ["iadd", "idiv", "imod", "imul", "reshape_map"]
+__all__ = ["iadd_const_last", "idiv", "imod", "imul_const_last", "reshape_map_const_last"]
 
 
-def iadd(a: Expr, b: Expr | int) -> Expr:
-    """``a + b`` folding zeros (``b`` may be negative)."""
+def iadd_const_last(a: Expr, b: Expr | int) -> Expr:
+    """``a + b`` folding zeros (``b`` may be negative); Note [Constant-last index spelling]."""
     if isinstance(b, int):
         if b == 0:
             return a
@@ -42,8 +44,8 @@ def iadd(a: Expr, b: Expr | int) -> Expr:
     return Binary("+", a, b)
 
 
-def imul(a: Expr, k: int) -> Expr:
-    """``a * k`` folding ones and zeros."""
+def imul_const_last(a: Expr, k: int) -> Expr:
+    """``a * k`` folding ones and zeros; Note [Constant-last index spelling]."""
     if k == 1:
         return a
     if k == 0:
@@ -69,11 +71,12 @@ def _int(v: int) -> Expr:
     return lit(v)
 
 
-def reshape_map(in_shape: Sequence[int], out_shape: Sequence[int]):  # type: ignore[no-untyped-def]
+def reshape_map_const_last(in_shape: Sequence[int], out_shape: Sequence[int]) -> IndexMap:
     """Index map of a row-major reshape from ``in_shape`` to ``out_shape``.
 
-    Size-1 dims are dropped; the remaining dims are grouped where the running
-    products agree, and each group is linearised and delinearised on its own.
+    Note [Constant-last index spelling]: ``o0 * 3 + o1``. Size-1 dims are dropped; the
+    remaining dims are grouped where the running products agree, and each group is
+    linearised and delinearised on its own.
     """
     ins = [(k, d) for k, d in enumerate(in_shape) if d != 1]
     outs = [(k, d) for k, d in enumerate(out_shape) if d != 1]
@@ -103,7 +106,7 @@ def reshape_map(in_shape: Sequence[int], out_shape: Sequence[int]):  # type: ign
                 stride *= d
             for k, d in gj:
                 stride //= d
-                lin = iadd(lin, imul(idx[k], stride))
+                lin = iadd_const_last(lin, imul_const_last(idx[k], stride))
             if len(gi) == 1:
                 res[gi[0][0]] = lin
                 continue
@@ -130,7 +133,7 @@ def _shape(call: OpCall, k: int = 0) -> tuple[int, ...]:
     raise UnsupportedOpError(f"{call.target}: output shape unknown")
 
 
-@lowering(
+@LOWERINGS.register(
     "aten.view",
     "aten._unsafe_view",
     "aten.reshape",
@@ -148,10 +151,10 @@ def _reshape(ctx: LowerCtx, call: OpCall) -> tuple[TensorInfo, ...]:
         return (x,)
     if call.target.startswith("aten.view.dtype"):
         raise UnsupportedOpError("bit-casting views are not representable")
-    return (x.view(shape, reshape_map(x.shape, shape)),)
+    return (x.view(shape, reshape_map_const_last(x.shape, shape)),)
 
 
-@lowering(
+@LOWERINGS.register(
     "aten.alias",
     "aten.detach",
     "aten.lift_fresh",
@@ -163,7 +166,7 @@ def _identity(ctx: LowerCtx, call: OpCall) -> tuple[TensorInfo, ...]:
     return (_x(call),)
 
 
-@lowering("aten.permute")
+@LOWERINGS.register("aten.permute")
 def _permute(ctx: LowerCtx, call: OpCall) -> tuple[TensorInfo, ...]:
     x = _x(call)
     perm = [norm_dim(d, x.rank) for d in call.arg(1, "dims")]
@@ -182,7 +185,7 @@ def _permuted(x: TensorInfo, perm: Sequence[int]) -> TensorInfo:
     return x.view(shape, index_map)
 
 
-@lowering("aten.transpose", "aten.swapaxes", "aten.swapdims")
+@LOWERINGS.register("aten.transpose", "aten.swapaxes", "aten.swapdims")
 def _transpose(ctx: LowerCtx, call: OpCall) -> tuple[TensorInfo, ...]:
     x = _x(call)
     if x.rank < 2:
@@ -194,13 +197,13 @@ def _transpose(ctx: LowerCtx, call: OpCall) -> tuple[TensorInfo, ...]:
     return (_permuted(x, perm),)
 
 
-@lowering("aten.t", "aten.numpy_T")
+@LOWERINGS.register("aten.t", "aten.numpy_T")
 def _t(ctx: LowerCtx, call: OpCall) -> tuple[TensorInfo, ...]:
     x = _x(call)
     return (x,) if x.rank < 2 else (_permuted(x, list(reversed(range(x.rank)))),)
 
 
-@lowering("aten.expand", "aten.expand_as", "aten.broadcast_to")
+@LOWERINGS.register("aten.expand", "aten.expand_as", "aten.broadcast_to")
 def _expand(ctx: LowerCtx, call: OpCall) -> tuple[TensorInfo, ...]:
     x = _x(call)
     shape = _shape(call)
@@ -221,7 +224,7 @@ def _slice_view(x: TensorInfo, dim: int, start: int, step: int, size: int) -> Te
 
     def index_map(idx: tuple[Expr, ...]) -> tuple[Expr, ...]:
         res = list(idx)
-        res[dim] = iadd(imul(idx[dim], step), start)
+        res[dim] = iadd_const_last(imul_const_last(idx[dim], step), start)
         return tuple(res)
 
     return x.view(shape, index_map)
@@ -235,7 +238,7 @@ def _clamp_start(start: int | None, size: int) -> int:
     return min(max(start, 0), size)
 
 
-@lowering("aten.slice")
+@LOWERINGS.register("aten.slice")
 def _slice(ctx: LowerCtx, call: OpCall) -> tuple[TensorInfo, ...]:
     x = _x(call)
     dim = norm_dim(call.arg(1, "dim", 0), x.rank)
@@ -245,7 +248,7 @@ def _slice(ctx: LowerCtx, call: OpCall) -> tuple[TensorInfo, ...]:
     return (_slice_view(x, dim, start, step, out[dim]),)
 
 
-@lowering("aten.narrow")
+@LOWERINGS.register("aten.narrow")
 def _narrow(ctx: LowerCtx, call: OpCall) -> tuple[TensorInfo, ...]:
     x = _x(call)
     dim = norm_dim(call.arg(1, "dim"), x.rank)
@@ -253,7 +256,7 @@ def _narrow(ctx: LowerCtx, call: OpCall) -> tuple[TensorInfo, ...]:
     return (_slice_view(x, dim, start, 1, _shape(call)[dim]),)
 
 
-@lowering("aten.select")
+@LOWERINGS.register("aten.select")
 def _select(ctx: LowerCtx, call: OpCall) -> tuple[TensorInfo, ...]:
     x = _x(call)
     dim = norm_dim(call.arg(1, "dim"), x.rank)
@@ -271,14 +274,14 @@ def _selected(x: TensorInfo, dim: int, index: int) -> TensorInfo:
     return x.view(shape, index_map)
 
 
-@lowering("aten.unbind")
+@LOWERINGS.register("aten.unbind")
 def _unbind(ctx: LowerCtx, call: OpCall) -> tuple[TensorInfo, ...]:
     x = _x(call)
     dim = norm_dim(call.arg(1, "dim", 0), x.rank)
     return tuple(_selected(x, dim, k) for k in range(x.shape[dim]))
 
 
-@lowering(
+@LOWERINGS.register(
     "aten.split",
     "aten.split_with_sizes",
     "aten.unsafe_split",
@@ -299,7 +302,7 @@ def _split(ctx: LowerCtx, call: OpCall) -> tuple[TensorInfo, ...]:
     return tuple(views)
 
 
-@lowering("aten.diagonal")
+@LOWERINGS.register("aten.diagonal")
 def _diagonal(ctx: LowerCtx, call: OpCall) -> tuple[TensorInfo, ...]:
     x = _x(call)
     offset = call.arg(1, "offset", 0)
@@ -313,14 +316,14 @@ def _diagonal(ctx: LowerCtx, call: OpCall) -> tuple[TensorInfo, ...]:
         for pos, k in enumerate(rest):
             res[k] = idx[pos]
         d = idx[len(rest)]
-        res[d1] = iadd(d, max(-offset, 0))
-        res[d2] = iadd(d, max(offset, 0))
+        res[d1] = iadd_const_last(d, max(-offset, 0))
+        res[d2] = iadd_const_last(d, max(offset, 0))
         return tuple(res)
 
     return (x.view(shape, index_map),)
 
 
-@lowering("aten.unfold")
+@LOWERINGS.register("aten.unfold")
 def _unfold(ctx: LowerCtx, call: OpCall) -> tuple[TensorInfo, ...]:
     x = _x(call)
     dim = norm_dim(call.arg(1, "dimension"), x.rank)
@@ -329,13 +332,15 @@ def _unfold(ctx: LowerCtx, call: OpCall) -> tuple[TensorInfo, ...]:
 
     def index_map(idx: tuple[Expr, ...]) -> tuple[Expr, ...]:
         res = list(idx[: x.rank])
-        res[dim] = iadd(imul(idx[dim], step), idx[x.rank]) if x.rank else idx[0]
+        res[dim] = (
+            iadd_const_last(imul_const_last(idx[dim], step), idx[x.rank]) if x.rank else idx[0]
+        )
         return tuple(res)
 
     return (x.view(shape, index_map),)
 
 
-@lowering("aten.movedim")
+@LOWERINGS.register("aten.movedim")
 def _movedim(ctx: LowerCtx, call: OpCall) -> tuple[TensorInfo, ...]:
     x = _x(call)
     src = call.arg(1, "source")
@@ -354,7 +359,7 @@ def _copy_variant(view_target: str) -> LoweringFn:
     """``<view>_copy`` ops: the view, materialised by one copy kernel."""
 
     def lower(ctx: LowerCtx, call: OpCall) -> None:
-        view_fn = find_lowering(view_target)
+        view_fn = LOWERINGS.find(view_target)
         assert view_fn is not None
         views = view_fn(ctx, replace(call, target=view_target))
         assert views is not None
@@ -386,4 +391,4 @@ for _view in (
     "_reshape_alias",
     "narrow",
 ):
-    lowering(f"aten.{_view}_copy")(_copy_variant(f"aten.{_view}.default"))
+    LOWERINGS.register(f"aten.{_view}_copy")(_copy_variant(f"aten.{_view}.default"))

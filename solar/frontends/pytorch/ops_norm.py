@@ -30,16 +30,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from solar.frontends.builder import KernelBuilder, TensorRef
-from solar.frontends.pytorch.lowering_utils import accumulate_dtype, cast
-from solar.frontends.pytorch.nn_utils import Nest, iadd, imul, nest
-from solar.frontends.pytorch.registry import (
-    LowerCtx,
-    OpCall,
+from solar.frontends.kit import (
+    KernelBuilder,
+    Nest,
     TensorInfo,
+    TensorRef,
     UnsupportedOpError,
-    lowering,
+    iadd,
+    imul,
+    nest,
 )
+from solar.frontends.pytorch.lowering_utils import accumulate_dtype, cast
+from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
 from solar.ir import Access, Assign, Binary, Call, DType, Expr, Reduce, Stmt, lit
 
 __all__: list[str] = []
@@ -184,7 +186,7 @@ def _t(call: OpCall, i: int, name: str) -> TensorInfo | None:
     return _tensor(call.arg(i, name))
 
 
-@lowering(
+@LOWERINGS.register(
     "aten.native_batch_norm.default",
     "aten._native_batch_norm_legit.default",
     "aten._native_batch_norm_legit_functional.default",
@@ -207,14 +209,14 @@ def _native_batch_norm(ctx: LowerCtx, call: OpCall) -> None:
     )
 
 
-@lowering("aten._native_batch_norm_legit.no_stats")
+@LOWERINGS.register("aten._native_batch_norm_legit.no_stats")
 def _batch_norm_no_stats(ctx: LowerCtx, call: OpCall) -> None:
     """``(input, weight, bias, training, momentum, eps)``: batch statistics only."""
     params = (_t(call, 0, "input"), _t(call, 1, "weight"), _t(call, 2, "bias"), None, None)
     _batch_norm(ctx, call, params, True, float(call.arg(4, "momentum")), float(call.arg(5, "eps")))
 
 
-@lowering("aten._native_batch_norm_legit_no_training.default")
+@LOWERINGS.register("aten._native_batch_norm_legit_no_training.default")
 def _batch_norm_no_training(ctx: LowerCtx, call: OpCall) -> None:
     """``(input, weight, bias, running_mean, running_var, momentum, eps)``: eval mode."""
     params = tuple(
@@ -224,7 +226,7 @@ def _batch_norm_no_training(ctx: LowerCtx, call: OpCall) -> None:
     _batch_norm(ctx, call, params, False, float(call.arg(5, "momentum")), float(call.arg(6, "eps")))
 
 
-@lowering("aten.batch_norm.default")
+@LOWERINGS.register("aten.batch_norm.default")
 def _batch_norm_composite(ctx: LowerCtx, call: OpCall) -> None:
     """``batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps)``."""
     _native_batch_norm(ctx, call)
@@ -305,20 +307,20 @@ def _row_norm(ctx: LowerCtx, call: OpCall, *, rms: bool, eps: float | None) -> N
     kb.emit(*rows.wrap(body))
 
 
-@lowering("aten.native_layer_norm.default", "aten.layer_norm.default")
+@LOWERINGS.register("aten.native_layer_norm.default", "aten.layer_norm.default")
 def _native_layer_norm(ctx: LowerCtx, call: OpCall) -> None:
     """``native_layer_norm(input, normalized_shape, weight, bias, eps) -> (out, mean, rstd)``."""
     _row_norm(ctx, call, rms=False, eps=float(call.arg(4, "eps", 1e-5)))
 
 
-@lowering("aten.rms_norm.default", "aten._fused_rms_norm.default")
+@LOWERINGS.register("aten.rms_norm.default", "aten._fused_rms_norm.default")
 def _rms_norm(ctx: LowerCtx, call: OpCall) -> None:
     """``rms_norm(input, normalized_shape, weight=None, eps=None)`` (fused: ``-> (out, rstd)``)."""
     eps = call.arg(3, "eps")
     _row_norm(ctx, call, rms=True, eps=None if eps is None else float(eps))
 
 
-@lowering("aten.native_group_norm.default")
+@LOWERINGS.register("aten.native_group_norm.default")
 def _native_group_norm(ctx: LowerCtx, call: OpCall) -> None:
     """``native_group_norm(input, weight, bias, N, C, HxW, group, eps) -> (out, mean, rstd)``."""
     x, weight, bias = call.arg(0, "input"), _t(call, 1, "weight"), _t(call, 2, "bias")

@@ -14,7 +14,7 @@ import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from solar.frontends.builder import KernelBuilder, loop_nest
+from solar.frontends.kit import KernelBuilder, TensorInfo, UnsupportedOpError, nest
 from solar.frontends.pytorch.lowering_utils import (
     binop,
     cast,
@@ -24,14 +24,8 @@ from solar.frontends.pytorch.lowering_utils import (
     scalar_lit,
     tensor_arg,
 )
-from solar.frontends.pytorch.ops_movement import iadd, imul
-from solar.frontends.pytorch.registry import (
-    LowerCtx,
-    OpCall,
-    TensorInfo,
-    UnsupportedOpError,
-    lowering,
-)
+from solar.frontends.pytorch.ops_movement import iadd_const_last, imul_const_last
+from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
 from solar.ir import Assign, Expr, If, IntLit, Name, Stmt, Unary
 
 __all__ = ["Segment"]
@@ -67,7 +61,7 @@ def _emit_regions(
             src = [s.src(v) for s, v in zip(combo, idx, strict=True)]  # type: ignore[misc]
             stmt = Assign(ctx.write(out, idx), cast(ctx.read(x, src), x.dtype, out.dtype))
         dims = [(v, s.lo, s.hi) for v, s in zip(idx, combo, strict=True)]
-        kb.emit(loop_nest(dims, [stmt]) if dims else stmt)
+        kb.emit(*nest(dims, [stmt]))
 
 
 def _pairs(pad: Sequence[int], rank: int) -> dict[int, tuple[int, int]]:
@@ -83,19 +77,19 @@ def _identity(v: Expr) -> Expr:
 
 
 def _shift(delta: int) -> Callable[[Expr], Expr]:
-    return lambda v: iadd(v, delta)
+    return lambda v: iadd_const_last(v, delta)
 
 
 def _mirror(at: int) -> Callable[[Expr], Expr]:
     """``v -> at - v``."""
-    return lambda v: iadd(Unary("-", v), at)
+    return lambda v: iadd_const_last(Unary("-", v), at)
 
 
 def _const(value: int) -> Callable[[Expr], Expr]:
     return lambda _v: IntLit(value)
 
 
-@lowering("aten.constant_pad_nd")
+@LOWERINGS.register("aten.constant_pad_nd")
 def _constant_pad(ctx: LowerCtx, call: OpCall) -> None:
     x, out = tensor_arg(call, 0, "self"), out0(call)
     pads = _pairs(call.arg(1, "pad"), x.rank)
@@ -152,11 +146,11 @@ def _border_pad(mode: str) -> Callable[[LowerCtx, OpCall], None]:
 
 
 for _d in (1, 2, 3):
-    lowering(f"aten.reflection_pad{_d}d")(_border_pad("reflect"))
-    lowering(f"aten.replication_pad{_d}d")(_border_pad("replicate"))
+    LOWERINGS.register(f"aten.reflection_pad{_d}d")(_border_pad("reflect"))
+    LOWERINGS.register(f"aten.replication_pad{_d}d")(_border_pad("replicate"))
 
 
-@lowering("aten.flip")
+@LOWERINGS.register("aten.flip")
 def _flip(ctx: LowerCtx, call: OpCall) -> None:
     x, out = tensor_arg(call, 0, "self"), out0(call)
     dims = set(norm_dims(call.arg(1, "dims"), x.rank)) if call.arg(1, "dims") else set()
@@ -166,7 +160,7 @@ def _flip(ctx: LowerCtx, call: OpCall) -> None:
     _emit_regions(ctx, ctx.kernel(), x, out, segs, None)
 
 
-@lowering("aten.roll")
+@LOWERINGS.register("aten.roll")
 def _roll(ctx: LowerCtx, call: OpCall) -> None:
     x, out = tensor_arg(call, 0, "self"), out0(call)
     shifts, dims = list(call.arg(1, "shifts")), list(call.arg(2, "dims", ()))
@@ -185,7 +179,7 @@ def _roll(ctx: LowerCtx, call: OpCall) -> None:
     _emit_regions(ctx, ctx.kernel(), x, out, segs, None)
 
 
-@lowering("aten.repeat")
+@LOWERINGS.register("aten.repeat")
 def _repeat(ctx: LowerCtx, call: OpCall) -> None:
     x, out = tensor_arg(call, 0, "self"), out0(call)
     reps = list(call.arg(1, "repeats"))
@@ -194,15 +188,15 @@ def _repeat(ctx: LowerCtx, call: OpCall) -> None:
     rvars = ctx.vars(kb, len(reps), "r")
     jvars = ctx.vars(kb, len(reps), "j")
     oidx = [
-        iadd(imul(r, n), j) if n > 1 else r for r, j, n in zip(rvars, jvars, shape, strict=True)
+        iadd_const_last(imul_const_last(r, n), j)
+        for r, j, n in zip(rvars, jvars, shape, strict=True)
     ]
-    oidx = [iadd(imul(r, n), j) for r, j, n in zip(rvars, jvars, shape, strict=True)]
     src = list(jvars[len(reps) - x.rank :])
     stmt = Assign(ctx.write(out, oidx), cast(ctx.read(x, src), x.dtype, out.dtype))
     dims: list[tuple[Name, int]] = []
     for r, j, rep, n in zip(rvars, jvars, reps, shape, strict=True):
         dims += [(r, rep), (j, n)]
-    kb.emit(loop_nest(dims, [stmt]) if dims else stmt)
+    kb.emit(*nest(dims, [stmt]))
 
 
 def _tri(lower_tri: bool) -> Callable[[LowerCtx, OpCall], None]:
@@ -212,23 +206,23 @@ def _tri(lower_tri: bool) -> Callable[[LowerCtx, OpCall], None]:
         kb = ctx.kernel()
         idx = ctx.vars(kb, x.rank)
         i, j = idx[-2], idx[-1]
-        edge = iadd(i, k)
+        edge = iadd_const_last(i, k)
         keep = binop("<=", j, edge) if lower_tri else binop(">=", j, edge)
         drop = binop(">", j, edge) if lower_tri else binop("<", j, edge)
         body: list[Stmt] = [
             If(keep, (Assign(ctx.write(out, idx), cast(ctx.read(x, idx), x.dtype, out.dtype)),)),
             If(drop, (Assign(ctx.write(out, idx), scalar_lit(0, out.dtype)),)),
         ]
-        kb.emit(loop_nest(list(zip(idx, out.shape, strict=True)), body))
+        kb.emit(*nest(list(zip(idx, out.shape, strict=True)), body))
 
     return lower
 
 
-lowering("aten.tril")(_tri(True))
-lowering("aten.triu")(_tri(False))
+LOWERINGS.register("aten.tril")(_tri(True))
+LOWERINGS.register("aten.triu")(_tri(False))
 
 
-@lowering("aten.diag_embed", "aten.diag")
+@LOWERINGS.register("aten.diag_embed", "aten.diag")
 def _diag(ctx: LowerCtx, call: OpCall) -> None:
     x, out = tensor_arg(call, 0, "self"), out0(call)
     if x.rank != 1 and "diag_embed" not in call.target:
@@ -242,8 +236,8 @@ def _diag(ctx: LowerCtx, call: OpCall) -> None:
     kb = ctx.kernel()
     idx = ctx.vars(kb, out.rank)
     i, j = idx[-2], idx[-1]
-    on = binop("==", j, iadd(i, k))
-    src_pos = i if k >= 0 else iadd(i, k)
+    on = binop("==", j, iadd_const_last(i, k))
+    src_pos = i if k >= 0 else iadd_const_last(i, k)
     body: list[Stmt] = [
         If(
             on,
@@ -253,10 +247,16 @@ def _diag(ctx: LowerCtx, call: OpCall) -> None:
                 ),
             ),
         ),
-        If(binop("<", j, iadd(i, k)), (Assign(ctx.write(out, idx), scalar_lit(0, out.dtype)),)),
-        If(binop(">", j, iadd(i, k)), (Assign(ctx.write(out, idx), scalar_lit(0, out.dtype)),)),
+        If(
+            binop("<", j, iadd_const_last(i, k)),
+            (Assign(ctx.write(out, idx), scalar_lit(0, out.dtype)),),
+        ),
+        If(
+            binop(">", j, iadd_const_last(i, k)),
+            (Assign(ctx.write(out, idx), scalar_lit(0, out.dtype)),),
+        ),
     ]
-    kb.emit(loop_nest(list(zip(idx, out.shape, strict=True)), body))
+    kb.emit(*nest(list(zip(idx, out.shape, strict=True)), body))
 
 
 def _shuffle(unshuffle: bool) -> Callable[[LowerCtx, OpCall], None]:
@@ -269,15 +269,27 @@ def _shuffle(unshuffle: bool) -> Callable[[LowerCtx, OpCall], None]:
         kb = ctx.kernel()
         bvars = ctx.vars(kb, len(lead), "b")
         cv, hv, iv, wv, jv = ctx.vars(kb, 5, "s")
-        packed = [*bvars, iadd(imul(cv, r * r), iadd(imul(iv, r), jv)), hv, wv]
-        spread = [*bvars, cv, iadd(imul(hv, r), iv), iadd(imul(wv, r), jv)]
+        packed = [
+            *bvars,
+            iadd_const_last(
+                imul_const_last(cv, r * r), iadd_const_last(imul_const_last(iv, r), jv)
+            ),
+            hv,
+            wv,
+        ]
+        spread = [
+            *bvars,
+            cv,
+            iadd_const_last(imul_const_last(hv, r), iv),
+            iadd_const_last(imul_const_last(wv, r), jv),
+        ]
         dst, src = (packed, spread) if unshuffle else (spread, packed)
         stmt = Assign(ctx.write(out, dst), cast(ctx.read(x, src), x.dtype, out.dtype))
         dims = [*zip(bvars, lead, strict=True), (cv, c), (hv, h), (iv, r), (wv, w), (jv, r)]
-        kb.emit(loop_nest(dims, [stmt]))
+        kb.emit(*nest(dims, [stmt]))
 
     return lower
 
 
-lowering("aten.pixel_shuffle")(_shuffle(False))
-lowering("aten.pixel_unshuffle")(_shuffle(True))
+LOWERINGS.register("aten.pixel_shuffle")(_shuffle(False))
+LOWERINGS.register("aten.pixel_unshuffle")(_shuffle(True))

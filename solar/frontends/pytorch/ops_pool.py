@@ -26,11 +26,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from solar.frontends.builder import KernelBuilder
-from solar.frontends.pytorch.lowering_utils import accumulate_dtype, cast
-from solar.frontends.pytorch.nn_utils import (
+from solar.frontends.kit import (
     Aff,
+    KernelBuilder,
     Nest,
+    TensorInfo,
+    UnsupportedOpError,
     expand_param,
     fmax,
     fmin,
@@ -40,14 +41,8 @@ from solar.frontends.pytorch.nn_utils import (
     nest,
     range_guard,
 )
-from solar.frontends.pytorch.registry import (
-    LowerCtx,
-    LoweringFn,
-    OpCall,
-    TensorInfo,
-    UnsupportedOpError,
-    lowering,
-)
+from solar.frontends.pytorch.lowering_utils import accumulate_dtype, cast
+from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, LoweringFn, OpCall
 from solar.ir import Assign, Binary, Expr, If, Name, Reduce, Stmt, Unary, lit
 
 __all__: list[str] = []
@@ -170,11 +165,11 @@ def _max_pool(nd: int) -> LoweringFn:
 
 
 for _nd in (1, 2, 3):
-    lowering(f"aten.max_pool{_nd}d_with_indices.default", f"aten.max_pool{_nd}d.default")(
+    LOWERINGS.register(f"aten.max_pool{_nd}d_with_indices.default", f"aten.max_pool{_nd}d.default")(
         _max_pool(_nd)
     )
-lowering("aten.mkldnn_max_pool2d.default")(_max_pool(2))
-lowering("aten.mkldnn_max_pool3d.default")(_max_pool(3))
+LOWERINGS.register("aten.mkldnn_max_pool2d.default")(_max_pool(2))
+LOWERINGS.register("aten.mkldnn_max_pool3d.default")(_max_pool(3))
 
 
 def _avg_divisor_dim(o: Aff, ext: int, k: int, s: int, p: int, n_in: int, incl: bool) -> int | Expr:
@@ -269,7 +264,7 @@ def _avg_pool(nd: int) -> LoweringFn:
 
 
 for _nd in (1, 2, 3):
-    lowering(f"aten.avg_pool{_nd}d.default")(_avg_pool(_nd))
+    LOWERINGS.register(f"aten.avg_pool{_nd}d.default")(_avg_pool(_nd))
 
 
 def _adaptive_bounds(o: Expr, n_in: int, n_out: int) -> tuple[Expr, Expr]:
@@ -335,7 +330,7 @@ def _adaptive_max(nd: int) -> LoweringFn:
 
 for _nd in (1, 2, 3):
     _pre = "_" if _nd > 1 else ""
-    lowering(f"aten.{_pre}adaptive_avg_pool{_nd}d.default")(_adaptive_avg(_nd))
-    lowering(f"aten.adaptive_max_pool{_nd}d.default")(_adaptive_max(_nd))
-lowering("aten.adaptive_avg_pool2d.default")(_adaptive_avg(2))
-lowering("aten.adaptive_avg_pool3d.default")(_adaptive_avg(3))
+    LOWERINGS.register(f"aten.{_pre}adaptive_avg_pool{_nd}d.default")(_adaptive_avg(_nd))
+    LOWERINGS.register(f"aten.adaptive_max_pool{_nd}d.default")(_adaptive_max(_nd))
+LOWERINGS.register("aten.adaptive_avg_pool2d.default")(_adaptive_avg(2))
+LOWERINGS.register("aten.adaptive_avg_pool3d.default")(_adaptive_avg(3))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from solar.frontends.builder import KernelBuilder, loop_nest
+from solar.frontends.kit import KernelBuilder, TensorInfo, UnsupportedOpError, nest, shape_numel
 from solar.frontends.pytorch.lowering_utils import (
     accumulate_dtype,
     binop,
@@ -25,16 +25,9 @@ from solar.frontends.pytorch.lowering_utils import (
     out0,
     scalar_lit,
     sel,
-    shape_numel,
     tensor_arg,
 )
-from solar.frontends.pytorch.registry import (
-    LowerCtx,
-    OpCall,
-    TensorInfo,
-    UnsupportedOpError,
-    lowering,
-)
+from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
 from solar.ir import Access, Assign, DType, Expr, IntLit, Reduce, ReduceOp, Stmt, lit
 
 __all__ = ["RowNest"]
@@ -83,12 +76,12 @@ class RowNest:
     def over_reduced(self, *stmts: Stmt) -> list[Stmt]:
         """``stmts`` looped over the reduced dims (as is when nothing is reduced)."""
         dims = [(self.ivars[k], self.x.shape[k]) for k in self.dims]
-        return [loop_nest(dims, stmts)] if dims else list(stmts)
+        return nest(dims, stmts)
 
     def emit(self, body: Sequence[Stmt]) -> None:
         """Wrap ``body`` in the kept loops and append it to the kernel."""
         if self.kept:
-            self.kb.emit(loop_nest([(self.ivars[k], self.x.shape[k]) for k in self.kept], body))
+            self.kb.emit(*nest([(self.ivars[k], self.x.shape[k]) for k in self.kept], body))
         else:
             self.kb.emit(*body)
 
@@ -142,14 +135,14 @@ def _sum_dims(call: OpCall, x: TensorInfo) -> tuple[tuple[int, ...], bool]:
     return _dims_arg(call, x, 1, "dim"), bool(call.arg(2, "keepdim", False))
 
 
-@lowering("aten.sum")
+@LOWERINGS.register("aten.sum")
 def _sum(ctx: LowerCtx, call: OpCall) -> None:
     x = tensor_arg(call, 0, "self")
     dims, keep = _sum_dims(call, x)
     _simple(ctx, call, dims, keep, "+", _zero, _as(x))
 
 
-@lowering("aten.nansum")
+@LOWERINGS.register("aten.nansum")
 def _nansum(ctx: LowerCtx, call: OpCall) -> None:
     x = tensor_arg(call, 0, "self")
     dims, keep = _dims_arg(call, x, 1, "dim"), bool(call.arg(2, "keepdim", False))
@@ -168,7 +161,7 @@ def _nansum(ctx: LowerCtx, call: OpCall) -> None:
     )
 
 
-@lowering("aten.mean")
+@LOWERINGS.register("aten.mean")
 def _mean(ctx: LowerCtx, call: OpCall) -> None:
     x = tensor_arg(call, 0, "self")
     dims, keep = _sum_dims(call, x)
@@ -177,7 +170,7 @@ def _mean(ctx: LowerCtx, call: OpCall) -> None:
     )
 
 
-@lowering("aten.prod")
+@LOWERINGS.register("aten.prod")
 def _prod(ctx: LowerCtx, call: OpCall) -> None:
     x = tensor_arg(call, 0, "self")
     if call.target.endswith(".default"):
@@ -211,8 +204,8 @@ def _extreme(op: ReduceOp) -> Callable[[LowerCtx, OpCall], None]:
     return lower
 
 
-lowering("aten.max", "aten.amax")(_extreme("max"))
-lowering("aten.min", "aten.amin")(_extreme("min"))
+LOWERINGS.register("aten.max", "aten.amax")(_extreme("max"))
+LOWERINGS.register("aten.min", "aten.amin")(_extreme("min"))
 
 
 def _extreme_dim(ctx: LowerCtx, call: OpCall, op: ReduceOp) -> None:
@@ -273,8 +266,8 @@ def _argext(op: ReduceOp) -> Callable[[LowerCtx, OpCall], None]:
     return lower
 
 
-lowering("aten.argmax")(_argext("max"))
-lowering("aten.argmin")(_argext("min"))
+LOWERINGS.register("aten.argmax")(_argext("max"))
+LOWERINGS.register("aten.argmin")(_argext("min"))
 
 
 def _correction(call: OpCall) -> float:
@@ -318,13 +311,13 @@ def _moments(root: bool, with_mean: bool) -> Callable[[LowerCtx, OpCall], None]:
     return lower
 
 
-lowering("aten.var")(_moments(False, False))
-lowering("aten.std")(_moments(True, False))
-lowering("aten.var_mean")(_moments(False, True))
-lowering("aten.std_mean")(_moments(True, True))
+LOWERINGS.register("aten.var")(_moments(False, False))
+LOWERINGS.register("aten.std")(_moments(True, False))
+LOWERINGS.register("aten.var_mean")(_moments(False, True))
+LOWERINGS.register("aten.std_mean")(_moments(True, True))
 
 
-@lowering("aten.linalg_vector_norm", "aten.norm")
+@LOWERINGS.register("aten.linalg_vector_norm", "aten.norm")
 def _norm(ctx: LowerCtx, call: OpCall) -> None:
     x = tensor_arg(call, 0, "self")
     p = call.arg(1, "ord" if "linalg" in call.target else "p", 2)
@@ -408,11 +401,11 @@ def _bool_reduce(op: ReduceOp) -> Callable[[LowerCtx, OpCall], None]:
     return lower
 
 
-lowering("aten.all")(_bool_reduce("min"))
-lowering("aten.any")(_bool_reduce("max"))
+LOWERINGS.register("aten.all")(_bool_reduce("min"))
+LOWERINGS.register("aten.any")(_bool_reduce("max"))
 
 
-@lowering("aten.count_nonzero")
+@LOWERINGS.register("aten.count_nonzero")
 def _count_nonzero(ctx: LowerCtx, call: OpCall) -> None:
     x = tensor_arg(call, 0, "self")
     dims = _dims_arg(call, x, 1, "dim")
@@ -422,7 +415,7 @@ def _count_nonzero(ctx: LowerCtx, call: OpCall) -> None:
     )
 
 
-@lowering("aten.logsumexp")
+@LOWERINGS.register("aten.logsumexp")
 def _logsumexp(ctx: LowerCtx, call: OpCall) -> None:
     x, out = tensor_arg(call, 0, "self"), out0(call)
     dims = _dims_arg(call, x, 1, "dim")
@@ -474,5 +467,7 @@ def _softmax_like(log: bool) -> Callable[[LowerCtx, OpCall], None]:
     return lower
 
 
-lowering("aten._softmax", "aten.softmax", "aten.special_softmax")(_softmax_like(False))
-lowering("aten._log_softmax", "aten.log_softmax", "aten.special_log_softmax")(_softmax_like(True))
+LOWERINGS.register("aten._softmax", "aten.softmax", "aten.special_softmax")(_softmax_like(False))
+LOWERINGS.register("aten._log_softmax", "aten.log_softmax", "aten.special_log_softmax")(
+    _softmax_like(True)
+)

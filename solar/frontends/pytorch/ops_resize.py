@@ -27,17 +27,19 @@ from fractions import Fraction
 
 import numpy as np
 
-from solar.frontends.builder import KernelBuilder
-from solar.frontends.pytorch.lowering_utils import accumulate_dtype, cast
-from solar.frontends.pytorch.nn_utils import Nest, fmax, fmin, iadd, imul, nest
-from solar.frontends.pytorch.registry import (
-    LowerCtx,
-    LoweringFn,
-    OpCall,
+from solar.frontends.kit import (
+    KernelBuilder,
+    Nest,
     TensorInfo,
     UnsupportedOpError,
-    lowering,
+    fmax,
+    fmin,
+    iadd,
+    imul,
+    nest,
 )
+from solar.frontends.pytorch.lowering_utils import accumulate_dtype, cast
+from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, LoweringFn, OpCall
 from solar.ir import Assign, Binary, DType, Expr, Stmt, lit
 
 __all__ = ["fit_floor_div"]
@@ -316,11 +318,15 @@ def _interp_op(nd: int, cubic: bool) -> LoweringFn:
 
 for _nd in (1, 2, 3):
     for _exact, _name in ((False, "upsample_nearest"), (True, "_upsample_nearest_exact")):
-        lowering(f"aten.{_name}{_nd}d.default", f"aten.{_name}{_nd}d.vec")(_nearest_op(_nd, _exact))
+        LOWERINGS.register(f"aten.{_name}{_nd}d.default", f"aten.{_name}{_nd}d.vec")(
+            _nearest_op(_nd, _exact)
+        )
 for _nd, _name in (
     (1, "upsample_linear1d"),
     (2, "upsample_bilinear2d"),
     (3, "upsample_trilinear3d"),
 ):
-    lowering(f"aten.{_name}.default", f"aten.{_name}.vec")(_interp_op(_nd, False))
-lowering("aten.upsample_bicubic2d.default", "aten.upsample_bicubic2d.vec")(_interp_op(2, True))
+    LOWERINGS.register(f"aten.{_name}.default", f"aten.{_name}.vec")(_interp_op(_nd, False))
+LOWERINGS.register("aten.upsample_bicubic2d.default", "aten.upsample_bicubic2d.vec")(
+    _interp_op(2, True)
+)

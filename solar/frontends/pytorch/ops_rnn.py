@@ -23,16 +23,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from solar.frontends.builder import KernelBuilder, TensorRef
-from solar.frontends.pytorch.lowering_utils import accumulate_dtype, cast
-from solar.frontends.pytorch.nn_utils import Nest, iadd, imul, nest
-from solar.frontends.pytorch.registry import (
-    LowerCtx,
-    OpCall,
+from solar.frontends.kit import (
+    KernelBuilder,
+    Nest,
     TensorInfo,
+    TensorRef,
     UnsupportedOpError,
-    lowering,
+    iadd,
+    imul,
+    nest,
 )
+from solar.frontends.pytorch.lowering_utils import accumulate_dtype, cast
+from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
 from solar.ir import Assign, Binary, Call, DType, Expr, For, Reduce, Stmt, lit
 
 __all__ = ["RnnWeights", "emit_rnn"]
@@ -283,7 +285,7 @@ def _state3d(t: TensorInfo | None) -> tuple[TensorInfo, StateIndex] | None:
     return (t, lambda ld, b, j: [lit(ld), b, j]) if t is not None else None
 
 
-@lowering("aten.mkldnn_rnn_layer.default")
+@LOWERINGS.register("aten.mkldnn_rnn_layer.default")
 def _mkldnn_rnn_layer(ctx: LowerCtx, call: OpCall) -> None:
     """``mkldnn_rnn_layer(input, w_ih, w_hh, b_ih, b_hh, hx, cx, reverse, batch_sizes, mode,
     hidden_size, num_layers, has_biases, bidirectional, batch_first, train)``: one LSTM layer.
@@ -366,10 +368,10 @@ def _composite(mode: Mode) -> Callable[[LowerCtx, OpCall], None]:
     return lower
 
 
-lowering("aten.lstm.input")(_composite("lstm"))
-lowering("aten.gru.input")(_composite("gru"))
-lowering("aten.rnn_tanh.input")(_composite("rnn_tanh"))
-lowering("aten.rnn_relu.input")(_composite("rnn_relu"))
+LOWERINGS.register("aten.lstm.input")(_composite("lstm"))
+LOWERINGS.register("aten.gru.input")(_composite("gru"))
+LOWERINGS.register("aten.rnn_tanh.input")(_composite("rnn_tanh"))
+LOWERINGS.register("aten.rnn_relu.input")(_composite("rnn_relu"))
 
 
 _CUDNN_MODES: dict[int, Mode] = {0: "rnn_relu", 1: "rnn_tanh", 2: "lstm", 3: "gru"}
@@ -404,7 +406,7 @@ def _vendor_rnn(ctx: LowerCtx, call: OpCall, pos: dict[str, int]) -> None:
     )
 
 
-@lowering("aten._cudnn_rnn.default")
+@LOWERINGS.register("aten._cudnn_rnn.default")
 def _cudnn_rnn(ctx: LowerCtx, call: OpCall) -> None:
     """``_cudnn_rnn(input, weight[], weight_stride0, weight_buf, hx, cx, mode, hidden_size,
     proj_size, num_layers, batch_first, dropout, train, bidirectional, batch_sizes, ...)``.
@@ -425,7 +427,7 @@ def _cudnn_rnn(ctx: LowerCtx, call: OpCall) -> None:
     )
 
 
-@lowering("aten.miopen_rnn.default")
+@LOWERINGS.register("aten.miopen_rnn.default")
 def _miopen_rnn(ctx: LowerCtx, call: OpCall) -> None:
     """``miopen_rnn(input, weight[], weight_stride0, hx, cx, mode, hidden_size, num_layers,
     batch_first, dropout, train, bidirectional, batch_sizes, dropout_state)``.

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from solar.frontends.builder import loop_nest
+from solar.frontends.kit import TensorInfo, nest
 from solar.frontends.pytorch.lowering_utils import (
     accumulate_dtype,
     binop,
@@ -23,7 +23,7 @@ from solar.frontends.pytorch.lowering_utils import (
     sel,
     tensor_arg,
 )
-from solar.frontends.pytorch.registry import LowerCtx, OpCall, TensorInfo, lowering
+from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
 from solar.ir import Assign, DType, Expr, IntLit, Stmt, Unary
 
 __all__: list[str] = []
@@ -60,7 +60,7 @@ def _scan(
     inner = [(idx[k], x.shape[k]) for k in others]
 
     def rows(stmts: list[Stmt]) -> list[Stmt]:
-        return [loop_nest(inner, stmts)] if inner else stmts
+        return nest(inner, stmts)
 
     init: list[Stmt] = [Assign(carry, elem0), Assign(ctx.write(out, first), carry)]
     body: list[Stmt] = []
@@ -75,22 +75,20 @@ def _scan(
     body += [Assign(carry, step(carry, elem)), Assign(ctx.write(out, idx), carry)]
     kb.emit(*rows(init))
     if x.shape[dim] > 1:
-        kb.emit(
-            loop_nest([(idx[dim], 1, x.shape[dim])], rows(body), seq=frozenset({idx[dim].name}))
-        )
+        kb.emit(*nest([(idx[dim], 1, x.shape[dim])], rows(body), seq=True))
 
 
-@lowering("aten.cumsum")
+@LOWERINGS.register("aten.cumsum")
 def _cumsum(ctx: LowerCtx, call: OpCall) -> None:
     _scan(ctx, call, lambda c, v: binop("+", c, v))
 
 
-@lowering("aten.cumprod")
+@LOWERINGS.register("aten.cumprod")
 def _cumprod(ctx: LowerCtx, call: OpCall) -> None:
     _scan(ctx, call, lambda c, v: binop("*", c, v))
 
 
-@lowering("aten.logcumsumexp")
+@LOWERINGS.register("aten.logcumsumexp")
 def _logcumsumexp(ctx: LowerCtx, call: OpCall) -> None:
     def step(c: Expr, v: Expr) -> Expr:
         m = fn("max", c, v)
@@ -115,5 +113,5 @@ def _cum_extreme(op: str) -> Callable[[LowerCtx, OpCall], None]:
     return lower
 
 
-lowering("aten.cummax")(_cum_extreme("max"))
-lowering("aten.cummin")(_cum_extreme("min"))
+LOWERINGS.register("aten.cummax")(_cum_extreme("max"))
+LOWERINGS.register("aten.cummin")(_cum_extreme("min"))

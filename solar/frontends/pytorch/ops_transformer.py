@@ -19,17 +19,18 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from solar.frontends.builder import KernelBuilder
-from solar.frontends.pytorch.lowering_utils import accumulate_dtype, cast
-from solar.frontends.pytorch.nn_utils import Nest, iadd, imul, nest
-from solar.frontends.pytorch.ops_attention import Attention, emit_attention
-from solar.frontends.pytorch.registry import (
-    LowerCtx,
-    OpCall,
+from solar.frontends.kit import (
+    KernelBuilder,
+    Nest,
     TensorInfo,
     UnsupportedOpError,
-    lowering,
+    iadd,
+    imul,
+    nest,
 )
+from solar.frontends.pytorch.lowering_utils import accumulate_dtype, cast
+from solar.frontends.pytorch.ops_attention import Attention, emit_attention
+from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
 from solar.ir import Assign, Binary, Call, DType, Expr, Reduce, lit
 
 __all__: list[str] = []
@@ -209,7 +210,7 @@ def _opt(x: object) -> TensorInfo | None:
     return x if isinstance(x, TensorInfo) else None
 
 
-@lowering("aten._native_multi_head_attention.default")
+@LOWERINGS.register("aten._native_multi_head_attention.default")
 def _native_mha(ctx: LowerCtx, call: OpCall) -> None:
     """``(query, key, value, embed_dim, num_head, qkv_weight, qkv_bias, proj_weight, proj_bias,
     mask=None, need_weights=True, average_attn_weights=True, mask_type=None) -> (out, weights)``.
@@ -240,7 +241,7 @@ def _native_mha(ctx: LowerCtx, call: OpCall) -> None:
     )
 
 
-@lowering("aten._transformer_encoder_layer_fwd.default")
+@LOWERINGS.register("aten._transformer_encoder_layer_fwd.default")
 def _encoder_layer(ctx: LowerCtx, call: OpCall) -> None:
     """``(src, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias, use_gelu,
     norm_first, eps, norm_weight_1, norm_bias_1, norm_weight_2, norm_bias_2, ffn_weight_1,

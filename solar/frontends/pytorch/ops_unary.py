@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from solar.frontends.kit import TensorInfo, UnsupportedOpError
 from solar.frontends.pytorch.lowering_utils import (
     binop,
     cast,
@@ -24,13 +25,7 @@ from solar.frontends.pytorch.lowering_utils import (
     sel,
     tensor_arg,
 )
-from solar.frontends.pytorch.registry import (
-    LowerCtx,
-    OpCall,
-    TensorInfo,
-    UnsupportedOpError,
-    lowering,
-)
+from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
 from solar.ir import DType, Expr, Name, Unary, lit
 
 __all__: list[str] = []
@@ -60,7 +55,7 @@ def _register(name: str, body: Body) -> None:
     def lower(ctx: LowerCtx, call: OpCall) -> None:
         unary(ctx, call, body)
 
-    lowering(f"aten.{name}")(lower)
+    LOWERINGS.register(f"aten.{name}")(lower)
 
 
 def _call(f: str) -> Body:
@@ -137,7 +132,7 @@ _register("tanhshrink", lambda x: binop("-", x, fn("tanh", x)))
 _register("softsign", lambda x: binop("/", x, binop("+", lit(1.0), fn("abs", x))))
 
 
-@lowering("aten.sign", "aten.sgn")
+@LOWERINGS.register("aten.sign", "aten.sgn")
 def _sign(ctx: LowerCtx, call: OpCall) -> None:
     x = tensor_arg(call, 0, "self")
     if x.dtype == DType.BOOL:
@@ -146,7 +141,7 @@ def _sign(ctx: LowerCtx, call: OpCall) -> None:
     unary(ctx, call, _call("sign"))
 
 
-@lowering("aten.logical_not", "aten.bitwise_not")
+@LOWERINGS.register("aten.logical_not", "aten.bitwise_not")
 def _not(ctx: LowerCtx, call: OpCall) -> None:
     x = tensor_arg(call, 0, "self")
     if x.dtype == DType.BOOL:
@@ -157,7 +152,7 @@ def _not(ctx: LowerCtx, call: OpCall) -> None:
         raise UnsupportedOpError("bitwise_not on integers")
 
 
-@lowering("aten.round")
+@LOWERINGS.register("aten.round")
 def _round(ctx: LowerCtx, call: OpCall) -> None:
     decimals = call.arg(1, "decimals", 0)
     if not decimals:
@@ -167,25 +162,25 @@ def _round(ctx: LowerCtx, call: OpCall) -> None:
     unary(ctx, call, lambda v: binop("/", fn("round", binop("*", v, k)), k))
 
 
-@lowering("aten.relu6")
+@LOWERINGS.register("aten.relu6")
 def _relu6(ctx: LowerCtx, call: OpCall) -> None:
     unary(ctx, call, lambda v: fn("min", fn("max", v, lit(0.0)), lit(6.0)))
 
 
-@lowering("aten.hardtanh")
+@LOWERINGS.register("aten.hardtanh")
 def _hardtanh(ctx: LowerCtx, call: OpCall) -> None:
     lo, hi = call.arg(1, "min_val", -1.0), call.arg(2, "max_val", 1.0)
     dt = out0(call).dtype
     unary(ctx, call, lambda v: fn("min", fn("max", v, scalar_lit(lo, dt)), scalar_lit(hi, dt)))
 
 
-@lowering("aten.leaky_relu")
+@LOWERINGS.register("aten.leaky_relu")
 def _leaky_relu(ctx: LowerCtx, call: OpCall) -> None:
     slope = call.arg(1, "negative_slope", 0.01)
     unary(ctx, call, lambda v: sel(binop(">", v, lit(0.0)), v, binop("*", v, lit(float(slope)))))
 
 
-@lowering("aten.rrelu_with_noise", "aten.rrelu")
+@LOWERINGS.register("aten.rrelu_with_noise", "aten.rrelu")
 def _rrelu_eval(ctx: LowerCtx, call: OpCall) -> None:
     pos = 3 if "noise" in call.target else 2
     lower = call.arg(pos - 1, "lower", 1.0 / 8.0)
@@ -200,7 +195,7 @@ def _times(v: Expr, k: float) -> Expr:
     return v if k == 1 else binop("*", v, lit(float(k)))
 
 
-@lowering("aten.elu")
+@LOWERINGS.register("aten.elu")
 def _elu(ctx: LowerCtx, call: OpCall) -> None:
     alpha = call.arg(1, "alpha", 1.0)
     scale = call.arg(2, "scale", 1.0)
@@ -216,7 +211,7 @@ def _elu(ctx: LowerCtx, call: OpCall) -> None:
     )
 
 
-@lowering("aten.selu")
+@LOWERINGS.register("aten.selu")
 def _selu(ctx: LowerCtx, call: OpCall) -> None:
     alpha, scale = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
     unary(
@@ -228,7 +223,7 @@ def _selu(ctx: LowerCtx, call: OpCall) -> None:
     )
 
 
-@lowering("aten.celu")
+@LOWERINGS.register("aten.celu")
 def _celu(ctx: LowerCtx, call: OpCall) -> None:
     alpha = call.arg(1, "alpha", 1.0)
     unary(
@@ -240,7 +235,7 @@ def _celu(ctx: LowerCtx, call: OpCall) -> None:
     )
 
 
-@lowering("aten.gelu")
+@LOWERINGS.register("aten.gelu")
 def _gelu(ctx: LowerCtx, call: OpCall) -> None:
     approximate = call.arg(1, "approximate", "none")
     if approximate == "tanh":
@@ -265,7 +260,7 @@ def _gelu(ctx: LowerCtx, call: OpCall) -> None:
     unary(ctx, call, body)
 
 
-@lowering("aten.softplus")
+@LOWERINGS.register("aten.softplus")
 def _softplus(ctx: LowerCtx, call: OpCall) -> None:
     beta = call.arg(1, "beta", 1.0)
     threshold = call.arg(2, "threshold", 20.0)
@@ -280,20 +275,20 @@ def _softplus(ctx: LowerCtx, call: OpCall) -> None:
     unary(ctx, call, body)
 
 
-@lowering("aten.threshold")
+@LOWERINGS.register("aten.threshold")
 def _threshold(ctx: LowerCtx, call: OpCall) -> None:
     th, val = call.arg(1, "threshold"), call.arg(2, "value")
     dt = out0(call).dtype
     unary(ctx, call, lambda v: sel(binop(">", v, scalar_lit(th, dt)), v, scalar_lit(val, dt)))
 
 
-@lowering("aten.hardshrink")
+@LOWERINGS.register("aten.hardshrink")
 def _hardshrink(ctx: LowerCtx, call: OpCall) -> None:
     lam = float(call.arg(1, "lambd", 0.5))
     unary(ctx, call, lambda v: sel(binop(">", fn("abs", v), lit(lam)), v, lit(0.0)))
 
 
-@lowering("aten.softshrink")
+@LOWERINGS.register("aten.softshrink")
 def _softshrink(ctx: LowerCtx, call: OpCall) -> None:
     lam = float(call.arg(1, "lambd", 0.5))
     unary(
@@ -307,7 +302,7 @@ def _softshrink(ctx: LowerCtx, call: OpCall) -> None:
     )
 
 
-@lowering("aten.log_sigmoid_forward", "aten.log_sigmoid")
+@LOWERINGS.register("aten.log_sigmoid_forward", "aten.log_sigmoid")
 def _log_sigmoid(ctx: LowerCtx, call: OpCall) -> None:
     # The second output (``buffer``) is scratch for backward; CUDA leaves it empty,
     # so only the result is written (an unwritten temp is pruned by the driver).
@@ -320,15 +315,15 @@ def _log_sigmoid(ctx: LowerCtx, call: OpCall) -> None:
     )
 
 
-@lowering("aten._prelu_kernel", "aten.prelu")
+@LOWERINGS.register("aten._prelu_kernel", "aten.prelu")
 def _prelu(ctx: LowerCtx, call: OpCall) -> None:
     x, w = tensor_arg(call, 0, "self"), tensor_arg(call, 1, "weight")
     out = out0(call)
     if "prelu.default" in call.target and w.rank == 1 and x.rank >= 2 and w.shape[0] > 1:
         wshape = (w.shape[0],) + (1,) * (x.rank - 2)
-        from solar.frontends.pytorch.ops_movement import reshape_map
+        from solar.frontends.pytorch.ops_movement import reshape_map_const_last
 
-        w = w.view(wshape, reshape_map(w.shape, wshape))
+        w = w.view(wshape, reshape_map_const_last(w.shape, wshape))
 
     def value(idx: tuple[Name, ...]) -> Expr:
         v = operand(x, idx, out.shape, out.dtype)
@@ -337,7 +332,7 @@ def _prelu(ctx: LowerCtx, call: OpCall) -> None:
     elementwise(ctx, out, value)
 
 
-@lowering("aten.glu")
+@LOWERINGS.register("aten.glu")
 def _glu(ctx: LowerCtx, call: OpCall) -> None:
     x = tensor_arg(call, 0, "self")
     out = out0(call)

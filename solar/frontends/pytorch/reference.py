@@ -24,9 +24,11 @@ from typing import NamedTuple
 import numpy as np
 
 from solar.diagnostics import FrontendError
+from solar.frontends.kit import IR_DTYPES, LoweredProgram
 from solar.frontends.pytorch.capture import TorchCapture, capture_program, replay_values
-from solar.frontends.pytorch.driver import LoweredProgram, OpFallback, lower_capture
+from solar.frontends.pytorch.driver import lower_capture
 from solar.frontends.pytorch.loader import source_for_file
+from solar.frontends.pytorch.registry import OpFallback
 from solar.ir.traversal import eval_int
 
 __all__ = [
@@ -47,27 +49,26 @@ def reference_data(lowered: LoweredProgram, capture: TorchCapture) -> tuple[Arra
         FrontendError: E0501 user code raised; E0506 the real run diverged from the
             capture; E0508 a constant's value is unavailable.
     """
-    binding = lowered.binding
-    keep = frozenset(v.call_index for v in binding.uncovered_values)
+    keep = frozenset(v.site[0] for v in lowered.uncovered_values)
     vals = replay_values(capture, keep=keep)
     inputs: Arrays = {}
-    for name, arr in zip(binding.inputs, vals.inputs, strict=False):
+    for name, arr in zip(lowered.inputs, vals.inputs, strict=False):
         if name is not None and arr is not None:
             inputs[name] = arr
-    for key, name in binding.params:
+    for key, name in lowered.params:
         inputs[name] = vals.params[key]
-    for key, name in binding.constants:
+    for key, name in lowered.constants:
         if key not in vals.constants:
             raise FrontendError(
                 f"the value of constant tensor `{key}` was not captured", code="E0508"
             )
         inputs[name] = vals.constants[key]
-    for uv in binding.uncovered_values:
-        value = vals.kept[uv.call_index][uv.output_index]
+    for uv in lowered.uncovered_values:
+        value = vals.kept[uv.site[0]][uv.output]
         if value is not None:
             inputs[uv.name] = value
     outputs: Arrays = {}
-    for name, arr in zip(binding.outputs, vals.outputs, strict=False):
+    for name, arr in zip(lowered.outputs, vals.outputs, strict=False):
         if name is not None and arr is not None:
             outputs[name] = _as_declared(lowered, name, arr)
     return inputs, outputs
@@ -82,14 +83,12 @@ def _as_declared(lowered: LoweredProgram, name: str, arr: np.ndarray) -> np.ndar
 
 def program_bytes(capture: TorchCapture) -> int:
     """Bytes a real run may touch: inputs, parameters and every call's new outputs."""
-    from solar.frontends.pytorch.lowered import TORCH_DTYPES
-
     total = capture.info.input_bytes + capture.info.param_bytes
     for call in capture.calls:
         if call.kind in ("functional", "out"):
             for m in call.outputs:
                 if m is not None:
-                    d = TORCH_DTYPES.get(m.dtype)
+                    d = IR_DTYPES.get(m.dtype)
                     total += m.numel * (d.itemsize_bytes if d is not None else 8)
     return total
 
@@ -196,8 +195,9 @@ def reference_at_reduced_sizes(
     base = dict(start or {})
 
     def capture_at(over: dict[str, int]) -> TorchCapture:
-        src = source_for_file(path, entry=entry, inputs=inputs, overrides={**base, **over},
-                              train=train)
+        src = source_for_file(
+            path, entry=entry, inputs=inputs, overrides={**base, **over}, train=train
+        )
         return capture_program(src)
 
     capture = capture_at({})

@@ -20,77 +20,24 @@ lowering that can skip copying ``self`` checks `lowering_utils.same_value`. Scal
 arguments that were 0-d constant tensors (``x[:, 0] = 0.0``) arrive as Python numbers.
 A lowering that cannot handle a variant raises `UnsupportedOpError`; the driver then
 reports the op as uncovered instead of failing.
+The values, index helpers and the table type are `solar.frontends.kit`'s.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from solar.frontends.builder import KernelBuilder, ProgramBuilder, TensorRef, as_expr
-from solar.ir import Access, DType, Expr, Name
+from solar.frontends.kit import (
+    KernelBuilder,
+    LoweringTable,
+    ProgramBuilder,
+    TensorInfo,
+)
+from solar.ir import Access, DType, Expr, Name, Program
 
-__all__ = [
-    "LOWERINGS",
-    "IndexMap",
-    "LowerCtx",
-    "LoweringFn",
-    "OpCall",
-    "TensorInfo",
-    "UnsupportedOpError",
-    "find_lowering",
-    "lowering",
-]
-
-IndexMap = Callable[[tuple[Expr, ...]], tuple[Expr, ...]]
-"""Maps indices of a view to indices of its storage tensor."""
-
-
-@dataclass(frozen=True, slots=True)
-class TensorInfo:
-    """A tensor value seen by a lowering.
-
-    Attributes:
-        ref: the storage tensor declared in the program.
-        shape: the (concrete) shape of this value; for a view, differs from ``ref``'s.
-        dtype: element type.
-        index_map: for views, maps this value's indices to ``ref``'s; ``None`` if the
-            value is ``ref`` itself.
-    """
-
-    ref: TensorRef
-    shape: tuple[int, ...]
-    dtype: DType
-    index_map: IndexMap | None = field(default=None, compare=False)
-
-    @property
-    def rank(self) -> int:
-        """Number of dimensions of this value."""
-        return len(self.shape)
-
-    @property
-    def numel(self) -> int:
-        """Number of elements of this value."""
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
-
-    def storage_index(self, idx: Sequence[Expr | int]) -> tuple[Expr, ...]:
-        """Indices into the storage tensor for indices of this value."""
-        exprs = tuple(as_expr(i) for i in idx)
-        return self.index_map(exprs) if self.index_map is not None else exprs
-
-    def view(self, shape: Sequence[int], index_map: IndexMap) -> TensorInfo:
-        """A view of this value: ``index_map`` maps the new indices to this value's."""
-        inner = self.index_map
-
-        def composed(idx: tuple[Expr, ...]) -> tuple[Expr, ...]:
-            mapped = index_map(idx)
-            return inner(mapped) if inner is not None else mapped
-
-        return TensorInfo(self.ref, tuple(shape), self.dtype, composed)
+__all__ = ["LOWERINGS", "LowerCtx", "LoweringFn", "OpCall", "OpFallback"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,12 +105,12 @@ class LowerCtx:
     @staticmethod
     def read(t: TensorInfo, idx: Sequence[Expr | int]) -> Access:
         """An access of ``t`` at ``idx`` through its view map."""
-        return Access(t.ref.name, t.storage_index(idx))
+        return t.at(idx)
 
     @staticmethod
     def write(t: TensorInfo, idx: Sequence[Expr | int]) -> Access:
         """The access to store into output ``t`` at ``idx``."""
-        return Access(t.ref.name, t.storage_index(idx))
+        return t.at(idx)
 
     def vars(self, kb: KernelBuilder, n: int, hint: str = "i") -> tuple[Name, ...]:
         """Fresh loop variables for ``kb`` (``i0, i1, ...``; unique within the kernel)."""
@@ -173,40 +120,11 @@ class LowerCtx:
 LoweringFn = Callable[[LowerCtx, OpCall], "tuple[TensorInfo | None, ...] | None"]
 """A lowering emits one kernel via ``ctx`` (returning ``None``), or returns views."""
 
-LOWERINGS: dict[str, LoweringFn] = {}
+LOWERINGS: LoweringTable[LoweringFn] = LoweringTable(op_wide=True)
+"""ATen overload name (``aten.mm.default``) or op-wide name (``aten.mm``) -> lowering."""
 
-
-class UnsupportedOpError(Exception):
-    """Raised by a lowering for a variant it does not handle (e.g. an unsupported dtype).
-
-    Internal control flow only: the driver catches it and reports the op as uncovered
-    (with this message as the reason); it never reaches a user.
-    """
-
-
-def find_lowering(target: str) -> LoweringFn | None:
-    """The lowering for an overload name: exact match first, then the op-wide entry.
-
-    >>> find_lowering("aten.no_such_op.default") is None
-    True
-    """
-    fn = LOWERINGS.get(target)
-    if fn is None:
-        fn = LOWERINGS.get(target.rsplit(".", 1)[0])
-    return fn
-
-
-def lowering(*targets: str) -> Callable[[LoweringFn], LoweringFn]:
-    """Register a lowering for one or more ATen overload names (``aten.mm.default``).
-
-    A name without overload (``aten.mm``) matches every overload of the op.
-    """
-
-    def register(fn: LoweringFn) -> LoweringFn:
-        for t in targets:
-            if t in LOWERINGS:
-                raise ValueError(f"duplicate lowering for {t}")
-            LOWERINGS[t] = fn
-        return fn
-
-    return register
+OpFallback = Callable[[OpCall], Program | None]
+"""Per-op fallback: given an uncovered call, return a kernel program whose inputs are
+``a0, a1, ...`` (the call's tensor arguments in order, args then kwargs, lists
+flattened, at their logical shapes) and whose outputs are ``out0, out1, ...`` (the
+call's tensor outputs), or ``None`` to leave the op uncovered."""

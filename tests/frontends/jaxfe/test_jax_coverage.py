@@ -26,12 +26,12 @@ def test_sort_is_uncovered_and_program_still_validates() -> None:
     assert op.count == 1
     assert 0.0 < op.bytes_share < 1.0
     assert "no lowering" in op.reason
-    (extra,) = [e for e in lowered.extra_inputs if e.kind == "uncovered"]
+    (extra,) = lowered.uncovered_values
     assert extra.name.startswith("u")
     assert extra.name.endswith("_sort")
     roles = {t.name: t.role for t in lowered.program.tensors}
     assert roles[extra.name] == "input"
-    assert lowered.equations == lowered.lowered_equations + 1
+    assert lowered.ops_seen == lowered.ops_lowered + 1
 
 
 def test_uncovered_inside_scan_uncovers_the_scan() -> None:

@@ -42,7 +42,7 @@ def test_sample_validates(path: Path) -> None:
     capture = trace_jax_file(path)
     lowered = lower_jaxpr(capture)
     assert lowered.fully_covered, lowered.coverage
-    assert lowered.equations == lowered.lowered_equations > 0
+    assert lowered.ops_seen == lowered.ops_lowered > 0
     inputs, want = reference_data(capture, lowered=lowered)
     assert_outputs_close(run_lowered(lowered, inputs), want, tol, tol)
     result = validate(lowered.program, inputs, want)
@@ -53,11 +53,13 @@ def test_sample_naming_conventions() -> None:
     lowered = lower_jaxpr(trace_jax_file(SAMPLES / "diffusion_policy_step.py"))
     assert lowered.inputs == ("x0", "x1", "x2", "x3")
     assert lowered.outputs == ("y0",)
-    assert all(p.startswith("p_") for p in lowered.params)
-    assert "p_NoisePredictor_0_Conv_0_kernel" in lowered.params
+    params = [name for _, name in lowered.params]
+    assert all(p.startswith("p_") for p in params)
+    assert "p_NoisePredictor_0_Conv_0_kernel" in params
     roles = {t.name: t.role for t in lowered.program.tensors}
-    assert all(roles[p] == "param" for p in lowered.params)
-    assert {e.kind for e in lowered.extra_inputs} == {"const"}  # the DDPM schedule
+    assert all(roles[p] == "param" for p in params)
+    assert lowered.constant_values  # the DDPM schedule
+    assert not lowered.uncovered_values
 
 
 def test_parity_mlp_ir_golden(golden: object) -> None:

@@ -118,7 +118,7 @@ CASES: list[tuple[str, Callable[..., Any], tuple[Any, ...]]] = [
 @pytest.mark.parametrize(("name", "fn", "inputs"), CASES, ids=[c[0] for c in CASES])
 def test_sweep_case_lowers_and_validates(name: str, fn: Callable[..., Any], inputs: Any) -> None:
     lowered = check_fn(fn, *inputs, rtol=1e-4, atol=1e-4)
-    assert lowered.equations == lowered.lowered_equations
+    assert lowered.ops_seen == lowered.ops_lowered
 
 
 @pytest.mark.parametrize("lower", [True, False])
@@ -203,8 +203,8 @@ def test_work_feeding_an_uncovered_op_is_kept() -> None:
 
     lowered = check_fn(f, rand(8, 16), covered=False)
     assert [u.target for u in lowered.coverage] == ["top_k"]
-    assert lowered.uncovered_reads, "top_k's operand must be recorded"
-    kept = eliminate_dead_code(lowered.program, keep=lowered.uncovered_reads)
+    assert lowered.keep_alive, "top_k's operand must be recorded"
+    kept = eliminate_dead_code(lowered.program, keep=lowered.keep_alive)
     flops, _, _ = program_costs(kept)
     assert flops >= 2 * 8 * 16 * 32 + 2 * 8 * 32 * 10
     assert program_costs(eliminate_dead_code(lowered.program))[0] == 0  # what was lost

@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from solar.frontends.builder import ProgramBuilder
-from solar.frontends.pytorch.registry import LowerCtx, OpCall, TensorInfo, find_lowering
+from solar.frontends.kit import ProgramBuilder, TensorInfo
+from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
 from solar.ir import Access, DType, For, If, Program, Reduce, print_expr, verify_program
 from solar.ir.traversal import walk_exprs
 
@@ -81,7 +81,7 @@ def lower_call(
         else:
             outs.append(None)
     call = OpCall(str(op), cargs, ckw, tuple(outs))
-    fn = find_lowering(str(op))
+    fn = LOWERINGS.find(str(op))
     assert fn is not None, f"no lowering for {op}"
     ctx = LowerCtx(pb, call)
     ret = fn(ctx, call)

@@ -16,7 +16,14 @@ from solar.frontends.pytorch import (
     trace_model_file,
     trace_module,
 )
-from solar.ir import Assign, Binary, Program, parse_program, print_program
+from solar.ir import (
+    Assign,
+    Binary,
+    Program,
+    eliminate_dead_code,
+    parse_program,
+    print_program,
+)
 from solar.ir.traversal import walk_stmts
 
 torch = pytest.importorskip("torch")
@@ -46,13 +53,13 @@ def test_names_follow_the_convention() -> None:
     assert decls["p_fc_weight"] == decls["p_fc_bias"] == decls["p_scale"] == "param"
     assert decls["p_mask"] == "param"
     assert decls["y0"] == decls["y1"] == "output"
-    assert low.binding.outputs == ("y0", "y1", None)
-    assert dict(low.binding.params) == {
+    assert low.outputs == ("y0", "y1", None)
+    assert dict(low.params) == {
         "fc.weight": "p_fc_weight",
         "fc.bias": "p_fc_bias",
         "scale": "p_scale",
     }
-    assert low.binding.constants == (("mask", "p_mask"),)
+    assert low.constants == (("mask", "p_mask"),)
     names = [k.name for k in low.program.kernels]
     assert names[0] == "fc_addmm"
     assert all(t.startswith(("x", "p_", "y", "t")) for t in decls)
@@ -155,7 +162,7 @@ def test_masked_select_is_reported_not_dropped() -> None:
     assert unc.target == "aten.masked_select.default"
     assert unc.count == 1
     assert 0 < unc.bytes_share < 1
-    assert low.binding.uncovered_values[0].name.startswith("u")
+    assert low.uncovered_values[0].name.startswith("u")
 
 
 @torch.library.custom_op("solartest::twice", mutates_args=())  # type: ignore[untyped-decorator]
@@ -180,7 +187,15 @@ def test_unknown_op_is_uncovered_with_count_and_share() -> None:
     assert unc.bytes_share == pytest.approx(2 / 5)  # 2 of 5 calls, each moving 96 bytes
     assert not low.fully_covered
     assert low.uncovered_share == unc.bytes_share
-    assert [v.name for v in low.binding.uncovered_values] == ["u1_twice", "u4_twice"]
+    assert [v.name for v in low.uncovered_values] == ["u1_twice", "u4_twice"]
+
+
+def test_work_feeding_an_uncovered_op_is_kept() -> None:
+    low = check_program(lambda a: twice(a.exp() * 3), torch.randn(3, 4), covered=False)
+    assert low.keep_alive == ("t1_mul",)
+    kept = eliminate_dead_code(low.program, keep=low.keep_alive)
+    assert [k.name for k in kept.kernels] == ["exp", "mul", "y0_copy"]
+    assert [k.name for k in eliminate_dead_code(low.program).kernels] == ["y0_copy"]
 
 
 def test_op_fallback_fills_the_gap() -> None:
@@ -220,7 +235,7 @@ def test_inplace_on_inputs_is_stated() -> None:
         return x + y
 
     low = check_program(fn, torch.randn(3, 4), torch.randn(3, 4))
-    assert set(low.binding.mutated) == {"x0", "x1"}
+    assert set(low.mutated) == {"x0", "x1"}
 
 
 def test_writes_into_empty_buffers_and_slices() -> None:
@@ -259,7 +274,7 @@ def test_unsupported_dtype_makes_its_readers_uncovered() -> None:
     (unc,) = low.coverage
     assert unc.target == "aten._to_copy.default"
     assert "uint8" in unc.reason
-    assert low.binding.inputs == (None, "x1")
+    assert low.inputs == (None, "x1")
 
 
 def test_module_paths_name_kernels() -> None:
@@ -283,9 +298,9 @@ def test_boolean_mask_indexing_runs_real_and_is_uncovered() -> None:
 
 def test_find_lowering_prefers_exact_overloads() -> None:
     from solar.frontends.pytorch import register_lowerings
-    from solar.frontends.pytorch.registry import LOWERINGS, find_lowering
+    from solar.frontends.pytorch.registry import LOWERINGS
 
     register_lowerings()
-    assert find_lowering("aten.max.other") is LOWERINGS["aten.max.other"]
-    assert find_lowering("aten.max.dim") is LOWERINGS["aten.max"]
-    assert find_lowering("aten.no_such_op.default") is None
+    assert LOWERINGS.find("aten.max.other") is LOWERINGS["aten.max.other"]
+    assert LOWERINGS.find("aten.max.dim") is LOWERINGS["aten.max"]
+    assert LOWERINGS.find("aten.no_such_op.default") is None

@@ -1,17 +1,20 @@
-"""A small builder that frontends use to emit `Program` nodes directly.
+"""The program builder every frontend emits through: unique names, kernels, rollback.
 
 Contract: frontends (torch, jax) build IR through `ProgramBuilder`/`KernelBuilder`
 instead of printing text. Names are made unique and valid; the result of
 `ProgramBuilder.build()` is an unverified `Program` (run `verify_program` on it).
+A lowering that turns out unsupported half-way is undone with `checkpoint` /
+`rollback` (names handed out are logged, so a checkpoint is four integers).
 
 Example:
     >>> from solar.ir import DType, print_program
+    >>> from solar.frontends.kit import nest
     >>> pb = ProgramBuilder("double")
     >>> x = pb.tensor("input", DType.F32, (4,), "x")
     >>> y = pb.tensor("output", DType.F32, (4,), "y")
     >>> kb = pb.kernel("mul")
     >>> (i,) = kb.fresh_vars(1)
-    >>> kb.emit(loop_nest([(i, 4)], [Assign(y[i], Binary("*", x[i], lit(2)))]))
+    >>> kb.emit(*nest([(i, 4)], [Assign(y[i], Binary("*", x[i], lit(2)))]))
     >>> pb.finish_kernel(kb)
     >>> print(print_program(pb.build()).splitlines()[-3])
         y[i0] = x[i0] * 2
@@ -22,7 +25,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import cast
 
 from solar.ir import (
     KEYWORDS,
@@ -31,7 +33,6 @@ from solar.ir import (
     Binary,
     DType,
     Expr,
-    For,
     Kernel,
     Name,
     Program,
@@ -49,7 +50,6 @@ __all__ = [
     "ProgramBuilder",
     "TensorRef",
     "as_expr",
-    "loop_nest",
     "sanitize_name",
     "lit",
 ]
@@ -102,27 +102,6 @@ class TensorRef:
         return Access(self.name, ())
 
 
-def loop_nest(
-    dims: Sequence[tuple[Name, Expr | int]] | Sequence[tuple[Name, Expr | int, Expr | int]],
-    body: Sequence[Stmt],
-    *,
-    seq: frozenset[str] = frozenset(),
-) -> Stmt:
-    """Wrap ``body`` in nested loops ``for v in 0 .. hi`` (or ``lo .. hi``), outermost first.
-
-    With no dims, the body must be a single statement (it is returned as is).
-    """
-    stmts: tuple[Stmt, ...] = tuple(body)
-    for dim in reversed(dims):
-        var = cast(Name, dim[0])
-        lo = dim[1] if len(dim) == 3 else 0
-        hi = dim[-1]
-        stmts = (For(var.name, as_expr(lo), as_expr(hi), stmts, seq=var.name in seq),)
-    if len(stmts) != 1:
-        raise ValueError("loop_nest with no dims needs exactly one statement")
-    return stmts[0]
-
-
 class KernelBuilder:
     """Collects the locals and statements of one kernel."""
 
@@ -170,19 +149,41 @@ class ProgramBuilder:
     def __init__(self, name: str) -> None:
         self.name = sanitize_name(name)
         self._used: set[str] = set()
+        self._log: list[str] = []
         self._sizes: list[SizeDecl] = []
         self._tensors: list[TensorDecl] = []
         self._kernels: list[Kernel] = []
 
     def unique(self, hint: str) -> str:
-        """A fresh identifier based on ``hint``."""
+        """A fresh identifier based on ``hint`` (logged for `rollback`)."""
         base = sanitize_name(hint)
         name, k = base, 1
         while name in self._used:
             name = f"{base}_{k}"
             k += 1
         self._used.add(name)
+        self._log.append(name)
         return name
+
+    def checkpoint(self) -> tuple[int, int, int, int]:
+        """The builder state to return to."""
+        return (len(self._sizes), len(self._tensors), len(self._kernels), len(self._log))
+
+    def rollback(self, cp: tuple[int, int, int, int]) -> None:
+        """Forget everything declared since ``cp``."""
+        self._sizes = self._sizes[: cp[0]]
+        self._tensors = self._tensors[: cp[1]]
+        self._kernels = self._kernels[: cp[2]]
+        self._used.difference_update(self._log[cp[3] :])
+        del self._log[cp[3] :]
+
+    def declaration(self, name: str) -> TensorDecl | None:
+        """The program-level declaration of ``name`` (``None`` for locals)."""
+        return next((t for t in self._tensors if t.name == name), None)
+
+    def kernel_names(self) -> list[str]:
+        """Names of the finished kernels, in order."""
+        return [k.name for k in self._kernels]
 
     def is_used(self, name: str) -> bool:
         """True if ``name`` is taken by a program-level declaration or kernel."""
@@ -214,7 +215,11 @@ class ProgramBuilder:
 
     def finish_kernel(self, kb: KernelBuilder) -> None:
         """Append a finished kernel to the program."""
-        self._kernels.append(Kernel(kb.name, tuple(kb.locals), tuple(kb.body)))
+        self.add_kernel(Kernel(kb.name, tuple(kb.locals), tuple(kb.body)))
+
+    def add_kernel(self, kernel: Kernel) -> None:
+        """Append a finished kernel."""
+        self._kernels.append(kernel)
 
     def build(self) -> Program:
         """The program built so far."""

@@ -1,4 +1,4 @@
-"""Convolution lowerings (ops_nn.py) against torch: random and awkward shapes, tap counts."""
+"""Convolution lowerings (ops_conv.py) against torch: random and awkward shapes, tap counts."""
 
 from __future__ import annotations
 

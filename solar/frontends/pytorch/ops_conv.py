@@ -20,15 +20,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from solar.frontends.pytorch.lowering_utils import accumulate_dtype, cast
-from solar.frontends.pytorch.nn_utils import Aff, Nest, expand_param, guard, iadd, imul, range_guard
-from solar.frontends.pytorch.registry import (
-    LowerCtx,
-    OpCall,
+from solar.frontends.kit import (
+    Aff,
+    Nest,
     TensorInfo,
     UnsupportedOpError,
-    lowering,
+    expand_param,
+    guard,
+    iadd,
+    imul,
+    range_guard,
 )
+from solar.frontends.pytorch.lowering_utils import accumulate_dtype, cast
+from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
 from solar.ir import Access, Assign, Binary, Expr, Reduce, Stmt, lit
 
 __all__ = ["ConvSpec", "emit_conv"]
@@ -210,7 +214,7 @@ def _run(
     emit_conv(ctx, x, w, _opt(bias), out, spec)
 
 
-@lowering(
+@LOWERINGS.register(
     "aten.convolution.default",
     "aten._convolution.default",
     "aten._convolution.deprecated",
@@ -231,7 +235,7 @@ def _convolution(ctx: LowerCtx, call: OpCall) -> None:
     )
 
 
-@lowering("aten.conv1d", "aten.conv2d", "aten.conv3d")
+@LOWERINGS.register("aten.conv1d", "aten.conv2d", "aten.conv3d")
 def _conv_nd(ctx: LowerCtx, call: OpCall) -> None:
     """``conv2d(input, weight, bias, stride, padding | "same" | "valid", dilation, groups)``."""
     a = call.arg
@@ -247,7 +251,7 @@ def _conv_nd(ctx: LowerCtx, call: OpCall) -> None:
     )
 
 
-@lowering("aten.conv_transpose1d", "aten.conv_transpose2d", "aten.conv_transpose3d")
+@LOWERINGS.register("aten.conv_transpose1d", "aten.conv_transpose2d", "aten.conv_transpose3d")
 def _conv_transpose_nd(ctx: LowerCtx, call: OpCall) -> None:
     """``conv_transpose2d(input, weight, bias, stride, padding, out_padding, groups, dilation)``."""
     a = call.arg
@@ -263,7 +267,7 @@ def _conv_transpose_nd(ctx: LowerCtx, call: OpCall) -> None:
     )
 
 
-@lowering("aten.mkldnn_convolution.default", "aten.miopen_convolution.default")
+@LOWERINGS.register("aten.mkldnn_convolution.default", "aten.miopen_convolution.default")
 def _mkldnn_convolution(ctx: LowerCtx, call: OpCall) -> None:
     """``mkldnn_convolution(self, weight, bias, padding, stride, dilation, groups)``."""
     a = call.arg
@@ -279,21 +283,21 @@ def _mkldnn_convolution(ctx: LowerCtx, call: OpCall) -> None:
     )
 
 
-@lowering("aten.cudnn_convolution.default")
+@LOWERINGS.register("aten.cudnn_convolution.default")
 def _cudnn_convolution(ctx: LowerCtx, call: OpCall) -> None:
     """``cudnn_convolution(self, weight, padding, stride, dilation, groups, ...)`` (no bias)."""
     a = call.arg
     _run(ctx, call, None, a(3, "stride"), a(2, "padding"), a(4, "dilation"), False, a(5, "groups"))
 
 
-@lowering("aten.cudnn_convolution_transpose.default")
+@LOWERINGS.register("aten.cudnn_convolution_transpose.default")
 def _cudnn_convolution_transpose(ctx: LowerCtx, call: OpCall) -> None:
     """``cudnn_convolution_transpose(self, weight, padding, _, stride, dilation, groups, ...)``."""
     a = call.arg
     _run(ctx, call, None, a(4, "stride"), a(2, "padding"), a(5, "dilation"), True, a(6, "groups"))
 
 
-@lowering(
+@LOWERINGS.register(
     "aten._slow_conv2d_forward.default",
     "aten.slow_conv3d_forward.default",
     "aten.thnn_conv2d.default",
@@ -304,7 +308,7 @@ def _slow_conv(ctx: LowerCtx, call: OpCall) -> None:
     _run(ctx, call, a(3, "bias"), a(4, "stride", 1), a(5, "padding", 0), 1, False, 1)
 
 
-@lowering("aten.slow_conv_dilated2d.default", "aten.slow_conv_dilated3d.default")
+@LOWERINGS.register("aten.slow_conv_dilated2d.default", "aten.slow_conv_dilated3d.default")
 def _slow_conv_dilated(ctx: LowerCtx, call: OpCall) -> None:
     """``slow_conv_dilated2d(self, weight, kernel_size, bias, stride, padding, dilation)``."""
     a = call.arg
@@ -320,7 +324,7 @@ def _slow_conv_dilated(ctx: LowerCtx, call: OpCall) -> None:
     )
 
 
-@lowering("aten._conv_depthwise2d.default", "aten.conv_depthwise3d.default")
+@LOWERINGS.register("aten._conv_depthwise2d.default", "aten.conv_depthwise3d.default")
 def _conv_depthwise(ctx: LowerCtx, call: OpCall) -> None:
     """``_conv_depthwise2d(self, weight, kernel_size, bias, stride, padding, dilation)``."""
     a = call.arg
@@ -340,7 +344,7 @@ def _conv_depthwise(ctx: LowerCtx, call: OpCall) -> None:
     )
 
 
-@lowering("aten.slow_conv_transpose2d.default", "aten.slow_conv_transpose3d.default")
+@LOWERINGS.register("aten.slow_conv_transpose2d.default", "aten.slow_conv_transpose3d.default")
 def _slow_conv_transpose(ctx: LowerCtx, call: OpCall) -> None:
     """``slow_conv_transpose2d(self, weight, kernel_size, bias, stride, padding, output_padding,
     dilation)``."""

@@ -1,15 +1,16 @@
-"""Index helpers for the jaxpr lowerings: affine indices, guards, loop nests, view maps.
+"""Index arithmetic for lowerings: affine indices, guards, loop nests, view maps.
 
-Contract: pure functions building `solar.ir` expressions and statements; no jax. `Aff`
-is an affine index ``sum(coef * var) + const`` over loop variables with known extents,
-so a lowering emits only the guard conditions that can actually fail (a padding guard
-that always holds is noise; a missing one reads out of bounds). `Nest` makes loop
-variables for a list of extents and drops extent-1 loops (their index is the literal
-0). `reshape_map` and `broadcast_map` build the index maps of free views.
+Contract: pure functions building `solar.ir` expressions and statements; no torch, no
+jax. `Aff` is an affine index ``sum(coef * var) + const`` over loop variables with known
+extents, so a lowering emits only the guard conditions that can actually fail (a padding
+guard that always holds is noise; a missing one reads out of bounds). `Nest` makes loop
+variables for a list of extents and drops extent-1 loops (their index is the literal 0),
+so 1x1 convolutions and size-1 batch dims print without trivial loops. `reshape_map`
+and `broadcast_map` build the index maps of free views.
 
-These mirror the helpers of the PyTorch frontend (``solar.frontends.pytorch.nn_utils``)
-so both frontends emit the same loop structure; they are re-implemented here so that
-``solar.frontends.jaxfe`` imports nothing from another frontend.
+`Aff` is a builder, not an analysis: it keeps its terms in the order the lowering wrote
+them (the printer shows ``2 * h + r - 1`` as written) and carries each variable's
+extent. The analyses' normalised linear form is `solar.ir.Lin`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from solar.frontends.kit.table import UnsupportedOpError
+from solar.frontends.kit.values import shape_numel
 from solar.ir import Binary, Call, Expr, For, If, IntLit, Name, Stmt, Unary, lit
 
 __all__ = [
@@ -27,6 +30,9 @@ __all__ = [
     "all_of",
     "broadcast_map",
     "const_int",
+    "expand_param",
+    "fmax",
+    "fmin",
     "guard",
     "iadd",
     "imul",
@@ -35,18 +41,6 @@ __all__ = [
     "reshape_map",
     "shape_numel",
 ]
-
-
-def shape_numel(shape: Sequence[int]) -> int:
-    """Number of elements of a shape.
-
-    >>> shape_numel((2, 3, 4))
-    24
-    """
-    n = 1
-    for d in shape:
-        n *= d
-    return n
 
 
 def const_int(e: Expr) -> int | None:
@@ -135,6 +129,10 @@ class Aff:
             return Aff(self.terms, self.const + other)
         return Aff(self.terms + other.terms, self.const + other.const)
 
+    def scaled(self, k: int) -> Aff:
+        """``k * self``."""
+        return Aff(tuple((k * c, v, e) for c, v, e in self.terms), k * self.const)
+
     @property
     def lo(self) -> int:
         """Smallest value over the iteration space."""
@@ -188,14 +186,31 @@ def guard(conds: Sequence[Expr], body: Sequence[Stmt]) -> list[Stmt]:
     return list(body) if cond is None else [If(cond, tuple(body))]
 
 
-def nest(
-    dims: Sequence[tuple[Name, int]], body: Sequence[Stmt], *, seq: bool = False
-) -> list[Stmt]:
-    """Wrap ``body`` in loops ``for v in 0 .. n`` (outermost first); ``seq`` marks all."""
+LoopDim = tuple[Name, int | Expr] | tuple[Name, int | Expr, int | Expr]
+"""``(var, hi)`` for ``for var in 0 .. hi``, or ``(var, lo, hi)``."""
+
+
+def nest(dims: Sequence[LoopDim], body: Sequence[Stmt], *, seq: bool = False) -> list[Stmt]:
+    """Wrap ``body`` in loops (outermost first); ``seq`` marks them all ``seq``.
+
+    No dims gives ``body`` back.
+
+    >>> from solar.ir import Assign, Access, print_stmt
+    >>> i = Name("i")
+    >>> print(print_stmt(nest([(i, 1, 4)], [Assign(Access("y", (i,)), lit(0.0))])[0]))
+    for i in 1 .. 4 {
+      y[i] = 0.0
+    }
+    """
     stmts: tuple[Stmt, ...] = tuple(body)
-    for var, hi in reversed(dims):
-        stmts = (For(var.name, IntLit(0), lit(hi), stmts, seq=seq),)
+    for dim in reversed(dims):
+        var, lo, hi = (dim[0], 0, dim[1]) if len(dim) == 2 else dim
+        stmts = (For(var.name, _as_index(lo), _as_index(hi), stmts, seq=seq),)
     return list(stmts)
+
+
+def _as_index(v: int | Expr) -> Expr:
+    return lit(v) if isinstance(v, int) else v
 
 
 class LoopVars(Protocol):
@@ -209,21 +224,26 @@ class LoopVars(Protocol):
 class Nest:
     """Loop variables for ``extents``; an extent-1 dim gets index 0 and no loop.
 
+    ``hint`` names the variables (one hint, or one per extent).
+
     Attributes:
         extents: the extents, one per dim.
         idx: one index expression per extent (a `Name` or the literal 0).
         dims: the ``(var, extent)`` pairs that need a loop.
     """
 
-    def __init__(self, kb: LoopVars, extents: Sequence[int], hint: str = "i") -> None:
+    def __init__(
+        self, kb: LoopVars, extents: Sequence[int], hint: str | Sequence[str] = "i"
+    ) -> None:
         self.extents = tuple(int(e) for e in extents)
         self.idx: list[Expr] = []
         self.dims: list[tuple[Name, int]] = []
-        for ext in self.extents:
+        hints = [hint] * len(self.extents) if isinstance(hint, str) else list(hint)
+        for ext, h in zip(self.extents, hints, strict=True):
             if ext == 1:
                 self.idx.append(IntLit(0))
             else:
-                (v,) = kb.fresh_vars(1, hint)
+                (v,) = kb.fresh_vars(1, h)
                 self.idx.append(v)
                 self.dims.append((v, ext))
 
@@ -241,9 +261,39 @@ class Nest:
         return any(e == 0 for e in self.extents)
 
 
-def fcall(name: str, *args: Expr) -> Expr:
-    """A library call ``name(args...)``."""
-    return Call(name, tuple(args))
+def fmax(a: Expr, b: Expr) -> Expr:
+    """``max(a, b)`` (1 FLOP)."""
+    return Call("max", (a, b))
+
+
+def fmin(a: Expr, b: Expr) -> Expr:
+    """``min(a, b)`` (1 FLOP)."""
+    return Call("min", (a, b))
+
+
+def expand_param(
+    value: int | Sequence[int] | None, n: int, name: str, default: int | None = None
+) -> tuple[int, ...]:
+    """An int-list parameter of length ``n`` (a single value is repeated).
+
+    >>> expand_param([2], 3, "stride")
+    (2, 2, 2)
+    >>> expand_param([], 2, "stride", default=3)
+    (3, 3)
+
+    Raises:
+        UnsupportedOpError: the parameter is missing or has another length.
+    """
+    if value is None or (not isinstance(value, int) and len(value) == 0):
+        if default is None:
+            raise UnsupportedOpError(f"missing {name}")
+        return (default,) * n
+    vals = (value,) if isinstance(value, int) else tuple(int(v) for v in value)
+    if len(vals) == 1:
+        return vals * n
+    if len(vals) != n:
+        raise UnsupportedOpError(f"{name} has {len(vals)} entries, expected {n}")
+    return vals
 
 
 def broadcast_map(

@@ -1,0 +1,347 @@
+"""``solar analyze``, ``bounds``, ``compare``, ``provision``, ``batch`` and ``cache``.
+
+Every command that bounds a program prepares it through `solar.pipeline` (Note [One
+preparation path]), so they agree with `solar analyze` on sizes and precision.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from solar.cli.app import app, cache_app, echo_err, parse_sets
+from solar.options import (
+    BOUND_MODEL_NAMES,
+    DEFAULT_ARCH,
+    BoundModel,
+    CacheState,
+    FrontendChoice,
+    OutputFormat,
+    PrecisionPolicy,
+    ValidateMode,
+)
+
+if TYPE_CHECKING:
+    from solar.bounds import PlatformRow
+    from solar.frontends.llm import LLMConfig
+    from solar.pipeline import PreparedProgram
+
+__all__ = ["analyze", "batch", "bounds", "cache_clear", "compare", "provision"]
+
+
+def _llm_config(
+    model: str | None,
+    temperature: float | None,
+    max_attempts: int | None,
+    timeout: float | None,
+    cache_dir: Path | None,
+    no_cache: bool,
+) -> LLMConfig | None:
+    """An LLMConfig when a model is configured (flag or SOLAR_LLM_MODEL), else None."""
+    if not (model or os.environ.get("SOLAR_LLM_MODEL")):
+        return None
+    from solar.frontends.llm import LLMConfig
+
+    # flags left out keep LLMConfig's defaults (read from the environment)
+    fields: dict[str, Any] = {"use_cache": not no_cache}
+    for key, value in (
+        ("model", model),
+        ("temperature", temperature),
+        ("max_attempts", max_attempts),
+        ("timeout_s", timeout),
+        ("cache_dir", cache_dir),
+    ):
+        if value is not None:
+            fields[key] = value
+    return LLMConfig(**fields)
+
+
+class _Progress:
+    """Progress lines on stderr for steps slower than a second (silenced by --quiet)."""
+
+    def __init__(self, quiet: bool, verbose: bool) -> None:
+        import time
+
+        self._clock = time.monotonic
+        self.quiet, self.verbose = quiet, verbose
+        self.start = self._clock()
+
+    def __call__(self, message: str) -> None:
+        if self.quiet:
+            return
+        now = self._clock()
+        if self.verbose or now - self.start > 1.0:
+            echo_err(f"[{now - self.start:6.1f}s] {message}")
+
+
+@app.command("analyze")
+def analyze(
+    source: Annotated[Path, typer.Argument(help="Model file (.py) or IR file (.alir).")],
+    arch: Annotated[
+        list[str] | None, typer.Option("--arch", help="Hardware spec name or YAML (repeatable).")
+    ] = None,
+    precision: Annotated[PrecisionPolicy, typer.Option(help="Precision policy.")] = "default",
+    cache: Annotated[
+        CacheState, typer.Option(help="Cache state: warm (repeated runs) or cold (first run).")
+    ] = "warm",
+    frontend: Annotated[FrontendChoice, typer.Option(help="Frontend.")] = "auto",
+    ir: Annotated[
+        Path | None, typer.Option("--ir", help="Analyse this hand-written IR against the model.")
+    ] = None,
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", help="Rebind a size: NAME=VALUE (repeatable).")
+    ] = None,
+    validate: Annotated[ValidateMode, typer.Option(help="Validation mode.")] = "auto",
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write the JSON report here.")
+    ] = None,
+    save_ir: Annotated[Path | None, typer.Option(help="Write the IR here.")] = None,
+    include_ir: Annotated[bool, typer.Option(help="Embed the IR text in the report.")] = False,
+    format_: Annotated[OutputFormat, typer.Option("--format", help="Stdout format.")] = "text",
+    measured_ms: Annotated[
+        float | None, typer.Option(help="A measured time (ms) from elsewhere.")
+    ] = None,
+    measure: Annotated[bool, typer.Option(help="Time the program on the local device.")] = False,
+    entry: Annotated[str | None, typer.Option(help="module:function to analyse.")] = None,
+    inputs: Annotated[Path | None, typer.Option(help="Inputs (.npz/.pt) for --entry.")] = None,
+    reference: Annotated[
+        Path | None, typer.Option(help="Reference .npz (inputs+outputs) for an .alir file.")
+    ] = None,
+    train: Annotated[bool, typer.Option(help="Analyse the module in training mode.")] = False,
+    time_budget: Annotated[float, typer.Option(help="Validation time budget (s).")] = 60.0,
+    model: Annotated[str | None, typer.Option(help="LLM model name (LLM frontend).")] = None,
+    temperature: Annotated[float | None, typer.Option(help="LLM temperature.")] = None,
+    max_attempts: Annotated[int | None, typer.Option(help="LLM repair attempts.")] = None,
+    timeout: Annotated[float | None, typer.Option(help="LLM request timeout (s).")] = None,
+    cache_dir: Annotated[Path | None, typer.Option(help="LLM cache directory.")] = None,
+    no_cache: Annotated[bool, typer.Option(help="Do not read the LLM cache.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="All progress output.")] = False,
+) -> None:
+    """Analyse a program: frontend → validate → bounds → report."""
+    from solar.pipeline import AnalyzeOptions
+    from solar.pipeline import analyze as run_analyze
+    from solar.report import render_text
+
+    options = AnalyzeOptions(
+        archs=tuple(arch or [DEFAULT_ARCH]),
+        precision=precision,
+        cache=cache,
+        frontend=frontend,
+        ir_file=ir,
+        sizes=parse_sets(set_),
+        validate=validate,
+        time_budget_s=time_budget,
+        measured_ms=measured_ms,
+        measure=measure,
+        entry=entry,
+        inputs_file=inputs,
+        reference_file=reference,
+        train=train,
+        include_ir=include_ir,
+        save_ir=save_ir,
+        llm=_llm_config(model, temperature, max_attempts, timeout, cache_dir, no_cache),
+    )
+    report = run_analyze(source, options, progress=_Progress(quiet, verbose))
+    text = report.to_json()
+    if output is not None:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(text, encoding="utf-8")
+    typer.echo(text if format_ == "json" else render_text(report), nl=False)
+    if report.validation.status == "failed":
+        raise typer.Exit(1)
+
+
+def _lift(
+    source: Path,
+    frontend: FrontendChoice,
+    set_: list[str] | None,
+    entry: str | None,
+    precision: PrecisionPolicy,
+) -> PreparedProgram:
+    """The program's einsum graph, sizes and precision policy, as `solar analyze` has them."""
+    from solar.pipeline import AnalyzeOptions, lift_source
+
+    options = AnalyzeOptions(
+        frontend=frontend,
+        sizes=parse_sets(set_),
+        entry=entry,
+        validate="off",
+        precision=precision,
+    )
+    return lift_source(source, options)
+
+
+@app.command("bounds")
+def bounds(
+    source: Annotated[Path, typer.Argument(help="IR file (.alir) or model file (.py).")],
+    arch: Annotated[list[str] | None, typer.Option("--arch", help="Spec (repeatable).")] = None,
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", help="NAME=VALUE (repeatable).")
+    ] = None,
+    precision: Annotated[PrecisionPolicy, typer.Option(help="Precision policy.")] = "default",
+    frontend: Annotated[FrontendChoice, typer.Option(help="Frontend.")] = "auto",
+    json_: Annotated[bool, typer.Option("--json", help="JSON on stdout.")] = False,
+) -> None:
+    """The three SOL bounds of a program on one or more devices (no validation)."""
+    from solar.hw import load_hardware_spec
+    from solar.pipeline import bound_arch
+    from solar.report import dumps_deterministic, format_bytes, format_flops, format_time
+
+    prepared = _lift(source, frontend, set_, None, precision)
+    sizes = prepared.sizes
+    rows = [
+        bound_arch(prepared.graph, load_hardware_spec(a), precision=prepared.precision, sizes=sizes)
+        for a in (arch or [DEFAULT_ARCH])
+    ]
+    if json_:
+        typer.echo(
+            dumps_deterministic(
+                {"sizes": sizes, "archs": [r.model_dump(mode="json") for r in rows]}
+            ),
+            nl=False,
+        )
+        return
+    typer.echo("sizes: " + (", ".join(f"{k}={v}" for k, v in sorted(sizes.items())) or "-"))
+    typer.echo(f"{'arch':<18} {'model':<12} {'bound':>12} {'FLOPs':>14} {'DRAM':>10}  bottleneck")
+    for r in rows:
+        for b in r.bounds:
+            typer.echo(
+                f"{r.arch:<18} {b.model:<12} {format_time(b.time_s):>12} "
+                f"{format_flops(b.flops):>14} {format_bytes(b.dram_bytes):>10}  {b.bottleneck}"
+            )
+
+
+@app.command("compare")
+def compare(
+    source: Annotated[Path, typer.Argument(help="Model file or IR file.")],
+    arch: Annotated[
+        list[str] | None, typer.Option("--arch", help="Spec (repeatable; default all).")
+    ] = None,
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", help="NAME=VALUE (repeatable).")
+    ] = None,
+    precision: Annotated[PrecisionPolicy, typer.Option(help="Precision policy.")] = "default",
+    frontend: Annotated[FrontendChoice, typer.Option(help="Frontend.")] = "auto",
+    entry: Annotated[str | None, typer.Option(help="module:function to analyse.")] = None,
+) -> None:
+    """Cross-platform table: the same program's bounds on several devices."""
+    from solar.bounds import cross_platform
+    from solar.hw import list_hardware_specs, load_hardware_spec
+    from solar.report import format_time
+
+    prepared = _lift(source, frontend, set_, entry, precision)
+    specs = [load_hardware_spec(a) for a in arch] if arch else list(list_hardware_specs())
+    rows = cross_platform(
+        prepared.graph, specs, precision_policy=prepared.precision, sizes=prepared.sizes
+    )
+    by_dev: dict[str, dict[BoundModel, PlatformRow]] = {}
+    for row in rows:
+        by_dev.setdefault(row.device, {})[row.model] = row
+    typer.echo(
+        f"{'device':<18} {'unfused':>12} {'fused':>12} {'cache-aware':>12}  fused bottleneck"
+    )
+    for dev, models in by_dev.items():
+        cells = [format_time(models[m].time_s) if m in models else "-" for m in BOUND_MODEL_NAMES]
+        fused = models.get("fused")
+        typer.echo(
+            f"{dev:<18} {cells[0]:>12} {cells[1]:>12} {cells[2]:>12}  "
+            f"{fused.bottleneck if fused is not None else '-'}"
+        )
+
+
+@app.command("provision")
+def provision(
+    source: Annotated[Path, typer.Argument(help="Model file or IR file.")],
+    target_ms: Annotated[float, typer.Option(help="Target run time in milliseconds.")],
+    model: Annotated[BoundModel, typer.Option(help="Bound model.")] = "fused",
+    arch: Annotated[
+        list[str] | None, typer.Option("--arch", help="Devices to check (default all).")
+    ] = None,
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", help="NAME=VALUE (repeatable).")
+    ] = None,
+    precision: Annotated[PrecisionPolicy, typer.Option(help="Precision policy.")] = "default",
+    frontend: Annotated[FrontendChoice, typer.Option(help="Frontend.")] = "auto",
+) -> None:
+    """Inverse roofline: the bandwidth and throughput a device needs to hit a target time."""
+    from solar.bounds import inverse_roofline
+    from solar.hw import list_hardware_specs, load_hardware_spec
+    from solar.report import format_bytes, format_time
+
+    prepared = _lift(source, frontend, set_, None, precision)
+    specs = [load_hardware_spec(a) for a in arch] if arch else list(list_hardware_specs())
+    inv = inverse_roofline(
+        prepared.graph,
+        target_time_s=target_ms / 1e3,
+        model=model,
+        precision_policy=prepared.precision,
+        sizes=prepared.sizes,
+        specs=specs,
+    )
+    typer.echo(f"target {format_time(inv.target_time_s)} under the {inv.model} model:")
+    typer.echo(
+        f"  DRAM bandwidth  >= {format_bytes(inv.required_dram_bandwidth_bytes_per_s)}/s "
+        f"({format_bytes(inv.dram_bytes)} moved)"
+    )
+    for unit, need in sorted(inv.required_flops_per_s.items()):
+        typer.echo(f"  {unit:<15} >= {need / 1e12:,.3f} TFLOP/s")
+    typer.echo(f"{'device':<18} {'bound':>12}  meets target")
+    for d in inv.devices:
+        typer.echo(f"{d.device:<18} {format_time(d.time_s):>12}  {'yes' if d.meets else 'no'}")
+
+
+@app.command("batch")
+def batch(
+    sources: Annotated[str, typer.Argument(help="Directory or glob of model/IR files.")],
+    out: Annotated[Path, typer.Option("--out", help="Directory for reports and summaries.")] = Path(
+        "solar-reports"
+    ),
+    arch: Annotated[list[str] | None, typer.Option("--arch", help="Spec (repeatable).")] = None,
+    precision: Annotated[PrecisionPolicy, typer.Option(help="Precision policy.")] = "default",
+    workers: Annotated[int, typer.Option(help="Parallel worker processes.")] = 2,
+    validate: Annotated[ValidateMode, typer.Option(help="Validation mode.")] = "auto",
+    resume: Annotated[bool, typer.Option(help="Skip files whose report is up to date.")] = False,
+    time_budget: Annotated[float, typer.Option(help="Validation budget per file (s).")] = 60.0,
+) -> None:
+    """Analyse many files in parallel; one report each plus summary.csv/json."""
+    from solar.batch import BatchRow, expand_sources, run_batch
+    from solar.pipeline import AnalyzeOptions
+
+    files = expand_sources(sources)
+    options = AnalyzeOptions(
+        archs=tuple(arch or [DEFAULT_ARCH]),
+        precision=precision,
+        validate=validate,
+        time_budget_s=time_budget,
+    )
+
+    def progress(done: int, total: int, row: BatchRow) -> None:
+        resumed = row.status == "ok" and bool(row.error)
+        status = "ok (resumed)" if resumed else row.status
+        detail = "" if resumed else row.error or ""
+        bar = "#" * int(20 * done / total)
+        echo_err(f"[{bar:<20}] {done}/{total} {status:<17} {row.file} {detail}")
+
+    summary = run_batch(files, options, out, workers=workers, resume=resume, progress=progress)
+    ok = sum(r.status == "ok" for r in summary.rows)
+    typer.echo(
+        f"{ok}/{len(summary.rows)} ok, {summary.failed} failed; "
+        f"summaries: {summary.csv_path} {summary.json_path}"
+    )
+    if summary.failed or any(r.status == "validation-failed" for r in summary.rows):
+        raise typer.Exit(1)
+
+
+@cache_app.command("clear")
+def cache_clear(
+    cache_dir: Annotated[Path | None, typer.Option(help="Cache directory.")] = None,
+) -> None:
+    """Delete every cached LLM translation."""
+    from solar.frontends.llm import clear_cache, default_cache_dir
+
+    n = clear_cache(cache_dir or default_cache_dir())
+    echo_err(f"removed {n} cached translation(s)")

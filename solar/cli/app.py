@@ -1,0 +1,135 @@
+"""The typer application, its shared helpers and the entry point.
+
+Contract: `app` (with its ``ir``, ``specs`` and ``cache`` groups) is what the command
+modules register on; `main` runs it and is the one place where errors become
+diagnostics and exit codes (see the package docstring).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from solar import __version__
+from solar.diagnostics import SolarError, UsageError
+
+__all__ = [
+    "app",
+    "cache_app",
+    "echo_err",
+    "ir_app",
+    "main",
+    "parse_sets",
+    "read_text",
+    "specs_app",
+]
+
+app = typer.Typer(
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    help="SOLAR: speed-of-light bounds for PyTorch and JAX programs.",
+)
+ir_app = typer.Typer(no_args_is_help=True, help="Check, format and run Affine Loop IR files.")
+specs_app = typer.Typer(no_args_is_help=True, help="Browse the hardware spec library.")
+cache_app = typer.Typer(no_args_is_help=True, help="Manage the LLM translation cache.")
+app.add_typer(ir_app, name="ir")
+app.add_typer(specs_app, name="specs")
+app.add_typer(cache_app, name="cache")
+
+
+def echo_err(text: str) -> None:
+    """Write a line to stderr (diagnostics and progress; data goes to stdout)."""
+    typer.echo(text, err=True)
+
+
+def read_text(path: Path) -> str:
+    """The UTF-8 text of ``path``.
+
+    Raises:
+        UsageError: E0901 missing file; E0902 unreadable.
+    """
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"no such file: {path}", code="E0901") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise UsageError(f"cannot read {path}: {err}", code="E0902") from None
+
+
+def parse_sets(values: list[str] | None) -> dict[str, int]:
+    """``--set NAME=VALUE`` flags as a size binding.
+
+    Raises:
+        UsageError: E0903 not ``NAME=VALUE``, or not an integer.
+    """
+    out: dict[str, int] = {}
+    for item in values or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise UsageError(f"--set expects NAME=VALUE, got `{item}`", code="E0903")
+        try:
+            out[name.strip()] = int(value)
+        except ValueError:
+            raise UsageError(f"--set {name}: `{value}` is not an integer", code="E0903") from None
+    return out
+
+
+def main() -> None:
+    """Console entry point: run the app, turning errors into diagnostics and exit codes."""
+    logging.basicConfig(
+        level=logging.INFO if os.environ.get("SOLAR_VERBOSE") else logging.WARNING,
+        format="%(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        # With standalone_mode=False, click returns typer.Exit's code instead of raising.
+        code = app(standalone_mode=False)
+        if isinstance(code, int) and code:
+            sys.exit(code)
+    except SolarError as err:
+        echo_err(err.render())
+        sys.exit(err.exit_code)
+    except typer.BadParameter as err:  # typer checked an option's value (choices, types)
+        echo_err(_bad_parameter(err).render())
+        sys.exit(2)
+    except typer.Exit as ex:
+        sys.exit(ex.exit_code)
+    except typer.Abort:
+        echo_err("aborted")
+        sys.exit(2)
+    except KeyboardInterrupt:
+        echo_err("interrupted")
+        sys.exit(130)
+    except Exception as err:  # noqa: BLE001 — the one boundary: anything unexpected -> exit 2
+        show = getattr(err, "show", None)
+        if callable(show) and hasattr(err, "exit_code"):  # click/typer usage errors
+            show()
+            sys.exit(2)
+        echo_err(f"error[E0999]: internal error: {type(err).__name__}: {err}")
+        echo_err("  = note: this is a bug in SOLAR; set SOLAR_DEBUG=1 to see the traceback")
+        if os.environ.get("SOLAR_DEBUG"):
+            traceback.print_exc()
+        sys.exit(2)
+
+
+def _bad_parameter(err: typer.BadParameter) -> UsageError:
+    """typer's rejection of an option value, as a SOLAR usage diagnostic (E0904)."""
+    text = err.format_message().replace("Value error, ", "").rstrip(".")
+    notes = (f"see `{err.ctx.command_path} --help`",) if err.ctx is not None else ()
+    return UsageError(text[:1].lower() + text[1:], code="E0904", notes=notes)
+
+
+@app.callback(invoke_without_command=True)
+def _root(
+    version: Annotated[bool, typer.Option("--version", help="Print the version.")] = False,
+) -> None:
+    if version:
+        typer.echo(f"solar {__version__}")
+        raise typer.Exit(0)

@@ -1,0 +1,62 @@
+"""``solar specs`` and ``solar calibrate``: the hardware spec library."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from solar.cli.app import app, echo_err, specs_app
+
+__all__ = ["calibrate", "specs_list", "specs_show"]
+
+
+def _fmt_flops(value: float | None) -> str:
+    return "-" if value is None else f"{value / 1e12:,.1f}"
+
+
+@specs_app.command("list")
+def specs_list() -> None:
+    """List the bundled hardware specs (dense peaks, TFLOP/s)."""
+    from solar.hw import Precision, list_hardware_specs
+
+    header = (
+        f"{'name':<18} {'fp32 vec':>9} {'tf32':>8} {'bf16':>9} {'fp8':>9} {'DRAM TB/s':>10}  device"
+    )
+    typer.echo(header)
+    for s in list_hardware_specs():
+        fp32 = _fmt_flops(s.peak_for(Precision.FP32, "vector"))
+        tf32, bf16 = _fmt_flops(s.peak_for(Precision.TF32)), _fmt_flops(s.peak_for(Precision.BF16))
+        fp8, bw = _fmt_flops(s.peak_for(Precision.FP8)), s.dram_bandwidth_bytes_per_s / 1e12
+        typer.echo(
+            f"{s.name:<18} {fp32:>9} {tf32:>8} {bf16:>9} {fp8:>9} {bw:>10.3f}  {s.display_name}"
+        )
+
+
+@specs_app.command("show")
+def specs_show(
+    name: Annotated[str, typer.Argument(help="Spec name (e.g. H100_SXM) or a YAML path.")],
+) -> None:
+    """Print one spec as YAML, with its sources."""
+    from solar.hw import dump_hardware_spec, load_hardware_spec
+
+    typer.echo(dump_hardware_spec(load_hardware_spec(name)), nl=False)
+
+
+@app.command("calibrate")
+def calibrate(
+    output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the spec YAML.")],
+    name: Annotated[str | None, typer.Option(help="Spec name (default local_<host>).")] = None,
+    quick: Annotated[bool, typer.Option(help="Small, fast measurement.")] = False,
+) -> None:
+    """Measure this machine's bandwidth and matmul throughput; write a measured spec."""
+    from solar.hw import calibrate_machine, dump_hardware_spec
+
+    echo_err("measuring memory bandwidth and matmul throughput (takes ~10 s) ...")
+    spec = calibrate_machine(name=name, quick=quick)
+    output.write_text(dump_hardware_spec(spec), encoding="utf-8")
+    echo_err(
+        f"wrote {output}: {spec.dram_bandwidth_bytes_per_s / 1e9:.1f} GB/s, "
+        + ", ".join(f"{p.value} {v / 1e9:.1f} GFLOP/s" for p, v in spec.vector_flops_per_s.items())
+    )

@@ -1,0 +1,138 @@
+"""``solar ir``: check, format, run and validate Affine Loop IR files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from solar.cli.app import echo_err, ir_app, parse_sets, read_text
+from solar.diagnostics import SolarError
+
+if TYPE_CHECKING:
+    from solar.ir import Program
+
+__all__ = ["ir_check", "ir_fmt", "ir_run", "ir_validate"]
+
+
+@ir_app.command("check")
+def ir_check(
+    files: Annotated[list[Path], typer.Argument(help="IR files (.alir) to verify.")],
+) -> None:
+    """Parse and verify IR files; diagnostics go to stderr."""
+    from solar.ir import parse_program, verify_program
+
+    failed = 0
+    for path in files:
+        try:
+            verify_program(parse_program(read_text(path), filename=str(path)))
+        except SolarError as err:
+            if err.exit_code != 1:
+                raise
+            echo_err(err.render())
+            failed += 1
+    if failed:
+        echo_err(f"{failed} of {len(files)} file(s) failed")
+        raise typer.Exit(1)
+    echo_err(f"{len(files)} file(s) ok")
+
+
+@ir_app.command("fmt")
+def ir_fmt(
+    file: Annotated[Path, typer.Argument(help="IR file to print canonically.")],
+) -> None:
+    """Print the canonical form of an IR file on stdout."""
+    from solar.ir import parse_program, print_program
+
+    typer.echo(print_program(parse_program(read_text(file), filename=str(file))), nl=False)
+
+
+def _load_checked(file: Path) -> Program:
+    from solar.ir import parse_program, verify_program
+
+    program = parse_program(read_text(file), filename=str(file))
+    verify_program(program)
+    return program
+
+
+@ir_app.command("run")
+def ir_run(
+    file: Annotated[Path, typer.Argument(help="IR file to execute.")],
+    inputs: Annotated[
+        Path | None, typer.Option(help=".npz with one array per input/param (default: random).")
+    ] = None,
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", help="NAME=VALUE (repeatable).")
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="Write outputs (.npz).")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed for random inputs.")] = 0,
+) -> None:
+    """Execute IR with the vectorised numpy executor."""
+    import numpy as np
+
+    from solar.frontends import load_npz
+    from solar.ir import resolve_sizes
+    from solar.validate import execute_program, random_inputs
+
+    program = _load_checked(file)
+    sizes = parse_sets(set_)
+    if inputs is not None:
+        data = load_npz(inputs)
+    else:
+        data = random_inputs(program, resolve_sizes(program, sizes), np.random.default_rng(seed))
+    outs = execute_program(program, data, sizes=sizes)
+    for name, arr in outs.items():
+        finite = arr[np.isfinite(arr)] if arr.dtype.kind == "f" else arr
+        stats = (
+            f"min {finite.min():.6g} max {finite.max():.6g} mean {finite.mean():.6g}"
+            if finite.size
+            else "no finite values"
+        )
+        typer.echo(f"{name}: {arr.dtype}{list(arr.shape)}  {stats}")
+    if output is not None:
+        np.savez(output, **outs)  # type: ignore[arg-type]
+        echo_err(f"wrote {output}")
+
+
+@ir_app.command("validate")
+def ir_validate(
+    file: Annotated[Path, typer.Argument(help="IR file to validate.")],
+    reference: Annotated[
+        Path, typer.Option(help=".npz with the inputs/params and the expected outputs by name.")
+    ],
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", help="NAME=VALUE (repeatable).")
+    ] = None,
+    time_budget: Annotated[float, typer.Option(help="Time budget (s).")] = 60.0,
+) -> None:
+    """Execute IR on reference inputs and compare with reference outputs (exit 1 on mismatch)."""
+    from solar.frontends import load_npz
+    from solar.validate import validate
+
+    program = _load_checked(file)
+    data = load_npz(reference)
+    outs = {t.name for t in program.tensors if t.role == "output"}
+    result = validate(
+        program,
+        {k: v for k, v in data.items() if k not in outs},
+        {k: v for k, v in data.items() if k in outs},
+        sizes=parse_sets(set_) or None,
+        time_budget_s=time_budget,
+    )
+    for o in result.outputs:
+        typer.echo(
+            f"{o.name}: {o.status}  max abs {o.max_abs_error:.3g}  max rel "
+            f"{o.max_rel_error:.3g}  ({o.tolerance})"
+        )
+    typer.echo(
+        f"validation {result.status} ({result.strategy}, "
+        f"{result.checked_fraction:.0%} checked, {result.wall_time_s:.2f} s)"
+        + (f": {result.reason}" if result.reason else "")
+    )
+    if result.mismatch:
+        echo_err(result.mismatch)
+    if result.status != "passed":
+        raise typer.Exit(1)

@@ -1,0 +1,178 @@
+"""Access images: the distinct elements one access touches, and unions of them.
+
+Contract: ``(CountContext, Domain, Access) -> AccessImage`` and
+``Sequence[AccessImage] -> Count``. An image's count is exact or a lower bound. A
+union is exact when one image provably contains all the others, or (summed) when the
+images are disjoint boxes; otherwise it is the max, a lower bound. Containment is
+proved structurally (the same canonical key, or the same subscripts over an extended
+domain), never by evaluating sizes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from solar.einsum.count import Count
+from solar.einsum.counter import CountContext
+from solar.einsum.domain import Domain, LoopDim
+from solar.ir import Access, Binary, Expr, IntLit, Name, walk_exprs
+
+__all__ = ["AccessImage", "access_image", "contains", "union_by_key", "union_images"]
+
+_ZERO = Count.of(0)
+_LOWER_ZERO = Count.of(0, exact=False)
+_ZERO_KEY = "zero"
+"""The key of an access that may not execute (value-dependent)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AccessImage:
+    """An access image: its count, canonical key and what containment needs."""
+
+    count: Count
+    key: str
+    loops: tuple[LoopDim, ...]
+    guards: tuple[Expr, ...]
+    indices: tuple[Expr, ...]
+
+    @staticmethod
+    def unexecuted() -> AccessImage:
+        """The image of an access that may not execute (under a value-dependent branch).
+
+        Its count is zero as a lower bound, and it contains no other image.
+        """
+        return AccessImage(_LOWER_ZERO, _ZERO_KEY, (), (), ())
+
+
+def access_image(ctx: CountContext, domain: Domain, access: Access) -> AccessImage:
+    """Distinct elements an access touches; indirect subscripts are projected away."""
+    direct = tuple(i for i in access.indices if not any(isinstance(e, Access)
+                                                        for e in walk_exprs(i)))
+    count, key = ctx.image(domain, direct)
+    if len(direct) != len(access.indices):
+        # Note [Gathers]: the rows an index tensor selects are data-dependent; the
+        # projection onto the direct subscripts (at least one row) is a lower bound.
+        count, key = Count(count.expr, count.deferred, False), f"{key}|gather"
+    return AccessImage(count, key, domain.loops, domain.guards, access.indices)
+
+
+def contains(big: AccessImage, small: AccessImage) -> bool:
+    """True if ``small``'s image is provably a subset of ``big``'s.
+
+    Same key, or the same subscripts over a domain that extends ``big``'s loops
+    (as a prefix) and adds guards: every point of ``small`` projects onto a point of
+    ``big`` with the same subscript values.
+    """
+    if big.key == small.key:
+        return True
+    if big.key == _ZERO_KEY:
+        return False
+    return (
+        big.indices == small.indices
+        and small.loops[: len(big.loops)] == big.loops
+        and set(big.guards) <= set(small.guards)
+    )
+
+
+def union_images(items: Sequence[AccessImage]) -> tuple[Count, AccessImage | None]:
+    """Union of images: exact when one contains all others, else the max (a lower bound)."""
+    if not items:
+        return _ZERO, None
+    uniq = list({img.key: img for img in items}.values())
+    survivors = [
+        a for i, a in enumerate(uniq)
+        if not any(
+            j != i and contains(b, a) and (not contains(a, b) or j < i)
+            for j, b in enumerate(uniq)
+        )
+    ]
+    if len(survivors) == 1:
+        return survivors[0].count, survivors[0]
+    out = survivors[0].count
+    if _disjoint_boxes(survivors):
+        # Note [Disjoint boxes]: pieces of one tensor (``cat``/``stack`` outputs, ``split``
+        # inputs) are disjoint boxes of subscripts, so the union is the sum.
+        for img in survivors[1:]:
+            out = out + img.count
+        return out, None
+    for img in survivors[1:]:
+        out = out.maximum(img.count, exact=False)
+    return out, None
+
+
+def union_by_key(items: Sequence[tuple[Count, str]]) -> Count:
+    """Union across kernels: exact when all images share a key, else the max."""
+    by_key = {k: c for c, k in items if not c.is_zero}
+    if not by_key:
+        return _ZERO
+    counts = list(by_key.values())
+    out = counts[0]
+    for c in counts[1:]:
+        out = out.maximum(c, exact=False)
+    return out
+
+
+def _offset(e: Expr) -> tuple[str | None, int] | None:
+    """``(var, c)`` for a subscript ``var + c``/``var - c``/``var``, ``(None, c)`` for ``c``."""
+    match e:
+        case IntLit(value=c):
+            return None, c
+        case Name(name=v):
+            return v, 0
+        case Binary(op="+", lhs=Name(name=v), rhs=IntLit(value=c)):
+            return v, c
+        case Binary(op="+", lhs=IntLit(value=c), rhs=Name(name=v)):
+            return v, c
+        case Binary(op="-", lhs=Name(name=v), rhs=IntLit(value=c)):
+            return v, -c
+        case _:
+            return None
+
+
+def _box(img: AccessImage) -> tuple[tuple[int, int], ...] | None:
+    """The subscript box ``[lo, hi)`` per dimension, if the image is provably that box.
+
+    Every subscript is ``var + c`` (each loop variable in at most one subscript) or a
+    constant, over unguarded, step-1, non-empty loops with literal bounds; else None.
+    """
+    if img.key == _ZERO_KEY or img.guards:
+        return None
+    ranges: dict[str, tuple[int, int]] = {}
+    for lp in img.loops:
+        if not (isinstance(lp.lo, IntLit) and isinstance(lp.hi, IntLit)) or lp.step != 1:
+            return None
+        if lp.hi.value <= lp.lo.value:
+            return None
+        ranges[lp.var] = (lp.lo.value, lp.hi.value)
+    box: list[tuple[int, int]] = []
+    used: set[str] = set()
+    for e in img.indices:
+        off = _offset(e)
+        if off is None:
+            return None
+        var, c = off
+        if var is None:
+            box.append((c, c + 1))
+            continue
+        if var not in ranges or var in used:
+            return None
+        used.add(var)
+        lo, hi = ranges[var]
+        box.append((lo + c, hi + c))
+    return tuple(box)
+
+
+def _disjoint_boxes(items: Sequence[AccessImage]) -> bool:
+    """True if every image is a box (see `_box`) and no two of them intersect."""
+    boxes = [_box(img) for img in items]
+    if any(b is None for b in boxes):
+        return False
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1 :]:
+            assert a is not None and b is not None
+            if len(a) != len(b) or all(
+                lo1 < hi2 and lo2 < hi1 for (lo1, hi1), (lo2, hi2) in zip(a, b, strict=True)
+            ):
+                return False
+    return True

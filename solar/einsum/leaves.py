@@ -1,0 +1,211 @@
+"""Leaves: each leaf statement of a kernel lifted to an `EinsumNode` with its access images.
+
+Contract: ``(Scope, Kernel, CountContext) -> list[Leaf]``, in statement order. Each
+``Assign``/``Reduce`` becomes an ``assign``/``reduce`` node and each ``if`` on a
+value-dependent (non-affine) condition a ``guard`` node. Affine ``if`` conditions
+become domain guards; under a value-dependent one the node is ``value_guarded`` and
+its counts are zero as lower bounds. The leaf keeps per-tensor access images for
+the kernel's traffic (`solar.einsum.traffic`) and its statement for the reuse
+analyses (`solar.einsum.reuse`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from solar.einsum.cost import ReadSite, analyse_value, contraction_operands, is_affine_condition
+from solar.einsum.count import Count
+from solar.einsum.counter import CountContext
+from solar.einsum.domain import Domain, LoopDim, expr_vars, split_conjuncts
+from solar.einsum.graph import EinsumNode, Operand, WorkClass
+from solar.einsum.image import AccessImage, access_image, union_images
+from solar.ir import (
+    Access,
+    Assign,
+    DType,
+    Expr,
+    For,
+    If,
+    Kernel,
+    Program,
+    Reduce,
+    TensorDecl,
+    walk_exprs,
+    walk_stmts,
+)
+
+__all__ = ["Leaf", "Scope", "lift_kernel"]
+
+_LOWER_ZERO = Count.of(0, exact=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """The program with its declarations indexed by name (locals included).
+
+    Attributes:
+        program: the program being lifted.
+        decls: every tensor declaration by name, kernel locals included.
+        order: the position of each program-level tensor in the declarations.
+    """
+
+    program: Program
+    decls: Mapping[str, TensorDecl]
+    order: Mapping[str, int]
+
+    @staticmethod
+    def of(program: Program) -> Scope:
+        """Index the declarations of ``program``."""
+        decls = {t.name: t for k in program.kernels for t in k.locals}
+        decls.update((t.name, t) for t in program.tensors)
+        return Scope(program, decls, {t.name: i for i, t in enumerate(program.tensors)})
+
+
+@dataclass(frozen=True, slots=True)
+class Leaf:
+    """A lifted node with what later passes need from its statement.
+
+    Attributes:
+        node: the einsum node.
+        stmt: the statement it came from (None for a guard node).
+        reads: the images of the reads, by tensor.
+        writes: the image of the write, by tensor (empty for a guard node).
+    """
+
+    node: EinsumNode
+    stmt: Assign | Reduce | None
+    reads: dict[str, list[AccessImage]]
+    writes: dict[str, list[AccessImage]]
+
+
+def lift_kernel(scope: Scope, kernel: Kernel, ctx: CountContext) -> list[Leaf]:
+    """Lift each leaf statement of ``kernel`` (and each value-dependent ``if``), in order.
+
+    Args:
+        scope: the program's declarations.
+        kernel: the kernel to lift.
+        ctx: the lift's counting context, shared by every kernel.
+
+    Returns:
+        One leaf per ``Assign``/``Reduce`` and per ``if`` on a non-affine condition.
+    """
+    out: list[Leaf] = []
+    position: dict[int, int] = {}
+    for index, (stmt, enclosing) in enumerate(walk_stmts(kernel.body)):
+        position[id(stmt)] = index
+        loops = [c for c in enclosing if isinstance(c, For)]
+        lv = [lp.var for lp in loops]
+        guards: list[Expr] = []
+        value_guarded = False
+        for c in enclosing:
+            if isinstance(c, If):
+                if is_affine_condition(c.cond, lv):
+                    guards.extend(split_conjuncts(c.cond))
+                else:
+                    value_guarded = True
+        seq = [position[id(c)] for c in enclosing if isinstance(c, For) and c.seq]
+        domain = Domain(tuple(LoopDim(lp.var, lp.lo, lp.hi, lp.step) for lp in loops),
+                        tuple(guards))
+        common = (kernel.name, index, domain, value_guarded, seq[0] if seq else None)
+        if isinstance(stmt, If) and not is_affine_condition(stmt.cond, lv):
+            out.append(_guard_node(scope, ctx, stmt, common))
+        elif isinstance(stmt, Assign | Reduce):
+            out.append(_leaf_node(scope, ctx, stmt, common))
+    return out
+
+
+_Common = tuple[str, int, Domain, bool, int | None]
+
+
+def _guard_node(scope: Scope, ctx: CountContext, stmt: If, common: _Common) -> Leaf:
+    kernel, index, domain, value_guarded, seq_root = common
+    terms, reads = analyse_value(stmt.cond, domain.vars)
+    grouped = _by_tensor(ctx, domain, reads, value_guarded)
+    dtype = scope.decls[reads[0].access.tensor].dtype if reads else DType.F32
+    node = EinsumNode(
+        kernel=kernel, index=index, kind="guard", domain=domain, value_guarded=value_guarded,
+        seq_root=seq_root, operands=_operands(reads, None), combine=stmt.cond, reduce_op=None,
+        flops=_flops(ctx, domain, [(t.flops, t.guards) for t in terms], value_guarded),
+        work="vector", dtype=dtype if dtype.is_float else DType.F32, convolution=False,
+        reads=_summary(grouped), writes=(),
+    )
+    return Leaf(node, None, grouped, {})
+
+
+def _leaf_node(
+    scope: Scope, ctx: CountContext, stmt: Assign | Reduce, common: _Common
+) -> Leaf:
+    kernel, index, domain, value_guarded, seq_root = common
+    terms, reads = analyse_value(stmt.value, domain.vars)
+    reads += [ReadSite(e, ()) for i in stmt.target.indices for e in walk_exprs(i)
+              if isinstance(e, Access)]
+    flop_terms = [(t.flops, t.guards) for t in terms]
+    if isinstance(stmt, Reduce):
+        flop_terms.append((1, ()))
+        reads.append(ReadSite(stmt.target, ()))
+    work: WorkClass = "vector"
+    dtype = scope.decls[stmt.target.tensor].dtype
+    conv = False
+    pair = contraction_operands(stmt)
+    if pair is not None:
+        work = "contraction"
+        da, db = (scope.decls[a.tensor].dtype for a in pair)
+        dtype = min((da, db), key=lambda d: d.itemsize_bytes)
+        # Window sums (h*s + r) mark a convolution; so does the kernel's name, because a
+        # 1x1 convolution has no window yet still runs as one (cuDNN, TF32 allowed).
+        conv = any(len(expr_vars(i, domain.vars)) >= 2 for a in pair for i in a.indices) or (
+            "conv" in str(kernel).lower()
+        )
+    written = {stmt.target.tensor: [
+        AccessImage.unexecuted() if value_guarded else access_image(ctx, domain, stmt.target)
+    ]}
+    grouped = _by_tensor(ctx, domain, reads, value_guarded)
+    node = EinsumNode(
+        kernel=kernel, index=index, kind="reduce" if isinstance(stmt, Reduce) else "assign",
+        domain=domain, value_guarded=value_guarded, seq_root=seq_root,
+        operands=_operands([r for r in reads if r.access is not stmt.target], stmt.target),
+        combine=stmt.value, reduce_op=stmt.op if isinstance(stmt, Reduce) else None,
+        flops=_flops(ctx, domain, flop_terms, value_guarded), work=work, dtype=dtype,
+        convolution=conv, reads=_summary(grouped), writes=_summary(written),
+    )
+    return Leaf(node, stmt, grouped, written)
+
+
+def _by_tensor(
+    ctx: CountContext, domain: Domain, sites: Sequence[ReadSite], skip: bool
+) -> dict[str, list[AccessImage]]:
+    grouped: dict[str, list[AccessImage]] = {}
+    for site in sites:
+        if skip:
+            img = AccessImage.unexecuted()
+        else:
+            img = access_image(ctx, domain.with_guards(site.guards), site.access)
+        grouped.setdefault(site.access.tensor, []).append(img)
+    return grouped
+
+
+def _summary(grouped: dict[str, list[AccessImage]]) -> tuple[tuple[str, Count, str], ...]:
+    out = []
+    for tensor, items in grouped.items():
+        count, img = union_images(items)
+        out.append((tensor, count, img.key if img is not None else f"union:{tensor}"))
+    return tuple(out)
+
+
+def _flops(ctx: CountContext, domain: Domain, terms: Sequence[tuple[int, tuple[Expr, ...]]],
+           skip: bool) -> Count:
+    if skip:
+        return _LOWER_ZERO
+    return Count.total(ctx.points(domain.with_guards(guards)) * flops for flops, guards in terms)
+
+
+def _operands(reads: Sequence[ReadSite], target: Access | None) -> tuple[Operand, ...]:
+    seen: list[Operand] = []
+    for r in reads:
+        op = Operand(r.access.tensor, r.access.indices, "read")
+        if op not in seen:
+            seen.append(op)
+    if target is not None:
+        seen.append(Operand(target.tensor, target.indices, "write"))
+    return tuple(seen)

@@ -1,0 +1,90 @@
+"""The lowering kit every frontend builds on: values, index arithmetic, the lowering
+table, the program builder, the base driver, naming, coverage and the file loader.
+
+Contract: no torch, no jax. A tracer (``solar.frontends.pytorch``,
+``solar.frontends.jaxfe``) imports the user's file (`import_model_file`), records a
+program, then walks it with a `LoweringDriver` subclass that looks each op up in its
+`LoweringTable`, hands the lowering its frontend-specific context, rolls back and
+uncovers what the lowering rejects, and returns a `LoweredProgram`. Everything those
+drivers and lowerings share lives here, once.
+"""
+
+from __future__ import annotations
+
+from solar.frontends.kit.builder import (
+    KernelBuilder,
+    ProgramBuilder,
+    TensorRef,
+    as_expr,
+    sanitize_name,
+)
+from solar.frontends.kit.coverage import CoverageLog, UncoveredOp
+from solar.frontends.kit.driver import Checkpoint, LoweringDriver, Unsupported
+from solar.frontends.kit.dtypes import IR_DTYPES
+from solar.frontends.kit.index import (
+    Aff,
+    LoopVars,
+    Nest,
+    all_of,
+    broadcast_map,
+    const_int,
+    expand_param,
+    fmax,
+    fmin,
+    guard,
+    iadd,
+    imul,
+    nest,
+    range_guard,
+    reshape_map,
+)
+from solar.frontends.kit.loader import UserCode, import_model_file, raised_by_solar, user_frames
+from solar.frontends.kit.lowered import CondRegion, LoweredProgram, UncoveredValue
+from solar.frontends.kit.naming import input_name, output_name, param_name, uncovered_name
+from solar.frontends.kit.table import LoweringTable, UnsupportedOpError
+from solar.frontends.kit.values import IndexMap, TensorInfo, shape_numel
+
+__all__ = [
+    "IR_DTYPES",
+    "Aff",
+    "Checkpoint",
+    "CondRegion",
+    "CoverageLog",
+    "IndexMap",
+    "KernelBuilder",
+    "LoopVars",
+    "LoweredProgram",
+    "LoweringDriver",
+    "LoweringTable",
+    "Nest",
+    "ProgramBuilder",
+    "TensorInfo",
+    "TensorRef",
+    "UncoveredOp",
+    "UncoveredValue",
+    "Unsupported",
+    "UnsupportedOpError",
+    "UserCode",
+    "all_of",
+    "as_expr",
+    "broadcast_map",
+    "const_int",
+    "expand_param",
+    "fmax",
+    "fmin",
+    "guard",
+    "iadd",
+    "import_model_file",
+    "imul",
+    "input_name",
+    "nest",
+    "output_name",
+    "param_name",
+    "raised_by_solar",
+    "range_guard",
+    "reshape_map",
+    "sanitize_name",
+    "shape_numel",
+    "uncovered_name",
+    "user_frames",
+]

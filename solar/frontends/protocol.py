@@ -1,0 +1,213 @@
+"""The frontend protocol: what every frontend is given and what it hands back.
+
+Contract: ``Frontend.load(path, FrontendOptions, progress=, check=) -> FrontendResult``:
+an unverified `Program`, its coverage, a *lazy* reference provider (the real program's
+inputs and outputs by IR tensor name, possibly at reduced sizes), a lazy measurer, and
+what the frontend observed (notes, a precision hint, tensors to keep alive). A
+frontend decides nothing for the later stages: `solar.pipeline` verifies the program,
+substitutes hand-written IR, applies the precision hint, validates, and builds the
+report. Frameworks are imported inside the frontends, so a missing optional extra
+only matters for the frontend that needs it.
+
+Note [Model-file runs]
+~~~~~~~~~~~~~~~~~~~~~~
+A model file is executed as a *fresh module* whenever the program must be built at
+new sizes or in a new mode: each capture attempt (meta, fake, real), and each halving
+of the reduced-size reference search, because sizes are module constants rebound
+before the entry points run, and a module that ran once may hold state derived from
+them. Where the sizes do not change, one build is reused: the PyTorch frontend builds
+the program for real once for the full-size reference and ``--measure`` (the
+measurer takes the reference's build; timing does not depend on parameter values,
+while the reference must see a pristine one, so it always comes first), the LLM
+frontend builds it once for its reference, its check and ``--measure``, and the JAX
+frontend imports the file once (its capture holds the function and its inputs).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, Protocol
+
+import numpy as np
+
+from solar.diagnostics import FrontendError, UsageError
+from solar.ir import Program
+
+if TYPE_CHECKING:
+    from solar.frontends.kit import UncoveredOp
+    from solar.frontends.llm.config import LLMConfig
+    from solar.measure import Timing
+    from solar.options import FrontendName, PrecisionPolicy
+
+__all__ = [
+    "Arrays",
+    "Frontend",
+    "FrontendOptions",
+    "FrontendResult",
+    "PlanStrategy",
+    "Progress",
+    "ReferenceCheck",
+    "ValidationPlan",
+    "require_extra",
+    "require_python_file",
+]
+
+Arrays = dict[str, np.ndarray]
+PlanStrategy = Literal["full", "reduced-sizes"]
+"""``full``: the reference is the program itself; ``reduced-sizes``: the frontend
+re-lowered the program at sizes whose real run fits its budget."""
+Progress = Callable[[str], None]
+"""Receives one line per slow step (the CLI shows them on stderr)."""
+
+
+class ReferenceCheck(Protocol):
+    """The pipeline's check of a program against reference values (a frontend that
+    must accept or reject IR, like the LLM's repair loop, calls it).
+
+    Raises:
+        ValidationMismatchError: E0311, saying which output differs and by how much.
+    """
+
+    def __call__(
+        self,
+        program: Program,
+        inputs: Mapping[str, np.ndarray],
+        outputs: Mapping[str, np.ndarray],
+        *,
+        time_budget_s: float,
+    ) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class FrontendOptions:
+    """What a frontend needs besides the source path.
+
+    Attributes:
+        entry: ``fn`` or ``module:fn`` to analyse instead of the file's ``Model``.
+        inputs_file: ``.npz``/``.pt`` with the entry function's positional inputs.
+        reference_file: ``.npz`` with inputs and expected outputs (hand-written IR).
+        sizes: size overrides: IR sizes, or module-level size constants of a model file.
+        train: analyse the module in training mode (default: ``eval()``).
+        reference_budget_bytes: a real run above this is re-captured at reduced sizes.
+        time_budget_s: budget of each check a frontend runs through `ReferenceCheck`.
+        llm: the LLM to use (the ``llm`` frontend, the per-op fallback).
+        op_fallback: ask ``llm`` for the ops the tracer cannot lower.
+    """
+
+    entry: str | None = None
+    inputs_file: Path | None = None
+    reference_file: Path | None = None
+    sizes: Mapping[str, int] = field(default_factory=dict)
+    train: bool = False
+    reference_budget_bytes: int = 256 << 20
+    time_budget_s: float = 60.0
+    llm: LLMConfig | None = None
+    op_fallback: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ValidationPlan:
+    """What to execute and compare: possibly a re-lowered program at reduced sizes."""
+
+    program: Program
+    inputs: Arrays
+    outputs: Arrays
+    strategy: PlanStrategy = "full"
+    description: str = ""
+    sizes: Mapping[str, int] = field(default_factory=dict)
+    reference_at: Callable[[Mapping[str, int]], tuple[Arrays, Arrays]] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FrontendResult:
+    """A frontend's program and what it knows about it.
+
+    Attributes:
+        name: the frontend that produced it.
+        program: the IR, not yet verified.
+        captured_with: how, in words (for the report).
+        ops_total: ops (ATen calls, jaxpr equations) the frontend saw; 0 when it does
+            not count them.
+        uncovered: the ops the IR does not cover, most bytes first.
+        reference: builds the validation plan (runs the real program); ``None`` when
+            there is nothing to compare with (then ``no_reference_reason`` says why).
+        no_reference_reason: why ``reference`` is ``None``.
+        measure: times the real program on the local device; ``None`` if not runnable.
+        ir_sizes: size bindings for the IR (IR files: the ``--set`` values).
+        notes: what the frontend observed, for the report.
+        precision_hint: the policy the program itself asks for (TF32 enabled), applied
+            by the pipeline when the user left the policy at ``default``.
+        keep_live: tensors dead-code elimination keeps (read by uncovered ops).
+        uncovered_values: program inputs that hold uncovered ops' outputs (the bounds
+            treat them as intermediates).
+        xla_cost_analysis: XLA's own cost figures by compilation stage (JAX).
+        xla_unavailable: why XLA's cost analysis is missing, when it is.
+    """
+
+    name: FrontendName
+    program: Program
+    captured_with: str
+    ops_total: int = 0
+    uncovered: tuple[UncoveredOp, ...] = ()
+    reference: Callable[[], ValidationPlan] | None = None
+    no_reference_reason: str | None = None
+    measure: Callable[[], Timing] | None = None
+    ir_sizes: Mapping[str, int] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    precision_hint: PrecisionPolicy | None = None
+    keep_live: tuple[str, ...] = ()
+    uncovered_values: tuple[str, ...] = ()
+    xla_cost_analysis: Mapping[str, Mapping[str, float]] | None = None
+    xla_unavailable: str | None = None
+
+
+class Frontend(Protocol):
+    """A source language's way into the IR (see the module docstring)."""
+
+    @property
+    def name(self) -> FrontendName:
+        """The name reports and ``--frontend`` use."""
+        ...
+
+    def load(
+        self,
+        path: Path,
+        options: FrontendOptions,
+        *,
+        progress: Progress,
+        check: ReferenceCheck | None = None,
+    ) -> FrontendResult:
+        """Turn the source file at ``path`` into IR.
+
+        Raises:
+            UsageError: a missing optional dependency (E0908) or option (E0909).
+            FrontendError, IRSyntaxError, LLMError: the frontend's own diagnostics.
+        """
+        ...
+
+
+def require_extra(module: str, extra: str) -> None:
+    """Fail early, with the install line, when an optional dependency is missing.
+
+    Raises:
+        UsageError: E0908.
+    """
+    if importlib.util.find_spec(module) is None:
+        raise UsageError(
+            f"this frontend needs {module}: pip install 'solar-sol[{extra}]'", code="E0908"
+        )
+
+
+def require_python_file(path: Path, name: FrontendName) -> None:
+    """Fail unless ``path`` is a Python file (what the program frontends read).
+
+    Raises:
+        FrontendError: E0509.
+    """
+    if path.suffix != ".py":
+        raise FrontendError(
+            f"the {name} frontend reads Python files, got `{path.name}`", code="E0509"
+        )

@@ -1,0 +1,221 @@
+"""The PyTorch frontend behind the `Frontend` protocol.
+
+Contract: ``model file | nn.Module + example inputs -> FrontendResult``: the program
+captured at ATen level over fake tensors and lowered to IR, its coverage, a lazy
+reference (the real program run once on CPU, or re-captured at reduced sizes when its
+real run would exceed ``FrontendOptions.reference_budget_bytes``) and a lazy measurer.
+The frontend reports what it observed (real values were needed, the program enables
+TF32); the pipeline decides what follows from it. How often the model file runs:
+Note [Model-file runs] in `solar.frontends.protocol`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from solar.frontends.protocol import (
+    FrontendOptions,
+    FrontendResult,
+    Progress,
+    ReferenceCheck,
+    ValidationPlan,
+    require_extra,
+    require_python_file,
+)
+from solar.options import FrontendName
+
+if TYPE_CHECKING:
+    from solar.frontends.kit import LoweredProgram
+    from solar.frontends.pytorch.capture import TorchCapture
+    from solar.frontends.pytorch.loader import Instance, ProgramSource
+    from solar.frontends.pytorch.registry import OpFallback
+    from solar.measure import Timing
+
+__all__ = ["TorchFrontend"]
+
+
+class TorchFrontend:
+    """PyTorch model files (KernelBench convention) and live modules."""
+
+    @property
+    def name(self) -> FrontendName:
+        """``torch``."""
+        return "torch"
+
+    def load(
+        self,
+        path: Path,
+        options: FrontendOptions,
+        *,
+        progress: Progress,
+        check: ReferenceCheck | None = None,
+    ) -> FrontendResult:
+        """Capture and lower the model file at ``path`` (sizes: ``options.sizes``).
+
+        Raises:
+            UsageError: torch is not installed (E0908).
+            FrontendError: E0501-E0511 (loading, capture, reference).
+        """
+        require_python_file(path, "torch")
+        require_extra("torch", "torch")
+        from solar.frontends import pytorch as tfe
+
+        progress("capturing ATen ops over fake tensors")
+        capture = tfe.trace_model_file(
+            path,
+            entry=options.entry,
+            inputs=options.inputs_file,
+            overrides=dict(options.sizes) or None,
+            train=options.train,
+        )
+        fallback = _op_fallback(options, check)
+        progress(f"lowering {capture.info.num_calls} ATen calls")
+        lowered = tfe.lower_capture(capture, op_fallback=fallback)
+
+        def reduced() -> ValidationPlan:
+            red = tfe.reference_at_reduced_sizes(
+                path,
+                options.reference_budget_bytes,
+                entry=options.entry,
+                inputs=options.inputs_file,
+                op_fallback=fallback,
+                train=options.train,
+                start=dict(options.sizes),
+            )
+            return ValidationPlan(
+                red.lowered.program, red.inputs, red.outputs, "reduced-sizes", red.description
+            )
+
+        return _result(capture, lowered, options, reduced)
+
+    def load_module(
+        self,
+        module: object,
+        example_inputs: Sequence[object],
+        options: FrontendOptions,
+        *,
+        progress: Progress,
+        check: ReferenceCheck | None = None,
+    ) -> FrontendResult:
+        """Capture and lower a live module (or callable) on its example inputs.
+
+        Raises:
+            UsageError: torch is not installed (E0908).
+            FrontendError: capture and reference errors.
+        """
+        require_extra("torch", "torch")
+        from solar.frontends import pytorch as tfe
+
+        progress("capturing ATen ops over fake tensors")
+        capture = tfe.trace_module(module, tuple(example_inputs), train=options.train)
+        lowered = tfe.lower_capture(capture, op_fallback=_op_fallback(options, check))
+        return _result(capture, lowered, options, None)
+
+
+def _op_fallback(options: FrontendOptions, check: ReferenceCheck | None) -> OpFallback | None:
+    """The per-op LLM fallback when one is asked for (and its answers can be checked)."""
+    if not options.op_fallback or options.llm is None or check is None:
+        return None
+    from solar.frontends.llm.op_fallback import make_op_fallback
+
+    return make_op_fallback(options.llm, check)
+
+
+def _tf32_enabled() -> bool:
+    """True when the user's code enabled TF32 for fp32 matmuls (it then runs on tensor cores)."""
+    import torch
+
+    return bool(torch.backends.cuda.matmul.allow_tf32) or (
+        torch.get_float32_matmul_precision() != "highest"
+    )
+
+
+class _RealBuild:
+    """One real build of the program at the capture's sizes (Note [Model-file runs]).
+
+    The full-size reference takes it first (it must see pristine parameters), then
+    the measurer reuses it; a measurer that comes first builds its own and the
+    reference then builds another.
+    """
+
+    def __init__(self, source: ProgramSource) -> None:
+        self._source = source
+        self._built: Instance | None = None
+        self._measured = False
+
+    def for_reference(self, capture: TorchCapture) -> TorchCapture:
+        """``capture``, rebuilt from a fresh real build the measurer may reuse later.
+
+        The build runs the user's code up to the program's inputs, exactly as the
+        reference's own rebuild would, and nothing runs between it and the reference
+        run (which rebuilds nothing: it runs the built program on copies of its inputs).
+        """
+        from solar.frontends.pytorch.loader import ProgramSource, instantiate
+
+        if self._measured:
+            return capture
+        inst = instantiate(self._source)
+        self._built = inst
+        prebuilt = ProgramSource(
+            name=self._source.name,
+            target=inst.fn,
+            example_inputs=inst.args,
+            train=self._source.train,
+        )
+        return replace(capture, source=prebuilt)
+
+    def for_measure(self) -> Instance:
+        """The reference's build if there is one, else a fresh one."""
+        from solar.frontends.pytorch.loader import instantiate
+
+        self._measured = True
+        inst, self._built = self._built, None
+        return inst if inst is not None else instantiate(self._source)
+
+
+def _result(
+    capture: TorchCapture,
+    lowered: LoweredProgram,
+    options: FrontendOptions,
+    reduced: Callable[[], ValidationPlan] | None,
+) -> FrontendResult:
+    from solar.frontends import pytorch as tfe
+    from solar.frontends.pytorch.reference import program_bytes
+
+    info = capture.info
+    real = _RealBuild(capture.source)
+
+    def reference() -> ValidationPlan:
+        if reduced is None or program_bytes(capture) <= options.reference_budget_bytes:
+            inputs, outputs = tfe.reference_data(lowered, real.for_reference(capture))
+            return ValidationPlan(lowered.program, inputs, outputs, "full", sizes=dict(info.sizes))
+        return reduced()
+
+    def measure() -> Timing:
+        from solar.measure import measure_torch
+
+        inst = real.for_measure()
+        return measure_torch(inst.fn, inst.args)
+
+    notes = []
+    if info.used_real_values:
+        notes.append(f"captured with real tensors: {info.real_reason}")
+    tf32 = _tf32_enabled()
+    if tf32:
+        notes.append("the program enables TF32 for fp32 matmuls: precision policy tf32")
+    return FrontendResult(
+        name="torch",
+        program=lowered.program,
+        captured_with="real tensors" if info.used_real_values else "fake-tensor dispatch",
+        ops_total=info.num_calls,
+        uncovered=tuple(lowered.coverage),
+        reference=reference,
+        measure=measure,
+        notes=tuple(notes),
+        precision_hint="tf32" if tf32 else None,
+        keep_live=lowered.keep_alive,
+        uncovered_values=tuple(v.name for v in lowered.uncovered_values),
+    )

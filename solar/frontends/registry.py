@@ -1,0 +1,82 @@
+"""The frontend registry and the ``auto`` choice.
+
+Contract: ``FRONTENDS`` maps each `FrontendName` to a zero-argument factory of its
+`Frontend`. The factories import the frontend's package only when called, so
+analysing an ``.alir`` file never imports the PyTorch or JAX frontends (a cost of
+seconds, even without torch installed). ``auto`` picks ``ir`` for ``.alir`` files,
+``jax`` for files that import jax/flax and not torch, otherwise ``torch``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from solar.diagnostics import UsageError
+from solar.frontends.protocol import Frontend
+from solar.options import FRONTEND_NAMES, FrontendChoice, FrontendName
+
+__all__ = ["FRONTENDS", "detect_frontend", "get_frontend"]
+
+
+def _ir() -> Frontend:
+    from solar.frontends.ir import IRFrontend
+
+    return IRFrontend()
+
+
+def _torch() -> Frontend:
+    from solar.frontends.pytorch import TorchFrontend
+
+    return TorchFrontend()
+
+
+def _jax() -> Frontend:
+    from solar.frontends.jaxfe import JaxFrontend
+
+    return JaxFrontend()
+
+
+def _llm() -> Frontend:
+    from solar.frontends.llm import LLMFrontend
+
+    return LLMFrontend()
+
+
+FRONTENDS: Mapping[FrontendName, Callable[[], Frontend]] = {
+    "torch": _torch,
+    "jax": _jax,
+    "llm": _llm,
+    "ir": _ir,
+}
+
+
+def detect_frontend(path: Path) -> FrontendName:
+    """The frontend ``auto`` picks for ``path``."""
+    if path.suffix == ".alir":
+        return "ir"
+    if importlib.util.find_spec("jax") is not None:
+        from solar.frontends.jaxfe import is_jax_file
+
+        if is_jax_file(path):
+            return "jax"
+    return "torch"
+
+
+def get_frontend(choice: FrontendChoice, path: Path) -> Frontend:
+    """The frontend ``choice`` names, or the one ``auto`` picks for ``path``.
+
+    Raises:
+        UsageError: E0904 unknown name (the message lists the valid ones).
+
+    >>> get_frontend("auto", Path("matmul.alir")).name
+    'ir'
+    """
+    name = detect_frontend(path) if choice == "auto" else choice
+    for known, factory in FRONTENDS.items():
+        if known == name:
+            return factory()
+    raise UsageError(
+        f"unknown frontend `{name}`; valid: auto, {', '.join(FRONTEND_NAMES)}", code="E0904"
+    )
