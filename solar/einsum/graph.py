@@ -24,9 +24,9 @@ __all__ = [
     "FlopGroup",
     "KernelCost",
     "NodeKind",
-    "Operand",
+    "NodeAccess",
     "SpillInfo",
-    "TensorInfo",
+    "ProgramTensor",
     "TensorTraffic",
     "WorkClass",
     "einsum_equation",
@@ -40,7 +40,7 @@ NodeKind: TypeAlias = Literal["assign", "reduce", "guard"]
 
 
 @dataclass(frozen=True, slots=True)
-class Operand:
+class NodeAccess:
     """One tensor access of a node: its index map (subscripts) and direction."""
 
     tensor: str
@@ -103,7 +103,7 @@ class EinsumNode:
     domain: Domain
     value_guarded: bool
     seq_root: int | None
-    operands: tuple[Operand, ...]
+    operands: tuple[NodeAccess, ...]
     combine: Expr
     reduce_op: ReduceOp | None
     flops: Count
@@ -222,7 +222,7 @@ class KernelCost:
 
 
 @dataclass(frozen=True, slots=True)
-class TensorInfo:
+class ProgramTensor:
     """A program-level tensor and the traffic any execution must have on it.
 
     Attributes:
@@ -318,7 +318,7 @@ class EinsumGraph:
     program: Program
     nodes: tuple[EinsumNode, ...]
     kernels: tuple[KernelCost, ...]
-    tensors: tuple[TensorInfo, ...]
+    tensors: tuple[ProgramTensor, ...]
     edges: tuple[Edge, ...]
     contractions: tuple[ContractionInfo, ...]
     spills: tuple[SpillInfo, ...]
@@ -336,7 +336,7 @@ class EinsumGraph:
         """
         return resolve_sizes(self.program, sizes)
 
-    def tensor(self, name: str) -> TensorInfo:
+    def tensor(self, name: str) -> ProgramTensor:
         """The program-level tensor ``name``.
 
         Raises:

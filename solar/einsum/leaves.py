@@ -18,7 +18,7 @@ from solar.einsum.cost import ReadSite, analyse_value, contraction_operands, is_
 from solar.einsum.count import Count
 from solar.einsum.counter import CountContext
 from solar.einsum.domain import Domain, LoopDim, expr_vars, split_conjuncts
-from solar.einsum.graph import EinsumNode, Operand, WorkClass
+from solar.einsum.graph import EinsumNode, NodeAccess, WorkClass
 from solar.einsum.image import AccessImage, access_image, union_images
 from solar.ir import (
     Access,
@@ -200,12 +200,12 @@ def _flops(ctx: CountContext, domain: Domain, terms: Sequence[tuple[int, tuple[E
     return Count.total(ctx.points(domain.with_guards(guards)) * flops for flops, guards in terms)
 
 
-def _operands(reads: Sequence[ReadSite], target: Access | None) -> tuple[Operand, ...]:
-    seen: list[Operand] = []
+def _operands(reads: Sequence[ReadSite], target: Access | None) -> tuple[NodeAccess, ...]:
+    seen: list[NodeAccess] = []
     for r in reads:
-        op = Operand(r.access.tensor, r.access.indices, "read")
+        op = NodeAccess(r.access.tensor, r.access.indices, "read")
         if op not in seen:
             seen.append(op)
     if target is not None:
-        seen.append(Operand(target.tensor, target.indices, "write"))
+        seen.append(NodeAccess(target.tensor, target.indices, "write"))
     return tuple(seen)

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from solar.einsum.count import Count
 from solar.einsum.counter import CountContext
-from solar.einsum.graph import Edge, EinsumGraph, KernelCost, TensorInfo
+from solar.einsum.graph import Edge, EinsumGraph, KernelCost, ProgramTensor
 from solar.einsum.image import union_by_key
 from solar.einsum.leaves import Leaf, Scope, lift_kernel
 from solar.einsum.reuse import contractions, spills
@@ -85,7 +85,7 @@ def _definitions(program: Program) -> dict[str, SymExpr]:
     return defs
 
 
-def _tensor_infos(scope: Scope, kernels: Sequence[KernelCost]) -> tuple[TensorInfo, ...]:
+def _tensor_infos(scope: Scope, kernels: Sequence[KernelCost]) -> tuple[ProgramTensor, ...]:
     out = []
     for decl in scope.program.tensors:
         elements = Count.of(product(to_sympy(d) for d in decl.shape))
@@ -97,7 +97,7 @@ def _tensor_infos(scope: Scope, kernels: Sequence[KernelCost]) -> tuple[TensorIn
                     writes.append((t.written_elems, t.write_key or f"k{k.index}"))
         comp_r = union_by_key(reads) if decl.role in ("input", "param") else _ZERO
         comp_w = union_by_key(writes) if decl.role == "output" else _ZERO
-        out.append(TensorInfo(decl.name, decl.role, decl.dtype, elements, comp_r, comp_w))
+        out.append(ProgramTensor(decl.name, decl.role, decl.dtype, elements, comp_r, comp_w))
     return tuple(out)
 
 

@@ -31,7 +31,7 @@ from solar.validate.grids import blocks, box_range
 
 __all__ = ["ContractionPlan", "contract", "plan_contraction", "run_contraction", "split_product"]
 
-Operand = tuple[np.ndarray, tuple[int, ...]]
+ArrayOperand = tuple[np.ndarray, tuple[int, ...]]
 
 # Contracted extents up to this size, when one side has no free axes, run as a loop of
 # broadcast multiply-adds (depthwise convolutions, pooling-like windows): cheaper than
@@ -73,7 +73,7 @@ def split_product(expr: Expr) -> tuple[float, list[tuple[Expr, bool]]]:
     return scale, factors
 
 
-def _squeeze(arr: np.ndarray) -> Operand:
+def _squeeze(arr: np.ndarray) -> ArrayOperand:
     axes = tuple(k for k, n in enumerate(arr.shape) if n > 1)
     return arr.reshape(tuple(arr.shape[k] for k in axes)), axes
 
@@ -156,7 +156,7 @@ def run_contraction(ev: Evaluator, plan: ContractionPlan) -> np.ndarray | None:
     if not reduced:
         return None
     scale: float | np.ndarray = plan.scale
-    operands: list[Operand] = []
+    operands: list[ArrayOperand] = []
     seen: dict[Expr, np.ndarray] = {}  # (X - m) * (X - m): evaluate once
     for expr, divides in plan.factors:
         if isinstance(expr, Access) and not divides:
@@ -198,7 +198,7 @@ def run_contraction(ev: Evaluator, plan: ContractionPlan) -> np.ndarray | None:
 
 
 def contract(
-    operands: Sequence[Operand], out_axes: tuple[int, ...], extents: Sequence[int]
+    operands: Sequence[ArrayOperand], out_axes: tuple[int, ...], extents: Sequence[int]
 ) -> np.ndarray:
     """Contract labelled operands (sum over every label not in ``out_axes``).
 
@@ -227,24 +227,24 @@ def contract(
     return arr.transpose([axes.index(k) for k in out_axes]) if axes != out_axes else arr
 
 
-def _needed(i: int, ops: Sequence[Operand], out: set[int]) -> set[int]:
+def _needed(i: int, ops: Sequence[ArrayOperand], out: set[int]) -> set[int]:
     others = {k for j, (_, axes) in enumerate(ops) if j != i for k in axes}
     return out | others
 
 
-def _needed_pair(i: int, j: int, ops: Sequence[Operand], out: set[int]) -> set[int]:
+def _needed_pair(i: int, j: int, ops: Sequence[ArrayOperand], out: set[int]) -> set[int]:
     others = {k for m, (_, axes) in enumerate(ops) if m not in (i, j) for k in axes}
     return out | others
 
 
-def _sum_private(arr: np.ndarray, axes: tuple[int, ...], needed: set[int]) -> Operand:
+def _sum_private(arr: np.ndarray, axes: tuple[int, ...], needed: set[int]) -> ArrayOperand:
     drop = tuple(p for p, k in enumerate(axes) if k not in needed)
     if not drop:
         return arr, axes
     return arr.sum(axis=drop), tuple(k for k in axes if k in needed)
 
 
-def _contract_pair(a: Operand, b: Operand, keep: set[int]) -> Operand:
+def _contract_pair(a: ArrayOperand, b: ArrayOperand, keep: set[int]) -> ArrayOperand:
     arr_a, ax_a = _sum_private(*a, keep | set(b[1]))
     arr_b, ax_b = _sum_private(*b, keep | set(a[1]))
     batch = [k for k in ax_a if k in ax_b and k in keep]
@@ -312,7 +312,7 @@ def _dot_pair(
     ax_b: tuple[int, ...],
     batch: list[int],
     contr: list[int],
-) -> Operand:
+) -> ArrayOperand:
     """Batched dot products (no free axes on either side): ``np.vecdot`` on the
     contracted axes flattened last (``sum((x - m) * (x - m))``)."""
     order = (*batch, *contr)
@@ -347,7 +347,7 @@ def _broadcast_pair(
     arr_b: np.ndarray,
     ax_b: tuple[int, ...],
     contr: list[int],
-) -> Operand:
+) -> ArrayOperand:
     """Sum over ``contr`` of broadcast products, one contracted position at a time.
 
     The result keeps the domain order of its axes (usually the target's memory
