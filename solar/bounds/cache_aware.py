@@ -128,6 +128,7 @@ def cache_aware_bound(
         "reduction barriers; combined as max(compulsory + re-reads, pebble bounds)",
         "pipes overlap: compute time is the busiest pipe's time",
         *forced_notes,
+        *compiled.alternatives,
     ]
     if not costs.exact:
         notes.append("some counts are lower bounds (see docs/bounds.md)")

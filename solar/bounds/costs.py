@@ -21,12 +21,13 @@ from typing import cast
 
 import numpy as np
 
-from solar.einsum import Count, DeferredCount, EinsumGraph, WorkClass
-from solar.ir import DType
+from solar.einsum import Count, DeferredCount, EinsumGraph, EinsumNode, NodeAccess, WorkClass
+from solar.ir import DType, Expr, Name, linear_form
 from solar.symbolic import SymExpr, compile_exprs
 
 __all__ = [
     "CompiledCosts",
+    "alternative_algorithms",
     "CostArrays",
     "SymbolicCosts",
     "TrafficLayout",
@@ -99,6 +100,8 @@ class CompiledCosts:
         group_kernel: kernel index per FLOP group.
         layout: the unfused model's traffic layout.
         exact: False if some count is a lower bound (deferred counts may add more).
+        alternatives: kernels where an algorithm doing less arithmetic than the one
+            counted applies (`alternative_algorithms`); every bound states them.
     """
 
     graph: EinsumGraph
@@ -112,6 +115,7 @@ class CompiledCosts:
     _deferred: tuple[DeferredCount, ...]
     _index: np.ndarray
     _slices: Mapping[str, slice]
+    alternatives: tuple[str, ...] = ()
 
     def evaluate(self, sizes: Mapping[str, int] | None = None) -> CostArrays:
         """Evaluate every count at a binding of the graph's free sizes.
@@ -230,7 +234,123 @@ def compile_costs(graph: EinsumGraph) -> CompiledCosts:
         _deferred=tuple(deferred[n] for n in sorted(deferred)),
         _index=np.array(index, dtype=np.int64),
         _slices=slices,
+        alternatives=alternative_algorithms(graph),
     )
+
+
+# Note [Bound contract]: a bound holds for every implementation that performs the same
+# arithmetic as the program (any order, fusion, tiling, any precision the policy allows).
+# Algorithms that do LESS arithmetic for the same result are outside it: fast matrix
+# multiplication (Strassen-like), Winograd/FFT convolution, separable or running-sum
+# window reductions, symmetric products computed by halves. `alternative_algorithms`
+# names the kernels where one applies, and every bound states it (docs/bounds.md,
+# "The contract").
+
+
+def alternative_algorithms(graph: EinsumGraph) -> tuple[str, ...]:
+    """One line per kernel and kind of algorithm that does less arithmetic than counted.
+
+    Detected on the einsum nodes (Note [Bound contract]): a contraction whose two
+    operands are one tensor with two output indices swapped (``A[i,k] * A[j,k]``: a
+    symmetric result, SYRK computes half); a convolution whose windows all have stride
+    and dilation 1 and one window extent >= 2 (Winograd, FFT); a matrix product with
+    row, column and contracted indices (Strassen-like fast matrix multiplication); a
+    reduction over overlapping sliding windows (pooling: separable passes or running
+    sums).
+
+    >>> from solar.ir import parse_program
+    >>> from solar.einsum import lift_to_einsum
+    >>> g = lift_to_einsum(parse_program('''solar-ir 1
+    ... program syrk
+    ... size N = 8
+    ... input A : f32[N, N]
+    ... output C : f32[N, N]
+    ... kernel k { for i in 0 .. N { for j in 0 .. N { C[i, j] = 0.0
+    ...   for k in 0 .. N { C[i, j] += A[i, k] * A[j, k] } } } }'''))
+    >>> [line.split(":")[0] for line in alternative_algorithms(g)]
+    ['symmetric product in `k`']
+    """
+    sizes = graph.size_env()
+    lines: dict[str, None] = {}
+    for node in graph.nodes:
+        kind = _alternative(node, sizes)
+        if kind is not None:
+            lines[f"{kind} in `{node.kernel}`: {_ALTERNATIVES[kind]}"] = None
+    return tuple(lines)
+
+
+_ALTERNATIVES = {
+    "symmetric product": "a SYRK-style implementation computes half of the symmetric "
+    "result, fewer FLOPs than counted (not covered by the bound)",
+    "stride-1 convolution": "Winograd or FFT convolution does fewer multiplications "
+    "than the direct sum counted (not covered by the bound)",
+    "matrix product": "Strassen-like fast matrix multiplication does fewer "
+    "multiplications than counted (not covered by the bound)",
+    "window reduction": "separable passes or running sums do fewer operations than the "
+    "direct window counted (not covered by the bound)",
+}
+
+
+def _alternative(node: EinsumNode, sizes: Mapping[str, int]) -> str | None:
+    if node.kind == "guard" or not node.domain.loops:
+        return None
+    loops = set(node.domain.vars)
+    reads = [o for o in node.operands if o.mode == "read"]
+    out_vars = {e.name for o in node.operands if o.mode == "write" for e in o.indices
+                if isinstance(e, Name) and e.name in loops}
+    windows = [w for o in reads for i in o.indices
+               if (w := _window(i, node, loops, out_vars, sizes)) is not None]
+    if node.work == "contraction":
+        if _symmetric(reads, out_vars):
+            return "symmetric product"
+        if node.convolution:
+            unit = all(stride == 1 and dilation == 1 for stride, dilation, _ in windows)
+            if windows and unit and any(extent >= 2 for _, _, extent in windows):
+                return "stride-1 convolution"
+            return None
+        return "matrix product" if _matrix_product(reads, out_vars) else None
+    # overlapping windows only: disjoint ones (a reshape `g*Cg + c`, a 2x2/2 pool) leave no
+    # partial result to share
+    if node.kind == "reduce" and any(extent >= 2 and stride < (extent - 1) * dilation + 1
+                                     for stride, dilation, extent in windows):
+        return "window reduction"
+    return None
+
+
+def _window(index: Expr, node: EinsumNode, loops: set[str], out_vars: set[str],
+            sizes: Mapping[str, int]) -> tuple[int, int, int] | None:
+    """``(stride, dilation, window extent)`` of a subscript ``stride*h + dilation*r``."""
+    lin = linear_form(index, sizes, loop_vars=loops)
+    if lin is None or len(lin.coefs) != 2:
+        return None
+    (a, ca), (b, cb) = lin.coefs
+    if (a in out_vars) == (b in out_vars):
+        return None
+    stride, (r, dilation) = (ca, (b, cb)) if a in out_vars else (cb, (a, ca))
+    loop = next(lp for lp in node.domain.loops if lp.var == r)
+    lo, hi = (linear_form(e, sizes, loop_vars=set()) for e in (loop.lo, loop.hi))
+    if lo is None or hi is None:
+        return None
+    extent = max(0, -(-(hi.const - lo.const) // loop.step))
+    return abs(stride), abs(dilation * loop.step), extent
+
+
+def _matrix_product(reads: list[NodeAccess], out_vars: set[str]) -> bool:
+    """``C[I, J] += A[I, K] * B[K, J]`` with I, J, K non-empty (a dot product is not)."""
+    if len(reads) != 2:
+        return False
+    a, b = ({e.name for e in o.indices if isinstance(e, Name)} for o in reads)
+    return bool((a - b) & out_vars and (b - a) & out_vars and (a & b) - out_vars)
+
+
+def _symmetric(reads: list[NodeAccess], out_vars: set[str]) -> bool:
+    if len(reads) != 2 or reads[0].tensor != reads[1].tensor:
+        return False
+    a, b = reads[0].indices, reads[1].indices
+    if len(a) != len(b):
+        return False
+    diff = [(x, y) for x, y in zip(a, b, strict=True) if x != y]
+    return len(diff) == 1 and all(isinstance(e, Name) and e.name in out_vars for e in diff[0])
 
 
 def as_compiled(costs: EinsumGraph | CompiledCosts) -> CompiledCosts:

@@ -89,7 +89,8 @@ def compulsory_traffic(costs: CostArrays, spec: HardwareSpec,
     reads = float(costs.compulsory_read_bytes.sum())
     writes = float(costs.compulsory_written_bytes.sum())
     if cache == "cold":
-        return (reads + writes, 0.0,
+        # Note [L2 pass]: the bytes read from and written to DRAM pass through L2 too.
+        return (reads + writes, reads + writes,
                 "cold cache: inputs and parameters are read from DRAM once per distinct element")
     dram, l2 = warm_split(reads, writes, spec.l2_capacity_bytes)
     return (dram, l2, "warm cache (Note [Warm cache]): up to the L2 capacity of the program's "
@@ -118,6 +119,7 @@ def fused_bound(
         cache_note,
         "program outputs are written to DRAM once per distinct element",
         "pipes overlap: compute time is the busiest pipe's time",
+        *compiled.alternatives,
     ]
     if not costs.exact:
         notes.append("some counts are lower bounds (see docs/bounds.md)")

@@ -14,6 +14,7 @@ run concurrently, so only the busiest pipe is a proven lower bound.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeAlias, overload
@@ -55,7 +56,8 @@ class KernelBound:
         name: kernel name.
         flops: FLOPs.
         dram_bytes: bytes charged at DRAM bandwidth.
-        l2_bytes: bytes charged at L2 bandwidth.
+        l2_bytes: bytes served by L2 (not DRAM); the L2 term charges these plus the
+            DRAM bytes (Note [L2 pass]).
         work_class: the kernel's work class (``contraction`` or ``vector``).
         pipe: its busiest pipe (requested unit and precision), or ``None`` when the
             kernel executes no FLOPs.
@@ -141,7 +143,9 @@ class Bound:
         compute_time_s_by_pipe: time per pipe, keyed by `Pipe.label` (``tensor:tf32``...).
         memory_time_s: memory term.
         dram_bytes: bytes charged at DRAM bandwidth.
-        l2_bytes: bytes charged at L2 bandwidth.
+        l2_bytes: bytes charged at L2 bandwidth: all bytes moved (fused, cache-aware);
+            the bytes served by L2, disjoint from ``dram_bytes`` (unfused, whose L2 term
+            charges both: Note [L2 pass]).
         flops: all FLOPs.
         flops_by_pipe: FLOPs per pipe, keyed by `Pipe.label`.
         arithmetic_intensity: FLOPs per DRAM byte (inf with no DRAM traffic).
@@ -178,8 +182,8 @@ class PipeTable:
     """The pipe of every FLOP group of a graph on one device under one policy.
 
     Attributes:
-        resolved: the distinct pipes (requested by the policy), resolved on the
-            device, in order of first appearance.
+        resolved: the distinct pipes the work is charged to (one per label), resolved
+            on the device, in order of first appearance.
         group_pipe: index into ``resolved`` per FLOP group.
         group_kernel: kernel index per FLOP group.
         peaks: peak FLOP/s per pipe.
@@ -210,6 +214,10 @@ def pipe_table(compiled: CompiledCosts, spec: HardwareSpec, policy: PrecisionPol
         if rp.label not in index:
             index[rp.label] = len(index)
             resolved.append(rp)
+        elif rp.peak_flops_per_s > resolved[index[rp.label]].peak_flops_per_s:
+            # Two fallbacks under one label (float and integer work on a TPU's absent
+            # vector:fp32): one pipe, so the larger peak, which keeps a lower bound.
+            resolved[index[rp.label]] = rp
         kind_pipe.append(index[rp.label])
     group_pipe = np.array(kind_pipe, dtype=np.int64)[compiled.group_work]
     return PipeTable(
@@ -222,7 +230,11 @@ def pipe_notes(table: PipeTable, policy: PrecisionPolicy) -> list[str]:
     """Assumption lines describing the policy and each pipe's peak."""
     out = [f"precision policy `{policy}` (docs/bounds.md)"]
     for r in table.resolved:
-        line = f"{r.label} work at {r.peak_flops_per_s / 1e12:.4g} TFLOP/s ({r.source.label})"
+        src = r.source
+        how = src.label if src.passes == 1 else (
+            f"{src.passes} passes of {src.unit}:{src.precision.value} at "
+            f"{r.peak_flops_per_s * src.passes / 1e12:.4g} TFLOP/s: fp32-accurate emulation")
+        line = f"{r.label} work at {r.peak_flops_per_s / 1e12:.4g} TFLOP/s ({how})"
         out.append(line + (f"; {r.fallback}" if r.fallback else ""))
     return out
 
@@ -299,17 +311,27 @@ def arithmetic_intensity(flops: float, moved_bytes: float, *, if_none_moved: flo
 # most C bytes of writes can be absorbed (clean lines are evicted for free), so at
 # least (reads - C)+ + (writes - C)+ bytes still cross the DRAM interface. Every byte
 # still passes through L2, so the L2 term counts all of them. Both are lower bounds.
+#
+# Note [L2 pass]: on every bundled device each byte a kernel moves passes through the
+# L2 (NVIDIA: the L2 is the point of coherence of device memory; MI300X: the Infinity
+# Cache is memory-side; TPUs: no L2 bandwidth, so the term is free). So under either
+# cache state the L2 term counts ALL bytes moved, and a warm start changes only the
+# DRAM term, which it can only lower: warm <= cold for every model (a property test).
+# An unknown capacity is unlimited under both states (the optimistic reading the spec
+# contract asks for), never unlimited for one and zero for the other.
 
 
 def warm_split(read_bytes: float, written_bytes: float,
                l2_capacity_bytes: float | None) -> tuple[float, float]:
     """``(DRAM bytes, L2 bytes)`` of traffic that may start warm in an L2 of capacity C.
 
-    An unknown capacity gives no warm credit (all bytes go to DRAM).
+    An unknown capacity is unlimited (Note [L2 pass]): no DRAM traffic is proven.
 
     >>> warm_split(10.0, 4.0, 6.0)
     (4.0, 14.0)
+    >>> warm_split(10.0, 4.0, None)
+    (0.0, 14.0)
     """
-    c = 0.0 if l2_capacity_bytes is None else float(l2_capacity_bytes)
+    c = math.inf if l2_capacity_bytes is None else float(l2_capacity_bytes)
     dram = max(0.0, read_bytes - c) + max(0.0, written_bytes - c)
     return dram, read_bytes + written_bytes

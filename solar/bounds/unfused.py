@@ -14,8 +14,10 @@ kernel produced or touched) and every write except an output's final write may
 be served by L2, but L2 holds at most C bytes: at a kernel's start at most C
 bytes of warm data are on chip, and at its end at most C bytes of its writes,
 so at least ``warm reads - C`` and ``warm writes - C`` bytes go through DRAM. The
-rest is charged at L2 bandwidth (free when the spec has no L2 bandwidth; C
-unknown means unlimited). An output's last writer writes it to DRAM.
+rest is served by L2 (`KernelBound.l2_bytes`), and the L2 term counts every byte the
+kernel moves, DRAM bytes included (Note [L2 pass]; free when the spec has no L2
+bandwidth); C unknown means unlimited, under either cache state. An output's last
+writer writes it to DRAM.
 """
 
 from __future__ import annotations
@@ -56,7 +58,11 @@ class KernelTraffic:
     warm_writes: np.ndarray
 
     def split(self, l2_capacity_bytes: float) -> tuple[np.ndarray, np.ndarray]:
-        """``(DRAM bytes, L2 bytes)`` per kernel for an L2 of the given capacity."""
+        """``(DRAM bytes, bytes served by L2)`` per kernel for an L2 of capacity C.
+
+        The two are disjoint and sum to all the bytes a kernel moves; its L2 term
+        counts both (Note [L2 pass] in `solar.bounds.roofline`).
+        """
         c = l2_capacity_bytes
         over_r = np.maximum(0.0, self.warm_reads - c)
         over_w = np.maximum(0.0, self.warm_writes - c)
@@ -130,12 +136,11 @@ def unfused_bound(
     compute = ptime.max(axis=1) if pf.shape[1] else np.zeros(nk)
     busiest = ptime.argmax(axis=1) if pf.shape[1] else np.zeros(nk, dtype=np.int64)
     cap = spec.l2_capacity_bytes
-    # An unknown L2 capacity means unlimited reuse between kernels (a lower bound) but,
-    # for a warm start, no credit for data resident before the program (Note [Warm cache]).
-    unknown = math.inf if cache == "cold" else 0.0
+    # An unknown L2 capacity means unlimited reuse, under both cache states (Note [L2 pass]).
     dram, l2 = kernel_traffic(compiled, costs, cache=cache).split(
-        unknown if cap is None else float(cap))
-    memory = memory_time_s(spec, dram, l2)
+        math.inf if cap is None else float(cap))
+    # Note [L2 pass]: the bytes from DRAM pass through L2 too
+    memory = memory_time_s(spec, dram, dram + l2)
     kflops = pf.sum(axis=1)
     pipes = [table.resolved[b].requested if pf.shape[1] and f > 0 else None
              for b, f in zip(busiest.tolist(), kflops.tolist(), strict=True)]
@@ -168,6 +173,7 @@ def unfused_bound(
     if fused.time_s > total_time:
         time, bottleneck = fused.time_s, fused.bottleneck
         notes.append("raised to the fused bound, which bounds every execution")
+    notes.extend(compiled.alternatives)
     if not costs.exact:
         notes.append("some counts are lower bounds (see docs/bounds.md)")
     return Bound(

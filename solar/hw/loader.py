@@ -159,6 +159,14 @@ def parse_hardware_spec(text: str, *, filename: str = "<string>") -> HardwareSpe
         data: object = loader.construct_document(root) if root is not None else None
     except yaml.YAMLError as err:
         raise _yaml_error(err, source) from err
+    except RecursionError:
+        raise HardwareSpecError(
+            f"invalid YAML in hardware spec {filename}: nested too deeply", code="E0402"
+        ) from None
+    except ValueError as err:  # e.g. an integer over Python's conversion digit limit
+        raise HardwareSpecError(
+            f"invalid YAML in hardware spec {filename}: {str(err).split(';')[0]}", code="E0402"
+        ) from None
     finally:
         loader.dispose()
     if not isinstance(data, Mapping):

@@ -16,8 +16,10 @@ internally consistent:
 * every figure is supported by at least one cited `Source`.
 
 The bound models divide by these peaks, so figures must be *upper* estimates of
-what the hardware can do: a bound computed with them is then never too high.
-Where a figure is an estimate, the spec's ``notes`` say so.
+what the hardware can do: a bound computed with them is then never too high. A
+bundled figure is the larger of the vendor's value and its derivation from units x
+rate x clock (docs/bounds.md, "Hardware figures"; checked figure by figure in
+tests/hw/test_figures.py). Where a figure is an estimate, the spec's ``notes`` say so.
 
 Loading specs from YAML (and turning validation failures into
 `solar.diagnostics.HardwareSpecError`) lives in `solar.hw.loader`; this module
@@ -185,7 +187,9 @@ class HardwareSpec(BaseModel):
         dram_capacity_bytes: device memory capacity as printed (GB = 1e9 B).
         dram_bandwidth_bytes_per_s: peak device-memory bandwidth.
         l2_capacity_bytes: capacity of the last on-chip cache level shared by all
-            SMs/CUs (L2 on NVIDIA, Infinity Cache on MI300X).
+            SMs/CUs (L2 on NVIDIA, Infinity Cache on MI300X); on a device without a
+            hardware cache (TPU), the on-chip memory that can hold data between
+            kernels (VMEM + SMEM). An upper estimate either way.
         l2_bandwidth_bytes_per_s: upper estimate of that cache's bandwidth.
         smem_per_sm_bytes: per-SM/CU SRAM that can hold operands (NVIDIA: the
             unified L1/shared-memory array, an upper bound on the shared-memory
@@ -258,19 +262,19 @@ class HardwareSpec(BaseModel):
     def onchip_capacity_bytes(self) -> float | None:
         """Total on-chip storage: registers and SM SRAM over all SMs, plus L2.
 
-        Only known parts are summed; ``None`` when none is known (callers must
-        not read that as "no on-chip storage").
+        ``None`` (unknown: callers treat it as unlimited) unless every part is known:
+        a sum of the known parts would understate the capacity, and the bounds that
+        divide by it (pebble game, reduction barriers) would then be too high.
 
         Returns:
             Bytes, or ``None``.
         """
-        parts: list[float] = []
-        if self.sm_count is not None:
-            per_sm = (self.register_file_per_sm_bytes, self.smem_per_sm_bytes)
-            parts.extend(self.sm_count * p for p in per_sm if p is not None)
-        if self.l2_capacity_bytes is not None:
-            parts.append(self.l2_capacity_bytes)
-        return sum(parts) if parts else None
+        parts = (self.register_file_per_sm_bytes, self.smem_per_sm_bytes,
+                 self.l2_capacity_bytes)
+        if self.sm_count is None or any(p is None for p in parts):
+            return None
+        regs, smem, l2 = (float(p) for p in parts if p is not None)
+        return self.sm_count * (regs + smem) + l2
 
 
 # Spec-file key -> attribute (the two differ where a field has an alias).
