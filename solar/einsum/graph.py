@@ -191,6 +191,8 @@ class KernelCost:
         traffic: traffic per program-level tensor (kernel-local tensors excluded).
         unit: ``contraction`` if any statement is a contraction, else ``vector``.
         dtype: the contraction operands' dtype, else the first vector group's dtype.
+        alias: an alias kernel (Note [Alias kernels] in docs/bounds.md): no launch, so
+            no FLOPs and no traffic.
     """
 
     name: str
@@ -199,6 +201,7 @@ class KernelCost:
     traffic: tuple[TensorTraffic, ...]
     unit: WorkClass
     dtype: DType
+    alias: bool = False
 
     @property
     def flops(self) -> Count:
@@ -232,7 +235,8 @@ class ProgramTensor:
         elements: elements of its declared shape.
         compulsory_read_elems: distinct elements read by the whole program (inputs,
             params; 0 otherwise).
-        compulsory_written_elems: distinct elements written (outputs; 0 otherwise).
+        compulsory_written_elems: distinct elements written (outputs; for a temp, the
+            distinct elements alias kernels read: an output views them; 0 otherwise).
     """
 
     name: str
@@ -351,6 +355,9 @@ class EinsumGraph:
         """A deterministic multi-line listing (kernels, nodes, traffic, edges)."""
         out = [f"einsum graph {self.name}: {len(self.kernels)} kernels, {len(self.nodes)} nodes"]
         for k in self.kernels:
+            if k.alias:
+                out.append(f"kernel {k.name} [alias]: no launch")
+                continue
             out.append(f"kernel {k.name} [{k.unit} {k.dtype}] flops {k.flops.formula}")
             for n in self.nodes:
                 if n.kernel == k.name:

@@ -17,11 +17,11 @@ from collections.abc import Sequence
 from solar.einsum.count import Count
 from solar.einsum.counter import CountContext
 from solar.einsum.graph import Edge, EinsumGraph, KernelCost, ProgramTensor
-from solar.einsum.image import union_by_key
+from solar.einsum.image import AccessImage, union_by_key, union_images
 from solar.einsum.leaves import Leaf, Scope, lift_kernel
 from solar.einsum.reuse import contractions, spills
 from solar.einsum.traffic import kernel_cost
-from solar.ir import IntLit, Program
+from solar.ir import DType, IntLit, Kernel, Program, alias_targets
 from solar.symbolic import SymExpr, product, to_sympy
 
 __all__ = ["lift_to_einsum"]
@@ -56,8 +56,13 @@ def lift_to_einsum(program: Program) -> EinsumGraph:
     scope = Scope.of(program)
     leaves: list[Leaf] = []
     kernels: list[KernelCost] = []
+    alias_leaves: list[Leaf] = []
     for ki, kernel in enumerate(program.kernels):
         kl = lift_kernel(scope, kernel, ctx)
+        if kernel.alias:
+            alias_leaves.extend(kl)
+            kernels.append(_alias_cost(scope, kernel, ki))
+            continue
         leaves.extend(kl)
         kernels.append(kernel_cost(scope, kernel, ki, kl))
     nodes = tuple(lf.node for lf in leaves)
@@ -65,7 +70,7 @@ def lift_to_einsum(program: Program) -> EinsumGraph:
         program=program,
         nodes=nodes,
         kernels=tuple(kernels),
-        tensors=_tensor_infos(scope, kernels),
+        tensors=_tensor_infos(scope, kernels, alias_leaves),
         edges=_edges(kernels),
         contractions=tuple(contractions(scope, leaves, ctx)),
         spills=tuple(spills(scope, leaves)),
@@ -85,7 +90,22 @@ def _definitions(program: Program) -> dict[str, SymExpr]:
     return defs
 
 
-def _tensor_infos(scope: Scope, kernels: Sequence[KernelCost]) -> tuple[ProgramTensor, ...]:
+def _alias_cost(scope: Scope, kernel: Kernel, ki: int) -> KernelCost:
+    """Note [Alias kernels]: no launch, so no FLOPs and no traffic."""
+    written = [scope.decls[n].dtype for n in alias_targets(kernel) if n in scope.decls]
+    return KernelCost(
+        kernel.name, ki, (), (), "vector", written[0] if written else DType.F32, alias=True
+    )
+
+
+def _tensor_infos(
+    scope: Scope, kernels: Sequence[KernelCost], alias_leaves: Sequence[Leaf]
+) -> tuple[ProgramTensor, ...]:
+    """Per tensor, its compulsory traffic (Note [Alias kernels] for temps that outputs view)."""
+    viewed: dict[str, list[AccessImage]] = {}
+    for lf in alias_leaves:
+        for name, imgs in lf.reads.items():
+            viewed.setdefault(name, []).extend(imgs)
     out = []
     for decl in scope.program.tensors:
         elements = Count.of(product(to_sympy(d) for d in decl.shape))
@@ -97,6 +117,9 @@ def _tensor_infos(scope: Scope, kernels: Sequence[KernelCost]) -> tuple[ProgramT
                     writes.append((t.written_elems, t.write_key or f"k{k.index}"))
         comp_r = union_by_key(reads) if decl.role in ("input", "param") else _ZERO
         comp_w = union_by_key(writes) if decl.role == "output" else _ZERO
+        if decl.role == "temp" and decl.name in viewed:
+            # The elements an output views must be in memory when the program ends.
+            comp_w = union_images(viewed[decl.name])[0]
         out.append(ProgramTensor(decl.name, decl.role, decl.dtype, elements, comp_r, comp_w))
     return tuple(out)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from solar.ir.affine import Lin, linear_form
+from solar.ir.aliases import alias_problems, alias_targets
 from solar.ir.grammar import grammar_text
 from solar.ir.nodes import (
     BINARY_OPS,
@@ -79,6 +80,8 @@ __all__ = [
     "Unary",
     "VerifyInfo",
     "accesses",
+    "alias_problems",
+    "alias_targets",
     "collect_errors",
     "eval_int",
     "eliminate_dead_code",

@@ -113,6 +113,7 @@ KEYWORDS: frozenset[str] = frozenset(
         "temp",
         "local",
         "kernel",
+        "alias",
         "for",
         "seq",
         "in",
@@ -357,11 +358,19 @@ class TensorDecl:
 
 @dataclass(frozen=True, slots=True)
 class Kernel:
-    """One launch: kernel-local temporaries and a statement body."""
+    """One launch: kernel-local temporaries and a statement body.
+
+    ``alias`` marks an *alias kernel* (``alias kernel NAME { ... }``): plain copies
+    into outputs that the real program returns as views or aliases of tensors it
+    already holds (``return x.t()``, ``return y, y``). It runs when the IR is executed,
+    so validation checks the outputs' values, but it is no launch: the bounds charge it
+    nothing (Note [Alias kernels] in docs/bounds.md; rules in docs/ir.md).
+    """
 
     name: str
     locals: tuple[TensorDecl, ...]
     body: tuple[Stmt, ...]
+    alias: bool = False
     span: Span | None = field(default=None, compare=False, repr=False)
 
 

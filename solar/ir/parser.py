@@ -110,6 +110,11 @@ class _ToAst(Transformer[Token, Program]):
         body = tuple(i for i in items if not isinstance(i, TensorDecl))
         return Kernel(str(name), local_decls, body, span=self._span(meta))
 
+    def alias_kernel(self, meta: Any, name: Token, *items: Any) -> Kernel:
+        local_decls = tuple(i for i in items if isinstance(i, TensorDecl))
+        body = tuple(i for i in items if not isinstance(i, TensorDecl))
+        return Kernel(str(name), local_decls, body, alias=True, span=self._span(meta))
+
     # ---- statements ---------------------------------------------------------
     def assign(self, meta: Any, target: Access, value: Expr) -> Assign:
         return Assign(target, value, span=self._span(meta))
@@ -191,7 +196,15 @@ class _ToAst(Transformer[Token, Program]):
         return self._binary("%", meta, a, b)
 
     def int_lit(self, meta: Any, tok: Token) -> IntLit:
-        return IntLit(int(tok), span=self._span(meta))
+        try:
+            value = int(tok)
+        except ValueError:  # over Python's integer-conversion digit limit
+            raise IRSyntaxError(
+                f"integer literal of {len(tok)} digits is out of range",
+                code="E0105",
+                span=self._span(meta),
+            ) from None
+        return IntLit(value, span=self._span(meta))
 
     def float_lit(self, meta: Any, tok: Token) -> FloatLit:
         value = float(tok)

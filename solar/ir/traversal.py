@@ -157,6 +157,10 @@ def eval_int(expr: Expr, env: Mapping[str, int]) -> int:
             raise ValueError(f"not an integer expression: {type(expr).__name__}")
 
 
+MAX_SIZE = 2**63 - 1
+"""The largest size `resolve_sizes` accepts (E0221 above it)."""
+
+
 def resolve_sizes(program: Program, overrides: Mapping[str, int] | None = None) -> dict[str, int]:
     """Evaluate every size declaration in order, applying ``overrides`` to free sizes.
 
@@ -165,7 +169,7 @@ def resolve_sizes(program: Program, overrides: Mapping[str, int] | None = None) 
 
     Raises:
         IRVerifyError: an override names an unknown or derived size (E0220), or a size
-            evaluates to a non-positive value (E0221).
+            evaluates to a non-positive value or one above `MAX_SIZE` (E0221).
     """
     overrides = dict(overrides or {})
     names = {s.name for s in program.sizes}
@@ -206,6 +210,13 @@ def resolve_sizes(program: Program, overrides: Mapping[str, int] | None = None) 
         if env[decl.name] <= 0:
             raise IRVerifyError(
                 f"size `{decl.name}` must be positive, got {env[decl.name]}",
+                code="E0221",
+                span=decl.span,
+            )
+        if env[decl.name] > MAX_SIZE:  # indices are int64; larger figures overflow floats
+            raise IRVerifyError(
+                f"size `{decl.name}` is above 2**63 - 1 (a {env[decl.name].bit_length()}-bit "
+                "number)",
                 code="E0221",
                 span=decl.span,
             )

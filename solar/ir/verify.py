@@ -45,6 +45,10 @@ E0220  (`resolve_sizes`) binding an unknown or derived size
 E0221  a size is not positive
 E0222  a size is not an integer expression of earlier sizes (or divides by zero)
 E0223  expressions nested too deeply to verify
+E0224  an alias kernel breaks a rule of `solar.ir.aliases`: it must only copy (one
+       access of a program-level tensor of the target's dtype, no locals) into outputs
+       no other kernel writes, read no tensor an alias kernel writes, and come after
+       every other kernel
 =====  ==================================================================================
 
 Affine: integer literals, sizes and loop indices combined with ``+``, ``-``, unary
@@ -69,6 +73,7 @@ from typing import assert_never
 
 from solar.diagnostics import IRVerifyError, Span
 from solar.ir.affine import DepEntry, Lin, LoopBox, find_carried_shift
+from solar.ir.aliases import alias_problems
 from solar.ir.exprcheck import ExprChecker, has_access, needs_cast
 from solar.ir.nodes import (
     IR_VERSION,
@@ -199,6 +204,8 @@ class _Checker(ExprChecker):
             for kernel in self.program.kernels:
                 self._check_kernel(kernel)
             self._check_outputs()
+            for problem in alias_problems(self.program):
+                self.error("E0224", problem.message, problem.span)
         except RecursionError:
             self.error("E0223", "expressions are nested too deeply to verify", None)
 

@@ -121,6 +121,7 @@ programs: st.SearchStrategy[Program] = st.builds(
             names,
             st.lists(_decls(st.just("local")), max_size=2).map(tuple),
             st.lists(_stmts(3), max_size=4).map(tuple),
+            alias=st.booleans(),
         ),
         max_size=3,
     ).map(tuple),
@@ -188,7 +189,22 @@ def valid_programs(draw: st.DrawFn) -> Program:
         for k, s in enumerate(draw(st.lists(shape, min_size=1, max_size=3)))
     ]
     kernels = [draw(_valid_kernel(f"k{k}", out, inputs)) for k, out in enumerate(outputs)]
-    return Program("rand", sizes, (*inputs, *outputs), tuple(kernels))
+    views = []
+    for k, src in enumerate(draw(st.lists(st.sampled_from(inputs + outputs), max_size=2))):
+        # an output returned as a permuted view of an input, output or temp: an alias kernel
+        perm = draw(st.permutations(range(len(src.shape))))
+        views.append(TensorDecl(f"V{k}", "output", DType.F32, tuple(src.shape[p] for p in perm)))
+        loop_vars = [f"i{d}" for d in range(len(perm))]
+        idx: list[Expr] = [IntLit(0)] * len(perm)
+        for d, p in enumerate(perm):
+            idx[p] = Name(loop_vars[d])
+        body: tuple[Stmt, ...] = (
+            Assign(Access(f"V{k}", tuple(map(Name, loop_vars))), Access(src.name, tuple(idx))),
+        )
+        for var, dim in reversed(list(zip(loop_vars, views[-1].shape, strict=True))):
+            body = (For(var, IntLit(0), dim, body),)
+        kernels.append(Kernel(f"v{k}", (), body, alias=True))
+    return Program("rand", sizes, (*inputs, *outputs, *views), tuple(kernels))
 
 
 @st.composite

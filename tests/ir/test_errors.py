@@ -490,6 +490,91 @@ SEMANTIC_CASES = [
 ]
 
 
+def aliased(body: str, decls: str = "output Z : f32[N]\n", after: str = "") -> str:
+    """A valid kernel ``k`` writing Y, then ``alias kernel a`` with ``body`` (line 21 on)."""
+    return kernel(VALID_KERNEL, decls) + "\nalias kernel a {\n" + body + "}\n" + after
+
+
+def _alias_loop(*stmts: str) -> str:
+    return "  for i in 0 .. N {\n" + "".join(f"    {s}\n" for s in stmts) + "  }\n"
+
+
+ALIAS_CASES = [
+    (
+        "alias_computes",
+        aliased(_alias_loop("Z[i] = X[i] * 2.0")),
+        "E0224",
+        22,
+        12,
+        "the value must be one access of a tensor",
+    ),
+    (
+        "alias_gathers",
+        aliased(_alias_loop("Z[i] = X[I[i]]")),
+        "E0224",
+        22,
+        12,
+        "subscripts that read no tensors",
+    ),
+    (
+        "alias_writes_temp",
+        aliased(_alias_loop("Z[i] = X[i]", "T[i] = X[i]")),
+        "E0224",
+        23,
+        5,
+        "writes `T`, which is not an output",
+    ),
+    (
+        "alias_changes_dtype",
+        aliased(_alias_loop("Z[i] = X[i]"), "output Z : f64[N]\n"),
+        "E0224",
+        22,
+        12,
+        "a view keeps its dtype",
+    ),
+    (
+        "alias_declares_locals",
+        aliased("  local L : f32[N]\n" + _alias_loop("Z[i] = X[i]")),
+        "E0224",
+        21,
+        3,
+        "declares locals",
+    ),
+    (
+        "alias_not_last",
+        aliased(
+            _alias_loop("Z[i] = X[i]"),
+            after="\nkernel b {\n" + _alias_loop("T[i] = X[i]") + "}\n",
+        ),
+        "E0224",
+        26,
+        1,
+        "follows an alias kernel",
+    ),
+    (
+        "alias_output_also_computed",
+        aliased(_alias_loop("Z[i] = X[i]", "Y[i] = X[i]")),
+        "E0224",
+        14,
+        1,
+        "output `Y` is written by alias kernel `a` and by `k`",
+    ),
+    (
+        "alias_chain",
+        aliased(
+            _alias_loop("Z[i] = X[i]"),
+            "output Z : f32[N]\noutput Z2 : f32[N]\n",
+            "\nalias kernel b {\n" + _alias_loop("Z2[i] = Z[i]") + "}\n",
+        ),
+        "E0224",
+        27,
+        1,
+        "reads `Z`, which alias kernel `a` writes",
+    ),
+]
+SEMANTIC_CASES += ALIAS_CASES
+
+
 def _ids(cases: Sequence[tuple[object, ...]]) -> list[str]:
     return [str(c[0]) for c in cases]
 

@@ -1,0 +1,71 @@
+"""JAX outputs that alias held data are alias kernels: validated, never charged.
+
+Issue 14, bug 1, JAX side (Notes [Alias kernels] and [JAX output layouts] in
+docs/bounds.md). Each function runs through the whole frontend at a small size (capture,
+lowering, IR execution against jit), then its costs are checked by hand: with ``E``
+elements per fp32 tensor, the unfused bytes (all kernels) and the fused bytes
+(compulsory) are both ``k * 4E``. A returned input, reshape, transpose, slice or split
+piece is a view; a concatenation is not (no strided view expresses it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from jax_check import check_fn, program_costs, rand
+
+from solar.frontends.jaxfe import lower_jaxpr, trace_function
+from solar.ir import parse_program, print_program
+
+jax = pytest.importorskip("jax")
+jnp = pytest.importorskip("jax.numpy")
+
+pytestmark = pytest.mark.jax
+
+N = 64
+
+# name: (function, number of N x N inputs, k in k * 4E bytes, alias kernels)
+CASES: dict[str, tuple[Callable[..., Any], int, int, list[str]]] = {
+    "transpose": (lambda x: x.T, 1, 0, ["transpose"]),
+    "identity": (lambda x: x, 1, 0, ["output_copy"]),
+    "reshape": (lambda x: x.reshape(-1), 1, 0, ["output_copy"]),
+    "slice": (lambda x: x[:, : N // 2], 1, 0, ["slice"]),
+    "flip": (lambda x: x[::-1], 1, 0, ["rev"]),
+    "same_output_twice": (lambda x: (lambda y: (y, y))(x + 1), 1, 2, ["output_copy"]),
+    "input_and_result": (lambda x: (x, x + 1), 1, 2, ["output_copy"]),
+    "split": (lambda x: tuple(jnp.split(x * 2, 2, axis=1)), 1, 2, ["split"]),
+    "sum_transposed": (lambda a, b: (a + b).T, 2, 3, ["transpose"]),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_views_and_aliases_are_validated_and_free(case: str) -> None:
+    fn, n_inputs, k, aliases = CASES[case]
+    low = check_fn(fn, *(rand(N, N, seed=s) for s in range(n_inputs)))
+    assert [kn.name for kn in low.program.kernels if kn.alias] == aliases
+    _, unfused, fused = program_costs(low.program)
+    assert (unfused, fused) == (k * 4 * N * N, k * 4 * N * N)
+
+
+def test_concatenation_is_not_a_view() -> None:
+    """``concatenate([x, x])`` moves data in every implementation: read 4E, write 8E."""
+    low = check_fn(lambda x: jnp.concatenate([x, x]), rand(N, N))
+    assert not any(k.alias for k in low.program.kernels)
+    assert program_costs(low.program)[2] == 3 * 4 * N * N
+
+
+def test_a_transposed_output_read_later_stays_a_kernel() -> None:
+    """``y = x.T; return y, y + 1``: ``y`` is read by the add, so its transpose is kept
+    (read x, write y, write y + 1: 3 * 4E fused)."""
+    low = check_fn(lambda x: (lambda y: (y, y + 1))(x.T), rand(N, N))
+    assert not any(k.alias for k in low.program.kernels)
+    assert program_costs(low.program)[2] == 3 * 4 * N * N
+
+
+def test_alias_kernels_come_last_and_round_trip() -> None:
+    low = lower_jaxpr(trace_function(lambda a, b: ((a + b).T, a * 3), (rand(N, N), rand(N, N))))
+    kinds = [k.alias for k in low.program.kernels]
+    assert kinds == sorted(kinds)  # every alias kernel after every other kernel
+    assert parse_program(print_program(low.program)) == low.program
