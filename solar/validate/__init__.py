@@ -2,7 +2,9 @@
 
 Contract: `execute_program` interprets a verified `Program` over ``dict[name, ndarray]``
 (vectorised, never via generated Python source); `validate` runs it against reference
-outputs within a time and memory budget and returns a `ValidationResult`. This package
+outputs within a time and memory budget and returns a `ValidationResult`;
+`reduce_sizes` is the one reduced-sizes search (``validate`` and the frontends use it
+to check a program too large for its budget at smaller sizes). This package
 never imports torch or jax: reference data comes from `solar.frontends`. See
 docs/validation.md for semantics, error codes, dtypes and the tolerance policy.
 """
@@ -19,11 +21,15 @@ from solar.validate.compare import (
 from solar.validate.executor import RunResult, execute_program, run_program
 from solar.validate.inputs import random_inputs
 from solar.validate.memory import Workload, estimate_memory_bytes, estimate_workload
+from solar.validate.reduced import ReducedSizes, RunBudget, RunCost, reduce_sizes, size_candidates
 from solar.validate.validation import ReferenceProvider, ValidationResult, validate
 
 __all__ = [
     "OutputComparison",
+    "ReducedSizes",
     "ReferenceProvider",
+    "RunBudget",
+    "RunCost",
     "RunResult",
     "Tolerance",
     "ValidationResult",
@@ -34,7 +40,9 @@ __all__ = [
     "execute_program",
     "output_tolerances",
     "random_inputs",
+    "reduce_sizes",
     "run_program",
+    "size_candidates",
     "tolerance_for",
     "validate",
 ]

@@ -5,9 +5,10 @@ that faults or mismatches (that is a result), and never reports success it did n
 see. Strategies (docs/validation.md):
 
 * ``full``: execute at the reference sizes and compare every element;
-* ``reduced-sizes``: shrink the free sizes proportionally until the predicted work
-  and memory fit the budget, ask the caller's ``reference_at(sizes)`` for reference
-  data at those sizes, and compare everything there;
+* ``reduced-sizes``: shrink the free sizes (the search of `solar.validate.reduced`,
+  which the frontends use too) until the predicted work and memory fit the budget,
+  ask the caller's ``reference_at(sizes)`` for reference data at those sizes, and
+  compare everything there;
 * ``sampled``: when every output is written by one kernel and there are no temps,
   run the outputs' top-level loops over a random sample of their iterations only,
   and compare the elements written (the checked fraction is recorded);
@@ -36,14 +37,14 @@ from solar.ir import Assign, For, IntLit, Program, Reduce, eval_int, resolve_siz
 from solar.validate.affine import free_names
 from solar.validate.compare import OutputComparison, Tolerance, compare_outputs, output_tolerances
 from solar.validate.executor import run_program
-from solar.validate.memory import estimate_workload, memory_budget_bytes
+from solar.validate.memory import Workload, estimate_workload, memory_budget_bytes
+from solar.validate.reduced import RunBudget, RunCost, reduce_sizes
 
 __all__ = [
     "ReferenceProvider",
     "Status",
     "Strategy",
     "ValidationResult",
-    "choose_reduced_sizes",
     "validate",
 ]
 
@@ -52,9 +53,6 @@ Status = Literal["passed", "failed", "skipped", "error"]
 Arrays: TypeAlias = Mapping[str, np.ndarray]
 ReferenceProvider: TypeAlias = Callable[[Mapping[str, int]], tuple[Arrays, Arrays]]
 """``reference_at(sizes) -> (inputs, outputs)`` at a binding of the free sizes."""
-
-MIN_SHRUNK_SIZE = 8
-"""Free sizes at or below this are never shrunk (kernel sizes, heads, ...)."""
 
 _BUDGET_SHARE = 0.5  # plan for half the time budget: the work model is rough
 _MIN_SAMPLE = 4
@@ -74,6 +72,7 @@ class ValidationResult:
         wall_time_s: wall time of the whole validation.
         checked_fraction: compared elements / output elements (at ``sizes``).
         mismatch: human-readable description of the mismatches, for repair loops.
+        description: for ``reduced-sizes``, which sizes were scaled (else empty).
         error: the execution fault when ``status == "error"``.
     """
 
@@ -86,6 +85,7 @@ class ValidationResult:
     wall_time_s: float
     checked_fraction: float
     mismatch: str
+    description: str = ""
     error: SolarError | None = field(default=None, compare=False)
 
     @property
@@ -106,43 +106,6 @@ class ValidationResult:
 
 def _free_sizes(program: Program, bound: Mapping[str, int]) -> dict[str, int]:
     return {d.name: bound[d.name] for d in program.sizes if isinstance(d.value, IntLit)}
-
-
-def choose_reduced_sizes(
-    program: Program,
-    sizes: Mapping[str, int] | None,
-    *,
-    time_budget_s: float,
-    memory_budget: int,
-) -> dict[str, int] | None:
-    """Shrink the free sizes proportionally until predicted time and memory fit.
-
-    Sizes at or below `MIN_SHRUNK_SIZE` stay; larger ones are scaled by a common
-    factor (never below `MIN_SHRUNK_SIZE`).
-
-    Returns:
-        The free-size binding to run at, or ``None`` when even the smallest does not
-        fit (or the sizes cannot shrink).
-    """
-    free = _free_sizes(program, resolve_sizes(program, sizes))
-    factor = 1.0
-    while factor > 1e-6:
-        trial = {
-            k: (v if v <= MIN_SHRUNK_SIZE else max(MIN_SHRUNK_SIZE, int(v * factor)))
-            for k, v in free.items()
-        }
-        try:
-            work = estimate_workload(program, trial)
-        except IRVerifyError:
-            work = None
-        if work is not None and (
-            work.seconds <= time_budget_s * _BUDGET_SHARE and work.memory_bytes <= memory_budget
-        ):
-            return trial
-        if all(v <= MIN_SHRUNK_SIZE for v in trial.values()):
-            return None
-        factor *= 0.7
-    return None
 
 
 def _output_loops(program: Program) -> tuple[int, list[int]] | None:
@@ -187,6 +150,7 @@ class _Run:
     inputs: Arrays
     expected: Arrays
     restrict: dict[tuple[int, int], np.ndarray] | None = None
+    description: str = ""
 
 
 def _sample_restrict(
@@ -262,15 +226,24 @@ def _try_reduced(
     if reference_at is None:
         reasons.append("no reference_at(sizes) callback for reduced sizes")
         return None, 0.0
-    trial = choose_reduced_sizes(
-        req.program, req.sizes, time_budget_s=req.time_budget_s, memory_budget=req.memory_budget
-    )
-    if trial is None:
+
+    def rebuild(overrides: Mapping[str, int]) -> Workload:
+        return estimate_workload(req.program, {**req.free, **overrides})
+
+    def cost(work: Workload) -> RunCost:
+        return RunCost(work.memory_bytes, work.seconds)
+
+    budget = RunBudget(req.memory_budget, req.time_budget_s * _BUDGET_SHARE)
+    # the binding as asked was estimated already (`validate`), so only a shrunk one can fail
+    found = reduce_sizes(req.free, rebuild, cost, budget, declared=True)
+    if not found.fits:
         reasons.append("no reduced size binding fits the time and memory budget")
         return None, 0.0
+    trial = dict(found.sizes)
     before = time.monotonic()
     inputs, outputs = reference_at(trial)
-    return _Run("reduced-sizes", trial, inputs, outputs), time.monotonic() - before
+    run = _Run("reduced-sizes", trial, inputs, outputs, description=found.description)
+    return run, time.monotonic() - before
 
 
 def _try_sampled(req: _Request, reasons: list[str]) -> _Run | None:
@@ -305,6 +278,7 @@ def _result(start: float, status: Status, reason: str, **kw: object) -> Validati
         wall_time_s=time.monotonic() - start,
         checked_fraction=float(kw.get("checked_fraction", 0.0)),  # type: ignore[arg-type]
         mismatch=str(kw.get("mismatch", "")),
+        description=str(kw.get("description", "")),
         error=kw.get("error"),  # type: ignore[arg-type]
     )
 
@@ -401,7 +375,7 @@ def _execute(
         bound = resolve_sizes(program, run.free_sizes)
     except IRVerifyError as err:
         return finish("error", err.render(), strategy=run.strategy, error=err)
-    common = {"strategy": run.strategy, "sizes": bound}
+    common = {"strategy": run.strategy, "sizes": bound, "description": run.description}
     try:
         result = run_program(
             program,

@@ -19,7 +19,6 @@ from solar.validate import (
     tolerance_for,
     validate,
 )
-from solar.validate.validation import choose_reduced_sizes
 
 MATMUL = """solar-ir 1
 program matmul
@@ -171,15 +170,23 @@ def test_reduced_sizes_callback_failure_is_reported(matmul) -> None:  # type: ig
     assert "cannot build the model" in result.reason
 
 
-def test_choose_reduced_sizes_keeps_small_sizes() -> None:
+def test_reduced_sizes_keep_small_sizes_and_say_what_was_scaled() -> None:
     program = parse_program(MATMUL.replace("size K = 32", "size K = 3"))
-    sizes = choose_reduced_sizes(
-        program, {"M": 10**4, "N": 10**4, "K": 3}, time_budget_s=0.01, memory_budget=1 << 30
+    calls: list[dict[str, int]] = []
+
+    def reference_at(sizes: Mapping[str, int]):  # type: ignore[no-untyped-def]
+        calls.append(dict(sizes))
+        inputs = random_inputs(program, sizes, np.random.default_rng(0))
+        return inputs, {"C": inputs["A"] @ inputs["B"]}
+
+    result = validate(
+        program, sizes={"M": 10**4, "N": 10**4}, reference_at=reference_at, time_budget_s=0.01
     )
-    assert sizes is not None
-    assert sizes["K"] == 3
-    assert sizes["M"] < 10**4
-    assert sizes["M"] == sizes["N"]
+    assert result.status == "passed", result.reason
+    assert result.strategy == "reduced-sizes"
+    assert calls[0]["K"] == 3
+    assert calls[0]["M"] == calls[0]["N"] < 10**4
+    assert result.description.startswith(f"scaled M 10000->{calls[0]['M']}, N 10000->")
 
 
 def test_sampled_strategy(matmul) -> None:  # type: ignore[no-untyped-def]

@@ -3,9 +3,10 @@
 Stage contract: a JAX program file (a function ``f`` or a Flax module, plus
 ``get_inputs()``) -> `JaxCapture` (a closed jaxpr traced on abstract values) ->
 `LoweredProgram` (one IR kernel per jaxpr equation, coverage, notes). `reference_data`
-runs the real program on CPU for validation; `xla_cost_analysis` reports XLA's own
-FLOP/byte estimates. jax is imported lazily, so importing this package needs neither
-jax nor flax (nor torch). See docs/jax.md.
+runs the real program on CPU for validation (`reference_at_reduced_sizes` at smaller
+sizes of its module-level constants when the real run would be too large);
+`xla_cost_analysis` reports XLA's own FLOP/byte estimates. jax is imported lazily, so
+importing this package needs neither jax nor flax (nor torch). See docs/jax.md.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from solar.frontends.jaxfe.capture import (
     trace_jax_file,
 )
 from solar.frontends.jaxfe.frontend import JaxFrontend
-from solar.frontends.jaxfe.reference import reference_data
+from solar.frontends.jaxfe.reference import reference_at_reduced_sizes, reference_data
 from solar.frontends.jaxfe.xla import XlaCrossCheck, xla_cost_analysis, xla_cross_check
 from solar.frontends.kit import CondRegion, LoweredProgram, UncoveredOp, UncoveredValue
 
@@ -33,6 +34,7 @@ __all__ = [
     "XlaCrossCheck",
     "is_jax_file",
     "lower_jaxpr",
+    "reference_at_reduced_sizes",
     "reference_data",
     "trace_function",
     "trace_jax_file",

@@ -44,11 +44,13 @@ from solar.diagnostics import FrontendError
 from solar.frontends.kit import (
     import_model_file,
     input_name,
+    module_int_constants,
     output_name,
     param_name,
     sanitize_name,
     user_frames,
 )
+from solar.frontends.kit.loader import user_stdout_to_stderr
 
 __all__ = [
     "CaptureKind",
@@ -81,6 +83,8 @@ class JaxCapture:
         input_values: the concrete ``get_inputs()`` arrays (seeded), in order.
         init_params: builds the concrete parameter leaves (from ``PRNGKey(0)``).
         path: the program file.
+        sizes: the file's module-level integer constants (its sizes), overrides applied;
+            empty for a live function.
     """
 
     name: str
@@ -94,6 +98,7 @@ class JaxCapture:
     input_values: tuple[np.ndarray, ...] = field(repr=False)
     init_params: Callable[[], tuple[Any, ...]] = field(repr=False)
     path: Path | None = None
+    sizes: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def input_names(self) -> tuple[str, ...]:
@@ -125,7 +130,8 @@ def user_code(what: str, code: str = "E0521") -> Iterator[None]:
         FrontendError: with the last user frames and the exception message as notes.
     """
     try:
-        yield
+        with user_stdout_to_stderr():  # Note [User output]
+            yield
     except FrontendError:
         raise
     except Exception as err:
@@ -268,7 +274,14 @@ def trace_jax_file(
         _seed()
         raw = get_inputs()
     args = tuple(raw) if isinstance(raw, list | tuple) else (raw,)
-    return capture(target, args, init_args=_init_args(module), name=path.stem, path=path)
+    return capture(
+        target,
+        args,
+        init_args=_init_args(module),
+        name=path.stem,
+        path=path,
+        sizes=module_int_constants(module),
+    )
 
 
 def trace_function(
@@ -299,6 +312,7 @@ def capture(
     init_args: tuple[Any, ...],
     name: str,
     path: Path | None,
+    sizes: Mapping[str, int] | None = None,
 ) -> JaxCapture:
     """Capture ``target(*args)``: abstract parameters, then `jax.make_jaxpr`."""
     jax = require_jax()
@@ -350,6 +364,7 @@ def capture(
         input_values=values,
         init_params=init_params,
         path=path,
+        sizes=dict(sizes or {}),
     )
 
 

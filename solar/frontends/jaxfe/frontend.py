@@ -3,9 +3,10 @@
 Contract: ``JAX program file -> FrontendResult``: the jaxpr captured on abstract
 values and lowered to IR (one kernel per equation), its coverage, XLA's own cost
 analysis as a cross-check (figures only; the pipeline words them), a lazy reference
-(the real program jitted on CPU) and a lazy measurer. The file is imported once: the
-capture holds the function and its inputs (Note [Model-file runs] in
-`solar.frontends.protocol`).
+(the real program jitted on CPU, or re-captured at reduced sizes when its real run
+would exceed ``FrontendOptions.reference_budget_bytes``) and a lazy measurer. The file
+is imported once unless the reference needs reduced sizes: the capture holds the
+function and its inputs (Note [Model-file runs] in `solar.frontends.protocol`).
 """
 
 from __future__ import annotations
@@ -70,8 +71,21 @@ class JaxFrontend:
             unavailable = err.message
 
         def reference() -> ValidationPlan:
-            inputs, outputs = jaxfe.reference_data(capture, lowered=lowered, entry=options.entry)
-            return ValidationPlan(lowered.program, inputs, outputs, "full")
+            from solar.frontends.jaxfe.reference import program_bytes
+
+            if program_bytes(capture) <= options.reference_budget_bytes:
+                inputs, outputs = jaxfe.reference_data(capture, lowered=lowered)
+                return ValidationPlan(lowered.program, inputs, outputs, "full")
+            red = jaxfe.reference_at_reduced_sizes(
+                path,
+                options.reference_budget_bytes,
+                entry=options.entry,
+                start=dict(options.sizes),
+                capture=capture,
+            )
+            return ValidationPlan(
+                red.lowered.program, red.inputs, red.outputs, "reduced-sizes", red.description
+            )
 
         def measure() -> Timing:
             from solar.measure import measure_jax
@@ -79,6 +93,11 @@ class JaxFrontend:
             args = (*capture.init_params(), *capture.input_values)
             return measure_jax(capture.flat_fn, args)
 
+        tf32 = _default_matmul_is_tf32()
+        notes = tuple(lowered.notes)
+        if tf32:
+            notes = (*notes, "JAX runs fp32 matmuls at DEFAULT precision (TF32 on GPUs, one "
+                     "bf16 pass on TPUs): precision policy tf32")
         return FrontendResult(
             name="jax",
             program=lowered.program,
@@ -87,9 +106,29 @@ class JaxFrontend:
             uncovered=tuple(lowered.coverage),
             reference=reference,
             measure=measure,
-            notes=tuple(lowered.notes),
+            notes=notes,
+            precision_hint="tf32" if tf32 else None,
             keep_live=lowered.keep_alive,
             uncovered_values=tuple(v.name for v in lowered.uncovered_values),
             xla_cost_analysis=xla,
             xla_unavailable=unavailable,
         )
+
+
+# jax_default_matmul_precision values that ask for fp32-accurate matmuls
+_FP32_ACCURATE_PRECISIONS = frozenset({"highest", "float32", "f32_f32_f32"})
+
+
+def _default_matmul_is_tf32() -> bool:
+    """Whether fp32 matmuls run at XLA's DEFAULT precision (TF32 on sm80+ GPUs).
+
+    JAX's ``jax_default_matmul_precision`` is unset unless the program asks for more;
+    at DEFAULT, XLA runs fp32 dots on TF32 tensor cores (one bf16 pass on a TPU), so
+    the fp32-accurate policy would bound such a program above its real time. A dot
+    that asks for ``Precision.HIGHEST`` itself is then charged at TF32 too: lower,
+    still a lower bound.
+    """
+    import jax
+
+    value = getattr(jax.config, "jax_default_matmul_precision", None)
+    return value is None or str(value).lower() not in _FP32_ACCURATE_PRECISIONS

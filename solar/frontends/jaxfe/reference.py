@@ -10,10 +10,16 @@ equations as the lowering, so equation paths mean the same thing in both.
 
 16/8-bit float arrays are handed over as float32 holding the same values (the IR
 executor stores those dtypes that way).
+
+For programs too large to run for real, `reference_at_reduced_sizes` re-captures the
+program file with its module-level size constants scaled down (the shared search,
+`solar.frontends.kit.reduced_reference`) until `program_bytes` fits a byte budget, and
+returns the program at those sizes with its reference data (E0511 when none fits).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -22,11 +28,18 @@ import numpy as np
 
 from solar.frontends.jaxfe.capture import JaxCapture, require_jax, trace_jax_file, user_code
 from solar.frontends.jaxfe.walk import inline_args, inline_body, is_var
-from solar.frontends.kit import LoweredProgram
+from solar.frontends.kit import LoweredProgram, Recapture, ReducedReference, reduced_reference
 
-__all__ = ["eval_with_taps", "reference_data", "to_numpy"]
+__all__ = [
+    "eval_with_taps",
+    "program_bytes",
+    "reference_at_reduced_sizes",
+    "reference_data",
+    "to_numpy",
+]
 
 Tap = tuple[tuple[int, ...], int]
+Arrays = dict[str, np.ndarray]
 
 
 def to_numpy(x: Any) -> np.ndarray:
@@ -88,6 +101,62 @@ def reference_data(
         name: to_numpy(v) for name, v in zip(lowered.outputs, outs, strict=True) if name is not None
     }
     return inputs, outputs
+
+
+def program_bytes(capture: JaxCapture) -> int:
+    """Bytes a real run may touch: its inputs and parameters, and every top-level
+    equation's outputs (a call's body counts once, through the call's outputs)."""
+    jaxpr = capture.closed_jaxpr.jaxpr
+    avals = [v.aval for v in jaxpr.invars]
+    avals += [v.aval for eqn in jaxpr.eqns for v in eqn.outvars]
+    return sum(_aval_bytes(a) for a in avals)
+
+
+def _aval_bytes(aval: Any) -> int:
+    shape = getattr(aval, "shape", None)
+    if shape is None:
+        return 0  # tokens and other non-array values
+    itemsize = getattr(getattr(aval, "dtype", None), "itemsize", 8)
+    return math.prod(int(d) for d in shape) * int(itemsize)
+
+
+def reference_at_reduced_sizes(
+    path: str | Path,
+    budget_bytes: int,
+    *,
+    entry: str | None = None,
+    start: Mapping[str, int] | None = None,
+    capture: JaxCapture | None = None,
+) -> ReducedReference:
+    """Lower a program file at sizes whose real run (`program_bytes`) fits ``budget_bytes``.
+
+    `reduced_reference` over the file's size constants (``path``, ``budget_bytes``,
+    ``start``, ``capture``: as there); ``entry`` is what to capture (default ``f``,
+    else ``Model``).
+
+    Returns:
+        ``(lowered, inputs, outputs, description)``; the description says which
+        constants were scaled (or that the full size fits).
+
+    Raises:
+        FrontendError: E0511 when no reduction fits; E0520-E0527 loading, capture and
+            the reference run.
+    """
+    from solar.frontends.jaxfe.lowering import lower_jaxpr
+
+    def capture_with(overrides: Mapping[str, int]) -> JaxCapture:
+        return trace_jax_file(path, entry=entry, overrides=overrides)
+
+    def lowered_reference(cap: JaxCapture) -> tuple[LoweredProgram, Arrays, Arrays]:
+        lowered = lower_jaxpr(cap)
+        return (lowered, *reference_data(cap, lowered=lowered))
+
+    recapture = Recapture(capture_with, _sizes, program_bytes, lowered_reference)
+    return reduced_reference(Path(path), recapture, budget_bytes, start=start, capture=capture)
+
+
+def _sizes(capture: JaxCapture) -> Mapping[str, int]:
+    return capture.sizes
 
 
 def eval_with_taps(closed: Any, args: Sequence[Any], taps: Sequence[Tap]) -> dict[Tap, Any]:
