@@ -1,8 +1,8 @@
-"""Benchmark: `solar batch` over every bundled sample on 2 worker processes.
+"""Benchmark: `solar batch` over every bundled sample, 2 files at a time.
 
-Reports files per minute and the peak resident memory per worker (from the
-per-file rows), against a baseline in the same script: the same files analysed
-sequentially in one worker.
+Reports files per minute and the largest peak resident memory of one file's process
+(from the per-file rows), against a baseline in the same script: the same files
+analysed one at a time. Every file runs in a fresh process (Note [Batch isolation]).
 
     .venv/bin/python benchmarks/batch.py [--workers 2]
 """
@@ -14,8 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from solar.batch import run_batch
-from solar.pipeline import AnalyzeOptions
+from solar.batch import BatchOptions, run_batch
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -30,7 +29,7 @@ def _files() -> list[Path]:
 def _run(files: list[Path], workers: int) -> tuple[float, float, int]:
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
-        summary = run_batch(files, AnalyzeOptions(), Path(tmp), workers=workers)
+        summary = run_batch(files, BatchOptions(), Path(tmp), workers=workers)
         wall = time.perf_counter() - start
     peak = max((r.peak_rss_mib for r in summary.rows), default=0.0)
     return wall, peak, summary.failed
@@ -49,9 +48,9 @@ def main() -> None:
     n = len(files)
     print(f"{n} files")
     print(f"1 worker : {base_wall:7.1f} s  {60 * n / base_wall:6.1f} files/min  "
-          f"peak RSS/worker {base_peak:6.0f} MiB")
+          f"peak RSS/file {base_peak:6.0f} MiB")
     print(f"{args.workers} workers: {wall:7.1f} s  {60 * n / wall:6.1f} files/min  "
-          f"peak RSS/worker {peak:6.0f} MiB  (speed-up {base_wall / wall:.2f}x; "
+          f"peak RSS/file {peak:6.0f} MiB  (speed-up {base_wall / wall:.2f}x; "
           f"{failed} failed)")
 
 

@@ -47,20 +47,23 @@ def time_callable(
         device: recorded in the result.
         event_timer: returns one trial's time in ms (CUDA events); overrides the clock.
     """
-    for _ in range(max(0, warmup)):
-        run()
-    if sync:
-        sync()
+    from solar.frontends.kit.loader import user_stdout_to_stderr
+
     samples: list[float] = []
-    for _ in range(max(1, trials)):
-        if event_timer is not None:
-            samples.append(event_timer(run))
-            continue
-        start = time.perf_counter()
-        run()
+    with user_stdout_to_stderr():  # the program's prints (Note [User output])
+        for _ in range(max(0, warmup)):
+            run()
         if sync:
             sync()
-        samples.append((time.perf_counter() - start) * 1e3)
+        for _ in range(max(1, trials)):
+            if event_timer is not None:
+                samples.append(event_timer(run))
+                continue
+            start = time.perf_counter()
+            run()
+            if sync:
+                sync()
+            samples.append((time.perf_counter() - start) * 1e3)
     return Timing(statistics.median(samples), min(samples), max(samples), len(samples), device)
 
 

@@ -39,6 +39,7 @@ from solar.bounds import (
 )
 from solar.diagnostics import UsageError, ValidationMismatchError
 from solar.einsum import EinsumGraph, lift_to_einsum
+from solar.files import read_text, write_atomic
 from solar.frontends import (
     FrontendOptions,
     FrontendResult,
@@ -241,9 +242,7 @@ def prepare_program(
     program, reference, notes = front.program, front.reference, (*front.notes, *_xla_notes(front))
     # hand-written IR replaces a traced program (offered for PyTorch sources)
     if options.ir_file is not None and front.name == "torch":
-        program = parse_program(
-            options.ir_file.read_text(encoding="utf-8"), filename=str(options.ir_file)
-        )
+        program = parse_program(read_text(options.ir_file), filename=str(options.ir_file))
         notes = (*notes, f"bounds computed from hand-written IR {options.ir_file}")
         reference = _reference_for(program, front.reference)
     verify_program(program)
@@ -301,7 +300,6 @@ def validate_front(
         plan.outputs,
         strategy=strategy,
         time_budget_s=options.time_budget_s,
-        reference_at=plan.reference_at,
     )
     return validation_info(
         result, planned_strategy=plan.strategy, description=plan.description, sizes=plan.sizes
@@ -361,8 +359,8 @@ def _measurement(
     front: FrontendResult, options: AnalyzeOptions, progress: Progress
 ) -> Measurement | None:
     if options.measured_ms is not None:
-        if not options.measured_ms > 0:
-            raise UsageError("--measured-ms must be positive", code="E0905")
+        if not 0.0 < options.measured_ms < float("inf"):
+            raise UsageError("--measured-ms must be positive and finite", code="E0905")
         arch = options.archs[0] if len(options.archs) == 1 else None
         return Measurement(source="user", median_ms=options.measured_ms, arch=arch)
     if not options.measure:
@@ -461,6 +459,8 @@ def analyze_front(
     program, sizes, graph = prepared.program, prepared.sizes, prepared.graph
     validation = validate_front(prepared, options, say)
     measurement = _measurement(front, options, say)
+    if measurement is not None and measurement.arch is not None:  # the spec's name, not the alias
+        measurement = measurement.model_copy(update={"arch": specs[0].name})
     say("computing bounds")
     start = time.monotonic()
     compiled = compile_costs(graph)
@@ -480,8 +480,7 @@ def analyze_front(
     costs = symbolic_costs(graph)
     ir_text = print_program(program)
     if options.save_ir is not None:
-        options.save_ir.parent.mkdir(parents=True, exist_ok=True)
-        options.save_ir.write_text(ir_text, encoding="utf-8")
+        write_atomic(options.save_ir, ir_text)
     coverage = coverage_info(front.ops_total, front.uncovered)
     warnings = []
     if not coverage.complete:

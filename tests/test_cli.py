@@ -87,8 +87,8 @@ def test_analyze_ir_golden_report(capsys: pytest.CaptureFixture[str], golden: ob
     report = Report.model_validate_json(r.out)
     h100 = report.archs[0]
     fused = next(b for b in h100.bounds if b.model == "fused")
-    # 2*4096^3 FLOPs on the fp32 vector units (67 TFLOP/s): compute-bound.
-    assert fused.time_s == pytest.approx(2 * 4096**3 / 67e12, rel=1e-6)
+    # 2*4096^3 FLOPs, fp32-accurate: 3xTF32 on tensor cores (494.7 / 3 TFLOP/s): compute-bound.
+    assert fused.time_s == pytest.approx(2 * 4096**3 / (494.7e12 / 3), rel=1e-6)
     assert fused.bottleneck == "compute"
 
 
@@ -124,8 +124,8 @@ def _report(tmp_path: Path, capsys: pytest.CaptureFixture[str], measured_ms: flo
 def test_gate_passes_and_fails_on_headroom(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # fused bound = 2*4096^3/67e12 s = 2.051 ms
-    report = _report(tmp_path, capsys, measured_ms=4.0)
+    # fused bound = 2*4096^3/(494.7e12/3) s = 0.8335 ms (3xTF32): headroom 1.6 / 0.8335 = 1.92
+    report = _report(tmp_path, capsys, measured_ms=1.6)
     summary, junit = tmp_path / "summary.md", tmp_path / "junit.xml"
     ok = run_cli(capsys, "gate", str(report), "--max-headroom", "2.5", "--summary", str(summary),
                  "--junit", str(junit))
@@ -140,7 +140,7 @@ def test_gate_passes_and_fails_on_headroom(
 
 
 def test_gate_fails_on_a_violation(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    report = _report(tmp_path, capsys, measured_ms=1.0)  # faster than the 2.05 ms bound
+    report = _report(tmp_path, capsys, measured_ms=0.5)  # faster than the 0.8335 ms bound
     r = run_cli(capsys, "gate", str(report))
     assert r.code == 1
     assert "violation:H100_SXM:fused" in r.out

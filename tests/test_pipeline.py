@@ -65,6 +65,28 @@ def test_tf32_enabled_by_the_program_switches_policy(tmp_path: Path) -> None:
     assert any("TF32" in n for n in report.frontend.notes)
 
 
+@pytest.mark.jax
+@pytest.mark.parametrize(("setting", "policy"), [("", "tf32"), ("highest", "default")])
+def test_jax_default_matmul_precision_sets_policy(
+    tmp_path: Path, setting: str, policy: str
+) -> None:
+    """JAX fp32 dots run TF32 at DEFAULT precision: bounding them fp32-accurate is unsound."""
+    jax = pytest.importorskip("jax")
+    src = tmp_path / "mm.py"
+    flag = f"jax.config.update('jax_default_matmul_precision', '{setting}')\n" if setting else ""
+    src.write_text(
+        "import jax\nimport jax.numpy as jnp\n" + flag
+        + "def f(a, b):\n    return a @ b\n"
+        "def get_inputs():\n    return [jnp.ones((64, 32)), jnp.ones((32, 16))]\n"
+    )
+    try:
+        report = analyze(src, AnalyzeOptions(frontend="jax", validate="off"))
+    finally:
+        jax.config.update("jax_default_matmul_precision", None)
+    assert report.archs[0].precision_policy == policy
+    assert any("DEFAULT precision" in n for n in report.frontend.notes) == (policy == "tf32")
+
+
 @pytest.mark.torch
 def test_python_api(capsys: pytest.CaptureFixture[str]) -> None:
     torch = pytest.importorskip("torch")

@@ -1,4 +1,4 @@
-"""``solar analyze``, ``bounds``, ``compare``, ``provision``, ``batch`` and ``cache``.
+"""``solar analyze``, ``bounds``, ``compare``, ``provision`` and ``cache``.
 
 Every command that bounds a program prepares it through `solar.pipeline` (Note [One
 preparation path]), so they agree with `solar analyze` on sizes and precision.
@@ -12,7 +12,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from solar.cli.app import app, cache_app, echo_err, parse_sets
+from solar.cli.app import (
+    app,
+    cache_app,
+    check_positive,
+    echo_err,
+    parse_sets,
+    raise_for_validation,
+)
 from solar.options import (
     BOUND_MODEL_NAMES,
     DEFAULT_ARCH,
@@ -29,7 +36,10 @@ if TYPE_CHECKING:
     from solar.frontends.llm import LLMConfig
     from solar.pipeline import PreparedProgram
 
-__all__ = ["analyze", "batch", "bounds", "cache_clear", "compare", "provision"]
+__all__ = ["analyze", "bounds", "cache_clear", "compare", "provision"]
+
+MAX_MEASURED_MS = 1e9
+"""``--measured-ms`` above this (11.6 days) is a typo; it would overflow headroom ratios."""
 
 
 def _llm_config(
@@ -121,11 +131,22 @@ def analyze(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="All progress output.")] = False,
 ) -> None:
-    """Analyse a program: frontend → validate → bounds → report."""
+    """Analyse a program: frontend → validate → bounds → report.
+
+    Exit 1 when validation failed or could not run (E0310, E0300), after the report
+    is written and shown.
+    """
+    from solar.files import prepare_output, write_atomic
+    from solar.frontends.kit.loader import user_stdout_to_stderr
     from solar.pipeline import AnalyzeOptions
     from solar.pipeline import analyze as run_analyze
     from solar.report import render_text
 
+    check_positive("--time-budget", time_budget)
+    check_positive("--measured-ms", measured_ms, maximum=MAX_MEASURED_MS)
+    for path in (output, save_ir):
+        if path is not None:
+            prepare_output(path)  # a bad -o fails before any work
     options = AnalyzeOptions(
         archs=tuple(arch or [DEFAULT_ARCH]),
         precision=precision,
@@ -145,14 +166,13 @@ def analyze(
         save_ir=save_ir,
         llm=_llm_config(model, temperature, max_attempts, timeout, cache_dir, no_cache),
     )
-    report = run_analyze(source, options, progress=_Progress(quiet, verbose))
+    with user_stdout_to_stderr():  # stdout is the report's alone (Note [User output])
+        report = run_analyze(source, options, progress=_Progress(quiet, verbose))
     text = report.to_json()
     if output is not None:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(text, encoding="utf-8")
+        write_atomic(output, text)
     typer.echo(text if format_ == "json" else render_text(report), nl=False)
-    if report.validation.status == "failed":
-        raise typer.Exit(1)
+    raise_for_validation(report.validation)
 
 
 def _lift(
@@ -163,6 +183,7 @@ def _lift(
     precision: PrecisionPolicy,
 ) -> PreparedProgram:
     """The program's einsum graph, sizes and precision policy, as `solar analyze` has them."""
+    from solar.frontends.kit.loader import user_stdout_to_stderr
     from solar.pipeline import AnalyzeOptions, lift_source
 
     options = AnalyzeOptions(
@@ -172,7 +193,8 @@ def _lift(
         validate="off",
         precision=precision,
     )
-    return lift_source(source, options)
+    with user_stdout_to_stderr():  # stdout is the command's table alone
+        return lift_source(source, options)
 
 
 @app.command("bounds")
@@ -292,48 +314,6 @@ def provision(
     typer.echo(f"{'device':<18} {'bound':>12}  meets target")
     for d in inv.devices:
         typer.echo(f"{d.device:<18} {format_time(d.time_s):>12}  {'yes' if d.meets else 'no'}")
-
-
-@app.command("batch")
-def batch(
-    sources: Annotated[str, typer.Argument(help="Directory or glob of model/IR files.")],
-    out: Annotated[Path, typer.Option("--out", help="Directory for reports and summaries.")] = Path(
-        "solar-reports"
-    ),
-    arch: Annotated[list[str] | None, typer.Option("--arch", help="Spec (repeatable).")] = None,
-    precision: Annotated[PrecisionPolicy, typer.Option(help="Precision policy.")] = "default",
-    workers: Annotated[int, typer.Option(help="Parallel worker processes.")] = 2,
-    validate: Annotated[ValidateMode, typer.Option(help="Validation mode.")] = "auto",
-    resume: Annotated[bool, typer.Option(help="Skip files whose report is up to date.")] = False,
-    time_budget: Annotated[float, typer.Option(help="Validation budget per file (s).")] = 60.0,
-) -> None:
-    """Analyse many files in parallel; one report each plus summary.csv/json."""
-    from solar.batch import BatchRow, expand_sources, run_batch
-    from solar.pipeline import AnalyzeOptions
-
-    files = expand_sources(sources)
-    options = AnalyzeOptions(
-        archs=tuple(arch or [DEFAULT_ARCH]),
-        precision=precision,
-        validate=validate,
-        time_budget_s=time_budget,
-    )
-
-    def progress(done: int, total: int, row: BatchRow) -> None:
-        resumed = row.status == "ok" and bool(row.error)
-        status = "ok (resumed)" if resumed else row.status
-        detail = "" if resumed else row.error or ""
-        bar = "#" * int(20 * done / total)
-        echo_err(f"[{bar:<20}] {done}/{total} {status:<17} {row.file} {detail}")
-
-    summary = run_batch(files, options, out, workers=workers, resume=resume, progress=progress)
-    ok = sum(r.status == "ok" for r in summary.rows)
-    typer.echo(
-        f"{ok}/{len(summary.rows)} ok, {summary.failed} failed; "
-        f"summaries: {summary.csv_path} {summary.json_path}"
-    )
-    if summary.failed or any(r.status == "validation-failed" for r in summary.rows):
-        raise typer.Exit(1)
 
 
 @cache_app.command("clear")

@@ -8,24 +8,35 @@ diagnostics and exit codes (see the package docstring).
 from __future__ import annotations
 
 import logging
+import math
 import os
 import sys
 import traceback
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from solar import __version__
-from solar.diagnostics import SolarError, UsageError
+from solar.diagnostics import (
+    ExecutionError,
+    SolarError,
+    UsageError,
+    ValidationMismatchError,
+)
+
+if TYPE_CHECKING:
+    from solar.report import ValidationInfo
 
 __all__ = [
     "app",
     "cache_app",
+    "check_positive",
     "echo_err",
     "ir_app",
     "main",
     "parse_sets",
+    "raise_for_validation",
     "read_text",
     "specs_app",
 ]
@@ -50,17 +61,14 @@ def echo_err(text: str) -> None:
 
 
 def read_text(path: Path) -> str:
-    """The UTF-8 text of ``path``.
+    """The UTF-8 text of ``path`` (`solar.files.read_text`).
 
     Raises:
-        UsageError: E0901 missing file; E0902 unreadable.
+        UsageError: E0901 missing file; E0902 unreadable or not UTF-8 text.
     """
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"no such file: {path}", code="E0901") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise UsageError(f"cannot read {path}: {err}", code="E0902") from None
+    from solar.files import read_text as read
+
+    return read(path)
 
 
 def parse_sets(values: list[str] | None) -> dict[str, int]:
@@ -79,6 +87,40 @@ def parse_sets(values: list[str] | None) -> dict[str, int]:
         except ValueError:
             raise UsageError(f"--set {name}: `{value}` is not an integer", code="E0903") from None
     return out
+
+
+def check_positive(option: str, value: float | None, *, maximum: float = math.inf) -> None:
+    """Reject a numeric option that is not in ``(0, maximum]`` (NaN included).
+
+    Raises:
+        UsageError: E0905.
+    """
+    if value is not None and not 0.0 < value <= maximum:
+        limit = "" if maximum == math.inf else f" and at most {maximum:g}"
+        raise UsageError(f"{option} must be positive{limit}, got {value:g}", code="E0905")
+
+
+def raise_for_validation(validation: ValidationInfo) -> None:
+    """Turn a failed or errored validation into its diagnostic (exit 1).
+
+    Raises:
+        ValidationMismatchError: E0310, the IR's outputs differ from the program's.
+        ExecutionError: E0300, the validation could not run (status ``error``).
+    """
+    notes = (validation.reason,) if validation.reason else ()
+    if validation.status == "failed":
+        raise ValidationMismatchError(
+            f"validation failed ({validation.strategy}): the IR's outputs differ from the "
+            "program's; the bounds are not confirmed",
+            code="E0310",
+            notes=notes,
+        )
+    if validation.status == "error":
+        raise ExecutionError(
+            f"validation could not run ({validation.strategy}): the bounds are not confirmed",
+            code="E0300",
+            notes=notes,
+        )
 
 
 def main() -> None:

@@ -51,11 +51,13 @@ def calibrate(
     quick: Annotated[bool, typer.Option(help="Small, fast measurement.")] = False,
 ) -> None:
     """Measure this machine's bandwidth and matmul throughput; write a measured spec."""
+    from solar.files import prepare_output, write_atomic
     from solar.hw import calibrate_machine, dump_hardware_spec
 
+    prepare_output(output)  # a bad -o fails before the measurement, not after
     echo_err("measuring memory bandwidth and matmul throughput (takes ~10 s) ...")
     spec = calibrate_machine(name=name, quick=quick)
-    output.write_text(dump_hardware_spec(spec), encoding="utf-8")
+    write_atomic(output, dump_hardware_spec(spec))
     echo_err(
         f"wrote {output}: {spec.dram_bandwidth_bytes_per_s / 1e9:.1f} GB/s, "
         + ", ".join(f"{p.value} {v / 1e9:.1f} GFLOP/s" for p, v in spec.vector_flops_per_s.items())

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from solar.cli.app import echo_err, ir_app, parse_sets, read_text
+from solar.cli.app import check_positive, echo_err, ir_app, parse_sets, read_text
 from solar.diagnostics import SolarError
 
 if TYPE_CHECKING:
@@ -66,22 +66,26 @@ def ir_run(
         list[str] | None, typer.Option("--set", help="NAME=VALUE (repeatable).")
     ] = None,
     output: Annotated[
-        Path | None, typer.Option("-o", "--output", help="Write outputs (.npz).")
+        Path | None,
+        typer.Option("-o", "--output", help="Write the outputs to this exact path (.npz format)."),
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed for random inputs.")] = 0,
 ) -> None:
     """Execute IR with the vectorised numpy executor."""
     import numpy as np
 
-    from solar.frontends import load_npz
+    from solar.files import atomic_output, load_npz, prepare_output
     from solar.ir import resolve_sizes
     from solar.validate import execute_program, random_inputs
 
     program = _load_checked(file)
     sizes = parse_sets(set_)
+    if output is not None:
+        prepare_output(output)
     if inputs is not None:
         data = load_npz(inputs)
     else:
+        _check_memory(program, sizes)  # before drawing the inputs, not after
         data = random_inputs(program, resolve_sizes(program, sizes), np.random.default_rng(seed))
     outs = execute_program(program, data, sizes=sizes)
     for name, arr in outs.items():
@@ -93,8 +97,30 @@ def ir_run(
         )
         typer.echo(f"{name}: {arr.dtype}{list(arr.shape)}  {stats}")
     if output is not None:
-        np.savez(output, **outs)  # type: ignore[arg-type]
+        with atomic_output(output) as fh:  # a file object: numpy adds no `.npz` suffix
+            np.savez(fh, **outs)  # type: ignore[arg-type]
         echo_err(f"wrote {output}")
+
+
+def _check_memory(program: Program, sizes: dict[str, int]) -> None:
+    """E0305 when running ``program`` at ``sizes`` would not fit the executor's budget.
+
+    Raises:
+        ResourceError: E0305.
+    """
+    from solar.diagnostics import ResourceError
+    from solar.validate import estimate_memory_bytes
+    from solar.validate.memory import memory_budget_bytes
+
+    needed, budget = estimate_memory_bytes(program, sizes), memory_budget_bytes()
+    if needed > budget:
+        raise ResourceError(
+            f"executing `{program.name}` needs about {needed / 2**20:,.0f} MiB, over the "
+            f"memory budget of {budget / 2**20:,.0f} MiB",
+            code="E0305",
+            span=program.span,
+            notes=("run it at smaller sizes with --set NAME=VALUE",),
+        )
 
 
 @ir_app.command("validate")
@@ -109,9 +135,10 @@ def ir_validate(
     time_budget: Annotated[float, typer.Option(help="Time budget (s).")] = 60.0,
 ) -> None:
     """Execute IR on reference inputs and compare with reference outputs (exit 1 on mismatch)."""
-    from solar.frontends import load_npz
+    from solar.files import load_npz
     from solar.validate import validate
 
+    check_positive("--time-budget", time_budget)
     program = _load_checked(file)
     data = load_npz(reference)
     outs = {t.name for t in program.tensors if t.role == "output"}

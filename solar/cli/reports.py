@@ -34,19 +34,33 @@ def gate(
     max_regression: Annotated[
         float | None, typer.Option(help="Fail when headroom grows more than PCT percent.")
     ] = None,
+    allow_input_change: Annotated[
+        bool,
+        typer.Option(
+            help="Accept a baseline analysed from another version of the input file "
+            "(program, sizes and architectures must still match)."
+        ),
+    ] = False,
     min_coverage: Annotated[
         float | None, typer.Option(help="Fail when coverage is below PCT percent.")
     ] = None,
     require_validated: Annotated[bool, typer.Option(help="Fail unless validation passed.")] = False,
     summary: Annotated[
         Path | None,
-        typer.Option(help="Write a markdown summary here (default $GITHUB_STEP_SUMMARY)."),
+        typer.Option(help="Append a markdown summary here (default $GITHUB_STEP_SUMMARY)."),
     ] = None,
     junit: Annotated[Path | None, typer.Option(help="Write JUnit XML here.")] = None,
 ) -> None:
-    """Pass or fail a CI job on headroom, regression, coverage and validation."""
+    """Pass or fail a CI job on headroom, regression, coverage and validation.
+
+    The report (and baseline) are checked for schema, version and semantics first; the
+    summary and JUnit files are written before the verdict is printed, so a write
+    error (E0940, E0941) never follows a "gate passed" line.
+    """
+    from solar.files import append_atomic, prepare_output, write_atomic
     from solar.report import (
         GatePolicy,
+        check_policy,
         evaluate_gate,
         load_report,
         render_junit,
@@ -60,20 +74,25 @@ def gate(
         max_regression_pct=max_regression,
         min_coverage_pct=min_coverage,
         require_validated=require_validated,
+        allow_input_change=allow_input_change,
     )
-    base = load_report(baseline) if baseline else None
-    result = evaluate_gate(load_report(report), policy, baseline=base)
-    for c in result.checks:
-        typer.echo(f"{'PASS' if c.passed else 'FAIL'}  {c.name}: {c.detail}")
-    typer.echo(f"gate {'passed' if result.passed else 'FAILED'} for {result.program}")
+    check_policy(policy, with_baseline=baseline is not None)  # before any file is read
     target = summary or (
         Path(os.environ["GITHUB_STEP_SUMMARY"]) if os.environ.get("GITHUB_STEP_SUMMARY") else None
     )
+    for out in (target, junit):
+        if out is not None:
+            prepare_output(out)  # a bad path fails before any work
+    loaded = load_report(report)
+    base = load_report(baseline) if baseline else None
+    result = evaluate_gate(loaded, policy, baseline=base)
     if target is not None:
-        with target.open("a", encoding="utf-8") as fh:
-            fh.write(render_markdown(result))
+        append_atomic(target, render_markdown(result))
     if junit is not None:
-        junit.write_text(render_junit(result), encoding="utf-8")
+        write_atomic(junit, render_junit(result))
+    for c in result.checks:
+        typer.echo(f"{'PASS' if c.passed else 'FAIL'}  {c.name}: {c.detail}")
+    typer.echo(f"gate {'passed' if result.passed else 'FAILED'} for {result.program}")
     if not result.passed:
         raise typer.Exit(1)
 

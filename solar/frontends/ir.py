@@ -10,11 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
-from solar.diagnostics import UsageError
+from solar.files import load_npz, read_text
 from solar.frontends.protocol import (
-    Arrays,
     FrontendOptions,
     FrontendResult,
     Progress,
@@ -25,21 +22,6 @@ from solar.ir import parse_program
 from solar.options import FrontendName
 
 __all__ = ["IRFrontend", "load_npz"]
-
-
-def load_npz(path: Path) -> Arrays:
-    """Every array of an ``.npz`` file, by name.
-
-    Raises:
-        UsageError: E0901 missing file; E0902 not a readable ``.npz``.
-    """
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            return {k: np.asarray(data[k]) for k in data.files}
-    except FileNotFoundError:
-        raise UsageError(f"no such file: {path}", code="E0901") from None
-    except (OSError, ValueError) as err:
-        raise UsageError(f"cannot read {path} as .npz: {err}", code="E0902") from None
 
 
 class IRFrontend:
@@ -62,9 +44,10 @@ class IRFrontend:
 
         Raises:
             IRSyntaxError: the file does not parse.
-            UsageError: the reference file is missing or unreadable (E0901, E0902).
+            UsageError: the IR or reference file is missing or unreadable (E0901, E0902),
+                or the reference is not a valid ``.npz`` archive (E0942).
         """
-        program = parse_program(path.read_text(encoding="utf-8"), filename=str(path))
+        program = parse_program(read_text(path), filename=str(path))
         if options.reference_file is None:
             return FrontendResult(
                 name="ir",

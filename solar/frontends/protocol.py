@@ -13,14 +13,16 @@ Note [Model-file runs]
 ~~~~~~~~~~~~~~~~~~~~~~
 A model file is executed as a *fresh module* whenever the program must be built at
 new sizes or in a new mode: each capture attempt (meta, fake, real), and each halving
-of the reduced-size reference search, because sizes are module constants rebound
-before the entry points run, and a module that ran once may hold state derived from
-them. Where the sizes do not change, one build is reused: the PyTorch frontend builds
-the program for real once for the full-size reference and ``--measure`` (the
-measurer takes the reference's build; timing does not depend on parameter values,
-while the reference must see a pristine one, so it always comes first), the LLM
-frontend builds it once for its reference, its check and ``--measure``, and the JAX
-frontend imports the file once (its capture holds the function and its inputs).
+step of the reduced-size reference search (`solar.frontends.kit.reduced_reference`,
+which starts from the capture already made), because sizes are module constants
+rebound before the entry points run, and a module that ran once may hold state
+derived from them. Where the sizes do not change, one build is reused: the PyTorch
+frontend builds the program for real once for the full-size reference and
+``--measure`` (the measurer takes the reference's build; timing does not depend on
+parameter values, while the reference must see a pristine one, so it always comes
+first), the LLM frontend builds it once for its reference, its check and
+``--measure``, and the JAX frontend imports the file once at full size (its capture
+holds the function and its inputs).
 """
 
 from __future__ import annotations
@@ -110,7 +112,17 @@ class FrontendOptions:
 
 @dataclass(frozen=True, slots=True)
 class ValidationPlan:
-    """What to execute and compare: possibly a re-lowered program at reduced sizes."""
+    """What to execute and compare: possibly a re-lowered program at reduced sizes.
+
+    Attributes:
+        program: the program to execute.
+        inputs: its inputs, parameters and constants by IR name.
+        outputs: the real program's outputs by IR name.
+        strategy: ``full``, or ``reduced-sizes`` when the frontend re-lowered the
+            program at smaller sizes (`solar.frontends.kit.reduced_reference`).
+        description: for ``reduced-sizes``, which sizes were scaled (the report shows it).
+        sizes: the sizes the reference was produced at, for the report.
+    """
 
     program: Program
     inputs: Arrays
@@ -118,7 +130,6 @@ class ValidationPlan:
     strategy: PlanStrategy = "full"
     description: str = ""
     sizes: Mapping[str, int] = field(default_factory=dict)
-    reference_at: Callable[[Mapping[str, int]], tuple[Arrays, Arrays]] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,9 @@ Contract: ``Report -> image file`` (PNG or SVG by suffix). One figure with two
 panels: a log-log roofline (device roofs per precision and memory level, each
 kernel as a point at its arithmetic intensity and bound-limited throughput, the
 measured program as a star) and a horizontal bar chart of the slowest kernels'
-unfused bound times.
+unfused bound times. Names from the report (program, kernels, devices) are drawn
+literally: a ``$`` never starts matplotlib mathtext (`_literal`). The image is written
+atomically (`solar.files.atomic_output`).
 """
 
 from __future__ import annotations
@@ -13,11 +15,24 @@ from pathlib import Path
 from typing import Any
 
 from solar.diagnostics import UsageError
+from solar.files import atomic_output, prepare_output
 from solar.report.schema import ArchBounds, Report
 
 __all__ = ["plot_report"]
 
 _MAX_BARS = 15
+
+
+def _literal(text: str) -> str:
+    r"""``text`` with every ``$`` escaped, so matplotlib draws it instead of parsing math.
+
+    Escaping every dollar leaves matplotlib no unescaped pair, and it turns ``\$`` back
+    into ``$`` when it draws (an existing ``\$`` stays as written).
+
+    >>> _literal("a$b$c")
+    'a\\$b\\$c'
+    """
+    return text.replace("$", r"\$")
 
 
 def _pick_arch(report: Report, arch: str | None) -> ArchBounds:
@@ -36,10 +51,12 @@ def plot_report(report: Report, output: Path, *, arch: str | None = None) -> Pat
     """Draw the roofline and kernel-time charts of ``report`` into ``output``.
 
     Raises:
-        UsageError: unsupported suffix, unknown arch, or matplotlib missing (E0920-E0922).
+        UsageError: unsupported suffix, unknown arch, or matplotlib missing (E0920-E0922);
+            ``output`` is a directory or cannot be written (E0940, E0941).
     """
     if output.suffix.lower() not in (".png", ".svg"):
         raise UsageError(f"plot output must end in .png or .svg, got `{output.name}`", code="E0921")
+    prepare_output(output)  # fail before drawing
     try:
         import matplotlib
 
@@ -53,13 +70,14 @@ def plot_report(report: Report, output: Path, *, arch: str | None = None) -> Pat
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(14, 5.5), width_ratios=(1.2, 1))
     _draw_roofline(ax, report, row)
     _draw_bars(bx, row)
-    fig.suptitle(
-        f"SOLAR — {report.program} on {row.display_name} (precision policy: {row.precision_policy})"
-    )
+    title = f"SOLAR — {report.program} on {row.display_name}"
+    fig.suptitle(_literal(f"{title} (precision policy: {row.precision_policy})"))
     fig.tight_layout()
-    output.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(output, dpi=130)
-    plt.close(fig)
+    try:
+        with atomic_output(output) as fh:
+            fig.savefig(fh, dpi=130, format=output.suffix.lower().lstrip("."))
+    finally:
+        plt.close(fig)
     return output
 
 
@@ -97,7 +115,9 @@ def _draw_roofline(ax: Any, report: Report, row: ArchBounds) -> None:
             np.full_like(xs, peak),
             color=colors[i % len(colors)],
             linewidth=2,
-            label=f"{unit} {peak / 1e12:,.0f} TFLOP/s" + ("" if unit in used else " (unused)"),
+            label=_literal(
+                f"{unit} {peak / 1e12:,.0f} TFLOP/s" + ("" if unit in used else " (unused)")
+            ),
         )
     for k in kernels:
         color = "tab:red" if k.bottleneck == "compute" else "tab:blue"
@@ -112,7 +132,7 @@ def _draw_roofline(ax: Any, report: Report, row: ArchBounds) -> None:
         )
     for k in sorted(kernels, key=lambda k: -k.time_s)[:4]:
         ax.annotate(
-            k.name[:24],
+            _literal(k.name[:24]),
             (k.arithmetic_intensity_flops_per_byte, k.flops / k.time_s),
             fontsize=7,
             xytext=(4, -10),
@@ -144,7 +164,7 @@ def _draw_roofline(ax: Any, report: Report, row: ArchBounds) -> None:
 
 def _draw_bars(bx: Any, row: ArchBounds) -> None:
     top = sorted(row.kernels, key=lambda k: -k.time_s)[:_MAX_BARS][::-1]
-    names = [k.name if len(k.name) <= 32 else k.name[:29] + "..." for k in top]
+    names = [_literal(k.name if len(k.name) <= 32 else k.name[:29] + "...") for k in top]
     times_us = [k.time_s * 1e6 for k in top]
     colors = ["tab:red" if k.bottleneck == "compute" else "tab:blue" for k in top]
     bx.barh(names, times_us, color=colors)

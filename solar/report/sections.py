@@ -92,7 +92,8 @@ def validation_info(
         )
         for o in result.outputs
     )
-    reason_parts = [p for p in (description, result.reason, result.mismatch) if p]
+    parts = (description, result.description, result.reason, result.mismatch)
+    reason_parts = [p for p in parts if p]
     ran = result.strategy or "none"
     if planned_strategy == "reduced-sizes" and ran == "full":
         ran = "reduced-sizes"

@@ -2,8 +2,8 @@
 
 Contract: `ScriptedServer` serves ``POST <base>/chat/completions`` on 127.0.0.1
 (an ephemeral port) from a background thread. Each request pops the next
-`ScriptedResponse` (status, body, headers, delay) and its JSON body is recorded
-in ``requests``; an unscripted request gets HTTP 500 so that a test fails loudly.
+`ScriptedResponse` (status, body, headers, delay, drip) and its JSON body is
+recorded in ``requests``; an unscripted request gets HTTP 500 so that a test fails loudly.
 Real HTTP end to end: the tests drive it through the real `openai` client.
 """
 
@@ -28,12 +28,18 @@ __all__ = [
 
 @dataclass(frozen=True)
 class ScriptedResponse:
-    """One canned HTTP response; ``delay_s`` is waited before answering."""
+    """One canned HTTP response; ``delay_s`` is waited before answering.
+
+    With ``drip_s``, the body is sent ``drip_bytes`` at a time, ``drip_s`` apart
+    (a slow-drip server); the headers go out at once.
+    """
 
     status: int = 200
     body: bytes = b"{}"
     headers: tuple[tuple[str, str], ...] = ()
     delay_s: float = 0.0
+    drip_s: float = 0.0
+    drip_bytes: int = 1
 
 
 def chat_reply(
@@ -120,7 +126,14 @@ class ScriptedServer:
                     for name, value in reply.headers:
                         self.send_header(name, value)
                     self.end_headers()
-                    self.wfile.write(reply.body)
+                    if not reply.drip_s:
+                        self.wfile.write(reply.body)
+                        return
+                    for i in range(0, len(reply.body), reply.drip_bytes):
+                        self.wfile.write(reply.body[i : i + reply.drip_bytes])
+                        self.wfile.flush()
+                        if server._stop.wait(reply.drip_s):
+                            return
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout tests)
 

@@ -359,22 +359,28 @@ def test_cache_key_depends_on_source_model_and_shapes() -> None:
     assert cache_key(SOURCE, bigger, model="m") != base
 
 
-def test_corrupt_and_stale_entries_are_misses(server: ScriptedServer, tmp_path: Path) -> None:
+def test_corrupt_and_stale_entries_are_misses(
+    server: ScriptedServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     config = config_for(server.base_url, tmp_path)
     key = cache_key(SOURCE, TASK, model="test-model")
     (tmp_path / "cache").mkdir()
     (tmp_path / "cache" / f"{key}.json").write_text("{not json", encoding="utf-8")
     server.push(chat_reply(fenced(program_text("y0[i] = x0[i] + 2.0"))), chat_reply(GOOD))
-    with pytest.warns(UserWarning, match="corrupt LLM cache entry"):
+    with caplog.at_level("WARNING", logger="solar.frontends.llm"):
         translate_program(SOURCE, config=config, task=TASK)
+    assert "warning[E0612]: ignoring corrupt LLM cache entry" in caplog.text
     assert len(server.requests) == 1
 
     def rejects_addition(program: Program) -> None:
         if " + 2.0" in print_program(program):
             raise ValidationMismatchError("output `y0` differs at index [0]")
 
-    with pytest.warns(UserWarning, match="is rejected now"):
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="solar.frontends.llm"):
         result = translate_program(SOURCE, config=config, task=TASK, check=rejects_addition)
+    assert "warning[E0612]: cached translation" in caplog.text
+    assert "is rejected now" in caplog.text
     assert len(server.requests) == 2
     assert not result.from_cache
     assert result.ir_text == program_text()

@@ -1,5 +1,6 @@
 """The lowering kit every frontend builds on: values, index arithmetic, the lowering
-table, the program builder, the base driver, naming, coverage and the file loader.
+table, the program builder, the base driver, naming, coverage, the file loader and the
+model-file side of the reduced-size reference.
 
 Contract: no torch, no jax. A tracer (``solar.frontends.pytorch``,
 ``solar.frontends.jaxfe``) imports the user's file (`import_model_file`), records a
@@ -38,9 +39,16 @@ from solar.frontends.kit.index import (
     range_guard,
     reshape_map,
 )
-from solar.frontends.kit.loader import UserCode, import_model_file, raised_by_solar, user_frames
+from solar.frontends.kit.loader import (
+    UserCode,
+    import_model_file,
+    module_int_constants,
+    raised_by_solar,
+    user_frames,
+)
 from solar.frontends.kit.lowered import CondRegion, LoweredProgram, UncoveredValue
 from solar.frontends.kit.naming import input_name, output_name, param_name, uncovered_name
+from solar.frontends.kit.resize import Recapture, ReducedReference, reduced_reference
 from solar.frontends.kit.table import LoweringTable, UnsupportedOpError
 from solar.frontends.kit.values import IndexMap, TensorInfo, shape_numel
 
@@ -58,6 +66,8 @@ __all__ = [
     "LoweringTable",
     "Nest",
     "ProgramBuilder",
+    "Recapture",
+    "ReducedReference",
     "TensorInfo",
     "TensorRef",
     "UncoveredOp",
@@ -77,11 +87,13 @@ __all__ = [
     "import_model_file",
     "imul",
     "input_name",
+    "module_int_constants",
     "nest",
     "output_name",
     "param_name",
     "raised_by_solar",
     "range_guard",
+    "reduced_reference",
     "reshape_map",
     "sanitize_name",
     "shape_numel",

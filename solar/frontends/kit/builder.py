@@ -103,11 +103,16 @@ class TensorRef:
 
 
 class KernelBuilder:
-    """Collects the locals and statements of one kernel."""
+    """Collects the locals and statements of one kernel.
 
-    def __init__(self, program: ProgramBuilder, name: str) -> None:
+    ``alias`` builds an alias kernel (`solar.ir.Kernel`): copies into outputs that the
+    real program returns as views or aliases, run by validation, free in the bounds.
+    """
+
+    def __init__(self, program: ProgramBuilder, name: str, *, alias: bool = False) -> None:
         self._program = program
         self.name = name
+        self.alias = alias
         self.locals: list[TensorDecl] = []
         self.body: list[Stmt] = []
         self._var_counts: dict[str, int] = {}
@@ -209,13 +214,14 @@ class ProgramBuilder:
             for t in self._tensors
         ]
 
-    def kernel(self, hint: str) -> KernelBuilder:
-        """Start a kernel; call `finish_kernel` when its body is complete."""
-        return KernelBuilder(self, self.unique(hint))
+    def kernel(self, hint: str, *, alias: bool = False) -> KernelBuilder:
+        """Start a kernel (an alias kernel with ``alias``); call `finish_kernel` when its
+        body is complete."""
+        return KernelBuilder(self, self.unique(hint), alias=alias)
 
     def finish_kernel(self, kb: KernelBuilder) -> None:
         """Append a finished kernel to the program."""
-        self.add_kernel(Kernel(kb.name, tuple(kb.locals), tuple(kb.body)))
+        self.add_kernel(Kernel(kb.name, tuple(kb.locals), tuple(kb.body), alias=kb.alias))
 
     def add_kernel(self, kernel: Kernel) -> None:
         """Append a finished kernel."""

@@ -16,28 +16,34 @@ reference docs or examples (bump `PROMPT_VERSION` to invalidate). The entry
 holds the key material, the accepted IR text and the transcript of attempts,
 written with sorted keys and 2-space indent so that re-recording is
 byte-for-byte stable. Files are written atomically and only inside the cache
-directory; a corrupt entry is ignored with a warning (a miss).
+directory. An entry that is not a regular file (a FIFO, a device), larger than
+`MAX_ENTRY_BYTES`, unreadable or corrupt is a miss, reported by `warn_cache` as a
+``warning[E0612]`` log line (never a Python warning); nothing blocks on it and
+nothing reads it past the cap.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
+import stat
 import tempfile
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, get_args
 
+from solar.frontends.llm.errors import E_CACHE
 from solar.frontends.llm.prompt import PROMPT_VERSION
 from solar.frontends.llm.result import Attempt, attempt_from_json, attempt_to_json
 from solar.frontends.llm.task import TranslationTask
 
 __all__ = [
     "CACHE_FORMAT",
+    "MAX_ENTRY_BYTES",
     "CacheEntry",
     "cache_key",
     "cache_path",
@@ -46,14 +52,23 @@ __all__ = [
     "load_entry",
     "source_sha256",
     "store_entry",
+    "warn_cache",
 ]
 
 CACHE_FORMAT = "solar-llm-cache/1"
+MAX_ENTRY_BYTES = 64 << 20
+"""Entries above this are corrupt: a real one holds a few replies of at most 256 KiB."""
 Producer = Literal["translate_program", "record_cache_entry"]
 
 _PRODUCERS = get_args(Producer)
 _KEY_FILE = re.compile(r"[0-9a-f]{64}\.json\Z")
 _TMP_FILE = re.compile(r"\.tmp-[A-Za-z0-9_]+\.json\Z")
+_log = logging.getLogger(__name__)
+
+
+def warn_cache(message: str) -> None:
+    """Report a cache problem as a ``warning[E0612]: ...`` log line on the SOLAR logger."""
+    _log.warning("warning[%s]: %s", E_CACHE, message)
 
 
 def source_sha256(source: str) -> str:
@@ -130,20 +145,40 @@ def _entry_from_json(data: object, key: str) -> CacheEntry:
     return CacheEntry(key, material, ir_text, transcript, producer)
 
 
-def load_entry(cache_dir: Path, key: str) -> CacheEntry | None:
-    """The entry for ``key``, or ``None`` on a miss (a corrupt file warns and misses)."""
-    path = cache_path(cache_dir, key)
-    try:
-        text = path.read_text(encoding="utf-8")
+def _read_entry_text(path: Path) -> str | None:
+    """The entry's text, ``None`` if missing; bounded and never blocking.
+
+    Raises:
+        OSError, UnicodeDecodeError: unreadable.
+        ValueError: not a regular file, or larger than `MAX_ENTRY_BYTES`.
+    """
+    try:  # O_NONBLOCK: opening a FIFO must not wait for a writer
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         return None
-    except (OSError, UnicodeDecodeError) as err:
-        warnings.warn(f"cannot read LLM cache entry {path}: {err}", stacklevel=2)
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError("not a regular file")
+        data = fh.read(MAX_ENTRY_BYTES + 1)
+    if len(data) > MAX_ENTRY_BYTES:
+        raise ValueError(f"larger than {MAX_ENTRY_BYTES} bytes")
+    return data.decode("utf-8")
+
+
+def load_entry(cache_dir: Path, key: str) -> CacheEntry | None:
+    """The entry for ``key``, or ``None`` on a miss (a bad file is reported by `warn_cache`)."""
+    path = cache_path(cache_dir, key)
+    try:
+        text = _read_entry_text(path)
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        warn_cache(f"ignoring unreadable LLM cache entry {path}: {err}")
+        return None
+    if text is None:
         return None
     try:
         return _entry_from_json(json.loads(text), key)
-    except (ValueError, TypeError, KeyError) as err:
-        warnings.warn(f"ignoring corrupt LLM cache entry {path}: {err}", stacklevel=2)
+    except (ValueError, TypeError, KeyError, RecursionError) as err:
+        warn_cache(f"ignoring corrupt LLM cache entry {path}: {err}")
         return None
 
 

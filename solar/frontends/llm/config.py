@@ -9,6 +9,7 @@ later. The API key is never part of ``repr`` or of a cache key.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,7 @@ from solar.frontends.llm.errors import E_BAD_CONFIG, LLMConfigError
 __all__ = [
     "DEFAULT_BASE_URL",
     "DEFAULT_MAX_REPLY_BYTES",
+    "MAX_TIMEOUT_S",
     "PLACEHOLDER_API_KEY",
     "LLMConfig",
     "default_cache_dir",
@@ -26,6 +28,8 @@ __all__ = [
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_MAX_REPLY_BYTES = 256 * 1024
+MAX_TIMEOUT_S = 7 * 24 * 3600.0
+"""Upper limit of ``timeout_s`` (a week): socket timeouts must fit the platform's clock."""
 PLACEHOLDER_API_KEY = "solar-no-key"
 """Sent when no key is configured: local servers (vLLM, llama.cpp, Ollama) ignore it."""
 
@@ -101,14 +105,17 @@ class LLMConfig:
         problems = []
         if self.max_attempts < 1:
             problems.append(f"max_attempts must be at least 1, got {self.max_attempts}")
-        if not self.timeout_s > 0:
-            problems.append(f"timeout_s must be positive, got {self.timeout_s}")
+        if not 0 < self.timeout_s <= MAX_TIMEOUT_S:
+            problems.append(
+                f"timeout_s must be in (0, {MAX_TIMEOUT_S:g}] seconds, got {self.timeout_s}"
+            )
         if self.max_reply_bytes < 1:
             problems.append(f"max_reply_bytes must be positive, got {self.max_reply_bytes}")
         if self.max_retries < 0:
             problems.append(f"max_retries must be >= 0, got {self.max_retries}")
-        if min(self.backoff_base_s, self.backoff_max_s, self.retry_after_max_s) < 0:
-            problems.append("backoff delays must be >= 0")
+        delays = (self.backoff_base_s, self.backoff_max_s, self.retry_after_max_s)
+        if not all(0 <= d <= MAX_TIMEOUT_S for d in delays):
+            problems.append(f"backoff delays must be in [0, {MAX_TIMEOUT_S:g}] seconds")
         if not 0.0 <= self.temperature <= 2.0:
             problems.append(f"temperature must be in [0, 2], got {self.temperature}")
         if not _is_http_url(self.base_url):
@@ -135,7 +142,10 @@ class LLMConfig:
         3.0
         >>> LLMConfig(model="m", retry_after_max_s=10).backoff_delay_s(0, 99.0)
         10.0
+        >>> LLMConfig(model="m", backoff_base_s=0.5).backoff_delay_s(0, float("nan"))
+        0.5
         """
-        if server_delay_s is not None:
+        if server_delay_s is not None and not math.isnan(server_delay_s):
             return float(min(max(server_delay_s, 0.0), self.retry_after_max_s))
-        return float(min(self.backoff_max_s, self.backoff_base_s * 2.0**retry))
+        # 2**64 s outlasts any cap; a larger exponent would overflow the float
+        return float(min(self.backoff_max_s, self.backoff_base_s * 2.0 ** min(retry, 64)))

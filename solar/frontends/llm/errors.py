@@ -17,11 +17,14 @@ E0608     the program's tensors differ from the task's interface 1
 E0609     invalid configuration or translation task              2
 E0610     a reply larger than the size cap                       1
 E0611     a reply that holds no IR program                       1
+E0612     (warning) a cache entry was ignored or not written     —
 ========  =====================================================  ====
 
 E0608, E0610 and E0611 describe one rejected attempt: their rendering is sent
 back to the model as the next repair turn and recorded in the transcript; the
-run then fails, if at all, with E0605.
+run then fails, if at all, with E0605. E0612 is never raised: it is the code of
+the ``warning[E0612]`` log line for a cache entry that cannot be read, is corrupt
+or no longer accepted (the program is translated again), or cannot be written.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ __all__ = [
     "E_ATTEMPTS_EXHAUSTED",
     "E_AUTH",
     "E_BAD_CONFIG",
+    "E_CACHE",
     "E_HTTP",
     "E_INTERFACE",
     "E_NO_IR",
@@ -62,6 +66,7 @@ E_INTERFACE = "E0608"
 E_BAD_CONFIG = "E0609"
 E_REPLY_TOO_LARGE = "E0610"
 E_NO_IR = "E0611"
+E_CACHE = "E0612"
 
 
 class _LLMRunError(LLMError):

@@ -13,6 +13,21 @@ preference:
    reply (a trailing unclosed fence removed).
 
 ``None`` means the reply holds no IR at all.
+
+Every step is linear in the length of the reply (Note [Linear fence scan]): a
+reply is untrusted and may be up to ``max_reply_bytes`` long.
+
+Note [Linear fence scan]
+~~~~~~~~~~~~~~~~~~~~~~~~
+A fenced block opens on a line ```` ```tag ```` (anything may follow the tag)
+and closes on the next line that is only ```` ``` ```` (blanks around it
+allowed); scanning resumes after the closing line, and an opening line with no
+closing line after it opens nothing. One regular expression over the whole
+reply (``^```tag...\\n(.*?)^```$`` with DOTALL) says the same, but for every
+opening line without a closing line after it the lazy body scans to the end of
+the text: a reply of 30,000 lines of ```` ```alir ```` took minutes. The scan
+below first records, from the end, the next closing line after each line, then
+walks the lines once; each line is matched by an anchored pattern once.
 """
 
 from __future__ import annotations
@@ -24,8 +39,36 @@ __all__ = ["IR_FENCE_TAGS", "extract_ir"]
 IR_FENCE_TAGS = frozenset({"alir", "ir", "solar-ir", "solar", ""})
 
 _THINK = re.compile(r"<think>.*?(</think>|\Z)", re.DOTALL)
-_FENCE = re.compile(r"^[ \t]*```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)^[ \t]*```[ \t]*$", re.M | re.S)
+_OPEN = re.compile(r"[ \t]*```[ \t]*([A-Za-z0-9_+-]*)")
+_CLOSE = re.compile(r"[ \t]*```[ \t]*")
 _HEADER = re.compile(r"^[ \t]*solar-ir\b", re.M)
+
+
+def _fenced_blocks(text: str) -> list[tuple[str, str]]:
+    """``(tag, body)`` of every fenced block, in order (Note [Linear fence scan]).
+
+    >>> _fenced_blocks("a\\n```alir\\nx\\n```\\n```\\n")
+    [('alir', 'x\\n')]
+    >>> _fenced_blocks("```py\\n```ir\\nbody\\n```")
+    [('py', '```ir\\nbody\\n')]
+    """
+    lines = text.split("\n")
+    n = len(lines)
+    next_close: list[int] = [n] * (n + 1)  # n: no closing line at or after i
+    for i in range(n - 1, -1, -1):
+        next_close[i] = i if _CLOSE.fullmatch(lines[i]) else next_close[i + 1]
+    blocks: list[tuple[str, str]] = []
+    i = 0
+    while i < n - 1:  # an opening line needs the newline that ends it
+        opening = _OPEN.match(lines[i])
+        close = next_close[i + 1]
+        if opening is None or close == n:
+            i += 1
+            continue
+        body = "".join(line + "\n" for line in lines[i + 1 : close])
+        blocks.append((opening.group(1).lower(), body))
+        i = close + 1
+    return blocks
 
 
 def extract_ir(reply: str) -> str | None:
@@ -39,11 +82,7 @@ def extract_ir(reply: str) -> str | None:
     True
     """
     text = _THINK.sub("", reply)
-    blocks: list[tuple[str, str]] = [
-        (m.group(1).lower(), m.group(2))
-        for m in _FENCE.finditer(text)
-        if m.group(1).lower() in IR_FENCE_TAGS
-    ]
+    blocks = [(tag, body) for tag, body in _fenced_blocks(text) if tag in IR_FENCE_TAGS]
     with_header = [body for _tag, body in blocks if _HEADER.search(body)]
     if with_header:
         return with_header[-1]

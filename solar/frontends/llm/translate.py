@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import logging
 import textwrap
-import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -38,6 +37,7 @@ from solar.frontends.llm.cache import (
     key_material,
     load_entry,
     store_entry,
+    warn_cache,
 )
 from solar.frontends.llm.config import DEFAULT_MAX_REPLY_BYTES, LLMConfig
 from solar.frontends.llm.errors import (
@@ -199,10 +199,9 @@ def _from_cache(
     try:
         program = accept_ir(entry.ir_text, task, check, filename=str(path))
     except SolarError as err:
-        warnings.warn(
+        warn_cache(
             f"cached translation {path} is rejected now ({err.code}: {err.message}); "
-            "translating again",
-            stacklevel=3,
+            "translating again"
         )
         return None
     _log.info("LLM cache hit %s", path)
@@ -261,7 +260,7 @@ def translate_program(
     try:
         path = store_entry(config.cache_dir, entry)
     except OSError as err:
-        warnings.warn(f"cannot write the LLM cache entry: {err}", stacklevel=2)
+        warn_cache(f"cannot write the LLM cache entry: {err}")
         path = None
     return TranslationResult(ir_text, program, attempts, False, key, path, config.model)
 

@@ -7,21 +7,38 @@ only HTTP 429 is retried, with the deterministic delays of
 delay is recorded in the result. The response body is streamed and read only
 up to `LLMConfig.max_body_bytes`; a larger body, or message text over
 ``max_reply_bytes``, comes back as ``Completion(too_large=True)`` instead of
-being held in memory. The reply is returned as text and nothing else is done
-with it here.
+being held in memory. The body must arrive within ``timeout_s`` of the
+request's start, however slowly it drips (Note [Total deadline]). The reply is
+returned as text and nothing else is done with it here.
 
 Every openai/HTTP exception is mapped to a code (see `errors`); no bare
 ``except Exception``. `openai` (the ``llm`` extra) is imported on first use, so
 the rest of SOLAR (and ``solar cache clear``) works without it.
+
+Note [Total deadline]
+~~~~~~~~~~~~~~~~~~~~~
+The HTTP client's timeout bounds each socket read, not the request: a server
+that sends one byte every few seconds never trips it. Until the headers arrive
+that per-read limit is all there is (the client hides the socket until then).
+From the headers on, `_read_body` enforces the overall deadline
+(request start + ``timeout_s``) twice: it checks the clock after every network
+read (each read is handed over as it arrives, never gathered into 64 KiB
+chunks first), and a timer shuts the connection's socket down at the deadline,
+so that a read blocked on a silent server returns at once instead of after
+another per-read timeout. Either way the request fails with E0604.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import email.utils
 import importlib
 import json
 import logging
+import math
+import socket
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -47,7 +64,6 @@ if TYPE_CHECKING:
 __all__ = ["Completion", "make_client", "request_completion"]
 
 _log = logging.getLogger(__name__)
-_CHUNK_BYTES = 64 * 1024
 _MAX_ERROR_TEXT = 300
 
 
@@ -128,43 +144,109 @@ def _short(text: object) -> str:
 
 
 def _server_delay_s(headers: Mapping[str, str]) -> float | None:
-    """Seconds the server asks us to wait (``retry-after-ms`` or ``Retry-After``)."""
+    """Seconds the server asks us to wait (``retry-after-ms`` or ``Retry-After``).
+
+    ``None`` when the server says nothing usable: no header, an unparseable value, or
+    NaN. Infinite, negative and huge values come back as they are; the caller clamps
+    them to ``[0, retry_after_max_s]``.
+
+    >>> _server_delay_s({"retry-after": "nan"}) is None
+    True
+    >>> _server_delay_s({"retry-after": "-5"}), _server_delay_s({"retry-after-ms": "1e400"})
+    (-5.0, inf)
+    """
     ms = headers.get("retry-after-ms")
     if ms is not None:
-        try:
-            return float(ms) / 1000.0
-        except ValueError:
-            pass
+        seconds = _parse_seconds(ms)
+        if seconds is not None:
+            return seconds / 1000.0
     value = headers.get("retry-after")
     if value is None:
         return None
-    try:
-        return float(value)
-    except ValueError:
-        pass
+    seconds = _parse_seconds(value)
+    if seconds is not None:
+        return seconds
     try:
         when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError, IndexError):
         return None
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return (when - datetime.now(UTC)).total_seconds()
 
 
+def _parse_seconds(text: str) -> float | None:
+    """``float(text)`` (``inf`` and negatives included), ``None`` if not a number or NaN."""
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return None if math.isnan(value) else value
+
+
+def _socket_of(response: Any) -> socket.socket | None:
+    """The connection's socket (httpcore's ``network_stream`` extension), if exposed."""
+    stream = getattr(response, "extensions", {}).get("network_stream")
+    sock = stream.get_extra_info("socket") if stream is not None else None
+    return sock if isinstance(sock, socket.socket) else None
+
+
+class _Watchdog:
+    """Shuts a socket down at a deadline, waking a read blocked on it (Note [Total deadline])."""
+
+    def __init__(self, sock: socket.socket | None, deadline: float) -> None:
+        self.fired = False
+        self._sock = sock
+        self._timer: threading.Timer | None = None
+        remaining = deadline - time.monotonic()
+        if sock is not None and 0 < remaining < threading.TIMEOUT_MAX:
+            self._timer = threading.Timer(remaining, self._fire)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _fire(self) -> None:
+        self.fired = True
+        if self._sock is not None:
+            with contextlib.suppress(OSError):  # already closed: the read has ended anyway
+                self._sock.shutdown(socket.SHUT_RDWR)
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+
+
 def _read_body(response: Any, cap: int, deadline: float) -> tuple[bytes, bool]:
-    """Read at most ``cap`` bytes; ``(body, too_large)``. Enforces the overall deadline."""
+    """Read at most ``cap`` bytes; ``(body, too_large)``.
+
+    Raises:
+        _DeadlineError: the body was still arriving at ``deadline`` (Note [Total deadline]).
+    """
+    _oa, http = _modules()
     length = response.headers.get("content-length")
     if length is not None and length.isdigit() and int(length) > cap:
         return b"", True
+    if time.monotonic() > deadline:
+        raise _DeadlineError
+    raw = getattr(response, "http_response", response)
+    watchdog = _Watchdog(_socket_of(raw), deadline)
     chunks: list[bytes] = []
     size = 0
-    for chunk in response.iter_bytes(_CHUNK_BYTES):
-        size += len(chunk)
-        if size > cap:
-            return b"", True
-        chunks.append(chunk)
-        if time.monotonic() > deadline:
-            raise _DeadlineError
+    try:
+        for chunk in raw.iter_bytes():  # each network read, as it arrives
+            size += len(chunk)
+            if size > cap:
+                return b"", True
+            chunks.append(chunk)
+            if time.monotonic() > deadline:
+                raise _DeadlineError
+    except http.TransportError:
+        if watchdog.fired or time.monotonic() > deadline:
+            raise _DeadlineError from None
+        raise
+    finally:
+        watchdog.cancel()
+    if watchdog.fired:  # the shutdown ended the body early: it is incomplete
+        raise _DeadlineError
     return b"".join(chunks), False
 
 

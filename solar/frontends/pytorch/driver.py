@@ -20,7 +20,10 @@ index maps. An in-place op that overwrites every element of a tensor (``add_``,
 temp) that later reads use; scatter-like in-place ops (``index_put_``...) and in-place
 ops on a part of a tensor (``x[:, 0] = v``) write into the existing tensor, as eager
 does, so no untouched element is charged. Inputs/parameters written in place are
-listed in `LoweredProgram.mutated`.
+listed in `LoweredProgram.mutated`. An output that eager returns as a view or alias
+(of an input, a parameter, an intermediate or another output: ``return x.t()``,
+``return y, y``) is written by an alias kernel ``y<k>_copy`` after every other
+kernel: validation runs it, the bounds charge nothing for it.
 
 Error codes: E0510 a tensor has a dtype the IR cannot represent; E0512 the capture
 references an unknown tensor, or an interface name clashes (internal).
@@ -60,6 +63,7 @@ from solar.frontends.pytorch.capture_types import (
     tensor_args,
 )
 from solar.frontends.pytorch.ir_edits import (
+    aliases_last,
     emit_copy,
     prune_unused,
     rename_tensors,
@@ -401,7 +405,9 @@ class _Lowerer(LoweringDriver):
             else:
                 self._copy_out(info, name, rename)
             out_names.append(name)
-        program = prune_unused(rename_tensors(self.pb.build(), rename, role="output"))
+        program = aliases_last(
+            prune_unused(rename_tensors(self.pb.build(), rename, role="output"))
+        )
         kept = {t.name for t in program.tensors}
         cap = self.capture
         return self.lowered(
@@ -415,10 +421,14 @@ class _Lowerer(LoweringDriver):
         )
 
     def _copy_out(self, info: TensorInfo, name: str, rename: dict[str, str]) -> None:
+        """Write an output eager returns as a view or alias: an alias kernel (Note [Alias
+        kernels] in docs/bounds.md), run by validation and free in the bounds."""
         ref = self.pb.tensor("output", info.dtype, info.shape, f"{name}_value")
         rename[ref.name] = name
         self.roles[ref.name] = "output"
-        emit_copy(self.pb, f"{name}_copy", info, TensorInfo(ref, info.shape, info.dtype))
+        emit_copy(
+            self.pb, f"{name}_copy", info, TensorInfo(ref, info.shape, info.dtype), alias=True
+        )
 
     def _kept_names(
         self, tensors: Sequence[NamedTensor], kept: set[str]

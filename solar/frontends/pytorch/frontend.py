@@ -84,6 +84,7 @@ class TorchFrontend:
                 op_fallback=fallback,
                 train=options.train,
                 start=dict(options.sizes),
+                capture=capture,
             )
             return ValidationPlan(
                 red.lowered.program, red.inputs, red.outputs, "reduced-sizes", red.description

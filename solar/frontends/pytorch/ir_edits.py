@@ -31,7 +31,14 @@ from solar.ir import (
 )
 from solar.ir.traversal import accesses, eval_int, resolve_sizes, walk_exprs, walk_stmts
 
-__all__ = ["emit_copy", "map_expr", "prune_unused", "rename_tensors", "splice_program"]
+__all__ = [
+    "aliases_last",
+    "emit_copy",
+    "map_expr",
+    "prune_unused",
+    "rename_tensors",
+    "splice_program",
+]
 
 
 def map_expr(expr: Expr, fn: Callable[[Expr], Expr | None]) -> Expr:
@@ -187,10 +194,34 @@ def _renamer(names: Mapping[str, str]) -> Callable[[str], str]:
     return lambda v: names.get(v, v)
 
 
-def emit_copy(pb: ProgramBuilder, name: str, src: TensorInfo, dst: TensorInfo) -> None:
-    """A kernel ``dst[idx] = src[idx]`` over ``dst``'s shape."""
+def aliases_last(program: Program) -> Program:
+    """``program`` with its alias kernels moved after every other kernel (E0224).
+
+    Only output copies follow the first alias kernel when the driver calls this, and no
+    alias kernel reads what they write, so the order changes no value.
+    """
+    kernels = sorted(program.kernels, key=lambda k: k.alias)
+    if all(a is b for a, b in zip(kernels, program.kernels, strict=True)):
+        return program
+    return dataclasses.replace(program, kernels=tuple(kernels))
+
+
+def emit_copy(
+    pb: ProgramBuilder, name: str, src: TensorInfo, dst: TensorInfo, *, alias: bool = False
+) -> None:
+    """A kernel ``dst[idx] = src[idx]`` over ``dst``'s shape.
+
+    With ``alias`` it is an alias kernel, unless the copy could not be one (a dtype
+    change, or subscripts that read tensors): then it stays a charged copy.
+    """
     kb = pb.kernel(name)
     idx = kb.fresh_vars(dst.rank)
-    body = Assign(LowerCtx.write(dst, idx), LowerCtx.read(src, idx))
+    read = LowerCtx.read(src, idx)
+    body = Assign(LowerCtx.write(dst, idx), read)
+    kb.alias = (
+        alias
+        and src.ref.dtype == dst.ref.dtype
+        and not any(isinstance(e, Access) for i in read.indices for e in walk_exprs(i))
+    )
     kb.emit(*nest(list(zip(idx, dst.shape, strict=True)), [body]))
     pb.finish_kernel(kb)

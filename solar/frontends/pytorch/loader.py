@@ -28,8 +28,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from solar.diagnostics import FrontendError
-from solar.frontends.kit import import_model_file, raised_by_solar, user_frames
+from solar.diagnostics import FrontendError, UsageError
+from solar.frontends.kit import (
+    import_model_file,
+    module_int_constants,
+    raised_by_solar,
+    user_frames,
+)
+from solar.frontends.kit.loader import user_stdout_to_stderr
 
 __all__ = [
     "Instance",
@@ -107,7 +113,8 @@ def user_code(what: str) -> Iterator[None]:
         FrontendError: E0501 with the user traceback's last frames as notes.
     """
     try:
-        yield
+        with user_stdout_to_stderr():  # Note [User output]
+            yield
     except FrontendError:
         raise
     except Exception as err:
@@ -117,11 +124,6 @@ def user_code(what: str) -> Iterator[None]:
         raise FrontendError(
             f"{what} raised {type(err).__name__}", code="E0501", notes=notes
         ) from err
-
-
-def module_int_constants(module: types.ModuleType) -> dict[str, int]:
-    """Public module-level ``int`` constants (the model's sizes)."""
-    return {k: v for k, v in vars(module).items() if type(v) is int and not k.startswith("_")}
 
 
 def _entry_point(module: types.ModuleType, name: str, path: Path) -> Callable[..., Any]:
@@ -147,15 +149,20 @@ def _as_args(value: Any, what: str) -> tuple[Any, ...]:
 
 
 def _load_inputs_file(path: Path) -> tuple[Any, ...]:
-    import numpy as np
+    import pickle
+
     import torch
 
+    from solar.files import load_npz
+
+    if path.suffix == ".npz":
+        try:  # the one .npz reader (empty, corrupt, .npy, pickled: all refused)
+            return tuple(torch.from_numpy(a) for a in load_npz(path).values())
+        except UsageError as err:
+            raise FrontendError(err.message, code="E0507") from err
     try:
-        if path.suffix == ".npz":
-            with np.load(path) as data:
-                return tuple(torch.from_numpy(np.array(data[k])) for k in data.files)
         obj = torch.load(path, weights_only=True)
-    except (OSError, ValueError, RuntimeError) as err:
+    except (OSError, ValueError, RuntimeError, EOFError, pickle.UnpicklingError) as err:
         raise FrontendError(f"cannot read inputs file {path}: {err}", code="E0507") from err
     if isinstance(obj, torch.Tensor):
         return (obj,)

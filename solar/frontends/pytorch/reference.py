@@ -8,23 +8,28 @@ partially covered program, the real outputs of the uncovered calls (the IR's ext
 types are widened to f32 (as the executor stores them).
 
 For programs too large to run for real, `reference_at_reduced_sizes` re-captures the
-model file with its module-level size constants scaled down until the program fits a
-byte budget, and returns the program at those sizes with its reference data.
+model file with its module-level size constants scaled down (the shared search,
+`solar.frontends.kit.reduced_reference`) until `program_bytes` fits a byte budget, and
+returns the program at those sizes with its reference data.
 
 Error codes: E0508 a constant's value was not captured; E0511 no reduced size fits.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
 
 from solar.diagnostics import FrontendError
-from solar.frontends.kit import IR_DTYPES, LoweredProgram
+from solar.frontends.kit import (
+    IR_DTYPES,
+    LoweredProgram,
+    Recapture,
+    ReducedReference,
+    reduced_reference,
+)
 from solar.frontends.pytorch.capture import TorchCapture, capture_program, replay_values
 from solar.frontends.pytorch.driver import lower_capture
 from solar.frontends.pytorch.loader import source_for_file
@@ -36,7 +41,6 @@ __all__ = [
     "program_bytes",
     "reference_at_reduced_sizes",
     "reference_data",
-    "size_candidates",
 ]
 
 Arrays = dict[str, np.ndarray]
@@ -93,81 +97,6 @@ def program_bytes(capture: TorchCapture) -> int:
     return total
 
 
-_SIZE_WORDS = (
-    "batch",
-    "seq",
-    "len",
-    "size",
-    "dim",
-    "height",
-    "width",
-    "hidden",
-    "feature",
-    "channel",
-    "token",
-    "vocab",
-    "embed",
-    "num_",
-    "n_",
-    "ffn",
-    "intermediate",
-)
-_FIXED_WORDS = (
-    "kernel",
-    "stride",
-    "pad",
-    "dilation",
-    "group",
-    "head",
-    "layer",
-    "seed",
-    "window",
-    "scale",
-    "block",
-    "patch",
-)
-_LETTERS = re.compile(r"^[A-Z][0-9]?$|^[bnmkltdhwcse]$")
-_PRIORITY = ("batch", "seq", "len", "token")
-
-
-def size_candidates(sizes: Mapping[str, int]) -> list[str]:
-    """Module constants that look like sizes (> 8), most reducible first.
-
-    >>> size_candidates({"batch_size": 128, "kernel_size": 3, "dim": 4096, "num_heads": 32})
-    ['batch_size', 'dim']
-    """
-    out = []
-    for name, value in sizes.items():
-        low = name.lower()
-        if value <= 8 or any(w in low for w in _FIXED_WORDS):
-            continue
-        if any(w in low for w in _SIZE_WORDS) or _LETTERS.match(name):
-            out.append(name)
-
-    def rank(n: str) -> tuple[int, str]:
-        low = n.lower()
-        hits = [k for k, w in enumerate(_PRIORITY) if w in low]
-        return (hits[0] if hits else len(_PRIORITY), n)
-
-    return sorted(out, key=rank)
-
-
-class ReducedReference(NamedTuple):
-    """A program lowered at reduced sizes with its reference data."""
-
-    lowered: LoweredProgram
-    inputs: Arrays
-    outputs: Arrays
-    description: str
-
-
-def _fmt_bytes(n: int) -> str:
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{n} B"
-
-
 def reference_at_reduced_sizes(
     path: str | Path,
     budget_bytes: int,
@@ -177,12 +106,13 @@ def reference_at_reduced_sizes(
     op_fallback: OpFallback | None = None,
     train: bool = False,
     start: Mapping[str, int] | None = None,
+    capture: TorchCapture | None = None,
 ) -> ReducedReference:
-    """Lower a model file at sizes whose real run fits ``budget_bytes``, with reference data.
+    """Lower a model file at sizes whose real run (`program_bytes`) fits ``budget_bytes``.
 
-    Size constants (see `size_candidates`) are halved, all together when the program
-    still captures, else one at a time, until `program_bytes` fits the budget. ``start``
-    overrides module constants first (the sizes the user asked to analyse).
+    `reduced_reference` over the file's size constants (``path``, ``budget_bytes``,
+    ``start``, ``capture``: as there); ``entry``, ``inputs``, ``train`` say how to
+    capture it and ``op_fallback`` how to lower it.
 
     Returns:
         ``(lowered, inputs, outputs, description)``; the description says which
@@ -192,61 +122,17 @@ def reference_at_reduced_sizes(
         FrontendError: E0511 when no reduction fits; loader/capture errors.
     """
 
-    base = dict(start or {})
-
-    def capture_at(over: dict[str, int]) -> TorchCapture:
-        src = source_for_file(
-            path, entry=entry, inputs=inputs, overrides={**base, **over}, train=train
-        )
+    def capture_with(overrides: Mapping[str, int]) -> TorchCapture:
+        src = source_for_file(path, entry=entry, inputs=inputs, overrides=overrides, train=train)
         return capture_program(src)
 
-    capture = capture_at({})
-    full = program_bytes(capture)
-    original = dict(capture.info.sizes)
-    overrides: dict[str, int] = {}
-    current = full
-    names = size_candidates(original)
-    while current > budget_bytes:
-        step = _reduce_once(capture_at, overrides, names, original)
-        if step is None:
-            raise FrontendError(
-                f"no reduced size of {Path(path).name} fits {_fmt_bytes(budget_bytes)}",
-                code="E0511",
-                notes=(
-                    f"smallest program tried: {_fmt_bytes(current)}",
-                    f"size constants considered: {', '.join(names) or 'none'}",
-                ),
-            )
-        overrides, capture = step
-        current = program_bytes(capture)
-    lowered = lower_capture(capture, op_fallback=op_fallback)
-    ins, outs = reference_data(lowered, capture)
-    if overrides:
-        scaled = ", ".join(f"{k} {original[k]}->{v}" for k, v in sorted(overrides.items()))
-        desc = f"scaled {scaled} (program {_fmt_bytes(full)} -> {_fmt_bytes(current)})"
-    else:
-        desc = f"full size ({_fmt_bytes(full)})"
-    return ReducedReference(lowered, ins, outs, desc)
+    def lowered_reference(cap: TorchCapture) -> tuple[LoweredProgram, Arrays, Arrays]:
+        lowered = lower_capture(cap, op_fallback=op_fallback)
+        return (lowered, *reference_data(lowered, cap))
+
+    recapture = Recapture(capture_with, _sizes, program_bytes, lowered_reference)
+    return reduced_reference(Path(path), recapture, budget_bytes, start=start, capture=capture)
 
 
-def _reduce_once(
-    capture_at: Callable[[dict[str, int]], TorchCapture],
-    overrides: dict[str, int],
-    names: list[str],
-    original: Mapping[str, int],
-) -> tuple[dict[str, int], TorchCapture] | None:
-    """One halving step: all candidates together, else the first single one that works."""
-    live = [n for n in names if overrides.get(n, original[n]) > 8]
-    trials = [live, *([n] for n in live)] if len(live) > 1 else [live]
-    for group in trials:
-        if not group:
-            continue
-        trial = dict(overrides)
-        for n in group:
-            trial[n] = max(1, overrides.get(n, original[n]) // 2)
-        try:
-            cap = capture_at(trial)
-        except FrontendError:
-            continue
-        return trial, cap
-    return None
+def _sizes(capture: TorchCapture) -> Mapping[str, int]:
+    return capture.info.sizes

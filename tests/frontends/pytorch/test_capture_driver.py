@@ -251,9 +251,10 @@ def test_writes_into_empty_buffers_and_slices() -> None:
     assert y0.role == "output"
 
 
-def test_output_aliasing_an_input_is_copied() -> None:
+def test_output_aliasing_an_input_is_an_alias_kernel() -> None:
     low = check_program(lambda x, y: (x, x.t(), y + 1), torch.randn(2, 3), torch.randn(2))
     assert [k.name for k in low.program.kernels] == ["add", "y0_copy", "y1_copy"]
+    assert [k.alias for k in low.program.kernels] == [False, True, True]
 
 
 def test_output_reshape_of_a_temp_is_not_copied() -> None:

@@ -10,7 +10,6 @@ import pytest
 
 from solar.diagnostics import FrontendError
 from solar.frontends.pytorch import lower_capture, reference_data, trace_model_file
-from solar.frontends.pytorch.reference import size_candidates
 from solar.ir import print_program
 
 torch = pytest.importorskip("torch")
@@ -169,20 +168,6 @@ def test_unreadable_inputs_file(tmp_path: Path) -> None:
     with pytest.raises(FrontendError) as info:
         trace_model_file(write(tmp_path, FUNC), entry="scaled_softmax", inputs=bad)
     assert info.value.code == "E0507"
-
-
-def test_size_candidates() -> None:
-    sizes = {
-        "batch_size": 128,
-        "seq_len": 4096,
-        "dim": 64,
-        "kernel_size": 9,
-        "num_heads": 16,
-        "N": 32,
-        "eps_scale": 100,
-        "small_dim": 8,
-    }
-    assert size_candidates(sizes) == ["batch_size", "seq_len", "N", "dim"]
 
 
 def test_module_function_entry_without_file(
