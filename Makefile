@@ -10,8 +10,8 @@ $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	# Pin the CPU wheel first: an unpinned torch can pull a multi-GB CUDA build.
-	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[torch,jax,llm,plot,dev]'
+	$(PY) -m pip install -q torch==2.13.0 torchvision==0.28.0
+	$(PY) -m pip install -q -e '.[torch,jax,llm,plot,zoo,dask,dev]'
 	touch $(STAMP)
 
 venv: $(STAMP)
