@@ -9,8 +9,19 @@ E0902  the file cannot be read as text (a directory, no permission, not UTF-8 te
 E0940  an output path names an existing directory
 E0941  an output cannot be written (no permission, disk full, a parent is not a directory)
 E0942  an ``.npz`` archive is invalid (corrupt, empty, a bare ``.npy`` array, pickled
-       objects, a member that is not an array)
+       objects, a member that is not an array) or declares more than `MAX_NPZ_BYTES` of
+       arrays (an "npz bomb")
+E0943  an input file is larger than its limit (`MAX_TEXT_BYTES` for text)
 =====  ==================================================================================
+
+Note [Guarded reads]: an input path is opened with ``O_NONBLOCK`` (opening a FIFO must
+not wait for a writer) and checked with ``fstat`` on the open descriptor, so the check
+and the read see the same file: anything but a regular file (``/dev/zero``, a FIFO, a
+socket, a directory) is E0902 before a byte is read, and a file over its size limit is
+E0943. At most limit + 1 bytes are ever read. An ``.npz`` archive is checked member by
+member from the ``.npy`` headers (shape and dtype, read from the zip without
+decompressing the data) before any array is allocated: the declared sizes must agree
+with the zip's own sizes and add up to at most `MAX_NPZ_BYTES`.
 
 Note [Atomic outputs]: every file SOLAR writes (reports, ``--save-ir``, plots, JUnit,
 summaries, calibrated specs, ``ir run`` outputs) goes through `atomic_output`, which
@@ -25,6 +36,7 @@ symbolic link is followed, so the link keeps pointing at the new file.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import stat
 import tokenize
@@ -33,20 +45,32 @@ import zipfile
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, BinaryIO
 
 import numpy as np
 
 from solar.diagnostics import UsageError
 
 __all__ = [
+    "MAX_NPZ_BYTES",
+    "MAX_TEXT_BYTES",
     "append_atomic",
     "atomic_output",
+    "check_input",
     "load_npz",
+    "open_input",
     "prepare_output",
     "read_text",
     "write_atomic",
 ]
+
+MAX_TEXT_BYTES = 32 << 20
+"""The largest text input (IR, model file, report, hardware spec): 32 MiB. The largest
+IR SOLAR writes for a model-zoo network is well under 1 MiB; docs/reliability.md has the
+time `solar ir check` takes per MiB."""
+
+MAX_NPZ_BYTES = 8 << 30
+"""The most array data an ``.npz`` archive may declare (8 GiB, decompressed)."""
 
 # What numpy raises for a damaged archive (found by truncating and flipping bytes).
 _NPZ_ERRORS = (
@@ -61,58 +85,171 @@ _NPZ_ERRORS = (
 )
 
 
-def read_text(path: Path) -> str:
-    """The UTF-8 text of ``path``.
+def check_input(path: Path, *, max_bytes: int = MAX_TEXT_BYTES) -> None:
+    """Check that ``path`` is a regular file of at most ``max_bytes``, reading nothing.
 
     Raises:
-        UsageError: E0901 missing file; E0902 unreadable or not UTF-8 text.
+        UsageError: E0901 missing; E0902 a directory or not a regular file; E0943 too large.
     """
     try:
-        return path.read_text(encoding="utf-8")
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise UsageError(f"no such file: {path}", code="E0901") from None
+    except OSError as err:
+        raise UsageError(f"cannot read {path}: {err.strerror or err}", code="E0902") from None
+    _check_stat(path, info, max_bytes)
+
+
+def _check_stat(path: Path, info: os.stat_result, max_bytes: int) -> None:
+    if stat.S_ISDIR(info.st_mode):
+        raise UsageError(f"cannot read {path}: it is a directory", code="E0902")
+    if not stat.S_ISREG(info.st_mode):
+        kind = "a FIFO" if stat.S_ISFIFO(info.st_mode) else "a device or socket"
+        raise UsageError(
+            f"cannot read {path}: it is {kind}, not a regular file", code="E0902"
+        )
+    if info.st_size > max_bytes:
+        raise UsageError(
+            f"cannot read {path}: {info.st_size:,} bytes, over the limit of {max_bytes:,}",
+            code="E0943",
+        )
+
+
+@contextlib.contextmanager
+def open_input(path: Path, *, max_bytes: int = MAX_TEXT_BYTES) -> Iterator[BinaryIO]:
+    """``path`` opened for reading once it is known to be a regular file within its limit.
+
+    Note [Guarded reads] in the module docstring.
+
+    Raises:
+        UsageError: E0901 missing; E0902 not a regular file or unreadable; E0943 too large.
+    """
+    try:  # O_NONBLOCK: opening a FIFO must not wait for a writer
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise UsageError(f"no such file: {path}", code="E0901") from None
     except IsADirectoryError:
         raise UsageError(f"cannot read {path}: it is a directory", code="E0902") from None
+    except OSError as err:
+        raise UsageError(f"cannot read {path}: {err.strerror or err}", code="E0902") from None
+    try:
+        _check_stat(path, os.fstat(fd), max_bytes)
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "rb") as fh:
+        yield fh
+
+
+def read_text(path: Path, *, max_bytes: int = MAX_TEXT_BYTES) -> str:
+    """The UTF-8 text of ``path`` (Note [Guarded reads]).
+
+    Raises:
+        UsageError: E0901 missing file; E0902 unreadable, not a regular file or not UTF-8
+            text; E0943 over ``max_bytes``.
+    """
+    try:
+        with open_input(path, max_bytes=max_bytes) as fh:
+            data = fh.read(max_bytes + 1)
+    except OSError as err:
+        raise UsageError(f"cannot read {path}: {err.strerror or err}", code="E0902") from None
+    if len(data) > max_bytes:  # it grew after the check
+        raise UsageError(f"cannot read {path}: over the limit of {max_bytes:,}", code="E0943")
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError as err:
         raise UsageError(
             f"cannot read {path}: not UTF-8 text (invalid byte at offset {err.start})",
             code="E0902",
         ) from None
-    except OSError as err:
-        raise UsageError(f"cannot read {path}: {err.strerror or err}", code="E0902") from None
 
 
-def load_npz(path: Path) -> dict[str, np.ndarray]:
+def load_npz(path: Path, *, max_bytes: int = MAX_NPZ_BYTES) -> dict[str, np.ndarray]:
     """Every array of an ``.npz`` archive, by name (pickled objects are refused).
 
+    The ``.npy`` headers are checked before any array is read (Note [Guarded reads]).
+
     Raises:
-        UsageError: E0901 missing file; E0902 unreadable; E0942 not a valid archive.
+        UsageError: E0901 missing file; E0902 unreadable or not a regular file; E0942 not
+            a valid archive, or declaring more than ``max_bytes`` of arrays.
     """
-    if not path.exists():
-        raise UsageError(f"no such file: {path}", code="E0901")
-    if path.is_dir():
-        raise UsageError(f"cannot read {path}: it is a directory", code="E0902")
-    try:
-        loaded = np.load(path, allow_pickle=False)
-    except OSError as err:
-        raise UsageError(f"cannot read {path}: {err.strerror or err}", code="E0902") from None
-    except _NPZ_ERRORS as err:
-        raise _bad_npz(path, err) from None
-    if not isinstance(loaded, np.lib.npyio.NpzFile):
-        raise UsageError(
-            f"{path} is a single .npy array, not an .npz archive of named arrays",
-            code="E0942",
-            notes=("write one with numpy.savez(path, name=array, ...)",),
-        )
-    with loaded as data:
+    with open_input(path, max_bytes=2**63 - 1) as fh:
         try:
-            arrays = {k: data[k] for k in data.files}
-        except (OSError, *_NPZ_ERRORS) as err:
+            _check_npz_headers(path, fh, max_bytes)
+            fh.seek(0)
+            loaded = np.load(fh, allow_pickle=False)
+        except OSError as err:
+            raise UsageError(
+                f"cannot read {path}: {err.strerror or err}", code="E0902"
+            ) from None
+        except _NPZ_ERRORS as err:
             raise _bad_npz(path, err) from None
+        if not isinstance(loaded, np.lib.npyio.NpzFile):
+            raise UsageError(
+                f"{path} is a single .npy array, not an .npz archive of named arrays",
+                code="E0942",
+                notes=("write one with numpy.savez(path, name=array, ...)",),
+            )
+        with loaded as data:
+            try:
+                arrays = {k: data[k] for k in data.files}
+            except (OSError, *_NPZ_ERRORS) as err:
+                raise _bad_npz(path, err) from None
     for name, value in arrays.items():
         if not isinstance(value, np.ndarray):
             raise UsageError(f"{path}: member `{name}` is not a .npy array", code="E0942")
     return arrays
+
+
+def _check_npz_headers(path: Path, fh: BinaryIO, max_bytes: int) -> None:
+    """Refuse an archive whose members declare more than ``max_bytes`` of data.
+
+    Only the zip directory and each member's ``.npy`` header (at most a few KiB,
+    decompressed on demand) are read. A file that is not a zip is left to `np.load`,
+    which tells a bare ``.npy`` from garbage.
+    """
+    if not zipfile.is_zipfile(fh):
+        return
+    fh.seek(0)
+    total = 0
+    with zipfile.ZipFile(fh) as archive:
+        for info in archive.infolist():
+            total += info.file_size  # the zip's own declared (decompressed) size
+            if info.filename.endswith(".npy"):
+                with archive.open(info) as member:
+                    shape, dtype = _npy_header(member)
+                if dtype.hasobject:
+                    raise UsageError(
+                        f"{path}: member `{info.filename}` holds pickled Python objects",
+                        code="E0942",
+                    )
+                declared = math.prod(shape) * dtype.itemsize
+                if declared > info.file_size:
+                    raise UsageError(
+                        f"{path}: member `{info.filename}` declares {declared:,} bytes "
+                        f"of data but holds {info.file_size:,}",
+                        code="E0942",
+                    )
+            if total > max_bytes:
+                raise UsageError(
+                    f"{path} declares {total / 2**30:.1f} GiB of arrays once decompressed, "
+                    f"over the limit of {max_bytes / 2**30:.1f} GiB",
+                    code="E0942",
+                    notes=("an archive this large is refused before anything is allocated",),
+                )
+
+
+def _npy_header(member: IO[bytes]) -> tuple[tuple[int, ...], np.dtype[np.generic]]:
+    fmt = np.lib.format
+    version = fmt.read_magic(member)
+    if version == (1, 0):
+        shape, _, dtype = fmt.read_array_header_1_0(member)
+    elif version == (2, 0):
+        shape, _, dtype = fmt.read_array_header_2_0(member)
+    else:  # 3.0 (utf-8 field names) has no public reader
+        shape, _, dtype = fmt._read_array_header(member, version)  # type: ignore[attr-defined]
+    return tuple(int(d) for d in shape), dtype
 
 
 def _bad_npz(path: Path, err: BaseException) -> UsageError:

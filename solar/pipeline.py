@@ -39,7 +39,7 @@ from solar.bounds import (
 )
 from solar.diagnostics import UsageError, ValidationMismatchError
 from solar.einsum import EinsumGraph, lift_to_einsum
-from solar.files import read_text, write_atomic
+from solar.files import check_input, read_text, write_atomic
 from solar.frontends import (
     FrontendOptions,
     FrontendResult,
@@ -142,11 +142,11 @@ def load_program(
     """Run the frontend ``options.frontend`` (or the one ``auto`` picks) on ``path``.
 
     Raises:
-        UsageError: missing file or optional dependency.
+        UsageError: missing file (E0901), not a regular file (E0902), over
+            `solar.files.MAX_TEXT_BYTES` (E0943), or a missing optional dependency.
         FrontendError, IRSyntaxError, LLMError: the frontend's own diagnostics.
     """
-    if not path.is_file():
-        raise UsageError(f"no such file: {path}", code="E0901")
+    check_input(path)  # a FIFO, a device or a huge file fails here, unread
     frontend = get_frontend(options.frontend, path)
     return frontend.load(
         path, _frontend_options(options), progress=progress or _quiet, check=check_against_reference

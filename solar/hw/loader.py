@@ -34,7 +34,8 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from solar.diagnostics import HardwareSpecError, Span
+from solar.diagnostics import HardwareSpecError, Span, UsageError
+from solar.files import read_text
 from solar.diagnostics import Source as TextSource
 from solar.hw.spec import SANITY_ERROR_TYPE, HardwareSpec
 
@@ -49,6 +50,8 @@ __all__ = [
 
 SPEC_DIR_NAME = "hardware_specs"
 _SENTINEL = "h100_sxm.yaml"
+_MAX_SPEC_BYTES = 1 << 20
+"""A hardware spec is a page of YAML; a larger file is refused unread (E0401)."""
 
 _Loc = Sequence[str | int]
 
@@ -248,16 +251,17 @@ def _load_bundled(key: str) -> HardwareSpec:
 def _load_file(path: Path, mtime_ns: int) -> HardwareSpec:
     # mtime_ns is part of the cache key only: an edited file is read afresh.
     del mtime_ns
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
+    try:  # a FIFO, a device or a huge file is refused unread (Note [Guarded reads])
+        text = read_text(path, max_bytes=_MAX_SPEC_BYTES)
+    except UsageError as err:
+        reason = err.message.removeprefix(f"cannot read {path}: ")
+        if "UTF-8" in reason:
+            raise HardwareSpecError(
+                f"hardware spec file `{path}` is {reason}", code="E0402"
+            ) from None
         raise HardwareSpecError(
-            f"cannot read hardware spec file `{path}`: {err.strerror}", code="E0401"
-        ) from err
-    except UnicodeDecodeError as err:
-        raise HardwareSpecError(
-            f"hardware spec file `{path}` is not UTF-8 text: {err.reason}", code="E0402"
-        ) from err
+            f"cannot read hardware spec file `{path}`: {reason}", code="E0401"
+        ) from None
     return parse_hardware_spec(text, filename=str(path))
 
 

@@ -31,7 +31,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from solar.diagnostics import ReportError
+from solar.diagnostics import ReportError, UsageError
+from solar.files import read_text
 from solar.report.schema import REPORT_SCHEMA_VERSION, ArchBounds, Report
 
 __all__ = ["check_report", "is_violation", "read_report", "recomputed_headroom", "schema_major"]
@@ -66,18 +67,13 @@ def _finite_float(text: str) -> float:
 
 
 def _parse_json(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ReportError(f"no such report: {path}", code="E0701") from None
-    except IsADirectoryError:
-        raise ReportError(f"cannot read report {path}: it is a directory", code="E0701") from None
-    except UnicodeDecodeError:
-        raise ReportError(f"cannot read report {path}: not UTF-8 text", code="E0701") from None
-    except OSError as err:
-        raise ReportError(
-            f"cannot read report {path}: {err.strerror or err}", code="E0701"
-        ) from None
+    try:  # a FIFO, a device or a file over 32 MiB is refused unread (Note [Guarded reads])
+        text = read_text(path)
+    except UsageError as err:
+        if err.code == "E0901":
+            raise ReportError(f"no such report: {path}", code="E0701") from None
+        reason = err.message.removeprefix(f"cannot read {path}: ")
+        raise ReportError(f"cannot read report {path}: {reason}", code="E0701") from None
     try:
         return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
     except json.JSONDecodeError as err:

@@ -153,8 +153,12 @@ def _load_inputs_file(path: Path) -> tuple[Any, ...]:
 
     import torch
 
-    from solar.files import load_npz
+    from solar.files import MAX_NPZ_BYTES, check_input, load_npz
 
+    try:  # a FIFO or a device is refused unread; a .pt is stored, not compressed
+        check_input(path, max_bytes=MAX_NPZ_BYTES)
+    except UsageError as err:
+        raise FrontendError(err.message, code="E0507") from err
     if path.suffix == ".npz":
         try:  # the one .npz reader (empty, corrupt, .npy, pickled: all refused)
             return tuple(torch.from_numpy(a) for a in load_npz(path).values())
