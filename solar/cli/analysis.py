@@ -20,6 +20,7 @@ from solar.cli.app import (
     parse_sets,
     raise_for_validation,
 )
+from solar.guard import DEFAULT_TIME_LIMIT_S
 from solar.options import (
     BOUND_MODEL_NAMES,
     DEFAULT_ARCH,
@@ -33,6 +34,7 @@ from solar.options import (
 
 if TYPE_CHECKING:
     from solar.bounds import PlatformRow
+    from solar.report import Report
     from solar.frontends.llm import LLMConfig
     from solar.pipeline import PreparedProgram
 
@@ -40,6 +42,9 @@ __all__ = ["analyze", "bounds", "cache_clear", "compare", "provision"]
 
 MAX_MEASURED_MS = 1e9
 """``--measured-ms`` above this (11.6 days) is a typo; it would overflow headroom ratios."""
+
+MAX_TIME_LIMIT_S = 7 * 86400.0
+"""``--time-limit`` at most a week (a larger one is a typo, and overflows timers)."""
 
 
 def _llm_config(
@@ -130,19 +135,28 @@ def analyze(
     no_cache: Annotated[bool, typer.Option(help="Do not read the LLM cache.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="All progress output.")] = False,
+    time_limit: Annotated[
+        float,
+        typer.Option(help="Stop the analysis after this many seconds (E0950, exit 1)."),
+    ] = DEFAULT_TIME_LIMIT_S,
 ) -> None:
     """Analyse a program: frontend → validate → bounds → report.
 
+    The user's program runs under `solar.guard.run_guarded` (Note [Guarded run]): a
+    time limit, and a process of its own, so that ``sys.exit``, ``os._exit``, a
+    segfault or an endless loop in the model end in a diagnostic (E0530-E0532, E0950).
     Exit 1 when validation failed or could not run (E0310, E0300), after the report
     is written and shown.
     """
     from solar.files import prepare_output, write_atomic
     from solar.frontends.kit.loader import user_stdout_to_stderr
+    from solar.guard import run_guarded
     from solar.pipeline import AnalyzeOptions
     from solar.pipeline import analyze as run_analyze
     from solar.report import render_text
 
     check_positive("--time-budget", time_budget)
+    check_positive("--time-limit", time_limit, maximum=MAX_TIME_LIMIT_S)
     check_positive("--measured-ms", measured_ms, maximum=MAX_MEASURED_MS)
     for path in (output, save_ir):
         if path is not None:
@@ -166,8 +180,13 @@ def analyze(
         save_ir=save_ir,
         llm=_llm_config(model, temperature, max_attempts, timeout, cache_dir, no_cache),
     )
-    with user_stdout_to_stderr():  # stdout is the report's alone (Note [User output])
-        report = run_analyze(source, options, progress=_Progress(quiet, verbose))
+    progress = _Progress(quiet, verbose)
+
+    def work() -> Report:
+        with user_stdout_to_stderr():  # stdout is the report's alone (Note [User output])
+            return run_analyze(source, options, progress=progress)
+
+    report = run_guarded(work, time_limit_s=time_limit)
     text = report.to_json()
     if output is not None:
         write_atomic(output, text)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import signal
 import sys
 import traceback
 from pathlib import Path
@@ -24,6 +25,7 @@ from solar.diagnostics import (
     UsageError,
     ValidationMismatchError,
 )
+from solar.guard import InternalError, InterruptedRunError
 
 if TYPE_CHECKING:
     from solar.report import ValidationInfo
@@ -146,9 +148,15 @@ def main() -> None:
     except typer.Abort:
         echo_err("aborted")
         sys.exit(2)
-    except KeyboardInterrupt:
-        echo_err("interrupted")
+    except KeyboardInterrupt:  # Ctrl-C outside the guarded run of the user's program
+        echo_err(InterruptedRunError(signal.SIGINT).render())
         sys.exit(130)
+    except InternalError as err:  # a bug in SOLAR, raised in the guarded run's child
+        echo_err(f"error[E0999]: internal error: {err.kind}: {err}")
+        echo_err("  = note: this is a bug in SOLAR; set SOLAR_DEBUG=1 to see the traceback")
+        if os.environ.get("SOLAR_DEBUG"):
+            echo_err(err.traceback_text)
+        sys.exit(2)
     except Exception as err:  # noqa: BLE001 — the one boundary: anything unexpected -> exit 2
         show = getattr(err, "show", None)
         if callable(show) and hasattr(err, "exit_code"):  # click/typer usage errors

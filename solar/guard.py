@@ -1,0 +1,400 @@
+"""Run the user's program under guards: a time limit, and a process of its own.
+
+Contract: ``run_guarded(fn, time_limit_s=...) -> fn()``. ``fn`` is the part of a command
+that runs user code (importing the model file, building it, the forward pass, the
+reference run). Whatever the program does, `run_guarded` returns ``fn``'s value or
+raises a `SolarError`; it never lets the program end SOLAR's process silently.
+
+Codes (all exit 1: the program is at fault, except E0951):
+
+=====  ==================================================================================
+E0530  the program ended the process: ``sys.exit(n)``, ``os._exit(n)``, ``exit()``
+E0531  the process running the program was killed by a signal (a segfault in native
+       code, an abort, SIGKILL from the OOM killer)
+E0532  the program raised ``KeyboardInterrupt`` itself (no Ctrl-C was pressed)
+E0950  the program ran past ``--time-limit`` (an endless loop in import or forward)
+E0951  SOLAR was interrupted (SIGINT, SIGTERM, SIGHUP); exit 128 + the signal number
+=====  ==================================================================================
+
+Note [Guarded run]: where it is safe, ``fn`` runs in a forked child process, so a
+segfault, an ``os._exit`` or a kill ends the child and the parent reports it as a
+diagnostic. Forking costs about a millisecond because it happens before torch or jax
+is imported. It is safe only then: their thread pools (and CUDA) do not survive a
+fork. So the child is used when ``os.fork`` exists, this is the main thread and the
+only thread, neither torch, jax nor tensorflow is imported, and stdout and stderr are
+real file descriptors (the child writes progress and the model's prints to them).
+Otherwise (the Python API, tests in one process) ``fn`` runs in this process, where the
+time limit, ``sys.exit`` and ``KeyboardInterrupt`` are still guarded but a segfault or
+``os._exit`` cannot be.
+
+The time limit is enforced twice. In the process running ``fn``, a SIGALRM at the
+limit raises `TimeLimitReachedError` (a ``BaseException``, so a program's ``except
+Exception`` cannot swallow it; it is raised again every second until it gets out)
+between two Python bytecodes, which stops a Python loop with the user's frames as
+notes. A program stuck in native code (or blocking SIGALRM) is killed by the parent
+`GRACE_S` seconds later: SIGKILL to the child's process group, which holds any
+process the program started.
+
+Signals: the child runs in a process group of its own (a model that starts processes
+is killed with them) and dies with the parent (``PR_SET_PDEATHSIG``, Linux). SIGINT,
+SIGTERM and SIGHUP sent to the parent are forwarded to the child; the child stops at
+the next bytecode, or is killed `GRACE_S` seconds later, and the command ends with
+E0951. A ``KeyboardInterrupt`` the program raises without a signal is E0532, not an
+interrupt.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import pickle
+import select
+import signal
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import FrameType
+from typing import Final, TypeVar
+
+from solar.diagnostics import FrontendError, ResourceError, SolarError
+
+__all__ = [
+    "DEFAULT_TIME_LIMIT_S",
+    "GRACE_S",
+    "InterruptedRunError",
+    "InternalError",
+    "TimeLimitReachedError",
+    "fork_is_safe",
+    "run_guarded",
+]
+
+T = TypeVar("T")
+
+DEFAULT_TIME_LIMIT_S: Final = 3600.0
+"""``--time-limit`` by default: an hour, far above any analysis that is not stuck."""
+
+GRACE_S: Final = 5.0
+"""How long after the time limit (or a forwarded signal) the child may take to stop
+before it is killed."""
+
+_UNFORKABLE: Final = ("torch", "jax", "tensorflow")
+_STOP_SIGNALS: Final = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_PR_SET_PDEATHSIG: Final = 1
+_SOLAR_DIR: Final = str(Path(__file__).resolve().parent)
+_SIGNAL_CAUSES: Final = {
+    signal.SIGSEGV: "segmentation fault",
+    signal.SIGBUS: "bus error",
+    signal.SIGFPE: "floating-point exception",
+    signal.SIGILL: "illegal instruction",
+    signal.SIGABRT: "aborted",
+    signal.SIGKILL: "the kernel's OOM killer, or another process",
+}
+
+
+class TimeLimitReachedError(BaseException):  # noqa: N818 - control flow, never shown
+    """Raised by the SIGALRM handler at the time limit (a BaseException on purpose)."""
+
+
+class InterruptedRunError(SolarError):
+    """SOLAR was stopped by a signal (E0951); exits 128 + the signal number."""
+
+    default_code = "E0951"
+
+    def __init__(self, signum: int) -> None:
+        name = signal.Signals(signum).name
+        super().__init__(f"interrupted by {name}; the analysis was stopped", code="E0951")
+        self.args = (signum,)  # so that it pickles (from the child to the parent)
+        self.signum = signum
+        self.exit_code = 128 + signum  # type: ignore[misc]
+
+
+class InternalError(Exception):
+    """A bug in SOLAR raised in the child process, carried to the parent (E0999).
+
+    Attributes:
+        kind: the original exception's type name.
+        traceback_text: its formatted traceback (shown with ``SOLAR_DEBUG=1``).
+    """
+
+    def __init__(self, kind: str, message: str, traceback_text: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.traceback_text = traceback_text
+
+
+def fork_is_safe() -> bool:
+    """True when ``fn`` may run in a forked child (Note [Guarded run])."""
+    if not hasattr(os, "fork") or os.environ.get("SOLAR_NO_FORK"):
+        return False
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    if threading.active_count() != 1 or any(m in sys.modules for m in _UNFORKABLE):
+        return False
+    try:
+        sys.stdout.fileno()
+        sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError
+        return False
+    return True
+
+
+def run_guarded(fn: Callable[[], T], *, time_limit_s: float = DEFAULT_TIME_LIMIT_S) -> T:
+    """``fn()``, guarded (Note [Guarded run]).
+
+    Args:
+        fn: the work that runs user code.
+        time_limit_s: the time limit in seconds.
+
+    Returns:
+        What ``fn`` returns.
+
+    Raises:
+        SolarError: what ``fn`` raises; E0530-E0532, E0950, E0951 as in the module
+            docstring.
+        InternalError: a bug in SOLAR raised in the child process.
+    """
+    if fork_is_safe():
+        return _run_in_child(fn, time_limit_s)
+    return _run_here(fn, time_limit_s)
+
+
+# ------------------------------------------------------------------ in this process
+class _Signals:
+    """Which stop signal arrived while ``fn`` ran (to tell a Ctrl-C from a program's
+    own ``raise KeyboardInterrupt``)."""
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+
+    def handler(self, signum: int, frame: FrameType | None) -> None:
+        del frame
+        self.received = signum
+        raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _guards(time_limit_s: float, signals: _Signals) -> Iterator[None]:
+    """SIGALRM at the time limit and flagged stop signals, where signals can be handled."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def alarm(signum: int, frame: FrameType | None) -> None:
+        del signum, frame
+        raise TimeLimitReachedError
+
+    old = {s: signal.signal(s, signals.handler) for s in _STOP_SIGNALS}
+    old[signal.SIGALRM] = signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, time_limit_s, 1.0)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0.0)
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def _run_here(fn: Callable[[], T], time_limit_s: float) -> T:
+    signals = _Signals()
+    try:
+        with _guards(time_limit_s, signals):
+            return fn()
+    except (TimeLimitReachedError, SystemExit, KeyboardInterrupt) as err:
+        raise _diagnose(err, signals, time_limit_s) from None
+
+
+def _diagnose(err: BaseException, signals: _Signals, time_limit_s: float) -> SolarError:
+    """The diagnostic for a BaseException that got out of the user's program."""
+    frames = _user_frames(err)
+    if isinstance(err, TimeLimitReachedError):
+        return ResourceError(
+            f"the program ran past the time limit of {time_limit_s:g} s and was stopped",
+            code="E0950",
+            notes=(*frames, "raise it with --time-limit SECONDS if the program is just slow"),
+        )
+    if isinstance(err, SystemExit):
+        return FrontendError(
+            f"the program called sys.exit({err.code!r}): a model file must not end the process",
+            code="E0530",
+            notes=frames,
+        )
+    if signals.received is not None:
+        return InterruptedRunError(signals.received)
+    return FrontendError(
+        "the program raised KeyboardInterrupt (no interrupt signal was received)",
+        code="E0532",
+        notes=frames,
+    )
+
+
+def _user_frames(err: BaseException) -> tuple[str, ...]:
+    frames = [
+        f
+        for f in traceback.extract_tb(err.__traceback__)
+        if not f.filename.startswith(_SOLAR_DIR) and "site-packages" not in f.filename
+    ]
+    return tuple(f"at {f.filename}:{f.lineno} in {f.name}: {(f.line or '').strip()}" for f in frames[-3:])
+
+
+# ---------------------------------------------------------------- in a child process
+def _run_in_child(fn: Callable[[], T], time_limit_s: float) -> T:
+    parent = os.getpid()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child; tests/hostile see its effects
+        os.close(read_fd)
+        _child(fn, time_limit_s, write_fd, parent)
+    os.close(write_fd)
+    with contextlib.suppress(OSError):  # the child may already have set it itself
+        os.setpgid(pid, pid)
+    return _parent(pid, read_fd, time_limit_s)
+
+
+def _child(fn: Callable[[], object], time_limit_s: float, write_fd: int, parent: int) -> None:
+    """Run ``fn``, send its outcome down ``write_fd`` and leave (never returns)."""
+    status = 0
+    try:
+        os.setpgid(0, 0)
+        _die_with_parent(parent)
+        signals = _Signals()
+        try:
+            with _guards(time_limit_s, signals):
+                outcome: tuple[object, ...] = ("ok", fn())
+        except SolarError as err:
+            outcome = ("error", _portable(err))
+        except (TimeLimitReachedError, SystemExit, KeyboardInterrupt) as err:
+            outcome = ("error", _portable(_diagnose(err, signals, time_limit_s)))
+        except Exception as err:  # noqa: BLE001 - a SOLAR bug: carried to the parent's E0999
+            text = "".join(traceback.format_exception(err))
+            outcome = ("bug", type(err).__name__, str(err), text)
+        try:
+            payload = pickle.dumps(outcome)
+        except (pickle.PicklingError, TypeError, AttributeError) as err:
+            payload = pickle.dumps(("bug", type(err).__name__, str(err), ""))
+        with os.fdopen(write_fd, "wb") as out:
+            out.write(payload)
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BaseException:  # noqa: BLE001 - whatever happens, the child must not return
+        status = 70
+    finally:
+        os._exit(status)
+
+
+class _RelayedError(SolarError):
+    """A `SolarError` whose own class cannot be rebuilt by pickle, with its code,
+    message, span, notes and exit code."""
+
+
+def _portable(err: SolarError) -> SolarError:
+    """``err``, or a `_RelayedError` like it when ``err`` does not survive pickling."""
+    try:
+        pickle.loads(pickle.dumps(err))  # noqa: S301 - our own object
+    except (pickle.PicklingError, TypeError, AttributeError, ValueError):
+        copy = _RelayedError(err.message, code=err.code, span=err.span, notes=err.notes)
+        copy.exit_code = err.exit_code  # type: ignore[misc]
+        return copy
+    return err
+
+
+def _die_with_parent(parent: int) -> None:
+    """SIGKILL this process when the parent goes away (Linux only)."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(3)
+
+
+class _Forwarder:
+    """Forwards stop signals from the parent to the child's process group."""
+
+    def __init__(self, pgid: int) -> None:
+        self.pgid = pgid
+        self.received: int | None = None
+        self.at = 0.0
+
+    def handler(self, signum: int, frame: FrameType | None) -> None:
+        del frame
+        if self.received is None:
+            self.received, self.at = signum, time.monotonic()
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pgid, signum)
+
+
+def _parent(pid: int, read_fd: int, time_limit_s: float) -> T:  # type: ignore[type-var]
+    forward = _Forwarder(pid)
+    old = {s: signal.signal(s, forward.handler) for s in _STOP_SIGNALS}
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + time_limit_s + GRACE_S
+    timed_out = False
+    try:
+        while True:
+            now = time.monotonic()
+            limit = deadline if forward.received is None else min(deadline, forward.at + GRACE_S)
+            if now >= limit:
+                timed_out = forward.received is None
+                _kill_group(pid)
+                break
+            ready, _, _ = select.select([read_fd], [], [], min(limit - now, 1.0))
+            if ready:
+                data = os.read(read_fd, 1 << 20)
+                if not data:
+                    break
+                chunks.append(data)
+        _, status = os.waitpid(pid, 0)
+        _kill_group(pid)  # anything the program started and left behind
+    finally:
+        os.close(read_fd)
+        for s, h in old.items():
+            signal.signal(s, h)
+    if timed_out:
+        raise ResourceError(
+            f"the program ran past the time limit of {time_limit_s:g} s and did not stop; "
+            "it was killed",
+            code="E0950",
+            notes=("raise it with --time-limit SECONDS if the program is just slow",),
+        )
+    if forward.received is not None:
+        raise InterruptedRunError(forward.received)
+    return _outcome(b"".join(chunks), status)  # type: ignore[no-any-return]
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _outcome(payload: bytes, status: int) -> object:
+    """``fn``'s value from the child's outcome, or the diagnostic for how it ended."""
+    if payload:
+        try:
+            outcome = pickle.loads(payload)  # noqa: S301 - our own child wrote it
+        except (pickle.UnpicklingError, EOFError, AttributeError, ValueError):
+            outcome = None  # cut short: the child died while writing
+        if isinstance(outcome, tuple) and outcome:
+            if outcome[0] == "ok":
+                return outcome[1]
+            if outcome[0] == "error":
+                raise outcome[1]
+            raise InternalError(*outcome[1:])
+    if os.WIFSIGNALED(status):
+        sig = signal.Signals(os.WTERMSIG(status))
+        raise FrontendError(
+            f"the process running the program was killed by {sig.name} "
+            f"({_SIGNAL_CAUSES.get(sig, 'a signal')})",
+            code="E0531",
+            notes=("the error is in native code the program called (or it ran out of memory)",),
+        )
+    code = os.WEXITSTATUS(status)
+    raise FrontendError(
+        f"the program ended the process with exit status {code} before SOLAR finished "
+        "(os._exit in the program?)",
+        code="E0530",
+    )
