@@ -49,9 +49,11 @@ import contextlib
 import ctypes
 import os
 import pickle
+import resource
 import select
 import signal
 import sys
+import sysconfig
 import threading
 import time
 import traceback
@@ -69,6 +71,8 @@ __all__ = [
     "InternalError",
     "TimeLimitReachedError",
     "fork_is_safe",
+    "is_allocation_failure",
+    "memory_budget",
     "run_guarded",
 ]
 
@@ -232,12 +236,19 @@ def _diagnose(err: BaseException, signals: _Signals, time_limit_s: float) -> Sol
 
 
 def _user_frames(err: BaseException) -> tuple[str, ...]:
-    frames = [
-        f
-        for f in traceback.extract_tb(err.__traceback__)
-        if not f.filename.startswith(_SOLAR_DIR) and "site-packages" not in f.filename
-    ]
-    return tuple(f"at {f.filename}:{f.lineno} in {f.name}: {(f.line or '').strip()}" for f in frames[-3:])
+    """The last three frames of ``err``'s traceback in the user's own files (not SOLAR,
+    installed packages or the standard library), as notes."""
+    frames = [f for f in traceback.extract_tb(err.__traceback__) if _is_user_file(f.filename)]
+    return tuple(
+        f"at {f.filename}:{f.lineno} in {f.name}: {(f.line or '').strip()}" for f in frames[-3:]
+    )
+
+
+def _is_user_file(filename: str) -> bool:
+    if filename.startswith(("<", _SOLAR_DIR)) or "site-packages" in filename:
+        return False
+    stdlib = {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib")}
+    return not any(filename.startswith(d) for d in stdlib)
 
 
 # ---------------------------------------------------------------- in a child process
@@ -398,3 +409,67 @@ def _outcome(payload: bytes, status: int) -> object:
         "(os._exit in the program?)",
         code="E0530",
     )
+
+
+# ------------------------------------------------------------------- memory budget
+_ALLOCATION_FAILURES: Final = (
+    "Cannot allocate memory",
+    "can't allocate memory",
+    "Unable to allocate",
+    "out of memory",
+    "std::bad_alloc",
+)
+
+
+@contextlib.contextmanager
+def memory_budget(budget_bytes: int) -> Iterator[bool]:
+    """Let the block allocate at most ``budget_bytes`` more (Linux; elsewhere no limit).
+
+    Note [Memory budget]: the soft ``RLIMIT_DATA`` is set to this process's data size
+    now (``VmData``) plus the budget, and restored when the block ends. Since Linux 4.7
+    it counts every private writable mapping, so an allocation past the budget fails at
+    once (``MemoryError`` in numpy, ``RuntimeError: ... can't allocate memory`` in
+    torch) instead of touching pages until the OOM killer ends the process. The limit
+    is process-wide: use it only around user code that runs alone (building a model).
+
+    Yields:
+        Whether the budget is enforced.
+    """
+    current = _data_bytes()
+    if current is None:
+        yield False
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    want = current + budget_bytes
+    if hard != resource.RLIM_INFINITY:
+        want = min(want, hard)
+    if soft != resource.RLIM_INFINITY and soft <= want:
+        yield True  # already at least as strict
+        return
+    resource.setrlimit(resource.RLIMIT_DATA, (want, hard))
+    try:
+        yield True
+    finally:
+        resource.setrlimit(resource.RLIMIT_DATA, (soft, hard))
+
+
+def _data_bytes() -> int | None:
+    """``VmData`` of this process in bytes (``None`` off Linux)."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("VmData:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def is_allocation_failure(err: BaseException | None) -> bool:
+    """True when ``err`` (or what caused it) is an allocation that failed."""
+    seen = 0
+    while err is not None and seen < 8:
+        if isinstance(err, MemoryError) or any(w in str(err) for w in _ALLOCATION_FAILURES):
+            return True
+        err, seen = err.__cause__, seen + 1
+    return False

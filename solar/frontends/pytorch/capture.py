@@ -14,7 +14,9 @@ they run.
 When fake execution cannot proceed because it needs real values (``.item()``,
 ``nonzero``, data-dependent control flow), the program is re-run with real tensors if
 its inputs and parameters fit `REAL_BUDGET_BYTES`, and the capture says so
-(`CaptureInfo.used_real_values`). Otherwise `FrontendError` E0505.
+(`CaptureInfo.used_real_values`). Otherwise `FrontendError` E0505. The real build is
+itself held to that budget before it allocates (`build_real_within_budget`), so a
+model whose construction needs real values and 40 GB fails at once with E0505.
 
 `replay_values` re-runs the program for real and returns the values the reference
 path needs (constants, outputs of chosen calls), checking that the real run performs
@@ -41,7 +43,14 @@ from solar.frontends.pytorch.capture_types import (
     TorchCapture,
     to_numpy,
 )
-from solar.frontends.pytorch.loader import Instance, ProgramSource, instantiate, user_code
+from solar.frontends.pytorch.loader import (
+    REAL_BUDGET_BYTES,
+    Instance,
+    ProgramSource,
+    build_real_within_budget,
+    instantiate,
+    user_code,
+)
 from solar.frontends.pytorch.meta_mode import MetaBlockedError, MetaMode, dynamo_import_deferred
 
 __all__ = [
@@ -59,8 +68,6 @@ __all__ = [
     "to_numpy",
 ]
 
-REAL_BUDGET_BYTES = 2 << 30
-"""Largest inputs+parameters (bytes) the real-values fallback will allocate."""
 
 _CONSTANT_VALUE_LIMIT = 1 << 24
 """Constants up to this many elements keep their value in the capture."""
@@ -352,7 +359,10 @@ def capture_program(source: ProgramSource, *, real: bool = False) -> TorchCaptur
                     ),
                 ) from err
             reason = f"{type(cause).__name__}: {cause}".splitlines()[0]
-    inst = instantiate(source)
+    if real or source.target is not None:
+        inst = instantiate(source)
+    else:  # the fallback: within the budget (Note [Memory budget] in solar.guard)
+        inst = build_real_within_budget(source)
     return _finish(source, inst, None, reason)
 
 

@@ -38,8 +38,10 @@ from solar.frontends.kit import (
 from solar.frontends.kit.loader import user_stdout_to_stderr
 
 __all__ = [
+    "REAL_BUDGET_BYTES",
     "Instance",
     "ProgramSource",
+    "build_real_within_budget",
     "instantiate",
     "module_int_constants",
     "seed_everything",
@@ -328,8 +330,47 @@ def instantiate(
         if err.code != "E0501" or not real_fallback:
             raise
         # Construction needed real values (e.g. an init that calls .item()): build it
-        # for real and convert. The caller's memory budget check happens later.
-        return _fake_wrap(_build_from_file(source, None), fake_mode)
+        # for real, within the budget, and convert.
+        return _fake_wrap(build_real_within_budget(source), fake_mode)
+
+
+REAL_BUDGET_BYTES = 2 << 30
+"""Largest allocation (bytes) a build with real tensors may make when the fake build
+could not run it: inputs, parameters and whatever the model's own code allocates."""
+
+_BUDGET_SLACK_BYTES = 1 << 30
+"""Allowed on top of `REAL_BUDGET_BYTES` for what the build needs besides tensors
+(imports, thread stacks, allocator arenas)."""
+
+
+def build_real_within_budget(source: ProgramSource) -> Instance:
+    """Build ``source`` with real tensors, failing fast past `REAL_BUDGET_BYTES`.
+
+    The budget is enforced before anything is allocated (Note [Memory budget] in
+    `solar.guard`), so a model whose ``__init__`` or ``get_inputs`` would take 40 GB
+    fails at the allocation instead of exhausting the machine.
+
+    Raises:
+        FrontendError: E0505 over the budget; E0501-E0504, E0507 as `instantiate`.
+    """
+    from solar.guard import is_allocation_failure, memory_budget
+
+    try:
+        with memory_budget(REAL_BUDGET_BYTES + _BUDGET_SLACK_BYTES):
+            return _build_from_file(source, None)
+    except FrontendError as err:
+        if err.code != "E0501" or not is_allocation_failure(err.__cause__):
+            raise
+        raise FrontendError(
+            "building the program with real tensors needs more memory than the "
+            f"{REAL_BUDGET_BYTES / 2**30:.0f} GiB budget",
+            code="E0505",
+            notes=(
+                *err.notes,
+                "fake (allocation-free) construction could not run it, e.g. an `.item()` "
+                "in `__init__`; reduce the sizes in the model file",
+            ),
+        ) from err
 
 
 def source_for_file(
