@@ -60,7 +60,7 @@ import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
-from typing import Final, TypeVar
+from typing import Final, TypeVar, cast
 
 from solar.diagnostics import FrontendError, ResourceError, SolarError
 
@@ -99,7 +99,7 @@ _SIGNAL_CAUSES: Final = {
 }
 
 
-class TimeLimitReachedError(BaseException):  # noqa: N818 - control flow, never shown
+class TimeLimitReachedError(BaseException):
     """Raised by the SIGALRM handler at the time limit (a BaseException on purpose)."""
 
 
@@ -306,7 +306,7 @@ class _RelayedError(SolarError):
 def _portable(err: SolarError) -> SolarError:
     """``err``, or a `_RelayedError` like it when ``err`` does not survive pickling."""
     try:
-        pickle.loads(pickle.dumps(err))  # noqa: S301 - our own object
+        pickle.loads(pickle.dumps(err))
     except (pickle.PicklingError, TypeError, AttributeError, ValueError):
         copy = _RelayedError(err.message, code=err.code, span=err.span, notes=err.notes)
         copy.exit_code = err.exit_code  # type: ignore[misc]
@@ -374,7 +374,7 @@ def _parent(pid: int, read_fd: int, time_limit_s: float) -> T:  # type: ignore[t
         )
     if forward.received is not None:
         raise InterruptedRunError(forward.received)
-    return _outcome(b"".join(chunks), status)  # type: ignore[no-any-return]
+    return cast(T, _outcome(b"".join(chunks), status))
 
 
 def _kill_group(pgid: int) -> None:
@@ -386,7 +386,7 @@ def _outcome(payload: bytes, status: int) -> object:
     """``fn``'s value from the child's outcome, or the diagnostic for how it ended."""
     if payload:
         try:
-            outcome = pickle.loads(payload)  # noqa: S301 - our own child wrote it
+            outcome = pickle.loads(payload)
         except (pickle.UnpicklingError, EOFError, AttributeError, ValueError):
             outcome = None  # cut short: the child died while writing
         if isinstance(outcome, tuple) and outcome:

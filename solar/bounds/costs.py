@@ -15,12 +15,14 @@ by `solar.einsum`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import cast
 
 import numpy as np
 
+from solar.bounds.errors import CountOverflowError
 from solar.einsum import Count, DeferredCount, EinsumGraph, EinsumNode, NodeAccess, WorkClass
 from solar.ir import DType, Expr, Name, linear_form
 from solar.symbolic import SymExpr, compile_exprs
@@ -122,6 +124,7 @@ class CompiledCosts:
 
         Raises:
             IRVerifyError: a size binding is invalid (E0220/E0221).
+            CountOverflowError: a count overflows a float (E0455).
         """
         graph = self.graph
         env = graph.size_env(sizes)
@@ -131,10 +134,24 @@ class CompiledCosts:
             value, ok = d.evaluate(env)
             args.append(value)
             exact = exact and ok
-        values = np.asarray(self._fn(*args), dtype=float).reshape(-1)
+        try:
+            values = np.asarray(self._fn(*args), dtype=float).reshape(-1)
+        except OverflowError:  # an exact integer count past 1.8e308
+            values = np.asarray([math.inf])
+        if not np.isfinite(values).all():
+            raise CountOverflowError(
+                "the program's FLOP or byte counts at these sizes are too large for a 64-bit "
+                "float (over 1.8e308)",
+                notes=(_sizes_note(env),),
+            )
         full = values[self._index] if len(self._index) else np.zeros(0)
         arrays = {name: full[sl] for name, sl in self._slices.items()}
         return CostArrays(sizes=env, exact=exact, **arrays)
+
+
+def _sizes_note(env: Mapping[str, int]) -> str:
+    big = sorted(env.items(), key=lambda kv: -kv[1])[:4]
+    return "largest sizes: " + ", ".join(f"{k}={v}" for k, v in big)
 
 
 def _collect(graph: EinsumGraph) -> dict[str, list[Count]]:

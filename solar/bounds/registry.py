@@ -9,12 +9,13 @@ unfused one, is computed once).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from solar.bounds.cache_aware import cache_aware_bound
 from solar.bounds.costs import CompiledCosts, as_compiled
-from solar.bounds.errors import BoundError
+from solar.bounds.errors import BoundError, CountOverflowError
 from solar.bounds.fused import fused_bound
 from solar.bounds.precision import PrecisionPolicy, check_policy
 from solar.bounds.roofline import Bound, BoundModel, CacheState
@@ -94,7 +95,25 @@ def compute_bounds(
     fn = BOUND_MODELS[check_model(model)]
     cache = _check_cache(cache)
     policy = check_policy(precision_policy)
-    return fn(as_compiled(graph), spec, precision_policy=policy, sizes=sizes, cache=cache)
+    bound = fn(as_compiled(graph), spec, precision_policy=policy, sizes=sizes, cache=cache)
+    return _finite(bound)
+
+
+def _finite(bound: Bound) -> Bound:
+    """``bound``, once every figure in it is known finite (E0455 otherwise).
+
+    Counts are checked as they are evaluated; this catches a sum or a product of
+    finite terms that overflows, so that ``inf`` or ``nan`` is never reported as a bound.
+    """
+    figures = [bound.time_s, bound.compute_time_s, bound.memory_time_s, bound.dram_bytes,
+               bound.l2_bytes, bound.flops, *bound.flops_by_pipe.values(),
+               *bound.compute_time_s_by_pipe.values()]
+    if all(math.isfinite(x) for x in figures):
+        return bound
+    raise CountOverflowError(
+        f"the {bound.model} bound on {bound.device} overflows a 64-bit float at these sizes",
+        notes=("the program's FLOP or byte counts are too large (over 1.8e308 in total)",),
+    )
 
 
 def compute_bound_set(
@@ -140,4 +159,4 @@ def compute_bound_set(
         else:
             out.append(BOUND_MODELS[model](compiled, spec, precision_policy=policy, sizes=sizes,
                                            cache=cache))
-    return tuple(out)
+    return tuple(_finite(b) for b in out)

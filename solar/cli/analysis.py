@@ -34,9 +34,9 @@ from solar.options import (
 
 if TYPE_CHECKING:
     from solar.bounds import PlatformRow
-    from solar.report import Report
     from solar.frontends.llm import LLMConfig
     from solar.pipeline import PreparedProgram
+    from solar.report import Report
 
 __all__ = ["analyze", "bounds", "cache_clear", "compare", "provision"]
 

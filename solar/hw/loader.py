@@ -35,8 +35,8 @@ import yaml
 from pydantic import ValidationError
 
 from solar.diagnostics import HardwareSpecError, Span, UsageError
-from solar.files import read_text
 from solar.diagnostics import Source as TextSource
+from solar.files import read_text
 from solar.hw.spec import SANITY_ERROR_TYPE, HardwareSpec
 
 __all__ = [

@@ -20,7 +20,11 @@ def format_time(seconds: float) -> str:
 
     >>> format_time(2.05e-3)
     '2.050 ms'
+    >>> format_time(9.76e280)
+    '9.760e+280 s'
     """
+    if seconds >= 1e6:  # 11.6 days: digits past this say nothing
+        return f"{seconds:.3e} s"
     if seconds >= 1.0:
         return f"{seconds:.3f} s"
     if seconds >= 1e-3:
@@ -28,6 +32,15 @@ def format_time(seconds: float) -> str:
     if seconds >= 1e-6:
         return f"{seconds * 1e6:.3f} µs"
     return f"{seconds * 1e9:.1f} ns"
+
+
+def _intensity(flops_per_byte: float) -> str:
+    """FLOPs per byte in at most 8 characters (``inf`` when no byte moves).
+
+    >>> _intensity(10.66), _intensity(1.968e279)
+    ('10.7', '1.97e+279')
+    """
+    return f"{flops_per_byte:.1f}" if flops_per_byte < 1e7 else f"{flops_per_byte:.3g}"
 
 
 def _scaled(value: float, unit: str) -> str:
@@ -83,7 +96,7 @@ def _arch_block(arch: ArchBounds) -> list[str]:
         lines.append(
             f"  {b.model:<12} {format_time(b.time_s):>12} {format_time(b.compute_time_s):>12} "
             f"{format_time(b.memory_time_s):>12} {format_bytes(b.dram_bytes):>11} "
-            f"{b.arithmetic_intensity_flops_per_byte:>8.1f}  {b.bottleneck}"
+            f"{_intensity(b.arithmetic_intensity_flops_per_byte):>8}  {b.bottleneck}"
         )
     for h in arch.headroom:
         flag = "  <-- VIOLATION: bound above measured time" if h.violation else ""
