@@ -68,6 +68,7 @@ from solar.batch.job import (
     rows_from_report,
 )
 from solar.diagnostics import HardwareSpecError
+from solar.files import write_atomic
 
 __all__ = ["POLL_S", "output_name", "run_file"]
 
@@ -160,8 +161,10 @@ def run_file(
         ended = _supervise(path, options, paths, stop)
     except OSError as err:
         return failure_rows(file, options.archs, "error", f"cannot run the analysis: {err}")
-    finally:
+    finally:  # what a killed worker left: its temporary report (Note [Atomic outputs])
         paths.report_tmp.unlink(missing_ok=True)
+        for stale in paths.report.parent.glob(f".{paths.report.name}.*.tmp"):
+            stale.unlink(missing_ok=True)
     outcome = _outcome(path, options, paths, ended)
     if outcome.status in ("ok", "validation-failed") and ended.result is not None:
         _store_record(paths, key, str(ended.result.get("report_sha256")), outcome.rows)
@@ -184,7 +187,7 @@ def _supervise(
             "parent_pid": os.getpid(),
             "max_rss_bytes": max_rss_kib * 1024 if max_rss_kib is not None else None,
         }
-        job_path.write_text(json.dumps(job), encoding="utf-8")
+        write_atomic(job_path, json.dumps(job))
         start = time.monotonic()
         deadline = start + options.timeout_s if options.timeout_s is not None else float("inf")
         with paths.log.open("wb") as log:
@@ -383,10 +386,7 @@ def _store_record(paths: _Paths, key: str, report_sha256: str, rows: tuple[Batch
         "report_sha256": report_sha256,
         "rows": [asdict(r) for r in rows],
     }
-    paths.record.parent.mkdir(parents=True, exist_ok=True)
-    tmp = paths.record.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, paths.record)
+    write_atomic(paths.record, json.dumps(record, indent=2, sort_keys=True) + "\n")
 
 
 def _load_record(paths: _Paths, key: str, file: str) -> FileResult | None:

@@ -36,6 +36,8 @@ import sys
 from pathlib import Path
 from typing import Final
 
+from solar.files import write_atomic
+
 __all__ = ["MAX_FILE_BYTES", "main"]
 
 MAX_FILE_BYTES: Final = 256 << 20
@@ -132,9 +134,7 @@ def _analyse(job: dict[str, object]) -> dict[str, object]:
         text = f"internal error: {type(err).__name__}: {err}"
         return {"status": "error", "error": "error[E0999]: " + _one_line(text)}
     data = report.to_json().encode("utf-8")
-    tmp, final = Path(str(job["report_tmp"])), Path(str(job["report"]))
-    tmp.write_bytes(data)
-    os.replace(tmp, final)
+    write_atomic(Path(str(job["report"])), data)  # Note [Atomic outputs]
     return {"status": "ok", "error": None, "report_sha256": hashlib.sha256(data).hexdigest()}
 
 
@@ -153,9 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     result = _analyse(job)
     result["peak_rss_kib"] = peak_rss_kib()
     sys.stdout.flush()
-    tmp = Path(result_path + ".tmp")
-    tmp.write_text(json.dumps(result), encoding="utf-8")
-    os.replace(tmp, result_path)
+    write_atomic(Path(result_path), json.dumps(result))
     return 0
 
 
