@@ -39,7 +39,7 @@ from solar.bounds import (
 )
 from solar.diagnostics import UsageError, ValidationMismatchError
 from solar.einsum import EinsumGraph, lift_to_einsum
-from solar.files import check_input, read_text, write_atomic
+from solar.files import MAX_IR_BYTES, check_input, read_text, write_atomic
 from solar.frontends import (
     FrontendOptions,
     FrontendResult,
@@ -242,7 +242,8 @@ def prepare_program(
     program, reference, notes = front.program, front.reference, (*front.notes, *_xla_notes(front))
     # hand-written IR replaces a traced program (offered for PyTorch sources)
     if options.ir_file is not None and front.name == "torch":
-        program = parse_program(read_text(options.ir_file), filename=str(options.ir_file))
+        text = read_text(options.ir_file, max_bytes=MAX_IR_BYTES)
+        program = parse_program(text, filename=str(options.ir_file))
         notes = (*notes, f"bounds computed from hand-written IR {options.ir_file}")
         reference = _reference_for(program, front.reference)
     verify_program(program)

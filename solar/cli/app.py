@@ -62,15 +62,17 @@ def echo_err(text: str) -> None:
     typer.echo(text, err=True)
 
 
-def read_text(path: Path) -> str:
+def read_text(path: Path, *, max_bytes: int | None = None) -> str:
     """The UTF-8 text of ``path`` (`solar.files.read_text`).
 
     Raises:
-        UsageError: E0901 missing file; E0902 unreadable or not UTF-8 text.
+        UsageError: E0901 missing file; E0902 unreadable, not a regular file or not
+            UTF-8 text; E0943 over ``max_bytes`` (default `solar.files.MAX_TEXT_BYTES`).
     """
+    from solar.files import MAX_TEXT_BYTES
     from solar.files import read_text as read
 
-    return read(path)
+    return read(path, max_bytes=MAX_TEXT_BYTES if max_bytes is None else max_bytes)
 
 
 def parse_sets(values: list[str] | None) -> dict[str, int]:

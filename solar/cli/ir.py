@@ -9,6 +9,7 @@ import typer
 
 from solar.cli.app import check_positive, echo_err, ir_app, parse_sets, read_text
 from solar.diagnostics import SolarError
+from solar.files import MAX_IR_BYTES
 
 if TYPE_CHECKING:
     from solar.ir import Program
@@ -26,7 +27,8 @@ def ir_check(
     failed = 0
     for path in files:
         try:
-            verify_program(parse_program(read_text(path), filename=str(path)))
+            text = read_text(path, max_bytes=MAX_IR_BYTES)
+            verify_program(parse_program(text, filename=str(path)))
         except SolarError as err:
             if err.exit_code != 1:
                 raise
@@ -45,13 +47,14 @@ def ir_fmt(
     """Print the canonical form of an IR file on stdout."""
     from solar.ir import parse_program, print_program
 
-    typer.echo(print_program(parse_program(read_text(file), filename=str(file))), nl=False)
+    text = read_text(file, max_bytes=MAX_IR_BYTES)
+    typer.echo(print_program(parse_program(text, filename=str(file))), nl=False)
 
 
 def _load_checked(file: Path) -> Program:
     from solar.ir import parse_program, verify_program
 
-    program = parse_program(read_text(file), filename=str(file))
+    program = parse_program(read_text(file, max_bytes=MAX_IR_BYTES), filename=str(file))
     verify_program(program)
     return program
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from solar.files import load_npz, read_text
+from solar.files import MAX_IR_BYTES, load_npz, read_text
 from solar.frontends.protocol import (
     FrontendOptions,
     FrontendResult,
@@ -47,7 +47,7 @@ class IRFrontend:
             UsageError: the IR or reference file is missing or unreadable (E0901, E0902),
                 or the reference is not a valid ``.npz`` archive (E0942).
         """
-        program = parse_program(read_text(path), filename=str(path))
+        program = parse_program(read_text(path, max_bytes=MAX_IR_BYTES), filename=str(path))
         if options.reference_file is None:
             return FrontendResult(
                 name="ir",
