@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import math
+import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -44,6 +45,13 @@ from solar.ir.nodes import (
 __all__ = ["parse_expr", "parse_program"]
 
 MAX_IR_BYTES = 64 * 1024 * 1024
+
+MAX_IR_TOKENS = 1_000_000
+"""The most tokens `parse_program` accepts (E0106): time and memory of parsing and
+verifying grow with the token count (linearly; Lark's parse dominates), so this bounds
+them (the figures are in docs/reliability.md). About 100,000 one-line statements."""
+
+_TOKEN_RE = re.compile(r"[\w.]+|[^\s\w]")
 
 _OPENERS = {"(": ")", "[": "]", "{": "}"}
 _CLOSERS = {v: k for k, v in _OPENERS.items()}
@@ -333,11 +341,35 @@ def _parse(text: str, filename: str) -> tuple[Source, Any]:
         raise IRSyntaxError(
             f"IR text is larger than {MAX_IR_BYTES // (1024 * 1024)} MiB", code="E0106"
         )
+    if _more_tokens_than(text, MAX_IR_TOKENS):
+        raise IRSyntaxError(
+            f"IR text has more than {MAX_IR_TOKENS:,} tokens; SOLAR parses and verifies "
+            "at most that many",
+            code="E0106",
+            notes=(
+                "parsing costs about 0.5 KB of memory and 50 µs per token "
+                "(docs/reliability.md); split the program",
+            ),
+        )
     _check_brackets(source)
     try:
         return source, ir_parser().parse(text)
     except UnexpectedInput as err:
         raise _translate(err, source) from None
+
+
+def _more_tokens_than(text: str, limit: int) -> bool:
+    """Whether ``text`` holds more than ``limit`` tokens (words, numbers, symbols).
+
+    A linear scan that stops at the limit: it over-counts a little (comments, ``+=`` as
+    two), which only makes the check stricter.
+    """
+    if len(text) <= limit:  # every token is at least one character
+        return False
+    for n, _ in enumerate(_TOKEN_RE.finditer(text), 1):
+        if n > limit:
+            return True
+    return False
 
 
 def _too_deep() -> IRSyntaxError:
