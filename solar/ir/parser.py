@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import itertools
 import math
 import re
 from collections.abc import Iterable, Iterator
@@ -366,10 +367,8 @@ def _more_tokens_than(text: str, limit: int) -> bool:
     """
     if len(text) <= limit:  # every token is at least one character
         return False
-    for n, _ in enumerate(_TOKEN_RE.finditer(text), 1):
-        if n > limit:
-            return True
-    return False
+    beyond = itertools.islice(_TOKEN_RE.finditer(text), limit, None)
+    return next(beyond, None) is not None
 
 
 def _too_deep() -> IRSyntaxError:

@@ -120,7 +120,9 @@ def test_read_text_reads_at_most_its_limit(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------- npz archives
-def _npz_with_header(path: Path, shape: tuple[int, ...], payload: bytes, descr: str = "<f4") -> Path:
+def _npz_with_header(
+    path: Path, shape: tuple[int, ...], payload: bytes, descr: str = "<f4"
+) -> Path:
     """An archive whose ``x.npy`` declares ``shape`` and holds ``payload``."""
     header = io.BytesIO()
     np.lib.format.write_array_header_1_0(
