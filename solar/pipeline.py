@@ -147,6 +147,8 @@ def load_program(
         FrontendError, IRSyntaxError, LLMError: the frontend's own diagnostics.
     """
     check_input(path)  # a FIFO, a device or a huge file fails here, unread
+    if options.ir_file is not None:
+        check_input(options.ir_file, max_bytes=MAX_IR_BYTES)
     frontend = get_frontend(options.frontend, path)
     return frontend.load(
         path, _frontend_options(options), progress=progress or _quiet, check=check_against_reference
@@ -238,10 +240,17 @@ def prepare_program(
     Raises:
         IRSyntaxError: the ``--ir`` file does not parse.
         IRVerifyError: the program is malformed or a size binding is invalid.
+        UsageError: ``--ir`` with a frontend other than torch (E0904).
     """
     program, reference, notes = front.program, front.reference, (*front.notes, *_xla_notes(front))
     # hand-written IR replaces a traced program (offered for PyTorch sources)
-    if options.ir_file is not None and front.name == "torch":
+    if options.ir_file is not None and front.name != "torch":
+        raise UsageError(
+            f"--ir replaces the program traced from a PyTorch model file; the {front.name} "
+            "frontend does not take it",
+            code="E0904",
+        )
+    if options.ir_file is not None:
         text = read_text(options.ir_file, max_bytes=MAX_IR_BYTES)
         program = parse_program(text, filename=str(options.ir_file))
         notes = (*notes, f"bounds computed from hand-written IR {options.ir_file}")
