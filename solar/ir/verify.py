@@ -42,7 +42,8 @@ E0218  loop-carried dependence in a plain (non-``seq``) loop: a read sees an ele
 E0219  value kind cannot be stored into the target without a cast (float into an
        integer/bool tensor, non-bool into a bool tensor)
 E0220  (`resolve_sizes`) binding an unknown or derived size
-E0221  a size is not positive
+E0221  a size is not positive, or (`resolve_sizes`, ``--set``) is above 2**63 - 1, the
+       largest index an int64 holds
 E0222  a size is not an integer expression of earlier sizes (or divides by zero)
 E0223  expressions nested too deeply to verify
 E0224  an alias kernel breaks a rule of `solar.ir.aliases`: it must only copy (one
