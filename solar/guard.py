@@ -47,20 +47,23 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import faulthandler
 import os
 import pickle
+import re
 import resource
 import select
 import signal
 import sys
 import sysconfig
+import tempfile
 import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
-from typing import Final, TypeVar, cast
+from typing import IO, Final, TypeVar, cast
 
 from solar.diagnostics import FrontendError, ResourceError, SolarError
 
@@ -257,22 +260,30 @@ def _run_in_child(fn: Callable[[], T], time_limit_s: float) -> T:
     sys.stdout.flush()
     sys.stderr.flush()
     read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - runs in the child; tests/hostile see its effects
-        os.close(read_fd)
-        _child(fn, time_limit_s, write_fd, parent)
-    os.close(write_fd)
-    with contextlib.suppress(OSError):  # the child may already have set it itself
-        os.setpgid(pid, pid)
-    return _parent(pid, read_fd, time_limit_s)
+    # where the child's faulthandler writes its stack on a crash, or just before the kill
+    with tempfile.TemporaryFile() as stacks:
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - runs in the child; tests/hostile see its effects
+            os.close(read_fd)
+            _child(fn, time_limit_s, write_fd, parent, stacks.fileno())
+        os.close(write_fd)
+        with contextlib.suppress(OSError):  # the child may already have set it itself
+            os.setpgid(pid, pid)
+        return _parent(pid, read_fd, time_limit_s, stacks)
 
 
-def _child(fn: Callable[[], object], time_limit_s: float, write_fd: int, parent: int) -> None:
+def _child(
+    fn: Callable[[], object], time_limit_s: float, write_fd: int, parent: int, stacks_fd: int
+) -> None:
     """Run ``fn``, send its outcome down ``write_fd`` and leave (never returns)."""
     status = 0
     try:
         os.setpgid(0, 0)
         _die_with_parent(parent)
+        faulthandler.enable(file=stacks_fd, all_threads=False)
+        faulthandler.dump_traceback_later(
+            time_limit_s + GRACE_S - 1.0, file=stacks_fd, exit=False
+        )
         signals = _Signals()
         try:
             with _guards(time_limit_s, signals):
@@ -339,7 +350,7 @@ class _Forwarder:
             os.killpg(self.pgid, signum)
 
 
-def _parent(pid: int, read_fd: int, time_limit_s: float) -> T:  # type: ignore[type-var]
+def _parent(pid: int, read_fd: int, time_limit_s: float, stacks: IO[bytes]) -> T:  # type: ignore[type-var]
     forward = _Forwarder(pid)
     old = {s: signal.signal(s, forward.handler) for s in _STOP_SIGNALS}
     chunks: list[bytes] = []
@@ -370,11 +381,28 @@ def _parent(pid: int, read_fd: int, time_limit_s: float) -> T:  # type: ignore[t
             f"the program ran past the time limit of {time_limit_s:g} s and did not stop; "
             "it was killed",
             code="E0950",
-            notes=("raise it with --time-limit SECONDS if the program is just slow",),
+            notes=(
+                *_stack_notes(stacks),
+                "raise it with --time-limit SECONDS if the program is just slow",
+            ),
         )
     if forward.received is not None:
         raise InterruptedRunError(forward.received)
-    return cast(T, _outcome(b"".join(chunks), status))
+    return cast(T, _outcome(b"".join(chunks), status, stacks))
+
+
+_FRAME_RE: Final = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<name>\S+)')
+
+
+def _stack_notes(stacks: IO[bytes]) -> tuple[str, ...]:
+    """The innermost user frame of the stack the child's faulthandler wrote, as a note."""
+    stacks.seek(0)
+    text = stacks.read(1 << 20).decode("utf-8", errors="replace")
+    for line in text.splitlines():  # most recent call first
+        m = _FRAME_RE.match(line)
+        if m and _is_user_file(m["file"]):
+            return (f"at {m['file']}:{m['line']} in {m['name']}",)
+    return ()
 
 
 def _kill_group(pgid: int) -> None:
@@ -382,7 +410,7 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
-def _outcome(payload: bytes, status: int) -> object:
+def _outcome(payload: bytes, status: int, stacks: IO[bytes]) -> object:
     """``fn``'s value from the child's outcome, or the diagnostic for how it ended."""
     if payload:
         try:
@@ -401,7 +429,10 @@ def _outcome(payload: bytes, status: int) -> object:
             f"the process running the program was killed by {sig.name} "
             f"({_SIGNAL_CAUSES.get(sig, 'a signal')})",
             code="E0531",
-            notes=("the error is in native code the program called (or it ran out of memory)",),
+            notes=(
+                *_stack_notes(stacks),
+                "the error is in native code the program called (or it ran out of memory)",
+            ),
         )
     code = os.WEXITSTATUS(status)
     raise FrontendError(

@@ -97,7 +97,7 @@ def test_the_child_returns_its_value(tmp_path: Path) -> None:
         ("sys.exit(3)", "E0530", "sys.exit(3)"),
         ("raise SystemExit", "E0530", "sys.exit(None)"),
         ("import ctypes; ctypes.string_at(0)", "E0531", "killed by SIGSEGV (segmentation fault)"),
-        ("os.kill(os.getpid(), 9)", "E0531", "killed by SIGKILL"),
+        ("os.kill(os.getpid(), 9)", "E0531", "killed by SIGKILL"),  # no stack: SIGKILL
         ("os.abort()", "E0531", "killed by SIGABRT"),
         ("raise KeyboardInterrupt", "E0532", "no interrupt signal was received"),
     ],
@@ -109,6 +109,8 @@ def test_how_the_program_ended_is_a_diagnostic(
     assert_diagnostic(r, code, 1)
     assert message in r.err
     assert "Fatal Python error" not in r.err
+    if "os._exit" not in body and "kill" not in body:  # those two leave no stack
+        assert re.search(r"at \S+driver\.py:\d+ in work", r.err), r.err  # the user's line
 
 
 def test_a_solar_error_that_does_not_pickle_keeps_its_code(tmp_path: Path) -> None:
@@ -164,6 +166,7 @@ def test_a_program_deaf_to_the_alarm_is_killed_after_the_grace(tmp_path: Path) -
     elapsed = time.monotonic() - start
     assert_diagnostic(r, "E0950", 1)
     assert "did not stop; it was killed" in r.err
+    assert re.search(r"at \S+driver\.py:\d+ in work", r.err), r.err  # where it was stuck
     assert 1.0 + GRACE_S - 0.5 < elapsed < 1.0 + GRACE_S + 10
 
 
