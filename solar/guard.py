@@ -149,12 +149,16 @@ def fork_is_safe() -> bool:
     return True
 
 
-def run_guarded(fn: Callable[[], T], *, time_limit_s: float = DEFAULT_TIME_LIMIT_S) -> T:
+def run_guarded(
+    fn: Callable[[], T], *, time_limit_s: float = DEFAULT_TIME_LIMIT_S, isolate: bool = True
+) -> T:
     """``fn()``, guarded (Note [Guarded run]).
 
     Args:
         fn: the work that runs user code.
         time_limit_s: the time limit in seconds.
+        isolate: run ``fn`` in a forked child where that is safe (its value must then
+            pickle); ``False`` always runs it in this process.
 
     Returns:
         What ``fn`` returns.
@@ -164,7 +168,7 @@ def run_guarded(fn: Callable[[], T], *, time_limit_s: float = DEFAULT_TIME_LIMIT
             docstring.
         InternalError: a bug in SOLAR raised in the child process.
     """
-    if fork_is_safe():
+    if isolate and fork_is_safe():
         return _run_in_child(fn, time_limit_s)
     return _run_here(fn, time_limit_s)
 

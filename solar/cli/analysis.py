@@ -201,8 +201,13 @@ def _lift(
     entry: str | None,
     precision: PrecisionPolicy,
 ) -> PreparedProgram:
-    """The program's einsum graph, sizes and precision policy, as `solar analyze` has them."""
+    """The program's einsum graph, sizes and precision policy, as `solar analyze` has them.
+
+    The user's program runs under `solar.guard.run_guarded` in this process: the default
+    time limit, and ``sys.exit`` or ``KeyboardInterrupt`` in the model as diagnostics.
+    """
     from solar.frontends.kit.loader import user_stdout_to_stderr
+    from solar.guard import run_guarded
     from solar.pipeline import AnalyzeOptions, lift_source
 
     options = AnalyzeOptions(
@@ -212,8 +217,13 @@ def _lift(
         validate="off",
         precision=precision,
     )
-    with user_stdout_to_stderr():  # stdout is the command's table alone
-        return lift_source(source, options)
+    def work() -> PreparedProgram:
+        with user_stdout_to_stderr():  # stdout is the command's table alone
+            return lift_source(source, options)
+
+    # In this process: a prepared program holds closures that do not pickle, so a
+    # segfault or `os._exit` is not contained here (it is in `solar analyze`).
+    return run_guarded(work, isolate=False)
 
 
 @app.command("bounds")

@@ -325,6 +325,9 @@ def test_in_process_analyze_of_a_model_that_exits(
         path = tmp_path / "m.py"
         path.write_text(MODEL.format(forward=forward))
         assert_diagnostic(run_cli(capsys, "analyze", str(path), "-q"), code, 1)
+        for command in ("bounds", "compare", "provision"):  # guarded in-process
+            extra = ("--target-ms", "1") if command == "provision" else ()
+            assert_diagnostic(run_cli(capsys, command, str(path), *extra), code, 1)
     path.write_text(MODEL.format(forward="while True: pass"))
     r = run_cli(capsys, "analyze", str(path), "-q", "--time-limit", "2")
     assert_diagnostic(r, "E0950", 1)
