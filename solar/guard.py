@@ -360,6 +360,7 @@ def _parent(pid: int, read_fd: int, time_limit_s: float, stacks: IO[bytes]) -> T
     chunks: list[bytes] = []
     deadline = time.monotonic() + time_limit_s + GRACE_S
     timed_out = False
+    status: int | None = None
     try:
         while True:
             now = time.monotonic()
@@ -368,13 +369,18 @@ def _parent(pid: int, read_fd: int, time_limit_s: float, stacks: IO[bytes]) -> T
                 timed_out = forward.received is None
                 _kill_group(pid)
                 break
-            ready, _, _ = select.select([read_fd], [], [], min(limit - now, 1.0))
-            if ready:
-                data = os.read(read_fd, 1 << 20)
-                if not data:
+            if status is not None:  # the child is gone: take what it wrote, then stop
+                if not _read_ready(read_fd, chunks, 0.0):
                     break
-                chunks.append(data)
-        _, status = os.waitpid(pid, 0)
+                continue
+            if _read_ready(read_fd, chunks, min(limit - now, 1.0)) is None:
+                break  # end of file: the child closed its end
+            # a process the program forked may hold the pipe open: watch the child itself
+            done, wait_status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                status = wait_status
+        if status is None:
+            _, status = os.waitpid(pid, 0)
         _kill_group(pid)  # anything the program started and left behind
     finally:
         os.close(read_fd)
@@ -393,6 +399,19 @@ def _parent(pid: int, read_fd: int, time_limit_s: float, stacks: IO[bytes]) -> T
     if forward.received is not None:
         raise InterruptedRunError(forward.received)
     return cast(T, _outcome(b"".join(chunks), status, stacks))
+
+
+def _read_ready(fd: int, chunks: list[bytes], timeout_s: float) -> bool | None:
+    """Read what ``fd`` has within ``timeout_s``: True if data came, False if none,
+    None at end of file."""
+    ready, _, _ = select.select([fd], [], [], timeout_s)
+    if not ready:
+        return False
+    data = os.read(fd, 1 << 20)
+    if not data:
+        return None
+    chunks.append(data)
+    return True
 
 
 _FRAME_RE: Final = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<name>\S+)')

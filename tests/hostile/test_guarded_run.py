@@ -186,6 +186,25 @@ def test_processes_the_program_started_die_with_it(tmp_path: Path) -> None:
     assert not _alive(grandchild)
 
 
+def test_a_forked_grandchild_holding_the_pipe_does_not_stall_the_result(tmp_path: Path) -> None:
+    pid_file = tmp_path / "grandchild"
+    body = f"""
+    pid = os.fork()
+    if pid == 0:  # keeps every inherited descriptor open, the result pipe included
+        time.sleep(300)
+        os._exit(0)
+    open({str(pid_file)!r}, "w").write(str(pid))
+    return "done"
+    """
+    start = time.monotonic()
+    r = _drive(tmp_path, body)
+    assert r.code == 0, r.err
+    assert r.out.strip() == "'done'"
+    assert time.monotonic() - start < 10  # not the 30 s time limit
+    time.sleep(0.2)
+    assert not _alive(int(pid_file.read_text()))
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
 def test_a_signal_to_solar_stops_the_program(tmp_path: Path, sig: signal.Signals) -> None:
     script = tmp_path / "driver.py"
