@@ -20,8 +20,8 @@ from cli_helpers import CliResult, run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from solar.budget import memory_budget
 from solar.diagnostics import IRSyntaxError
-from solar.guard import memory_budget
 from solar.ir import parse_program
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_DATA")

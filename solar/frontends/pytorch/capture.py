@@ -361,7 +361,7 @@ def capture_program(source: ProgramSource, *, real: bool = False) -> TorchCaptur
             reason = f"{type(cause).__name__}: {cause}".splitlines()[0]
     if real or source.target is not None:
         inst = instantiate(source)
-    else:  # the fallback: within the budget (Note [Memory budget] in solar.guard)
+    else:  # the fallback: within the budget (Note [Memory budget] in solar.budget)
         inst = build_real_within_budget(source)
     return _finish(source, inst, None, reason)
 

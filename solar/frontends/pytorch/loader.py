@@ -347,13 +347,13 @@ def build_real_within_budget(source: ProgramSource) -> Instance:
     """Build ``source`` with real tensors, failing fast past `REAL_BUDGET_BYTES`.
 
     The budget is enforced before anything is allocated (Note [Memory budget] in
-    `solar.guard`), so a model whose ``__init__`` or ``get_inputs`` would take 40 GB
+    `solar.budget`), so a model whose ``__init__`` or ``get_inputs`` would take 40 GB
     fails at the allocation instead of exhausting the machine.
 
     Raises:
         FrontendError: E0505 over the budget; E0501-E0504, E0507 as `instantiate`.
     """
-    from solar.guard import is_allocation_failure, memory_budget
+    from solar.budget import is_allocation_failure, memory_budget
 
     try:
         with memory_budget(REAL_BUDGET_BYTES + _BUDGET_SLACK_BYTES):
