@@ -213,10 +213,17 @@ def _check_npz_headers(path: Path, fh: BinaryIO, max_bytes: int) -> None:
     """Refuse an archive whose members declare more than ``max_bytes`` of data.
 
     Only the zip directory and each member's ``.npy`` header (at most a few KiB,
-    decompressed on demand) are read. A file that is not a zip is left to `np.load`,
-    which tells a bare ``.npy`` from garbage.
+    decompressed on demand) are read. A bare ``.npy`` is refused from its magic bytes;
+    any other file that is not a zip is left to `np.load` (which rejects it).
     """
     if not zipfile.is_zipfile(fh):
+        fh.seek(0)
+        if fh.read(6) == b"\x93NUMPY":  # refused here: np.load would read the array first
+            raise UsageError(
+                f"{path} is a single .npy array, not an .npz archive of named arrays",
+                code="E0942",
+                notes=("write one with numpy.savez(path, name=array, ...)",),
+            )
         return
     fh.seek(0)
     total = 0

@@ -143,6 +143,16 @@ def test_an_npz_declaring_more_than_it_holds_is_refused_before_allocating(
     assert "declares 34,359,738,368 bytes" in r.err
     r = run_cli(capsys, "analyze", str(MATMUL), "--reference", str(liar))
     assert_diagnostic(r, "E0942", 2)
+    # a bare .npy that declares 32 GiB: refused from its magic bytes, never loaded
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        header, {"descr": "<f4", "fortran_order": False, "shape": (2**33,)}
+    )
+    npy = tmp_path / "liar.npz"
+    npy.write_bytes(header.getvalue() + bytes(64))
+    r = run_cli(capsys, "ir", "run", str(MATMUL), "--inputs", str(npy))
+    assert_diagnostic(r, "E0942", 2)
+    assert "a single .npy array" in r.err
 
 
 def test_an_npz_bomb_is_refused_from_its_headers(tmp_path: Path) -> None:
