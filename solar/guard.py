@@ -62,7 +62,7 @@ import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
-from typing import IO, Final, TypeVar, cast
+from typing import IO, Any, Final, TypeVar, cast
 
 from solar.diagnostics import FrontendError, ResourceError, SolarError
 
@@ -195,15 +195,23 @@ def _guards(time_limit_s: float, signals: _Signals) -> Iterator[None]:
         del signum, frame
         raise TimeLimitReachedError
 
-    old = {s: signal.signal(s, signals.handler) for s in _STOP_SIGNALS}
-    old[signal.SIGALRM] = signal.signal(signal.SIGALRM, alarm)
-    signal.setitimer(signal.ITIMER_REAL, time_limit_s, 1.0)
-    try:
+    old: dict[int, Any] = {}
+    try:  # armed inside the try: an alarm that fires at once still restores everything
+        for s in _STOP_SIGNALS:
+            old[s] = signal.signal(s, signals.handler)
+        old[signal.SIGALRM] = signal.signal(signal.SIGALRM, alarm)
+        # at least 1 ms: setitimer reads a tiny positive value as 0, which disarms it
+        signal.setitimer(signal.ITIMER_REAL, max(time_limit_s, 1e-3), 1.0)
         yield
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0.0)
-        for s, h in old.items():
-            signal.signal(s, h)
+        while True:  # an alarm already pending may still fire here: disarm, then retry
+            try:
+                signal.setitimer(signal.ITIMER_REAL, 0.0)
+                for sig, handler in old.items():
+                    signal.signal(sig, handler)
+                break
+            except TimeLimitReachedError:
+                continue
 
 
 def _run_here(fn: Callable[[], T], time_limit_s: float) -> T:

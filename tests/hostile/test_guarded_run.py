@@ -322,7 +322,13 @@ def test_in_process_the_guards_still_hold(capsys: pytest.CaptureFixture[str]) ->
     assert getattr(info.value, "code", None) == "E0950"
     assert time.monotonic() - start < 3
     assert run_guarded(lambda: 42) == 42
+    for limit in (1e-320, 1e-6, 1e-3):  # an alarm at once: handlers and timer still restored
+        with pytest.raises(Exception) as info:
+            run_guarded(_spin, time_limit_s=limit)
+        assert getattr(info.value, "code", None) == "E0950"
     assert signal.getsignal(signal.SIGALRM) in (signal.SIG_DFL, signal.SIG_IGN, None)
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 def _raise_keyboard_interrupt() -> None:
