@@ -37,7 +37,7 @@ from solar.bounds import (
     fused_bound,
     symbolic_costs,
 )
-from solar.diagnostics import UsageError, ValidationMismatchError
+from solar.diagnostics import FrontendError, UsageError, ValidationMismatchError
 from solar.einsum import EinsumGraph, lift_to_einsum
 from solar.files import read_text, write_atomic
 from solar.frontends import (
@@ -115,7 +115,8 @@ class AnalyzeOptions:
     sizes: Mapping[str, int] = field(default_factory=dict)
     validate: ValidateMode = "auto"
     time_budget_s: float = 60.0
-    reference_budget_bytes: int = 256 << 20  # real runs above this are re-captured smaller
+    # real runs above this are re-captured smaller; None: a share of MemAvailable
+    reference_budget_bytes: int | None = None
     measured_ms: float | None = None
     measure: bool = False
     entry: str | None = None
@@ -289,7 +290,17 @@ def validate_front(
     from solar.validate import validate  # only when validating (its import is not free)
 
     progress("computing reference outputs")
-    plan = prepared.reference()
+    try:
+        plan = prepared.reference()
+    except FrontendError as err:
+        # Note [Validation never blocks analysis]: under ``auto`` a program whose real
+        # run cannot be made to fit (or diverges from its capture) is still analysed;
+        # the report says why it was not validated. ``--validate full`` insists.
+        if options.validate != "auto":
+            raise
+        return skipped_validation(
+            f"no reference run: error[{err.code}]: {'; '.join((err.message, *err.notes))}"
+        )
     progress(f"validating IR ({plan.strategy})")
     strategy: Literal["auto", "full", "sampled"] = "auto"
     if options.validate == "full" or options.validate == "sampled":

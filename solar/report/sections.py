@@ -2,7 +2,8 @@
 
 Contract: pure functions from typed results to the report's pydantic objects, holding
 the report's conventions: a non-finite error is ``null``; a full run of a program the
-frontend re-lowered at reduced sizes is reported as ``reduced-sizes``; the covered
+frontend re-lowered at reduced sizes is reported as the plan's strategy
+(``reduced-sizes``, ``reduced-batch``); the covered
 fraction is one minus the uncovered ops' bytes shares (docs/report.md).
 """
 
@@ -76,8 +77,8 @@ def validation_info(
 
     Args:
         result: what the validator found.
-        planned_strategy: what the frontend's reference plan was (``full`` or
-            ``reduced-sizes``).
+        planned_strategy: what the frontend's reference plan was (``full``,
+            ``reduced-sizes`` or ``reduced-batch``).
         description: the plan's own description (e.g. which sizes were scaled).
         sizes: the sizes the reference was produced at.
     """
@@ -95,8 +96,8 @@ def validation_info(
     parts = (description, result.description, result.reason, result.mismatch)
     reason_parts = [p for p in parts if p]
     ran = result.strategy or "none"
-    if planned_strategy == "reduced-sizes" and ran == "full":
-        ran = "reduced-sizes"
+    if planned_strategy in ("reduced-sizes", "reduced-batch") and ran == "full":
+        ran = planned_strategy
     return ValidationInfo(
         status=result.status,
         strategy=ran,

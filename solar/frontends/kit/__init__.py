@@ -48,13 +48,21 @@ from solar.frontends.kit.loader import (
 )
 from solar.frontends.kit.lowered import CondRegion, LoweredProgram, UncoveredValue
 from solar.frontends.kit.naming import input_name, output_name, param_name, uncovered_name
-from solar.frontends.kit.resize import Recapture, ReducedReference, reduced_reference
+from solar.frontends.kit.resize import (
+    BatchRecapture,
+    Recapture,
+    ReducedReference,
+    reduced_batch_reference,
+    reduced_reference,
+    reference_budget_bytes,
+)
 from solar.frontends.kit.table import LoweringTable, UnsupportedOpError
 from solar.frontends.kit.values import IndexMap, TensorInfo, shape_numel
 
 __all__ = [
     "IR_DTYPES",
     "Aff",
+    "BatchRecapture",
     "Checkpoint",
     "CondRegion",
     "CoverageLog",
@@ -93,7 +101,9 @@ __all__ = [
     "param_name",
     "raised_by_solar",
     "range_guard",
+    "reduced_batch_reference",
     "reduced_reference",
+    "reference_budget_bytes",
     "reshape_map",
     "sanitize_name",
     "shape_numel",

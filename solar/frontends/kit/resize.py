@@ -11,7 +11,17 @@ description the report shows) is `solar.validate.reduce_sizes`, the one the vali
 at the sizes it picks. Each re-capture runs the model file anew (Note [Model-file
 runs] in `solar.frontends.protocol`).
 
-Error codes: E0511 no reduced size fits the budget.
+`reduced_batch_reference` is the strategy for programs without size constants (inputs
+made by ``get_inputs()``, ``--inputs``, a live module's example inputs): the tracer
+re-captures the program with the leading (batch) dimension of its inputs cut, the
+smallest cut first estimated from how the bytes scale, then halved until it fits.
+
+The budget (Note [Reference budget]): what a real run may touch, by default
+`REFERENCE_MEMORY_FRACTION` of the machine's available memory (``MemAvailable``), not
+a fixed figure: the reference run, the arrays it keeps and the executor's own run
+(guarded by its own budget, half of ``MemAvailable`` when it starts) share the machine.
+
+Error codes: E0511 no reduced size fits the budget; E0514 no reduced batch fits.
 """
 
 from __future__ import annotations
@@ -26,10 +36,36 @@ import numpy as np
 from solar.diagnostics import FrontendError
 from solar.frontends.kit.lowered import LoweredProgram
 
-__all__ = ["Recapture", "ReducedReference", "reduced_reference"]
+__all__ = [
+    "REFERENCE_MEMORY_FRACTION",
+    "BatchRecapture",
+    "Recapture",
+    "ReducedReference",
+    "reduced_batch_reference",
+    "reduced_reference",
+    "reference_budget_bytes",
+]
+
+REFERENCE_MEMORY_FRACTION = 0.25
+"""Share of ``MemAvailable`` a real reference run may touch by default."""
 
 B = TypeVar("B")
 Arrays = dict[str, np.ndarray]
+
+
+def reference_budget_bytes(requested: int | None = None) -> int:
+    """``requested``, or `REFERENCE_MEMORY_FRACTION` of the available memory.
+
+    >>> reference_budget_bytes(1 << 20)
+    1048576
+    >>> reference_budget_bytes() > 0
+    True
+    """
+    if requested is not None:
+        return requested
+    from solar.validate.memory import memory_budget_bytes  # the one MemAvailable reader
+
+    return memory_budget_bytes(REFERENCE_MEMORY_FRACTION)
 
 
 class ReducedReference(NamedTuple):
@@ -109,3 +145,74 @@ def reduced_reference(
         )
     lowered, inputs, outputs = recapture.reference(found.built)
     return ReducedReference(lowered, inputs, outputs, found.description)
+
+
+@dataclass(frozen=True, slots=True)
+class BatchRecapture(Generic[B]):
+    """How a tracer captures its program with the inputs' leading dimension cut.
+
+    Attributes:
+        batch: the inputs' leading dimension at full size (`leading_batch`).
+        capture: captures the program with that dimension cut to the given size;
+            raises `FrontendError` when the program does not run there (a batch
+            size hard-coded in the model).
+        program_bytes: the bytes a real run of a capture touches.
+        fixed_bytes: the bytes that do not scale with the batch (parameters).
+        reference: lowers a capture and runs it for real: ``(lowered, inputs, outputs)``.
+    """
+
+    batch: int
+    capture: Callable[[int], B]
+    program_bytes: Callable[[B], int]
+    fixed_bytes: Callable[[B], int]
+    reference: Callable[[B], tuple[LoweredProgram, Arrays, Arrays]]
+
+
+def reduced_batch_reference(
+    name: str, recapture: BatchRecapture[B], full: B, budget_bytes: int
+) -> ReducedReference:
+    """Cut the inputs' batch until a real run fits ``budget_bytes``, then run it there.
+
+    The first cut is the largest batch whose bytes, scaled linearly from ``full``
+    (parameters fixed), fit; each cut that still does not fit is halved, down to 1.
+
+    Raises:
+        FrontendError: E0514 when no batch fits (parameters alone exceed the budget,
+            or the program does not run at a smaller batch); what
+            ``recapture.reference`` raises.
+    """
+    from solar.validate.reduced import format_bytes
+
+    full_bytes, fixed = recapture.program_bytes(full), recapture.fixed_bytes(full)
+    n = recapture.batch
+    per_item = max(1, (full_bytes - fixed) // max(1, n))
+    tried: list[str] = []
+    if fixed < budget_bytes and n > 1:
+        b = max(1, min(n - 1, (budget_bytes - fixed) // per_item))
+        while True:
+            try:
+                built = recapture.capture(b)
+            except FrontendError as err:
+                tried.append(f"batch {b}: {err.message}")
+                break
+            cost = recapture.program_bytes(built)
+            tried.append(f"batch {b}: {format_bytes(cost)}")
+            if cost <= budget_bytes:
+                lowered, inputs, outputs = recapture.reference(built)
+                description = (
+                    f"cut the inputs' batch {n}->{b} "
+                    f"(program {format_bytes(full_bytes)} -> {format_bytes(cost)})"
+                )
+                return ReducedReference(lowered, inputs, outputs, description)
+            if b == 1:
+                break
+            b //= 2
+    raise FrontendError(
+        f"no reduced batch of {name} fits {format_bytes(budget_bytes)}",
+        code="E0514",
+        notes=(
+            f"parameters and constants: {format_bytes(fixed)}; full program "
+            f"{format_bytes(full_bytes)} at batch {n}",
+            *tried,
+        ),
+    )

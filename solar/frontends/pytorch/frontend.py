@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from solar.diagnostics import FrontendError
 from solar.frontends.protocol import (
     FrontendOptions,
     FrontendResult,
@@ -75,10 +76,10 @@ class TorchFrontend:
         progress(f"lowering {capture.info.num_calls} ATen calls")
         lowered = tfe.lower_capture(capture, op_fallback=fallback)
 
-        def reduced() -> ValidationPlan:
+        def reduced(budget: int) -> ValidationPlan:
             red = tfe.reference_at_reduced_sizes(
                 path,
-                options.reference_budget_bytes,
+                budget,
                 entry=options.entry,
                 inputs=options.inputs_file,
                 op_fallback=fallback,
@@ -90,7 +91,7 @@ class TorchFrontend:
                 red.lowered.program, red.inputs, red.outputs, "reduced-sizes", red.description
             )
 
-        return _result(capture, lowered, options, reduced)
+        return _result(capture, lowered, options, reduced, fallback)
 
     def load_module(
         self,
@@ -112,8 +113,9 @@ class TorchFrontend:
 
         progress("capturing ATen ops over fake tensors")
         capture = tfe.trace_module(module, tuple(example_inputs), train=options.train)
-        lowered = tfe.lower_capture(capture, op_fallback=_op_fallback(options, check))
-        return _result(capture, lowered, options, None)
+        fallback = _op_fallback(options, check)
+        lowered = tfe.lower_capture(capture, op_fallback=fallback)
+        return _result(capture, lowered, options, None, fallback)
 
 
 def _op_fallback(options: FrontendOptions, check: ReferenceCheck | None) -> OpFallback | None:
@@ -181,7 +183,8 @@ def _result(
     capture: TorchCapture,
     lowered: LoweredProgram,
     options: FrontendOptions,
-    reduced: Callable[[], ValidationPlan] | None,
+    reduced: Callable[[int], ValidationPlan] | None,
+    fallback: OpFallback | None,
 ) -> FrontendResult:
     from solar.frontends import pytorch as tfe
     from solar.frontends.pytorch.reference import program_bytes
@@ -190,10 +193,41 @@ def _result(
     real = _RealBuild(capture.source)
 
     def reference() -> ValidationPlan:
-        if reduced is None or program_bytes(capture) <= options.reference_budget_bytes:
+        """Note [Reference strategies]: the program at full size when its real run fits
+        the budget; else re-lowered at smaller size constants (a model file that has
+        them); else with its inputs' batch cut; else E0511 with every reason (the
+        pipeline then reports validation ``skipped``, never fails the analysis)."""
+        from solar.frontends.kit import reference_budget_bytes
+
+        budget = reference_budget_bytes(options.reference_budget_bytes)
+        if program_bytes(capture) <= budget:
             inputs, outputs = tfe.reference_data(lowered, real.for_reference(capture))
             return ValidationPlan(lowered.program, inputs, outputs, "full", sizes=dict(info.sizes))
-        return reduced()
+        tried: list[str] = []
+        if reduced is not None and info.sizes:
+            try:
+                return reduced(budget)
+            except FrontendError as err:
+                if err.code != "E0511":
+                    raise
+                tried += [err.message, *err.notes]
+        try:
+            red = tfe.reference_at_reduced_batch(capture, budget, op_fallback=fallback)
+        except FrontendError as err:
+            if err.code != "E0514":
+                raise
+            tried += [err.message, *err.notes]
+        else:
+            return ValidationPlan(
+                red.lowered.program, red.inputs, red.outputs, "reduced-batch", red.description,
+                sizes=dict(info.sizes),
+            )
+        raise FrontendError(
+            f"no reduced program of {capture.name} fits the reference budget "
+            f"({budget / 2**20:,.1f} MiB)",
+            code="E0511",
+            notes=tuple(tried),
+        )
 
     def measure() -> Timing:
         from solar.measure import measure_torch

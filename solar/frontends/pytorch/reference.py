@@ -12,7 +12,11 @@ model file with its module-level size constants scaled down (the shared search,
 `solar.frontends.kit.reduced_reference`) until `program_bytes` fits a byte budget, and
 returns the program at those sizes with its reference data.
 
-Error codes: E0508 a constant's value was not captured; E0511 no reduced size fits.
+A program without size constants is cut along its inputs' batch dimension instead
+(`reference_at_reduced_batch`, `solar.frontends.kit.reduced_batch_reference`).
+
+Error codes: E0508 a constant's value was not captured; E0511 no reduced size fits;
+E0514 no reduced batch fits.
 """
 
 from __future__ import annotations
@@ -25,9 +29,11 @@ import numpy as np
 from solar.diagnostics import FrontendError
 from solar.frontends.kit import (
     IR_DTYPES,
+    BatchRecapture,
     LoweredProgram,
     Recapture,
     ReducedReference,
+    reduced_batch_reference,
     reduced_reference,
 )
 from solar.frontends.pytorch.capture import TorchCapture, capture_program, replay_values
@@ -39,6 +45,7 @@ from solar.ir.traversal import eval_int
 __all__ = [
     "ReducedReference",
     "program_bytes",
+    "reference_at_reduced_batch",
     "reference_at_reduced_sizes",
     "reference_data",
 ]
@@ -136,3 +143,37 @@ def reference_at_reduced_sizes(
 
 def _sizes(capture: TorchCapture) -> Mapping[str, int]:
     return capture.info.sizes
+
+
+def reference_at_reduced_batch(
+    capture: TorchCapture, budget_bytes: int, *, op_fallback: OpFallback | None = None
+) -> ReducedReference:
+    """Lower ``capture``'s program with its inputs' batch cut until a real run fits.
+
+    Raises:
+        FrontendError: E0514 when the inputs have no batch dimension or no cut fits;
+            capture and reference errors.
+    """
+    from dataclasses import replace
+
+    from solar.frontends.pytorch.batch import batch_of_shapes
+
+    batch = batch_of_shapes(m.shape for m in capture.inputs if m is not None)
+    if batch is None:
+        raise FrontendError(
+            f"the inputs of {capture.name} have no batch dimension to cut", code="E0514"
+        )
+
+    def capture_at(n: int) -> TorchCapture:
+        return capture_program(replace(capture.source, batch=n))
+
+    def lowered_reference(cap: TorchCapture) -> tuple[LoweredProgram, Arrays, Arrays]:
+        lowered = lower_capture(cap, op_fallback=op_fallback)
+        return (lowered, *reference_data(lowered, cap))
+
+    recapture = BatchRecapture(batch, capture_at, program_bytes, _fixed_bytes, lowered_reference)
+    return reduced_batch_reference(capture.name, recapture, capture, budget_bytes)
+
+
+def _fixed_bytes(capture: TorchCapture) -> int:
+    return capture.info.param_bytes
