@@ -68,6 +68,7 @@ from solar.options import (
 )
 from solar.report import (
     ArchBounds,
+    CoverageInfo,
     FrontendInfo,
     InputInfo,
     IRInfo,
@@ -394,6 +395,29 @@ def _measurement(
     )
 
 
+def _coverage_warnings(coverage: CoverageInfo) -> list[str]:
+    """Partial coverage, and SOLAR's FLOPs short of the independent count (loudly)."""
+    out = []
+    if not coverage.complete:
+        flops = ""
+        if coverage.uncovered_flops_fraction is not None:
+            flops = f" and {coverage.uncovered_flops_fraction:.1%} of its counted FLOPs"
+        out.append(
+            f"partial coverage: {1 - coverage.covered_bytes_fraction:.1%} of the program's "
+            f"tensor bytes{flops} are in ops SOLAR could not lower; bounds cover the rest only"
+        )
+    ind = coverage.independent_flops
+    if ind is not None and ind.shortfall:
+        need = ind.covered_flops - ind.padding_flops
+        out.append(
+            f"FLOP SHORTFALL: SOLAR counts {ind.solar_flops / 1e9:.4g} GFLOP but "
+            f"{ind.counter} counts {need / 1e9:.4g} GFLOP in the ops SOLAR covers "
+            f"(padding excluded; {1 - ind.solar_flops / need:.1%} short): work was "
+            "dropped or mis-counted, so the bounds are too low; this is a bug to report"
+        )
+    return out
+
+
 # ---------------------------------------------------------------------------- analyze
 def lift_source(
     path: Path, options: AnalyzeOptions, *, progress: Progress | None = None
@@ -492,13 +516,11 @@ def analyze_front(
     ir_text = print_program(program)
     if options.save_ir is not None:
         write_atomic(options.save_ir, ir_text)
-    coverage = coverage_info(front.ops_total, front.uncovered)
-    warnings = []
-    if not coverage.complete:
-        warnings.append(
-            f"partial coverage: {1 - coverage.covered_bytes_fraction:.1%} of the program's "
-            "tensor bytes are in ops SOLAR could not lower; bounds cover the rest only"
-        )
+    coverage = coverage_info(
+        front.ops_total, front.uncovered, counted_flops=front.counted_flops,
+        padding_flops=front.padding_flops, solar_flops=fused.flops,
+    )
+    warnings = _coverage_warnings(coverage)
     if validation.status != "passed":
         warnings.append(
             f"validation {validation.status}: the IR is not confirmed to be the program"

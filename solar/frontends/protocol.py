@@ -160,6 +160,11 @@ class FrontendResult:
             treat them as intermediates).
         xla_cost_analysis: XLA's own cost figures by compilation stage (JAX).
         xla_unavailable: why XLA's cost analysis is missing, when it is.
+        counted_flops: the program's FLOPs by an independent counter over the same
+            forward (PyTorch: ``torch.utils.flop_counter.FlopCounterMode``, Note
+            [Independent FLOP count]); ``None`` when the frontend has none.
+        padding_flops: of ``counted_flops``, those multiplying zero padding (which
+            SOLAR does not count).
     """
 
     name: FrontendName
@@ -177,6 +182,8 @@ class FrontendResult:
     uncovered_values: tuple[str, ...] = ()
     xla_cost_analysis: Mapping[str, Mapping[str, float]] | None = None
     xla_unavailable: str | None = None
+    counted_flops: int | None = None
+    padding_flops: int = 0
 
 
 class Frontend(Protocol):

@@ -253,4 +253,6 @@ def _result(
         precision_hint="tf32" if tf32 else None,
         keep_live=lowered.keep_alive,
         uncovered_values=tuple(v.name for v in lowered.uncovered_values),
+        counted_flops=info.counted_flops,
+        padding_flops=info.padding_flops,
     )
