@@ -148,7 +148,6 @@ def _coverage_lines(report: Report) -> list[str]:
 
 def render_text(report: Report) -> str:
     """The terminal summary of a report."""
-    cov = report.coverage
     lines = [
         f"SOLAR {report.tool.version} — {report.program} ({report.input.path}, "
         f"frontend {report.frontend.name}: {report.frontend.captured_with})",

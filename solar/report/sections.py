@@ -161,7 +161,7 @@ def validation_info(
     )
     parts = (description, result.description, result.reason, result.mismatch)
     reason_parts = [p for p in parts if p]
-    ran = result.strategy or "none"
+    ran: str = result.strategy or "none"
     if planned_strategy in ("reduced-sizes", "reduced-batch") and ran == "full":
         ran = planned_strategy
     return ValidationInfo(

@@ -26,6 +26,7 @@ Error codes: E0511 no reduced size fits the budget; E0514 no reduced batch fits.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,10 +36,13 @@ import numpy as np
 
 from solar.diagnostics import FrontendError
 from solar.frontends.kit.lowered import LoweredProgram
+from solar.ir import Program
 
 __all__ = [
     "REFERENCE_MEMORY_FRACTION",
+    "EXECUTOR_TIME_SHARE",
     "BatchRecapture",
+    "executor_seconds",
     "Recapture",
     "ReducedReference",
     "reduced_batch_reference",
@@ -48,6 +52,10 @@ __all__ = [
 
 REFERENCE_MEMORY_FRACTION = 0.25
 """Share of ``MemAvailable`` a real reference run may touch by default."""
+
+EXECUTOR_TIME_SHARE = 0.5
+"""Share of the validation time budget the executor's predicted check may take (the
+validator plans for the same share: its work model is rough)."""
 
 B = TypeVar("B")
 Arrays = dict[str, np.ndarray]
@@ -87,12 +95,24 @@ class Recapture(Generic[B]):
         sizes: a capture's module-level integer constants.
         program_bytes: the bytes a real run of a capture touches.
         reference: lowers a capture and runs it for real: ``(lowered, inputs, outputs)``.
+        seconds: the executor's predicted time to check a capture (`executor_seconds`
+            of its lowered program); ``None``: budget memory only.
     """
 
     capture: Callable[[Mapping[str, int]], B]
     sizes: Callable[[B], Mapping[str, int]]
     program_bytes: Callable[[B], int]
     reference: Callable[[B], tuple[LoweredProgram, Arrays, Arrays]]
+    seconds: Callable[[B], float] | None = None
+
+
+def executor_seconds(program: Program) -> float:
+    """The validator's predicted time to execute ``program`` (`solar.validate.
+    estimate_workload`), which a reference must also fit (Note [Reference budget]):
+    a reference the executor cannot check in its time budget is no use."""
+    from solar.validate import estimate_workload
+
+    return estimate_workload(program).seconds
 
 
 def reduced_reference(
@@ -102,6 +122,7 @@ def reduced_reference(
     *,
     start: Mapping[str, int] | None = None,
     capture: B | None = None,
+    budget_seconds: float = math.inf,
 ) -> ReducedReference:
     """Shrink a model file's size constants until a real run fits, then run it there.
 
@@ -111,6 +132,8 @@ def reduced_reference(
         budget_bytes: what a real run may touch.
         start: module constants to override first (the sizes the user asked for).
         capture: the capture at ``start`` when the caller has it (else captured here).
+        budget_seconds: the executor's time budget for the check (with
+            ``recapture.seconds``).
 
     Returns:
         The program at the chosen sizes, its reference data, and the description
@@ -129,11 +152,13 @@ def reduced_reference(
         return recapture.capture({**base, **overrides})
 
     def cost(built: B) -> RunCost:
-        return RunCost(recapture.program_bytes(built))
+        seconds = recapture.seconds(built) if recapture.seconds is not None else 0.0
+        return RunCost(recapture.program_bytes(built), seconds)
 
     first = capture if capture is not None else rebuild({})
     sizes = recapture.sizes(first)
-    found = reduce_sizes(sizes, rebuild, cost, RunBudget(budget_bytes), start=first)
+    budget = RunBudget(budget_bytes, budget_seconds)
+    found = reduce_sizes(sizes, rebuild, cost, budget, start=first)
     if not found.fits:
         raise FrontendError(
             f"no reduced size of {path.name} fits {format_bytes(budget_bytes)}",
@@ -159,6 +184,7 @@ class BatchRecapture(Generic[B]):
         program_bytes: the bytes a real run of a capture touches.
         fixed_bytes: the bytes that do not scale with the batch (parameters).
         reference: lowers a capture and runs it for real: ``(lowered, inputs, outputs)``.
+        seconds: the executor's predicted time to check a capture.
     """
 
     batch: int
@@ -166,15 +192,22 @@ class BatchRecapture(Generic[B]):
     program_bytes: Callable[[B], int]
     fixed_bytes: Callable[[B], int]
     reference: Callable[[B], tuple[LoweredProgram, Arrays, Arrays]]
+    seconds: Callable[[B], float]
 
 
 def reduced_batch_reference(
-    name: str, recapture: BatchRecapture[B], full: B, budget_bytes: int
+    name: str,
+    recapture: BatchRecapture[B],
+    full: B,
+    budget_bytes: int,
+    budget_seconds: float = math.inf,
 ) -> ReducedReference:
-    """Cut the inputs' batch until a real run fits ``budget_bytes``, then run it there.
+    """Cut the inputs' batch until a real run fits ``budget_bytes`` and the executor's
+    predicted time fits ``budget_seconds``, then run it there.
 
-    The first cut is the largest batch whose bytes, scaled linearly from ``full``
-    (parameters fixed), fit; each cut that still does not fit is halved, down to 1.
+    The first cut is the largest batch whose bytes and time, scaled linearly from
+    ``full`` (parameters fixed), fit; each cut that still does not fit is halved,
+    down to 1.
 
     Raises:
         FrontendError: E0514 when no batch fits (parameters alone exceed the budget,
@@ -186,18 +219,21 @@ def reduced_batch_reference(
     full_bytes, fixed = recapture.program_bytes(full), recapture.fixed_bytes(full)
     n = recapture.batch
     per_item = max(1, (full_bytes - fixed) // max(1, n))
+    seconds_per_item = recapture.seconds(full) / max(1, n)
     tried: list[str] = []
     if fixed < budget_bytes and n > 1:
         b = max(1, min(n - 1, (budget_bytes - fixed) // per_item))
+        if seconds_per_item > 0 and math.isfinite(budget_seconds):
+            b = max(1, min(b, int(budget_seconds / seconds_per_item)))
         while True:
             try:
                 built = recapture.capture(b)
             except FrontendError as err:
                 tried.append(f"batch {b}: {err.message}")
                 break
-            cost = recapture.program_bytes(built)
-            tried.append(f"batch {b}: {format_bytes(cost)}")
-            if cost <= budget_bytes:
+            cost, seconds = recapture.program_bytes(built), recapture.seconds(built)
+            tried.append(f"batch {b}: {format_bytes(cost)}, about {seconds:.3g} s to check")
+            if cost <= budget_bytes and seconds <= budget_seconds:
                 lowered, inputs, outputs = recapture.reference(built)
                 description = (
                     f"cut the inputs' batch {n}->{b} "

@@ -77,4 +77,4 @@ def padding_flops(op: str, args: Sequence[Any], flops: int) -> int:
     if not kernel or len(spatial) != len(kernel):
         return 0
     frac = valid_tap_fraction(spatial, kernel, stride, padding, dilation)
-    return int(round(flops * (1.0 - frac)))
+    return round(flops * (1.0 - frac))

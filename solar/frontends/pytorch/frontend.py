@@ -76,10 +76,11 @@ class TorchFrontend:
         progress(f"lowering {capture.info.num_calls} ATen calls")
         lowered = tfe.lower_capture(capture, op_fallback=fallback)
 
-        def reduced(budget: int) -> ValidationPlan:
+        def reduced(budget: int, seconds: float) -> ValidationPlan:
             red = tfe.reference_at_reduced_sizes(
                 path,
                 budget,
+                budget_seconds=seconds,
                 entry=options.entry,
                 inputs=options.inputs_file,
                 op_fallback=fallback,
@@ -183,7 +184,7 @@ def _result(
     capture: TorchCapture,
     lowered: LoweredProgram,
     options: FrontendOptions,
-    reduced: Callable[[int], ValidationPlan] | None,
+    reduced: Callable[[int, float], ValidationPlan] | None,
     fallback: OpFallback | None,
 ) -> FrontendResult:
     from solar.frontends import pytorch as tfe
@@ -194,25 +195,34 @@ def _result(
 
     def reference() -> ValidationPlan:
         """Note [Reference strategies]: the program at full size when its real run fits
-        the budget; else re-lowered at smaller size constants (a model file that has
-        them); else with its inputs' batch cut; else E0511 with every reason (the
-        pipeline then reports validation ``skipped``, never fails the analysis)."""
-        from solar.frontends.kit import reference_budget_bytes
+        the budget (memory, and the executor's predicted time to check it); else
+        re-lowered at smaller size constants (a model file that has them); else with
+        its inputs' batch cut; else E0511 with every reason (the pipeline then reports
+        validation ``skipped``, never fails the analysis)."""
+        from solar.frontends.kit import (
+            EXECUTOR_TIME_SHARE,
+            executor_seconds,
+            reference_budget_bytes,
+        )
 
         budget = reference_budget_bytes(options.reference_budget_bytes)
-        if program_bytes(capture) <= budget:
+        seconds = options.time_budget_s * EXECUTOR_TIME_SHARE
+        fits_time = reduced is None or executor_seconds(lowered.program) <= seconds
+        if program_bytes(capture) <= budget and fits_time:
             inputs, outputs = tfe.reference_data(lowered, real.for_reference(capture))
             return ValidationPlan(lowered.program, inputs, outputs, "full", sizes=dict(info.sizes))
         tried: list[str] = []
         if reduced is not None and info.sizes:
             try:
-                return reduced(budget)
+                return reduced(budget, seconds)
             except FrontendError as err:
                 if err.code != "E0511":
                     raise
                 tried += [err.message, *err.notes]
         try:
-            red = tfe.reference_at_reduced_batch(capture, budget, op_fallback=fallback)
+            red = tfe.reference_at_reduced_batch(
+                capture, budget, op_fallback=fallback, budget_seconds=seconds
+            )
         except FrontendError as err:
             if err.code != "E0514":
                 raise

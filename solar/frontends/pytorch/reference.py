@@ -21,6 +21,7 @@ E0514 no reduced batch fits.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -33,6 +34,7 @@ from solar.frontends.kit import (
     LoweredProgram,
     Recapture,
     ReducedReference,
+    executor_seconds,
     reduced_batch_reference,
     reduced_reference,
 )
@@ -114,12 +116,14 @@ def reference_at_reduced_sizes(
     train: bool = False,
     start: Mapping[str, int] | None = None,
     capture: TorchCapture | None = None,
+    budget_seconds: float | None = None,
 ) -> ReducedReference:
     """Lower a model file at sizes whose real run (`program_bytes`) fits ``budget_bytes``.
 
     `reduced_reference` over the file's size constants (``path``, ``budget_bytes``,
     ``start``, ``capture``: as there); ``entry``, ``inputs``, ``train`` say how to
-    capture it and ``op_fallback`` how to lower it.
+    capture it and ``op_fallback`` how to lower it. With ``budget_seconds``, the
+    executor's predicted time to check the program must fit it too.
 
     Returns:
         ``(lowered, inputs, outputs, description)``; the description says which
@@ -137,8 +141,18 @@ def reference_at_reduced_sizes(
         lowered = lower_capture(cap, op_fallback=op_fallback)
         return (lowered, *reference_data(lowered, cap))
 
-    recapture = Recapture(capture_with, _sizes, program_bytes, lowered_reference)
-    return reduced_reference(Path(path), recapture, budget_bytes, start=start, capture=capture)
+    seconds = _check_seconds if budget_seconds is not None else None
+    recapture = Recapture(capture_with, _sizes, program_bytes, lowered_reference, seconds)
+    return reduced_reference(
+        Path(path), recapture, budget_bytes, start=start, capture=capture,
+        budget_seconds=budget_seconds if budget_seconds is not None else math.inf,
+    )
+
+
+def _check_seconds(capture: TorchCapture) -> float:
+    """The executor's predicted time to check ``capture``'s program (lowered without
+    any LLM fallback: an uncovered op is an input, which costs it nothing)."""
+    return executor_seconds(lower_capture(capture).program)
 
 
 def _sizes(capture: TorchCapture) -> Mapping[str, int]:
@@ -146,9 +160,14 @@ def _sizes(capture: TorchCapture) -> Mapping[str, int]:
 
 
 def reference_at_reduced_batch(
-    capture: TorchCapture, budget_bytes: int, *, op_fallback: OpFallback | None = None
+    capture: TorchCapture,
+    budget_bytes: int,
+    *,
+    op_fallback: OpFallback | None = None,
+    budget_seconds: float = math.inf,
 ) -> ReducedReference:
-    """Lower ``capture``'s program with its inputs' batch cut until a real run fits.
+    """Lower ``capture``'s program with its inputs' batch cut until a real run fits
+    ``budget_bytes`` and the executor's predicted check fits ``budget_seconds``.
 
     Raises:
         FrontendError: E0514 when the inputs have no batch dimension or no cut fits;
@@ -171,8 +190,10 @@ def reference_at_reduced_batch(
         lowered = lower_capture(cap, op_fallback=op_fallback)
         return (lowered, *reference_data(lowered, cap))
 
-    recapture = BatchRecapture(batch, capture_at, program_bytes, _fixed_bytes, lowered_reference)
-    return reduced_batch_reference(capture.name, recapture, capture, budget_bytes)
+    recapture = BatchRecapture(
+        batch, capture_at, program_bytes, _fixed_bytes, lowered_reference, _check_seconds
+    )
+    return reduced_batch_reference(capture.name, recapture, capture, budget_bytes, budget_seconds)
 
 
 def _fixed_bytes(capture: TorchCapture) -> int:
