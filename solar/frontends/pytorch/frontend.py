@@ -197,8 +197,9 @@ def _result(
         """Note [Reference strategies]: the program at full size when its real run fits
         the budget (memory, and the executor's predicted time to check it); else
         re-lowered at smaller size constants (a model file that has them); else with
-        its inputs' batch cut; else E0511 with every reason (the pipeline then reports
-        validation ``skipped``, never fails the analysis)."""
+        its inputs' batch cut; else, when only the time is over, at full size (the
+        validator samples it or says why not); else E0511 with every reason (the
+        pipeline then reports validation ``skipped``, never fails the analysis)."""
         from solar.frontends.kit import (
             EXECUTOR_TIME_SHARE,
             executor_seconds,
@@ -207,10 +208,14 @@ def _result(
 
         budget = reference_budget_bytes(options.reference_budget_bytes)
         seconds = options.time_budget_s * EXECUTOR_TIME_SHARE
-        fits_time = reduced is None or executor_seconds(lowered.program) <= seconds
-        if program_bytes(capture) <= budget and fits_time:
+        fits_bytes = program_bytes(capture) <= budget
+
+        def full() -> ValidationPlan:
             inputs, outputs = tfe.reference_data(lowered, real.for_reference(capture))
             return ValidationPlan(lowered.program, inputs, outputs, "full", sizes=dict(info.sizes))
+
+        if fits_bytes and executor_seconds(lowered.program) <= seconds:
+            return full()
         tried: list[str] = []
         if reduced is not None and info.sizes:
             try:
@@ -232,6 +237,8 @@ def _result(
                 red.lowered.program, red.inputs, red.outputs, "reduced-batch", red.description,
                 sizes=dict(info.sizes),
             )
+        if fits_bytes:
+            return full()
         raise FrontendError(
             f"no reduced program of {capture.name} fits the reference budget "
             f"({budget / 2**20:,.1f} MiB)",
