@@ -161,7 +161,7 @@ class FrontendResult:
         xla_cost_analysis: XLA's own cost figures by compilation stage (JAX).
         xla_unavailable: why XLA's cost analysis is missing, when it is.
         counted_flops: the program's FLOPs by an independent counter over the same
-            forward (PyTorch: ``torch.utils.flop_counter.FlopCounterMode``, Note
+            forward (PyTorch: ``torch.utils.flop_counter.FlopCounterMode``'s formulas, Note
             [Independent FLOP count]); ``None`` when the frontend has none.
         padding_flops: of ``counted_flops``, those multiplying zero padding (which
             SOLAR does not count).

@@ -16,14 +16,15 @@ When fake execution cannot proceed because it needs real values (``.item()``,
 its inputs and parameters fit `REAL_BUDGET_BYTES`, and the capture says so
 (`CaptureInfo.used_real_values`). Otherwise `FrontendError` E0505.
 
-Note [Independent FLOP count]: the capture's forward also runs under torch's own
-``torch.utils.flop_counter.FlopCounterMode`` (on the same meta or fake tensors, so it
-allocates nothing), placed below the recording mode: the recorder sees each call
-first, and the counter's total before and after it gives the FLOPs torch's formulas
-assign to that call (`RecordedCall.counted_flops`, and the part of it that multiplies
-zero padding, `RecordedCall.padding_flops`: Note [Padding FLOPs] in flops.py; the
-counter's own decompositions
-of ops it has no formula for happen below the recorder and are not recorded). The
+Note [Independent FLOP count]: while recording, each call's FLOPs are also counted by
+torch's own formulas, ``torch.utils.flop_counter.flop_registry``, the table
+``FlopCounterMode`` applies to every op it sees (`RecordedCall.counted_flops`, on the
+same meta or fake tensors: nothing is allocated), and the part of that count which
+multiplies zero padding (`RecordedCall.padding_flops`, Note [Padding FLOPs] in
+flops.py). The table is applied directly rather than by entering ``FlopCounterMode``:
+its dispatch mode imports ``torch._dynamo`` (a second, Note [Meta capture]) and may
+decompose ops below the recorder. tests/frontends/pytorch/test_validation_strategies.py
+checks that the sum equals ``FlopCounterMode``'s total over the same forward. The
 report compares SOLAR's FLOPs with this count (docs/report.md, coverage).
 
 `replay_values` re-runs the program for real and returns the values the reference
@@ -153,18 +154,16 @@ class _Recorder:
         self.constant_sites: list[tuple[int, int]] = []
         self.kept: dict[int, tuple[np.ndarray | None, ...]] = {}
         self.module_stack: list[str] = []
-        self.counter: Any = None  # a FlopCounterMode below the recorder, when counting
+        self.count_flops = False  # Note [Independent FLOP count]
 
-    def counted(self) -> int:
-        """The counter's running total (0 when not counting)."""
-        return int(self.counter.get_total_flops()) if self.counter is not None else 0
-
-    def flops_known(self, func: Any, flops: int) -> int | None:
-        """``flops`` when the counter knows the op (a formula or a counted decomposition)."""
-        if self.counter is None:
+    def counted_flops(self, func: Any, args: Any, kwargs: Any, out: Any) -> int | None:
+        """torch's FLOPs for this call, ``None`` without a formula (or not counting)."""
+        if not self.count_flops:
             return None
-        known = flops > 0 or func._overloadpacket in self.counter.flop_registry
-        return flops if known else None
+        from torch.utils.flop_counter import flop_registry
+
+        formula = flop_registry.get(func._overloadpacket)
+        return None if formula is None else int(formula(*args, **kwargs, out_val=out))
 
     def convert(self, a: Any, index: int) -> Any:
         import torch
@@ -200,14 +199,7 @@ class _Recorder:
         self.constants.append(NamedTensor(name, meta, value))
         self.constant_sites.append((index, meta.id))
 
-    def record(
-        self,
-        func: Any,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        out: Any,
-        flops: int = 0,
-    ) -> None:
+    def record(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
         import torch
         from torch.utils._pytree import tree_flatten
 
@@ -242,7 +234,7 @@ class _Recorder:
                 to_numpy(x) if isinstance(x, torch.Tensor) else None for x in leaves
             )
         path = self.module_stack[-1] if self.module_stack else ""
-        counted = self.flops_known(func, flops)
+        counted = self.counted_flops(func, args, kwargs, out)
         padding = 0
         if counted:
             shapes = [tuple(a.shape) if isinstance(a, torch.Tensor) else a for a in args]
@@ -285,9 +277,8 @@ def _recording(rec: _Recorder, root: Any) -> Iterator[None]:
             self, func: Any, types: Any, args: Any = (), kwargs: Any = None
         ) -> Any:
             kwargs = kwargs or {}
-            before = rec.counted()
             out = func(*args, **kwargs)
-            rec.record(func, tuple(args), dict(kwargs), out, rec.counted() - before)
+            rec.record(func, tuple(args), dict(kwargs), out)
             return out
 
     h1 = nn_module.register_module_forward_pre_hook(pre_hook)
@@ -308,20 +299,14 @@ def _tensor_bytes(xs: Any) -> int:
     return sum(x.numel() * x.element_size() for x in leaves if isinstance(x, torch.Tensor))
 
 
-def _run(inst: Instance, rec: _Recorder, fake_mode: Any, *, count: bool = False) -> Any:
+def _run(inst: Instance, rec: _Recorder, fake_mode: Any) -> Any:
     import torch
 
     ctx = fake_mode if fake_mode is not None else contextlib.nullcontext()
     watch = fake_mode.watch() if isinstance(fake_mode, MetaMode) else contextlib.nullcontext()
-    counter: Any = contextlib.nullcontext()
-    if count:  # Note [Independent FLOP count]: entered first, so it sits below the recorder
-        from torch.utils.flop_counter import FlopCounterMode
-
-        counter = rec.counter = FlopCounterMode(display=False)
     with (
         torch.no_grad(),
         ctx,
-        counter,
         _recording(rec, inst.module),
         watch,
         user_code("the model's forward"),
@@ -452,7 +437,8 @@ def _finish(
     ids = _Ids()
     inputs, params = _register(inst, ids)
     rec = _Recorder(ids, inst.attr_names, frozenset(), None)
-    out = _run(inst, rec, fake_mode, count=True)
+    rec.count_flops = True
+    out = _run(inst, rec, fake_mode)
     leaves, _ = tree_flatten(out)
     outputs = tuple(_output_meta(x, ids) for x in leaves)
     info = CaptureInfo(
@@ -462,7 +448,7 @@ def _finish(
         param_bytes=_tensor_bytes(list(inst.state.values())),
         sizes=dict(inst.sizes),
         num_calls=len(rec.calls),
-        counted_flops=rec.counted() if rec.counter is not None else None,
+        counted_flops=sum(c.counted_flops or 0 for c in rec.calls),
         padding_flops=sum(c.padding_flops for c in rec.calls),
     )
     return TorchCapture(

@@ -92,7 +92,7 @@ class RecordedCall:
             argument tensors), ``host`` (reads data to the host), else ``functional``.
         mutated: ids of the tensors written in place.
         module_path: dotted path of the innermost ``nn.Module`` running the call.
-        counted_flops: FLOPs torch's own ``FlopCounterMode`` counts for this call
+        counted_flops: FLOPs torch's ``FlopCounterMode`` formulas give this call
             (Note [Independent FLOP count] in capture.py); ``None`` when it has no
             formula for the op (or the capture did not count).
         padding_flops: of ``counted_flops``, the multiply-adds over zero padding
@@ -123,8 +123,8 @@ class CaptureInfo:
         param_bytes: bytes of parameters and buffers.
         sizes: module-level integer constants of the model file at capture time.
         num_calls: number of recorded ATen calls.
-        counted_flops: FLOPs ``torch.utils.flop_counter.FlopCounterMode`` counts over
-            the captured forward (``None``: not counted).
+        counted_flops: FLOPs ``torch.utils.flop_counter.FlopCounterMode``'s formulas
+            give the captured forward (``None``: not counted).
         padding_flops: of those, the multiply-adds over zero padding.
     """
 

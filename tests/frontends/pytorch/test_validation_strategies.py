@@ -182,6 +182,24 @@ def test_dropped_work_is_reported_as_a_shortfall(fft_file: Path) -> None:
     assert "!! SHORTFALL" in render_text(report)
 
 
+def test_capture_count_equals_flop_counter_mode(conv_file: Path) -> None:
+    """Note [Independent FLOP count]: the capture applies FlopCounterMode's own formula
+    table per call; its total equals FlopCounterMode over a real forward."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from solar.frontends.pytorch import trace_model_file, trace_module
+
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.Flatten(), torch.nn.Linear(8 * 64, 4)
+    )
+    x = torch.randn(2, 3, 8, 8)
+    with FlopCounterMode(display=False) as fc, torch.no_grad():
+        model(x)
+    cap = trace_module(model, (x,))
+    assert cap.info.counted_flops == fc.get_total_flops() == 2 * 2 * 8 * 64 * 27 + 2 * 2 * 512 * 4
+    assert trace_model_file(conv_file).info.counted_flops == 3_538_944 + 1_280
+
+
 def test_uncovered_flops_share_from_the_counter() -> None:
     @dataclasses.dataclass
     class Row:
