@@ -73,9 +73,11 @@ class CoverageLog:
 
         >>> log = CoverageLog()
         >>> log.count(30); log.count(10)
-        >>> log.uncover("sort", 10, "no lowering", ["x0"])
-        >>> log.report(), log.keep_alive
-        ((UncoveredOp(target='sort', count=1, bytes_share=0.25, reason='no lowering'),), ['x0'])
+        >>> log.uncover("sort", 10, "no lowering", ["x0"], counted_flops=7)
+        >>> log.report()[0]
+        UncoveredOp(target='sort', count=1, bytes_share=0.25, reason='no lowering', counted_flops=7)
+        >>> log.keep_alive
+        ['x0']
         """
         total = max(self.total_bytes, 1)
         ops = [
