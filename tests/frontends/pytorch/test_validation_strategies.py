@@ -220,3 +220,20 @@ def test_uncovered_flops_share_from_the_counter() -> None:
     assert not ind.shortfall
     short = coverage_info(10, [], counted_flops=1_000, solar_flops=989.0)
     assert short.independent_flops is not None and short.independent_flops.shortfall
+
+
+def test_cli_reference_budget_cuts_the_batch(
+    conv_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cli_helpers import run_cli
+
+    from solar.report import Report
+
+    r = run_cli(capsys, "analyze", str(conv_file), "--reference-budget", "0.16", "--format",
+                "json", "-q")
+    assert r.code == 0, r.err
+    v = Report.model_validate_json(r.out).validation
+    assert (v.status, v.strategy) == ("passed", "reduced-batch")
+    bad = run_cli(capsys, "analyze", str(conv_file), "--reference-budget", "inf", "-q")
+    assert bad.code == 2
+    assert "E0905" in bad.err
