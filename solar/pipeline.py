@@ -37,7 +37,7 @@ from solar.bounds import (
     fused_bound,
     symbolic_costs,
 )
-from solar.diagnostics import UsageError, ValidationMismatchError
+from solar.diagnostics import FrontendError, UsageError, ValidationMismatchError
 from solar.einsum import EinsumGraph, lift_to_einsum
 from solar.files import MAX_IR_BYTES, check_input, read_text, write_atomic
 from solar.frontends import (
@@ -68,6 +68,7 @@ from solar.options import (
 )
 from solar.report import (
     ArchBounds,
+    CoverageInfo,
     FrontendInfo,
     InputInfo,
     IRInfo,
@@ -115,7 +116,8 @@ class AnalyzeOptions:
     sizes: Mapping[str, int] = field(default_factory=dict)
     validate: ValidateMode = "auto"
     time_budget_s: float = 60.0
-    reference_budget_bytes: int = 256 << 20  # real runs above this are re-captured smaller
+    # real runs above this are re-captured smaller; None: a share of MemAvailable
+    reference_budget_bytes: int | None = None
     measured_ms: float | None = None
     measure: bool = False
     entry: str | None = None
@@ -299,7 +301,17 @@ def validate_front(
     from solar.validate import validate  # only when validating (its import is not free)
 
     progress("computing reference outputs")
-    plan = prepared.reference()
+    try:
+        plan = prepared.reference()
+    except FrontendError as err:
+        # Note [Validation never blocks analysis]: under ``auto`` a program whose real
+        # run cannot be made to fit (or diverges from its capture) is still analysed;
+        # the report says why it was not validated. ``--validate full`` insists.
+        if options.validate != "auto":
+            raise
+        return skipped_validation(
+            f"no reference run: error[{err.code}]: {'; '.join((err.message, *err.notes))}"
+        )
     progress(f"validating IR ({plan.strategy})")
     strategy: Literal["auto", "full", "sampled"] = "auto"
     if options.validate == "full" or options.validate == "sampled":
@@ -391,6 +403,29 @@ def _measurement(
         device=t.device,
         arch=options.archs[0] if len(options.archs) == 1 else None,
     )
+
+
+def _coverage_warnings(coverage: CoverageInfo) -> list[str]:
+    """Partial coverage, and SOLAR's FLOPs short of the independent count (loudly)."""
+    out = []
+    if not coverage.complete:
+        flops = ""
+        if coverage.uncovered_flops_fraction is not None:
+            flops = f" and {coverage.uncovered_flops_fraction:.1%} of its counted FLOPs"
+        out.append(
+            f"partial coverage: {1 - coverage.covered_bytes_fraction:.1%} of the program's "
+            f"tensor bytes{flops} are in ops SOLAR could not lower; bounds cover the rest only"
+        )
+    ind = coverage.independent_flops
+    if ind is not None and ind.shortfall:
+        need = ind.covered_flops - ind.padding_flops
+        out.append(
+            f"FLOP SHORTFALL: SOLAR counts {ind.solar_flops / 1e9:.4g} GFLOP but "
+            f"{ind.counter} counts {need / 1e9:.4g} GFLOP in the ops SOLAR covers "
+            f"(padding excluded; {1 - ind.solar_flops / need:.1%} short): work was "
+            "dropped or mis-counted, so the bounds are too low; this is a bug to report"
+        )
+    return out
 
 
 # ---------------------------------------------------------------------------- analyze
@@ -491,13 +526,11 @@ def analyze_front(
     ir_text = print_program(program)
     if options.save_ir is not None:
         write_atomic(options.save_ir, ir_text)
-    coverage = coverage_info(front.ops_total, front.uncovered)
-    warnings = []
-    if not coverage.complete:
-        warnings.append(
-            f"partial coverage: {1 - coverage.covered_bytes_fraction:.1%} of the program's "
-            "tensor bytes are in ops SOLAR could not lower; bounds cover the rest only"
-        )
+    coverage = coverage_info(
+        front.ops_total, front.uncovered, counted_flops=front.counted_flops,
+        padding_flops=front.padding_flops, solar_flops=fused.flops,
+    )
+    warnings = _coverage_warnings(coverage)
     if validation.status != "passed":
         warnings.append(
             f"validation {validation.status}: the IR is not confirmed to be the program"

@@ -127,6 +127,13 @@ def analyze(
     ] = None,
     train: Annotated[bool, typer.Option(help="Analyse the module in training mode.")] = False,
     time_budget: Annotated[float, typer.Option(help="Validation time budget (s).")] = 60.0,
+    reference_budget: Annotated[
+        float | None,
+        typer.Option(
+            help="Memory (MiB) a real reference run may touch; above it the program is "
+            "validated at reduced sizes or batch (default: a quarter of MemAvailable)."
+        ),
+    ] = None,
     model: Annotated[str | None, typer.Option(help="LLM model name (LLM frontend).")] = None,
     temperature: Annotated[float | None, typer.Option(help="LLM temperature.")] = None,
     max_attempts: Annotated[int | None, typer.Option(help="LLM repair attempts.")] = None,
@@ -157,6 +164,7 @@ def analyze(
 
     check_positive("--time-budget", time_budget)
     check_positive("--time-limit", time_limit, maximum=MAX_TIME_LIMIT_S)
+    check_positive("--reference-budget", reference_budget, maximum=2.0**40)
     check_positive("--measured-ms", measured_ms, maximum=MAX_MEASURED_MS)
     for path in (output, save_ir):
         if path is not None:
@@ -170,6 +178,9 @@ def analyze(
         sizes=parse_sets(set_),
         validate=validate,
         time_budget_s=time_budget,
+        reference_budget_bytes=(
+            None if reference_budget is None else int(reference_budget * 2**20)
+        ),
         measured_ms=measured_ms,
         measure=measure,
         entry=entry,

@@ -58,9 +58,10 @@ __all__ = [
 ]
 
 Arrays = dict[str, np.ndarray]
-PlanStrategy = Literal["full", "reduced-sizes"]
+PlanStrategy = Literal["full", "reduced-sizes", "reduced-batch"]
 """``full``: the reference is the program itself; ``reduced-sizes``: the frontend
-re-lowered the program at sizes whose real run fits its budget."""
+re-lowered the program at sizes whose real run fits its budget; ``reduced-batch``: it
+re-lowered the program with the leading (batch) dimension of its inputs cut."""
 Progress = Callable[[str], None]
 """Receives one line per slow step (the CLI shows them on stderr)."""
 
@@ -93,7 +94,9 @@ class FrontendOptions:
         reference_file: ``.npz`` with inputs and expected outputs (hand-written IR).
         sizes: size overrides: IR sizes, or module-level size constants of a model file.
         train: analyse the module in training mode (default: ``eval()``).
-        reference_budget_bytes: a real run above this is re-captured at reduced sizes.
+        reference_budget_bytes: a real run above this is re-captured at reduced sizes;
+            ``None``: a share of the available memory (`solar.frontends.kit.
+            reference_budget_bytes`, Note [Reference budget]).
         time_budget_s: budget of each check a frontend runs through `ReferenceCheck`.
         llm: the LLM to use (the ``llm`` frontend, the per-op fallback).
         op_fallback: ask ``llm`` for the ops the tracer cannot lower.
@@ -104,7 +107,7 @@ class FrontendOptions:
     reference_file: Path | None = None
     sizes: Mapping[str, int] = field(default_factory=dict)
     train: bool = False
-    reference_budget_bytes: int = 256 << 20
+    reference_budget_bytes: int | None = None
     time_budget_s: float = 60.0
     llm: LLMConfig | None = None
     op_fallback: bool = False
@@ -118,9 +121,10 @@ class ValidationPlan:
         program: the program to execute.
         inputs: its inputs, parameters and constants by IR name.
         outputs: the real program's outputs by IR name.
-        strategy: ``full``, or ``reduced-sizes`` when the frontend re-lowered the
-            program at smaller sizes (`solar.frontends.kit.reduced_reference`).
-        description: for ``reduced-sizes``, which sizes were scaled (the report shows it).
+        strategy: ``full``, or ``reduced-sizes``/``reduced-batch`` when the frontend
+            re-lowered the program at smaller sizes (`solar.frontends.kit.
+            reduced_reference`, `solar.frontends.kit.reduced_batch_reference`).
+        description: for a reduced plan, what was scaled (the report shows it).
         sizes: the sizes the reference was produced at, for the report.
     """
 
@@ -156,6 +160,11 @@ class FrontendResult:
             treat them as intermediates).
         xla_cost_analysis: XLA's own cost figures by compilation stage (JAX).
         xla_unavailable: why XLA's cost analysis is missing, when it is.
+        counted_flops: the program's FLOPs by an independent counter over the same
+            forward (PyTorch: ``torch.utils.flop_counter.FlopCounterMode``'s formulas, Note
+            [Independent FLOP count]); ``None`` when the frontend has none.
+        padding_flops: of ``counted_flops``, those multiplying zero padding (which
+            SOLAR does not count).
     """
 
     name: FrontendName
@@ -173,6 +182,8 @@ class FrontendResult:
     uncovered_values: tuple[str, ...] = ()
     xla_cost_analysis: Mapping[str, Mapping[str, float]] | None = None
     xla_unavailable: str | None = None
+    counted_flops: int | None = None
+    padding_flops: int = 0
 
 
 class Frontend(Protocol):

@@ -116,24 +116,58 @@ def _arch_block(arch: ArchBounds) -> list[str]:
     return lines
 
 
+def _share(x: float) -> str:
+    """A share as a percentage that never rounds a partial share to 0% or 100%.
+
+    >>> _share(0.9999894), _share(1.0), _share(1e-5), _share(0.25)
+    ('99.999%', '100.0%', '0.001%', '25.0%')
+    """
+    text = f"{x:.1%}"
+    if (text == "100.0%" and x < 1.0) or (text == "0.0%" and x > 0.0):
+        digits = 1
+        while digits < 6 and text in ("100." + "0" * digits + "%", "0." + "0" * digits + "%"):
+            digits += 1
+            text = f"{x:.{digits}%}"
+    return text
+
+
+def _coverage_lines(report: Report) -> list[str]:
+    cov = report.coverage
+    flops = cov.uncovered_flops_fraction
+    if cov.complete:
+        lines = [f"coverage: complete ({cov.ops_total} ops)"]
+    else:
+        flops_text = "" if flops is None else f" and {_share(1 - flops)} of counted FLOPs"
+        lines = [
+            f"coverage: PARTIAL — {_share(cov.covered_bytes_fraction)} of tensor bytes"
+            f"{flops_text} covered; bounds cover the lowered part only"
+        ]
+        for u in cov.uncovered:
+            counted = "" if u.counted_flops is None else f", {format_flops(u.counted_flops)}"
+            lines.append(
+                f"  uncovered: {u.op} ×{u.count} ({_share(u.bytes_share)} of bytes{counted})"
+            )
+    ind = cov.independent_flops
+    if ind is not None:
+        verdict = "!! SHORTFALL: SOLAR counts less" if ind.shortfall else "ok"
+        padding = f", {format_flops(ind.padding_flops)} over padding" if ind.padding_flops else ""
+        lines.append(
+            f"  FLOPs check vs {ind.counter.rsplit('.', 1)[-1]}: SOLAR "
+            f"{format_flops(ind.solar_flops)}, counted {format_flops(ind.covered_flops)} "
+            f"in covered ops{padding} ({verdict})"
+        )
+    return lines
+
+
 def render_text(report: Report) -> str:
     """The terminal summary of a report."""
-    cov = report.coverage
     lines = [
         f"SOLAR {report.tool.version} — {report.program} ({report.input.path}, "
         f"frontend {report.frontend.name}: {report.frontend.captured_with})",
         f"IR: {report.ir.kernels} kernels, {report.ir.statements} statements"
         + (f", saved to {report.ir.path}" if report.ir.path else ""),
     ]
-    if cov.complete:
-        lines.append(f"coverage: complete ({cov.ops_total} ops)")
-    else:
-        lines.append(
-            f"coverage: PARTIAL — {cov.covered_bytes_fraction:.1%} of tensor bytes covered; "
-            "bounds cover the lowered part only"
-        )
-        for u in cov.uncovered:
-            lines.append(f"  uncovered: {u.op} ×{u.count} ({u.bytes_share:.1%} of bytes)")
+    lines.extend(_coverage_lines(report))
     lines.append(_validation_line(report))
     traffic = format_bytes(report.fused_dram_bytes)
     lines.append(

@@ -25,6 +25,7 @@ __all__ = [
     "Headroom",
     "InputInfo",
     "IRInfo",
+    "IndependentFlops",
     "KernelRow",
     "Measurement",
     "OutputCheck",
@@ -36,7 +37,7 @@ __all__ = [
     "report_json_schema",
 ]
 
-REPORT_SCHEMA_VERSION = "1.0"
+REPORT_SCHEMA_VERSION = "1.1"
 
 _FROZEN = ConfigDict(extra="forbid", frozen=True)
 
@@ -85,6 +86,27 @@ class UncoveredOpInfo(BaseModel):
     op: str
     count: int
     bytes_share: float = Field(description="share of the program's tensor bytes touched by it")
+    counted_flops: float | None = Field(
+        None, description="FLOPs the independent counter assigns to these calls (1.1)"
+    )
+
+
+class IndependentFlops(BaseModel):
+    """SOLAR's FLOPs against an independent count over the same forward (1.1)."""
+
+    model_config = _FROZEN
+    counter: str = Field(description="e.g. 'torch.utils.flop_counter.FlopCounterMode'")
+    total_flops: float = Field(description="the counter's FLOPs over the whole forward")
+    uncovered_flops: float = Field(description="of those, in ops SOLAR did not lower")
+    covered_flops: float = Field(description="total_flops - uncovered_flops")
+    padding_flops: float = Field(
+        0.0, description="of covered_flops, multiply-adds over zero padding (not work)"
+    )
+    solar_flops: float = Field(description="the report's `flops` (SOLAR's covered work)")
+    shortfall: bool = Field(
+        description="solar_flops < (covered_flops - padding_flops) * (1 - tolerance)"
+    )
+    tolerance: float
 
 
 class CoverageInfo(BaseModel):
@@ -95,6 +117,10 @@ class CoverageInfo(BaseModel):
     covered_bytes_fraction: float
     ops_total: int
     uncovered: tuple[UncoveredOpInfo, ...] = ()
+    uncovered_flops_fraction: float | None = Field(
+        None, description="share of the independently counted FLOPs in uncovered ops (1.1)"
+    )
+    independent_flops: IndependentFlops | None = None
 
 
 class OutputCheck(BaseModel):

@@ -2,7 +2,8 @@
 
 Contract: pure functions from typed results to the report's pydantic objects, holding
 the report's conventions: a non-finite error is ``null``; a full run of a program the
-frontend re-lowered at reduced sizes is reported as ``reduced-sizes``; the covered
+frontend re-lowered at reduced sizes is reported as the plan's strategy
+(``reduced-sizes``, ``reduced-batch``); the covered
 fraction is one minus the uncovered ops' bytes shares (docs/report.md).
 """
 
@@ -12,12 +13,33 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Protocol
 
-from solar.report.schema import CoverageInfo, OutputCheck, UncoveredOpInfo, ValidationInfo
+from solar.report.schema import (
+    CoverageInfo,
+    IndependentFlops,
+    OutputCheck,
+    UncoveredOpInfo,
+    ValidationInfo,
+)
 
 if TYPE_CHECKING:
     from solar.validate import ValidationResult
 
-__all__ = ["UncoveredRow", "coverage_info", "skipped_validation", "validation_info"]
+__all__ = [
+    "FLOP_SHORTFALL_TOLERANCE",
+    "UncoveredRow",
+    "coverage_info",
+    "skipped_validation",
+    "validation_info",
+]
+
+FLOP_SHORTFALL_TOLERANCE = 0.01
+"""Note [FLOP shortfall]: SOLAR counts every FLOP of the ops it lowers (element-wise
+ones too), the independent counter only those of contractions (matmul, convolution,
+attention), with the same convention (a multiply-add is 2 FLOPs), except that SOLAR
+does not count the taps of a convolution over its zero padding (``padding_flops``,
+counted from shapes by the frontend). So SOLAR's FLOPs should never fall below the
+counter's FLOPs of the covered ops less padding; a shortfall beyond 1% means work was
+dropped or mis-counted."""
 
 
 class UncoveredRow(Protocol):
@@ -38,23 +60,68 @@ class UncoveredRow(Protocol):
         """Its share of the program's tensor bytes."""
         ...
 
+    @property
+    def counted_flops(self) -> int | None:
+        """Its FLOPs by the independent counter (``None``: not known)."""
+        ...
 
-def coverage_info(ops_total: int, uncovered: Iterable[UncoveredRow]) -> CoverageInfo:
-    """The coverage section: one row per uncovered op and the bytes share left covered.
+
+def coverage_info(
+    ops_total: int,
+    uncovered: Iterable[UncoveredRow],
+    *,
+    counted_flops: int | None = None,
+    padding_flops: int = 0,
+    counter: str = "torch.utils.flop_counter.FlopCounterMode",
+    solar_flops: float | None = None,
+) -> CoverageInfo:
+    """The coverage section: one row per uncovered op, the bytes share left covered
+    and, given an independent FLOP count, the FLOPs share outside covered ops and
+    SOLAR's FLOPs against it (Note [FLOP shortfall]).
 
     >>> coverage_info(0, ()).covered_bytes_fraction
     1.0
+    >>> c = coverage_info(0, (), counted_flops=1000, solar_flops=900.0)
+    >>> c.uncovered_flops_fraction, c.independent_flops.shortfall
+    (0.0, True)
     """
     rows = tuple(
-        UncoveredOpInfo(op=u.target, count=u.count, bytes_share=float(u.bytes_share))
+        UncoveredOpInfo(
+            op=u.target,
+            count=u.count,
+            bytes_share=float(u.bytes_share),
+            counted_flops=None if u.counted_flops is None else float(u.counted_flops),
+        )
         for u in uncovered
     )
     share = sum(r.bytes_share for r in rows)
+    independent = None
+    flops_share = None
+    if counted_flops is not None:
+        total = float(counted_flops)
+        missing = sum(r.counted_flops or 0.0 for r in rows)
+        covered = total - missing
+        padding = float(min(padding_flops, covered))
+        flops_share = missing / total if total > 0 else 0.0
+        if solar_flops is not None:
+            expected = (covered - padding) * (1.0 - FLOP_SHORTFALL_TOLERANCE)
+            independent = IndependentFlops(
+                counter=counter,
+                total_flops=total,
+                uncovered_flops=missing,
+                covered_flops=covered,
+                padding_flops=padding,
+                solar_flops=float(solar_flops),
+                shortfall=solar_flops < expected,
+                tolerance=FLOP_SHORTFALL_TOLERANCE,
+            )
     return CoverageInfo(
         complete=not rows,
         covered_bytes_fraction=max(0.0, 1.0 - share),
         ops_total=ops_total,
         uncovered=rows,
+        uncovered_flops_fraction=flops_share,
+        independent_flops=independent,
     )
 
 
@@ -76,8 +143,8 @@ def validation_info(
 
     Args:
         result: what the validator found.
-        planned_strategy: what the frontend's reference plan was (``full`` or
-            ``reduced-sizes``).
+        planned_strategy: what the frontend's reference plan was (``full``,
+            ``reduced-sizes`` or ``reduced-batch``).
         description: the plan's own description (e.g. which sizes were scaled).
         sizes: the sizes the reference was produced at.
     """
@@ -94,9 +161,9 @@ def validation_info(
     )
     parts = (description, result.description, result.reason, result.mismatch)
     reason_parts = [p for p in parts if p]
-    ran = result.strategy or "none"
-    if planned_strategy == "reduced-sizes" and ran == "full":
-        ran = "reduced-sizes"
+    ran: str = result.strategy or "none"
+    if planned_strategy in ("reduced-sizes", "reduced-batch") and ran == "full":
+        ran = planned_strategy
     return ValidationInfo(
         status=result.status,
         strategy=ran,

@@ -7,7 +7,8 @@ loop can act on. `output_tolerances` applies the policy of docs/validation.md:
 
 * the tolerance of an output depends on the least precise floating dtype the output
   depends on (its own dtype, every tensor it is computed from, every cast on the way)
-  and on the longest reduction feeding it (the product of the reduced loop extents);
+  and on the longest reduction or scan feeding it (the product of the reduced loop
+  extents; for a recurrence in ``seq`` loops, their trip counts: Note [Scan length]);
 * ``rtol = base_rtol(dtype) * sqrt(reduction length)`` (capped at 0.5): rounding
   errors of a sum of ``L`` terms grow like ``sqrt(L)`` for random-sign data;
 * ``atol = max(base_atol(dtype), rtol * rms(expected))``: an element near zero that is
@@ -247,8 +248,29 @@ def _leaves(
             else:
                 count = max(1, -(-(hi[1] - lo[0]) // s.step))
                 inner = {**ranges, s.var: (lo[0], max(lo[0], hi[1] - 1))}
-            out += _leaves(s.body, sizes, inner, {**trips, s.var: count})
+            key = f"{_SEQ}{s.var}" if s.seq else s.var
+            out += _leaves(s.body, sizes, inner, {**trips, key: count})
     return out
+
+
+_SEQ = "seq "
+"""Prefix of a `seq` loop's key in the trip-count maps of `_leaves` (never a valid name)."""
+
+
+def _recurrence_length(stmt: Assign, trips: Mapping[str, int]) -> int:
+    """Note [Scan length]: the steps a recurrence ``T[..] = f(T[..], ...)`` chains.
+
+    An assignment inside ``seq`` loops that reads its own target carries a value
+    from one iteration to the next (a scan: ``carry[i] = carry[i] + x[i, t]``): its
+    rounding errors accumulate over the iterations of those loops like the terms of a
+    reduction of that length, so its length is the product of their trip counts.
+    """
+    if not any(k.startswith(_SEQ) for k in trips):
+        return 1
+    target = stmt.target.tensor
+    if not any(isinstance(e, Access) and e.tensor == target for e in walk_exprs(stmt.value)):
+        return 1
+    return math.prod(c for k, c in trips.items() if k.startswith(_SEQ))
 
 
 def _least_precise(a: DType, b: DType) -> DType:
@@ -278,8 +300,10 @@ def _dependencies(
                     precision[target] = _least_precise(precision.get(target, e.dtype), e.dtype)
             if isinstance(stmt, Reduce):
                 used = {v for i in stmt.target.indices for v in free_names(i)}
-                n = math.prod(c for v, c in trips.items() if v not in used)
+                n = math.prod(c for v, c in trips.items() if v.removeprefix(_SEQ) not in used)
                 length[target] = max(length.get(target, 1), n)
+            else:
+                length[target] = max(length.get(target, 1), _recurrence_length(stmt, trips))
     for _ in range(len(deps) + 1):
         changed = False
         for target, reads in deps.items():

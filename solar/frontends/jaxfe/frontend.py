@@ -72,13 +72,15 @@ class JaxFrontend:
 
         def reference() -> ValidationPlan:
             from solar.frontends.jaxfe.reference import program_bytes
+            from solar.frontends.kit import reference_budget_bytes
 
-            if program_bytes(capture) <= options.reference_budget_bytes:
+            budget = reference_budget_bytes(options.reference_budget_bytes)
+            if program_bytes(capture) <= budget:
                 inputs, outputs = jaxfe.reference_data(capture, lowered=lowered)
                 return ValidationPlan(lowered.program, inputs, outputs, "full")
             red = jaxfe.reference_at_reduced_sizes(
                 path,
-                options.reference_budget_bytes,
+                budget,
                 entry=options.entry,
                 start=dict(options.sizes),
                 capture=capture,

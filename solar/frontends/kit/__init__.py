@@ -48,13 +48,24 @@ from solar.frontends.kit.loader import (
 )
 from solar.frontends.kit.lowered import CondRegion, LoweredProgram, UncoveredValue
 from solar.frontends.kit.naming import input_name, output_name, param_name, uncovered_name
-from solar.frontends.kit.resize import Recapture, ReducedReference, reduced_reference
+from solar.frontends.kit.resize import (
+    EXECUTOR_TIME_SHARE,
+    BatchRecapture,
+    Recapture,
+    ReducedReference,
+    executor_seconds,
+    reduced_batch_reference,
+    reduced_reference,
+    reference_budget_bytes,
+)
 from solar.frontends.kit.table import LoweringTable, UnsupportedOpError
 from solar.frontends.kit.values import IndexMap, TensorInfo, shape_numel
 
 __all__ = [
+    "EXECUTOR_TIME_SHARE",
     "IR_DTYPES",
     "Aff",
+    "BatchRecapture",
     "Checkpoint",
     "CondRegion",
     "CoverageLog",
@@ -79,6 +90,7 @@ __all__ = [
     "as_expr",
     "broadcast_map",
     "const_int",
+    "executor_seconds",
     "expand_param",
     "fmax",
     "fmin",
@@ -93,7 +105,9 @@ __all__ = [
     "param_name",
     "raised_by_solar",
     "range_guard",
+    "reduced_batch_reference",
     "reduced_reference",
+    "reference_budget_bytes",
     "reshape_map",
     "sanitize_name",
     "shape_numel",

@@ -131,7 +131,14 @@ class LoweringDriver:
         """One more op, of ``nbytes`` input+output bytes (every op, covered or not)."""
         self.coverage.count(nbytes)
 
-    def uncover(self, target: str, nbytes: int, reason: str, reads: Iterable[object]) -> None:
+    def uncover(
+        self,
+        target: str,
+        nbytes: int,
+        reason: str,
+        reads: Iterable[object],
+        counted_flops: int | None = None,
+    ) -> None:
         """Report an uncovered op and keep the program tensors it reads alive.
 
         Args:
@@ -139,9 +146,10 @@ class LoweringDriver:
             nbytes: its input+output bytes, as given to `count`.
             reason: why it is uncovered (the first reason per target is reported).
             reads: its operands; the `TensorInfo` ones name tensors to keep alive.
+            counted_flops: its FLOPs by an independent counter, if the frontend has one.
         """
         names = [x.ref.name for x in reads if isinstance(x, TensorInfo)]
-        self.coverage.uncover(target, nbytes, reason, names)
+        self.coverage.uncover(target, nbytes, reason, names, counted_flops)
 
     def declare_uncovered(
         self,

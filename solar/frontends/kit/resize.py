@@ -11,11 +11,22 @@ description the report shows) is `solar.validate.reduce_sizes`, the one the vali
 at the sizes it picks. Each re-capture runs the model file anew (Note [Model-file
 runs] in `solar.frontends.protocol`).
 
-Error codes: E0511 no reduced size fits the budget.
+`reduced_batch_reference` is the strategy for programs without size constants (inputs
+made by ``get_inputs()``, ``--inputs``, a live module's example inputs): the tracer
+re-captures the program with the leading (batch) dimension of its inputs cut, the
+smallest cut first estimated from how the bytes scale, then halved until it fits.
+
+The budget (Note [Reference budget]): what a real run may touch, by default
+`REFERENCE_MEMORY_FRACTION` of the machine's available memory (``MemAvailable``), not
+a fixed figure: the reference run, the arrays it keeps and the executor's own run
+(guarded by its own budget, half of ``MemAvailable`` when it starts) share the machine.
+
+Error codes: E0511 no reduced size fits the budget; E0514 no reduced batch fits.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,11 +36,44 @@ import numpy as np
 
 from solar.diagnostics import FrontendError
 from solar.frontends.kit.lowered import LoweredProgram
+from solar.ir import Program
 
-__all__ = ["Recapture", "ReducedReference", "reduced_reference"]
+__all__ = [
+    "REFERENCE_MEMORY_FRACTION",
+    "EXECUTOR_TIME_SHARE",
+    "BatchRecapture",
+    "executor_seconds",
+    "Recapture",
+    "ReducedReference",
+    "reduced_batch_reference",
+    "reduced_reference",
+    "reference_budget_bytes",
+]
+
+REFERENCE_MEMORY_FRACTION = 0.25
+"""Share of ``MemAvailable`` a real reference run may touch by default."""
+
+EXECUTOR_TIME_SHARE = 0.5
+"""Share of the validation time budget the executor's predicted check may take (the
+validator plans for the same share: its work model is rough)."""
 
 B = TypeVar("B")
 Arrays = dict[str, np.ndarray]
+
+
+def reference_budget_bytes(requested: int | None = None) -> int:
+    """``requested``, or `REFERENCE_MEMORY_FRACTION` of the available memory.
+
+    >>> reference_budget_bytes(1 << 20)
+    1048576
+    >>> reference_budget_bytes() > 0
+    True
+    """
+    if requested is not None:
+        return requested
+    from solar.validate.memory import memory_budget_bytes  # the one MemAvailable reader
+
+    return memory_budget_bytes(REFERENCE_MEMORY_FRACTION)
 
 
 class ReducedReference(NamedTuple):
@@ -51,12 +95,24 @@ class Recapture(Generic[B]):
         sizes: a capture's module-level integer constants.
         program_bytes: the bytes a real run of a capture touches.
         reference: lowers a capture and runs it for real: ``(lowered, inputs, outputs)``.
+        seconds: the executor's predicted time to check a capture (`executor_seconds`
+            of its lowered program); ``None``: budget memory only.
     """
 
     capture: Callable[[Mapping[str, int]], B]
     sizes: Callable[[B], Mapping[str, int]]
     program_bytes: Callable[[B], int]
     reference: Callable[[B], tuple[LoweredProgram, Arrays, Arrays]]
+    seconds: Callable[[B], float] | None = None
+
+
+def executor_seconds(program: Program) -> float:
+    """The validator's predicted time to execute ``program`` (`solar.validate.
+    estimate_workload`), which a reference must also fit (Note [Reference budget]):
+    a reference the executor cannot check in its time budget is no use."""
+    from solar.validate import estimate_workload
+
+    return estimate_workload(program).seconds
 
 
 def reduced_reference(
@@ -66,6 +122,7 @@ def reduced_reference(
     *,
     start: Mapping[str, int] | None = None,
     capture: B | None = None,
+    budget_seconds: float = math.inf,
 ) -> ReducedReference:
     """Shrink a model file's size constants until a real run fits, then run it there.
 
@@ -75,6 +132,8 @@ def reduced_reference(
         budget_bytes: what a real run may touch.
         start: module constants to override first (the sizes the user asked for).
         capture: the capture at ``start`` when the caller has it (else captured here).
+        budget_seconds: the executor's time budget for the check (with
+            ``recapture.seconds``).
 
     Returns:
         The program at the chosen sizes, its reference data, and the description
@@ -93,11 +152,13 @@ def reduced_reference(
         return recapture.capture({**base, **overrides})
 
     def cost(built: B) -> RunCost:
-        return RunCost(recapture.program_bytes(built))
+        seconds = recapture.seconds(built) if recapture.seconds is not None else 0.0
+        return RunCost(recapture.program_bytes(built), seconds)
 
     first = capture if capture is not None else rebuild({})
     sizes = recapture.sizes(first)
-    found = reduce_sizes(sizes, rebuild, cost, RunBudget(budget_bytes), start=first)
+    budget = RunBudget(budget_bytes, budget_seconds)
+    found = reduce_sizes(sizes, rebuild, cost, budget, start=first)
     if not found.fits:
         raise FrontendError(
             f"no reduced size of {path.name} fits {format_bytes(budget_bytes)}",
@@ -109,3 +170,85 @@ def reduced_reference(
         )
     lowered, inputs, outputs = recapture.reference(found.built)
     return ReducedReference(lowered, inputs, outputs, found.description)
+
+
+@dataclass(frozen=True, slots=True)
+class BatchRecapture(Generic[B]):
+    """How a tracer captures its program with the inputs' leading dimension cut.
+
+    Attributes:
+        batch: the inputs' leading dimension at full size (`leading_batch`).
+        capture: captures the program with that dimension cut to the given size;
+            raises `FrontendError` when the program does not run there (a batch
+            size hard-coded in the model).
+        program_bytes: the bytes a real run of a capture touches.
+        fixed_bytes: the bytes that do not scale with the batch (parameters).
+        reference: lowers a capture and runs it for real: ``(lowered, inputs, outputs)``.
+        seconds: the executor's predicted time to check a capture.
+    """
+
+    batch: int
+    capture: Callable[[int], B]
+    program_bytes: Callable[[B], int]
+    fixed_bytes: Callable[[B], int]
+    reference: Callable[[B], tuple[LoweredProgram, Arrays, Arrays]]
+    seconds: Callable[[B], float]
+
+
+def reduced_batch_reference(
+    name: str,
+    recapture: BatchRecapture[B],
+    full: B,
+    budget_bytes: int,
+    budget_seconds: float = math.inf,
+) -> ReducedReference:
+    """Cut the inputs' batch until a real run fits ``budget_bytes`` and the executor's
+    predicted time fits ``budget_seconds``, then run it there.
+
+    The first cut is the largest batch whose bytes and time, scaled linearly from
+    ``full`` (parameters fixed), fit; each cut that still does not fit is halved,
+    down to 1.
+
+    Raises:
+        FrontendError: E0514 when no batch fits (parameters alone exceed the budget,
+            or the program does not run at a smaller batch); what
+            ``recapture.reference`` raises.
+    """
+    from solar.validate.reduced import format_bytes
+
+    full_bytes, fixed = recapture.program_bytes(full), recapture.fixed_bytes(full)
+    n = recapture.batch
+    per_item = max(1, (full_bytes - fixed) // max(1, n))
+    seconds_per_item = recapture.seconds(full) / max(1, n)
+    tried: list[str] = []
+    if fixed < budget_bytes and n > 1:
+        b = max(1, min(n - 1, (budget_bytes - fixed) // per_item))
+        if seconds_per_item > 0 and math.isfinite(budget_seconds):
+            b = max(1, min(b, int(budget_seconds / seconds_per_item)))
+        while True:
+            try:
+                built = recapture.capture(b)
+            except FrontendError as err:
+                tried.append(f"batch {b}: {err.message}")
+                break
+            cost, seconds = recapture.program_bytes(built), recapture.seconds(built)
+            tried.append(f"batch {b}: {format_bytes(cost)}, about {seconds:.3g} s to check")
+            if cost <= budget_bytes and seconds <= budget_seconds:
+                lowered, inputs, outputs = recapture.reference(built)
+                description = (
+                    f"cut the inputs' batch {n}->{b} "
+                    f"(program {format_bytes(full_bytes)} -> {format_bytes(cost)})"
+                )
+                return ReducedReference(lowered, inputs, outputs, description)
+            if b == 1:
+                break
+            b //= 2
+    raise FrontendError(
+        f"no reduced batch of {name} fits {format_bytes(budget_bytes)}",
+        code="E0514",
+        notes=(
+            f"parameters and constants: {format_bytes(fixed)}; full program "
+            f"{format_bytes(full_bytes)} at batch {n}",
+            *tried,
+        ),
+    )

@@ -29,6 +29,7 @@ from solar.frontends.pytorch.frontend import TorchFrontend
 from solar.frontends.pytorch.loader import ProgramSource, source_for_file
 from solar.frontends.pytorch.reference import (
     ReducedReference,
+    reference_at_reduced_batch,
     reference_at_reduced_sizes,
     reference_data,
 )
@@ -47,6 +48,7 @@ __all__ = [
     "UncoveredOp",
     "UncoveredValue",
     "lower_capture",
+    "reference_at_reduced_batch",
     "reference_at_reduced_sizes",
     "reference_data",
     "register_lowerings",

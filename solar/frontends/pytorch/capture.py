@@ -18,6 +18,17 @@ its inputs and parameters fit `REAL_BUDGET_BYTES`, and the capture says so
 itself held to that budget before it allocates (`build_real_within_budget`), so a
 model whose construction needs real values and 40 GB fails at once with E0505.
 
+Note [Independent FLOP count]: while recording, each call's FLOPs are also counted by
+torch's own formulas, ``torch.utils.flop_counter.flop_registry``, the table
+``FlopCounterMode`` applies to every op it sees (`RecordedCall.counted_flops`, on the
+same meta or fake tensors: nothing is allocated), and the part of that count which
+multiplies zero padding (`RecordedCall.padding_flops`, Note [Padding FLOPs] in
+flops.py). The table is applied directly rather than by entering ``FlopCounterMode``:
+its dispatch mode imports ``torch._dynamo`` (a second, Note [Meta capture]) and may
+decompose ops below the recorder. tests/frontends/pytorch/test_validation_strategies.py
+checks that the sum equals ``FlopCounterMode``'s total over the same forward. The
+report compares SOLAR's FLOPs with this count (docs/report.md, coverage).
+
 `replay_values` re-runs the program for real and returns the values the reference
 path needs (constants, outputs of chosen calls), checking that the real run performs
 the same calls as the capture (E0506 otherwise).
@@ -43,6 +54,7 @@ from solar.frontends.pytorch.capture_types import (
     TorchCapture,
     to_numpy,
 )
+from solar.frontends.pytorch.flops import padding_flops
 from solar.frontends.pytorch.loader import (
     REAL_BUDGET_BYTES,
     Instance,
@@ -149,6 +161,16 @@ class _Recorder:
         self.constant_sites: list[tuple[int, int]] = []
         self.kept: dict[int, tuple[np.ndarray | None, ...]] = {}
         self.module_stack: list[str] = []
+        self.count_flops = False  # Note [Independent FLOP count]
+
+    def counted_flops(self, func: Any, args: Any, kwargs: Any, out: Any) -> int | None:
+        """torch's FLOPs for this call, ``None`` without a formula (or not counting)."""
+        if not self.count_flops:
+            return None
+        from torch.utils.flop_counter import flop_registry
+
+        formula = flop_registry.get(func._overloadpacket)
+        return None if formula is None else int(formula(*args, **kwargs, out_val=out))
 
     def convert(self, a: Any, index: int) -> Any:
         import torch
@@ -219,8 +241,16 @@ class _Recorder:
                 to_numpy(x) if isinstance(x, torch.Tensor) else None for x in leaves
             )
         path = self.module_stack[-1] if self.module_stack else ""
+        counted = self.counted_flops(func, args, kwargs, out)
+        padding = 0
+        if counted:
+            shapes = [tuple(a.shape) if isinstance(a, torch.Tensor) else a for a in args]
+            padding = padding_flops(func._overloadpacket.__name__, shapes, counted)
         self.calls.append(
-            RecordedCall(index, target, cargs, ckwargs, outs, kind, tuple(mutated), path)
+            RecordedCall(
+                index, target, cargs, ckwargs, outs, kind, tuple(mutated), path,
+                counted, padding,
+            )
         )
 
 
@@ -417,6 +447,7 @@ def _finish(
     ids = _Ids()
     inputs, params = _register(inst, ids)
     rec = _Recorder(ids, inst.attr_names, frozenset(), None)
+    rec.count_flops = True
     out = _run(inst, rec, fake_mode)
     leaves, _ = tree_flatten(out)
     outputs = tuple(_output_meta(x, ids) for x in leaves)
@@ -427,6 +458,8 @@ def _finish(
         param_bytes=_tensor_bytes(list(inst.state.values())),
         sizes=dict(inst.sizes),
         num_calls=len(rec.calls),
+        counted_flops=sum(c.counted_flops or 0 for c in rec.calls),
+        padding_flops=sum(c.padding_flops for c in rec.calls),
     )
     return TorchCapture(
         source.name,

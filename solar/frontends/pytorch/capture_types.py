@@ -92,7 +92,11 @@ class RecordedCall:
             argument tensors), ``host`` (reads data to the host), else ``functional``.
         mutated: ids of the tensors written in place.
         module_path: dotted path of the innermost ``nn.Module`` running the call.
-        new_constants: constants first seen as arguments of this call.
+        counted_flops: FLOPs torch's ``FlopCounterMode`` formulas give this call
+            (Note [Independent FLOP count] in capture.py); ``None`` when it has no
+            formula for the op (or the capture did not count).
+        padding_flops: of ``counted_flops``, the multiply-adds over zero padding
+            (convolutions; Note [Padding FLOPs] in flops.py).
     """
 
     index: int
@@ -103,6 +107,8 @@ class RecordedCall:
     kind: CallKind
     mutated: tuple[int, ...]
     module_path: str
+    counted_flops: int | None = None
+    padding_flops: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +123,9 @@ class CaptureInfo:
         param_bytes: bytes of parameters and buffers.
         sizes: module-level integer constants of the model file at capture time.
         num_calls: number of recorded ATen calls.
+        counted_flops: FLOPs ``torch.utils.flop_counter.FlopCounterMode``'s formulas
+            give the captured forward (``None``: not counted).
+        padding_flops: of those, the multiply-adds over zero padding.
     """
 
     used_real_values: bool
@@ -125,6 +134,8 @@ class CaptureInfo:
     param_bytes: int
     sizes: Mapping[str, int]
     num_calls: int
+    counted_flops: int | None = None
+    padding_flops: int = 0
 
 
 @dataclass(frozen=True, slots=True)

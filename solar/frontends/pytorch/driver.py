@@ -362,7 +362,7 @@ class _Lowerer(LoweringDriver):
     def mark_uncovered(self, call: RecordedCall, nbytes: int, reason: str) -> None:
         """Report ``call`` uncovered; its outputs become ``u<call>_<op>`` inputs."""
         reads = [self.env[a.id] for a in tensor_args(call) if a.id in self.env]
-        self.uncover(call.target, nbytes, reason, reads)
+        self.uncover(call.target, nbytes, reason, reads, call.counted_flops)
         for pos, m in enumerate(call.outputs):
             if m is None:
                 continue

@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from solar.diagnostics import FrontendError
 from solar.frontends.protocol import (
     FrontendOptions,
     FrontendResult,
@@ -75,10 +76,11 @@ class TorchFrontend:
         progress(f"lowering {capture.info.num_calls} ATen calls")
         lowered = tfe.lower_capture(capture, op_fallback=fallback)
 
-        def reduced() -> ValidationPlan:
+        def reduced(budget: int, seconds: float) -> ValidationPlan:
             red = tfe.reference_at_reduced_sizes(
                 path,
-                options.reference_budget_bytes,
+                budget,
+                budget_seconds=seconds,
                 entry=options.entry,
                 inputs=options.inputs_file,
                 op_fallback=fallback,
@@ -90,7 +92,7 @@ class TorchFrontend:
                 red.lowered.program, red.inputs, red.outputs, "reduced-sizes", red.description
             )
 
-        return _result(capture, lowered, options, reduced)
+        return _result(capture, lowered, options, reduced, fallback)
 
     def load_module(
         self,
@@ -112,8 +114,9 @@ class TorchFrontend:
 
         progress("capturing ATen ops over fake tensors")
         capture = tfe.trace_module(module, tuple(example_inputs), train=options.train)
-        lowered = tfe.lower_capture(capture, op_fallback=_op_fallback(options, check))
-        return _result(capture, lowered, options, None)
+        fallback = _op_fallback(options, check)
+        lowered = tfe.lower_capture(capture, op_fallback=fallback)
+        return _result(capture, lowered, options, None, fallback)
 
 
 def _op_fallback(options: FrontendOptions, check: ReferenceCheck | None) -> OpFallback | None:
@@ -181,7 +184,8 @@ def _result(
     capture: TorchCapture,
     lowered: LoweredProgram,
     options: FrontendOptions,
-    reduced: Callable[[], ValidationPlan] | None,
+    reduced: Callable[[int, float], ValidationPlan] | None,
+    fallback: OpFallback | None,
 ) -> FrontendResult:
     from solar.frontends import pytorch as tfe
     from solar.frontends.pytorch.reference import program_bytes
@@ -190,10 +194,57 @@ def _result(
     real = _RealBuild(capture.source)
 
     def reference() -> ValidationPlan:
-        if reduced is None or program_bytes(capture) <= options.reference_budget_bytes:
+        """Note [Reference strategies]: the program at full size when its real run fits
+        the budget (memory, and the executor's predicted time to check it); else
+        re-lowered at smaller size constants (a model file that has them); else with
+        its inputs' batch cut; else, when only the time is over, at full size (the
+        validator samples it or says why not); else E0511 with every reason (the
+        pipeline then reports validation ``skipped``, never fails the analysis)."""
+        from solar.frontends.kit import (
+            EXECUTOR_TIME_SHARE,
+            executor_seconds,
+            reference_budget_bytes,
+        )
+
+        budget = reference_budget_bytes(options.reference_budget_bytes)
+        seconds = options.time_budget_s * EXECUTOR_TIME_SHARE
+        fits_bytes = program_bytes(capture) <= budget
+
+        def full() -> ValidationPlan:
             inputs, outputs = tfe.reference_data(lowered, real.for_reference(capture))
             return ValidationPlan(lowered.program, inputs, outputs, "full", sizes=dict(info.sizes))
-        return reduced()
+
+        if fits_bytes and executor_seconds(lowered.program) <= seconds:
+            return full()
+        tried: list[str] = []
+        if reduced is not None and info.sizes:
+            try:
+                return reduced(budget, seconds)
+            except FrontendError as err:
+                if err.code != "E0511":
+                    raise
+                tried += [err.message, *err.notes]
+        try:
+            red = tfe.reference_at_reduced_batch(
+                capture, budget, op_fallback=fallback, budget_seconds=seconds
+            )
+        except FrontendError as err:
+            if err.code != "E0514":
+                raise
+            tried += [err.message, *err.notes]
+        else:
+            return ValidationPlan(
+                red.lowered.program, red.inputs, red.outputs, "reduced-batch", red.description,
+                sizes=dict(info.sizes),
+            )
+        if fits_bytes:
+            return full()
+        raise FrontendError(
+            f"no reduced program of {capture.name} fits the reference budget "
+            f"({budget / 2**20:,.1f} MiB)",
+            code="E0511",
+            notes=tuple(tried),
+        )
 
     def measure() -> Timing:
         from solar.measure import measure_torch
@@ -219,4 +270,6 @@ def _result(
         precision_hint="tf32" if tf32 else None,
         keep_live=lowered.keep_alive,
         uncovered_values=tuple(v.name for v in lowered.uncovered_values),
+        counted_flops=info.counted_flops,
+        padding_flops=info.padding_flops,
     )

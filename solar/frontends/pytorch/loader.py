@@ -64,6 +64,8 @@ class ProgramSource:
         target: a live ``nn.Module`` or callable (Python API mode).
         example_inputs: positional inputs for ``target``.
         train: keep modules in training mode (default: ``eval()``, the inference forward).
+        batch: cut the inputs' leading (batch) dimension to this size after building
+            them (`solar.frontends.pytorch.batch`; ``None``: as built).
     """
 
     name: str
@@ -74,6 +76,7 @@ class ProgramSource:
     target: Any = field(default=None, compare=False)
     example_inputs: tuple[Any, ...] = field(default=(), compare=False)
     train: bool = False
+    batch: int | None = None
 
 
 @dataclass(slots=True)
@@ -289,7 +292,7 @@ def _fake_wrap(inst: Instance, fake_mode: Any) -> Instance:
 def instantiate(
     source: ProgramSource, *, fake_mode: Any = None, real_fallback: bool = True
 ) -> Instance:
-    """Build the program described by ``source``.
+    """Build the program described by ``source`` (its inputs' batch cut to ``source.batch``).
 
     Args:
         source: where the program comes from.
@@ -305,6 +308,15 @@ def instantiate(
     Raises:
         FrontendError: E0501-E0504, E0507 (see module docstring).
     """
+    inst = _instantiate(source, fake_mode, real_fallback)
+    if source.batch is None:
+        return inst
+    from solar.frontends.pytorch.batch import cut_batch
+
+    return cut_batch(inst, source.batch)
+
+
+def _instantiate(source: ProgramSource, fake_mode: Any, real_fallback: bool) -> Instance:
     import torch
 
     if source.target is not None:

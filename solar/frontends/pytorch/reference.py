@@ -12,11 +12,16 @@ model file with its module-level size constants scaled down (the shared search,
 `solar.frontends.kit.reduced_reference`) until `program_bytes` fits a byte budget, and
 returns the program at those sizes with its reference data.
 
-Error codes: E0508 a constant's value was not captured; E0511 no reduced size fits.
+A program without size constants is cut along its inputs' batch dimension instead
+(`reference_at_reduced_batch`, `solar.frontends.kit.reduced_batch_reference`).
+
+Error codes: E0508 a constant's value was not captured; E0511 no reduced size fits;
+E0514 no reduced batch fits.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -25,9 +30,12 @@ import numpy as np
 from solar.diagnostics import FrontendError
 from solar.frontends.kit import (
     IR_DTYPES,
+    BatchRecapture,
     LoweredProgram,
     Recapture,
     ReducedReference,
+    executor_seconds,
+    reduced_batch_reference,
     reduced_reference,
 )
 from solar.frontends.pytorch.capture import TorchCapture, capture_program, replay_values
@@ -39,6 +47,7 @@ from solar.ir.traversal import eval_int
 __all__ = [
     "ReducedReference",
     "program_bytes",
+    "reference_at_reduced_batch",
     "reference_at_reduced_sizes",
     "reference_data",
 ]
@@ -107,12 +116,14 @@ def reference_at_reduced_sizes(
     train: bool = False,
     start: Mapping[str, int] | None = None,
     capture: TorchCapture | None = None,
+    budget_seconds: float | None = None,
 ) -> ReducedReference:
     """Lower a model file at sizes whose real run (`program_bytes`) fits ``budget_bytes``.
 
     `reduced_reference` over the file's size constants (``path``, ``budget_bytes``,
     ``start``, ``capture``: as there); ``entry``, ``inputs``, ``train`` say how to
-    capture it and ``op_fallback`` how to lower it.
+    capture it and ``op_fallback`` how to lower it. With ``budget_seconds``, the
+    executor's predicted time to check the program must fit it too.
 
     Returns:
         ``(lowered, inputs, outputs, description)``; the description says which
@@ -130,9 +141,60 @@ def reference_at_reduced_sizes(
         lowered = lower_capture(cap, op_fallback=op_fallback)
         return (lowered, *reference_data(lowered, cap))
 
-    recapture = Recapture(capture_with, _sizes, program_bytes, lowered_reference)
-    return reduced_reference(Path(path), recapture, budget_bytes, start=start, capture=capture)
+    seconds = _check_seconds if budget_seconds is not None else None
+    recapture = Recapture(capture_with, _sizes, program_bytes, lowered_reference, seconds)
+    return reduced_reference(
+        Path(path), recapture, budget_bytes, start=start, capture=capture,
+        budget_seconds=budget_seconds if budget_seconds is not None else math.inf,
+    )
+
+
+def _check_seconds(capture: TorchCapture) -> float:
+    """The executor's predicted time to check ``capture``'s program (lowered without
+    any LLM fallback: an uncovered op is an input, which costs it nothing)."""
+    return executor_seconds(lower_capture(capture).program)
 
 
 def _sizes(capture: TorchCapture) -> Mapping[str, int]:
     return capture.info.sizes
+
+
+def reference_at_reduced_batch(
+    capture: TorchCapture,
+    budget_bytes: int,
+    *,
+    op_fallback: OpFallback | None = None,
+    budget_seconds: float = math.inf,
+) -> ReducedReference:
+    """Lower ``capture``'s program with its inputs' batch cut until a real run fits
+    ``budget_bytes`` and the executor's predicted check fits ``budget_seconds``.
+
+    Raises:
+        FrontendError: E0514 when the inputs have no batch dimension or no cut fits;
+            capture and reference errors.
+    """
+    from dataclasses import replace
+
+    from solar.frontends.pytorch.batch import batch_of_shapes
+
+    batch = batch_of_shapes(m.shape for m in capture.inputs if m is not None)
+    if batch is None:
+        raise FrontendError(
+            f"the inputs of {capture.name} have no batch dimension to cut", code="E0514"
+        )
+
+    def capture_at(n: int) -> TorchCapture:
+        return capture_program(replace(capture.source, batch=n))
+
+    def lowered_reference(cap: TorchCapture) -> tuple[LoweredProgram, Arrays, Arrays]:
+        lowered = lower_capture(cap, op_fallback=op_fallback)
+        return (lowered, *reference_data(lowered, cap))
+
+    recapture = BatchRecapture(
+        batch, capture_at, program_bytes, _fixed_bytes, lowered_reference, _check_seconds
+    )
+    return reduced_batch_reference(capture.name, recapture, capture, budget_bytes, budget_seconds)
+
+
+def _fixed_bytes(capture: TorchCapture) -> int:
+    return capture.info.param_bytes

@@ -89,7 +89,16 @@ def test_pipeline_validates_at_full_size_under_the_default_budget(program: Path)
 
 def test_no_reduction_fits(program: Path) -> None:
     with pytest.raises(FrontendError) as info:
-        analyze(program, AnalyzeOptions(reference_budget_bytes=16))
+        analyze(program, AnalyzeOptions(reference_budget_bytes=16, validate="full"))
     assert info.value.code == "E0511"
     assert "heads.py" in info.value.message
     assert any("BATCH, SEQ, DIM" in n for n in info.value.notes)
+
+
+def test_no_reduction_fits_is_skipped_under_auto(program: Path) -> None:
+    """Validation never blocks analysis: the default reports why it was skipped."""
+    report = analyze(program, AnalyzeOptions(reference_budget_bytes=16))
+    v = report.validation
+    assert v.status == "skipped"
+    assert v.reason is not None and v.reason.startswith("no reference run: error[E0511]")
+    assert "BATCH, SEQ, DIM" in v.reason
