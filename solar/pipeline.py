@@ -423,6 +423,7 @@ def analyze_module(
     options: AnalyzeOptions | None = None,
     *,
     progress: Progress | None = None,
+    kwargs: Mapping[str, object] | None = None,
 ) -> Report:
     """`analyze` for a live ``torch.nn.Module`` (or callable) and its example inputs.
 
@@ -440,6 +441,7 @@ def analyze_module(
         _frontend_options(options),
         progress=say,
         check=check_against_reference,
+        kwargs=kwargs,
     )
     name = type(module).__name__
     source = InputInfo(path=f"<module {name}>", sha256=_sha256(name.encode()), entry=None)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -108,7 +108,12 @@ def trace_model_file(
 
 
 def trace_module(
-    module: Any, example_inputs: Sequence[Any], *, real: bool = False, train: bool = False
+    module: Any,
+    example_inputs: Sequence[Any],
+    *,
+    kwargs: Mapping[str, Any] | None = None,
+    real: bool = False,
+    train: bool = False,
 ) -> TorchCapture:
     """Capture a live ``nn.Module`` (or any callable) on example inputs.
 
@@ -118,6 +123,7 @@ def trace_module(
     Args:
         module: an ``nn.Module`` or a callable taking ``example_inputs``.
         example_inputs: positional inputs.
+        kwargs: keyword inputs (their tensors are program inputs after the positional ones).
         real: capture with the real tensors.
         train: keep the module in training mode (default: ``eval()``).
 
@@ -128,6 +134,10 @@ def trace_module(
 
     name = getattr(module, "__name__", None) or type(module).__name__
     source = ProgramSource(
-        name=str(name), target=module, example_inputs=tuple(example_inputs), train=train
+        name=str(name),
+        target=module,
+        example_inputs=tuple(example_inputs),
+        example_kwargs=tuple((kwargs or {}).items()),
+        train=train,
     )
     return capture_program(source, real=real)

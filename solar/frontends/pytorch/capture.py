@@ -281,7 +281,7 @@ def _run(inst: Instance, rec: _Recorder, fake_mode: Any) -> Any:
         watch,
         user_code("the model's forward"),
     ):
-        return inst.fn(*inst.args)
+        return inst.call()
 
 
 def _register(
@@ -290,7 +290,7 @@ def _register(
     import torch
     from torch.utils._pytree import tree_flatten
 
-    leaves, _ = tree_flatten(list(inst.args))
+    leaves, _ = tree_flatten(inst.input_tree())
     inputs = tuple(ids.meta(x) if isinstance(x, torch.Tensor) else None for x in leaves)
     params = tuple(NamedTensor(k, ids.meta(v)) for k, v in inst.state.items())
     return inputs, params
@@ -338,7 +338,7 @@ def capture_program(source: ProgramSource, *, real: bool = False) -> TorchCaptur
             if err.code != "E0501" or cause is None:
                 raise
             blocked = isinstance(cause, _fake_blocked_errors())
-            need = _tensor_bytes(inst.args) + _tensor_bytes(list(inst.state.values()))
+            need = _tensor_bytes(inst.input_tree()) + _tensor_bytes(list(inst.state.values()))
             if need > REAL_BUDGET_BYTES:
                 if not blocked:
                     raise
@@ -413,7 +413,7 @@ def _finish(
     info = CaptureInfo(
         used_real_values=fake_mode is None,
         real_reason=reason,
-        input_bytes=_tensor_bytes(inst.args),
+        input_bytes=_tensor_bytes(inst.input_tree()),
         param_bytes=_tensor_bytes(list(inst.state.values())),
         sizes=dict(inst.sizes),
         num_calls=len(rec.calls),
@@ -482,7 +482,7 @@ def replay_values(capture: TorchCapture, *, keep: frozenset[int] = frozenset()) 
     from torch.utils._pytree import tree_flatten
 
     inst = instantiate(capture.source)
-    leaves, _ = tree_flatten(list(inst.args))
+    leaves, _ = tree_flatten(inst.input_tree())
     inputs = tuple(to_numpy(x) if isinstance(x, torch.Tensor) else None for x in leaves)
     params = {k: to_numpy(v) for k, v in inst.state.items()}
     ids = _Ids()

@@ -103,6 +103,7 @@ class _Lowerer(LoweringDriver):
         self.reshape_only: set[int] = set()
         self.mutated: list[str] = []
         self.metas: dict[int, TensorMeta] = {}
+        self.layouts: dict[int, tuple[tuple[int, ...], int]] = {}  # id -> current strides, offset
         self.scalar_consts: dict[str, bool | int | float] = {}
         self.unrepresentable: dict[int, str] = {}
         self._initial_names: dict[int, str] = {}
@@ -117,6 +118,7 @@ class _Lowerer(LoweringDriver):
         self.roles[info.ref.name] = role
         self.env[meta.id] = info
         self.metas[meta.id] = meta
+        self.layouts[meta.id] = (meta.stride, meta.storage_offset)
         return info
 
     def representable(self, meta: TensorMeta) -> bool:
@@ -211,7 +213,13 @@ class _Lowerer(LoweringDriver):
             ),
             index=call.index,
             module_path=sanitize_name(call.module_path) if call.module_path else "",
+            arg_layouts=tuple(
+                self.layouts.get(a.id) if isinstance(a, TensorArg) else None for a in call.args
+            ),
         )
+        for m in call.outputs:  # `as_strided_` changes its tensor's layout in place
+            if m is not None:
+                self.layouts[m.id] = (m.stride, m.storage_offset)
         result = (
             self.attempt(lambda: self._apply(fn, opcall))
             if fn is not None

@@ -11,7 +11,7 @@ Note [Model-file runs] in `solar.frontends.protocol`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -100,6 +100,7 @@ class TorchFrontend:
         *,
         progress: Progress,
         check: ReferenceCheck | None = None,
+        kwargs: Mapping[str, object] | None = None,
     ) -> FrontendResult:
         """Capture and lower a live module (or callable) on its example inputs.
 
@@ -111,7 +112,9 @@ class TorchFrontend:
         from solar.frontends import pytorch as tfe
 
         progress("capturing ATen ops over fake tensors")
-        capture = tfe.trace_module(module, tuple(example_inputs), train=options.train)
+        capture = tfe.trace_module(
+            module, tuple(example_inputs), kwargs=kwargs, train=options.train
+        )
         lowered = tfe.lower_capture(capture, op_fallback=_op_fallback(options, check))
         return _result(capture, lowered, options, None)
 
@@ -164,6 +167,7 @@ class _RealBuild:
             name=self._source.name,
             target=inst.fn,
             example_inputs=inst.args,
+            example_kwargs=tuple(inst.kwargs.items()),
             train=self._source.train,
         )
         return replace(capture, source=prebuilt)
@@ -199,7 +203,7 @@ def _result(
         from solar.measure import measure_torch
 
         inst = real.for_measure()
-        return measure_torch(inst.fn, inst.args)
+        return measure_torch(inst.fn, inst.args, inst.kwargs)
 
     notes = []
     if info.used_real_values:

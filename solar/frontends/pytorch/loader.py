@@ -61,6 +61,7 @@ class ProgramSource:
         overrides: module-level integer constants to replace before running.
         target: a live ``nn.Module`` or callable (Python API mode).
         example_inputs: positional inputs for ``target``.
+        example_kwargs: keyword inputs for ``target`` (name, value), in call order.
         train: keep modules in training mode (default: ``eval()``, the inference forward).
     """
 
@@ -71,6 +72,7 @@ class ProgramSource:
     overrides: tuple[tuple[str, int], ...] = ()
     target: Any = field(default=None, compare=False)
     example_inputs: tuple[Any, ...] = field(default=(), compare=False)
+    example_kwargs: tuple[tuple[str, Any], ...] = field(default=(), compare=False)
     train: bool = False
 
 
@@ -85,6 +87,7 @@ class Instance:
         state: parameters and buffers by state_dict name (tensors as passed to ``fn``).
         sizes: module-level integer constants of the model file.
         attr_names: ``id(tensor) -> attribute path`` for plain tensor attributes.
+        kwargs: keyword inputs (their tensors are program inputs after ``args``'s).
     """
 
     fn: Callable[..., Any]
@@ -93,6 +96,18 @@ class Instance:
     state: dict[str, Any]
     sizes: dict[str, int]
     attr_names: dict[int, str]
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def call(self) -> Any:
+        """Run the program on its inputs."""
+        return self.fn(*self.args, **self.kwargs)
+
+    def input_tree(self) -> list[Any]:
+        """The inputs as one pytree: the positional ones, then the keyword dict.
+
+        Its leaves, in ``tree_flatten`` order, are the program inputs ``x0, x1, ...``.
+        """
+        return [*self.args, self.kwargs] if self.kwargs else list(self.args)
 
 
 def seed_everything(seed: int = SEED) -> None:
@@ -269,15 +284,16 @@ def _fake_wrap(inst: Instance, fake_mode: Any) -> Instance:
         return fake_mode.from_tensor(x) if isinstance(x, torch.Tensor) else x
 
     args = tuple(torch.utils._pytree.tree_map(conv, a) for a in inst.args)
+    kwargs = {k: torch.utils._pytree.tree_map(conv, v) for k, v in inst.kwargs.items()}
     if not inst.state:
-        return Instance(inst.fn, inst.module, args, {}, inst.sizes, inst.attr_names)
+        return Instance(inst.fn, inst.module, args, {}, inst.sizes, inst.attr_names, kwargs)
     state = {k: conv(v) for k, v in inst.state.items()}
     module = inst.module
 
     def run(*a: Any, **kw: Any) -> Any:
         return functional_call(module, state, a, kw)
 
-    return Instance(run, module, args, state, inst.sizes, inst.attr_names)
+    return Instance(run, module, args, state, inst.sizes, inst.attr_names, kwargs)
 
 
 def instantiate(
@@ -307,14 +323,17 @@ def instantiate(
             target.eval()
         # Clone the example inputs so a program that mutates its inputs leaves the
         # caller's tensors (and later replays) untouched.
-        args = tuple(
-            torch.utils._pytree.tree_map(
+        def clone(a: Any) -> Any:
+            return torch.utils._pytree.tree_map(
                 lambda t: t.detach().clone() if isinstance(t, torch.Tensor) else t, a
             )
-            for a in source.example_inputs
-        )
+
+        args = tuple(clone(a) for a in source.example_inputs)
+        kwargs = {k: clone(v) for k, v in source.example_kwargs}
         module = target if isinstance(target, torch.nn.Module) else None
-        inst = Instance(target, module, args, _state(target), {}, _tensor_attrs(target))
+        inst = Instance(
+            target, module, args, _state(target), {}, _tensor_attrs(target), kwargs
+        )
         return _fake_wrap(inst, fake_mode) if fake_mode is not None else inst
     if fake_mode is None:
         return _build_from_file(source, None)
