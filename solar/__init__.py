@@ -24,10 +24,12 @@ def analyze(
     arch: str | Sequence[str] = DEFAULT_ARCH,
     precision: PrecisionPolicy = "default",
     validate: ValidateMode = "auto",
+    train: bool = False,
 ) -> Report:
     """Analyse a live PyTorch module on example inputs; returns the `Report`.
 
-    ``kwargs`` are keyword inputs (``model(*example_inputs, **kwargs)``); the outputs may
+    The module runs in ``eval()`` mode unless ``train`` (then dropout draws, and the
+    draws are validated with the values the real run drew). ``kwargs`` are keyword inputs (``model(*example_inputs, **kwargs)``); the outputs may
     be any nesting of tuples, lists, dicts, dataclasses and ``ModelOutput`` of tensors.
 
     >>> # report = solar.analyze(model, (x,), arch=["H100_SXM", "B200"])
@@ -39,5 +41,5 @@ def analyze(
     from solar.pipeline import AnalyzeOptions, analyze_module
 
     archs = (arch,) if isinstance(arch, str) else tuple(arch)
-    options = AnalyzeOptions(archs=archs, precision=precision, validate=validate)
+    options = AnalyzeOptions(archs=archs, precision=precision, validate=validate, train=train)
     return analyze_module(model, example_inputs, options, kwargs=kwargs)

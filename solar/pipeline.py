@@ -52,6 +52,7 @@ from solar.ir import (
     Program,
     eliminate_dead_code,
     parse_program,
+    fill_generated,
     print_program,
     resolve_sizes,
     treat_as_intermediates,
@@ -270,8 +271,10 @@ def _reference_for(
 
 
 def _bounds_program(front: FrontendResult, program: Program) -> Program:
-    """The program the bounds see: dead work removed, uncovered values as intermediates."""
-    p = eliminate_dead_code(program, keep=front.keep_live)
+    """The program the bounds see: dead work removed, uncovered values as intermediates,
+    random draws as writes only."""
+    p = fill_generated(program, front.generated_values)
+    p = eliminate_dead_code(p, keep=front.keep_live)
     return treat_as_intermediates(p, front.uncovered_values)
 
 

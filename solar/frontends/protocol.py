@@ -154,6 +154,9 @@ class FrontendResult:
         keep_live: tensors dead-code elimination keeps (read by uncovered ops).
         uncovered_values: program inputs that hold uncovered ops' outputs (the bounds
             treat them as intermediates).
+        generated_values: those of them that hold values a covered op drew at random
+            (validation feeds the real run's draws; the bounds charge the op's writes
+            only, `solar.ir.fill_generated`).
         xla_cost_analysis: XLA's own cost figures by compilation stage (JAX).
         xla_unavailable: why XLA's cost analysis is missing, when it is.
     """
@@ -171,6 +174,7 @@ class FrontendResult:
     precision_hint: PrecisionPolicy | None = None
     keep_live: tuple[str, ...] = ()
     uncovered_values: tuple[str, ...] = ()
+    generated_values: tuple[str, ...] = ()
     xla_cost_analysis: Mapping[str, Mapping[str, float]] | None = None
     xla_unavailable: str | None = None
 

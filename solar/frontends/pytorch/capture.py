@@ -217,6 +217,41 @@ class _Recorder:
         )
 
 
+# Note [No-op restrides]
+# ~~~~~~~~~~~~~~~~~~~~~~
+# CPU kernels restride some fresh outputs in place (``as_strided_`` after a reduction
+# over a channels-last tensor, to give the ``(N, C, 1, 1)`` result channels-last
+# strides), and whether they do differs between the real, fake and meta kernels. Such a
+# call changes only the strides of size-1 dims: every element stays where it was. It is
+# not recorded, so the capture and the real replay see the same calls (else the replay
+# stops with E0506 "control flow depends on tensor values", as timm's ConvNeXt did).
+_RESTRIDES: set[Any] = set()
+
+
+def _layout(t: Any) -> tuple[tuple[int, ...], tuple[int, ...], int] | None:
+    import torch
+
+    if not isinstance(t, torch.Tensor):
+        return None
+    return tuple(t.shape), tuple(t.stride()), int(t.storage_offset())
+
+
+def _same_elements(
+    a: tuple[tuple[int, ...], tuple[int, ...], int] | None,
+    b: tuple[tuple[int, ...], tuple[int, ...], int] | None,
+) -> bool:
+    """Same shape and offset, and the same strides on every dim of size > 1.
+
+    >>> _same_elements(((1, 8, 1, 1), (8, 1, 1, 1), 0), ((1, 8, 1, 1), (8, 1, 8, 8), 0))
+    True
+    >>> _same_elements(((2, 4), (4, 1), 0), ((2, 4), (1, 2), 0))
+    False
+    """
+    if a is None or b is None or a[0] != b[0] or a[2] != b[2]:
+        return False
+    return all(n == 1 or s == t for n, s, t in zip(a[0], a[1], b[1], strict=True))
+
+
 @contextlib.contextmanager
 def _recording(rec: _Recorder, root: Any) -> Iterator[None]:
     """Push the dispatch mode and the module-path hooks."""
@@ -224,6 +259,8 @@ def _recording(rec: _Recorder, root: Any) -> Iterator[None]:
     from torch.nn.modules import module as nn_module
     from torch.utils._python_dispatch import TorchDispatchMode
 
+    if not _RESTRIDES:
+        _RESTRIDES.add(torch.ops.aten.as_strided_.default)
     names: dict[int, str] = {}
     if isinstance(root, torch.nn.Module):
         names = {id(m): n for n, m in root.named_modules(remove_duplicate=False)}
@@ -247,7 +284,10 @@ def _recording(rec: _Recorder, root: Any) -> Iterator[None]:
             self, func: Any, types: Any, args: Any = (), kwargs: Any = None
         ) -> Any:
             kwargs = kwargs or {}
+            before = _layout(args[0]) if func in _RESTRIDES and args else None
             out = func(*args, **kwargs)
+            if before is not None and _same_elements(before, _layout(args[0])):
+                return out  # Note [No-op restrides]
             rec.record(func, tuple(args), dict(kwargs), out)
             return out
 

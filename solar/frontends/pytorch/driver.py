@@ -72,7 +72,7 @@ from solar.frontends.pytorch.ir_edits import (
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, LoweringFn, OpCall, OpFallback
 from solar.ir import DType, Role
 
-__all__ = ["INPLACE_PARTIAL_OPS", "ir_dtype", "lower_capture"]
+__all__ = ["INPLACE_PARTIAL_OPS", "RANDOM_OPS", "ir_dtype", "lower_capture"]
 
 INPLACE_PARTIAL_OPS = frozenset({
     "index_put_", "_index_put_impl_", "scatter_", "scatter_add_", "scatter_reduce_",
@@ -81,6 +81,24 @@ INPLACE_PARTIAL_OPS = frozenset({
 })  # fmt: skip
 """In-place ops that write only some elements of ``self``: lowered as writes into the
 existing tensor (their lowerings skip the copy of ``self`` when output is ``self``)."""
+
+RANDOM_OPS = frozenset({
+    "rand", "randn", "rand_like", "randn_like", "randint", "randint_like", "randperm",
+    "bernoulli", "bernoulli_", "normal", "normal_", "uniform_", "exponential_",
+    "geometric_", "cauchy_", "log_normal_", "random_", "native_dropout", "multinomial",
+    "poisson",
+})  # fmt: skip
+"""Ops that draw random values: lowered by `_Lowerer.lower_random` (Note [Random ops])."""
+
+# Note [Random ops]
+# ~~~~~~~~~~~~~~~~~
+# A random op's values cannot be recomputed by the IR, so each output is a copy kernel
+# from an extra input ``r<call>_<op>`` holding what the real (seeded) run drew: the
+# reference replay keeps the call's outputs exactly as for an uncovered op, so the rest
+# of the program validates against eager. The op counts as covered; for the bounds the
+# copy becomes a fill (`solar.ir.fill_generated`): its writes are charged, no read.
+# ``native_dropout`` (both outputs drawn) and training-mode ``dropout`` (which eager
+# decomposes into ``bernoulli_``, ``div_``, ``mul``) follow the same path.
 
 _RESHAPES = frozenset({
     "view", "_unsafe_view", "reshape", "squeeze", "unsqueeze", "flatten", "alias", "detach",
@@ -106,6 +124,7 @@ class _Lowerer(LoweringDriver):
         self.layouts: dict[int, tuple[tuple[int, ...], int]] = {}  # id -> current strides, offset
         self.scalar_consts: dict[str, bool | int | float] = {}
         self.unrepresentable: dict[int, str] = {}
+        self.generated: list[str] = []
         self._initial_names: dict[int, str] = {}
         for k in range(len(capture.outputs)):
             self.pb.unique(output_name(k))  # reserve y0.. for the outputs
@@ -188,6 +207,11 @@ class _Lowerer(LoweringDriver):
             if call.target != "aten._local_scalar_dense.default":
                 self.mark_uncovered(call, nbytes, "reads tensor data on the host")
             return
+        if op_name(call.target) in RANDOM_OPS and all(
+            m is None or self.representable(m) for m in call.outputs
+        ):
+            self.lower_random(call)
+            return
         target = functional_target(call)
         fn = LOWERINGS.find(target)
         try:
@@ -232,6 +256,22 @@ class _Lowerer(LoweringDriver):
             self.coverage.lowered += 1
         else:
             self.mark_uncovered(call, nbytes, result.reason or "unsupported variant")
+
+    def lower_random(self, call: RecordedCall) -> None:
+        """Each output copied from the real run's draws (Note [Random ops])."""
+        op = op_name(call.target)
+        outs = self.outputs_for(call)
+        for pos, (m, out) in enumerate(zip(call.outputs, outs, strict=True)):
+            if m is None or out is None:
+                continue
+            hint = f"r{call.index}_{op}" + (f"_{pos}" if pos else "")
+            src = self.declare_uncovered(hint, ir_dtype(m.dtype), m.shape, (call.index,), pos)
+            self.roles[src.ref.name] = "input"
+            self.generated.append(src.ref.name)
+            path = sanitize_name(call.module_path) if call.module_path else ""
+            emit_copy(self.pb, f"{path}_{op}" if path else op, src, out)
+        self.coverage.lowered += 1
+        self.bind_outputs(call, outs, None)
 
     def _apply(self, fn: LoweringFn, call: OpCall) -> Any:
         """Run a lowering; its kernels join the program only if it returns."""
@@ -418,7 +458,7 @@ class _Lowerer(LoweringDriver):
         )
         kept = {t.name for t in program.tensors}
         cap = self.capture
-        return self.lowered(
+        lowered = self.lowered(
             program,
             inputs=tuple(None if m is None else self._initial_names.get(m.id) for m in cap.inputs),
             params=self._kept_names(cap.params, kept),
@@ -427,6 +467,8 @@ class _Lowerer(LoweringDriver):
             mutated=tuple(self.mutated),
             renamed=rename,
         )
+        drawn = {v.name for v in lowered.uncovered_values} & set(self.generated)
+        return dataclasses.replace(lowered, generated=tuple(sorted(drawn)))
 
     def _copy_out(self, info: TensorInfo, name: str, rename: dict[str, str]) -> None:
         """Write an output eager returns as a view or alias: an alias kernel (Note [Alias

@@ -223,4 +223,5 @@ def _result(
         precision_hint="tf32" if tf32 else None,
         keep_live=lowered.keep_alive,
         uncovered_values=tuple(v.name for v in lowered.uncovered_values),
+        generated_values=lowered.generated,
     )
