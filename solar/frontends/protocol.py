@@ -39,6 +39,7 @@ from solar.diagnostics import FrontendError, UsageError
 from solar.ir import Program
 
 if TYPE_CHECKING:
+    from solar.frontends.inputs import InputShape
     from solar.frontends.kit import UncoveredOp
     from solar.frontends.llm.config import LLMConfig
     from solar.measure import Timing
@@ -89,7 +90,8 @@ class FrontendOptions:
 
     Attributes:
         entry: ``fn`` or ``module:fn`` to analyse instead of the file's ``Model``.
-        inputs_file: ``.npz``/``.pt`` with the entry function's positional inputs.
+        inputs_file: ``.npz``/``.pt`` with the entry's inputs (positional and keyword).
+        input_shapes: inputs given by shape (``--input-shape``), drawn seeded.
         reference_file: ``.npz`` with inputs and expected outputs (hand-written IR).
         sizes: size overrides: IR sizes, or module-level size constants of a model file.
         train: analyse the module in training mode (default: ``eval()``).
@@ -101,6 +103,7 @@ class FrontendOptions:
 
     entry: str | None = None
     inputs_file: Path | None = None
+    input_shapes: tuple[InputShape, ...] = ()
     reference_file: Path | None = None
     sizes: Mapping[str, int] = field(default_factory=dict)
     train: bool = False

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from solar.frontends.inputs import InputShape
 from solar.frontends.kit import LoweredProgram, UncoveredOp, UncoveredValue
 from solar.frontends.pytorch.capture import CaptureInfo, TorchCapture
 from solar.frontends.pytorch.driver import lower_capture
@@ -81,6 +82,7 @@ def trace_model_file(
     overrides: dict[str, int] | None = None,
     real: bool = False,
     train: bool = False,
+    input_shapes: tuple[InputShape, ...] = (),
 ) -> TorchCapture:
     """Capture a model file at ATen level.
 
@@ -94,6 +96,7 @@ def trace_model_file(
         overrides: replace module-level integer constants (sizes) before running.
         real: capture with real tensors (default: fake tensors, nothing allocated).
         train: keep the model in training mode (default: ``eval()``).
+        input_shapes: inputs given by shape instead (``--input-shape``).
 
     Returns:
         The capture.
@@ -103,7 +106,14 @@ def trace_model_file(
     """
     from solar.frontends.pytorch.capture import capture_program
 
-    source = source_for_file(path, entry=entry, inputs=inputs, overrides=overrides, train=train)
+    source = source_for_file(
+        path,
+        entry=entry,
+        inputs=inputs,
+        overrides=overrides,
+        train=train,
+        input_shapes=input_shapes,
+    )
     return capture_program(source, real=real)
 
 

@@ -448,7 +448,7 @@ def _finish(
     inputs, params = _register(inst, ids)
     rec = _Recorder(ids, inst.attr_names, frozenset(), None)
     out = _run(inst, rec, fake_mode)
-    leaves, _ = tree_flatten(out)
+    leaves, _ = tree_flatten(plain_outputs(out))
     outputs = tuple(_output_meta(x, ids) for x in leaves)
     info = CaptureInfo(
         used_real_values=fake_mode is None,
@@ -469,6 +469,25 @@ def _finish(
         source,
         tuple(rec.constant_sites),
     )
+
+
+def plain_outputs(out: Any) -> Any:
+    """``out`` with dataclass instances the pytree does not know replaced by dicts of
+    their fields (recursively), so their tensors are outputs too; ``ModelOutput`` and
+    other registered containers, tuples, lists and dicts flatten as they are."""
+    import dataclasses
+
+    from torch.utils._pytree import SUPPORTED_NODES
+
+    if dataclasses.is_dataclass(out) and not isinstance(out, type):
+        if type(out) in SUPPORTED_NODES:
+            return out
+        return {f.name: plain_outputs(getattr(out, f.name)) for f in dataclasses.fields(out)}
+    if isinstance(out, tuple | list) and type(out) in (tuple, list):
+        return type(out)(plain_outputs(x) for x in out)
+    if type(out) is dict:
+        return {k: plain_outputs(v) for k, v in out.items()}
+    return out
 
 
 def _output_meta(x: Any, ids: _Ids) -> TensorMeta | None:
@@ -534,7 +553,7 @@ def replay_values(capture: TorchCapture, *, keep: frozenset[int] = frozenset()) 
             f"the real run made {len(rec.calls)} calls, the capture {len(capture.calls)}",
             code="E0506",
         )
-    out_leaves, _ = tree_flatten(out)
+    out_leaves, _ = tree_flatten(plain_outputs(out))
     outputs = tuple(to_numpy(x) if isinstance(x, torch.Tensor) else None for x in out_leaves)
     constants: dict[str, np.ndarray] = {}
     for cap_const, real_const in zip(capture.constants, rec.constants, strict=False):

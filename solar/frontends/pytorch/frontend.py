@@ -47,19 +47,21 @@ class TorchFrontend:
 
     def load(
         self,
-        path: Path,
+        path: Path | None,
         options: FrontendOptions,
         *,
         progress: Progress,
         check: ReferenceCheck | None = None,
     ) -> FrontendResult:
-        """Capture and lower the model file at ``path`` (sizes: ``options.sizes``).
+        """Capture and lower the model file at ``path`` (sizes: ``options.sizes``), or
+        with ``path=None`` the ``options.entry = "pkg.module:attr"`` it imports.
 
         Raises:
             UsageError: torch is not installed (E0908).
             FrontendError: E0501-E0511 (loading, capture, reference).
         """
-        require_python_file(path, "torch")
+        if path is not None:
+            require_python_file(path, "torch")
         require_extra("torch", "torch")
         from solar.frontends import pytorch as tfe
 
@@ -70,17 +72,19 @@ class TorchFrontend:
             inputs=options.inputs_file,
             overrides=dict(options.sizes) or None,
             train=options.train,
+            input_shapes=options.input_shapes,
         )
         fallback = _op_fallback(options, check)
         progress(f"lowering {capture.info.num_calls} ATen calls")
         lowered = tfe.lower_capture(capture, op_fallback=fallback)
 
-        def reduced() -> ValidationPlan:
+        def reduced(path: Path) -> ValidationPlan:
             red = tfe.reference_at_reduced_sizes(
                 path,
                 options.reference_budget_bytes,
                 entry=options.entry,
                 inputs=options.inputs_file,
+                input_shapes=options.input_shapes,
                 op_fallback=fallback,
                 train=options.train,
                 start=dict(options.sizes),
@@ -90,7 +94,9 @@ class TorchFrontend:
                 red.lowered.program, red.inputs, red.outputs, "reduced-sizes", red.description
             )
 
-        return _result(capture, lowered, options, reduced)
+        if path is None:  # an imported module: no size constants to rebind
+            return _result(capture, lowered, options, None)
+        return _result(capture, lowered, options, lambda: reduced(path))
 
     def load_module(
         self,

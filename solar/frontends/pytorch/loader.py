@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import random
+import re
 import sys
 import types
 from collections.abc import Callable, Iterator, Mapping
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from solar.diagnostics import FrontendError, UsageError
+from solar.frontends.inputs import InputShape
 from solar.frontends.kit import (
     import_model_file,
     module_int_constants,
@@ -56,8 +58,11 @@ class ProgramSource:
     Attributes:
         name: a readable program name (file stem, function or class name).
         path: the model file (model-file and function-entry modes).
-        entry: the function to call instead of ``Model`` (``"fn"`` or ``"pkg.mod:fn"``).
-        inputs_path: ``.npz``/``.pt`` file with the entry function's inputs.
+        entry: the function or ``nn.Module`` class to run instead of ``Model`` (``"attr"``
+            or ``"pkg.mod:attr"``); a class is built from ``get_init_inputs()`` if the
+            file has one, else with no arguments.
+        inputs_path: ``.npz``/``.pt`` file with the entry's inputs (see `load_inputs_file`).
+        input_shapes: inputs described by shape (``--input-shape``), drawn seeded.
         overrides: module-level integer constants to replace before running.
         target: a live ``nn.Module`` or callable (Python API mode).
         example_inputs: positional inputs for ``target``.
@@ -69,6 +74,7 @@ class ProgramSource:
     path: Path | None = None
     entry: str | None = None
     inputs_path: Path | None = None
+    input_shapes: tuple[InputShape, ...] = ()
     overrides: tuple[tuple[str, int], ...] = ()
     target: Any = field(default=None, compare=False)
     example_inputs: tuple[Any, ...] = field(default=(), compare=False)
@@ -163,7 +169,20 @@ def _as_args(value: Any, what: str) -> tuple[Any, ...]:
     )
 
 
-def _load_inputs_file(path: Path) -> tuple[Any, ...]:
+_POSITIONAL_NPZ = re.compile(r"^arr_\d+$")
+
+
+def load_inputs_file(path: Path) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """Positional and keyword inputs from a ``.npz`` or ``.pt`` file, loaded safely.
+
+    ``.npz`` (``allow_pickle=False``): arrays named ``arr_0, arr_1...`` (``np.savez(f, a,
+    b)``) are positional, in order; any other name is a keyword (``np.savez(f, x=a)``).
+    ``.pt`` (``torch.load(weights_only=True)``): a tensor is the one positional input, a
+    list or tuple the positional inputs, a dict of str the keyword inputs.
+
+    Raises:
+        FrontendError: E0507 unreadable, unsafe or of another structure.
+    """
     import pickle
 
     import torch
@@ -172,18 +191,51 @@ def _load_inputs_file(path: Path) -> tuple[Any, ...]:
 
     if path.suffix == ".npz":
         try:  # the one .npz reader (empty, corrupt, .npy, pickled: all refused)
-            return tuple(torch.from_numpy(a) for a in load_npz(path).values())
+            arrays = load_npz(path)
         except UsageError as err:
             raise FrontendError(err.message, code="E0507") from err
+        args = tuple(torch.from_numpy(a) for k, a in arrays.items() if _POSITIONAL_NPZ.match(k))
+        kwargs = {k: torch.from_numpy(a) for k, a in arrays.items() if not _POSITIONAL_NPZ.match(k)}
+        return args, kwargs
     try:
         obj = torch.load(path, weights_only=True)
     except (OSError, ValueError, RuntimeError, EOFError, pickle.UnpicklingError) as err:
         raise FrontendError(f"cannot read inputs file {path}: {err}", code="E0507") from err
     if isinstance(obj, torch.Tensor):
-        return (obj,)
+        return (obj,), {}
     if isinstance(obj, list | tuple):
-        return tuple(obj)
+        return tuple(obj), {}
+    if isinstance(obj, dict) and all(isinstance(k, str) for k in obj):
+        return (), dict(obj)
     raise FrontendError(f"inputs file {path} holds {type(obj).__name__}", code="E0507")
+
+
+_TORCH_DTYPES = {
+    "f64": "float64", "f32": "float32", "f16": "float16", "bf16": "bfloat16",
+    "i64": "int64", "i32": "int32", "i8": "int8", "bool": "bool",
+}  # fmt: skip
+
+
+def inputs_from_shapes(shapes: tuple[InputShape, ...]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """Seeded random tensors for ``--input-shape`` specs (positional, then keyword)."""
+    import torch
+
+    seed_everything()
+    args: list[Any] = []
+    kwargs: dict[str, Any] = {}
+    for spec in shapes:
+        dtype = getattr(torch, _TORCH_DTYPES[spec.dtype])
+        if spec.dtype == "bool":
+            t = torch.ones(spec.shape, dtype=dtype)
+        elif dtype.is_floating_point:
+            t = torch.randn(spec.shape, dtype=dtype)
+        else:
+            t = torch.randint(0, spec.high, spec.shape, dtype=dtype)
+        if spec.name is None:
+            args.append(t)
+        else:
+            kwargs[spec.name] = t
+    return tuple(args), kwargs
 
 
 def _tensor_attrs(root: Any) -> dict[int, str]:
@@ -240,39 +292,62 @@ def _build_from_file(source: ProgramSource, fake_mode: Any) -> Instance:
     where = source.path if source.path is not None else Path(module.__name__)
     sizes = module_int_constants(module)
     ctx = fake_mode if fake_mode is not None else contextlib.nullcontext()
-    if source.entry is not None:
-        fn = _entry_point(module, source.entry.rsplit(":", 1)[-1], where)
-        if source.inputs_path is not None:
-            args = _load_inputs_file(source.inputs_path)
-            if fake_mode is not None:
-                args = tuple(
-                    fake_mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args
-                )
-        else:
-            get_inputs = _entry_point(module, "get_inputs", where)
-            with ctx, user_code("get_inputs()"):
-                seed_everything()
-                args = _as_args(get_inputs(), "get_inputs()")
-        return Instance(fn, None, args, {}, sizes, {})
-    model_cls = _entry_point(module, "Model", where)
-    get_inputs = _entry_point(module, "get_inputs", where)
+    attr = source.entry.rsplit(":", 1)[-1] if source.entry is not None else "Model"
+    target = _entry_point(module, attr, where)
+    builds = source.entry is None or isinstance(target, type)  # a class: build it first
     get_init = getattr(module, "get_init_inputs", None)
     with ctx:
-        with user_code("get_init_inputs()"):
-            init = _as_args(get_init(), "get_init_inputs()") if callable(get_init) else ()
-        with user_code("Model(*get_init_inputs())"):
-            seed_everything()
-            model = model_cls(*init)
-        if not callable(model):
-            raise FrontendError(
-                f"Model(...) gave {type(model).__name__}, not a callable", code="E0503"
-            )
-        with user_code("get_inputs()"):
-            seed_everything()
-            args = _as_args(get_inputs(), "get_inputs()")
+        model: Any = target
+        if builds:
+            with user_code("get_init_inputs()"):
+                init = _as_args(get_init(), "get_init_inputs()") if callable(get_init) else ()
+            with user_code(f"{attr}(*get_init_inputs())"):
+                seed_everything()
+                model = target(*init)
+            if not callable(model):
+                raise FrontendError(
+                    f"{attr}(...) gave {type(model).__name__}, not a callable", code="E0503"
+                )
+    args, kwargs = _entry_inputs(source, module, where, ctx)
+    if fake_mode is not None and (source.inputs_path is not None or source.input_shapes):
+
+        def conv(a: Any) -> Any:
+            return fake_mode.from_tensor(a) if isinstance(a, torch.Tensor) else a
+
+        args = tuple(conv(a) for a in args)
+        kwargs = {k: conv(v) for k, v in kwargs.items()}
     if isinstance(model, torch.nn.Module) and not source.train:
         model.eval()
-    return Instance(model, model, args, _state(model), sizes, _tensor_attrs(model))
+    if not isinstance(model, torch.nn.Module):
+        return Instance(model, None, args, {}, sizes, {}, kwargs)
+    return Instance(model, model, args, _state(model), sizes, _tensor_attrs(model), kwargs)
+
+
+def _entry_inputs(
+    source: ProgramSource, module: types.ModuleType, where: Path, ctx: Any
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The inputs: ``--inputs`` file, ``--input-shape`` specs, else ``get_inputs()``.
+
+    Given inputs are made for real (the caller converts them for a fake capture); the
+    file's ``get_inputs()`` runs under ``ctx`` like the model's construction.
+    """
+    if source.inputs_path is not None:
+        return load_inputs_file(source.inputs_path)
+    if source.input_shapes:
+        return inputs_from_shapes(source.input_shapes)
+    if not callable(getattr(module, "get_inputs", None)):
+        raise FrontendError(
+            f"{where.name} has no `get_inputs` and no inputs were given",
+            code="E0502",
+            notes=(
+                "give the inputs with --inputs FILE (.pt/.npz) or --input-shape "
+                "NAME=D0,D1,...:DTYPE, or define get_inputs() returning a list of tensors",
+            ),
+        )
+    get_inputs = _entry_point(module, "get_inputs", where)
+    with ctx, user_code("get_inputs()"):
+        seed_everything()
+        return _as_args(get_inputs(), "get_inputs()"), {}
 
 
 def _fake_wrap(inst: Instance, fake_mode: Any) -> Instance:
@@ -354,6 +429,7 @@ def source_for_file(
     inputs: str | Path | None = None,
     overrides: Mapping[str, int] | None = None,
     train: bool = False,
+    input_shapes: tuple[InputShape, ...] = (),
 ) -> ProgramSource:
     """A `ProgramSource` for a model file, a function in it, or ``entry="pkg.mod:fn"``."""
     p = Path(path) if path is not None else None
@@ -363,6 +439,7 @@ def source_for_file(
         path=p,
         entry=entry,
         inputs_path=Path(inputs) if inputs is not None else None,
+        input_shapes=tuple(input_shapes),
         overrides=tuple(sorted((overrides or {}).items())),
         train=train,
     )

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from solar.diagnostics import FrontendError
+from solar.frontends.inputs import InputShape
 from solar.frontends.kit import (
     IR_DTYPES,
     LoweredProgram,
@@ -103,6 +104,7 @@ def reference_at_reduced_sizes(
     *,
     entry: str | None = None,
     inputs: str | Path | None = None,
+    input_shapes: tuple[InputShape, ...] = (),
     op_fallback: OpFallback | None = None,
     train: bool = False,
     start: Mapping[str, int] | None = None,
@@ -123,7 +125,14 @@ def reference_at_reduced_sizes(
     """
 
     def capture_with(overrides: Mapping[str, int]) -> TorchCapture:
-        src = source_for_file(path, entry=entry, inputs=inputs, overrides=overrides, train=train)
+        src = source_for_file(
+            path,
+            entry=entry,
+            inputs=inputs,
+            overrides=overrides,
+            train=train,
+            input_shapes=input_shapes,
+        )
         return capture_program(src)
 
     def lowered_reference(cap: TorchCapture) -> tuple[LoweredProgram, Arrays, Arrays]:
