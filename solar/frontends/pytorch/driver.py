@@ -44,6 +44,7 @@ from solar.frontends.kit import (
     TensorRef,
     Unsupported,
     UnsupportedOpError,
+    nest,
     input_name,
     output_name,
     param_name,
@@ -70,7 +71,7 @@ from solar.frontends.pytorch.ir_edits import (
     splice_program,
 )
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, LoweringFn, OpCall, OpFallback
-from solar.ir import DType, Role
+from solar.ir import Assign, DType, Role
 
 __all__ = ["INPLACE_PARTIAL_OPS", "RANDOM_OPS", "ir_dtype", "lower_capture"]
 
@@ -90,6 +91,15 @@ RANDOM_OPS = frozenset({
 })  # fmt: skip
 """Ops that draw random values: lowered by `_Lowerer.lower_random` (Note [Random ops])."""
 
+ORDER_OPS = frozenset({
+    "sort", "argsort", "topk", "kthvalue", "median", "nanmedian", "mode", "histc", "bincount",
+    "nonzero", "unique", "_unique2", "unique_consecutive", "unique_dim", "searchsorted",
+    "bucketize",
+})  # fmt: skip
+"""Selection and counting ops (MoE routing: ``topk``, ``sort``, ``histc``): lowered like
+random ops, from the values the real run computed (Note [Random ops]); their writes
+and the reads of their inputs are charged, their comparisons are not (a lower bound)."""
+
 # Note [Random ops]
 # ~~~~~~~~~~~~~~~~~
 # A random op's values cannot be recomputed by the IR, so each output is a copy kernel
@@ -98,7 +108,11 @@ RANDOM_OPS = frozenset({
 # of the program validates against eager. The op counts as covered; for the bounds the
 # copy becomes a fill (`solar.ir.fill_generated`): its writes are charged, no read.
 # ``native_dropout`` (both outputs drawn) and training-mode ``dropout`` (which eager
-# decomposes into ``bernoulli_``, ``div_``, ``mul``) follow the same path.
+# decomposes into ``bernoulli_``, ``div_``, ``mul``) follow the same path. So do the
+# `ORDER_OPS` (sort, topk, histc...): an exact sort in affine IR needs a quadratic
+# number of comparisons, which would overstate the work; instead the kernel also reads
+# each tensor input once into a kernel-local (charged as the input's reads, no FLOPs),
+# and validation checks everything downstream on the real selection.
 
 _RESHAPES = frozenset({
     "view", "_unsafe_view", "reshape", "squeeze", "unsqueeze", "flatten", "alias", "detach",
@@ -125,6 +139,7 @@ class _Lowerer(LoweringDriver):
         self.scalar_consts: dict[str, bool | int | float] = {}
         self.unrepresentable: dict[int, str] = {}
         self.generated: list[str] = []
+        self.seen_locals: list[str] = []
         self._initial_names: dict[int, str] = {}
         for k in range(len(capture.outputs)):
             self.pb.unique(output_name(k))  # reserve y0.. for the outputs
@@ -207,7 +222,7 @@ class _Lowerer(LoweringDriver):
             if call.target != "aten._local_scalar_dense.default":
                 self.mark_uncovered(call, nbytes, "reads tensor data on the host")
             return
-        if op_name(call.target) in RANDOM_OPS and all(
+        if op_name(call.target) in RANDOM_OPS | ORDER_OPS and all(
             m is None or self.representable(m) for m in call.outputs
         ):
             self.lower_random(call)
@@ -258,9 +273,20 @@ class _Lowerer(LoweringDriver):
             self.mark_uncovered(call, nbytes, result.reason or "unsupported variant")
 
     def lower_random(self, call: RecordedCall) -> None:
-        """Each output copied from the real run's draws (Note [Random ops])."""
+        """Each output copied from the real run's values (Note [Random ops])."""
         op = op_name(call.target)
         outs = self.outputs_for(call)
+        path = sanitize_name(call.module_path) if call.module_path else ""
+        kb = self.pb.kernel(f"{path}_{op}" if path else op)
+        if op in ORDER_OPS:
+            for a in tensor_args(call):
+                x = self.env.get(a.id)
+                if x is not None and x.rank > 0:
+                    seen = kb.local(x.dtype, x.shape, "seen")
+                    idx = kb.fresh_vars(x.rank)
+                    kb.emit(*nest(list(zip(idx, x.shape, strict=True)),
+                                  [Assign(seen[tuple(idx)], x.at(idx))]))
+                    self.seen_locals.append(seen.name)
         for pos, (m, out) in enumerate(zip(call.outputs, outs, strict=True)):
             if m is None or out is None:
                 continue
@@ -268,8 +294,10 @@ class _Lowerer(LoweringDriver):
             src = self.declare_uncovered(hint, ir_dtype(m.dtype), m.shape, (call.index,), pos)
             self.roles[src.ref.name] = "input"
             self.generated.append(src.ref.name)
-            path = sanitize_name(call.module_path) if call.module_path else ""
-            emit_copy(self.pb, f"{path}_{op}" if path else op, src, out)
+            idx = kb.fresh_vars(out.rank)
+            body = Assign(out.at(idx), src.at(idx))
+            kb.emit(*nest(list(zip(idx, out.shape, strict=True)), [body]))
+        self.pb.finish_kernel(kb)
         self.coverage.lowered += 1
         self.bind_outputs(call, outs, None)
 
@@ -468,7 +496,11 @@ class _Lowerer(LoweringDriver):
             renamed=rename,
         )
         drawn = {v.name for v in lowered.uncovered_values} & set(self.generated)
-        return dataclasses.replace(lowered, generated=tuple(sorted(drawn)))
+        return dataclasses.replace(
+            lowered,
+            generated=tuple(sorted(drawn)),
+            keep_alive=(*lowered.keep_alive, *self.seen_locals),
+        )
 
     def _copy_out(self, info: TensorInfo, name: str, rename: dict[str, str]) -> None:
         """Write an output eager returns as a view or alias: an alias kernel (Note [Alias

@@ -194,15 +194,23 @@ def _result(
     reduced: Callable[[], ValidationPlan] | None,
 ) -> FrontendResult:
     from solar.frontends import pytorch as tfe
-    from solar.frontends.pytorch.reference import program_bytes
+    from solar.frontends.pytorch.reference import program_bytes, reference_values
 
     info = capture.info
     real = _RealBuild(capture.source)
 
     def reference() -> ValidationPlan:
         if reduced is None or program_bytes(capture) <= options.reference_budget_bytes:
-            inputs, outputs = tfe.reference_data(lowered, real.for_reference(capture))
-            return ValidationPlan(lowered.program, inputs, outputs, "full", sizes=dict(info.sizes))
+            inputs, outputs, diverged = reference_values(lowered, real.for_reference(capture))
+            note = (
+                f"the real run left the captured calls {diverged} (control flow on tensor "
+                "values or on tracing): outputs compared end to end"
+                if diverged
+                else ""
+            )
+            return ValidationPlan(
+                lowered.program, inputs, outputs, "full", note, sizes=dict(info.sizes)
+            )
         return reduced()
 
     def measure() -> Timing:

@@ -42,6 +42,7 @@ __all__ = [
     "program_bytes",
     "reference_at_reduced_sizes",
     "reference_data",
+    "reference_values",
 ]
 
 Arrays = dict[str, np.ndarray]
@@ -52,8 +53,18 @@ def reference_data(lowered: LoweredProgram, capture: TorchCapture) -> tuple[Arra
 
     Raises:
         FrontendError: E0501 user code raised; E0506 the real run diverged from the
-            capture; E0508 a constant's value is unavailable.
+            capture where intermediate values were needed; E0508 a constant's value is
+            unavailable.
     """
+    inputs, outputs, _ = reference_values(lowered, capture)
+    return inputs, outputs
+
+
+def reference_values(
+    lowered: LoweredProgram, capture: TorchCapture
+) -> tuple[Arrays, Arrays, str | None]:
+    """`reference_data` plus where the real run left the captured calls (Note [Diverging
+    replay] in capture.py), or ``None``."""
     keep = frozenset(v.site[0] for v in lowered.uncovered_values)
     vals = replay_values(capture, keep=keep)
     inputs: Arrays = {}
@@ -76,7 +87,7 @@ def reference_data(lowered: LoweredProgram, capture: TorchCapture) -> tuple[Arra
     for name, arr in zip(lowered.outputs, vals.outputs, strict=False):
         if name is not None and arr is not None:
             outputs[name] = _as_declared(lowered, name, arr)
-    return inputs, outputs
+    return inputs, outputs, vals.diverged
 
 
 def _as_declared(lowered: LoweredProgram, name: str, arr: np.ndarray) -> np.ndarray:
