@@ -12,7 +12,9 @@ One difference is by design: a padded convolution's taps that land on the zero p
 multiply nothing, and SOLAR's bound (a lower bound on the work) does not count them,
 while FlopCounterMode does. So the floor SOLAR must reach is FlopCounterMode run with
 `unpadded_conv_flop`, its own convolution formula with those taps left out (the same
-counter, one formula replaced); the table shows both counts.
+counter, one formula replaced); the table shows both counts. The floor also counts
+``_grouped_mm`` (MoE experts; FlopCounterMode has no formula for it on CPU) as ``2 M K N``
+for its ``(M, K) x (G, K, N)`` form, in `grouped_mm_flop`.
 """
 
 from __future__ import annotations
@@ -105,6 +107,16 @@ def unpadded_conv_flop(
     return 2 * out_shape[0] * w_shape[0] * w_shape[1] * taps
 
 
+def grouped_mm_flop(
+    a_shape: Any, b_shape: Any, *args: Any, out_shape: Any = None, **kw: Any
+) -> int:
+    """``2 M K N`` for ``(M, K) x (G, K, N)`` (every row in one group); batched 3-D x 3-D
+    ``2 G M K N``."""
+    if len(a_shape) == 2:
+        return 2 * a_shape[0] * a_shape[1] * b_shape[-1]
+    return 2 * a_shape[0] * a_shape[1] * a_shape[2] * b_shape[-1]
+
+
 def counter_flops(
     module: Any, args: tuple[Any, ...], kwargs: dict[str, Any], *, unpadded: bool = False
 ) -> float:
@@ -116,7 +128,11 @@ def counter_flops(
     if isinstance(module, torch.nn.Module):
         module.eval()
     aten = torch.ops.aten
-    custom = {aten.convolution: unpadded_conv_flop, aten._convolution: unpadded_conv_flop}
+    custom = {
+        aten.convolution: unpadded_conv_flop,
+        aten._convolution: unpadded_conv_flop,
+        aten._grouped_mm: grouped_mm_flop,
+    }
     mode = FlopCounterMode(display=False, custom_mapping=custom if unpadded else None)
     with torch.no_grad(), mode:
         module(*args, **kwargs)
