@@ -29,8 +29,9 @@ def analyze(
     """Analyse a live PyTorch module on example inputs; returns the `Report`.
 
     The module runs in ``eval()`` mode unless ``train`` (then dropout draws, and the
-    draws are validated with the values the real run drew). ``kwargs`` are keyword inputs (``model(*example_inputs, **kwargs)``); the outputs may
-    be any nesting of tuples, lists, dicts, dataclasses and ``ModelOutput`` of tensors.
+    draws are validated with the values the real run drew). ``kwargs`` are keyword
+    inputs (``model(*example_inputs, **kwargs)``); the outputs may be any nesting of
+    tuples, lists, dicts, dataclasses and ``ModelOutput`` of tensors.
 
     >>> # report = solar.analyze(model, (x,), arch=["H100_SXM", "B200"])
     >>> # print(solar.report.render_text(report))

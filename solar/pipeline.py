@@ -51,8 +51,8 @@ from solar.hw import HardwareSpec, load_hardware_spec
 from solar.ir import (
     Program,
     eliminate_dead_code,
-    parse_program,
     fill_generated,
+    parse_program,
     print_program,
     resolve_sizes,
     treat_as_intermediates,

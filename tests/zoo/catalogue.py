@@ -98,6 +98,7 @@ _SMALL = {
 def _hf_causal(config_cls: str, seq: int = 16, **overrides: Any) -> Callable[[], Built]:
     def build() -> Built:
         import torch
+
         ensure_torchvision()  # transformers imports torchvision when it is installed
         import transformers
 
@@ -114,6 +115,7 @@ def _hf_causal(config_cls: str, seq: int = 16, **overrides: Any) -> Callable[[],
 def _hf_bert(config_cls: str, model_cls: str, seq: int = 16, **over: Any) -> Callable[[], Built]:
     def build() -> Built:
         import torch
+
         ensure_torchvision()  # transformers imports torchvision when it is installed
         import transformers
 
@@ -128,12 +130,18 @@ def _hf_bert(config_cls: str, model_cls: str, seq: int = 16, **over: Any) -> Cal
 
 def _hf_t5() -> Built:
     import torch
+
     ensure_torchvision()
     import transformers
 
     torch.manual_seed(0)
     cfg = transformers.T5Config(
-        vocab_size=128, d_model=64, d_kv=16, d_ff=128, num_layers=2, num_heads=4,
+        vocab_size=128,
+        d_model=64,
+        d_kv=16,
+        d_ff=128,
+        num_layers=2,
+        num_heads=4,
         use_cache=False,
     )
     model = transformers.T5ForConditionalGeneration(cfg)
@@ -143,16 +151,28 @@ def _hf_t5() -> Built:
 
 def _hf_whisper() -> Built:
     import torch
+
     ensure_torchvision()
     import transformers
 
     torch.manual_seed(0)
     cfg = transformers.WhisperConfig(
-        vocab_size=128, num_mel_bins=16, encoder_layers=2, decoder_layers=2,
-        encoder_attention_heads=4, decoder_attention_heads=4, d_model=64,
-        encoder_ffn_dim=128, decoder_ffn_dim=128, max_source_positions=32,
-        max_target_positions=32, use_cache=False, pad_token_id=0, bos_token_id=1,
-        eos_token_id=2, decoder_start_token_id=1,
+        vocab_size=128,
+        num_mel_bins=16,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        d_model=64,
+        encoder_ffn_dim=128,
+        decoder_ffn_dim=128,
+        max_source_positions=32,
+        max_target_positions=32,
+        use_cache=False,
+        pad_token_id=0,
+        bos_token_id=1,
+        eos_token_id=2,
+        decoder_start_token_id=1,
     )
     model = transformers.WhisperForConditionalGeneration(cfg)
     feats = torch.randn(1, 16, 64)
@@ -161,13 +181,19 @@ def _hf_whisper() -> Built:
 
 def _hf_vit() -> Built:
     import torch
+
     ensure_torchvision()
     import transformers
 
     torch.manual_seed(0)
     cfg = transformers.ViTConfig(
-        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
-        image_size=32, patch_size=8, num_labels=10,
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=128,
+        image_size=32,
+        patch_size=8,
+        num_labels=10,
     )
     return transformers.ViTForImageClassification(cfg), _image(1, 32), {}
 
@@ -200,17 +226,32 @@ ZOO: tuple[ZooModel, ...] = (
     ZooModel("timm/poolformer_s12", _timm("poolformer_s12")),
     ZooModel("timm/levit_128s", _timm("levit_128s", img_size=64)),
     # transformers, shrunk
-    ZooModel("transformers/gpt2", _hf_causal(
-        "GPT2Config", n_embd=64, n_layer=2, n_head=4, n_positions=64, bos_token_id=0,
-        eos_token_id=0)),
+    ZooModel(
+        "transformers/gpt2",
+        _hf_causal(
+            "GPT2Config",
+            n_embd=64,
+            n_layer=2,
+            n_head=4,
+            n_positions=64,
+            bos_token_id=0,
+            eos_token_id=0,
+        ),
+    ),
     ZooModel("transformers/llama", _hf_causal("LlamaConfig", num_key_value_heads=2)),
     ZooModel("transformers/mistral", _hf_causal("MistralConfig", num_key_value_heads=2)),
     ZooModel("transformers/qwen2", _hf_causal("Qwen2Config", num_key_value_heads=2)),
-    ZooModel("transformers/mixtral", _hf_causal(
-        "MixtralConfig", num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2)),
+    ZooModel(
+        "transformers/mixtral",
+        _hf_causal(
+            "MixtralConfig", num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2
+        ),
+    ),
     ZooModel("transformers/bert", _hf_bert("BertConfig", "BertForSequenceClassification")),
-    ZooModel("transformers/roberta", _hf_bert(
-        "RobertaConfig", "RobertaForSequenceClassification", pad_token_id=1)),
+    ZooModel(
+        "transformers/roberta",
+        _hf_bert("RobertaConfig", "RobertaForSequenceClassification", pad_token_id=1),
+    ),
     ZooModel("transformers/t5", _hf_t5),
     ZooModel("transformers/whisper", _hf_whisper),
     ZooModel("transformers/vit", _hf_vit),

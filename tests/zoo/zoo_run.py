@@ -73,9 +73,7 @@ def valid_taps(n_in: int, n_out: int, k: int, stride: int, pad: int, dil: int) -
     >>> valid_taps(5, 3, 3, 2, 1, 1)
     8
     """
-    return sum(
-        1 for o in range(n_out) for t in range(k) if 0 <= o * stride - pad + t * dil < n_in
-    )
+    return sum(1 for o in range(n_out) for t in range(k) if 0 <= o * stride - pad + t * dil < n_in)
 
 
 def unpadded_conv_flop(
@@ -99,7 +97,9 @@ def unpadded_conv_flop(
     taps = 1
     for d in range(nd):
         taps *= valid_taps(
-            x_shape[2 + d], out_shape[2 + d], w_shape[2 + d],
+            x_shape[2 + d],
+            out_shape[2 + d],
+            w_shape[2 + d],
             stride[d] if len(stride) > 1 else stride[0],
             padding[d] if len(padding) > 1 else padding[0],
             dilation[d] if len(dilation) > 1 else dilation[0],

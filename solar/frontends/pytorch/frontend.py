@@ -193,7 +193,6 @@ def _result(
     options: FrontendOptions,
     reduced: Callable[[], ValidationPlan] | None,
 ) -> FrontendResult:
-    from solar.frontends import pytorch as tfe
     from solar.frontends.pytorch.reference import program_bytes, reference_values
 
     info = capture.info

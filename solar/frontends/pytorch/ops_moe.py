@@ -26,7 +26,7 @@ from solar.frontends.pytorch.lowering_utils import (
     tensor_arg,
 )
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
-from solar.ir import Assign, Binary, DType, IntLit, Reduce, lit
+from solar.ir import Assign, Binary, DType, IntLit, Reduce, Stmt, lit
 
 __all__: list[str] = []
 
@@ -47,9 +47,14 @@ def _grouped_mm(ctx: LowerCtx, call: OpCall) -> None:
         g, i, n = ctx.vars(kb, 3)
         (k,) = ctx.vars(kb, 1, "k")
         prod = Binary(
-            "*", cast(a.at((g, i, k)), a.dtype, acc_dtype), cast(b.at((g, k, n)), b.dtype, acc_dtype)
+            "*",
+            cast(a.at((g, i, k)), a.dtype, acc_dtype),
+            cast(b.at((g, k, n)), b.dtype, acc_dtype),
         )
-        body = [Assign(out.at((g, i, n)), lit(0.0)), *nest([(k, a.shape[2])], [Reduce(out.at((g, i, n)), "+", prod)])]
+        body = [
+            Assign(out.at((g, i, n)), lit(0.0)),
+            *nest([(k, a.shape[2])], [Reduce(out.at((g, i, n)), "+", prod)]),
+        ]
         kb.emit(*nest([(g, out.shape[0]), (i, out.shape[1]), (n, out.shape[2])], body))
         return
     if not isinstance(offs, TensorInfo) or a.rank != 2 or b.rank != 3 or offs.rank != 1:
@@ -61,7 +66,7 @@ def _grouped_mm(ctx: LowerCtx, call: OpCall) -> None:
     (gv,) = ctx.vars(kb, 1, "g")
     grp_ref = kb.local(DType.I64, [rows], "grp")
     grp = grp_ref[(i,)]
-    find = [Assign(grp, IntLit(0))]
+    find: list[Stmt] = [Assign(grp, IntLit(0))]
     if groups > 1:
         ends = cast(offs.at((gv,)), offs.dtype, DType.I64)
         step = sel(binop("<=", ends, i), IntLit(1), IntLit(0))

@@ -31,9 +31,10 @@ STRIDED: dict[str, tuple[Callable[..., Any], tuple[int, ...]]] = {
     "every_other_row": (lambda x: x.as_strided((2, 6), (12, 1)) + 1, (4, 6)),
     "of_permuted_view": (lambda x: x.permute(1, 0).as_strided((4, 6), (6, 1)) + 1, (4, 6)),
     "channels_last_input": (
-        lambda x: x.contiguous(memory_format=torch.channels_last).as_strided(
-            (2, 3, 4, 5), (60, 1, 15, 3)
-        ) + 1,
+        lambda x: (
+            x.contiguous(memory_format=torch.channels_last).as_strided((2, 3, 4, 5), (60, 1, 15, 3))
+            + 1
+        ),
         (2, 3, 4, 5),
     ),
     "inplace_restride": (_restride_pooled, (2, 8, 3, 3)),
