@@ -475,23 +475,36 @@ def _finish(
     )
 
 
-def plain_outputs(out: Any) -> Any:
-    """``out`` with dataclass instances the pytree does not know replaced by dicts of
-    their fields (recursively), so their tensors are outputs too; ``ModelOutput`` and
-    other registered containers, tuples, lists and dicts flatten as they are."""
+def plain_outputs(out: Any, depth: int = 0) -> Any:
+    """``out`` as containers the pytree flattens, so every tensor it holds is an output.
+
+    ``ModelOutput`` and other registered containers, tuples, lists and dicts stay as
+    they are (their items converted); a dataclass becomes a dict of its fields; any other
+    object holding tensors (transformers' ``DynamicCache``: the keys and values a
+    forward returns for reuse) a dict of its public attributes, to a few levels deep;
+    what such an object holds besides tensors and numbers (a device) is no output.
+    """
     import dataclasses
 
+    import torch
     from torch.utils._pytree import SUPPORTED_NODES
 
+    if isinstance(out, torch.Tensor) or out is None or isinstance(out, bool | int | float | str):
+        return out
+    if depth > 6:
+        return None
+    if type(out) in SUPPORTED_NODES and not isinstance(out, tuple | list | dict):
+        return out
     if dataclasses.is_dataclass(out) and not isinstance(out, type):
-        if type(out) in SUPPORTED_NODES:
-            return out
-        return {f.name: plain_outputs(getattr(out, f.name)) for f in dataclasses.fields(out)}
-    if isinstance(out, tuple | list) and type(out) in (tuple, list):
-        return type(out)(plain_outputs(x) for x in out)
-    if type(out) is dict:
-        return {k: plain_outputs(v) for k, v in out.items()}
-    return out
+        return {f.name: plain_outputs(getattr(out, f.name), depth + 1) for f in dataclasses.fields(out)}
+    if isinstance(out, tuple | list):
+        return [plain_outputs(x, depth + 1) for x in out]
+    if isinstance(out, dict):
+        return {k: plain_outputs(v, depth + 1) for k, v in out.items()}
+    if hasattr(out, "__dict__") and not isinstance(out, type | torch.nn.Module):
+        fields = {k: v for k, v in vars(out).items() if not k.startswith("_")}
+        return {k: plain_outputs(v, depth + 1) for k, v in fields.items()}
+    return out if depth == 0 else None  # a device, a dtype... inside an object: no output
 
 
 def _output_meta(x: Any, ids: _Ids) -> TensorMeta | None:
