@@ -496,7 +496,8 @@ def plain_outputs(out: Any, depth: int = 0) -> Any:
     if type(out) in SUPPORTED_NODES and not isinstance(out, tuple | list | dict):
         return out
     if dataclasses.is_dataclass(out) and not isinstance(out, type):
-        return {f.name: plain_outputs(getattr(out, f.name), depth + 1) for f in dataclasses.fields(out)}
+        fields = {f.name: getattr(out, f.name) for f in dataclasses.fields(out)}
+        return {k: plain_outputs(v, depth + 1) for k, v in fields.items()}
     if isinstance(out, tuple | list):
         return [plain_outputs(x, depth + 1) for x in out]
     if isinstance(out, dict):
