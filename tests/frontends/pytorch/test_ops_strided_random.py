@@ -110,3 +110,24 @@ def test_dropout_module_in_train_mode() -> None:
     assert report.validation.status == "passed"
     rows = {k.name: (k.flops, k.bytes) for k in report.archs[0].kernels}
     assert rows["t1_bernoulli"] == (0.0, 64.0)
+
+
+def test_lstm_with_a_random_initial_state() -> None:
+    """KernelBench L3 LSTM's pattern: h0/c0 drawn with randn inside forward."""
+
+    class Net(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lstm = torch.nn.LSTM(8, 16, num_layers=2, batch_first=True)
+
+        def forward(self, x: Any) -> Any:
+            h0 = torch.randn(2, x.shape[0], 16)
+            c0 = torch.randn(2, x.shape[0], 16)
+            out, _ = self.lstm(x, (h0, c0))
+            return out[:, -1, :]
+
+    report = solar.analyze(Net(), (torch.randn(3, 5, 8),))
+    assert report.coverage.complete
+    assert report.validation.status == "passed"
+    draws = [k for k in report.archs[0].kernels if "randn" in k.name]
+    assert [k.bytes for k in draws] == [2 * 3 * 16 * 4] * 2  # writes only
