@@ -70,8 +70,8 @@ def valid_taps(n_in: int, n_out: int, k: int, stride: int, pad: int, dil: int) -
 
     >>> valid_taps(16, 16, 3, 1, 1, 1)  # 16*3 taps, 2 of them on the padding
     46
-    >>> valid_taps(5, 3, 3, 2, 1, 1)
-    8
+    >>> valid_taps(5, 3, 3, 2, 1, 1)  # positions -1..1, 1..3, 3..5: 2 + 3 + 2
+    7
     """
     return sum(1 for o in range(n_out) for t in range(k) if 0 <= o * stride - pad + t * dil < n_in)
 

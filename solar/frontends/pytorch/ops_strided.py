@@ -81,7 +81,7 @@ def strided_map_affine(
 
     >>> strided_map_affine((1, 768, 1, 1), (768, 1, 1, 1), 0, (1, 768, 1, 1), (768, 1, 768, 768))
     ((0, 0, 0, 0), (None, 1, None, None))
-    >>> strided_map_affine((4, 6), (6, 1), 1, (3, 4), (2, 6))
+    >>> strided_map_affine((4, 6), (6, 1), 1, (3, 4), (1, 6))
     ((0, 1), (1, 0))
     """
     coords = decompose_offset(delta, x_shape, x_stride)
