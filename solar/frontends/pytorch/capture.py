@@ -475,14 +475,15 @@ def _finish(
     )
 
 
-def plain_outputs(out: Any, depth: int = 0) -> Any:
+def plain_outputs(out: Any, depth: int = 0, *, in_object: bool = False) -> Any:
     """``out`` as containers the pytree flattens, so every tensor it holds is an output.
 
-    ``ModelOutput`` and other registered containers, tuples, lists and dicts stay as
-    they are (their items converted); a dataclass becomes a dict of its fields; any other
-    object holding tensors (transformers' ``DynamicCache``: the keys and values a
-    forward returns for reuse) a dict of its public attributes, to a few levels deep;
-    what such an object holds besides tensors and numbers (a device) is no output.
+    ``ModelOutput`` and other registered containers, tuples, lists and dicts stay
+    containers (their items converted); a dataclass becomes a dict of its fields; any
+    other object holding tensors (transformers' ``DynamicCache``: the keys and values a
+    forward returns for reuse) a dict of its public attributes, a few levels deep. What
+    such an object holds besides tensors and numbers (a device) is no output; anything
+    else the program returns is left for `_output_meta` to refuse (E0503).
     """
     import dataclasses
 
@@ -497,15 +498,32 @@ def plain_outputs(out: Any, depth: int = 0) -> Any:
         return out
     if dataclasses.is_dataclass(out) and not isinstance(out, type):
         fields = {f.name: getattr(out, f.name) for f in dataclasses.fields(out)}
-        return {k: plain_outputs(v, depth + 1) for k, v in fields.items()}
+        return {k: plain_outputs(v, depth + 1, in_object=in_object) for k, v in fields.items()}
     if isinstance(out, tuple | list):
-        return [plain_outputs(x, depth + 1) for x in out]
+        return [plain_outputs(x, depth + 1, in_object=in_object) for x in out]
     if isinstance(out, dict):
-        return {k: plain_outputs(v, depth + 1) for k, v in out.items()}
+        return {k: plain_outputs(v, depth + 1, in_object=in_object) for k, v in out.items()}
     if hasattr(out, "__dict__") and not isinstance(out, type | torch.nn.Module):
         fields = {k: v for k, v in vars(out).items() if not k.startswith("_")}
-        return {k: plain_outputs(v, depth + 1) for k, v in fields.items()}
-    return out if depth == 0 else None  # a device, a dtype... inside an object: no output
+        if any(_holds_tensor(v) for v in fields.values()):
+            return {k: plain_outputs(v, depth + 1, in_object=True) for k, v in fields.items()}
+    return None if in_object else out
+
+
+def _holds_tensor(x: Any, depth: int = 0) -> bool:
+    import torch
+
+    if isinstance(x, torch.Tensor):
+        return True
+    if depth > 6:
+        return False
+    if isinstance(x, tuple | list):
+        return any(_holds_tensor(v, depth + 1) for v in x)
+    if isinstance(x, dict):
+        return any(_holds_tensor(v, depth + 1) for v in x.values())
+    if hasattr(x, "__dict__") and not isinstance(x, type):
+        return any(_holds_tensor(v, depth + 1) for k, v in vars(x).items() if k[:1] != "_")
+    return False
 
 
 def _output_meta(x: Any, ids: _Ids) -> TensorMeta | None:
