@@ -220,7 +220,11 @@ def _result(
 
     notes = []
     if info.used_real_values:
-        notes.append(f"captured with real tensors: {info.real_reason}")
+        notes.append(
+            f"captured with real tensors: {info.real_reason} (the program reads tensor "
+            "values on the host, so its control flow or shapes may depend on them; the IR "
+            "is the path taken for these inputs)"
+        )
     tf32 = _tf32_enabled()
     if tf32:
         notes.append("the program enables TF32 for fp32 matmuls: precision policy tf32")
