@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,7 +68,12 @@ def time_callable(
 
 
 def measure_torch(
-    model: Any, inputs: Sequence[Any], *, warmup: int = 3, trials: int = 10
+    model: Any,
+    inputs: Sequence[Any],
+    kwargs: Mapping[str, Any] | None = None,
+    *,
+    warmup: int = 3,
+    trials: int = 10,
 ) -> Timing:
     """Run a torch module on the local device (CUDA if available) under ``no_grad``."""
     import torch
@@ -77,10 +82,11 @@ def measure_torch(
     dev = torch.device("cuda" if use_cuda else "cpu")
     model = model.to(dev).eval() if hasattr(model, "to") else model
     args = [x.to(dev) if isinstance(x, torch.Tensor) else x for x in inputs]
+    kw = {k: x.to(dev) if isinstance(x, torch.Tensor) else x for k, x in (kwargs or {}).items()}
 
     def run() -> object:
         with torch.no_grad():
-            return model(*args)
+            return model(*args, **kw)
 
     if use_cuda:
 

@@ -51,6 +51,7 @@ from solar.hw import HardwareSpec, load_hardware_spec
 from solar.ir import (
     Program,
     eliminate_dead_code,
+    fill_generated,
     parse_program,
     print_program,
     resolve_sizes,
@@ -83,6 +84,7 @@ from solar.report import (
 )
 
 if TYPE_CHECKING:
+    from solar.frontends.inputs import InputShape
     from solar.frontends.llm import LLMConfig
 
 __all__ = [
@@ -122,6 +124,7 @@ class AnalyzeOptions:
     measure: bool = False
     entry: str | None = None
     inputs_file: Path | None = None
+    input_shapes: tuple[InputShape, ...] = ()
     reference_file: Path | None = None
     train: bool = False
     include_ir: bool = False
@@ -161,6 +164,7 @@ def _frontend_options(options: AnalyzeOptions) -> FrontendOptions:
     return FrontendOptions(
         entry=options.entry,
         inputs_file=options.inputs_file,
+        input_shapes=options.input_shapes,
         reference_file=options.reference_file,
         sizes=options.sizes,
         train=options.train,
@@ -282,8 +286,10 @@ def _reference_for(
 
 
 def _bounds_program(front: FrontendResult, program: Program) -> Program:
-    """The program the bounds see: dead work removed, uncovered values as intermediates."""
-    p = eliminate_dead_code(program, keep=front.keep_live)
+    """The program the bounds see: dead work removed, uncovered values as intermediates,
+    random draws as writes only."""
+    p = fill_generated(program, front.generated_values)
+    p = eliminate_dead_code(p, keep=front.keep_live)
     return treat_as_intermediates(p, front.uncovered_values)
 
 
@@ -442,12 +448,15 @@ def lift_source(
 
 
 def analyze(
-    path: Path,
+    path: Path | None,
     options: AnalyzeOptions,
     *,
     progress: Progress | None = None,
 ) -> Report:
     """Run frontend → verify → validate → lift → bounds → report for one source file.
+
+    ``path`` may be ``None`` with ``options.entry = "pkg.module:attr"``: the entry is
+    imported (PyTorch frontend) instead of a file.
 
     Raises:
         SolarError: any stage's diagnostic (frontend, IR, spec, usage).
@@ -456,6 +465,21 @@ def analyze(
     specs = [load_hardware_spec(a) for a in options.archs]  # fail fast on a bad --arch
     if not specs:
         raise UsageError("give at least one --arch", code="E0907")
+    if path is None:
+        entry = options.entry or ""
+        if ":" not in entry or options.frontend not in ("auto", "torch"):
+            raise UsageError(
+                "give a model file, or --entry package.module:attr (PyTorch) without one",
+                code="E0913",
+            )
+        from solar.frontends.pytorch import TorchFrontend
+
+        say(f"importing {entry} (torch frontend)")
+        front = TorchFrontend().load(
+            None, _frontend_options(options), progress=say, check=check_against_reference
+        )
+        source = InputInfo(path=f"<entry {entry}>", sha256=_sha256(entry.encode()), entry=entry)
+        return analyze_front(front, source, specs, options, say)
     say(f"loading {path} ({options.frontend} frontend)")
     front = load_program(path, options, progress=say)
     source = InputInfo(path=str(path), sha256=_sha256(path.read_bytes()), entry=options.entry)
@@ -468,6 +492,7 @@ def analyze_module(
     options: AnalyzeOptions | None = None,
     *,
     progress: Progress | None = None,
+    kwargs: Mapping[str, object] | None = None,
 ) -> Report:
     """`analyze` for a live ``torch.nn.Module`` (or callable) and its example inputs.
 
@@ -485,6 +510,7 @@ def analyze_module(
         _frontend_options(options),
         progress=say,
         check=check_against_reference,
+        kwargs=kwargs,
     )
     name = type(module).__name__
     source = InputInfo(path=f"<module {name}>", sha256=_sha256(name.encode()), entry=None)

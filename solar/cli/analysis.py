@@ -94,7 +94,10 @@ class _Progress:
 
 @app.command("analyze")
 def analyze(
-    source: Annotated[Path, typer.Argument(help="Model file (.py) or IR file (.alir).")],
+    source: Annotated[
+        Path | None,
+        typer.Argument(help="Model file (.py) or IR file (.alir); omit with --entry pkg.mod:attr."),
+    ] = None,
     arch: Annotated[
         list[str] | None, typer.Option("--arch", help="Hardware spec name or YAML (repeatable).")
     ] = None,
@@ -120,8 +123,28 @@ def analyze(
         float | None, typer.Option(help="A measured time (ms) from elsewhere.")
     ] = None,
     measure: Annotated[bool, typer.Option(help="Time the program on the local device.")] = False,
-    entry: Annotated[str | None, typer.Option(help="module:function to analyse.")] = None,
-    inputs: Annotated[Path | None, typer.Option(help="Inputs (.npz/.pt) for --entry.")] = None,
+    entry: Annotated[
+        str | None,
+        typer.Option(
+            help="Class or function to analyse instead of `Model`: NAME in the file, or "
+            "package.module:NAME (then no file is needed)."
+        ),
+    ] = None,
+    inputs: Annotated[
+        Path | None,
+        typer.Option(
+            help="Inputs file: .pt (torch.load weights_only; tensor, list or dict) or .npz "
+            "(arr_0.. positional, other names keyword)."
+        ),
+    ] = None,
+    input_shape: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--input-shape",
+            help="An input by shape, [NAME=]D0,D1,...[:DTYPE], e.g. x=2,3,224,224:f32 "
+            "(repeatable; random values, seeded).",
+        ),
+    ] = None,
     reference: Annotated[
         Path | None, typer.Option(help="Reference .npz (inputs+outputs) for an .alir file.")
     ] = None,
@@ -156,6 +179,7 @@ def analyze(
     is written and shown.
     """
     from solar.files import prepare_output, write_atomic
+    from solar.frontends.inputs import parse_input_shape
     from solar.frontends.kit.loader import user_stdout_to_stderr
     from solar.guard import run_guarded
     from solar.pipeline import AnalyzeOptions
@@ -185,6 +209,7 @@ def analyze(
         measure=measure,
         entry=entry,
         inputs_file=inputs,
+        input_shapes=tuple(parse_input_shape(s) for s in input_shape or ()),
         reference_file=reference,
         train=train,
         include_ir=include_ir,

@@ -39,6 +39,7 @@ from solar.diagnostics import FrontendError, UsageError
 from solar.ir import Program
 
 if TYPE_CHECKING:
+    from solar.frontends.inputs import InputShape
     from solar.frontends.kit import UncoveredOp
     from solar.frontends.llm.config import LLMConfig
     from solar.measure import Timing
@@ -90,7 +91,8 @@ class FrontendOptions:
 
     Attributes:
         entry: ``fn`` or ``module:fn`` to analyse instead of the file's ``Model``.
-        inputs_file: ``.npz``/``.pt`` with the entry function's positional inputs.
+        inputs_file: ``.npz``/``.pt`` with the entry's inputs (positional and keyword).
+        input_shapes: inputs given by shape (``--input-shape``), drawn seeded.
         reference_file: ``.npz`` with inputs and expected outputs (hand-written IR).
         sizes: size overrides: IR sizes, or module-level size constants of a model file.
         train: analyse the module in training mode (default: ``eval()``).
@@ -104,6 +106,7 @@ class FrontendOptions:
 
     entry: str | None = None
     inputs_file: Path | None = None
+    input_shapes: tuple[InputShape, ...] = ()
     reference_file: Path | None = None
     sizes: Mapping[str, int] = field(default_factory=dict)
     train: bool = False
@@ -158,6 +161,9 @@ class FrontendResult:
         keep_live: tensors dead-code elimination keeps (read by uncovered ops).
         uncovered_values: program inputs that hold uncovered ops' outputs (the bounds
             treat them as intermediates).
+        generated_values: those of them that hold values a covered op drew at random
+            (validation feeds the real run's draws; the bounds charge the op's writes
+            only, `solar.ir.fill_generated`).
         xla_cost_analysis: XLA's own cost figures by compilation stage (JAX).
         xla_unavailable: why XLA's cost analysis is missing, when it is.
         counted_flops: the program's FLOPs by an independent counter over the same
@@ -180,6 +186,7 @@ class FrontendResult:
     precision_hint: PrecisionPolicy | None = None
     keep_live: tuple[str, ...] = ()
     uncovered_values: tuple[str, ...] = ()
+    generated_values: tuple[str, ...] = ()
     xla_cost_analysis: Mapping[str, Mapping[str, float]] | None = None
     xla_unavailable: str | None = None
     counted_flops: int | None = None

@@ -40,7 +40,7 @@ from solar.ir.nodes import (
     lit,
 )
 from solar.ir.parser import parse_expr, parse_program
-from solar.ir.passes import eliminate_dead_code, treat_as_intermediates
+from solar.ir.passes import eliminate_dead_code, fill_generated, treat_as_intermediates
 from solar.ir.printer import print_expr, print_program, print_stmt
 from solar.ir.traversal import accesses, eval_int, map_exprs, resolve_sizes, walk_exprs, walk_stmts
 from solar.ir.verify import VerifyInfo, collect_errors, verify_program
@@ -85,6 +85,7 @@ __all__ = [
     "collect_errors",
     "eval_int",
     "eliminate_dead_code",
+    "fill_generated",
     "grammar_text",
     "linear_form",
     "lit",

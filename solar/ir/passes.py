@@ -13,10 +13,24 @@ import dataclasses
 from collections.abc import Collection
 from typing import assert_never
 
-from solar.ir.nodes import Access, Assign, For, If, Kernel, Program, Reduce, Stmt
+from solar.ir.nodes import (
+    Access,
+    Assign,
+    BoolLit,
+    DType,
+    Expr,
+    FloatLit,
+    For,
+    If,
+    IntLit,
+    Kernel,
+    Program,
+    Reduce,
+    Stmt,
+)
 from solar.ir.traversal import walk_exprs
 
-__all__ = ["eliminate_dead_code", "treat_as_intermediates"]
+__all__ = ["eliminate_dead_code", "fill_generated", "treat_as_intermediates"]
 
 
 def _reads(expr_sources: tuple[object, ...]) -> set[str]:
@@ -146,3 +160,40 @@ def treat_as_intermediates(program: Program, names: tuple[str, ...] | frozenset[
         for t in program.tensors
     )
     return dataclasses.replace(program, tensors=tensors)
+
+
+def fill_generated(program: Program, names: Collection[str]) -> Program:
+    """Turn the kernels that copy the given ``input`` tensors into fills (writes only).
+
+    A frontend lowers an op that draws random values (``randn``, ``bernoulli_``, the mask
+    of a training-mode dropout) as a copy from an extra input holding the values the real
+    run drew, so validation compares like with like. The generator itself reads nothing:
+    for the bounds, each ``t[...] = r[...]`` that reads such an input ``r`` directly
+    becomes ``t[...] = 0`` (Note [Generated values] in docs/bounds.md): its writes are
+    charged, no read is. Only for bounds: the program no longer computes the values.
+    """
+    wanted = frozenset(names)
+    if not wanted:
+        return program
+    dtypes = {t.name: t.dtype for t in program.tensors}
+
+    def zero(name: str) -> Expr:
+        dt = dtypes[name]
+        if dt == DType.BOOL:
+            return BoolLit(False)
+        return FloatLit(0.0) if dt.is_float else IntLit(0)
+
+    def fill(stmt: Stmt) -> Stmt:
+        match stmt:
+            case Assign(value=Access(tensor=src)) if src in wanted:
+                return dataclasses.replace(stmt, value=zero(src))
+            case For() | If():
+                body = tuple(fill(s) for s in stmt.body)
+                return dataclasses.replace(stmt, body=body)
+            case _:
+                return stmt
+
+    kernels = tuple(
+        dataclasses.replace(k, body=tuple(fill(s) for s in k.body)) for k in program.kernels
+    )
+    return dataclasses.replace(program, kernels=kernels)

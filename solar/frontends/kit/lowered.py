@@ -74,6 +74,8 @@ class LoweredProgram:
         constants: ``(source name, IR name)`` of the other constant tensors it reads
             (PyTorch: tensor attributes and lifted literals).
         uncovered_values: the extra inputs standing for uncovered ops' outputs.
+        generated: of those, the ones holding the draws of a random op that was lowered
+            (a copy from the drawn values; see `solar.ir.fill_generated`).
         coverage: the uncovered ops, most bytes first (empty when fully covered).
         keep_alive: program tensors that uncovered ops read. Nothing in the IR reads
             them, but the real program does: dead-code elimination must keep them
@@ -103,6 +105,7 @@ class LoweredProgram:
         default=(), compare=False, repr=False
     )
     cond_regions: tuple[CondRegion, ...] = ()
+    generated: tuple[str, ...] = ()
 
     @property
     def fully_covered(self) -> bool:

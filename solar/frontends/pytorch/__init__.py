@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from solar.frontends.inputs import InputShape
 from solar.frontends.kit import LoweredProgram, UncoveredOp, UncoveredValue
 from solar.frontends.pytorch.capture import CaptureInfo, TorchCapture
 from solar.frontends.pytorch.driver import lower_capture
@@ -83,6 +84,7 @@ def trace_model_file(
     overrides: dict[str, int] | None = None,
     real: bool = False,
     train: bool = False,
+    input_shapes: tuple[InputShape, ...] = (),
 ) -> TorchCapture:
     """Capture a model file at ATen level.
 
@@ -96,6 +98,7 @@ def trace_model_file(
         overrides: replace module-level integer constants (sizes) before running.
         real: capture with real tensors (default: fake tensors, nothing allocated).
         train: keep the model in training mode (default: ``eval()``).
+        input_shapes: inputs given by shape instead (``--input-shape``).
 
     Returns:
         The capture.
@@ -105,12 +108,24 @@ def trace_model_file(
     """
     from solar.frontends.pytorch.capture import capture_program
 
-    source = source_for_file(path, entry=entry, inputs=inputs, overrides=overrides, train=train)
+    source = source_for_file(
+        path,
+        entry=entry,
+        inputs=inputs,
+        overrides=overrides,
+        train=train,
+        input_shapes=input_shapes,
+    )
     return capture_program(source, real=real)
 
 
 def trace_module(
-    module: Any, example_inputs: Sequence[Any], *, real: bool = False, train: bool = False
+    module: Any,
+    example_inputs: Sequence[Any],
+    *,
+    kwargs: Mapping[str, Any] | None = None,
+    real: bool = False,
+    train: bool = False,
 ) -> TorchCapture:
     """Capture a live ``nn.Module`` (or any callable) on example inputs.
 
@@ -120,6 +135,7 @@ def trace_module(
     Args:
         module: an ``nn.Module`` or a callable taking ``example_inputs``.
         example_inputs: positional inputs.
+        kwargs: keyword inputs (their tensors are program inputs after the positional ones).
         real: capture with the real tensors.
         train: keep the module in training mode (default: ``eval()``).
 
@@ -130,6 +146,10 @@ def trace_module(
 
     name = getattr(module, "__name__", None) or type(module).__name__
     source = ProgramSource(
-        name=str(name), target=module, example_inputs=tuple(example_inputs), train=train
+        name=str(name),
+        target=module,
+        example_inputs=tuple(example_inputs),
+        example_kwargs=tuple((kwargs or {}).items()),
+        train=train,
     )
     return capture_program(source, real=real)

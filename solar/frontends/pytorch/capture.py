@@ -37,7 +37,7 @@ the same calls as the capture (E0506 otherwise).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -161,6 +161,7 @@ class _Recorder:
         self.constant_sites: list[tuple[int, int]] = []
         self.kept: dict[int, tuple[np.ndarray | None, ...]] = {}
         self.module_stack: list[str] = []
+        self.diverged: str | None = None
         self.count_flops = False  # Note [Independent FLOP count]
 
     def counted_flops(self, func: Any, args: Any, kwargs: Any, out: Any) -> int | None:
@@ -218,12 +219,15 @@ class _Recorder:
         index = len(self.calls)
         if self.expect is not None and (index >= len(self.expect) or self.expect[index] != target):
             expected = self.expect[index] if index < len(self.expect) else "end of program"
-            raise FrontendError(
-                f"the real run diverged from the capture at call {index}: {target} "
-                f"instead of {expected}",
-                code="E0506",
-                notes=("the program's control flow depends on tensor values",),
-            )
+            where = f"at call {index}: {target} instead of {expected}"
+            if self.keep:  # the values kept by call index would be the wrong ones
+                raise FrontendError(
+                    f"the real run diverged from the capture {where}",
+                    code="E0506",
+                    notes=("the program's control flow depends on tensor values",),
+                )
+            self.diverged = where  # Note [Diverging replay]
+            self.expect = None
         kind, written = _call_kind(func)
         if not has_tensor:
             kind = "host"
@@ -254,6 +258,41 @@ class _Recorder:
         )
 
 
+# Note [No-op restrides]
+# ~~~~~~~~~~~~~~~~~~~~~~
+# CPU kernels restride some fresh outputs in place (``as_strided_`` after a reduction
+# over a channels-last tensor, to give the ``(N, C, 1, 1)`` result channels-last
+# strides), and whether they do differs between the real, fake and meta kernels. Such a
+# call changes only the strides of size-1 dims: every element stays where it was. It is
+# not recorded, so the capture and the real replay see the same calls (else the replay
+# stops with E0506 "control flow depends on tensor values", as timm's ConvNeXt did).
+_RESTRIDES: set[Any] = set()
+
+
+def _layout(t: Any) -> tuple[tuple[int, ...], tuple[int, ...], int] | None:
+    import torch
+
+    if not isinstance(t, torch.Tensor):
+        return None
+    return tuple(t.shape), tuple(t.stride()), int(t.storage_offset())
+
+
+def _same_elements(
+    a: tuple[tuple[int, ...], tuple[int, ...], int] | None,
+    b: tuple[tuple[int, ...], tuple[int, ...], int] | None,
+) -> bool:
+    """Same shape and offset, and the same strides on every dim of size > 1.
+
+    >>> _same_elements(((1, 8, 1, 1), (8, 1, 1, 1), 0), ((1, 8, 1, 1), (8, 1, 8, 8), 0))
+    True
+    >>> _same_elements(((2, 4), (4, 1), 0), ((2, 4), (1, 2), 0))
+    False
+    """
+    if a is None or b is None or a[0] != b[0] or a[2] != b[2]:
+        return False
+    return all(n == 1 or s == t for n, s, t in zip(a[0], a[1], b[1], strict=True))
+
+
 @contextlib.contextmanager
 def _recording(rec: _Recorder, root: Any) -> Iterator[None]:
     """Push the dispatch mode and the module-path hooks."""
@@ -261,6 +300,8 @@ def _recording(rec: _Recorder, root: Any) -> Iterator[None]:
     from torch.nn.modules import module as nn_module
     from torch.utils._python_dispatch import TorchDispatchMode
 
+    if not _RESTRIDES:
+        _RESTRIDES.add(torch.ops.aten.as_strided_.default)
     names: dict[int, str] = {}
     if isinstance(root, torch.nn.Module):
         names = {id(m): n for n, m in root.named_modules(remove_duplicate=False)}
@@ -284,7 +325,10 @@ def _recording(rec: _Recorder, root: Any) -> Iterator[None]:
             self, func: Any, types: Any, args: Any = (), kwargs: Any = None
         ) -> Any:
             kwargs = kwargs or {}
+            before = _layout(args[0]) if func in _RESTRIDES and args else None
             out = func(*args, **kwargs)
+            if before is not None and _same_elements(before, _layout(args[0])):
+                return out  # Note [No-op restrides]
             rec.record(func, tuple(args), dict(kwargs), out)
             return out
 
@@ -318,7 +362,7 @@ def _run(inst: Instance, rec: _Recorder, fake_mode: Any) -> Any:
         watch,
         user_code("the model's forward"),
     ):
-        return inst.fn(*inst.args)
+        return inst.call()
 
 
 def _register(
@@ -327,7 +371,7 @@ def _register(
     import torch
     from torch.utils._pytree import tree_flatten
 
-    leaves, _ = tree_flatten(list(inst.args))
+    leaves, _ = tree_flatten(inst.input_tree())
     inputs = tuple(ids.meta(x) if isinstance(x, torch.Tensor) else None for x in leaves)
     params = tuple(NamedTensor(k, ids.meta(v)) for k, v in inst.state.items())
     return inputs, params
@@ -375,7 +419,7 @@ def capture_program(source: ProgramSource, *, real: bool = False) -> TorchCaptur
             if err.code != "E0501" or cause is None:
                 raise
             blocked = isinstance(cause, _fake_blocked_errors())
-            need = _tensor_bytes(inst.args) + _tensor_bytes(list(inst.state.values()))
+            need = _tensor_bytes(inst.input_tree()) + _tensor_bytes(list(inst.state.values()))
             if need > REAL_BUDGET_BYTES:
                 if not blocked:
                     raise
@@ -449,12 +493,12 @@ def _finish(
     rec = _Recorder(ids, inst.attr_names, frozenset(), None)
     rec.count_flops = True
     out = _run(inst, rec, fake_mode)
-    leaves, _ = tree_flatten(out)
+    leaves, _ = tree_flatten(plain_outputs(out))
     outputs = tuple(_output_meta(x, ids) for x in leaves)
     info = CaptureInfo(
         used_real_values=fake_mode is None,
         real_reason=reason,
-        input_bytes=_tensor_bytes(inst.args),
+        input_bytes=_tensor_bytes(inst.input_tree()),
         param_bytes=_tensor_bytes(list(inst.state.values())),
         sizes=dict(inst.sizes),
         num_calls=len(rec.calls),
@@ -474,6 +518,57 @@ def _finish(
     )
 
 
+def plain_outputs(out: Any, depth: int = 0, *, in_object: bool = False) -> Any:
+    """``out`` as containers the pytree flattens, so every tensor it holds is an output.
+
+    ``ModelOutput`` and other registered containers, tuples, lists and dicts stay
+    containers (their items converted); a dataclass becomes a dict of its fields; any
+    other object holding tensors (transformers' ``DynamicCache``: the keys and values a
+    forward returns for reuse) a dict of its public attributes, a few levels deep. What
+    such an object holds besides tensors and numbers (a device) is no output; anything
+    else the program returns is left for `_output_meta` to refuse (E0503).
+    """
+    import dataclasses
+
+    import torch
+    from torch.utils._pytree import SUPPORTED_NODES
+
+    if isinstance(out, torch.Tensor) or out is None or isinstance(out, bool | int | float | str):
+        return out
+    if depth > 6:
+        return None
+    if type(out) in SUPPORTED_NODES and not isinstance(out, tuple | list | dict):
+        return out
+    if dataclasses.is_dataclass(out) and not isinstance(out, type):
+        fields = {f.name: getattr(out, f.name) for f in dataclasses.fields(out)}
+        return {k: plain_outputs(v, depth + 1, in_object=in_object) for k, v in fields.items()}
+    if isinstance(out, tuple | list):
+        return [plain_outputs(x, depth + 1, in_object=in_object) for x in out]
+    if isinstance(out, dict):
+        return {k: plain_outputs(v, depth + 1, in_object=in_object) for k, v in out.items()}
+    if hasattr(out, "__dict__") and not isinstance(out, type | torch.nn.Module):
+        fields = {k: v for k, v in vars(out).items() if not k.startswith("_")}
+        if any(_holds_tensor(v) for v in fields.values()):
+            return {k: plain_outputs(v, depth + 1, in_object=True) for k, v in fields.items()}
+    return None if in_object else out
+
+
+def _holds_tensor(x: Any, depth: int = 0) -> bool:
+    import torch
+
+    if isinstance(x, torch.Tensor):
+        return True
+    if depth > 6:
+        return False
+    if isinstance(x, tuple | list):
+        return any(_holds_tensor(v, depth + 1) for v in x)
+    if isinstance(x, dict):
+        return any(_holds_tensor(v, depth + 1) for v in x.values())
+    if hasattr(x, "__dict__") and not isinstance(x, type):
+        return any(_holds_tensor(v, depth + 1) for k, v in vars(x).items() if k[:1] != "_")
+    return False
+
+
 def _output_meta(x: Any, ids: _Ids) -> TensorMeta | None:
     import torch
 
@@ -488,6 +583,19 @@ def _output_meta(x: Any, ids: _Ids) -> TensorMeta | None:
     )
 
 
+# Note [Diverging replay]
+# ~~~~~~~~~~~~~~~~~~~~~~~
+# A program may branch on tensor values, or on whether it is being traced (transformers
+# builds its attention masks one way under FakeTensors and another way in eager). The
+# capture then holds the branch the capture took, and the real replay takes another.
+# When no intermediate value is needed by call position (no uncovered or captured op),
+# the replay goes on: the inputs, parameters and outputs are keyed by name and position
+# in the program's interface, so validation still compares the IR's outputs with the
+# real program's, end to end; constants lifted after the divergence are matched by
+# shape and dtype, and a mismatch shows up as a failed validation, never a silent pass.
+# The report notes the divergence (`RealValues.diverged`).
+
+
 @dataclass(frozen=True, slots=True)
 class RealValues:
     """Values of a real run, keyed to a capture.
@@ -499,6 +607,8 @@ class RealValues:
         constants: constant values by constant name.
         outputs: flattened output leaves.
         kept: outputs of the requested calls, by call index.
+        diverged: where the real run left the captured call sequence (Note [Diverging
+            replay]), or ``None``.
     """
 
     inputs: tuple[np.ndarray | None, ...]
@@ -506,6 +616,7 @@ class RealValues:
     constants: Mapping[str, np.ndarray]
     outputs: tuple[np.ndarray | None, ...]
     kept: Mapping[int, tuple[np.ndarray | None, ...]]
+    diverged: str | None = None
 
 
 def replay_values(capture: TorchCapture, *, keep: frozenset[int] = frozenset()) -> RealValues:
@@ -525,22 +636,41 @@ def replay_values(capture: TorchCapture, *, keep: frozenset[int] = frozenset()) 
     from torch.utils._pytree import tree_flatten
 
     inst = instantiate(capture.source)
-    leaves, _ = tree_flatten(list(inst.args))
+    leaves, _ = tree_flatten(inst.input_tree())
     inputs = tuple(to_numpy(x) if isinstance(x, torch.Tensor) else None for x in leaves)
     params = {k: to_numpy(v) for k, v in inst.state.items()}
     ids = _Ids()
     _register(inst, ids)
     rec = _Recorder(ids, inst.attr_names, keep, tuple(c.target for c in capture.calls))
     out = _run(inst, rec, None)
-    if len(rec.calls) != len(capture.calls):
+    if rec.diverged is None and len(rec.calls) != len(capture.calls):
         raise FrontendError(
             f"the real run made {len(rec.calls)} calls, the capture {len(capture.calls)}",
             code="E0506",
         )
-    out_leaves, _ = tree_flatten(out)
+    out_leaves, _ = tree_flatten(plain_outputs(out))
     outputs = tuple(to_numpy(x) if isinstance(x, torch.Tensor) else None for x in out_leaves)
     constants: dict[str, np.ndarray] = {}
-    for cap_const, real_const in zip(capture.constants, rec.constants, strict=False):
+    if rec.diverged is None:
+        pairs = list(zip(capture.constants, rec.constants, strict=False))
+    else:
+        pairs = _match_constants(capture.constants, rec.constants)
+    for cap_const, real_const in pairs:
         if real_const.value is not None:
             constants[cap_const.name] = real_const.value
-    return RealValues(inputs, params, constants, outputs, rec.kept)
+    return RealValues(inputs, params, constants, outputs, rec.kept, rec.diverged)
+
+
+def _match_constants(
+    captured: Sequence[NamedTensor], real: Sequence[NamedTensor]
+) -> list[tuple[NamedTensor, NamedTensor]]:
+    """Pair each captured constant with the next unused real one of its shape and dtype."""
+    used: set[int] = set()
+    pairs = []
+    for c in captured:
+        for k, r in enumerate(real):
+            if k not in used and (r.meta.shape, r.meta.dtype) == (c.meta.shape, c.meta.dtype):
+                used.add(k)
+                pairs.append((c, r))
+                break
+    return pairs

@@ -45,6 +45,7 @@ from solar.frontends.kit import (
     Unsupported,
     UnsupportedOpError,
     input_name,
+    nest,
     output_name,
     param_name,
     sanitize_name,
@@ -70,9 +71,9 @@ from solar.frontends.pytorch.ir_edits import (
     splice_program,
 )
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, LoweringFn, OpCall, OpFallback
-from solar.ir import DType, Role
+from solar.ir import Assign, DType, Role
 
-__all__ = ["INPLACE_PARTIAL_OPS", "ir_dtype", "lower_capture"]
+__all__ = ["INPLACE_PARTIAL_OPS", "RANDOM_OPS", "ir_dtype", "lower_capture"]
 
 INPLACE_PARTIAL_OPS = frozenset({
     "index_put_", "_index_put_impl_", "scatter_", "scatter_add_", "scatter_reduce_",
@@ -81,6 +82,37 @@ INPLACE_PARTIAL_OPS = frozenset({
 })  # fmt: skip
 """In-place ops that write only some elements of ``self``: lowered as writes into the
 existing tensor (their lowerings skip the copy of ``self`` when output is ``self``)."""
+
+RANDOM_OPS = frozenset({
+    "rand", "randn", "rand_like", "randn_like", "randint", "randint_like", "randperm",
+    "bernoulli", "bernoulli_", "normal", "normal_", "uniform_", "exponential_",
+    "geometric_", "cauchy_", "log_normal_", "random_", "native_dropout", "multinomial",
+    "poisson",
+})  # fmt: skip
+"""Ops that draw random values: lowered by `_Lowerer.lower_random` (Note [Random ops])."""
+
+ORDER_OPS = frozenset({
+    "sort", "argsort", "topk", "kthvalue", "median", "nanmedian", "mode", "histc", "bincount",
+    "nonzero", "unique", "_unique2", "unique_consecutive", "unique_dim", "searchsorted",
+    "bucketize",
+})  # fmt: skip
+"""Selection and counting ops (MoE routing: ``topk``, ``sort``, ``histc``): lowered like
+random ops, from the values the real run computed (Note [Random ops]); their writes
+and the reads of their inputs are charged, their comparisons are not (a lower bound)."""
+
+# Note [Random ops]
+# ~~~~~~~~~~~~~~~~~
+# A random op's values cannot be recomputed by the IR, so each output is a copy kernel
+# from an extra input ``r<call>_<op>`` holding what the real (seeded) run drew: the
+# reference replay keeps the call's outputs exactly as for an uncovered op, so the rest
+# of the program validates against eager. The op counts as covered; for the bounds the
+# copy becomes a fill (`solar.ir.fill_generated`): its writes are charged, no read.
+# ``native_dropout`` (both outputs drawn) and training-mode ``dropout`` (which eager
+# decomposes into ``bernoulli_``, ``div_``, ``mul``) follow the same path. So do the
+# `ORDER_OPS` (sort, topk, histc...): an exact sort in affine IR needs a quadratic
+# number of comparisons, which would overstate the work; instead the kernel also reads
+# each tensor input once into a kernel-local (charged as the input's reads, no FLOPs),
+# and validation checks everything downstream on the real selection.
 
 _RESHAPES = frozenset({
     "view", "_unsafe_view", "reshape", "squeeze", "unsqueeze", "flatten", "alias", "detach",
@@ -103,8 +135,11 @@ class _Lowerer(LoweringDriver):
         self.reshape_only: set[int] = set()
         self.mutated: list[str] = []
         self.metas: dict[int, TensorMeta] = {}
+        self.layouts: dict[int, tuple[tuple[int, ...], int]] = {}  # id -> current strides, offset
         self.scalar_consts: dict[str, bool | int | float] = {}
         self.unrepresentable: dict[int, str] = {}
+        self.generated: list[str] = []
+        self.seen_locals: list[str] = []
         self._initial_names: dict[int, str] = {}
         for k in range(len(capture.outputs)):
             self.pb.unique(output_name(k))  # reserve y0.. for the outputs
@@ -117,6 +152,7 @@ class _Lowerer(LoweringDriver):
         self.roles[info.ref.name] = role
         self.env[meta.id] = info
         self.metas[meta.id] = meta
+        self.layouts[meta.id] = (meta.stride, meta.storage_offset)
         return info
 
     def representable(self, meta: TensorMeta) -> bool:
@@ -186,6 +222,11 @@ class _Lowerer(LoweringDriver):
             if call.target != "aten._local_scalar_dense.default":
                 self.mark_uncovered(call, nbytes, "reads tensor data on the host")
             return
+        if op_name(call.target) in RANDOM_OPS | ORDER_OPS and all(
+            m is None or self.representable(m) for m in call.outputs
+        ):
+            self.lower_random(call)
+            return
         target = functional_target(call)
         fn = LOWERINGS.find(target)
         try:
@@ -211,7 +252,13 @@ class _Lowerer(LoweringDriver):
             ),
             index=call.index,
             module_path=sanitize_name(call.module_path) if call.module_path else "",
+            arg_layouts=tuple(
+                self.layouts.get(a.id) if isinstance(a, TensorArg) else None for a in call.args
+            ),
         )
+        for m in call.outputs:  # `as_strided_` changes its tensor's layout in place
+            if m is not None:
+                self.layouts[m.id] = (m.stride, m.storage_offset)
         result = (
             self.attempt(lambda: self._apply(fn, opcall))
             if fn is not None
@@ -224,6 +271,35 @@ class _Lowerer(LoweringDriver):
             self.coverage.lowered += 1
         else:
             self.mark_uncovered(call, nbytes, result.reason or "unsupported variant")
+
+    def lower_random(self, call: RecordedCall) -> None:
+        """Each output copied from the real run's values (Note [Random ops])."""
+        op = op_name(call.target)
+        outs = self.outputs_for(call)
+        path = sanitize_name(call.module_path) if call.module_path else ""
+        kb = self.pb.kernel(f"{path}_{op}" if path else op)
+        if op in ORDER_OPS:
+            for a in tensor_args(call):
+                x = self.env.get(a.id)
+                if x is not None and x.rank > 0:
+                    seen = kb.local(x.dtype, x.shape, "seen")
+                    idx = kb.fresh_vars(x.rank)
+                    kb.emit(*nest(list(zip(idx, x.shape, strict=True)),
+                                  [Assign(seen[tuple(idx)], x.at(idx))]))
+                    self.seen_locals.append(seen.name)
+        for pos, (m, out) in enumerate(zip(call.outputs, outs, strict=True)):
+            if m is None or out is None:
+                continue
+            hint = f"r{call.index}_{op}" + (f"_{pos}" if pos else "")
+            src = self.declare_uncovered(hint, ir_dtype(m.dtype), m.shape, (call.index,), pos)
+            self.roles[src.ref.name] = "input"
+            self.generated.append(src.ref.name)
+            idx = kb.fresh_vars(out.rank)
+            body = Assign(out.at(idx), src.at(idx))
+            kb.emit(*nest(list(zip(idx, out.shape, strict=True)), [body]))
+        self.pb.finish_kernel(kb)
+        self.coverage.lowered += 1
+        self.bind_outputs(call, outs, None)
 
     def _apply(self, fn: LoweringFn, call: OpCall) -> Any:
         """Run a lowering; its kernels join the program only if it returns."""
@@ -410,7 +486,7 @@ class _Lowerer(LoweringDriver):
         )
         kept = {t.name for t in program.tensors}
         cap = self.capture
-        return self.lowered(
+        lowered = self.lowered(
             program,
             inputs=tuple(None if m is None else self._initial_names.get(m.id) for m in cap.inputs),
             params=self._kept_names(cap.params, kept),
@@ -418,6 +494,12 @@ class _Lowerer(LoweringDriver):
             constants=self._kept_names(cap.constants, kept),
             mutated=tuple(self.mutated),
             renamed=rename,
+        )
+        drawn = {v.name for v in lowered.uncovered_values} & set(self.generated)
+        return dataclasses.replace(
+            lowered,
+            generated=tuple(sorted(drawn)),
+            keep_alive=(*lowered.keep_alive, *self.seen_locals),
         )
 
     def _copy_out(self, info: TensorInfo, name: str, rename: dict[str, str]) -> None:

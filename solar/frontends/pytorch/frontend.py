@@ -11,7 +11,7 @@ Note [Model-file runs] in `solar.frontends.protocol`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -48,19 +48,21 @@ class TorchFrontend:
 
     def load(
         self,
-        path: Path,
+        path: Path | None,
         options: FrontendOptions,
         *,
         progress: Progress,
         check: ReferenceCheck | None = None,
     ) -> FrontendResult:
-        """Capture and lower the model file at ``path`` (sizes: ``options.sizes``).
+        """Capture and lower the model file at ``path`` (sizes: ``options.sizes``), or
+        with ``path=None`` the ``options.entry = "pkg.module:attr"`` it imports.
 
         Raises:
             UsageError: torch is not installed (E0908).
             FrontendError: E0501-E0511 (loading, capture, reference).
         """
-        require_python_file(path, "torch")
+        if path is not None:
+            require_python_file(path, "torch")
         require_extra("torch", "torch")
         from solar.frontends import pytorch as tfe
 
@@ -71,18 +73,20 @@ class TorchFrontend:
             inputs=options.inputs_file,
             overrides=dict(options.sizes) or None,
             train=options.train,
+            input_shapes=options.input_shapes,
         )
         fallback = _op_fallback(options, check)
         progress(f"lowering {capture.info.num_calls} ATen calls")
         lowered = tfe.lower_capture(capture, op_fallback=fallback)
 
-        def reduced(budget: int, seconds: float) -> ValidationPlan:
+        def reduced(src: Path, budget: int, seconds: float) -> ValidationPlan:
             red = tfe.reference_at_reduced_sizes(
-                path,
+                src,
                 budget,
                 budget_seconds=seconds,
                 entry=options.entry,
                 inputs=options.inputs_file,
+                input_shapes=options.input_shapes,
                 op_fallback=fallback,
                 train=options.train,
                 start=dict(options.sizes),
@@ -92,7 +96,12 @@ class TorchFrontend:
                 red.lowered.program, red.inputs, red.outputs, "reduced-sizes", red.description
             )
 
-        return _result(capture, lowered, options, reduced, fallback)
+        if path is None:  # an imported module: no size constants to rebind
+            return _result(capture, lowered, options, None, fallback)
+        src = path
+        return _result(
+            capture, lowered, options, lambda b, t: reduced(src, b, t), fallback
+        )
 
     def load_module(
         self,
@@ -102,6 +111,7 @@ class TorchFrontend:
         *,
         progress: Progress,
         check: ReferenceCheck | None = None,
+        kwargs: Mapping[str, object] | None = None,
     ) -> FrontendResult:
         """Capture and lower a live module (or callable) on its example inputs.
 
@@ -113,7 +123,9 @@ class TorchFrontend:
         from solar.frontends import pytorch as tfe
 
         progress("capturing ATen ops over fake tensors")
-        capture = tfe.trace_module(module, tuple(example_inputs), train=options.train)
+        capture = tfe.trace_module(
+            module, tuple(example_inputs), kwargs=kwargs, train=options.train
+        )
         fallback = _op_fallback(options, check)
         lowered = tfe.lower_capture(capture, op_fallback=fallback)
         return _result(capture, lowered, options, None, fallback)
@@ -167,6 +179,7 @@ class _RealBuild:
             name=self._source.name,
             target=inst.fn,
             example_inputs=inst.args,
+            example_kwargs=tuple(inst.kwargs.items()),
             train=self._source.train,
         )
         return replace(capture, source=prebuilt)
@@ -188,7 +201,7 @@ def _result(
     fallback: OpFallback | None,
 ) -> FrontendResult:
     from solar.frontends import pytorch as tfe
-    from solar.frontends.pytorch.reference import program_bytes
+    from solar.frontends.pytorch.reference import program_bytes, reference_values
 
     info = capture.info
     real = _RealBuild(capture.source)
@@ -211,8 +224,16 @@ def _result(
         fits_bytes = program_bytes(capture) <= budget
 
         def full() -> ValidationPlan:
-            inputs, outputs = tfe.reference_data(lowered, real.for_reference(capture))
-            return ValidationPlan(lowered.program, inputs, outputs, "full", sizes=dict(info.sizes))
+            inputs, outputs, diverged = reference_values(lowered, real.for_reference(capture))
+            note = (
+                f"the real run left the captured calls {diverged} (control flow on tensor "
+                "values or on tracing): outputs compared end to end"
+                if diverged
+                else ""
+            )
+            return ValidationPlan(
+                lowered.program, inputs, outputs, "full", note, sizes=dict(info.sizes)
+            )
 
         if fits_bytes and executor_seconds(lowered.program) <= seconds:
             return full()
@@ -250,11 +271,15 @@ def _result(
         from solar.measure import measure_torch
 
         inst = real.for_measure()
-        return measure_torch(inst.fn, inst.args)
+        return measure_torch(inst.fn, inst.args, inst.kwargs)
 
     notes = []
     if info.used_real_values:
-        notes.append(f"captured with real tensors: {info.real_reason}")
+        notes.append(
+            f"captured with real tensors: {info.real_reason} (the program reads tensor "
+            "values on the host, so its control flow or shapes may depend on them; the IR "
+            "is the path taken for these inputs)"
+        )
     tf32 = _tf32_enabled()
     if tf32:
         notes.append("the program enables TF32 for fp32 matmuls: precision policy tf32")
@@ -272,4 +297,5 @@ def _result(
         uncovered_values=tuple(v.name for v in lowered.uncovered_values),
         counted_flops=info.counted_flops,
         padding_flops=info.padding_flops,
+        generated_values=lowered.generated,
     )

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import random
+import re
 import sys
 import types
 from collections.abc import Callable, Iterator, Mapping
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from solar.diagnostics import FrontendError, UsageError
+from solar.frontends.inputs import InputShape
 from solar.frontends.kit import (
     import_model_file,
     module_int_constants,
@@ -36,6 +38,7 @@ from solar.frontends.kit import (
     user_frames,
 )
 from solar.frontends.kit.loader import user_stdout_to_stderr
+from solar.frontends.pytorch.torchvision_shim import retry_with_torchvision_shim
 
 __all__ = [
     "REAL_BUDGET_BYTES",
@@ -58,11 +61,15 @@ class ProgramSource:
     Attributes:
         name: a readable program name (file stem, function or class name).
         path: the model file (model-file and function-entry modes).
-        entry: the function to call instead of ``Model`` (``"fn"`` or ``"pkg.mod:fn"``).
-        inputs_path: ``.npz``/``.pt`` file with the entry function's inputs.
+        entry: the function or ``nn.Module`` class to run instead of ``Model`` (``"attr"``
+            or ``"pkg.mod:attr"``); a class is built from ``get_init_inputs()`` if the
+            file has one, else with no arguments.
+        inputs_path: ``.npz``/``.pt`` file with the entry's inputs (see `load_inputs_file`).
+        input_shapes: inputs described by shape (``--input-shape``), drawn seeded.
         overrides: module-level integer constants to replace before running.
         target: a live ``nn.Module`` or callable (Python API mode).
         example_inputs: positional inputs for ``target``.
+        example_kwargs: keyword inputs for ``target`` (name, value), in call order.
         train: keep modules in training mode (default: ``eval()``, the inference forward).
         batch: cut the inputs' leading (batch) dimension to this size after building
             them (`solar.frontends.pytorch.batch`; ``None``: as built).
@@ -72,9 +79,11 @@ class ProgramSource:
     path: Path | None = None
     entry: str | None = None
     inputs_path: Path | None = None
+    input_shapes: tuple[InputShape, ...] = ()
     overrides: tuple[tuple[str, int], ...] = ()
     target: Any = field(default=None, compare=False)
     example_inputs: tuple[Any, ...] = field(default=(), compare=False)
+    example_kwargs: tuple[tuple[str, Any], ...] = field(default=(), compare=False)
     train: bool = False
     batch: int | None = None
 
@@ -90,6 +99,7 @@ class Instance:
         state: parameters and buffers by state_dict name (tensors as passed to ``fn``).
         sizes: module-level integer constants of the model file.
         attr_names: ``id(tensor) -> attribute path`` for plain tensor attributes.
+        kwargs: keyword inputs (their tensors are program inputs after ``args``'s).
     """
 
     fn: Callable[..., Any]
@@ -98,6 +108,18 @@ class Instance:
     state: dict[str, Any]
     sizes: dict[str, int]
     attr_names: dict[int, str]
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def call(self) -> Any:
+        """Run the program on its inputs."""
+        return self.fn(*self.args, **self.kwargs)
+
+    def input_tree(self) -> list[Any]:
+        """The inputs as one pytree: the positional ones, then the keyword dict.
+
+        Its leaves, in ``tree_flatten`` order, are the program inputs ``x0, x1, ...``.
+        """
+        return [*self.args, self.kwargs] if self.kwargs else list(self.args)
 
 
 def seed_everything(seed: int = SEED) -> None:
@@ -153,7 +175,20 @@ def _as_args(value: Any, what: str) -> tuple[Any, ...]:
     )
 
 
-def _load_inputs_file(path: Path) -> tuple[Any, ...]:
+_POSITIONAL_NPZ = re.compile(r"^arr_\d+$")
+
+
+def load_inputs_file(path: Path) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """Positional and keyword inputs from a ``.npz`` or ``.pt`` file, loaded safely.
+
+    ``.npz`` (``allow_pickle=False``): arrays named ``arr_0, arr_1...`` (``np.savez(f, a,
+    b)``) are positional, in order; any other name is a keyword (``np.savez(f, x=a)``).
+    ``.pt`` (``torch.load(weights_only=True)``): a tensor is the one positional input, a
+    list or tuple the positional inputs, a dict of str the keyword inputs.
+
+    Raises:
+        FrontendError: E0507 unreadable, unsafe or of another structure.
+    """
     import pickle
 
     import torch
@@ -166,18 +201,51 @@ def _load_inputs_file(path: Path) -> tuple[Any, ...]:
         raise FrontendError(err.message, code="E0507") from err
     if path.suffix == ".npz":
         try:  # the one .npz reader (empty, corrupt, .npy, pickled: all refused)
-            return tuple(torch.from_numpy(a) for a in load_npz(path).values())
+            arrays = load_npz(path)
         except UsageError as err:
             raise FrontendError(err.message, code="E0507") from err
+        args = tuple(torch.from_numpy(a) for k, a in arrays.items() if _POSITIONAL_NPZ.match(k))
+        kwargs = {k: torch.from_numpy(a) for k, a in arrays.items() if not _POSITIONAL_NPZ.match(k)}
+        return args, kwargs
     try:
         obj = torch.load(path, weights_only=True)
     except (OSError, ValueError, RuntimeError, EOFError, pickle.UnpicklingError) as err:
         raise FrontendError(f"cannot read inputs file {path}: {err}", code="E0507") from err
     if isinstance(obj, torch.Tensor):
-        return (obj,)
+        return (obj,), {}
     if isinstance(obj, list | tuple):
-        return tuple(obj)
+        return tuple(obj), {}
+    if isinstance(obj, dict) and all(isinstance(k, str) for k in obj):
+        return (), dict(obj)
     raise FrontendError(f"inputs file {path} holds {type(obj).__name__}", code="E0507")
+
+
+_TORCH_DTYPES = {
+    "f64": "float64", "f32": "float32", "f16": "float16", "bf16": "bfloat16",
+    "i64": "int64", "i32": "int32", "i8": "int8", "bool": "bool",
+}  # fmt: skip
+
+
+def inputs_from_shapes(shapes: tuple[InputShape, ...]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """Seeded random tensors for ``--input-shape`` specs (positional, then keyword)."""
+    import torch
+
+    seed_everything()
+    args: list[Any] = []
+    kwargs: dict[str, Any] = {}
+    for spec in shapes:
+        dtype = getattr(torch, _TORCH_DTYPES[spec.dtype])
+        if spec.dtype == "bool":
+            t = torch.ones(spec.shape, dtype=dtype)
+        elif dtype.is_floating_point:
+            t = torch.randn(spec.shape, dtype=dtype)
+        else:
+            t = torch.randint(0, spec.high, spec.shape, dtype=dtype)
+        if spec.name is None:
+            args.append(t)
+        else:
+            kwargs[spec.name] = t
+    return tuple(args), kwargs
 
 
 def _tensor_attrs(root: Any) -> dict[int, str]:
@@ -206,7 +274,20 @@ def _state(module: Any) -> dict[str, Any]:
 
 def _import_source(source: ProgramSource) -> types.ModuleType:
     """The model file, or the ``pkg.mod`` of an ``entry="pkg.mod:fn"`` without a file,
-    with the size constants of ``source.overrides`` rebound."""
+    with the size constants of ``source.overrides`` rebound.
+
+    An import that fails only because a CUDA torchvision cannot load its extension
+    beside CPU torch is retried once with its schemas declared (`torchvision_shim`).
+    """
+    try:
+        return _import_once(source)
+    except FrontendError as err:
+        if err.code != "E0501" or not retry_with_torchvision_shim(err.__cause__ or err):
+            raise
+    return _import_once(source)
+
+
+def _import_once(source: ProgramSource) -> types.ModuleType:
     if source.path is not None:
         return import_model_file(
             source.path,
@@ -234,39 +315,62 @@ def _build_from_file(source: ProgramSource, fake_mode: Any) -> Instance:
     where = source.path if source.path is not None else Path(module.__name__)
     sizes = module_int_constants(module)
     ctx = fake_mode if fake_mode is not None else contextlib.nullcontext()
-    if source.entry is not None:
-        fn = _entry_point(module, source.entry.rsplit(":", 1)[-1], where)
-        if source.inputs_path is not None:
-            args = _load_inputs_file(source.inputs_path)
-            if fake_mode is not None:
-                args = tuple(
-                    fake_mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args
-                )
-        else:
-            get_inputs = _entry_point(module, "get_inputs", where)
-            with ctx, user_code("get_inputs()"):
-                seed_everything()
-                args = _as_args(get_inputs(), "get_inputs()")
-        return Instance(fn, None, args, {}, sizes, {})
-    model_cls = _entry_point(module, "Model", where)
-    get_inputs = _entry_point(module, "get_inputs", where)
+    attr = source.entry.rsplit(":", 1)[-1] if source.entry is not None else "Model"
+    target = _entry_point(module, attr, where)
+    builds = source.entry is None or isinstance(target, type)  # a class: build it first
     get_init = getattr(module, "get_init_inputs", None)
     with ctx:
-        with user_code("get_init_inputs()"):
-            init = _as_args(get_init(), "get_init_inputs()") if callable(get_init) else ()
-        with user_code("Model(*get_init_inputs())"):
-            seed_everything()
-            model = model_cls(*init)
-        if not callable(model):
-            raise FrontendError(
-                f"Model(...) gave {type(model).__name__}, not a callable", code="E0503"
-            )
-        with user_code("get_inputs()"):
-            seed_everything()
-            args = _as_args(get_inputs(), "get_inputs()")
+        model: Any = target
+        if builds:
+            with user_code("get_init_inputs()"):
+                init = _as_args(get_init(), "get_init_inputs()") if callable(get_init) else ()
+            with user_code(f"{attr}(*get_init_inputs())"):
+                seed_everything()
+                model = target(*init)
+            if not callable(model):
+                raise FrontendError(
+                    f"{attr}(...) gave {type(model).__name__}, not a callable", code="E0503"
+                )
+    args, kwargs = _entry_inputs(source, module, where, ctx)
+    if fake_mode is not None and (source.inputs_path is not None or source.input_shapes):
+
+        def conv(a: Any) -> Any:
+            return fake_mode.from_tensor(a) if isinstance(a, torch.Tensor) else a
+
+        args = tuple(conv(a) for a in args)
+        kwargs = {k: conv(v) for k, v in kwargs.items()}
     if isinstance(model, torch.nn.Module) and not source.train:
         model.eval()
-    return Instance(model, model, args, _state(model), sizes, _tensor_attrs(model))
+    if not isinstance(model, torch.nn.Module):
+        return Instance(model, None, args, {}, sizes, {}, kwargs)
+    return Instance(model, model, args, _state(model), sizes, _tensor_attrs(model), kwargs)
+
+
+def _entry_inputs(
+    source: ProgramSource, module: types.ModuleType, where: Path, ctx: Any
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The inputs: ``--inputs`` file, ``--input-shape`` specs, else ``get_inputs()``.
+
+    Given inputs are made for real (the caller converts them for a fake capture); the
+    file's ``get_inputs()`` runs under ``ctx`` like the model's construction.
+    """
+    if source.inputs_path is not None:
+        return load_inputs_file(source.inputs_path)
+    if source.input_shapes:
+        return inputs_from_shapes(source.input_shapes)
+    if not callable(getattr(module, "get_inputs", None)):
+        raise FrontendError(
+            f"{where.name} has no `get_inputs` and no inputs were given",
+            code="E0502",
+            notes=(
+                "give the inputs with --inputs FILE (.pt/.npz) or --input-shape "
+                "NAME=D0,D1,...:DTYPE, or define get_inputs() returning a list of tensors",
+            ),
+        )
+    get_inputs = _entry_point(module, "get_inputs", where)
+    with ctx, user_code("get_inputs()"):
+        seed_everything()
+        return _as_args(get_inputs(), "get_inputs()"), {}
 
 
 def _fake_wrap(inst: Instance, fake_mode: Any) -> Instance:
@@ -278,15 +382,16 @@ def _fake_wrap(inst: Instance, fake_mode: Any) -> Instance:
         return fake_mode.from_tensor(x) if isinstance(x, torch.Tensor) else x
 
     args = tuple(torch.utils._pytree.tree_map(conv, a) for a in inst.args)
+    kwargs = {k: torch.utils._pytree.tree_map(conv, v) for k, v in inst.kwargs.items()}
     if not inst.state:
-        return Instance(inst.fn, inst.module, args, {}, inst.sizes, inst.attr_names)
+        return Instance(inst.fn, inst.module, args, {}, inst.sizes, inst.attr_names, kwargs)
     state = {k: conv(v) for k, v in inst.state.items()}
     module = inst.module
 
     def run(*a: Any, **kw: Any) -> Any:
         return functional_call(module, state, a, kw)
 
-    return Instance(run, module, args, state, inst.sizes, inst.attr_names)
+    return Instance(run, module, args, state, inst.sizes, inst.attr_names, kwargs)
 
 
 def instantiate(
@@ -325,14 +430,17 @@ def _instantiate(source: ProgramSource, fake_mode: Any, real_fallback: bool) -> 
             target.eval()
         # Clone the example inputs so a program that mutates its inputs leaves the
         # caller's tensors (and later replays) untouched.
-        args = tuple(
-            torch.utils._pytree.tree_map(
+        def clone(a: Any) -> Any:
+            return torch.utils._pytree.tree_map(
                 lambda t: t.detach().clone() if isinstance(t, torch.Tensor) else t, a
             )
-            for a in source.example_inputs
-        )
+
+        args = tuple(clone(a) for a in source.example_inputs)
+        kwargs = {k: clone(v) for k, v in source.example_kwargs}
         module = target if isinstance(target, torch.nn.Module) else None
-        inst = Instance(target, module, args, _state(target), {}, _tensor_attrs(target))
+        inst = Instance(
+            target, module, args, _state(target), {}, _tensor_attrs(target), kwargs
+        )
         return _fake_wrap(inst, fake_mode) if fake_mode is not None else inst
     if fake_mode is None:
         return _build_from_file(source, None)
@@ -392,6 +500,7 @@ def source_for_file(
     inputs: str | Path | None = None,
     overrides: Mapping[str, int] | None = None,
     train: bool = False,
+    input_shapes: tuple[InputShape, ...] = (),
 ) -> ProgramSource:
     """A `ProgramSource` for a model file, a function in it, or ``entry="pkg.mod:fn"``."""
     p = Path(path) if path is not None else None
@@ -401,6 +510,7 @@ def source_for_file(
         path=p,
         entry=entry,
         inputs_path=Path(inputs) if inputs is not None else None,
+        input_shapes=tuple(input_shapes),
         overrides=tuple(sorted((overrides or {}).items())),
         train=train,
     )

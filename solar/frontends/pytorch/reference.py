@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from solar.diagnostics import FrontendError
+from solar.frontends.inputs import InputShape
 from solar.frontends.kit import (
     IR_DTYPES,
     BatchRecapture,
@@ -50,6 +51,7 @@ __all__ = [
     "reference_at_reduced_batch",
     "reference_at_reduced_sizes",
     "reference_data",
+    "reference_values",
 ]
 
 Arrays = dict[str, np.ndarray]
@@ -60,8 +62,18 @@ def reference_data(lowered: LoweredProgram, capture: TorchCapture) -> tuple[Arra
 
     Raises:
         FrontendError: E0501 user code raised; E0506 the real run diverged from the
-            capture; E0508 a constant's value is unavailable.
+            capture where intermediate values were needed; E0508 a constant's value is
+            unavailable.
     """
+    inputs, outputs, _ = reference_values(lowered, capture)
+    return inputs, outputs
+
+
+def reference_values(
+    lowered: LoweredProgram, capture: TorchCapture
+) -> tuple[Arrays, Arrays, str | None]:
+    """`reference_data` plus where the real run left the captured calls (Note [Diverging
+    replay] in capture.py), or ``None``."""
     keep = frozenset(v.site[0] for v in lowered.uncovered_values)
     vals = replay_values(capture, keep=keep)
     inputs: Arrays = {}
@@ -84,7 +96,7 @@ def reference_data(lowered: LoweredProgram, capture: TorchCapture) -> tuple[Arra
     for name, arr in zip(lowered.outputs, vals.outputs, strict=False):
         if name is not None and arr is not None:
             outputs[name] = _as_declared(lowered, name, arr)
-    return inputs, outputs
+    return inputs, outputs, vals.diverged
 
 
 def _as_declared(lowered: LoweredProgram, name: str, arr: np.ndarray) -> np.ndarray:
@@ -112,6 +124,7 @@ def reference_at_reduced_sizes(
     *,
     entry: str | None = None,
     inputs: str | Path | None = None,
+    input_shapes: tuple[InputShape, ...] = (),
     op_fallback: OpFallback | None = None,
     train: bool = False,
     start: Mapping[str, int] | None = None,
@@ -134,7 +147,14 @@ def reference_at_reduced_sizes(
     """
 
     def capture_with(overrides: Mapping[str, int]) -> TorchCapture:
-        src = source_for_file(path, entry=entry, inputs=inputs, overrides=overrides, train=train)
+        src = source_for_file(
+            path,
+            entry=entry,
+            inputs=inputs,
+            overrides=overrides,
+            train=train,
+            input_shapes=input_shapes,
+        )
         return capture_program(src)
 
     def lowered_reference(cap: TorchCapture) -> tuple[LoweredProgram, Arrays, Arrays]:

@@ -57,6 +57,9 @@ class OpCall:
         out_dtypes: the dtypes of the outputs, likewise.
         index: position of the call in the capture (``-1`` when built by hand).
         module_path: dotted ``nn.Module`` path the call ran in (``""`` at top level).
+        arg_layouts: eager's ``(strides, storage_offset)`` of each positional tensor
+            argument when the call ran (``None`` for other arguments); only the
+            stride-level ops (``as_strided``) need them.
     """
 
     target: str
@@ -67,6 +70,7 @@ class OpCall:
     out_dtypes: tuple[DType | None, ...] = ()
     index: int = -1
     module_path: str = ""
+    arg_layouts: tuple[tuple[tuple[int, ...], int] | None, ...] = ()
 
     @property
     def op(self) -> str:

@@ -1,0 +1,258 @@
+"""The model zoo: real models from torchvision, timm and transformers, built from their
+constructors (random init, nothing downloaded) at small batch and sequence sizes.
+
+Each `ZooModel` builds ``(module, inputs, kwargs)``; `tests/zoo/test_zoo.py` analyses
+every one and `benchmarks/zoo.py` prints the table. Sizes are chosen so the whole zoo
+runs in a few minutes on two cores: images 64x64 where the architecture allows (ViTs
+need their patch grid, so they get a smaller ``image_size`` where the constructor takes
+one), transformers with 2 layers, hidden 64, sequence 16.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from torchvision_cpu import ensure_torchvision
+
+Built = tuple[Any, tuple[Any, ...], dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class ZooModel:
+    """One zoo entry.
+
+    Attributes:
+        name: ``library/model``.
+        build: makes ``(module, positional inputs, keyword inputs)``, seeded.
+        slow: too heavy for the default CI run (``-m slow`` runs it).
+        validate: the ``--validate`` mode the zoo uses for it.
+        note: why an entry is not plain (slow, validation off).
+    """
+
+    name: str
+    build: Callable[[], Built] = field(repr=False)
+    slow: bool = False
+    validate: str = "auto"
+    note: str = ""
+
+
+def _image(batch: int = 1, size: int = 64) -> tuple[Any, ...]:
+    import torch
+
+    return (torch.randn(batch, 3, size, size),)
+
+
+def _tv(name: str, size: int = 64, **kwargs: Any) -> Callable[[], Built]:
+    def build() -> Built:
+        ensure_torchvision()
+        import torch
+        import torchvision
+
+        torch.manual_seed(0)
+        model = torchvision.models.get_model(name, weights=None, **kwargs)
+        return model, _image(1, size), {}
+
+    return build
+
+
+def _tv_seg(name: str, size: int = 64, **kwargs: Any) -> Callable[[], Built]:
+    def build() -> Built:
+        ensure_torchvision()
+        import torch
+        import torchvision
+
+        torch.manual_seed(0)
+        model = torchvision.models.get_model(
+            name, weights=None, weights_backbone=None, num_classes=4, **kwargs
+        )
+        return model, _image(1, size), {}
+
+    return build
+
+
+def _timm(name: str, size: int = 64, **kwargs: Any) -> Callable[[], Built]:
+    def build() -> Built:
+        ensure_torchvision()
+        import timm
+        import torch
+
+        torch.manual_seed(0)
+        model = timm.create_model(name, pretrained=False, num_classes=10, **kwargs)
+        return model, _image(1, size), {}
+
+    return build
+
+
+_SMALL = {
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "vocab_size": 128,
+    "max_position_embeddings": 64,
+}
+
+
+def _hf_causal(config_cls: str, seq: int = 16, **overrides: Any) -> Callable[[], Built]:
+    def build() -> Built:
+        import torch
+
+        ensure_torchvision()  # transformers imports torchvision when it is installed
+        import transformers
+
+        torch.manual_seed(0)
+        cfg = getattr(transformers, config_cls)(**{**_SMALL, **overrides})
+        cfg.use_cache = False
+        model = transformers.AutoModelForCausalLM.from_config(cfg)
+        ids = torch.randint(0, cfg.vocab_size, (1, seq))
+        return model, (ids,), {}
+
+    return build
+
+
+def _hf_bert(config_cls: str, model_cls: str, seq: int = 16, **over: Any) -> Callable[[], Built]:
+    def build() -> Built:
+        import torch
+
+        ensure_torchvision()  # transformers imports torchvision when it is installed
+        import transformers
+
+        torch.manual_seed(0)
+        cfg = getattr(transformers, config_cls)(**{**_SMALL, **over})
+        model = getattr(transformers, model_cls)(cfg)
+        ids = torch.randint(0, cfg.vocab_size, (1, seq))
+        return model, (ids,), {"attention_mask": torch.ones(1, seq, dtype=torch.long)}
+
+    return build
+
+
+def _hf_t5() -> Built:
+    import torch
+
+    ensure_torchvision()
+    import transformers
+
+    torch.manual_seed(0)
+    cfg = transformers.T5Config(
+        vocab_size=128,
+        d_model=64,
+        d_kv=16,
+        d_ff=128,
+        num_layers=2,
+        num_heads=4,
+        use_cache=False,
+    )
+    model = transformers.T5ForConditionalGeneration(cfg)
+    ids = torch.randint(0, 128, (1, 16))
+    return model, (), {"input_ids": ids, "decoder_input_ids": ids[:, :8]}
+
+
+def _hf_whisper() -> Built:
+    import torch
+
+    ensure_torchvision()
+    import transformers
+
+    torch.manual_seed(0)
+    cfg = transformers.WhisperConfig(
+        vocab_size=128,
+        num_mel_bins=16,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        d_model=64,
+        encoder_ffn_dim=128,
+        decoder_ffn_dim=128,
+        max_source_positions=32,
+        max_target_positions=32,
+        use_cache=False,
+        pad_token_id=0,
+        bos_token_id=1,
+        eos_token_id=2,
+        decoder_start_token_id=1,
+    )
+    model = transformers.WhisperForConditionalGeneration(cfg)
+    feats = torch.randn(1, 16, 64)
+    return model, (feats,), {"decoder_input_ids": torch.randint(0, 128, (1, 8))}
+
+
+def _hf_vit() -> Built:
+    import torch
+
+    ensure_torchvision()
+    import transformers
+
+    torch.manual_seed(0)
+    cfg = transformers.ViTConfig(
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=128,
+        image_size=32,
+        patch_size=8,
+        num_labels=10,
+    )
+    return transformers.ViTForImageClassification(cfg), _image(1, 32), {}
+
+
+ZOO: tuple[ZooModel, ...] = (
+    # torchvision classifiers
+    ZooModel("torchvision/resnet18", _tv("resnet18")),
+    ZooModel("torchvision/resnet50", _tv("resnet50")),
+    ZooModel("torchvision/vit_b_16", _tv("vit_b_16", size=32, image_size=32), slow=True),
+    ZooModel("torchvision/swin_t", _tv("swin_t"), slow=True),
+    ZooModel("torchvision/convnext_tiny", _tv("convnext_tiny")),
+    ZooModel("torchvision/mobilenet_v3_small", _tv("mobilenet_v3_small")),
+    ZooModel("torchvision/efficientnet_b0", _tv("efficientnet_b0")),
+    ZooModel("torchvision/densenet121", _tv("densenet121"), slow=True),
+    ZooModel("torchvision/regnet_y_400mf", _tv("regnet_y_400mf")),
+    ZooModel("torchvision/squeezenet1_0", _tv("squeezenet1_0")),
+    ZooModel("torchvision/shufflenet_v2_x0_5", _tv("shufflenet_v2_x0_5")),
+    ZooModel("torchvision/mnasnet0_5", _tv("mnasnet0_5")),
+    ZooModel("torchvision/googlenet", _tv("googlenet", init_weights=True, aux_logits=False)),
+    # torchvision segmentation heads
+    ZooModel("torchvision/fcn_resnet50", _tv_seg("fcn_resnet50")),
+    ZooModel("torchvision/deeplabv3_mobilenet_v3_large", _tv_seg("deeplabv3_mobilenet_v3_large")),
+    ZooModel("torchvision/lraspp_mobilenet_v3_large", _tv_seg("lraspp_mobilenet_v3_large")),
+    # timm
+    ZooModel("timm/mixer_s16_224", _timm("mixer_s16_224", img_size=64)),
+    ZooModel("timm/convnext_atto", _timm("convnext_atto")),
+    ZooModel("timm/deit_tiny_patch16_224", _timm("deit_tiny_patch16_224", img_size=64)),
+    ZooModel("timm/resnet18d", _timm("resnet18d")),
+    ZooModel("timm/mobilevit_xxs", _timm("mobilevit_xxs")),
+    ZooModel("timm/poolformer_s12", _timm("poolformer_s12")),
+    ZooModel("timm/levit_128s", _timm("levit_128s", img_size=64)),
+    # transformers, shrunk
+    ZooModel(
+        "transformers/gpt2",
+        _hf_causal(
+            "GPT2Config",
+            n_embd=64,
+            n_layer=2,
+            n_head=4,
+            n_positions=64,
+            bos_token_id=0,
+            eos_token_id=0,
+        ),
+    ),
+    ZooModel("transformers/llama", _hf_causal("LlamaConfig", num_key_value_heads=2)),
+    ZooModel("transformers/mistral", _hf_causal("MistralConfig", num_key_value_heads=2)),
+    ZooModel("transformers/qwen2", _hf_causal("Qwen2Config", num_key_value_heads=2)),
+    ZooModel(
+        "transformers/mixtral",
+        _hf_causal(
+            "MixtralConfig", num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2
+        ),
+    ),
+    ZooModel("transformers/bert", _hf_bert("BertConfig", "BertForSequenceClassification")),
+    ZooModel(
+        "transformers/roberta",
+        _hf_bert("RobertaConfig", "RobertaForSequenceClassification", pad_token_id=1),
+    ),
+    ZooModel("transformers/t5", _hf_t5),
+    ZooModel("transformers/whisper", _hf_whisper),
+    ZooModel("transformers/vit", _hf_vit),
+)
