@@ -470,7 +470,7 @@ def analyze(
         if ":" not in entry or options.frontend not in ("auto", "torch"):
             raise UsageError(
                 "give a model file, or --entry package.module:attr (PyTorch) without one",
-                code="E0913",
+                code="E0915",
             )
         from solar.frontends.pytorch import TorchFrontend
 

@@ -135,7 +135,7 @@ def test_cli_entry_class_without_inputs_says_how(
 def test_cli_without_file_or_module_entry(capsys: pytest.CaptureFixture[str]) -> None:
     res = run_cli(capsys, "analyze", "--entry", "TinyNet")
     assert res.code == 2
-    assert "error[E0913]" in res.err
+    assert "error[E0915]" in res.err
 
 
 def test_api_keyword_inputs_and_nested_outputs() -> None:
