@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from solar.frontends.kit import UncoveredOp
     from solar.frontends.llm.config import LLMConfig
     from solar.measure import Timing
-    from solar.options import FrontendName, PrecisionPolicy
+    from solar.options import FrontendName, OptimizerChoice, PrecisionPolicy
 
 __all__ = [
     "Arrays",
@@ -93,6 +93,9 @@ class FrontendOptions:
         reference_file: ``.npz`` with inputs and expected outputs (hand-written IR).
         sizes: size overrides: IR sizes, or module-level size constants of a model file.
         train: analyse the module in training mode (default: ``eval()``).
+        train_step: analyse one training step: forward, loss, backward and optimizer
+            update (docs/training.md); implies ``train``.
+        optimizer: the update of a training step (``auto``: the file's own, else SGD).
         reference_budget_bytes: a real run above this is re-captured at reduced sizes.
         time_budget_s: budget of each check a frontend runs through `ReferenceCheck`.
         llm: the LLM to use (the ``llm`` frontend, the per-op fallback).
@@ -104,6 +107,8 @@ class FrontendOptions:
     reference_file: Path | None = None
     sizes: Mapping[str, int] = field(default_factory=dict)
     train: bool = False
+    train_step: bool = False
+    optimizer: OptimizerChoice = "auto"
     reference_budget_bytes: int = 256 << 20
     time_budget_s: float = 60.0
     llm: LLMConfig | None = None

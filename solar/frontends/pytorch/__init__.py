@@ -33,6 +33,7 @@ from solar.frontends.pytorch.reference import (
     reference_data,
 )
 from solar.frontends.pytorch.registry import LOWERINGS, OpCall, OpFallback
+from solar.frontends.pytorch.train_step import OptimizerSpec, TrainStep, phase_of_kernel
 
 __all__ = [
     "LOWERINGS",
@@ -40,13 +41,16 @@ __all__ = [
     "LoweredProgram",
     "OpCall",
     "OpFallback",
+    "OptimizerSpec",
     "ProgramSource",
     "ReducedReference",
     "TorchCapture",
     "TorchFrontend",
+    "TrainStep",
     "UncoveredOp",
     "UncoveredValue",
     "lower_capture",
+    "phase_of_kernel",
     "reference_at_reduced_sizes",
     "reference_data",
     "register_lowerings",
@@ -81,6 +85,7 @@ def trace_model_file(
     overrides: dict[str, int] | None = None,
     real: bool = False,
     train: bool = False,
+    step: TrainStep | None = None,
 ) -> TorchCapture:
     """Capture a model file at ATen level.
 
@@ -94,6 +99,7 @@ def trace_model_file(
         overrides: replace module-level integer constants (sizes) before running.
         real: capture with real tensors (default: fake tensors, nothing allocated).
         train: keep the model in training mode (default: ``eval()``).
+        step: capture one training step around the model (train_step.py).
 
     Returns:
         The capture.
@@ -103,12 +109,19 @@ def trace_model_file(
     """
     from solar.frontends.pytorch.capture import capture_program
 
-    source = source_for_file(path, entry=entry, inputs=inputs, overrides=overrides, train=train)
+    source = source_for_file(
+        path, entry=entry, inputs=inputs, overrides=overrides, train=train, step=step
+    )
     return capture_program(source, real=real)
 
 
 def trace_module(
-    module: Any, example_inputs: Sequence[Any], *, real: bool = False, train: bool = False
+    module: Any,
+    example_inputs: Sequence[Any],
+    *,
+    real: bool = False,
+    train: bool = False,
+    step: TrainStep | None = None,
 ) -> TorchCapture:
     """Capture a live ``nn.Module`` (or any callable) on example inputs.
 
@@ -120,6 +133,7 @@ def trace_module(
         example_inputs: positional inputs.
         real: capture with the real tensors.
         train: keep the module in training mode (default: ``eval()``).
+        step: capture one training step around the module (train_step.py).
 
     Returns:
         The capture.
@@ -128,6 +142,10 @@ def trace_module(
 
     name = getattr(module, "__name__", None) or type(module).__name__
     source = ProgramSource(
-        name=str(name), target=module, example_inputs=tuple(example_inputs), train=train
+        name=str(name),
+        target=module,
+        example_inputs=tuple(example_inputs),
+        train=train,
+        step=step,
     )
     return capture_program(source, real=real)

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from solar.frontends.pytorch.capture import TorchCapture
     from solar.frontends.pytorch.loader import Instance, ProgramSource
     from solar.frontends.pytorch.registry import OpFallback
+    from solar.frontends.pytorch.train_step import TrainStep
     from solar.measure import Timing
 
 __all__ = ["TorchFrontend"]
@@ -70,6 +71,7 @@ class TorchFrontend:
             inputs=options.inputs_file,
             overrides=dict(options.sizes) or None,
             train=options.train,
+            step=_train_step(options),
         )
         fallback = _op_fallback(options, check)
         progress(f"lowering {capture.info.num_calls} ATen calls")
@@ -83,6 +85,7 @@ class TorchFrontend:
                 inputs=options.inputs_file,
                 op_fallback=fallback,
                 train=options.train,
+                step=_train_step(options),
                 start=dict(options.sizes),
                 capture=capture,
             )
@@ -111,9 +114,24 @@ class TorchFrontend:
         from solar.frontends import pytorch as tfe
 
         progress("capturing ATen ops over fake tensors")
-        capture = tfe.trace_module(module, tuple(example_inputs), train=options.train)
+        capture = tfe.trace_module(
+            module, tuple(example_inputs), train=options.train, step=_train_step(options)
+        )
         lowered = tfe.lower_capture(capture, op_fallback=_op_fallback(options, check))
         return _result(capture, lowered, options, None)
+
+
+def _train_step(options: FrontendOptions) -> TrainStep | None:
+    """The training step the options ask for (``--train``), else ``None``."""
+    if not options.train_step:
+        return None
+    from solar.frontends.pytorch.train_step import OptimizerSpec, TrainStep
+
+    if options.optimizer == "auto":
+        return TrainStep()
+    # PyTorch's defaults for each optimizer (AdamW: weight decay 1e-2)
+    wd = 1e-2 if options.optimizer == "adamw" else 0.0
+    return TrainStep(OptimizerSpec(options.optimizer, weight_decay=wd))
 
 
 def _op_fallback(options: FrontendOptions, check: ReferenceCheck | None) -> OpFallback | None:
@@ -158,23 +176,29 @@ class _RealBuild:
 
         if self._measured:
             return capture
-        inst = instantiate(self._source)
+        inst = instantiate(replace(self._source, step=None))
         self._built = inst
         prebuilt = ProgramSource(
             name=self._source.name,
             target=inst.fn,
             example_inputs=inst.args,
             train=self._source.train,
+            step=self._source.step,
+            namespace=inst.namespace,  # a training step reads the file's hooks
         )
         return replace(capture, source=prebuilt)
 
     def for_measure(self) -> Instance:
         """The reference's build if there is one, else a fresh one."""
         from solar.frontends.pytorch.loader import instantiate
+        from solar.frontends.pytorch.train_step import training_instance
 
         self._measured = True
         inst, self._built = self._built, None
-        return inst if inst is not None else instantiate(self._source)
+        if inst is None:
+            return instantiate(self._source)
+        step = self._source.step
+        return inst if step is None else training_instance(inst, step)
 
 
 def _result(

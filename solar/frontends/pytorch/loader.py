@@ -36,6 +36,7 @@ from solar.frontends.kit import (
     user_frames,
 )
 from solar.frontends.kit.loader import user_stdout_to_stderr
+from solar.frontends.pytorch.train_step import TrainStep
 
 __all__ = [
     "Instance",
@@ -62,6 +63,8 @@ class ProgramSource:
         target: a live ``nn.Module`` or callable (Python API mode).
         example_inputs: positional inputs for ``target``.
         train: keep modules in training mode (default: ``eval()``, the inference forward).
+        step: analyse one training step around the program (solar.frontends.pytorch.
+            train_step); implies ``train``.
     """
 
     name: str
@@ -72,6 +75,8 @@ class ProgramSource:
     target: Any = field(default=None, compare=False)
     example_inputs: tuple[Any, ...] = field(default=(), compare=False)
     train: bool = False
+    step: TrainStep | None = None
+    namespace: Any = field(default=None, compare=False)
 
 
 @dataclass(slots=True)
@@ -85,6 +90,7 @@ class Instance:
         state: parameters and buffers by state_dict name (tensors as passed to ``fn``).
         sizes: module-level integer constants of the model file.
         attr_names: ``id(tensor) -> attribute path`` for plain tensor attributes.
+        namespace: the imported model file (its optional training hooks), if any.
     """
 
     fn: Callable[..., Any]
@@ -93,6 +99,7 @@ class Instance:
     state: dict[str, Any]
     sizes: dict[str, int]
     attr_names: dict[int, str]
+    namespace: Any = None
 
 
 def seed_everything(seed: int = SEED) -> None:
@@ -238,7 +245,7 @@ def _build_from_file(source: ProgramSource, fake_mode: Any) -> Instance:
             with ctx, user_code("get_inputs()"):
                 seed_everything()
                 args = _as_args(get_inputs(), "get_inputs()")
-        return Instance(fn, None, args, {}, sizes, {})
+        return Instance(fn, None, args, {}, sizes, {}, module)
     model_cls = _entry_point(module, "Model", where)
     get_inputs = _entry_point(module, "get_inputs", where)
     get_init = getattr(module, "get_init_inputs", None)
@@ -255,9 +262,9 @@ def _build_from_file(source: ProgramSource, fake_mode: Any) -> Instance:
         with user_code("get_inputs()"):
             seed_everything()
             args = _as_args(get_inputs(), "get_inputs()")
-    if isinstance(model, torch.nn.Module) and not source.train:
+    if isinstance(model, torch.nn.Module) and not (source.train or source.step):
         model.eval()
-    return Instance(model, model, args, _state(model), sizes, _tensor_attrs(model))
+    return Instance(model, model, args, _state(model), sizes, _tensor_attrs(model), module)
 
 
 def _fake_wrap(inst: Instance, fake_mode: Any) -> Instance:
@@ -270,20 +277,21 @@ def _fake_wrap(inst: Instance, fake_mode: Any) -> Instance:
 
     args = tuple(torch.utils._pytree.tree_map(conv, a) for a in inst.args)
     if not inst.state:
-        return Instance(inst.fn, inst.module, args, {}, inst.sizes, inst.attr_names)
+        return Instance(inst.fn, inst.module, args, {}, inst.sizes, inst.attr_names,
+                        inst.namespace)
     state = {k: conv(v) for k, v in inst.state.items()}
     module = inst.module
 
     def run(*a: Any, **kw: Any) -> Any:
         return functional_call(module, state, a, kw)
 
-    return Instance(run, module, args, state, inst.sizes, inst.attr_names)
+    return Instance(run, module, args, state, inst.sizes, inst.attr_names, inst.namespace)
 
 
 def instantiate(
     source: ProgramSource, *, fake_mode: Any = None, real_fallback: bool = True
 ) -> Instance:
-    """Build the program described by ``source``.
+    """Build the program described by ``source`` (its training step if ``source.step``).
 
     Args:
         source: where the program comes from.
@@ -297,13 +305,23 @@ def instantiate(
         The built `Instance`.
 
     Raises:
-        FrontendError: E0501-E0504, E0507 (see module docstring).
+        FrontendError: E0501-E0504, E0507 (see module docstring), E0513/E0514 (the
+            training step: solar.frontends.pytorch.train_step).
     """
+    inst = _instantiate(source, fake_mode=fake_mode, real_fallback=real_fallback)
+    if source.step is None:
+        return inst
+    from solar.frontends.pytorch.train_step import training_instance
+
+    return training_instance(inst, source.step, fake_mode=fake_mode)
+
+
+def _instantiate(source: ProgramSource, *, fake_mode: Any, real_fallback: bool) -> Instance:
     import torch
 
     if source.target is not None:
         target = source.target
-        if isinstance(target, torch.nn.Module) and not source.train:
+        if isinstance(target, torch.nn.Module) and not (source.train or source.step):
             target.eval()
         # Clone the example inputs so a program that mutates its inputs leaves the
         # caller's tensors (and later replays) untouched.
@@ -314,7 +332,9 @@ def instantiate(
             for a in source.example_inputs
         )
         module = target if isinstance(target, torch.nn.Module) else None
-        inst = Instance(target, module, args, _state(target), {}, _tensor_attrs(target))
+        inst = Instance(
+            target, module, args, _state(target), {}, _tensor_attrs(target), source.namespace
+        )
         return _fake_wrap(inst, fake_mode) if fake_mode is not None else inst
     if fake_mode is None:
         return _build_from_file(source, None)
@@ -335,6 +355,7 @@ def source_for_file(
     inputs: str | Path | None = None,
     overrides: Mapping[str, int] | None = None,
     train: bool = False,
+    step: TrainStep | None = None,
 ) -> ProgramSource:
     """A `ProgramSource` for a model file, a function in it, or ``entry="pkg.mod:fn"``."""
     p = Path(path) if path is not None else None
@@ -346,4 +367,5 @@ def source_for_file(
         inputs_path=Path(inputs) if inputs is not None else None,
         overrides=tuple(sorted((overrides or {}).items())),
         train=train,
+        step=step,
     )

@@ -34,6 +34,7 @@ from solar.frontends.pytorch.capture import TorchCapture, capture_program, repla
 from solar.frontends.pytorch.driver import lower_capture
 from solar.frontends.pytorch.loader import source_for_file
 from solar.frontends.pytorch.registry import OpFallback
+from solar.frontends.pytorch.train_step import TrainStep
 from solar.ir.traversal import eval_int
 
 __all__ = [
@@ -105,13 +106,14 @@ def reference_at_reduced_sizes(
     inputs: str | Path | None = None,
     op_fallback: OpFallback | None = None,
     train: bool = False,
+    step: TrainStep | None = None,
     start: Mapping[str, int] | None = None,
     capture: TorchCapture | None = None,
 ) -> ReducedReference:
     """Lower a model file at sizes whose real run (`program_bytes`) fits ``budget_bytes``.
 
     `reduced_reference` over the file's size constants (``path``, ``budget_bytes``,
-    ``start``, ``capture``: as there); ``entry``, ``inputs``, ``train`` say how to
+    ``start``, ``capture``: as there); ``entry``, ``inputs``, ``train``, ``step`` say how to
     capture it and ``op_fallback`` how to lower it.
 
     Returns:
@@ -123,7 +125,9 @@ def reference_at_reduced_sizes(
     """
 
     def capture_with(overrides: Mapping[str, int]) -> TorchCapture:
-        src = source_for_file(path, entry=entry, inputs=inputs, overrides=overrides, train=train)
+        src = source_for_file(
+            path, entry=entry, inputs=inputs, overrides=overrides, train=train, step=step
+        )
         return capture_program(src)
 
     def lowered_reference(cap: TorchCapture) -> tuple[LoweredProgram, Arrays, Arrays]:
