@@ -1,0 +1,519 @@
+"""Lowerings of the ATen backward ops a training step dispatches (docs/training.md).
+
+Contract: ``(LowerCtx, OpCall) -> None``, as every op module. Elementwise backward ops
+(``threshold_backward``, ``gelu_backward``, ``sigmoid_backward``...) are one loop nest
+over the gradient; row-wise ones (``_softmax_backward_data``, ``native_layer_norm_
+backward``) reduce a row into a kernel-local before writing it, like the forward
+lowerings in ops_reduce.py and ops_norm.py; ops with several gradients
+(``convolution_backward``, ``native_batch_norm_backward``) emit one kernel per
+gradient ``output_mask`` asks for, as eager launches them. Formulas follow the eager
+CPU kernels with as few operations as they use (library functions count 1 FLOP each,
+docs/bounds.md); a variant not written here raises `UnsupportedOpError` and the op is
+reported uncovered with its share, never dropped.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+from solar.frontends.kit import (
+    Aff,
+    KernelBuilder,
+    Nest,
+    TensorInfo,
+    UnsupportedOpError,
+    guard,
+    iadd,
+    imul,
+    range_guard,
+)
+from solar.frontends.pytorch.lowering_utils import (
+    accumulate_dtype,
+    binop,
+    cast,
+    elementwise,
+    fn,
+    norm_dim,
+    operand,
+    out0,
+    scalar_lit,
+    sel,
+    tensor_arg,
+)
+from solar.frontends.pytorch.ops_conv import ConvSpec, emit_conv
+from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
+from solar.ir import Assign, Binary, Expr, If, IntLit, Name, Reduce, Stmt, lit
+
+__all__: list[str] = []
+
+_SQRT1_2 = 1.0 / math.sqrt(2.0)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_GELU_BETA = math.sqrt(2.0 / math.pi)
+_GELU_KAPPA = 0.044715
+
+
+def _opt(x: object) -> TensorInfo | None:
+    return x if isinstance(x, TensorInfo) else None
+
+
+class _OneKernel(LowerCtx):
+    """A `LowerCtx` whose every ``kernel()`` is the op's one kernel: an op with several
+    gradients is one launch reading its operands once (the lower of the two counts)."""
+
+    def __init__(self, ctx: LowerCtx) -> None:
+        super().__init__(ctx.pb, ctx.call)
+        self.kernels = ctx.kernels
+        if not self.kernels:
+            super().kernel()
+
+    def kernel(self, hint: str | None = None) -> KernelBuilder:
+        """The op's kernel (``hint`` is ignored: it is named after the op)."""
+        return self.kernels[0]
+
+
+# ---------------------------------------------------------------------------- elementwise
+def _grad_elementwise(
+    ctx: LowerCtx, call: OpCall, body: Callable[[Expr, Expr], Expr], *, second: str = "self"
+) -> None:
+    """``out = body(grad, other)`` with ``other`` the second tensor argument."""
+    g, other, out = tensor_arg(call, 0, "grad_output"), call.arg(1, second), out0(call)
+    dt = accumulate_dtype(out.dtype)
+
+    def value(idx: tuple[Name, ...]) -> Expr:
+        v = body(operand(g, idx, out.shape, dt), operand(other, idx, out.shape, dt))
+        return cast(v, dt, out.dtype)
+
+    elementwise(ctx, out, value)
+
+
+@LOWERINGS.register("aten.threshold_backward")
+def _threshold_backward(ctx: LowerCtx, call: OpCall) -> None:
+    """``threshold_backward(grad, self, threshold)``: ``grad`` where ``self > threshold``."""
+    th = call.arg(2, "threshold")
+    dt = accumulate_dtype(out0(call).dtype)
+    _grad_elementwise(
+        ctx, call, lambda g, x: sel(binop(">", x, scalar_lit(th, dt)), g, lit(0.0))
+    )
+
+
+@LOWERINGS.register("aten.sigmoid_backward")
+def _sigmoid_backward(ctx: LowerCtx, call: OpCall) -> None:
+    """``sigmoid_backward(grad, output)``: ``g * y * (1 - y)``."""
+    _grad_elementwise(
+        ctx, call, lambda g, y: binop("*", binop("*", g, y), binop("-", lit(1.0), y)),
+        second="output",
+    )
+
+
+@LOWERINGS.register("aten.tanh_backward")
+def _tanh_backward(ctx: LowerCtx, call: OpCall) -> None:
+    """``tanh_backward(grad, output)``: ``g * (1 - y * y)``."""
+    _grad_elementwise(
+        ctx, call, lambda g, y: binop("*", g, binop("-", lit(1.0), binop("*", y, y))),
+        second="output",
+    )
+
+
+@LOWERINGS.register("aten.silu_backward")
+def _silu_backward(ctx: LowerCtx, call: OpCall) -> None:
+    """``silu_backward(grad, self)``: ``g * s * (1 + x * (1 - s))``, ``s = sigmoid(x)``."""
+    g, x, out = tensor_arg(call, 0, "grad_output"), tensor_arg(call, 1, "self"), out0(call)
+    dt = accumulate_dtype(out.dtype)
+    kb = ctx.kernel()
+    s = kb.local(dt, [], "s").scalar()
+    full = Nest(kb, out.shape, "i")
+    xv = operand(x, full.idx, out.shape, dt)
+    val = binop(
+        "*",
+        binop("*", operand(g, full.idx, out.shape, dt), s),
+        binop("+", lit(1.0), binop("*", xv, binop("-", lit(1.0), s))),
+    )
+    kb.emit(*full.wrap([Assign(s, fn("sigmoid", xv)),
+                        Assign(ctx.write(out, full.idx), cast(val, dt, out.dtype))]))
+
+
+@LOWERINGS.register("aten.gelu_backward")
+def _gelu_backward(ctx: LowerCtx, call: OpCall) -> None:
+    """``gelu_backward(grad, self, approximate)`` (exact erf or tanh form, as eager)."""
+    g, x, out = tensor_arg(call, 0, "grad_output"), tensor_arg(call, 1, "self"), out0(call)
+    approximate = call.arg(2, "approximate", "none")
+    dt = accumulate_dtype(out.dtype)
+    kb = ctx.kernel()
+    full = Nest(kb, out.shape, "i")
+    xv = operand(x, full.idx, out.shape, dt)
+    gv = operand(g, full.idx, out.shape, dt)
+    if approximate == "none":
+        cdf = binop("*", lit(0.5), binop("+", lit(1.0), fn("erf", binop("*", xv, lit(_SQRT1_2)))))
+        pdf = binop("*", fn("exp", binop("*", lit(-0.5), binop("*", xv, xv))), lit(_INV_SQRT_2PI))
+        val = binop("*", gv, binop("+", cdf, binop("*", xv, pdf)))
+        kb.emit(*full.wrap([Assign(ctx.write(out, full.idx), cast(val, dt, out.dtype))]))
+        return
+    if approximate != "tanh":
+        raise UnsupportedOpError(f"gelu_backward approximate={approximate!r}")
+    x2, t = kb.local(dt, [], "x2").scalar(), kb.local(dt, [], "t").scalar()
+    inner = binop("*", lit(_GELU_BETA), binop("*", xv, binop("+", lit(1.0),
+                                                               binop("*", lit(_GELU_KAPPA), x2))))
+    left_d = binop("*", lit(0.5), binop("+", lit(1.0), t))
+    right_d = binop(
+        "*",
+        binop("*", binop("*", lit(0.5), xv), binop("-", lit(1.0), binop("*", t, t))),
+        binop("*", lit(_GELU_BETA), binop("+", lit(1.0), binop("*", lit(3 * _GELU_KAPPA), x2))),
+    )
+    val = binop("*", gv, binop("+", left_d, right_d))
+    kb.emit(*full.wrap([
+        Assign(x2, binop("*", xv, xv)),
+        Assign(t, fn("tanh", inner)),
+        Assign(ctx.write(out, full.idx), cast(val, dt, out.dtype)),
+    ]))
+
+
+@LOWERINGS.register("aten.hardtanh_backward")
+def _hardtanh_backward(ctx: LowerCtx, call: OpCall) -> None:
+    """``hardtanh_backward(grad, self, min, max)``: ``grad`` strictly inside the range."""
+    lo, hi = float(call.arg(2, "min_val")), float(call.arg(3, "max_val"))
+    _grad_elementwise(
+        ctx, call,
+        lambda g, x: sel(binop("<=", x, lit(lo)), lit(0.0), sel(binop(">=", x, lit(hi)),
+                                                                lit(0.0), g)),
+    )
+
+
+@LOWERINGS.register("aten.leaky_relu_backward")
+def _leaky_relu_backward(ctx: LowerCtx, call: OpCall) -> None:
+    """``leaky_relu_backward(grad, self, negative_slope, self_is_result)``."""
+    slope = float(call.arg(2, "negative_slope"))
+    _grad_elementwise(
+        ctx, call, lambda g, x: sel(binop(">", x, lit(0.0)), g, binop("*", g, lit(slope)))
+    )
+
+
+@LOWERINGS.register("aten.native_dropout_backward")
+def _dropout_backward(ctx: LowerCtx, call: OpCall) -> None:
+    """``native_dropout_backward(grad, mask, scale)``: ``grad * mask * scale``."""
+    scale = float(call.arg(2, "scale"))
+    _grad_elementwise(
+        ctx, call, lambda g, m: binop("*", binop("*", g, m), lit(scale)), second="mask"
+    )
+
+
+@LOWERINGS.register("aten.mse_loss_backward")
+def _mse_loss_backward(ctx: LowerCtx, call: OpCall) -> None:
+    """``mse_loss_backward(grad, self, target, reduction)``: ``2 (x - t) g`` (``/ numel``
+    for the mean)."""
+    g, x, t, out = call.arg(0, "grad_output"), call.arg(1, "self"), call.arg(2, "target"), out0(call)
+    reduction = int(call.arg(3, "reduction", 1))
+    dt = accumulate_dtype(out.dtype)
+    norm = 2.0 / out.numel if reduction == 1 else 2.0
+
+    def value(idx: tuple[Name, ...]) -> Expr:
+        diff = binop("-", operand(x, idx, out.shape, dt), operand(t, idx, out.shape, dt))
+        return cast(
+            binop("*", binop("*", lit(norm), diff), operand(g, idx, out.shape, dt)), dt, out.dtype
+        )
+
+    elementwise(ctx, out, value)
+
+
+# ---------------------------------------------------------------------------- row-wise
+def _rows_nest(ctx: LowerCtx, shape: Sequence[int], dim: int) -> tuple[Nest, Nest, Nest]:
+    """Kept dims outside; two passes over ``dim`` inside (reduce, then write)."""
+    kb = ctx.kernel()
+    kept = Nest(kb, [e for k, e in enumerate(shape) if k != dim], "i")
+    return kept, Nest(kb, [shape[dim]], "j"), Nest(kb, [shape[dim]], "j")
+
+
+def _at(kept: Nest, j: Expr, dim: int, rank: int) -> list[Expr]:
+    idx = list(kept.idx)
+    idx.insert(dim, j)
+    return idx[:rank]
+
+
+def _softmax_backward(log: bool) -> Callable[[LowerCtx, OpCall], None]:
+    def lower(ctx: LowerCtx, call: OpCall) -> None:
+        """``_softmax_backward_data(grad, output, dim, input_dtype)``: ``y (g - sum(g y))``;
+        log-softmax: ``g - exp(y) sum(g)``."""
+        g, y, out = tensor_arg(call, 0, "grad_output"), tensor_arg(call, 1, "output"), out0(call)
+        dim = norm_dim(call.arg(2, "dim"), out.rank)
+        if out.rank == 0:
+            raise UnsupportedOpError("softmax backward of a 0-d tensor")
+        dt = accumulate_dtype(out.dtype)
+        kept, red, full = _rows_nest(ctx, out.shape, dim)
+        kb = ctx.kernels[-1]
+        kept_shape = [e for k, e in enumerate(out.shape) if k != dim]
+        s_ref = kb.local(dt, kept_shape, "s")
+        s = s_ref[tuple(kept.idx)] if kept_shape else s_ref.scalar()
+
+        def rd(t: TensorInfo, nst: Nest) -> Expr:
+            return cast(ctx.read(t, _at(kept, nst.idx[0], dim, out.rank)), t.dtype, dt)
+
+        if log:
+            term = rd(g, red)
+            val = binop("-", rd(g, full), binop("*", fn("exp", rd(y, full)), s))
+        else:
+            term = binop("*", rd(g, red), rd(y, red))
+            val = binop("*", rd(y, full), binop("-", rd(g, full), s))
+        body: list[Stmt] = [
+            Assign(s, lit(0.0)),
+            *red.wrap([Reduce(s, "+", term)]),
+            *full.wrap([Assign(ctx.write(out, _at(kept, full.idx[0], dim, out.rank)),
+                               cast(val, dt, out.dtype))]),
+        ]
+        kb.emit(*kept.wrap(body))
+
+    return lower
+
+
+LOWERINGS.register("aten._softmax_backward_data")(_softmax_backward(False))
+LOWERINGS.register("aten._log_softmax_backward_data")(_softmax_backward(True))
+
+
+@LOWERINGS.register("aten.nll_loss_backward", "aten.nll_loss2d_backward")
+def _nll_loss_backward(ctx: LowerCtx, call: OpCall) -> None:
+    """``nll_loss_backward(grad, self, target, weight, reduction, ignore_index, total_weight)``:
+    ``-w[t] g (/ total_weight for the mean)`` at the target class, 0 elsewhere."""
+    g, x, target = tensor_arg(call, 0, "grad_output"), tensor_arg(call, 1, "self"), call.arg(
+        2, "target"
+    )
+    weight, reduction = _opt(call.arg(3, "weight")), int(call.arg(4, "reduction", 1))
+    ignore, total = int(call.arg(5, "ignore_index", -100)), call.arg(6, "total_weight")
+    out = out0(call)
+    if not isinstance(target, TensorInfo) or x.rank not in (1, 2, 4):
+        raise UnsupportedOpError("nll_loss_backward: input of rank 1, 2 or 4 expected")
+    dt = accumulate_dtype(out.dtype)
+    cdim = 0 if x.rank == 1 else 1
+
+    def value(idx: tuple[Name, ...]) -> Expr:
+        tidx = [i for k, i in enumerate(idx) if k != cdim]
+        t = ctx.read(target, tidx)
+        gv = cast(ctx.read(g, tidx if reduction == 0 else []), g.dtype, dt)
+        w = cast(ctx.read(weight, [t]), weight.dtype, dt) if weight is not None else None
+        val: Expr = binop("*", w, gv) if w is not None else gv
+        if reduction == 1 and isinstance(total, TensorInfo):
+            val = binop("/", val, cast(ctx.read(total, []), total.dtype, dt))
+        cond = binop("==", idx[cdim], t)
+        if 0 <= ignore < x.shape[cdim]:
+            cond = binop("and", cond, binop("!=", t, lit(ignore)))
+        return cast(sel(cond, Binary("-", lit(0.0), val), lit(0.0)), dt, out.dtype)
+
+    elementwise(ctx, out, value)
+
+
+@LOWERINGS.register("aten.native_layer_norm_backward.default")
+def _layer_norm_backward(ctx: LowerCtx, call: OpCall) -> None:
+    """``native_layer_norm_backward(grad, input, normalized_shape, mean, rstd, weight, bias,
+    output_mask) -> (dx, dw, db)``: ``dx = rstd (g w - mean(g w) - xhat mean(g w xhat))``,
+    ``dw = sum_rows(g xhat)``, ``db = sum_rows(g)``; one kernel per gradient."""
+    g, x = tensor_arg(call, 0, "grad_out"), tensor_arg(call, 1, "input")
+    normalized = tuple(call.arg(2, "normalized_shape"))
+    mean, rstd = tensor_arg(call, 3, "mean"), tensor_arg(call, 4, "rstd")
+    weight = _opt(call.arg(5, "weight"))
+    dx, dw, db = [*call.outputs, None, None, None][:3]
+    k = len(normalized)
+    if k == 0 or tuple(x.shape[x.rank - k :]) != normalized:
+        raise UnsupportedOpError("normalized_shape does not match the input")
+    lead_shape, count = list(x.shape[: x.rank - k]), math.prod(normalized)
+    dt = accumulate_dtype(x.dtype)
+    ctx = _OneKernel(ctx)
+
+    def xhat(rows: Sequence[Expr], cols: Sequence[Expr]) -> Expr:
+        stat = [*rows, *([IntLit(0)] * k)]
+        xv = cast(ctx.read(x, [*rows, *cols]), x.dtype, dt)
+        return binop(
+            "*", binop("-", xv, cast(ctx.read(mean, stat), mean.dtype, dt)),
+            cast(ctx.read(rstd, stat), rstd.dtype, dt),
+        )
+
+    def gw(rows: Sequence[Expr], cols: Sequence[Expr]) -> Expr:
+        gv = cast(ctx.read(g, [*rows, *cols]), g.dtype, dt)
+        return binop("*", gv, cast(ctx.read(weight, cols), weight.dtype, dt)) if weight else gv
+
+    if dx is not None:
+        kb = ctx.kernel("layer_norm_backward_input")
+        rows = Nest(kb, lead_shape, "i")
+        a_ref, b_ref = kb.local(dt, lead_shape, "a"), kb.local(dt, lead_shape, "b")
+        a = a_ref[tuple(rows.idx)] if lead_shape else a_ref.scalar()
+        b = b_ref[tuple(rows.idx)] if lead_shape else b_ref.scalar()
+        red, full = Nest(kb, normalized, "j"), Nest(kb, normalized, "j")
+        rstd_v = cast(ctx.read(rstd, [*rows.idx, *([IntLit(0)] * k)]), rstd.dtype, dt)
+        val = binop("*", rstd_v, binop("-", binop("-", gw(rows.idx, full.idx),
+                                                    binop("/", a, lit(float(count)))),
+                                       binop("*", xhat(rows.idx, full.idx),
+                                             binop("/", b, lit(float(count))))))
+        kb.emit(*rows.wrap([
+            Assign(a, lit(0.0)), Assign(b, lit(0.0)),
+            *red.wrap([Reduce(a, "+", gw(rows.idx, red.idx)),
+                       Reduce(b, "+", binop("*", gw(rows.idx, red.idx), xhat(rows.idx, red.idx)))]),
+            *full.wrap([Assign(ctx.write(dx, [*rows.idx, *full.idx]), cast(val, dt, dx.dtype))]),
+        ]))
+    for out, with_xhat, hint in ((dw, True, "layer_norm_backward_weight"),
+                                 (db, False, "layer_norm_backward_bias")):
+        if out is None:
+            continue
+        kb = ctx.kernel(hint)
+        cols, rows = Nest(kb, normalized, "j"), Nest(kb, lead_shape, "i")
+        tgt = ctx.write(out, cols.idx)
+        gv = cast(ctx.read(g, [*rows.idx, *cols.idx]), g.dtype, dt)
+        term = binop("*", gv, xhat(rows.idx, cols.idx)) if with_xhat else gv
+        kb.emit(*cols.wrap([Assign(tgt, lit(0.0)), *rows.wrap([Reduce(tgt, "+", term)])]))
+
+
+@LOWERINGS.register("aten.native_batch_norm_backward.default")
+def _batch_norm_backward(ctx: LowerCtx, call: OpCall) -> None:
+    """``native_batch_norm_backward(grad, input, weight, running_mean, running_var,
+    save_mean, save_invstd, train, eps, output_mask) -> (dx, dw, db)`` over ``[N, C, *]``."""
+    g, x = tensor_arg(call, 0, "grad_out"), tensor_arg(call, 1, "input")
+    weight = _opt(call.arg(2, "weight"))
+    train = bool(call.arg(7, "train"))
+    eps = float(call.arg(8, "eps"))
+    mean_t = _opt(call.arg(5, "save_mean")) if train else _opt(call.arg(3, "running_mean"))
+    var_t = _opt(call.arg(6, "save_invstd")) if train else _opt(call.arg(4, "running_var"))
+    dx, dw, db = [*call.outputs, None, None, None][:3]
+    if x.rank < 2 or mean_t is None or var_t is None:
+        raise UnsupportedOpError("batch_norm_backward without statistics")
+    dt = accumulate_dtype(x.dtype)
+    chans, n_ext, spatial = x.shape[1], x.shape[0], list(x.shape[2:])
+    count = x.numel // chans
+
+    def invstd(c: Expr) -> Expr:
+        v = cast(ctx.read(var_t, [c]), var_t.dtype, dt)
+        return v if train else fn("rsqrt", binop("+", v, lit(eps)))
+
+    def xmu(n: Expr, c: Expr, sp: Sequence[Expr]) -> Expr:
+        xv = cast(ctx.read(x, [n, c, *sp]), x.dtype, dt)
+        return binop("-", xv, cast(ctx.read(mean_t, [c]), mean_t.dtype, dt))
+
+    def gat(n: Expr, c: Expr, sp: Sequence[Expr]) -> Expr:
+        return cast(ctx.read(g, [n, c, *sp]), g.dtype, dt)
+
+    kb = ctx.kernel("batch_norm_backward")
+    ch = Nest(kb, [chans], "c")
+    c = ch.idx[0]
+    sdy, sdx = kb.local(dt, [chans], "sum_dy")[c], kb.local(dt, [chans], "sum_dy_xmu")[c]
+    body: list[Stmt] = []
+    if train or dw is not None or db is not None:
+        red = Nest(kb, [n_ext, *spatial], ["n"] + ["i"] * len(spatial))
+        n, sp = red.idx[0], red.idx[1:]
+        body += [Assign(sdy, lit(0.0)), Assign(sdx, lit(0.0)),
+                 *red.wrap([Reduce(sdy, "+", gat(n, c, sp)),
+                            Reduce(sdx, "+", binop("*", gat(n, c, sp), xmu(n, c, sp)))])]
+    w = cast(ctx.read(weight, [c]), weight.dtype, dt) if weight is not None else None
+    if dx is not None:
+        full = Nest(kb, [n_ext, *spatial], ["n"] + ["i"] * len(spatial))
+        n, sp = full.idx[0], full.idx[1:]
+        scale = binop("*", invstd(c), w) if w is not None else invstd(c)
+        if train:
+            proj = binop("*", binop("*", xmu(n, c, sp), binop("*", invstd(c), invstd(c))),
+                         binop("/", sdx, lit(float(count))))
+            core = binop("-", binop("-", gat(n, c, sp), binop("/", sdy, lit(float(count)))), proj)
+        else:
+            core = gat(n, c, sp)
+        body += full.wrap([Assign(ctx.write(dx, [n, c, *sp]),
+                                  cast(binop("*", core, scale), dt, dx.dtype))])
+    if dw is not None:
+        body.append(Assign(ctx.write(dw, [c]), cast(binop("*", sdx, invstd(c)), dt, dw.dtype)))
+    if db is not None:
+        body.append(Assign(ctx.write(db, [c]), cast(sdy, dt, db.dtype)))
+    kb.emit(*ch.wrap(body))
+
+
+# ---------------------------------------------------------------------------- conv, pool
+@LOWERINGS.register("aten.convolution_backward.default")
+def _convolution_backward(ctx: LowerCtx, call: OpCall) -> None:
+    """``convolution_backward(grad, input, weight, bias_sizes, stride, padding, dilation,
+    transposed, output_padding, groups, output_mask) -> (dx, dw, db)``: the input gradient
+    is the transposed convolution of ``grad`` (`emit_conv`), the weight gradient the
+    correlation of ``grad`` with the input, the bias gradient a sum; one kernel each."""
+    g, x, w = (tensor_arg(call, 0, "grad_output"), tensor_arg(call, 1, "input"),
+               tensor_arg(call, 2, "weight"))
+    if bool(call.arg(7, "transposed")):
+        raise UnsupportedOpError("backward of a transposed convolution")
+    nd = w.rank - 2
+    if x.rank != nd + 2:
+        raise UnsupportedOpError("unbatched convolution backward")
+    groups = int(call.arg(9, "groups"))
+    fwd = ConvSpec(
+        stride=_expand(call.arg(4, "stride"), nd),
+        padding=_expand(call.arg(5, "padding"), nd),
+        dilation=_expand(call.arg(6, "dilation"), nd),
+        transposed=True,
+        groups=groups,
+    )
+    dx, dw, db = [*call.outputs, None, None, None][:3]
+    ctx = _OneKernel(ctx)
+    if dx is not None:
+        emit_conv(ctx, g, w, None, dx, fwd)
+    if dw is not None:
+        _conv_weight_grad(ctx, g, x, dw, fwd)
+    if db is not None:
+        kb = ctx.kernel("conv_backward_bias")
+        ch, red = Nest(kb, [g.shape[1]], "k"), Nest(kb, [g.shape[0], *g.shape[2:]], "i")
+        dt = accumulate_dtype(db.dtype)
+        acc = kb.local(dt, [g.shape[1]], "acc")[ch.idx[0]]
+        kb.emit(*ch.wrap([
+            Assign(acc, lit(0.0)),
+            *red.wrap([Reduce(acc, "+", cast(ctx.read(g, [red.idx[0], ch.idx[0], *red.idx[1:]]),
+                                             g.dtype, dt))]),
+            Assign(ctx.write(db, ch.idx), cast(acc, dt, db.dtype)),
+        ]))
+
+
+def _expand(v: object, nd: int) -> tuple[int, ...]:
+    vals = tuple(int(a) for a in v) if isinstance(v, tuple | list) else (int(v),)  # type: ignore[call-overload]
+    return vals * nd if len(vals) == 1 else vals
+
+
+def _conv_weight_grad(
+    ctx: LowerCtx, g: TensorInfo, x: TensorInfo, dw: TensorInfo, spec: ConvSpec
+) -> None:
+    """``dW[k, c, r] = sum_{n, o} G[n, k, o] * X[n, g*Cg + c, s*o + d*r - p]``."""
+    nd = dw.rank - 2
+    groups = spec.groups
+    kout, cg = dw.shape[0], dw.shape[1]
+    kg = kout // groups
+    kb = ctx.kernel("conv_backward_weight")
+    dt = accumulate_dtype(dw.dtype)
+    outer = Nest(kb, [groups, kg, cg, *dw.shape[2:]], ["g", "k", "c", *("r", "s", "t")[:nd]])
+    inner = Nest(kb, [g.shape[0], *g.shape[2:]], ["n", *("oh", "ow", "od")[:nd]])
+    gi, ki, ci, taps = outer.idx[0], outer.idx[1], outer.idx[2], outer.idx[3:]
+    n, osp = inner.idx[0], inner.idx[1:]
+    kk = iadd(imul(gi, kg), ki)
+    conds: list[Expr] = []
+    src: list[Expr] = []
+    for d in range(nd):
+        a = inner.aff(1 + d, spec.stride[d]).plus(outer.aff(3 + d, spec.dilation[d]))
+        a = Aff(a.terms, a.const - spec.padding[d])
+        conds += range_guard(a, x.shape[2 + d])
+        src.append(a.expr())
+    acc = kb.local(dt, [], "acc").scalar()
+    prod = Binary(
+        "*",
+        cast(ctx.read(g, [n, kk, *osp]), g.dtype, dt),
+        cast(ctx.read(x, [n, iadd(imul(gi, cg), ci), *src]), x.dtype, dt),
+    )
+    kb.emit(*outer.wrap([
+        Assign(acc, lit(0.0)),
+        *inner.wrap(guard(conds, [Reduce(acc, "+", prod)])),
+        Assign(ctx.write(dw, [kk, ci, *taps]), cast(acc, dt, dw.dtype)),
+    ]))
+
+
+@LOWERINGS.register("aten.embedding_dense_backward.default")
+def _embedding_dense_backward(ctx: LowerCtx, call: OpCall) -> None:
+    """``embedding_dense_backward(grad, indices, num_weights, padding_idx, scale_grad_by_freq)``:
+    zeros, then ``dW[idx[i], d] += G[i, d]`` (rows at ``padding_idx`` skipped)."""
+    g, ids, out = tensor_arg(call, 0, "grad_output"), tensor_arg(call, 1, "indices"), out0(call)
+    pad = int(call.arg(3, "padding_idx", -1))
+    if bool(call.arg(4, "scale_grad_by_freq", False)):
+        raise UnsupportedOpError("embedding backward with scale_grad_by_freq")
+    kb = ctx.kernel()
+    init = Nest(kb, out.shape, "i")
+    kb.emit(*init.wrap([Assign(ctx.write(out, init.idx), lit(0.0))]))
+    rows = Nest(kb, ids.shape, "i")
+    cols = Nest(kb, [out.shape[1]], "d")
+    row = ctx.read(ids, rows.idx)
+    stmt: Stmt = Reduce(ctx.write(out, [row, cols.idx[0]]), "+",
+                        cast(ctx.read(g, [*rows.idx, cols.idx[0]]), g.dtype, out.dtype))
+    if pad >= 0:
+        stmt = If(binop("!=", row, lit(pad)), (stmt,))
+    kb.emit(*rows.wrap(cols.wrap([stmt])))

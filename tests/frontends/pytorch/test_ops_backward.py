@@ -1,0 +1,99 @@
+"""Backward-op lowerings (ops_backward.py) against torch's own backward kernels."""
+
+from __future__ import annotations
+
+import pytest
+from nn_opcheck import check_op
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.torch
+
+A = torch.ops.aten
+
+
+def _r(*shape: int) -> object:
+    return torch.randn(*shape)
+
+
+@pytest.mark.parametrize(
+    ("op", "args"),
+    [
+        (A.threshold_backward.default, (_r(3, 5), _r(3, 5), 0.0)),
+        (A.threshold_backward.default, (_r(3, 5), _r(3, 5), 0.25)),
+        (A.sigmoid_backward.default, (_r(4, 6), torch.rand(4, 6))),
+        (A.tanh_backward.default, (_r(4, 6), torch.rand(4, 6) * 2 - 1)),
+        (A.silu_backward.default, (_r(4, 6), _r(4, 6))),
+        (A.gelu_backward.default, (_r(4, 6), _r(4, 6))),
+        (A.hardtanh_backward.default, (_r(4, 6), _r(4, 6) * 2, -1.0, 1.0)),
+        (A.leaky_relu_backward.default, (_r(4, 6), _r(4, 6), 0.01, False)),
+        (A.native_dropout_backward.default, (_r(4, 6), torch.rand(4, 6) > 0.5, 2.0)),
+        (A.mse_loss_backward.default, (torch.tensor(1.5), _r(4, 6), _r(4, 6), 1)),
+        (A.mse_loss_backward.default, (_r(4, 6), _r(4, 6), _r(4, 6), 0)),
+        (A._softmax_backward_data.default, (_r(3, 4, 5), torch.rand(3, 4, 5), 1, torch.float32)),
+        (A._softmax_backward_data.default, (_r(3, 5), torch.rand(3, 5), -1, torch.float32)),
+        (A._log_softmax_backward_data.default, (_r(3, 5), _r(3, 5), 1, torch.float32)),
+        (A._log_softmax_backward_data.default, (_r(7), _r(7), 0, torch.float32)),
+    ],
+)
+def test_elementwise_and_rowwise(op: object, args: tuple[object, ...]) -> None:
+    check_op(op, *args)
+
+
+def test_gelu_tanh_backward() -> None:
+    check_op(A.gelu_backward.default, _r(4, 6), _r(4, 6), approximate="tanh")
+
+
+@pytest.mark.parametrize(("reduction", "weighted"), [(0, False), (1, False), (1, True), (2, True)])
+def test_nll_loss_backward(reduction: int, weighted: bool) -> None:
+    x = torch.randn(6, 5).log_softmax(1)
+    t = torch.tensor([0, 4, 2, 2, 1, 3])
+    w = torch.rand(5) + 0.5 if weighted else None
+    _, total = A.nll_loss_forward.default(x, t, w, reduction, -100)
+    g = torch.randn(6) if reduction == 0 else torch.tensor(0.7)
+    check_op(A.nll_loss_backward.default, g, x, t, w, reduction, -100, total)
+
+
+@pytest.mark.parametrize("shape", [(4, 6), (2, 3, 8), (5,)])
+def test_layer_norm_backward(shape: tuple[int, ...]) -> None:
+    x = torch.randn(*shape)
+    d = shape[-1]
+    w, b = torch.rand(d) + 0.5, torch.randn(d)
+    _, mean, rstd = A.native_layer_norm.default(x, [d], w, b, 1e-5)
+    check_op(A.native_layer_norm_backward.default, torch.randn(*shape), x, [d], mean, rstd, w, b,
+             [True, True, True], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("train", [True, False])
+def test_batch_norm_backward(train: bool) -> None:
+    x = torch.randn(4, 3, 5, 2)
+    w, b = torch.rand(3) + 0.5, torch.randn(3)
+    rm, rv = torch.randn(3), torch.rand(3) + 0.5
+    _, sm, si = A.native_batch_norm.default(x, w, b, rm.clone(), rv.clone(), train, 0.1, 1e-5)
+    check_op(A.native_batch_norm_backward.default, torch.randn_like(x), x, w, rm, rv, sm, si,
+             train, 1e-5, [True, True, True], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("xs", "ws", "stride", "padding", "dilation", "groups"),
+    [
+        ((2, 4, 7, 6), (6, 4, 3, 3), [1, 1], [1, 1], [1, 1], 1),
+        ((2, 4, 9, 8), (4, 2, 3, 2), [2, 1], [0, 1], [1, 2], 2),
+        ((2, 3, 10), (5, 3, 4), [3], [2], [1], 1),
+    ],
+)
+def test_convolution_backward(
+    xs: tuple[int, ...], ws: tuple[int, ...], stride: list[int], padding: list[int],
+    dilation: list[int], groups: int,
+) -> None:
+    x, w = torch.randn(*xs), torch.randn(*ws)
+    y = A.convolution.default(x, w, None, stride, padding, dilation, False, [0] * len(stride),
+                              groups)
+    check_op(A.convolution_backward.default, torch.randn_like(y), x, w, [ws[0]], stride,
+             padding, dilation, False, [0] * len(stride), groups, [True, True, True],
+             rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("padding_idx", [-1, 2])
+def test_embedding_dense_backward(padding_idx: int) -> None:
+    ids = torch.tensor([[0, 2, 5], [2, 2, 1]])
+    check_op(A.embedding_dense_backward.default, torch.randn(2, 3, 4), ids, 7, padding_idx, False)
