@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from solar.frontends.llm.config import LLMConfig
     from solar.measure import Timing
     from solar.options import FrontendName, OptimizerChoice, PrecisionPolicy
+    from solar.training import StepInfo
 
 __all__ = [
     "Arrays",
@@ -161,6 +162,7 @@ class FrontendResult:
             treat them as intermediates).
         xla_cost_analysis: XLA's own cost figures by compilation stage (JAX).
         xla_unavailable: why XLA's cost analysis is missing, when it is.
+        step: for a training step (``--train``), its loss, optimizer and phases.
     """
 
     name: FrontendName
@@ -178,6 +180,7 @@ class FrontendResult:
     uncovered_values: tuple[str, ...] = ()
     xla_cost_analysis: Mapping[str, Mapping[str, float]] | None = None
     xla_unavailable: str | None = None
+    step: StepInfo | None = None
 
 
 class Frontend(Protocol):

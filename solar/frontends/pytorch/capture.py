@@ -275,7 +275,7 @@ def _run(inst: Instance, rec: _Recorder, fake_mode: Any) -> Any:
     ctx = fake_mode if fake_mode is not None else contextlib.nullcontext()
     watch = fake_mode.watch() if isinstance(fake_mode, MetaMode) else contextlib.nullcontext()
     with (
-        torch.no_grad(),
+        torch.no_grad(),  # a training step enables grad itself (train_step.py)
         ctx,
         _recording(rec, inst.module),
         watch,
@@ -417,6 +417,7 @@ def _finish(
         param_bytes=_tensor_bytes(list(inst.state.values())),
         sizes=dict(inst.sizes),
         num_calls=len(rec.calls),
+        train_step=getattr(inst.fn, "solar_train_step", None),
     )
     return TorchCapture(
         source.name,

@@ -117,6 +117,7 @@ class CaptureInfo:
         param_bytes: bytes of parameters and buffers.
         sizes: module-level integer constants of the model file at capture time.
         num_calls: number of recorded ATen calls.
+        train_step: for a training step, ``(loss, optimizer)`` in words.
     """
 
     used_real_values: bool
@@ -125,6 +126,7 @@ class CaptureInfo:
     param_bytes: int
     sizes: Mapping[str, int]
     num_calls: int
+    train_step: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -228,6 +228,12 @@ def _result(
     notes = []
     if info.used_real_values:
         notes.append(f"captured with real tensors: {info.real_reason}")
+    step = None
+    if info.train_step is not None:
+        from solar.frontends.pytorch.train_step import phase_of_kernel
+        from solar.training import StepInfo
+
+        step = StepInfo(info.train_step[0], info.train_step[1], phase_of_kernel)
     tf32 = _tf32_enabled()
     if tf32:
         notes.append("the program enables TF32 for fp32 matmuls: precision policy tf32")
@@ -243,4 +249,5 @@ def _result(
         precision_hint="tf32" if tf32 else None,
         keep_live=lowered.keep_alive,
         uncovered_values=tuple(v.name for v in lowered.uncovered_values),
+        step=step,
     )

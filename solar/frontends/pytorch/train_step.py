@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 from solar.diagnostics import FrontendError
+from solar.training import Phase
 
 if TYPE_CHECKING:
     from solar.frontends.pytorch.loader import Instance
@@ -53,15 +54,14 @@ __all__ = [
     "OptimizerSpec",
     "Phase",
     "TrainStep",
+    "describe_optimizer",
+    "optimizer_from",
     "phase_of_kernel",
     "training_instance",
 ]
 
 OptimizerKind: TypeAlias = Literal["sgd", "adam", "adamw"]
 """The optimizers a step can apply."""
-
-Phase: TypeAlias = Literal["forward", "backward", "optimizer"]
-"""The phases of a training step, in order."""
 
 DEFAULT_OPTIMIZER: Final[OptimizerKind] = "sgd"
 """The update when neither ``--optimizer`` nor the file's ``get_optimizer`` says."""
@@ -396,8 +396,41 @@ def training_instance(inst: Instance, step: TrainStep, *, fake_mode: Any = None)
         kept = tuple(g for g in grads if g is not None)
         return (loss.detach(), *kept, *updates)
 
+    step_fn.solar_train_step = (  # type: ignore[attr-defined]
+        _loss_words(namespace, loss_fn), describe_optimizer(spec)
+    )
     return Instance(step_fn, inst.module, (*inst.args, *targets), state, inst.sizes,
                     inst.attr_names, namespace)
+
+
+def _loss_words(namespace: Any, loss_fn: Any) -> str:
+    if loss_fn is None:
+        return "mean of the output (default)"
+    if _hook(namespace, "loss_fn") is not None:
+        return "loss_fn of the model file"
+    return f"get_loss() of the model file ({type(loss_fn).__name__})"
+
+
+def describe_optimizer(spec: OptimizerSpec) -> str:
+    """The optimizer in words, e.g. ``adamw(lr=0.001, betas=(0.9, 0.999), ...)``.
+
+    >>> describe_optimizer(OptimizerSpec("sgd", lr=0.1, momentum=0.9))
+    'sgd(lr=0.1, momentum=0.9)'
+    """
+    parts = [f"lr={spec.lr:g}"]
+    if spec.kind == "sgd":
+        if spec.momentum:
+            parts.append(f"momentum={spec.momentum:g}")
+        if spec.dampening:
+            parts.append(f"dampening={spec.dampening:g}")
+        if spec.nesterov:
+            parts.append("nesterov")
+    else:
+        parts.append(f"betas=({spec.betas[0]:g}, {spec.betas[1]:g})")
+        parts.append(f"eps={spec.eps:g}")
+    if spec.weight_decay:
+        parts.append(f"weight_decay={spec.weight_decay:g}")
+    return f"{spec.kind}({', '.join(parts)})"
 
 
 def _apply_updates(
