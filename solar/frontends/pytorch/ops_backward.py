@@ -517,3 +517,71 @@ def _embedding_dense_backward(ctx: LowerCtx, call: OpCall) -> None:
     if pad >= 0:
         stmt = If(binop("!=", row, lit(pad)), (stmt,))
     kb.emit(*rows.wrap(cols.wrap([stmt])))
+
+
+def _zero_then(ctx: LowerCtx, out: TensorInfo) -> tuple[KernelBuilder, Nest]:
+    """A kernel starting with ``out = 0`` (as eager's ``zeros`` + copy)."""
+    kb = ctx.kernel()
+    init = Nest(kb, out.shape, "i")
+    kb.emit(*init.wrap([Assign(ctx.write(out, init.idx), lit(0.0))]))
+    return kb, init
+
+
+@LOWERINGS.register("aten.select_backward.default", "aten.slice_backward.default")
+def _select_slice_backward(ctx: LowerCtx, call: OpCall) -> None:
+    """``select_backward(grad, input_sizes, dim, index)`` / ``slice_backward(grad,
+    input_sizes, dim, start, end, step)``: zeros, then ``grad`` into the selected part."""
+    g, out = tensor_arg(call, 0, "grad_output"), out0(call)
+    dim = norm_dim(call.arg(2, "dim"), out.rank)
+    kb, _ = _zero_then(ctx, out)
+    part = Nest(kb, g.shape, "j")
+    src = list(part.idx)
+    if call.op == "select_backward":
+        index = int(call.arg(3, "index"))
+        dst = [*src[:dim], IntLit(index % out.shape[dim]), *src[dim:]]
+    else:
+        start, step = int(call.arg(3, "start") or 0), int(call.arg(5, "step", 1))
+        start = min(max(start + out.shape[dim] if start < 0 else start, 0), out.shape[dim])
+        dst = list(src)
+        dst[dim] = part.aff(dim, step).plus(Aff((), start)).expr()
+    kb.emit(*part.wrap([Assign(ctx.write(out, dst), cast(ctx.read(g, src), g.dtype, out.dtype))]))
+
+
+def _avg_pool_backward(nd: int) -> Callable[[LowerCtx, OpCall], None]:
+    def lower(ctx: LowerCtx, call: OpCall) -> None:
+        """``avg_pool{nd}d_backward(grad, self, kernel, stride, padding, ceil_mode,
+        count_include_pad, divisor_override)``: each output's gradient, divided once, added
+        to every input of its window (windows of a constant size only)."""
+        g, out = tensor_arg(call, 0, "grad_output"), out0(call)
+        kernel = _expand(call.arg(2, "kernel_size"), nd)
+        stride = _expand(call.arg(3, "stride") or kernel, nd)
+        padding = _expand(call.arg(4, "padding"), nd)
+        ceil_mode, include_pad = bool(call.arg(5, "ceil_mode")), bool(call.arg(6, "count_include_pad"))
+        override = call.arg(7, "divisor_override")
+        if override is None and (ceil_mode or (any(padding) and not include_pad)):
+            raise UnsupportedOpError("avg_pool backward with windows of varying size")
+        div = float(override) if override is not None else float(math.prod(kernel))
+        dt = accumulate_dtype(out.dtype)
+        kb, _ = _zero_then(ctx, out)
+        lead = g.rank - nd
+        scaled = kb.local(dt, g.shape, "scaled")
+        outer = Nest(kb, g.shape, ["i"] * lead + ["oh", "ow", "od"][:nd])
+        taps = Nest(kb, kernel, ["r", "s", "t"][:nd])
+        conds: list[Expr] = []
+        dst: list[Expr] = list(outer.idx[:lead])
+        for d in range(nd):
+            a = outer.aff(lead + d, stride[d]).plus(taps.aff(d))
+            a = Aff(a.terms, a.const - padding[d])
+            conds += range_guard(a, out.shape[lead + d])
+            dst.append(a.expr())
+        sg = scaled[tuple(outer.idx)]
+        kb.emit(*outer.wrap([
+            Assign(sg, binop("/", cast(ctx.read(g, outer.idx), g.dtype, dt), lit(div))),
+            *taps.wrap(guard(conds, [Reduce(ctx.write(out, dst), "+", cast(sg, dt, out.dtype))])),
+        ]))
+
+    return lower
+
+
+for _nd in (1, 2, 3):
+    LOWERINGS.register(f"aten.avg_pool{_nd}d_backward.default")(_avg_pool_backward(_nd))

@@ -97,3 +97,23 @@ def test_convolution_backward(
 def test_embedding_dense_backward(padding_idx: int) -> None:
     ids = torch.tensor([[0, 2, 5], [2, 2, 1]])
     check_op(A.embedding_dense_backward.default, torch.randn(2, 3, 4), ids, 7, padding_idx, False)
+
+
+def test_select_and_slice_backward() -> None:
+    check_op(A.select_backward.default, torch.randn(3, 5), [3, 4, 5], 1, 2)
+    check_op(A.select_backward.default, torch.randn(3, 4), [3, 4, 5], -1, -1)
+    check_op(A.slice_backward.default, torch.randn(3, 2, 5), [3, 7, 5], 1, 1, 5, 2)
+
+
+@pytest.mark.parametrize(
+    ("shape", "kernel", "stride", "padding", "include_pad"),
+    [((2, 3, 8, 8), [2, 2], [2, 2], [0, 0], True), ((1, 2, 7, 6), [3, 3], [2, 1], [1, 1], True)],
+)
+def test_avg_pool2d_backward(
+    shape: tuple[int, ...], kernel: list[int], stride: list[int], padding: list[int],
+    include_pad: bool,
+) -> None:
+    x = torch.randn(*shape)
+    y = A.avg_pool2d.default(x, kernel, stride, padding, False, include_pad, None)
+    check_op(A.avg_pool2d_backward.default, torch.randn_like(y), x, kernel, stride, padding,
+             False, include_pad, None)
