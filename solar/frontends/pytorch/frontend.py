@@ -176,7 +176,8 @@ class _RealBuild:
 
         if self._measured:
             return capture
-        inst = instantiate(replace(self._source, step=None))
+        src = self._source
+        inst = instantiate(replace(src, step=None, train=src.train or src.step is not None))
         self._built = inst
         prebuilt = ProgramSource(
             name=self._source.name,

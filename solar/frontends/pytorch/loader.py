@@ -327,7 +327,10 @@ def _instantiate(source: ProgramSource, *, fake_mode: Any, real_fallback: bool) 
         # caller's tensors (and later replays) untouched.
         args = tuple(
             torch.utils._pytree.tree_map(
-                lambda t: t.detach().clone() if isinstance(t, torch.Tensor) else t, a
+                lambda t: t.detach().clone().requires_grad_(t.requires_grad)
+                if isinstance(t, torch.Tensor)
+                else t,
+                a,
             )
             for a in source.example_inputs
         )

@@ -375,7 +375,8 @@ def training_instance(inst: Instance, step: TrainStep, *, fake_mode: Any = None)
     def step_fn(*args: Any) -> tuple[Any, ...]:
         model_args, extra = args[:n_inputs], args[n_inputs:]
         tensors = [p for _, p in params]
-        for t in (*tensors, *grad_inputs):
+        leaves = [t for t in (*tensors, *grad_inputs) if t.is_leaf]
+        for t in leaves:
             t.grad = None
         with torch.enable_grad(), _backward_marked(backward):
             out = base(*model_args)
@@ -384,8 +385,8 @@ def training_instance(inst: Instance, step: TrainStep, *, fake_mode: Any = None)
             if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
                 raise FrontendError("the loss is not a one-element tensor", code="E0503")
             wrt = [*tensors, *grad_inputs]
-            if any(t.grad is not None for t in wrt):  # the forward ran its own backward
-                grads = [t.grad for t in wrt]
+            if any(t.grad is not None for t in leaves):  # the forward ran its own backward
+                grads = [t.grad if t.is_leaf else None for t in wrt]
             else:
                 grads = list(
                     backward(
