@@ -138,7 +138,10 @@ def _uses(kernel: Kernel) -> _Use:
 
 
 def _role(
-    decl: TensorDecl, phase: Phase, use: _Use, writers: Mapping[str, set[Phase]],
+    decl: TensorDecl,
+    phase: Phase,
+    use: _Use,
+    writers: Mapping[str, set[Phase]],
     readers: Mapping[str, set[Phase]],
 ) -> TensorDecl:
     if decl.role in ("input", "param"):

@@ -79,8 +79,12 @@ def test_phase_flops_add_up_and_the_step_fuses_across_phases() -> None:
 
 @pytest.mark.parametrize(
     ("name", "complete"),
-    [("train_mlp", True), ("train_transformer_block", True), ("train_cnn", True),
-     ("train_lstm", False)],
+    [
+        ("train_mlp", True),
+        ("train_transformer_block", True),
+        ("train_cnn", True),
+        ("train_lstm", False),
+    ],
 )
 def test_training_samples_validate(name: str, complete: bool) -> None:
     r = analyze(SAMPLES / f"{name}.py", AnalyzeOptions(train_step=True, cache="cold"))

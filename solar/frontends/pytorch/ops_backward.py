@@ -5,10 +5,11 @@ Contract: ``(LowerCtx, OpCall) -> None``, as every op module. Elementwise backwa
 over the gradient; row-wise ones (``_softmax_backward_data``, ``native_layer_norm_
 backward``) reduce a row into a kernel-local before writing it, like the forward
 lowerings in ops_reduce.py and ops_norm.py; ops with several gradients
-(``convolution_backward``, ``native_batch_norm_backward``) emit one kernel per
-gradient ``output_mask`` asks for, as eager launches them. Formulas follow the eager
-CPU kernels with as few operations as they use (library functions count 1 FLOP each,
-docs/bounds.md); a variant not written here raises `UnsupportedOpError` and the op is
+(``native_layer_norm_backward``, ``native_batch_norm_backward``) compute every
+gradient ``output_mask`` asks for in one launch (`OneKernel`), reading the operands
+once. Convolution, pooling and indexing backward ops: ops_backward_spatial.py.
+Formulas follow the eager CPU kernels with as few operations as they use (library
+functions count 1 FLOP each, docs/bounds.md); a variant not written here raises `UnsupportedOpError` and the op is
 reported uncovered with its share, never dropped.
 """
 
@@ -18,15 +19,10 @@ import math
 from collections.abc import Callable, Sequence
 
 from solar.frontends.kit import (
-    Aff,
     KernelBuilder,
     Nest,
     TensorInfo,
     UnsupportedOpError,
-    guard,
-    iadd,
-    imul,
-    range_guard,
 )
 from solar.frontends.pytorch.lowering_utils import (
     accumulate_dtype,
@@ -41,11 +37,10 @@ from solar.frontends.pytorch.lowering_utils import (
     sel,
     tensor_arg,
 )
-from solar.frontends.pytorch.ops_conv import ConvSpec, emit_conv
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
-from solar.ir import Assign, Binary, Expr, If, IntLit, Name, Reduce, Stmt, lit
+from solar.ir import Assign, Binary, Expr, IntLit, Name, Reduce, Stmt, lit
 
-__all__: list[str] = []
+__all__ = ["OneKernel"]
 
 _SQRT1_2 = 1.0 / math.sqrt(2.0)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -57,7 +52,7 @@ def _opt(x: object) -> TensorInfo | None:
     return x if isinstance(x, TensorInfo) else None
 
 
-class _OneKernel(LowerCtx):
+class OneKernel(LowerCtx):
     """A `LowerCtx` whose every ``kernel()`` is the op's one kernel: an op with several
     gradients is one launch reading its operands once (the lower of the two counts)."""
 
@@ -92,16 +87,16 @@ def _threshold_backward(ctx: LowerCtx, call: OpCall) -> None:
     """``threshold_backward(grad, self, threshold)``: ``grad`` where ``self > threshold``."""
     th = call.arg(2, "threshold")
     dt = accumulate_dtype(out0(call).dtype)
-    _grad_elementwise(
-        ctx, call, lambda g, x: sel(binop(">", x, scalar_lit(th, dt)), g, lit(0.0))
-    )
+    _grad_elementwise(ctx, call, lambda g, x: sel(binop(">", x, scalar_lit(th, dt)), g, lit(0.0)))
 
 
 @LOWERINGS.register("aten.sigmoid_backward")
 def _sigmoid_backward(ctx: LowerCtx, call: OpCall) -> None:
     """``sigmoid_backward(grad, output)``: ``g * y * (1 - y)``."""
     _grad_elementwise(
-        ctx, call, lambda g, y: binop("*", binop("*", g, y), binop("-", lit(1.0), y)),
+        ctx,
+        call,
+        lambda g, y: binop("*", binop("*", g, y), binop("-", lit(1.0), y)),
         second="output",
     )
 
@@ -110,7 +105,9 @@ def _sigmoid_backward(ctx: LowerCtx, call: OpCall) -> None:
 def _tanh_backward(ctx: LowerCtx, call: OpCall) -> None:
     """``tanh_backward(grad, output)``: ``g * (1 - y * y)``."""
     _grad_elementwise(
-        ctx, call, lambda g, y: binop("*", g, binop("-", lit(1.0), binop("*", y, y))),
+        ctx,
+        call,
+        lambda g, y: binop("*", g, binop("-", lit(1.0), binop("*", y, y))),
         second="output",
     )
 
@@ -129,8 +126,14 @@ def _silu_backward(ctx: LowerCtx, call: OpCall) -> None:
         binop("*", operand(g, full.idx, out.shape, dt), s),
         binop("+", lit(1.0), binop("*", xv, binop("-", lit(1.0), s))),
     )
-    kb.emit(*full.wrap([Assign(s, fn("sigmoid", xv)),
-                        Assign(ctx.write(out, full.idx), cast(val, dt, out.dtype))]))
+    kb.emit(
+        *full.wrap(
+            [
+                Assign(s, fn("sigmoid", xv)),
+                Assign(ctx.write(out, full.idx), cast(val, dt, out.dtype)),
+            ]
+        )
+    )
 
 
 @LOWERINGS.register("aten.gelu_backward")
@@ -152,8 +155,9 @@ def _gelu_backward(ctx: LowerCtx, call: OpCall) -> None:
     if approximate != "tanh":
         raise UnsupportedOpError(f"gelu_backward approximate={approximate!r}")
     x2, t = kb.local(dt, [], "x2").scalar(), kb.local(dt, [], "t").scalar()
-    inner = binop("*", lit(_GELU_BETA), binop("*", xv, binop("+", lit(1.0),
-                                                               binop("*", lit(_GELU_KAPPA), x2))))
+    inner = binop(
+        "*", lit(_GELU_BETA), binop("*", xv, binop("+", lit(1.0), binop("*", lit(_GELU_KAPPA), x2)))
+    )
     left_d = binop("*", lit(0.5), binop("+", lit(1.0), t))
     right_d = binop(
         "*",
@@ -161,11 +165,15 @@ def _gelu_backward(ctx: LowerCtx, call: OpCall) -> None:
         binop("*", lit(_GELU_BETA), binop("+", lit(1.0), binop("*", lit(3 * _GELU_KAPPA), x2))),
     )
     val = binop("*", gv, binop("+", left_d, right_d))
-    kb.emit(*full.wrap([
-        Assign(x2, binop("*", xv, xv)),
-        Assign(t, fn("tanh", inner)),
-        Assign(ctx.write(out, full.idx), cast(val, dt, out.dtype)),
-    ]))
+    kb.emit(
+        *full.wrap(
+            [
+                Assign(x2, binop("*", xv, xv)),
+                Assign(t, fn("tanh", inner)),
+                Assign(ctx.write(out, full.idx), cast(val, dt, out.dtype)),
+            ]
+        )
+    )
 
 
 @LOWERINGS.register("aten.hardtanh_backward")
@@ -173,9 +181,11 @@ def _hardtanh_backward(ctx: LowerCtx, call: OpCall) -> None:
     """``hardtanh_backward(grad, self, min, max)``: ``grad`` strictly inside the range."""
     lo, hi = float(call.arg(2, "min_val")), float(call.arg(3, "max_val"))
     _grad_elementwise(
-        ctx, call,
-        lambda g, x: sel(binop("<=", x, lit(lo)), lit(0.0), sel(binop(">=", x, lit(hi)),
-                                                                lit(0.0), g)),
+        ctx,
+        call,
+        lambda g, x: sel(
+            binop("<=", x, lit(lo)), lit(0.0), sel(binop(">=", x, lit(hi)), lit(0.0), g)
+        ),
     )
 
 
@@ -201,7 +211,12 @@ def _dropout_backward(ctx: LowerCtx, call: OpCall) -> None:
 def _mse_loss_backward(ctx: LowerCtx, call: OpCall) -> None:
     """``mse_loss_backward(grad, self, target, reduction)``: ``2 (x - t) g`` (``/ numel``
     for the mean)."""
-    g, x, t, out = call.arg(0, "grad_output"), call.arg(1, "self"), call.arg(2, "target"), out0(call)
+    g, x, t, out = (
+        call.arg(0, "grad_output"),
+        call.arg(1, "self"),
+        call.arg(2, "target"),
+        out0(call),
+    )
     reduction = int(call.arg(3, "reduction", 1))
     dt = accumulate_dtype(out.dtype)
     norm = 2.0 / out.numel if reduction == 1 else 2.0
@@ -256,8 +271,14 @@ def _softmax_backward(log: bool) -> Callable[[LowerCtx, OpCall], None]:
         body: list[Stmt] = [
             Assign(s, lit(0.0)),
             *red.wrap([Reduce(s, "+", term)]),
-            *full.wrap([Assign(ctx.write(out, _at(kept, full.idx[0], dim, out.rank)),
-                               cast(val, dt, out.dtype))]),
+            *full.wrap(
+                [
+                    Assign(
+                        ctx.write(out, _at(kept, full.idx[0], dim, out.rank)),
+                        cast(val, dt, out.dtype),
+                    )
+                ]
+            ),
         ]
         kb.emit(*kept.wrap(body))
 
@@ -272,8 +293,10 @@ LOWERINGS.register("aten._log_softmax_backward_data")(_softmax_backward(True))
 def _nll_loss_backward(ctx: LowerCtx, call: OpCall) -> None:
     """``nll_loss_backward(grad, self, target, weight, reduction, ignore_index, total_weight)``:
     ``-w[t] g (/ total_weight for the mean)`` at the target class, 0 elsewhere."""
-    g, x, target = tensor_arg(call, 0, "grad_output"), tensor_arg(call, 1, "self"), call.arg(
-        2, "target"
+    g, x, target = (
+        tensor_arg(call, 0, "grad_output"),
+        tensor_arg(call, 1, "self"),
+        call.arg(2, "target"),
     )
     weight, reduction = _opt(call.arg(3, "weight")), int(call.arg(4, "reduction", 1))
     ignore, total = int(call.arg(5, "ignore_index", -100)), call.arg(6, "total_weight")
@@ -314,13 +337,14 @@ def _layer_norm_backward(ctx: LowerCtx, call: OpCall) -> None:
         raise UnsupportedOpError("normalized_shape does not match the input")
     lead_shape, count = list(x.shape[: x.rank - k]), math.prod(normalized)
     dt = accumulate_dtype(x.dtype)
-    ctx = _OneKernel(ctx)
+    ctx = OneKernel(ctx)
 
     def xhat(rows: Sequence[Expr], cols: Sequence[Expr]) -> Expr:
         stat = [*rows, *([IntLit(0)] * k)]
         xv = cast(ctx.read(x, [*rows, *cols]), x.dtype, dt)
         return binop(
-            "*", binop("-", xv, cast(ctx.read(mean, stat), mean.dtype, dt)),
+            "*",
+            binop("-", xv, cast(ctx.read(mean, stat), mean.dtype, dt)),
             cast(ctx.read(rstd, stat), rstd.dtype, dt),
         )
 
@@ -336,18 +360,38 @@ def _layer_norm_backward(ctx: LowerCtx, call: OpCall) -> None:
         b = b_ref[tuple(rows.idx)] if lead_shape else b_ref.scalar()
         red, full = Nest(kb, normalized, "j"), Nest(kb, normalized, "j")
         rstd_v = cast(ctx.read(rstd, [*rows.idx, *([IntLit(0)] * k)]), rstd.dtype, dt)
-        val = binop("*", rstd_v, binop("-", binop("-", gw(rows.idx, full.idx),
-                                                    binop("/", a, lit(float(count)))),
-                                       binop("*", xhat(rows.idx, full.idx),
-                                             binop("/", b, lit(float(count))))))
-        kb.emit(*rows.wrap([
-            Assign(a, lit(0.0)), Assign(b, lit(0.0)),
-            *red.wrap([Reduce(a, "+", gw(rows.idx, red.idx)),
-                       Reduce(b, "+", binop("*", gw(rows.idx, red.idx), xhat(rows.idx, red.idx)))]),
-            *full.wrap([Assign(ctx.write(dx, [*rows.idx, *full.idx]), cast(val, dt, dx.dtype))]),
-        ]))
-    for out, with_xhat, hint in ((dw, True, "layer_norm_backward_weight"),
-                                 (db, False, "layer_norm_backward_bias")):
+        val = binop(
+            "*",
+            rstd_v,
+            binop(
+                "-",
+                binop("-", gw(rows.idx, full.idx), binop("/", a, lit(float(count)))),
+                binop("*", xhat(rows.idx, full.idx), binop("/", b, lit(float(count)))),
+            ),
+        )
+        kb.emit(
+            *rows.wrap(
+                [
+                    Assign(a, lit(0.0)),
+                    Assign(b, lit(0.0)),
+                    *red.wrap(
+                        [
+                            Reduce(a, "+", gw(rows.idx, red.idx)),
+                            Reduce(
+                                b, "+", binop("*", gw(rows.idx, red.idx), xhat(rows.idx, red.idx))
+                            ),
+                        ]
+                    ),
+                    *full.wrap(
+                        [Assign(ctx.write(dx, [*rows.idx, *full.idx]), cast(val, dt, dx.dtype))]
+                    ),
+                ]
+            )
+        )
+    for out, with_xhat, hint in (
+        (dw, True, "layer_norm_backward_weight"),
+        (db, False, "layer_norm_backward_bias"),
+    ):
         if out is None:
             continue
         kb = ctx.kernel(hint)
@@ -394,194 +438,35 @@ def _batch_norm_backward(ctx: LowerCtx, call: OpCall) -> None:
     if train or dw is not None or db is not None:
         red = Nest(kb, [n_ext, *spatial], ["n"] + ["i"] * len(spatial))
         n, sp = red.idx[0], red.idx[1:]
-        body += [Assign(sdy, lit(0.0)), Assign(sdx, lit(0.0)),
-                 *red.wrap([Reduce(sdy, "+", gat(n, c, sp)),
-                            Reduce(sdx, "+", binop("*", gat(n, c, sp), xmu(n, c, sp)))])]
+        body += [
+            Assign(sdy, lit(0.0)),
+            Assign(sdx, lit(0.0)),
+            *red.wrap(
+                [
+                    Reduce(sdy, "+", gat(n, c, sp)),
+                    Reduce(sdx, "+", binop("*", gat(n, c, sp), xmu(n, c, sp))),
+                ]
+            ),
+        ]
     w = cast(ctx.read(weight, [c]), weight.dtype, dt) if weight is not None else None
     if dx is not None:
         full = Nest(kb, [n_ext, *spatial], ["n"] + ["i"] * len(spatial))
         n, sp = full.idx[0], full.idx[1:]
         scale = binop("*", invstd(c), w) if w is not None else invstd(c)
         if train:
-            proj = binop("*", binop("*", xmu(n, c, sp), binop("*", invstd(c), invstd(c))),
-                         binop("/", sdx, lit(float(count))))
+            proj = binop(
+                "*",
+                binop("*", xmu(n, c, sp), binop("*", invstd(c), invstd(c))),
+                binop("/", sdx, lit(float(count))),
+            )
             core = binop("-", binop("-", gat(n, c, sp), binop("/", sdy, lit(float(count)))), proj)
         else:
             core = gat(n, c, sp)
-        body += full.wrap([Assign(ctx.write(dx, [n, c, *sp]),
-                                  cast(binop("*", core, scale), dt, dx.dtype))])
+        body += full.wrap(
+            [Assign(ctx.write(dx, [n, c, *sp]), cast(binop("*", core, scale), dt, dx.dtype))]
+        )
     if dw is not None:
         body.append(Assign(ctx.write(dw, [c]), cast(binop("*", sdx, invstd(c)), dt, dw.dtype)))
     if db is not None:
         body.append(Assign(ctx.write(db, [c]), cast(sdy, dt, db.dtype)))
     kb.emit(*ch.wrap(body))
-
-
-# ---------------------------------------------------------------------------- conv, pool
-@LOWERINGS.register("aten.convolution_backward.default")
-def _convolution_backward(ctx: LowerCtx, call: OpCall) -> None:
-    """``convolution_backward(grad, input, weight, bias_sizes, stride, padding, dilation,
-    transposed, output_padding, groups, output_mask) -> (dx, dw, db)``: the input gradient
-    is the transposed convolution of ``grad`` (`emit_conv`), the weight gradient the
-    correlation of ``grad`` with the input, the bias gradient a sum; one kernel each."""
-    g, x, w = (tensor_arg(call, 0, "grad_output"), tensor_arg(call, 1, "input"),
-               tensor_arg(call, 2, "weight"))
-    if bool(call.arg(7, "transposed")):
-        raise UnsupportedOpError("backward of a transposed convolution")
-    nd = w.rank - 2
-    if x.rank != nd + 2:
-        raise UnsupportedOpError("unbatched convolution backward")
-    groups = int(call.arg(9, "groups"))
-    fwd = ConvSpec(
-        stride=_expand(call.arg(4, "stride"), nd),
-        padding=_expand(call.arg(5, "padding"), nd),
-        dilation=_expand(call.arg(6, "dilation"), nd),
-        transposed=True,
-        groups=groups,
-    )
-    dx, dw, db = [*call.outputs, None, None, None][:3]
-    ctx = _OneKernel(ctx)
-    if dx is not None:
-        emit_conv(ctx, g, w, None, dx, fwd)
-    if dw is not None:
-        _conv_weight_grad(ctx, g, x, dw, fwd)
-    if db is not None:
-        kb = ctx.kernel("conv_backward_bias")
-        ch, red = Nest(kb, [g.shape[1]], "k"), Nest(kb, [g.shape[0], *g.shape[2:]], "i")
-        dt = accumulate_dtype(db.dtype)
-        acc = kb.local(dt, [g.shape[1]], "acc")[ch.idx[0]]
-        kb.emit(*ch.wrap([
-            Assign(acc, lit(0.0)),
-            *red.wrap([Reduce(acc, "+", cast(ctx.read(g, [red.idx[0], ch.idx[0], *red.idx[1:]]),
-                                             g.dtype, dt))]),
-            Assign(ctx.write(db, ch.idx), cast(acc, dt, db.dtype)),
-        ]))
-
-
-def _expand(v: object, nd: int) -> tuple[int, ...]:
-    vals = tuple(int(a) for a in v) if isinstance(v, tuple | list) else (int(v),)  # type: ignore[call-overload]
-    return vals * nd if len(vals) == 1 else vals
-
-
-def _conv_weight_grad(
-    ctx: LowerCtx, g: TensorInfo, x: TensorInfo, dw: TensorInfo, spec: ConvSpec
-) -> None:
-    """``dW[k, c, r] = sum_{n, o} G[n, k, o] * X[n, g*Cg + c, s*o + d*r - p]``."""
-    nd = dw.rank - 2
-    groups = spec.groups
-    kout, cg = dw.shape[0], dw.shape[1]
-    kg = kout // groups
-    kb = ctx.kernel("conv_backward_weight")
-    dt = accumulate_dtype(dw.dtype)
-    outer = Nest(kb, [groups, kg, cg, *dw.shape[2:]], ["g", "k", "c", *("r", "s", "t")[:nd]])
-    inner = Nest(kb, [g.shape[0], *g.shape[2:]], ["n", *("oh", "ow", "od")[:nd]])
-    gi, ki, ci, taps = outer.idx[0], outer.idx[1], outer.idx[2], outer.idx[3:]
-    n, osp = inner.idx[0], inner.idx[1:]
-    kk = iadd(imul(gi, kg), ki)
-    conds: list[Expr] = []
-    src: list[Expr] = []
-    for d in range(nd):
-        a = inner.aff(1 + d, spec.stride[d]).plus(outer.aff(3 + d, spec.dilation[d]))
-        a = Aff(a.terms, a.const - spec.padding[d])
-        conds += range_guard(a, x.shape[2 + d])
-        src.append(a.expr())
-    acc = kb.local(dt, [], "acc").scalar()
-    prod = Binary(
-        "*",
-        cast(ctx.read(g, [n, kk, *osp]), g.dtype, dt),
-        cast(ctx.read(x, [n, iadd(imul(gi, cg), ci), *src]), x.dtype, dt),
-    )
-    kb.emit(*outer.wrap([
-        Assign(acc, lit(0.0)),
-        *inner.wrap(guard(conds, [Reduce(acc, "+", prod)])),
-        Assign(ctx.write(dw, [kk, ci, *taps]), cast(acc, dt, dw.dtype)),
-    ]))
-
-
-@LOWERINGS.register("aten.embedding_dense_backward.default")
-def _embedding_dense_backward(ctx: LowerCtx, call: OpCall) -> None:
-    """``embedding_dense_backward(grad, indices, num_weights, padding_idx, scale_grad_by_freq)``:
-    zeros, then ``dW[idx[i], d] += G[i, d]`` (rows at ``padding_idx`` skipped)."""
-    g, ids, out = tensor_arg(call, 0, "grad_output"), tensor_arg(call, 1, "indices"), out0(call)
-    pad = int(call.arg(3, "padding_idx", -1))
-    if bool(call.arg(4, "scale_grad_by_freq", False)):
-        raise UnsupportedOpError("embedding backward with scale_grad_by_freq")
-    kb = ctx.kernel()
-    init = Nest(kb, out.shape, "i")
-    kb.emit(*init.wrap([Assign(ctx.write(out, init.idx), lit(0.0))]))
-    rows = Nest(kb, ids.shape, "i")
-    cols = Nest(kb, [out.shape[1]], "d")
-    row = ctx.read(ids, rows.idx)
-    stmt: Stmt = Reduce(ctx.write(out, [row, cols.idx[0]]), "+",
-                        cast(ctx.read(g, [*rows.idx, cols.idx[0]]), g.dtype, out.dtype))
-    if pad >= 0:
-        stmt = If(binop("!=", row, lit(pad)), (stmt,))
-    kb.emit(*rows.wrap(cols.wrap([stmt])))
-
-
-def _zero_then(ctx: LowerCtx, out: TensorInfo) -> tuple[KernelBuilder, Nest]:
-    """A kernel starting with ``out = 0`` (as eager's ``zeros`` + copy)."""
-    kb = ctx.kernel()
-    init = Nest(kb, out.shape, "i")
-    kb.emit(*init.wrap([Assign(ctx.write(out, init.idx), lit(0.0))]))
-    return kb, init
-
-
-@LOWERINGS.register("aten.select_backward.default", "aten.slice_backward.default")
-def _select_slice_backward(ctx: LowerCtx, call: OpCall) -> None:
-    """``select_backward(grad, input_sizes, dim, index)`` / ``slice_backward(grad,
-    input_sizes, dim, start, end, step)``: zeros, then ``grad`` into the selected part."""
-    g, out = tensor_arg(call, 0, "grad_output"), out0(call)
-    dim = norm_dim(call.arg(2, "dim"), out.rank)
-    kb, _ = _zero_then(ctx, out)
-    part = Nest(kb, g.shape, "j")
-    src = list(part.idx)
-    if call.op == "select_backward":
-        index = int(call.arg(3, "index"))
-        dst = [*src[:dim], IntLit(index % out.shape[dim]), *src[dim:]]
-    else:
-        start, step = int(call.arg(3, "start") or 0), int(call.arg(5, "step", 1))
-        start = min(max(start + out.shape[dim] if start < 0 else start, 0), out.shape[dim])
-        dst = list(src)
-        dst[dim] = part.aff(dim, step).plus(Aff((), start)).expr()
-    kb.emit(*part.wrap([Assign(ctx.write(out, dst), cast(ctx.read(g, src), g.dtype, out.dtype))]))
-
-
-def _avg_pool_backward(nd: int) -> Callable[[LowerCtx, OpCall], None]:
-    def lower(ctx: LowerCtx, call: OpCall) -> None:
-        """``avg_pool{nd}d_backward(grad, self, kernel, stride, padding, ceil_mode,
-        count_include_pad, divisor_override)``: each output's gradient, divided once, added
-        to every input of its window (windows of a constant size only)."""
-        g, out = tensor_arg(call, 0, "grad_output"), out0(call)
-        kernel = _expand(call.arg(2, "kernel_size"), nd)
-        stride = _expand(call.arg(3, "stride") or kernel, nd)
-        padding = _expand(call.arg(4, "padding"), nd)
-        ceil_mode, include_pad = bool(call.arg(5, "ceil_mode")), bool(call.arg(6, "count_include_pad"))
-        override = call.arg(7, "divisor_override")
-        if override is None and (ceil_mode or (any(padding) and not include_pad)):
-            raise UnsupportedOpError("avg_pool backward with windows of varying size")
-        div = float(override) if override is not None else float(math.prod(kernel))
-        dt = accumulate_dtype(out.dtype)
-        kb, _ = _zero_then(ctx, out)
-        lead = g.rank - nd
-        scaled = kb.local(dt, g.shape, "scaled")
-        outer = Nest(kb, g.shape, ["i"] * lead + ["oh", "ow", "od"][:nd])
-        taps = Nest(kb, kernel, ["r", "s", "t"][:nd])
-        conds: list[Expr] = []
-        dst: list[Expr] = list(outer.idx[:lead])
-        for d in range(nd):
-            a = outer.aff(lead + d, stride[d]).plus(taps.aff(d))
-            a = Aff(a.terms, a.const - padding[d])
-            conds += range_guard(a, out.shape[lead + d])
-            dst.append(a.expr())
-        sg = scaled[tuple(outer.idx)]
-        kb.emit(*outer.wrap([
-            Assign(sg, binop("/", cast(ctx.read(g, outer.idx), g.dtype, dt), lit(div))),
-            *taps.wrap(guard(conds, [Reduce(ctx.write(out, dst), "+", cast(sg, dt, out.dtype))])),
-        ]))
-
-    return lower
-
-
-for _nd in (1, 2, 3):
-    LOWERINGS.register(f"aten.avg_pool{_nd}d_backward.default")(_avg_pool_backward(_nd))

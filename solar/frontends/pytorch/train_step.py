@@ -253,7 +253,7 @@ def _backward_marked(backward: Any) -> Iterator[None]:
     def marked(*args: Any, **kwargs: Any) -> Any:
         return backward(lambda: original(*args, **kwargs))
 
-    torch.autograd.backward = marked  # type: ignore[assignment]
+    torch.autograd.backward = marked
     try:
         yield
     finally:
@@ -268,7 +268,8 @@ def _default_loss(out: Any) -> Any:
     floats = [x for x in leaves if isinstance(x, torch.Tensor) and x.is_floating_point()]
     if not floats:
         raise FrontendError(
-            "the model returned no floating tensor to take the default loss of", code="E0503",
+            "the model returned no floating tensor to take the default loss of",
+            code="E0503",
             notes=("define loss_fn(output, *targets) in the model file",),
         )
     loss = floats[0].mean()
@@ -388,20 +389,18 @@ def training_instance(inst: Instance, step: TrainStep, *, fake_mode: Any = None)
             if any(t.grad is not None for t in leaves):  # the forward ran its own backward
                 grads = [t.grad if t.is_leaf else None for t in wrt]
             else:
-                grads = list(
-                    backward(
-                        lambda: torch.autograd.grad(loss, wrt, allow_unused=True)
-                    )
-                )
+                grads = list(backward(lambda: torch.autograd.grad(loss, wrt, allow_unused=True)))
         updates = optimizer(lambda: _apply_updates(spec, params, grads, slots, state))
         kept = tuple(g for g in grads if g is not None)
         return (loss.detach(), *kept, *updates)
 
     step_fn.solar_train_step = (  # type: ignore[attr-defined]
-        _loss_words(namespace, loss_fn), describe_optimizer(spec)
+        _loss_words(namespace, loss_fn),
+        describe_optimizer(spec),
     )
-    return Instance(step_fn, inst.module, (*inst.args, *targets), state, inst.sizes,
-                    inst.attr_names, namespace)
+    return Instance(
+        step_fn, inst.module, (*inst.args, *targets), state, inst.sizes, inst.attr_names, namespace
+    )
 
 
 def _loss_words(namespace: Any, loss_fn: Any) -> str:

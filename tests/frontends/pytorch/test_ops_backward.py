@@ -59,8 +59,19 @@ def test_layer_norm_backward(shape: tuple[int, ...]) -> None:
     d = shape[-1]
     w, b = torch.rand(d) + 0.5, torch.randn(d)
     _, mean, rstd = A.native_layer_norm.default(x, [d], w, b, 1e-5)
-    check_op(A.native_layer_norm_backward.default, torch.randn(*shape), x, [d], mean, rstd, w, b,
-             [True, True, True], rtol=1e-4, atol=1e-4)
+    check_op(
+        A.native_layer_norm_backward.default,
+        torch.randn(*shape),
+        x,
+        [d],
+        mean,
+        rstd,
+        w,
+        b,
+        [True, True, True],
+        rtol=1e-4,
+        atol=1e-4,
+    )
 
 
 @pytest.mark.parametrize("train", [True, False])
@@ -69,8 +80,21 @@ def test_batch_norm_backward(train: bool) -> None:
     w, b = torch.rand(3) + 0.5, torch.randn(3)
     rm, rv = torch.randn(3), torch.rand(3) + 0.5
     _, sm, si = A.native_batch_norm.default(x, w, b, rm.clone(), rv.clone(), train, 0.1, 1e-5)
-    check_op(A.native_batch_norm_backward.default, torch.randn_like(x), x, w, rm, rv, sm, si,
-             train, 1e-5, [True, True, True], rtol=1e-4, atol=1e-4)
+    check_op(
+        A.native_batch_norm_backward.default,
+        torch.randn_like(x),
+        x,
+        w,
+        rm,
+        rv,
+        sm,
+        si,
+        train,
+        1e-5,
+        [True, True, True],
+        rtol=1e-4,
+        atol=1e-4,
+    )
 
 
 @pytest.mark.parametrize(
@@ -82,15 +106,33 @@ def test_batch_norm_backward(train: bool) -> None:
     ],
 )
 def test_convolution_backward(
-    xs: tuple[int, ...], ws: tuple[int, ...], stride: list[int], padding: list[int],
-    dilation: list[int], groups: int,
+    xs: tuple[int, ...],
+    ws: tuple[int, ...],
+    stride: list[int],
+    padding: list[int],
+    dilation: list[int],
+    groups: int,
 ) -> None:
     x, w = torch.randn(*xs), torch.randn(*ws)
-    y = A.convolution.default(x, w, None, stride, padding, dilation, False, [0] * len(stride),
-                              groups)
-    check_op(A.convolution_backward.default, torch.randn_like(y), x, w, [ws[0]], stride,
-             padding, dilation, False, [0] * len(stride), groups, [True, True, True],
-             rtol=1e-4, atol=1e-4)
+    y = A.convolution.default(
+        x, w, None, stride, padding, dilation, False, [0] * len(stride), groups
+    )
+    check_op(
+        A.convolution_backward.default,
+        torch.randn_like(y),
+        x,
+        w,
+        [ws[0]],
+        stride,
+        padding,
+        dilation,
+        False,
+        [0] * len(stride),
+        groups,
+        [True, True, True],
+        rtol=1e-4,
+        atol=1e-4,
+    )
 
 
 @pytest.mark.parametrize("padding_idx", [-1, 2])
@@ -110,10 +152,22 @@ def test_select_and_slice_backward() -> None:
     [((2, 3, 8, 8), [2, 2], [2, 2], [0, 0], True), ((1, 2, 7, 6), [3, 3], [2, 1], [1, 1], True)],
 )
 def test_avg_pool2d_backward(
-    shape: tuple[int, ...], kernel: list[int], stride: list[int], padding: list[int],
+    shape: tuple[int, ...],
+    kernel: list[int],
+    stride: list[int],
+    padding: list[int],
     include_pad: bool,
 ) -> None:
     x = torch.randn(*shape)
     y = A.avg_pool2d.default(x, kernel, stride, padding, False, include_pad, None)
-    check_op(A.avg_pool2d_backward.default, torch.randn_like(y), x, kernel, stride, padding,
-             False, include_pad, None)
+    check_op(
+        A.avg_pool2d_backward.default,
+        torch.randn_like(y),
+        x,
+        kernel,
+        stride,
+        padding,
+        False,
+        include_pad,
+        None,
+    )
