@@ -9,8 +9,8 @@ lowerings in ops_reduce.py and ops_norm.py; ops with several gradients
 gradient ``output_mask`` asks for in one launch (`OneKernel`), reading the operands
 once. Convolution, pooling and indexing backward ops: ops_backward_spatial.py.
 Formulas follow the eager CPU kernels with as few operations as they use (library
-functions count 1 FLOP each, docs/bounds.md); a variant not written here raises `UnsupportedOpError` and the op is
-reported uncovered with its share, never dropped.
+functions count 1 FLOP each, docs/bounds.md); a variant not written here raises
+`UnsupportedOpError` and the op is reported uncovered with its share, never dropped.
 """
 
 from __future__ import annotations
