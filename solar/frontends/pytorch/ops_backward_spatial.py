@@ -239,3 +239,36 @@ def _avg_pool_backward(nd: int) -> Callable[[LowerCtx, OpCall], None]:
 
 for _nd in (1, 2, 3):
     LOWERINGS.register(f"aten.avg_pool{_nd}d_backward.default")(_avg_pool_backward(_nd))
+
+
+def _max_pool_backward(nd: int) -> Callable[[LowerCtx, OpCall], None]:
+    def lower(ctx: LowerCtx, call: OpCall) -> None:
+        """``max_pool{nd}d_with_indices_backward(grad, self, kernel, stride, padding,
+        dilation, ceil_mode, indices)``: zeros, then each output's gradient added at its
+        argmax (``indices`` are flat over the pooled plane)."""
+        g, out = tensor_arg(call, 0, "grad_output"), out0(call)
+        idx = tensor_arg(call, 7, "indices")
+        lead = g.rank - nd
+        plane = out.shape[lead:]
+        kb, _ = _zero_then(ctx, out)
+        src = Nest(kb, g.shape, "i")
+        flat = ctx.read(idx, src.idx)
+        dst: list[Expr] = []
+        inner = 1
+        for d in reversed(range(nd)):
+            pos: Expr = flat if inner == 1 else Binary("//", flat, IntLit(inner))
+            if d > 0:
+                pos = Binary("%", pos, IntLit(plane[d]))
+            dst.insert(0, pos)
+            inner *= plane[d]
+        target = ctx.write(out, [*src.idx[:lead], *dst])
+        value = cast(ctx.read(g, src.idx), g.dtype, out.dtype)
+        kb.emit(*src.wrap([Reduce(target, "+", value)]))
+
+    return lower
+
+
+for _nd in (2, 3):
+    LOWERINGS.register(f"aten.max_pool{_nd}d_with_indices_backward.default")(
+        _max_pool_backward(_nd)
+    )

@@ -171,3 +171,27 @@ def test_avg_pool2d_backward(
         include_pad,
         None,
     )
+
+
+@pytest.mark.parametrize(("causal", "masked"), [(False, False), (True, False), (False, True)])
+def test_flash_attention_backward(causal: bool, masked: bool) -> None:
+    q, k, v = torch.randn(2, 3, 6, 8), torch.randn(2, 3, 6, 8), torch.randn(2, 3, 6, 8)
+    mask = torch.randn(6, 6) if masked else None
+    out, lse = A._scaled_dot_product_flash_attention_for_cpu.default(
+        q, k, v, 0.0, causal, attn_mask=mask
+    )
+    check_op(A._scaled_dot_product_flash_attention_for_cpu_backward.default, torch.randn_like(out),
+             q, k, v, out, lse, 0.0, causal, attn_mask=mask, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("shape", "kernel", "stride", "padding"),
+    [((2, 3, 8, 8), [2, 2], [2, 2], [0, 0]), ((1, 2, 7, 6), [3, 3], [1, 2], [1, 1])],
+)
+def test_max_pool2d_backward(
+    shape: tuple[int, ...], kernel: list[int], stride: list[int], padding: list[int]
+) -> None:
+    x = torch.randn(*shape)
+    y, idx = A.max_pool2d_with_indices.default(x, kernel, stride, padding, [1, 1], False)
+    check_op(A.max_pool2d_with_indices_backward.default, torch.randn_like(y), x, kernel, stride,
+             padding, [1, 1], False, idx)
