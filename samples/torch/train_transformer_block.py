@@ -15,7 +15,7 @@ class Model(nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.ln1 = nn.LayerNorm(DIM)
-        self.qkv = nn.Linear(DIM, 3 * DIM)
+        self.qkv = nn.Linear(DIM, 3 * DIM, bias=False)  # a key bias has an exactly-zero gradient
         self.proj = nn.Linear(DIM, DIM)
         self.ln2 = nn.LayerNorm(DIM)
         self.fc1 = nn.Linear(DIM, 4 * DIM)
