@@ -38,7 +38,7 @@ from solar.frontends.pytorch.lowering_utils import (
     tensor_arg,
 )
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
-from solar.ir import Assign, Binary, Expr, IntLit, Name, Reduce, Stmt, lit
+from solar.ir import Assign, Binary, Expr, IntLit, Name, Reduce, Stmt, Unary, lit
 
 __all__ = ["OneKernel"]
 
@@ -196,6 +196,82 @@ def _leaky_relu_backward(ctx: LowerCtx, call: OpCall) -> None:
     _grad_elementwise(
         ctx, call, lambda g, x: sel(binop(">", x, lit(0.0)), g, binop("*", g, lit(slope)))
     )
+
+
+@LOWERINGS.register("aten.hardswish_backward")
+def _hardswish_backward(ctx: LowerCtx, call: OpCall) -> None:
+    """``hardswish_backward(grad, self)``: 0 up to -3, ``g (x / 3 + 1/2)`` below 3, else ``g``."""
+    _grad_elementwise(
+        ctx,
+        call,
+        lambda g, x: sel(
+            binop("<=", x, lit(-3.0)),
+            lit(0.0),
+            sel(
+                binop("<", x, lit(3.0)),
+                binop("*", g, binop("+", binop("/", x, lit(3.0)), lit(0.5))),
+                g,
+            ),
+        ),
+    )
+
+
+@LOWERINGS.register("aten.hardsigmoid_backward")
+def _hardsigmoid_backward(ctx: LowerCtx, call: OpCall) -> None:
+    """``hardsigmoid_backward(grad, self)``: ``g / 6`` strictly inside (-3, 3), else 0."""
+    _grad_elementwise(
+        ctx,
+        call,
+        lambda g, x: sel(
+            binop("and", binop(">", x, lit(-3.0)), binop("<", x, lit(3.0))),
+            binop("/", g, lit(6.0)),
+            lit(0.0),
+        ),
+    )
+
+
+@LOWERINGS.register("aten.log_sigmoid_backward")
+def _log_sigmoid_backward(ctx: LowerCtx, call: OpCall) -> None:
+    """``log_sigmoid_backward(grad, self, buffer)``: ``g * sigmoid(-x)``."""
+    _grad_elementwise(ctx, call, lambda g, x: binop("*", g, fn("sigmoid", Unary("-", x))))
+
+
+@LOWERINGS.register("aten.softplus_backward")
+def _softplus_backward(ctx: LowerCtx, call: OpCall) -> None:
+    """``softplus_backward(grad, self, beta, threshold)``: ``g * sigmoid(beta x)`` below the
+    threshold, ``g`` above (eager: ``z = exp(beta x)``, ``g z / (z + 1)``)."""
+    beta, threshold = float(call.arg(2, "beta", 1.0)), float(call.arg(3, "threshold", 20.0))
+
+    def body(g: Expr, x: Expr) -> Expr:
+        bx = x if beta == 1.0 else binop("*", x, lit(beta))
+        return sel(binop(">", bx, lit(threshold)), g, binop("*", g, fn("sigmoid", bx)))
+
+    _grad_elementwise(ctx, call, body)
+
+
+@LOWERINGS.register("aten.elu_backward")
+def _elu_backward(ctx: LowerCtx, call: OpCall) -> None:
+    """``elu_backward(grad, alpha, scale, input_scale, is_result, self_or_result)``."""
+    g, out = tensor_arg(call, 0, "grad_output"), out0(call)
+    alpha, scale = float(call.arg(1, "alpha")), float(call.arg(2, "scale"))
+    in_scale, is_result = float(call.arg(3, "input_scale")), bool(call.arg(4, "is_result"))
+    v = tensor_arg(call, 5, "self_or_result")
+    dt = accumulate_dtype(out.dtype)
+
+    def value(idx: tuple[Name, ...]) -> Expr:
+        gv, xv = operand(g, idx, out.shape, dt), operand(v, idx, out.shape, dt)
+        if is_result:
+            neg = binop("*", binop("*", gv, lit(in_scale)), binop("+", xv, lit(alpha * scale)))
+        else:
+            neg = binop(
+                "*",
+                gv,
+                binop("*", lit(in_scale * alpha * scale), fn("exp", binop("*", xv, lit(in_scale)))),
+            )
+        pos = gv if scale == 1.0 else binop("*", gv, lit(scale))
+        return cast(sel(binop("<=", xv, lit(0.0)), neg, pos), dt, out.dtype)
+
+    elementwise(ctx, out, value)
 
 
 @LOWERINGS.register("aten.native_dropout_backward")

@@ -272,3 +272,41 @@ for _nd in (2, 3):
     LOWERINGS.register(f"aten.max_pool{_nd}d_with_indices_backward.default")(
         _max_pool_backward(_nd)
     )
+
+
+def _adaptive_avg_backward(nd: int) -> Callable[[LowerCtx, OpCall], None]:
+    def lower(ctx: LowerCtx, call: OpCall) -> None:
+        """``_adaptive_avg_pool{nd}d_backward(grad, self)`` when every window has one size
+        (input extents multiples of the output's): ``g[o // k] / prod(k)`` per input."""
+        g, out = tensor_arg(call, 0, "grad_output"), out0(call)
+        lead = out.rank - nd
+        ks = []
+        for d in range(nd):
+            n_in, n_out = out.shape[lead + d], g.shape[lead + d]
+            if n_in % n_out:
+                raise UnsupportedOpError("adaptive pooling backward with windows of varying size")
+            ks.append(n_in // n_out)
+        dt = accumulate_dtype(out.dtype)
+        kb = ctx.kernel()
+        full = Nest(kb, out.shape, "i")
+        src = [
+            *full.idx[:lead],
+            *(
+                full.idx[lead + d]
+                if ks[d] == 1
+                else Binary("//", full.idx[lead + d], IntLit(ks[d]))
+                for d in range(nd)
+            ),
+        ]
+        val: Expr = cast(ctx.read(g, src), g.dtype, dt)
+        if math.prod(ks) != 1:
+            val = binop("/", val, lit(float(math.prod(ks))))
+        kb.emit(*full.wrap([Assign(ctx.write(out, full.idx), cast(val, dt, out.dtype))]))
+
+    return lower
+
+
+for _nd in (2, 3):
+    LOWERINGS.register(f"aten._adaptive_avg_pool{_nd}d_backward.default")(
+        _adaptive_avg_backward(_nd)
+    )

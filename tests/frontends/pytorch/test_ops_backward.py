@@ -195,3 +195,26 @@ def test_max_pool2d_backward(
     y, idx = A.max_pool2d_with_indices.default(x, kernel, stride, padding, [1, 1], False)
     check_op(A.max_pool2d_with_indices_backward.default, torch.randn_like(y), x, kernel, stride,
              padding, [1, 1], False, idx)
+
+
+@pytest.mark.parametrize(
+    ("op", "args"),
+    [
+        (A.hardswish_backward.default, (_r(4, 9), torch.linspace(-5, 5, 36).reshape(4, 9))),
+        (A.hardsigmoid_backward.default, (_r(4, 9), torch.linspace(-5, 5, 36).reshape(4, 9))),
+        (A.softplus_backward.default, (_r(4, 6), _r(4, 6) * 10, 1.0, 20.0)),
+        (A.softplus_backward.default, (_r(4, 6), _r(4, 6) * 10, 2.0, 5.0)),
+        (A.elu_backward.default, (_r(4, 6), 1.0, 1.0, 1.0, False, _r(4, 6))),
+        (A.elu_backward.default, (_r(4, 6), 1.5, 1.05, 1.0, True, _r(4, 6))),
+        (A._adaptive_avg_pool2d_backward.default, (_r(2, 3, 2, 3), _r(2, 3, 8, 6))),
+        (A._adaptive_avg_pool2d_backward.default, (_r(2, 3, 1, 1), _r(2, 3, 5, 7))),
+    ],
+)
+def test_more_backward_ops(op: object, args: tuple[object, ...]) -> None:
+    check_op(op, *args)
+
+
+def test_log_sigmoid_backward() -> None:
+    x = torch.randn(4, 6) * 4
+    _, buffer = A.log_sigmoid_forward.default(x)
+    check_op(A.log_sigmoid_backward.default, torch.randn(4, 6), x, buffer)
