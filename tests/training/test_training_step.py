@@ -83,7 +83,7 @@ def test_phase_flops_add_up_and_the_step_fuses_across_phases() -> None:
         ("train_mlp", True),
         ("train_transformer_block", True),
         ("train_cnn", True),
-        ("train_lstm", False),
+        ("train_lstm", True),
     ],
 )
 def test_training_samples_validate(name: str, complete: bool) -> None:

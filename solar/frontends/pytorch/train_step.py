@@ -27,6 +27,14 @@ Phases: the backward runs inside a `Backward` module and the update inside an
 ``backward_<op>`` and ``optimizer_<op>`` (`phase_of_kernel`); everything else
 (the model and the loss) is the forward.
 
+Note [RNN steps]: on CPU, eager runs a training-mode LSTM as oneDNN's fused
+``mkldnn_rnn_layer`` whose backward (``mkldnn_rnn_layer_backward``, with an opaque
+workspace) is not lowered. A step of a model with recurrent layers therefore runs with
+oneDNN disabled (in the capture and in the reference alike): eager then unrolls each time
+step into matmuls and pointwise ops, whose backward ops are all lowered. The forward's
+work is the same; it is split into more launches (the unfused bound counts them, the
+fused bound does not).
+
 Note [Optimizer math]: PyTorch's ``_single_tensor_sgd``/``_single_tensor_adam`` update
 in place (``param.addcdiv_``); written out of place the same kernels run
 (``mul``, ``lerp``, ``addcmul``, ``sqrt``, ``div``, ``add``, ``addcdiv``), each a full
@@ -260,6 +268,17 @@ def _backward_marked(backward: Any) -> Iterator[None]:
         torch.autograd.backward = original
 
 
+def _rnn_decomposed(module: Any) -> contextlib.AbstractContextManager[Any]:
+    """oneDNN off for a model with recurrent layers (Note [RNN steps])."""
+    import torch
+
+    if isinstance(module, torch.nn.Module) and any(
+        isinstance(m, torch.nn.RNNBase) for m in module.modules()
+    ):
+        return torch.backends.mkldnn.flags(enabled=False)  # type: ignore[no-any-return]
+    return contextlib.nullcontext()
+
+
 def _default_loss(out: Any) -> Any:
     import torch
     from torch.utils._pytree import tree_flatten
@@ -379,7 +398,7 @@ def training_instance(inst: Instance, step: TrainStep, *, fake_mode: Any = None)
         leaves = [t for t in (*tensors, *grad_inputs) if t.is_leaf]
         for t in leaves:
             t.grad = None
-        with torch.enable_grad(), _backward_marked(backward):
+        with torch.enable_grad(), _backward_marked(backward), _rnn_decomposed(inst.module):
             out = base(*model_args)
             with user_code("the loss"):
                 loss = loss_fn(out, *extra) if loss_fn is not None else _default_loss(out)
