@@ -128,4 +128,4 @@ def test_unmodelled_optimizer_is_a_coded_error(tmp_path: Path) -> None:
     )
     with pytest.raises(FrontendError) as err:
         analyze(src, AnalyzeOptions(train_step=True))
-    assert err.value.code == "E0513"
+    assert err.value.code == "E0530"

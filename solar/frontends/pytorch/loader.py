@@ -305,7 +305,7 @@ def instantiate(
         The built `Instance`.
 
     Raises:
-        FrontendError: E0501-E0504, E0507 (see module docstring), E0513/E0514 (the
+        FrontendError: E0501-E0504, E0507 (see module docstring), E0530/E0531 (the
             training step: solar.frontends.pytorch.train_step).
     """
     inst = _instantiate(source, fake_mode=fake_mode, real_fallback=real_fallback)

@@ -40,6 +40,10 @@ in place (``param.addcdiv_``); written out of place the same kernels run
 (``mul``, ``lerp``, ``addcmul``, ``sqrt``, ``div``, ``add``, ``addcdiv``), each a full
 overwrite in eager, so the bounds see the same launches and bytes. The step count of
 Adam's bias correction is `ADAM_STEP` (a constant; any step >= 1 costs the same).
+
+Error codes: E0530 the file's optimizer is not one SOLAR models (SGD, Adam, AdamW; no
+amsgrad/maximize); E0531 nothing requires grad; E0503 a hook returned the wrong kind of
+value (``get_loss``, ``get_targets``, a loss that is not one element).
 """
 
 from __future__ import annotations
@@ -187,7 +191,7 @@ def optimizer_from(opt: Any) -> OptimizerSpec:
     """The `OptimizerSpec` of a ``torch.optim`` optimizer (its first param group).
 
     Raises:
-        FrontendError: E0513 for an optimizer SOLAR does not model.
+        FrontendError: E0530 for an optimizer SOLAR does not model.
     """
     import torch
 
@@ -200,13 +204,13 @@ def optimizer_from(opt: Any) -> OptimizerSpec:
     if kind is None:
         raise FrontendError(
             f"get_optimizer() built a {type(opt).__name__}; SOLAR models SGD, Adam and AdamW",
-            code="E0513",
+            code="E0530",
             notes=("pass --optimizer sgd|adam|adamw to bound the step with one of them",),
         )
     group = opt.param_groups[0]
     if group.get("amsgrad") or group.get("maximize"):
         raise FrontendError(
-            f"{type(opt).__name__} with amsgrad/maximize is not modelled", code="E0513"
+            f"{type(opt).__name__} with amsgrad/maximize is not modelled", code="E0530"
         )
     if kind == "sgd":
         return OptimizerSpec(
@@ -363,8 +367,8 @@ def training_instance(inst: Instance, step: TrainStep, *, fake_mode: Any = None)
         adds the optimizer state.
 
     Raises:
-        FrontendError: E0501 (user code), E0503 (hooks returned the wrong thing), E0513
-            (an optimizer SOLAR does not model), E0514 (nothing to train).
+        FrontendError: E0501 (user code), E0503 (hooks returned the wrong thing), E0530
+            (an optimizer SOLAR does not model), E0531 (nothing to train).
     """
     import torch
 
@@ -387,7 +391,7 @@ def training_instance(inst: Instance, step: TrainStep, *, fake_mode: Any = None)
     grad_inputs = [a for a in inst.args if isinstance(a, torch.Tensor) and a.requires_grad]
     if not params and not grad_inputs:
         raise FrontendError(
-            "--train: the program has no parameter or input that requires grad", code="E0514"
+            "--train: the program has no parameter or input that requires grad", code="E0531"
         )
     backward, optimizer = _phase_module("Backward"), _phase_module("Optimizer")
     base = inst.fn
