@@ -5,9 +5,9 @@ Contract: ``(LowerCtx, OpCall) -> None``, as every op module. Elementwise backwa
 over the gradient; row-wise ones (``_softmax_backward_data``, ``native_layer_norm_
 backward``) reduce a row into a kernel-local before writing it, like the forward
 lowerings in ops_reduce.py and ops_norm.py; ops with several gradients
-(``native_layer_norm_backward``, ``native_batch_norm_backward``) compute every
-gradient ``output_mask`` asks for in one launch (`OneKernel`), reading the operands
-once. Convolution, pooling and indexing backward ops: ops_backward_spatial.py.
+(normalisation: ops_backward_norm.py) compute every gradient ``output_mask`` asks for
+in one launch (`OneKernel`), reading the operands once. Convolution, pooling and
+indexing backward ops: ops_backward_spatial.py; attention: ops_backward_attention.py.
 Formulas follow the eager CPU kernels with as few operations as they use (library
 functions count 1 FLOP each, docs/bounds.md); a variant not written here raises
 `UnsupportedOpError` and the op is reported uncovered with its share, never dropped.
@@ -38,7 +38,7 @@ from solar.frontends.pytorch.lowering_utils import (
     tensor_arg,
 )
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
-from solar.ir import Assign, Binary, Expr, IntLit, Name, Reduce, Stmt, Unary, lit
+from solar.ir import Assign, Binary, Expr, Name, Reduce, Stmt, Unary, lit
 
 __all__ = ["OneKernel"]
 
@@ -396,153 +396,3 @@ def _nll_loss_backward(ctx: LowerCtx, call: OpCall) -> None:
         return cast(sel(cond, Binary("-", lit(0.0), val), lit(0.0)), dt, out.dtype)
 
     elementwise(ctx, out, value)
-
-
-@LOWERINGS.register("aten.native_layer_norm_backward.default")
-def _layer_norm_backward(ctx: LowerCtx, call: OpCall) -> None:
-    """``native_layer_norm_backward(grad, input, normalized_shape, mean, rstd, weight, bias,
-    output_mask) -> (dx, dw, db)``: ``dx = rstd (g w - mean(g w) - xhat mean(g w xhat))``,
-    ``dw = sum_rows(g xhat)``, ``db = sum_rows(g)``; one kernel per gradient."""
-    g, x = tensor_arg(call, 0, "grad_out"), tensor_arg(call, 1, "input")
-    normalized = tuple(call.arg(2, "normalized_shape"))
-    mean, rstd = tensor_arg(call, 3, "mean"), tensor_arg(call, 4, "rstd")
-    weight = _opt(call.arg(5, "weight"))
-    dx, dw, db = [*call.outputs, None, None, None][:3]
-    k = len(normalized)
-    if k == 0 or tuple(x.shape[x.rank - k :]) != normalized:
-        raise UnsupportedOpError("normalized_shape does not match the input")
-    lead_shape, count = list(x.shape[: x.rank - k]), math.prod(normalized)
-    dt = accumulate_dtype(x.dtype)
-    ctx = OneKernel(ctx)
-
-    def xhat(rows: Sequence[Expr], cols: Sequence[Expr]) -> Expr:
-        stat = [*rows, *([IntLit(0)] * k)]
-        xv = cast(ctx.read(x, [*rows, *cols]), x.dtype, dt)
-        return binop(
-            "*",
-            binop("-", xv, cast(ctx.read(mean, stat), mean.dtype, dt)),
-            cast(ctx.read(rstd, stat), rstd.dtype, dt),
-        )
-
-    def gw(rows: Sequence[Expr], cols: Sequence[Expr]) -> Expr:
-        gv = cast(ctx.read(g, [*rows, *cols]), g.dtype, dt)
-        return binop("*", gv, cast(ctx.read(weight, cols), weight.dtype, dt)) if weight else gv
-
-    if dx is not None:
-        kb = ctx.kernel("layer_norm_backward_input")
-        rows = Nest(kb, lead_shape, "i")
-        a_ref, b_ref = kb.local(dt, lead_shape, "a"), kb.local(dt, lead_shape, "b")
-        a = a_ref[tuple(rows.idx)] if lead_shape else a_ref.scalar()
-        b = b_ref[tuple(rows.idx)] if lead_shape else b_ref.scalar()
-        red, full = Nest(kb, normalized, "j"), Nest(kb, normalized, "j")
-        rstd_v = cast(ctx.read(rstd, [*rows.idx, *([IntLit(0)] * k)]), rstd.dtype, dt)
-        val = binop(
-            "*",
-            rstd_v,
-            binop(
-                "-",
-                binop("-", gw(rows.idx, full.idx), binop("/", a, lit(float(count)))),
-                binop("*", xhat(rows.idx, full.idx), binop("/", b, lit(float(count)))),
-            ),
-        )
-        kb.emit(
-            *rows.wrap(
-                [
-                    Assign(a, lit(0.0)),
-                    Assign(b, lit(0.0)),
-                    *red.wrap(
-                        [
-                            Reduce(a, "+", gw(rows.idx, red.idx)),
-                            Reduce(
-                                b, "+", binop("*", gw(rows.idx, red.idx), xhat(rows.idx, red.idx))
-                            ),
-                        ]
-                    ),
-                    *full.wrap(
-                        [Assign(ctx.write(dx, [*rows.idx, *full.idx]), cast(val, dt, dx.dtype))]
-                    ),
-                ]
-            )
-        )
-    for out, with_xhat, hint in (
-        (dw, True, "layer_norm_backward_weight"),
-        (db, False, "layer_norm_backward_bias"),
-    ):
-        if out is None:
-            continue
-        kb = ctx.kernel(hint)
-        cols, rows = Nest(kb, normalized, "j"), Nest(kb, lead_shape, "i")
-        tgt = ctx.write(out, cols.idx)
-        gv = cast(ctx.read(g, [*rows.idx, *cols.idx]), g.dtype, dt)
-        term = binop("*", gv, xhat(rows.idx, cols.idx)) if with_xhat else gv
-        kb.emit(*cols.wrap([Assign(tgt, lit(0.0)), *rows.wrap([Reduce(tgt, "+", term)])]))
-
-
-@LOWERINGS.register("aten.native_batch_norm_backward.default")
-def _batch_norm_backward(ctx: LowerCtx, call: OpCall) -> None:
-    """``native_batch_norm_backward(grad, input, weight, running_mean, running_var,
-    save_mean, save_invstd, train, eps, output_mask) -> (dx, dw, db)`` over ``[N, C, *]``."""
-    g, x = tensor_arg(call, 0, "grad_out"), tensor_arg(call, 1, "input")
-    weight = _opt(call.arg(2, "weight"))
-    train = bool(call.arg(7, "train"))
-    eps = float(call.arg(8, "eps"))
-    mean_t = _opt(call.arg(5, "save_mean")) if train else _opt(call.arg(3, "running_mean"))
-    var_t = _opt(call.arg(6, "save_invstd")) if train else _opt(call.arg(4, "running_var"))
-    dx, dw, db = [*call.outputs, None, None, None][:3]
-    if x.rank < 2 or mean_t is None or var_t is None:
-        raise UnsupportedOpError("batch_norm_backward without statistics")
-    dt = accumulate_dtype(x.dtype)
-    chans, n_ext, spatial = x.shape[1], x.shape[0], list(x.shape[2:])
-    count = x.numel // chans
-
-    def invstd(c: Expr) -> Expr:
-        v = cast(ctx.read(var_t, [c]), var_t.dtype, dt)
-        return v if train else fn("rsqrt", binop("+", v, lit(eps)))
-
-    def xmu(n: Expr, c: Expr, sp: Sequence[Expr]) -> Expr:
-        xv = cast(ctx.read(x, [n, c, *sp]), x.dtype, dt)
-        return binop("-", xv, cast(ctx.read(mean_t, [c]), mean_t.dtype, dt))
-
-    def gat(n: Expr, c: Expr, sp: Sequence[Expr]) -> Expr:
-        return cast(ctx.read(g, [n, c, *sp]), g.dtype, dt)
-
-    kb = ctx.kernel("batch_norm_backward")
-    ch = Nest(kb, [chans], "c")
-    c = ch.idx[0]
-    sdy, sdx = kb.local(dt, [chans], "sum_dy")[c], kb.local(dt, [chans], "sum_dy_xmu")[c]
-    body: list[Stmt] = []
-    if train or dw is not None or db is not None:
-        red = Nest(kb, [n_ext, *spatial], ["n"] + ["i"] * len(spatial))
-        n, sp = red.idx[0], red.idx[1:]
-        body += [
-            Assign(sdy, lit(0.0)),
-            Assign(sdx, lit(0.0)),
-            *red.wrap(
-                [
-                    Reduce(sdy, "+", gat(n, c, sp)),
-                    Reduce(sdx, "+", binop("*", gat(n, c, sp), xmu(n, c, sp))),
-                ]
-            ),
-        ]
-    w = cast(ctx.read(weight, [c]), weight.dtype, dt) if weight is not None else None
-    if dx is not None:
-        full = Nest(kb, [n_ext, *spatial], ["n"] + ["i"] * len(spatial))
-        n, sp = full.idx[0], full.idx[1:]
-        scale = binop("*", invstd(c), w) if w is not None else invstd(c)
-        if train:
-            proj = binop(
-                "*",
-                binop("*", xmu(n, c, sp), binop("*", invstd(c), invstd(c))),
-                binop("/", sdx, lit(float(count))),
-            )
-            core = binop("-", binop("-", gat(n, c, sp), binop("/", sdy, lit(float(count)))), proj)
-        else:
-            core = gat(n, c, sp)
-        body += full.wrap(
-            [Assign(ctx.write(dx, [n, c, *sp]), cast(binop("*", core, scale), dt, dx.dtype))]
-        )
-    if dw is not None:
-        body.append(Assign(ctx.write(dw, [c]), cast(binop("*", sdx, invstd(c)), dt, dw.dtype)))
-    if db is not None:
-        body.append(Assign(ctx.write(db, [c]), cast(sdy, dt, db.dtype)))
-    kb.emit(*ch.wrap(body))

@@ -51,8 +51,7 @@ def _convolution_backward(ctx: LowerCtx, call: OpCall) -> None:
         tensor_arg(call, 1, "input"),
         tensor_arg(call, 2, "weight"),
     )
-    if bool(call.arg(7, "transposed")):
-        raise UnsupportedOpError("backward of a transposed convolution")
+    transposed = bool(call.arg(7, "transposed"))
     nd = w.rank - 2
     if x.rank != nd + 2:
         raise UnsupportedOpError("unbatched convolution backward")
@@ -61,14 +60,16 @@ def _convolution_backward(ctx: LowerCtx, call: OpCall) -> None:
         stride=_expand(call.arg(4, "stride"), nd),
         padding=_expand(call.arg(5, "padding"), nd),
         dilation=_expand(call.arg(6, "dilation"), nd),
-        transposed=True,
+        transposed=not transposed,
         groups=groups,
     )
     dx, dw, db = [*call.outputs, None, None, None][:3]
     ctx = OneKernel(ctx)
-    if dx is not None:
+    if dx is not None:  # the adjoint: a transposed conv of the gradient, or a conv for one
         emit_conv(ctx, g, w, None, dx, fwd)
-    if dw is not None:
+    if dw is not None and transposed:
+        _conv_transpose_weight_grad(ctx, g, x, dw, fwd)
+    elif dw is not None:
         _conv_weight_grad(ctx, g, x, dw, fwd)
     if db is not None:
         kb = ctx.kernel("conv_backward_bias")
@@ -94,6 +95,46 @@ def _convolution_backward(ctx: LowerCtx, call: OpCall) -> None:
                 ]
             )
         )
+
+
+def _conv_transpose_weight_grad(
+    ctx: LowerCtx, g: TensorInfo, x: TensorInfo, dw: TensorInfo, spec: ConvSpec
+) -> None:
+    """A transposed conv's weight gradient:
+    ``dW[c, k, r] = sum_{n, i} X[n, c, i] * G[n, g*Kg + k, s*i + d*r - p]``."""
+    nd = dw.rank - 2
+    groups = spec.groups
+    cin, kg = dw.shape[0], dw.shape[1]
+    cg = cin // groups
+    kb = ctx.kernel("conv_backward_weight")
+    dt = accumulate_dtype(dw.dtype)
+    outer = Nest(kb, [groups, cg, kg, *dw.shape[2:]], ["g", "c", "k", *("r", "s", "t")[:nd]])
+    inner = Nest(kb, [x.shape[0], *x.shape[2:]], ["n", *("ih", "iw", "id")[:nd]])
+    gi, ci, ki, taps = outer.idx[0], outer.idx[1], outer.idx[2], outer.idx[3:]
+    n, isp = inner.idx[0], inner.idx[1:]
+    cc = iadd(imul(gi, cg), ci)
+    conds: list[Expr] = []
+    dst: list[Expr] = []
+    for d in range(nd):
+        a = inner.aff(1 + d, spec.stride[d]).plus(outer.aff(3 + d, spec.dilation[d]))
+        a = Aff(a.terms, a.const - spec.padding[d])
+        conds += range_guard(a, g.shape[2 + d])
+        dst.append(a.expr())
+    acc = kb.local(dt, [], "acc").scalar()
+    prod = Binary(
+        "*",
+        cast(ctx.read(x, [n, cc, *isp]), x.dtype, dt),
+        cast(ctx.read(g, [n, iadd(imul(gi, kg), ki), *dst]), g.dtype, dt),
+    )
+    kb.emit(
+        *outer.wrap(
+            [
+                Assign(acc, lit(0.0)),
+                *inner.wrap(guard(conds, [Reduce(acc, "+", prod)])),
+                Assign(ctx.write(dw, [cc, ki, *taps]), cast(acc, dt, dw.dtype)),
+            ]
+        )
+    )
 
 
 def _expand(v: object, nd: int) -> tuple[int, ...]:

@@ -279,7 +279,7 @@ def _rnn_decomposed(module: Any) -> contextlib.AbstractContextManager[Any]:
     if isinstance(module, torch.nn.Module) and any(
         isinstance(m, torch.nn.RNNBase) for m in module.modules()
     ):
-        return torch.backends.mkldnn.flags(enabled=False)  # type: ignore[no-any-return]
+        return torch.backends.mkldnn.flags(enabled=False)
     return contextlib.nullcontext()
 
 

@@ -180,8 +180,20 @@ def test_flash_attention_backward(causal: bool, masked: bool) -> None:
     out, lse = A._scaled_dot_product_flash_attention_for_cpu.default(
         q, k, v, 0.0, causal, attn_mask=mask
     )
-    check_op(A._scaled_dot_product_flash_attention_for_cpu_backward.default, torch.randn_like(out),
-             q, k, v, out, lse, 0.0, causal, attn_mask=mask, rtol=1e-4, atol=1e-4)
+    check_op(
+        A._scaled_dot_product_flash_attention_for_cpu_backward.default,
+        torch.randn_like(out),
+        q,
+        k,
+        v,
+        out,
+        lse,
+        0.0,
+        causal,
+        attn_mask=mask,
+        rtol=1e-4,
+        atol=1e-4,
+    )
 
 
 @pytest.mark.parametrize(
@@ -193,8 +205,17 @@ def test_max_pool2d_backward(
 ) -> None:
     x = torch.randn(*shape)
     y, idx = A.max_pool2d_with_indices.default(x, kernel, stride, padding, [1, 1], False)
-    check_op(A.max_pool2d_with_indices_backward.default, torch.randn_like(y), x, kernel, stride,
-             padding, [1, 1], False, idx)
+    check_op(
+        A.max_pool2d_with_indices_backward.default,
+        torch.randn_like(y),
+        x,
+        kernel,
+        stride,
+        padding,
+        [1, 1],
+        False,
+        idx,
+    )
 
 
 @pytest.mark.parametrize(
@@ -218,3 +239,67 @@ def test_log_sigmoid_backward() -> None:
     x = torch.randn(4, 6) * 4
     _, buffer = A.log_sigmoid_forward.default(x)
     check_op(A.log_sigmoid_backward.default, torch.randn(4, 6), x, buffer)
+
+
+@pytest.mark.parametrize(
+    ("xs", "ws", "stride", "padding", "out_pad", "groups"),
+    [
+        ((2, 4, 5, 4), (4, 3, 3, 3), [2, 2], [1, 0], [1, 0], 1),
+        ((1, 4, 6), (4, 2, 3), [1], [1], [0], 2),
+    ],
+)
+def test_transposed_convolution_backward(
+    xs: tuple[int, ...],
+    ws: tuple[int, ...],
+    stride: list[int],
+    padding: list[int],
+    out_pad: list[int],
+    groups: int,
+) -> None:
+    x, w = torch.randn(*xs), torch.randn(*ws)
+    dil = [1] * len(stride)
+    y = A.convolution.default(x, w, None, stride, padding, dil, True, out_pad, groups)
+    check_op(
+        A.convolution_backward.default,
+        torch.randn_like(y),
+        x,
+        w,
+        [ws[1] * groups],
+        stride,
+        padding,
+        dil,
+        True,
+        out_pad,
+        groups,
+        [True, True, True],
+        rtol=1e-4,
+        atol=1e-4,
+    )
+
+
+@pytest.mark.parametrize(
+    ("shape", "groups", "affine"), [((2, 6, 4, 3), 3, True), ((3, 4, 5), 2, False)]
+)
+def test_group_norm_backward(shape: tuple[int, ...], groups: int, affine: bool) -> None:
+    x = torch.randn(*shape)
+    n, c = shape[0], shape[1]
+    hw = x[0, 0].numel()
+    w = torch.rand(c) + 0.5 if affine else None
+    b = torch.randn(c) if affine else None
+    _, mean, rstd = A.native_group_norm.default(x, w, b, n, c, hw, groups, 1e-5)
+    mask = [True, affine, affine]
+    check_op(
+        A.native_group_norm_backward.default,
+        torch.randn_like(x),
+        x,
+        mean,
+        rstd,
+        w,
+        n,
+        c,
+        hw,
+        groups,
+        mask,
+        rtol=1e-4,
+        atol=1e-4,
+    )
