@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from solar.options import DEFAULT_ARCH
 
 if TYPE_CHECKING:
-    from solar.options import PrecisionPolicy, ValidateMode
+    from solar.options import OptimizerChoice, PrecisionPolicy, ValidateMode
     from solar.report import Report
 
 __version__ = "0.1.0"
@@ -23,10 +23,17 @@ def analyze(
     arch: str | Sequence[str] = DEFAULT_ARCH,
     precision: PrecisionPolicy = "default",
     validate: ValidateMode = "auto",
+    train: bool = False,
+    optimizer: OptimizerChoice = "auto",
 ) -> Report:
     """Analyse a live PyTorch module on example inputs; returns the `Report`.
 
+    ``train=True`` bounds one training step (forward, default loss = mean of the output,
+    backward for the parameters and inputs that require grad, ``optimizer`` update;
+    docs/training.md); the report's ``training`` section has the phases.
+
     >>> # report = solar.analyze(model, (x,), arch=["H100_SXM", "B200"])
+    >>> # step = solar.analyze(model, (x,), train=True, optimizer="adamw")
     >>> # print(solar.report.render_text(report))
 
     Raises:
@@ -35,5 +42,12 @@ def analyze(
     from solar.pipeline import AnalyzeOptions, analyze_module
 
     archs = (arch,) if isinstance(arch, str) else tuple(arch)
-    options = AnalyzeOptions(archs=archs, precision=precision, validate=validate)
+    options = AnalyzeOptions(
+        archs=archs,
+        precision=precision,
+        validate=validate,
+        train=train,
+        train_step=train,
+        optimizer=optimizer,
+    )
     return analyze_module(model, example_inputs, options)

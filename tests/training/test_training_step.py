@@ -129,3 +129,15 @@ def test_unmodelled_optimizer_is_a_coded_error(tmp_path: Path) -> None:
     with pytest.raises(FrontendError) as err:
         analyze(src, AnalyzeOptions(train_step=True))
     assert err.value.code == "E0530"
+
+
+def test_top_level_api_bounds_a_step() -> None:
+    import solar
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.GELU())
+    r = solar.analyze(model, [torch.randn(5, 8)], train=True, optimizer="adam")
+    assert r.validation.status == "passed"
+    assert r.training is not None
+    assert r.training.optimizer.startswith("adam(")
+    assert [p.phase for p in r.training.phases] == ["forward", "backward", "optimizer"]
