@@ -141,3 +141,19 @@ def test_top_level_api_bounds_a_step() -> None:
     assert r.training is not None
     assert r.training.optimizer.startswith("adam(")
     assert [p.phase for p in r.training.phases] == ["forward", "backward", "optimizer"]
+
+
+def test_backward_without_train_says_to_use_train(tmp_path: Path) -> None:
+    src = tmp_path / "self_backward.py"
+    src.write_text(
+        "import torch\n\nclass Model(torch.nn.Linear):\n"
+        "    def __init__(self):\n        super().__init__(4, 2)\n"
+        "    def forward(self, x):\n"
+        "        loss = super().forward(x).sum()\n        loss.backward()\n        return loss\n\n"
+        "def get_inputs():\n    return [torch.randn(3, 4)]\n"
+    )
+    with pytest.raises(FrontendError) as err:
+        analyze(src, AnalyzeOptions())
+    assert err.value.code == "E0501"
+    assert any("--train" in n for n in err.value.notes)
+    assert analyze(src, AnalyzeOptions(train_step=True)).validation.status == "passed"

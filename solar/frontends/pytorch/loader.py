@@ -128,6 +128,9 @@ def user_code(what: str) -> Iterator[None]:
         if raised_by_solar(err):
             raise  # a SOLAR bug inside a dispatch hook, not the user's fault
         notes = (*user_frames(err), f"{type(err).__name__}: {err}")
+        if "does not require grad" in str(err):  # a backward under the inference capture
+            notes = (*notes, "the program runs a backward: bound a training step with --train "
+                     "(docs/training.md)")
         raise FrontendError(
             f"{what} raised {type(err).__name__}", code="E0501", notes=notes
         ) from err
