@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from solar.options import DEFAULT_ARCH
 
 if TYPE_CHECKING:
-    from solar.options import PrecisionPolicy, ValidateMode
+    from solar.options import OptimizerChoice, PrecisionPolicy, ValidateMode
     from solar.report import Report
 
 __version__ = "0.1.0"
@@ -25,15 +25,21 @@ def analyze(
     precision: PrecisionPolicy = "default",
     validate: ValidateMode = "auto",
     train: bool = False,
+    optimizer: OptimizerChoice = "auto",
+    train_mode: bool = False,
 ) -> Report:
     """Analyse a live PyTorch module on example inputs; returns the `Report`.
 
-    The module runs in ``eval()`` mode unless ``train`` (then dropout draws, and the
-    draws are validated with the values the real run drew). ``kwargs`` are keyword
+    ``train=True`` bounds one training step (forward, default loss = mean of the output,
+    backward for the parameters and inputs that require grad, ``optimizer`` update;
+    docs/training.md); the report's ``training`` section has the phases. The module
+    runs in ``eval()`` mode unless ``train`` or ``train_mode`` (a training-mode forward:
+    dropout draws, validated with the values the real run drew). ``kwargs`` are keyword
     inputs (``model(*example_inputs, **kwargs)``); the outputs may be any nesting of
     tuples, lists, dicts, dataclasses and ``ModelOutput`` of tensors.
 
     >>> # report = solar.analyze(model, (x,), arch=["H100_SXM", "B200"])
+    >>> # step = solar.analyze(model, (x,), train=True, optimizer="adamw")
     >>> # print(solar.report.render_text(report))
 
     Raises:
@@ -42,5 +48,12 @@ def analyze(
     from solar.pipeline import AnalyzeOptions, analyze_module
 
     archs = (arch,) if isinstance(arch, str) else tuple(arch)
-    options = AnalyzeOptions(archs=archs, precision=precision, validate=validate, train=train)
+    options = AnalyzeOptions(
+        archs=archs,
+        precision=precision,
+        validate=validate,
+        train=train or train_mode,
+        train_step=train,
+        optimizer=optimizer,
+    )
     return analyze_module(model, example_inputs, options, kwargs=kwargs)

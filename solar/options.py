@@ -22,6 +22,7 @@ __all__ = [
     "CacheState",
     "FrontendChoice",
     "FrontendName",
+    "OptimizerChoice",
     "OutputFormat",
     "PrecisionPolicy",
     "ValidateMode",
@@ -46,6 +47,10 @@ FrontendChoice: TypeAlias = Literal["auto", FrontendName]
 
 ValidateMode: TypeAlias = Literal["auto", "full", "sampled", "off"]
 """``--validate``: how to run the IR against the real program (docs/validation.md)."""
+
+OptimizerChoice: TypeAlias = Literal["auto", "sgd", "adam", "adamw"]
+"""``--optimizer`` of a training step (``--train``): ``auto`` is the model file's own
+(``get_optimizer``) or SGD (docs/training.md)."""
 
 OutputFormat: TypeAlias = Literal["text", "json"]
 """``--format`` of `solar analyze` on stdout."""

@@ -64,6 +64,7 @@ from solar.options import (
     DEFAULT_ARCH,
     CacheState,
     FrontendChoice,
+    OptimizerChoice,
     PrecisionPolicy,
     ValidateMode,
 )
@@ -76,6 +77,7 @@ from solar.report import (
     Measurement,
     Report,
     ToolInfo,
+    TrainingInfo,
     ValidationInfo,
     build_arch_bounds,
     coverage_info,
@@ -127,6 +129,8 @@ class AnalyzeOptions:
     input_shapes: tuple[InputShape, ...] = ()
     reference_file: Path | None = None
     train: bool = False
+    train_step: bool = False
+    optimizer: OptimizerChoice = "auto"
     include_ir: bool = False
     save_ir: Path | None = None
     llm: LLMConfig | None = None
@@ -168,6 +172,8 @@ def _frontend_options(options: AnalyzeOptions) -> FrontendOptions:
         reference_file=options.reference_file,
         sizes=options.sizes,
         train=options.train,
+        train_step=options.train_step,
+        optimizer=options.optimizer,
         reference_budget_bytes=options.reference_budget_bytes,
         time_budget_s=options.time_budget_s,
         llm=options.llm,
@@ -561,6 +567,10 @@ def analyze_front(
         warnings.append(
             f"validation {validation.status}: the IR is not confirmed to be the program"
         )
+    training = None
+    if front.step is not None:
+        say("bounding the training step's phases")
+        training = _training_info(front, prepared, specs, options)
     if any(h.violation for a in archs for h in a.headroom):
         warnings.append("VIOLATION: a bound is above the measured time; this is a bug to report")
     return Report(
@@ -586,5 +596,50 @@ def analyze_front(
         fused_bytes_formula=costs.fused_bytes,
         archs=archs,
         measurement=measurement,
+        training=training,
         warnings=tuple(warnings),
+    )
+
+
+def _training_info(
+    front: FrontendResult,
+    prepared: PreparedProgram,
+    specs: Sequence[HardwareSpec],
+    options: AnalyzeOptions,
+) -> TrainingInfo:
+    """Each phase of a training step bounded alone, and the step's memory (docs/training.md)."""
+    from solar.report import PhaseArchBounds, PhaseBound, PhaseInfo
+    from solar.training import split_phases, step_memory
+
+    step = front.step
+    assert step is not None
+    program = _bounds_program(front, prepared.program)
+    phases = []
+    for part in split_phases(program, step.phase_of):
+        compiled = compile_costs(lift_to_einsum(part.program))
+        archs = []
+        for spec in specs:
+            bounds = _bound_set(compiled, spec, precision=options.precision,
+                                sizes=prepared.sizes, cache=options.cache)
+            archs.append(PhaseArchBounds(arch=spec.name, bounds=tuple(
+                PhaseBound(model=b.model, time_s=b.time_s, flops=b.flops,
+                           dram_bytes=b.dram_bytes, bottleneck=b.bottleneck)
+                for b in bounds
+            )))
+        work = fused_bound(compiled, specs[0], precision_policy=options.precision,
+                           sizes=prepared.sizes, cache="cold")
+        phases.append(PhaseInfo(phase=part.phase, kernels=len(part.program.kernels),
+                                flops=work.flops, fused_dram_bytes=work.dram_bytes,
+                                archs=tuple(archs)))
+    mem = step_memory(program, step.phase_of, prepared.sizes)
+    return TrainingInfo(
+        loss=step.loss,
+        optimizer=step.optimizer,
+        phases=tuple(phases),
+        parameter_bytes=mem.parameter_bytes,
+        optimizer_state_bytes=mem.optimizer_state_bytes,
+        gradient_bytes=mem.gradient_bytes,
+        input_bytes=mem.input_bytes,
+        saved_activation_bytes=mem.saved_activation_bytes,
+        peak_bytes=mem.peak_bytes,
     )

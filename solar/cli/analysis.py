@@ -27,6 +27,7 @@ from solar.options import (
     BoundModel,
     CacheState,
     FrontendChoice,
+    OptimizerChoice,
     OutputFormat,
     PrecisionPolicy,
     ValidateMode,
@@ -148,7 +149,17 @@ def analyze(
     reference: Annotated[
         Path | None, typer.Option(help="Reference .npz (inputs+outputs) for an .alir file.")
     ] = None,
-    train: Annotated[bool, typer.Option(help="Analyse the module in training mode.")] = False,
+    train: Annotated[
+        bool,
+        typer.Option(help="Bound one training step: forward, loss, backward, optimizer update."),
+    ] = False,
+    optimizer: Annotated[
+        OptimizerChoice,
+        typer.Option(help="The training step's update (auto: the file's get_optimizer, else sgd)."),
+    ] = "auto",
+    train_mode: Annotated[
+        bool, typer.Option(help="Analyse the forward with the module in training mode.")
+    ] = False,
     time_budget: Annotated[float, typer.Option(help="Validation time budget (s).")] = 60.0,
     reference_budget: Annotated[
         float | None,
@@ -211,7 +222,9 @@ def analyze(
         inputs_file=inputs,
         input_shapes=tuple(parse_input_shape(s) for s in input_shape or ()),
         reference_file=reference,
-        train=train,
+        train=train or train_mode,
+        train_step=train,
+        optimizer=optimizer,
         include_ir=include_ir,
         save_ir=save_ir,
         llm=_llm_config(model, temperature, max_attempts, timeout, cache_dir, no_cache),

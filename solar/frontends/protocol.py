@@ -43,7 +43,8 @@ if TYPE_CHECKING:
     from solar.frontends.kit import UncoveredOp
     from solar.frontends.llm.config import LLMConfig
     from solar.measure import Timing
-    from solar.options import FrontendName, PrecisionPolicy
+    from solar.options import FrontendName, OptimizerChoice, PrecisionPolicy
+    from solar.training import StepInfo
 
 __all__ = [
     "Arrays",
@@ -96,6 +97,9 @@ class FrontendOptions:
         reference_file: ``.npz`` with inputs and expected outputs (hand-written IR).
         sizes: size overrides: IR sizes, or module-level size constants of a model file.
         train: analyse the module in training mode (default: ``eval()``).
+        train_step: analyse one training step: forward, loss, backward and optimizer
+            update (docs/training.md); implies ``train``.
+        optimizer: the update of a training step (``auto``: the file's own, else SGD).
         reference_budget_bytes: a real run above this is re-captured at reduced sizes;
             ``None``: a share of the available memory (`solar.frontends.kit.
             reference_budget_bytes`, Note [Reference budget]).
@@ -110,6 +114,8 @@ class FrontendOptions:
     reference_file: Path | None = None
     sizes: Mapping[str, int] = field(default_factory=dict)
     train: bool = False
+    train_step: bool = False
+    optimizer: OptimizerChoice = "auto"
     reference_budget_bytes: int | None = None
     time_budget_s: float = 60.0
     llm: LLMConfig | None = None
@@ -171,6 +177,7 @@ class FrontendResult:
             [Independent FLOP count]); ``None`` when the frontend has none.
         padding_flops: of ``counted_flops``, those multiplying zero padding (which
             SOLAR does not count).
+        step: for a training step (``--train``), its loss, optimizer and phases.
     """
 
     name: FrontendName
@@ -191,6 +198,7 @@ class FrontendResult:
     xla_unavailable: str | None = None
     counted_flops: int | None = None
     padding_flops: int = 0
+    step: StepInfo | None = None
 
 
 class Frontend(Protocol):

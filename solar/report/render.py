@@ -8,7 +8,7 @@ headroom when a measurement exists.
 
 from __future__ import annotations
 
-from solar.report.schema import ArchBounds, Report
+from solar.report.schema import ArchBounds, Report, TrainingInfo
 
 __all__ = ["format_bytes", "format_flops", "format_time", "render_text"]
 
@@ -159,6 +159,27 @@ def _coverage_lines(report: Report) -> list[str]:
     return lines
 
 
+def _training_block(t: TrainingInfo) -> list[str]:
+    """The phases of a training step: work, traffic and bounds per architecture."""
+    lines = [
+        f"training step: loss {t.loss}; optimizer {t.optimizer}",
+        f"  memory: parameters {format_bytes(t.parameter_bytes)}, optimizer state "
+        f"{format_bytes(t.optimizer_state_bytes)}, gradients {format_bytes(t.gradient_bytes)}, "
+        f"saved activations {format_bytes(t.saved_activation_bytes)}; peak >= "
+        f"{format_bytes(t.peak_bytes)}",
+    ]
+    for ph in t.phases:
+        bounds = "; ".join(
+            f"{a.arch} " + ", ".join(f"{b.model} {format_time(b.time_s)}" for b in a.bounds)
+            for a in ph.archs
+        )
+        lines.append(
+            f"  {ph.phase:<9} {ph.kernels:>4} kernels  {format_flops(ph.flops)}, "
+            f"{format_bytes(ph.fused_dram_bytes)} compulsory — {bounds}"
+        )
+    return lines
+
+
 def render_text(report: Report) -> str:
     """The terminal summary of a report."""
     lines = [
@@ -184,6 +205,9 @@ def render_text(report: Report) -> str:
     for arch in report.archs:
         lines.append("")
         lines.extend(_arch_block(arch))
+    if report.training is not None:
+        lines.append("")
+        lines.extend(_training_block(report.training))
     for w in report.warnings:
         lines.append(f"warning: {w}")
     return "\n".join(lines) + "\n"

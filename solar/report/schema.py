@@ -29,8 +29,12 @@ __all__ = [
     "KernelRow",
     "Measurement",
     "OutputCheck",
+    "PhaseArchBounds",
+    "PhaseBound",
+    "PhaseInfo",
     "Report",
     "ToolInfo",
+    "TrainingInfo",
     "UncoveredOpInfo",
     "ValidationInfo",
     "dumps_deterministic",
@@ -225,6 +229,56 @@ class Measurement(BaseModel):
     arch: str | None = Field(None, description="architecture the measurement belongs to")
 
 
+class PhaseBound(BaseModel):
+    """One bound model of one training-step phase on one architecture."""
+
+    model_config = _FROZEN
+    model: BoundModel
+    time_s: float
+    flops: float
+    dram_bytes: float
+    bottleneck: Literal["compute", "memory"]
+
+
+class PhaseArchBounds(BaseModel):
+    """A phase's bounds on one architecture (same models and policy as the step's)."""
+
+    model_config = _FROZEN
+    arch: str
+    bounds: tuple[PhaseBound, ...]
+
+
+class PhaseInfo(BaseModel):
+    """One phase of a training step, bounded as if it ran alone (docs/training.md)."""
+
+    model_config = _FROZEN
+    phase: Literal["forward", "backward", "optimizer"]
+    kernels: int
+    flops: float
+    fused_dram_bytes: float = Field(description="cold compulsory bytes of the phase alone")
+    archs: tuple[PhaseArchBounds, ...]
+
+
+class TrainingInfo(BaseModel):
+    """A training step's phases and memory (``--train``; docs/training.md)."""
+
+    model_config = _FROZEN
+    loss: str
+    optimizer: str
+    phases: tuple[PhaseInfo, ...]
+    parameter_bytes: int
+    optimizer_state_bytes: int
+    gradient_bytes: int
+    input_bytes: int
+    saved_activation_bytes: int = Field(
+        description="values the forward writes and the backward reads, at the analysed sizes"
+    )
+    peak_bytes: int = Field(
+        description="lower estimate of the step's peak: parameters, optimizer state, inputs "
+        "and saved activations resident at the end of the forward"
+    )
+
+
 class Report(BaseModel):
     """A SOLAR analysis report."""
 
@@ -244,6 +298,7 @@ class Report(BaseModel):
     fused_bytes_formula: str
     archs: tuple[ArchBounds, ...]
     measurement: Measurement | None = None
+    training: TrainingInfo | None = None
     warnings: tuple[str, ...] = ()
 
     def to_json(self) -> str:

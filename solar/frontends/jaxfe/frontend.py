@@ -100,6 +100,9 @@ class JaxFrontend:
         if tf32:
             notes = (*notes, "JAX runs fp32 matmuls at DEFAULT precision (TF32 on GPUs, one "
                      "bf16 pass on TPUs): precision policy tf32")
+        if options.train_step:  # docs/training.md: a JAX file writes its own step
+            notes = (*notes, "--train: a JAX program is its own training step (value_and_grad "
+                     "and an optax update in the file's function); it is bounded as a whole")
         return FrontendResult(
             name="jax",
             program=lowered.program,

@@ -35,6 +35,7 @@ from solar.frontends.pytorch.reference import (
     reference_data,
 )
 from solar.frontends.pytorch.registry import LOWERINGS, OpCall, OpFallback
+from solar.frontends.pytorch.train_step import OptimizerSpec, TrainStep, phase_of_kernel
 
 __all__ = [
     "LOWERINGS",
@@ -42,14 +43,17 @@ __all__ = [
     "LoweredProgram",
     "OpCall",
     "OpFallback",
+    "OptimizerSpec",
     "ProgramSource",
     "ReducedReference",
     "TorchCapture",
     "TorchFrontend",
+    "TrainStep",
     "UncoveredOp",
     "UncoveredValue",
     "lower_capture",
     "reference_at_reduced_batch",
+    "phase_of_kernel",
     "reference_at_reduced_sizes",
     "reference_data",
     "register_lowerings",
@@ -85,6 +89,7 @@ def trace_model_file(
     real: bool = False,
     train: bool = False,
     input_shapes: tuple[InputShape, ...] = (),
+    step: TrainStep | None = None,
 ) -> TorchCapture:
     """Capture a model file at ATen level.
 
@@ -99,6 +104,7 @@ def trace_model_file(
         real: capture with real tensors (default: fake tensors, nothing allocated).
         train: keep the model in training mode (default: ``eval()``).
         input_shapes: inputs given by shape instead (``--input-shape``).
+        step: capture one training step around the model (train_step.py).
 
     Returns:
         The capture.
@@ -115,6 +121,7 @@ def trace_model_file(
         overrides=overrides,
         train=train,
         input_shapes=input_shapes,
+        step=step,
     )
     return capture_program(source, real=real)
 
@@ -126,6 +133,7 @@ def trace_module(
     kwargs: Mapping[str, Any] | None = None,
     real: bool = False,
     train: bool = False,
+    step: TrainStep | None = None,
 ) -> TorchCapture:
     """Capture a live ``nn.Module`` (or any callable) on example inputs.
 
@@ -138,6 +146,7 @@ def trace_module(
         kwargs: keyword inputs (their tensors are program inputs after the positional ones).
         real: capture with the real tensors.
         train: keep the module in training mode (default: ``eval()``).
+        step: capture one training step around the module (train_step.py).
 
     Returns:
         The capture.
@@ -151,5 +160,6 @@ def trace_module(
         example_inputs=tuple(example_inputs),
         example_kwargs=tuple((kwargs or {}).items()),
         train=train,
+        step=step,
     )
     return capture_program(source, real=real)

@@ -356,7 +356,7 @@ def _run(inst: Instance, rec: _Recorder, fake_mode: Any) -> Any:
     ctx = fake_mode if fake_mode is not None else contextlib.nullcontext()
     watch = fake_mode.watch() if isinstance(fake_mode, MetaMode) else contextlib.nullcontext()
     with (
-        torch.no_grad(),
+        torch.no_grad(),  # a training step enables grad itself (train_step.py)
         ctx,
         _recording(rec, inst.module),
         watch,
@@ -504,6 +504,7 @@ def _finish(
         num_calls=len(rec.calls),
         counted_flops=sum(c.counted_flops or 0 for c in rec.calls),
         padding_flops=sum(c.padding_flops for c in rec.calls),
+        train_step=getattr(inst.fn, "solar_train_step", None),
     )
     return TorchCapture(
         source.name,

@@ -126,6 +126,7 @@ class CaptureInfo:
         counted_flops: FLOPs ``torch.utils.flop_counter.FlopCounterMode``'s formulas
             give the captured forward (``None``: not counted).
         padding_flops: of those, the multiply-adds over zero padding.
+        train_step: for a training step, ``(loss, optimizer)`` in words.
     """
 
     used_real_values: bool
@@ -136,6 +137,7 @@ class CaptureInfo:
     num_calls: int
     counted_flops: int | None = None
     padding_flops: int = 0
+    train_step: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)

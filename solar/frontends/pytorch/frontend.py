@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from solar.frontends.pytorch.capture import TorchCapture
     from solar.frontends.pytorch.loader import Instance, ProgramSource
     from solar.frontends.pytorch.registry import OpFallback
+    from solar.frontends.pytorch.train_step import TrainStep
     from solar.measure import Timing
 
 __all__ = ["TorchFrontend"]
@@ -74,6 +75,7 @@ class TorchFrontend:
             overrides=dict(options.sizes) or None,
             train=options.train,
             input_shapes=options.input_shapes,
+            step=_train_step(options),
         )
         fallback = _op_fallback(options, check)
         progress(f"lowering {capture.info.num_calls} ATen calls")
@@ -89,6 +91,7 @@ class TorchFrontend:
                 input_shapes=options.input_shapes,
                 op_fallback=fallback,
                 train=options.train,
+                step=_train_step(options),
                 start=dict(options.sizes),
                 capture=capture,
             )
@@ -124,11 +127,25 @@ class TorchFrontend:
 
         progress("capturing ATen ops over fake tensors")
         capture = tfe.trace_module(
-            module, tuple(example_inputs), kwargs=kwargs, train=options.train
+            module, tuple(example_inputs), kwargs=kwargs, train=options.train,
+            step=_train_step(options),
         )
         fallback = _op_fallback(options, check)
         lowered = tfe.lower_capture(capture, op_fallback=fallback)
         return _result(capture, lowered, options, None, fallback)
+
+
+def _train_step(options: FrontendOptions) -> TrainStep | None:
+    """The training step the options ask for (``--train``), else ``None``."""
+    if not options.train_step:
+        return None
+    from solar.frontends.pytorch.train_step import OptimizerSpec, TrainStep
+
+    if options.optimizer == "auto":
+        return TrainStep()
+    # PyTorch's defaults for each optimizer (AdamW: weight decay 1e-2)
+    wd = 1e-2 if options.optimizer == "adamw" else 0.0
+    return TrainStep(OptimizerSpec(options.optimizer, weight_decay=wd))
 
 
 def _op_fallback(options: FrontendOptions, check: ReferenceCheck | None) -> OpFallback | None:
@@ -173,7 +190,8 @@ class _RealBuild:
 
         if self._measured:
             return capture
-        inst = instantiate(self._source)
+        src = self._source
+        inst = instantiate(replace(src, step=None, train=src.train or src.step is not None))
         self._built = inst
         prebuilt = ProgramSource(
             name=self._source.name,
@@ -181,16 +199,22 @@ class _RealBuild:
             example_inputs=inst.args,
             example_kwargs=tuple(inst.kwargs.items()),
             train=self._source.train,
+            step=self._source.step,
+            namespace=inst.namespace,  # a training step reads the file's hooks
         )
         return replace(capture, source=prebuilt)
 
     def for_measure(self) -> Instance:
         """The reference's build if there is one, else a fresh one."""
         from solar.frontends.pytorch.loader import instantiate
+        from solar.frontends.pytorch.train_step import training_instance
 
         self._measured = True
         inst, self._built = self._built, None
-        return inst if inst is not None else instantiate(self._source)
+        if inst is None:
+            return instantiate(self._source)
+        step = self._source.step
+        return inst if step is None else training_instance(inst, step)
 
 
 def _result(
@@ -280,6 +304,12 @@ def _result(
             "values on the host, so its control flow or shapes may depend on them; the IR "
             "is the path taken for these inputs)"
         )
+    step = None
+    if info.train_step is not None:
+        from solar.frontends.pytorch.train_step import phase_of_kernel
+        from solar.training import StepInfo
+
+        step = StepInfo(info.train_step[0], info.train_step[1], phase_of_kernel)
     tf32 = _tf32_enabled()
     if tf32:
         notes.append("the program enables TF32 for fp32 matmuls: precision policy tf32")
@@ -298,4 +328,5 @@ def _result(
         counted_flops=info.counted_flops,
         padding_flops=info.padding_flops,
         generated_values=lowered.generated,
+        step=step,
     )

@@ -39,6 +39,7 @@ from solar.frontends.kit import (
 )
 from solar.frontends.kit.loader import user_stdout_to_stderr
 from solar.frontends.pytorch.torchvision_shim import retry_with_torchvision_shim
+from solar.frontends.pytorch.train_step import TrainStep
 
 __all__ = [
     "REAL_BUDGET_BYTES",
@@ -73,6 +74,8 @@ class ProgramSource:
         train: keep modules in training mode (default: ``eval()``, the inference forward).
         batch: cut the inputs' leading (batch) dimension to this size after building
             them (`solar.frontends.pytorch.batch`; ``None``: as built).
+        step: analyse one training step around the program (solar.frontends.pytorch.
+            train_step); implies ``train``.
     """
 
     name: str
@@ -86,6 +89,8 @@ class ProgramSource:
     example_kwargs: tuple[tuple[str, Any], ...] = field(default=(), compare=False)
     train: bool = False
     batch: int | None = None
+    step: TrainStep | None = None
+    namespace: Any = field(default=None, compare=False)
 
 
 @dataclass(slots=True)
@@ -100,6 +105,7 @@ class Instance:
         sizes: module-level integer constants of the model file.
         attr_names: ``id(tensor) -> attribute path`` for plain tensor attributes.
         kwargs: keyword inputs (their tensors are program inputs after ``args``'s).
+        namespace: the imported model file (its optional training hooks), if any.
     """
 
     fn: Callable[..., Any]
@@ -109,6 +115,7 @@ class Instance:
     sizes: dict[str, int]
     attr_names: dict[int, str]
     kwargs: dict[str, Any] = field(default_factory=dict)
+    namespace: Any = None
 
     def call(self) -> Any:
         """Run the program on its inputs."""
@@ -148,6 +155,9 @@ def user_code(what: str) -> Iterator[None]:
         if raised_by_solar(err):
             raise  # a SOLAR bug inside a dispatch hook, not the user's fault
         notes = (*user_frames(err), f"{type(err).__name__}: {err}")
+        if "does not require grad" in str(err):  # a backward under the inference capture
+            notes = (*notes, "the program runs a backward: bound a training step with --train "
+                     "(docs/training.md)")
         raise FrontendError(
             f"{what} raised {type(err).__name__}", code="E0501", notes=notes
         ) from err
@@ -339,11 +349,13 @@ def _build_from_file(source: ProgramSource, fake_mode: Any) -> Instance:
 
         args = tuple(conv(a) for a in args)
         kwargs = {k: conv(v) for k, v in kwargs.items()}
-    if isinstance(model, torch.nn.Module) and not source.train:
+    if isinstance(model, torch.nn.Module) and not (source.train or source.step):
         model.eval()
     if not isinstance(model, torch.nn.Module):
-        return Instance(model, None, args, {}, sizes, {}, kwargs)
-    return Instance(model, model, args, _state(model), sizes, _tensor_attrs(model), kwargs)
+        return Instance(model, None, args, {}, sizes, {}, kwargs, namespace=module)
+    return Instance(
+        model, model, args, _state(model), sizes, _tensor_attrs(model), kwargs, namespace=module
+    )
 
 
 def _entry_inputs(
@@ -384,20 +396,23 @@ def _fake_wrap(inst: Instance, fake_mode: Any) -> Instance:
     args = tuple(torch.utils._pytree.tree_map(conv, a) for a in inst.args)
     kwargs = {k: torch.utils._pytree.tree_map(conv, v) for k, v in inst.kwargs.items()}
     if not inst.state:
-        return Instance(inst.fn, inst.module, args, {}, inst.sizes, inst.attr_names, kwargs)
+        return Instance(inst.fn, inst.module, args, {}, inst.sizes, inst.attr_names, kwargs,
+                        namespace=inst.namespace)
     state = {k: conv(v) for k, v in inst.state.items()}
     module = inst.module
 
     def run(*a: Any, **kw: Any) -> Any:
         return functional_call(module, state, a, kw)
 
-    return Instance(run, module, args, state, inst.sizes, inst.attr_names, kwargs)
+    return Instance(run, module, args, state, inst.sizes, inst.attr_names, kwargs,
+                    namespace=inst.namespace)
 
 
 def instantiate(
     source: ProgramSource, *, fake_mode: Any = None, real_fallback: bool = True
 ) -> Instance:
-    """Build the program described by ``source`` (its inputs' batch cut to ``source.batch``).
+    """Build the program described by ``source`` (its inputs' batch cut to ``source.batch``;
+    its training step if ``source.step``).
 
     Args:
         source: where the program comes from.
@@ -411,35 +426,44 @@ def instantiate(
         The built `Instance`.
 
     Raises:
-        FrontendError: E0501-E0504, E0507 (see module docstring).
+        FrontendError: E0501-E0504, E0507 (see module docstring), E0540/E0541 (the
+            training step: solar.frontends.pytorch.train_step).
     """
-    inst = _instantiate(source, fake_mode, real_fallback)
-    if source.batch is None:
+    inst = _instantiate(source, fake_mode=fake_mode, real_fallback=real_fallback)
+    if source.batch is not None:
+        from solar.frontends.pytorch.batch import cut_batch
+
+        inst = cut_batch(inst, source.batch)
+    if source.step is None:
         return inst
-    from solar.frontends.pytorch.batch import cut_batch
+    from solar.frontends.pytorch.train_step import training_instance
 
-    return cut_batch(inst, source.batch)
+    return training_instance(inst, source.step, fake_mode=fake_mode)
 
 
-def _instantiate(source: ProgramSource, fake_mode: Any, real_fallback: bool) -> Instance:
+def _instantiate(source: ProgramSource, *, fake_mode: Any, real_fallback: bool) -> Instance:
     import torch
 
     if source.target is not None:
         target = source.target
-        if isinstance(target, torch.nn.Module) and not source.train:
+        if isinstance(target, torch.nn.Module) and not (source.train or source.step):
             target.eval()
         # Clone the example inputs so a program that mutates its inputs leaves the
         # caller's tensors (and later replays) untouched.
         def clone(a: Any) -> Any:
             return torch.utils._pytree.tree_map(
-                lambda t: t.detach().clone() if isinstance(t, torch.Tensor) else t, a
+                lambda t: t.detach().clone().requires_grad_(t.requires_grad)
+                if isinstance(t, torch.Tensor)
+                else t,
+                a,
             )
 
         args = tuple(clone(a) for a in source.example_inputs)
         kwargs = {k: clone(v) for k, v in source.example_kwargs}
         module = target if isinstance(target, torch.nn.Module) else None
         inst = Instance(
-            target, module, args, _state(target), {}, _tensor_attrs(target), kwargs
+            target, module, args, _state(target), {}, _tensor_attrs(target), kwargs,
+            namespace=source.namespace,
         )
         return _fake_wrap(inst, fake_mode) if fake_mode is not None else inst
     if fake_mode is None:
@@ -501,6 +525,7 @@ def source_for_file(
     overrides: Mapping[str, int] | None = None,
     train: bool = False,
     input_shapes: tuple[InputShape, ...] = (),
+    step: TrainStep | None = None,
 ) -> ProgramSource:
     """A `ProgramSource` for a model file, a function in it, or ``entry="pkg.mod:fn"``."""
     p = Path(path) if path is not None else None
@@ -513,4 +538,5 @@ def source_for_file(
         input_shapes=tuple(input_shapes),
         overrides=tuple(sorted((overrides or {}).items())),
         train=train,
+        step=step,
     )

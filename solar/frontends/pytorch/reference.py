@@ -43,6 +43,7 @@ from solar.frontends.pytorch.capture import TorchCapture, capture_program, repla
 from solar.frontends.pytorch.driver import lower_capture
 from solar.frontends.pytorch.loader import source_for_file
 from solar.frontends.pytorch.registry import OpFallback
+from solar.frontends.pytorch.train_step import TrainStep
 from solar.ir.traversal import eval_int
 
 __all__ = [
@@ -127,6 +128,7 @@ def reference_at_reduced_sizes(
     input_shapes: tuple[InputShape, ...] = (),
     op_fallback: OpFallback | None = None,
     train: bool = False,
+    step: TrainStep | None = None,
     start: Mapping[str, int] | None = None,
     capture: TorchCapture | None = None,
     budget_seconds: float | None = None,
@@ -134,7 +136,7 @@ def reference_at_reduced_sizes(
     """Lower a model file at sizes whose real run (`program_bytes`) fits ``budget_bytes``.
 
     `reduced_reference` over the file's size constants (``path``, ``budget_bytes``,
-    ``start``, ``capture``: as there); ``entry``, ``inputs``, ``train`` say how to
+    ``start``, ``capture``: as there); ``entry``, ``inputs``, ``train``, ``step`` say how to
     capture it and ``op_fallback`` how to lower it. With ``budget_seconds``, the
     executor's predicted time to check the program must fit it too.
 
@@ -154,6 +156,7 @@ def reference_at_reduced_sizes(
             overrides=overrides,
             train=train,
             input_shapes=input_shapes,
+            step=step,
         )
         return capture_program(src)
 

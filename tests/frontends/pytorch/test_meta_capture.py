@@ -35,6 +35,7 @@ FALLS_BACK = {
     "inplace_ops": "aten.lift_fresh.default",  # x[:, 0] = 0.0 lifts a CPU constant
     "l2_convtranspose_add_min_gelu": "aten.lift_fresh.default",  # torch.tensor(0.0)
     "lstm_lm": "aten.mkldnn_rnn_layer.default",
+    "train_lstm": "aten.mkldnn_rnn_layer.default",
     "gpt_block": "aten._scaled_dot_product_flash_attention_for_cpu.default",
     "sdpa_masked_gqa": "aten._scaled_dot_product_flash_attention_for_cpu.default",
     "gru": "",  # on CPU a GRU decomposes differently than on meta

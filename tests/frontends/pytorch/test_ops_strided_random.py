@@ -106,7 +106,7 @@ def test_dropout_module_in_train_mode() -> None:
     """nn.Dropout in training mode: bernoulli_ (16 draws, 64 B written), div_, mul."""
     model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Dropout(0.5)).train()
     torch.manual_seed(0)
-    report = solar.analyze(model, (torch.randn(2, 8),), train=True)
+    report = solar.analyze(model, (torch.randn(2, 8),), train_mode=True)
     assert report.validation.status == "passed"
     rows = {k.name: (k.flops, k.bytes) for k in report.archs[0].kernels}
     assert rows["t1_bernoulli"] == (0.0, 64.0)

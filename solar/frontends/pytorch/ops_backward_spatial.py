@@ -1,0 +1,353 @@
+"""Lowerings of the spatial and indexing backward ops (docs/training.md).
+
+Contract: as ops_backward.py (one kernel per call, eager's formulas):
+``convolution_backward`` (input gradient = the transposed convolution of the output
+gradient through `emit_conv`, weight gradient = the correlation of the output gradient
+with the input, bias gradient = a sum; one launch for all three),
+``avg_pool{1,2,3}d_backward`` (windows of a constant size), ``embedding_dense_backward``,
+``select_backward`` and ``slice_backward`` (zeros, then the gradient into the part).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from solar.frontends.kit import (
+    Aff,
+    KernelBuilder,
+    Nest,
+    TensorInfo,
+    UnsupportedOpError,
+    guard,
+    iadd,
+    imul,
+    range_guard,
+)
+from solar.frontends.pytorch.lowering_utils import (
+    accumulate_dtype,
+    binop,
+    cast,
+    norm_dim,
+    out0,
+    tensor_arg,
+)
+from solar.frontends.pytorch.ops_backward import OneKernel
+from solar.frontends.pytorch.ops_conv import ConvSpec, emit_conv
+from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
+from solar.ir import Assign, Binary, Expr, If, IntLit, Reduce, Stmt, lit
+
+__all__: list[str] = []
+
+
+@LOWERINGS.register("aten.convolution_backward.default")
+def _convolution_backward(ctx: LowerCtx, call: OpCall) -> None:
+    """``convolution_backward(grad, input, weight, bias_sizes, stride, padding, dilation,
+    transposed, output_padding, groups, output_mask) -> (dx, dw, db)``: the input gradient
+    is the transposed convolution of ``grad`` (`emit_conv`), the weight gradient the
+    correlation of ``grad`` with the input, the bias gradient a sum; one kernel each."""
+    g, x, w = (
+        tensor_arg(call, 0, "grad_output"),
+        tensor_arg(call, 1, "input"),
+        tensor_arg(call, 2, "weight"),
+    )
+    transposed = bool(call.arg(7, "transposed"))
+    nd = w.rank - 2
+    if x.rank != nd + 2:
+        raise UnsupportedOpError("unbatched convolution backward")
+    groups = int(call.arg(9, "groups"))
+    fwd = ConvSpec(
+        stride=_expand(call.arg(4, "stride"), nd),
+        padding=_expand(call.arg(5, "padding"), nd),
+        dilation=_expand(call.arg(6, "dilation"), nd),
+        transposed=not transposed,
+        groups=groups,
+    )
+    dx, dw, db = [*call.outputs, None, None, None][:3]
+    ctx = OneKernel(ctx)
+    if dx is not None:  # the adjoint: a transposed conv of the gradient, or a conv for one
+        emit_conv(ctx, g, w, None, dx, fwd)
+    if dw is not None and transposed:
+        _conv_transpose_weight_grad(ctx, g, x, dw, fwd)
+    elif dw is not None:
+        _conv_weight_grad(ctx, g, x, dw, fwd)
+    if db is not None:
+        kb = ctx.kernel("conv_backward_bias")
+        ch, red = Nest(kb, [g.shape[1]], "k"), Nest(kb, [g.shape[0], *g.shape[2:]], "i")
+        dt = accumulate_dtype(db.dtype)
+        acc = kb.local(dt, [g.shape[1]], "acc")[ch.idx[0]]
+        kb.emit(
+            *ch.wrap(
+                [
+                    Assign(acc, lit(0.0)),
+                    *red.wrap(
+                        [
+                            Reduce(
+                                acc,
+                                "+",
+                                cast(
+                                    ctx.read(g, [red.idx[0], ch.idx[0], *red.idx[1:]]), g.dtype, dt
+                                ),
+                            )
+                        ]
+                    ),
+                    Assign(ctx.write(db, ch.idx), cast(acc, dt, db.dtype)),
+                ]
+            )
+        )
+
+
+def _conv_transpose_weight_grad(
+    ctx: LowerCtx, g: TensorInfo, x: TensorInfo, dw: TensorInfo, spec: ConvSpec
+) -> None:
+    """A transposed conv's weight gradient:
+    ``dW[c, k, r] = sum_{n, i} X[n, c, i] * G[n, g*Kg + k, s*i + d*r - p]``."""
+    nd = dw.rank - 2
+    groups = spec.groups
+    cin, kg = dw.shape[0], dw.shape[1]
+    cg = cin // groups
+    kb = ctx.kernel("conv_backward_weight")
+    dt = accumulate_dtype(dw.dtype)
+    outer = Nest(kb, [groups, cg, kg, *dw.shape[2:]], ["g", "c", "k", *("r", "s", "t")[:nd]])
+    inner = Nest(kb, [x.shape[0], *x.shape[2:]], ["n", *("ih", "iw", "id")[:nd]])
+    gi, ci, ki, taps = outer.idx[0], outer.idx[1], outer.idx[2], outer.idx[3:]
+    n, isp = inner.idx[0], inner.idx[1:]
+    cc = iadd(imul(gi, cg), ci)
+    conds: list[Expr] = []
+    dst: list[Expr] = []
+    for d in range(nd):
+        a = inner.aff(1 + d, spec.stride[d]).plus(outer.aff(3 + d, spec.dilation[d]))
+        a = Aff(a.terms, a.const - spec.padding[d])
+        conds += range_guard(a, g.shape[2 + d])
+        dst.append(a.expr())
+    acc = kb.local(dt, [], "acc").scalar()
+    prod = Binary(
+        "*",
+        cast(ctx.read(x, [n, cc, *isp]), x.dtype, dt),
+        cast(ctx.read(g, [n, iadd(imul(gi, kg), ki), *dst]), g.dtype, dt),
+    )
+    kb.emit(
+        *outer.wrap(
+            [
+                Assign(acc, lit(0.0)),
+                *inner.wrap(guard(conds, [Reduce(acc, "+", prod)])),
+                Assign(ctx.write(dw, [cc, ki, *taps]), cast(acc, dt, dw.dtype)),
+            ]
+        )
+    )
+
+
+def _expand(v: object, nd: int) -> tuple[int, ...]:
+    vals = tuple(int(a) for a in v) if isinstance(v, tuple | list) else (int(v),)  # type: ignore[call-overload]
+    return vals * nd if len(vals) == 1 else vals
+
+
+def _conv_weight_grad(
+    ctx: LowerCtx, g: TensorInfo, x: TensorInfo, dw: TensorInfo, spec: ConvSpec
+) -> None:
+    """``dW[k, c, r] = sum_{n, o} G[n, k, o] * X[n, g*Cg + c, s*o + d*r - p]``."""
+    nd = dw.rank - 2
+    groups = spec.groups
+    kout, cg = dw.shape[0], dw.shape[1]
+    kg = kout // groups
+    kb = ctx.kernel("conv_backward_weight")
+    dt = accumulate_dtype(dw.dtype)
+    outer = Nest(kb, [groups, kg, cg, *dw.shape[2:]], ["g", "k", "c", *("r", "s", "t")[:nd]])
+    inner = Nest(kb, [g.shape[0], *g.shape[2:]], ["n", *("oh", "ow", "od")[:nd]])
+    gi, ki, ci, taps = outer.idx[0], outer.idx[1], outer.idx[2], outer.idx[3:]
+    n, osp = inner.idx[0], inner.idx[1:]
+    kk = iadd(imul(gi, kg), ki)
+    conds: list[Expr] = []
+    src: list[Expr] = []
+    for d in range(nd):
+        a = inner.aff(1 + d, spec.stride[d]).plus(outer.aff(3 + d, spec.dilation[d]))
+        a = Aff(a.terms, a.const - spec.padding[d])
+        conds += range_guard(a, x.shape[2 + d])
+        src.append(a.expr())
+    acc = kb.local(dt, [], "acc").scalar()
+    prod = Binary(
+        "*",
+        cast(ctx.read(g, [n, kk, *osp]), g.dtype, dt),
+        cast(ctx.read(x, [n, iadd(imul(gi, cg), ci), *src]), x.dtype, dt),
+    )
+    kb.emit(
+        *outer.wrap(
+            [
+                Assign(acc, lit(0.0)),
+                *inner.wrap(guard(conds, [Reduce(acc, "+", prod)])),
+                Assign(ctx.write(dw, [kk, ci, *taps]), cast(acc, dt, dw.dtype)),
+            ]
+        )
+    )
+
+
+@LOWERINGS.register("aten.embedding_dense_backward.default")
+def _embedding_dense_backward(ctx: LowerCtx, call: OpCall) -> None:
+    """``embedding_dense_backward(grad, indices, num_weights, padding_idx, scale_grad_by_freq)``:
+    zeros, then ``dW[idx[i], d] += G[i, d]`` (rows at ``padding_idx`` skipped)."""
+    g, ids, out = tensor_arg(call, 0, "grad_output"), tensor_arg(call, 1, "indices"), out0(call)
+    pad = int(call.arg(3, "padding_idx", -1))
+    if bool(call.arg(4, "scale_grad_by_freq", False)):
+        raise UnsupportedOpError("embedding backward with scale_grad_by_freq")
+    kb = ctx.kernel()
+    init = Nest(kb, out.shape, "i")
+    kb.emit(*init.wrap([Assign(ctx.write(out, init.idx), lit(0.0))]))
+    rows = Nest(kb, ids.shape, "i")
+    cols = Nest(kb, [out.shape[1]], "d")
+    row = ctx.read(ids, rows.idx)
+    stmt: Stmt = Reduce(
+        ctx.write(out, [row, cols.idx[0]]),
+        "+",
+        cast(ctx.read(g, [*rows.idx, cols.idx[0]]), g.dtype, out.dtype),
+    )
+    if pad >= 0:
+        stmt = If(binop("!=", row, lit(pad)), (stmt,))
+    kb.emit(*rows.wrap(cols.wrap([stmt])))
+
+
+def _zero_then(ctx: LowerCtx, out: TensorInfo) -> tuple[KernelBuilder, Nest]:
+    """A kernel starting with ``out = 0`` (as eager's ``zeros`` + copy)."""
+    kb = ctx.kernel()
+    init = Nest(kb, out.shape, "i")
+    kb.emit(*init.wrap([Assign(ctx.write(out, init.idx), lit(0.0))]))
+    return kb, init
+
+
+@LOWERINGS.register("aten.select_backward.default", "aten.slice_backward.default")
+def _select_slice_backward(ctx: LowerCtx, call: OpCall) -> None:
+    """``select_backward(grad, input_sizes, dim, index)`` / ``slice_backward(grad,
+    input_sizes, dim, start, end, step)``: zeros, then ``grad`` into the selected part."""
+    g, out = tensor_arg(call, 0, "grad_output"), out0(call)
+    dim = norm_dim(call.arg(2, "dim"), out.rank)
+    kb, _ = _zero_then(ctx, out)
+    part = Nest(kb, g.shape, "j")
+    src = list(part.idx)
+    if call.op == "select_backward":
+        index = int(call.arg(3, "index"))
+        dst = [*src[:dim], IntLit(index % out.shape[dim]), *src[dim:]]
+    else:
+        start, step = int(call.arg(3, "start") or 0), int(call.arg(5, "step", 1))
+        start = min(max(start + out.shape[dim] if start < 0 else start, 0), out.shape[dim])
+        dst = list(src)
+        dst[dim] = part.aff(dim, step).plus(Aff((), start)).expr()
+    kb.emit(*part.wrap([Assign(ctx.write(out, dst), cast(ctx.read(g, src), g.dtype, out.dtype))]))
+
+
+def _avg_pool_backward(nd: int) -> Callable[[LowerCtx, OpCall], None]:
+    def lower(ctx: LowerCtx, call: OpCall) -> None:
+        """``avg_pool{nd}d_backward(grad, self, kernel, stride, padding, ceil_mode,
+        count_include_pad, divisor_override)``: each output's gradient, divided once, added
+        to every input of its window (windows of a constant size only)."""
+        g, out = tensor_arg(call, 0, "grad_output"), out0(call)
+        kernel = _expand(call.arg(2, "kernel_size"), nd)
+        stride = _expand(call.arg(3, "stride") or kernel, nd)
+        padding = _expand(call.arg(4, "padding"), nd)
+        ceil_mode, include_pad = (
+            bool(call.arg(5, "ceil_mode")),
+            bool(call.arg(6, "count_include_pad")),
+        )
+        override = call.arg(7, "divisor_override")
+        if override is None and (ceil_mode or (any(padding) and not include_pad)):
+            raise UnsupportedOpError("avg_pool backward with windows of varying size")
+        div = float(override) if override is not None else float(math.prod(kernel))
+        dt = accumulate_dtype(out.dtype)
+        kb, _ = _zero_then(ctx, out)
+        lead = g.rank - nd
+        scaled = kb.local(dt, g.shape, "scaled")
+        outer = Nest(kb, g.shape, ["i"] * lead + ["oh", "ow", "od"][:nd])
+        taps = Nest(kb, kernel, ["r", "s", "t"][:nd])
+        conds: list[Expr] = []
+        dst: list[Expr] = list(outer.idx[:lead])
+        for d in range(nd):
+            a = outer.aff(lead + d, stride[d]).plus(taps.aff(d))
+            a = Aff(a.terms, a.const - padding[d])
+            conds += range_guard(a, out.shape[lead + d])
+            dst.append(a.expr())
+        sg = scaled[tuple(outer.idx)]
+        kb.emit(
+            *outer.wrap(
+                [
+                    Assign(sg, binop("/", cast(ctx.read(g, outer.idx), g.dtype, dt), lit(div))),
+                    *taps.wrap(
+                        guard(conds, [Reduce(ctx.write(out, dst), "+", cast(sg, dt, out.dtype))])
+                    ),
+                ]
+            )
+        )
+
+    return lower
+
+
+for _nd in (1, 2, 3):
+    LOWERINGS.register(f"aten.avg_pool{_nd}d_backward.default")(_avg_pool_backward(_nd))
+
+
+def _max_pool_backward(nd: int) -> Callable[[LowerCtx, OpCall], None]:
+    def lower(ctx: LowerCtx, call: OpCall) -> None:
+        """``max_pool{nd}d_with_indices_backward(grad, self, kernel, stride, padding,
+        dilation, ceil_mode, indices)``: zeros, then each output's gradient added at its
+        argmax (``indices`` are flat over the pooled plane)."""
+        g, out = tensor_arg(call, 0, "grad_output"), out0(call)
+        idx = tensor_arg(call, 7, "indices")
+        lead = g.rank - nd
+        plane = out.shape[lead:]
+        kb, _ = _zero_then(ctx, out)
+        src = Nest(kb, g.shape, "i")
+        flat = ctx.read(idx, src.idx)
+        dst: list[Expr] = []
+        inner = 1
+        for d in reversed(range(nd)):
+            pos: Expr = flat if inner == 1 else Binary("//", flat, IntLit(inner))
+            if d > 0:
+                pos = Binary("%", pos, IntLit(plane[d]))
+            dst.insert(0, pos)
+            inner *= plane[d]
+        target = ctx.write(out, [*src.idx[:lead], *dst])
+        value = cast(ctx.read(g, src.idx), g.dtype, out.dtype)
+        kb.emit(*src.wrap([Reduce(target, "+", value)]))
+
+    return lower
+
+
+for _nd in (2, 3):
+    LOWERINGS.register(f"aten.max_pool{_nd}d_with_indices_backward.default")(
+        _max_pool_backward(_nd)
+    )
+
+
+def _adaptive_avg_backward(nd: int) -> Callable[[LowerCtx, OpCall], None]:
+    def lower(ctx: LowerCtx, call: OpCall) -> None:
+        """``_adaptive_avg_pool{nd}d_backward(grad, self)`` when every window has one size
+        (input extents multiples of the output's): ``g[o // k] / prod(k)`` per input."""
+        g, out = tensor_arg(call, 0, "grad_output"), out0(call)
+        lead = out.rank - nd
+        ks = []
+        for d in range(nd):
+            n_in, n_out = out.shape[lead + d], g.shape[lead + d]
+            if n_in % n_out:
+                raise UnsupportedOpError("adaptive pooling backward with windows of varying size")
+            ks.append(n_in // n_out)
+        dt = accumulate_dtype(out.dtype)
+        kb = ctx.kernel()
+        full = Nest(kb, out.shape, "i")
+        src = [
+            *full.idx[:lead],
+            *(
+                full.idx[lead + d]
+                if ks[d] == 1
+                else Binary("//", full.idx[lead + d], IntLit(ks[d]))
+                for d in range(nd)
+            ),
+        ]
+        val: Expr = cast(ctx.read(g, src), g.dtype, dt)
+        if math.prod(ks) != 1:
+            val = binop("/", val, lit(float(math.prod(ks))))
+        kb.emit(*full.wrap([Assign(ctx.write(out, full.idx), cast(val, dt, out.dtype))]))
+
+    return lower
+
+
+for _nd in (2, 3):
+    LOWERINGS.register(f"aten._adaptive_avg_pool{_nd}d_backward.default")(
+        _adaptive_avg_backward(_nd)
+    )

@@ -1,0 +1,305 @@
+"""Backward-op lowerings (ops_backward.py) against torch's own backward kernels."""
+
+from __future__ import annotations
+
+import pytest
+from nn_opcheck import check_op
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.torch
+
+A = torch.ops.aten
+
+
+def _r(*shape: int) -> object:
+    return torch.randn(*shape)
+
+
+@pytest.mark.parametrize(
+    ("op", "args"),
+    [
+        (A.threshold_backward.default, (_r(3, 5), _r(3, 5), 0.0)),
+        (A.threshold_backward.default, (_r(3, 5), _r(3, 5), 0.25)),
+        (A.sigmoid_backward.default, (_r(4, 6), torch.rand(4, 6))),
+        (A.tanh_backward.default, (_r(4, 6), torch.rand(4, 6) * 2 - 1)),
+        (A.silu_backward.default, (_r(4, 6), _r(4, 6))),
+        (A.gelu_backward.default, (_r(4, 6), _r(4, 6))),
+        (A.hardtanh_backward.default, (_r(4, 6), _r(4, 6) * 2, -1.0, 1.0)),
+        (A.leaky_relu_backward.default, (_r(4, 6), _r(4, 6), 0.01, False)),
+        (A.native_dropout_backward.default, (_r(4, 6), torch.rand(4, 6) > 0.5, 2.0)),
+        (A.mse_loss_backward.default, (torch.tensor(1.5), _r(4, 6), _r(4, 6), 1)),
+        (A.mse_loss_backward.default, (_r(4, 6), _r(4, 6), _r(4, 6), 0)),
+        (A._softmax_backward_data.default, (_r(3, 4, 5), torch.rand(3, 4, 5), 1, torch.float32)),
+        (A._softmax_backward_data.default, (_r(3, 5), torch.rand(3, 5), -1, torch.float32)),
+        (A._log_softmax_backward_data.default, (_r(3, 5), _r(3, 5), 1, torch.float32)),
+        (A._log_softmax_backward_data.default, (_r(7), _r(7), 0, torch.float32)),
+    ],
+)
+def test_elementwise_and_rowwise(op: object, args: tuple[object, ...]) -> None:
+    check_op(op, *args)
+
+
+def test_gelu_tanh_backward() -> None:
+    check_op(A.gelu_backward.default, _r(4, 6), _r(4, 6), approximate="tanh")
+
+
+@pytest.mark.parametrize(("reduction", "weighted"), [(0, False), (1, False), (1, True), (2, True)])
+def test_nll_loss_backward(reduction: int, weighted: bool) -> None:
+    x = torch.randn(6, 5).log_softmax(1)
+    t = torch.tensor([0, 4, 2, 2, 1, 3])
+    w = torch.rand(5) + 0.5 if weighted else None
+    _, total = A.nll_loss_forward.default(x, t, w, reduction, -100)
+    g = torch.randn(6) if reduction == 0 else torch.tensor(0.7)
+    check_op(A.nll_loss_backward.default, g, x, t, w, reduction, -100, total)
+
+
+@pytest.mark.parametrize("shape", [(4, 6), (2, 3, 8), (5,)])
+def test_layer_norm_backward(shape: tuple[int, ...]) -> None:
+    x = torch.randn(*shape)
+    d = shape[-1]
+    w, b = torch.rand(d) + 0.5, torch.randn(d)
+    _, mean, rstd = A.native_layer_norm.default(x, [d], w, b, 1e-5)
+    check_op(
+        A.native_layer_norm_backward.default,
+        torch.randn(*shape),
+        x,
+        [d],
+        mean,
+        rstd,
+        w,
+        b,
+        [True, True, True],
+        rtol=1e-4,
+        atol=1e-4,
+    )
+
+
+@pytest.mark.parametrize("train", [True, False])
+def test_batch_norm_backward(train: bool) -> None:
+    x = torch.randn(4, 3, 5, 2)
+    w, b = torch.rand(3) + 0.5, torch.randn(3)
+    rm, rv = torch.randn(3), torch.rand(3) + 0.5
+    _, sm, si = A.native_batch_norm.default(x, w, b, rm.clone(), rv.clone(), train, 0.1, 1e-5)
+    check_op(
+        A.native_batch_norm_backward.default,
+        torch.randn_like(x),
+        x,
+        w,
+        rm,
+        rv,
+        sm,
+        si,
+        train,
+        1e-5,
+        [True, True, True],
+        rtol=1e-4,
+        atol=1e-4,
+    )
+
+
+@pytest.mark.parametrize(
+    ("xs", "ws", "stride", "padding", "dilation", "groups"),
+    [
+        ((2, 4, 7, 6), (6, 4, 3, 3), [1, 1], [1, 1], [1, 1], 1),
+        ((2, 4, 9, 8), (4, 2, 3, 2), [2, 1], [0, 1], [1, 2], 2),
+        ((2, 3, 10), (5, 3, 4), [3], [2], [1], 1),
+    ],
+)
+def test_convolution_backward(
+    xs: tuple[int, ...],
+    ws: tuple[int, ...],
+    stride: list[int],
+    padding: list[int],
+    dilation: list[int],
+    groups: int,
+) -> None:
+    x, w = torch.randn(*xs), torch.randn(*ws)
+    y = A.convolution.default(
+        x, w, None, stride, padding, dilation, False, [0] * len(stride), groups
+    )
+    check_op(
+        A.convolution_backward.default,
+        torch.randn_like(y),
+        x,
+        w,
+        [ws[0]],
+        stride,
+        padding,
+        dilation,
+        False,
+        [0] * len(stride),
+        groups,
+        [True, True, True],
+        rtol=1e-4,
+        atol=1e-4,
+    )
+
+
+@pytest.mark.parametrize("padding_idx", [-1, 2])
+def test_embedding_dense_backward(padding_idx: int) -> None:
+    ids = torch.tensor([[0, 2, 5], [2, 2, 1]])
+    check_op(A.embedding_dense_backward.default, torch.randn(2, 3, 4), ids, 7, padding_idx, False)
+
+
+def test_select_and_slice_backward() -> None:
+    check_op(A.select_backward.default, torch.randn(3, 5), [3, 4, 5], 1, 2)
+    check_op(A.select_backward.default, torch.randn(3, 4), [3, 4, 5], -1, -1)
+    check_op(A.slice_backward.default, torch.randn(3, 2, 5), [3, 7, 5], 1, 1, 5, 2)
+
+
+@pytest.mark.parametrize(
+    ("shape", "kernel", "stride", "padding", "include_pad"),
+    [((2, 3, 8, 8), [2, 2], [2, 2], [0, 0], True), ((1, 2, 7, 6), [3, 3], [2, 1], [1, 1], True)],
+)
+def test_avg_pool2d_backward(
+    shape: tuple[int, ...],
+    kernel: list[int],
+    stride: list[int],
+    padding: list[int],
+    include_pad: bool,
+) -> None:
+    x = torch.randn(*shape)
+    y = A.avg_pool2d.default(x, kernel, stride, padding, False, include_pad, None)
+    check_op(
+        A.avg_pool2d_backward.default,
+        torch.randn_like(y),
+        x,
+        kernel,
+        stride,
+        padding,
+        False,
+        include_pad,
+        None,
+    )
+
+
+@pytest.mark.parametrize(("causal", "masked"), [(False, False), (True, False), (False, True)])
+def test_flash_attention_backward(causal: bool, masked: bool) -> None:
+    q, k, v = torch.randn(2, 3, 6, 8), torch.randn(2, 3, 6, 8), torch.randn(2, 3, 6, 8)
+    mask = torch.randn(6, 6) if masked else None
+    out, lse = A._scaled_dot_product_flash_attention_for_cpu.default(
+        q, k, v, 0.0, causal, attn_mask=mask
+    )
+    check_op(
+        A._scaled_dot_product_flash_attention_for_cpu_backward.default,
+        torch.randn_like(out),
+        q,
+        k,
+        v,
+        out,
+        lse,
+        0.0,
+        causal,
+        attn_mask=mask,
+        rtol=1e-4,
+        atol=1e-4,
+    )
+
+
+@pytest.mark.parametrize(
+    ("shape", "kernel", "stride", "padding"),
+    [((2, 3, 8, 8), [2, 2], [2, 2], [0, 0]), ((1, 2, 7, 6), [3, 3], [1, 2], [1, 1])],
+)
+def test_max_pool2d_backward(
+    shape: tuple[int, ...], kernel: list[int], stride: list[int], padding: list[int]
+) -> None:
+    x = torch.randn(*shape)
+    y, idx = A.max_pool2d_with_indices.default(x, kernel, stride, padding, [1, 1], False)
+    check_op(
+        A.max_pool2d_with_indices_backward.default,
+        torch.randn_like(y),
+        x,
+        kernel,
+        stride,
+        padding,
+        [1, 1],
+        False,
+        idx,
+    )
+
+
+@pytest.mark.parametrize(
+    ("op", "args"),
+    [
+        (A.hardswish_backward.default, (_r(4, 9), torch.linspace(-5, 5, 36).reshape(4, 9))),
+        (A.hardsigmoid_backward.default, (_r(4, 9), torch.linspace(-5, 5, 36).reshape(4, 9))),
+        (A.softplus_backward.default, (_r(4, 6), _r(4, 6) * 10, 1.0, 20.0)),
+        (A.softplus_backward.default, (_r(4, 6), _r(4, 6) * 10, 2.0, 5.0)),
+        (A.elu_backward.default, (_r(4, 6), 1.0, 1.0, 1.0, False, _r(4, 6))),
+        (A.elu_backward.default, (_r(4, 6), 1.5, 1.05, 1.0, True, _r(4, 6))),
+        (A._adaptive_avg_pool2d_backward.default, (_r(2, 3, 2, 3), _r(2, 3, 8, 6))),
+        (A._adaptive_avg_pool2d_backward.default, (_r(2, 3, 1, 1), _r(2, 3, 5, 7))),
+    ],
+)
+def test_more_backward_ops(op: object, args: tuple[object, ...]) -> None:
+    check_op(op, *args)
+
+
+def test_log_sigmoid_backward() -> None:
+    x = torch.randn(4, 6) * 4
+    _, buffer = A.log_sigmoid_forward.default(x)
+    check_op(A.log_sigmoid_backward.default, torch.randn(4, 6), x, buffer)
+
+
+@pytest.mark.parametrize(
+    ("xs", "ws", "stride", "padding", "out_pad", "groups"),
+    [
+        ((2, 4, 5, 4), (4, 3, 3, 3), [2, 2], [1, 0], [1, 0], 1),
+        ((1, 4, 6), (4, 2, 3), [1], [1], [0], 2),
+    ],
+)
+def test_transposed_convolution_backward(
+    xs: tuple[int, ...],
+    ws: tuple[int, ...],
+    stride: list[int],
+    padding: list[int],
+    out_pad: list[int],
+    groups: int,
+) -> None:
+    x, w = torch.randn(*xs), torch.randn(*ws)
+    dil = [1] * len(stride)
+    y = A.convolution.default(x, w, None, stride, padding, dil, True, out_pad, groups)
+    check_op(
+        A.convolution_backward.default,
+        torch.randn_like(y),
+        x,
+        w,
+        [ws[1] * groups],
+        stride,
+        padding,
+        dil,
+        True,
+        out_pad,
+        groups,
+        [True, True, True],
+        rtol=1e-4,
+        atol=1e-4,
+    )
+
+
+@pytest.mark.parametrize(
+    ("shape", "groups", "affine"), [((2, 6, 4, 3), 3, True), ((3, 4, 5), 2, False)]
+)
+def test_group_norm_backward(shape: tuple[int, ...], groups: int, affine: bool) -> None:
+    x = torch.randn(*shape)
+    n, c = shape[0], shape[1]
+    hw = x[0, 0].numel()
+    w = torch.rand(c) + 0.5 if affine else None
+    b = torch.randn(c) if affine else None
+    _, mean, rstd = A.native_group_norm.default(x, w, b, n, c, hw, groups, 1e-5)
+    mask = [True, affine, affine]
+    check_op(
+        A.native_group_norm_backward.default,
+        torch.randn_like(x),
+        x,
+        mean,
+        rstd,
+        w,
+        n,
+        c,
+        hw,
+        groups,
+        mask,
+        rtol=1e-4,
+        atol=1e-4,
+    )
