@@ -52,6 +52,7 @@ from solar.ir import (
     Program,
     eliminate_dead_code,
     parse_program,
+    IntLit,
     print_program,
     resolve_sizes,
     treat_as_intermediates,
@@ -66,6 +67,7 @@ from solar.options import (
     PrecisionPolicy,
     ValidateMode,
 )
+from solar.symbolic import inline_derived_sizes
 from solar.report import (
     ArchBounds,
     FrontendInfo,
@@ -87,11 +89,13 @@ if TYPE_CHECKING:
 __all__ = [
     "AnalyzeOptions",
     "PreparedProgram",
+    "ReboundCosts",
     "analyze",
     "analyze_front",
     "analyze_module",
     "bound_arch",
     "check_against_reference",
+    "costs_at",
     "lift_source",
     "load_program",
     "prepare_program",
@@ -478,6 +482,8 @@ def analyze_front(
                         sizes=sizes, cache=options.cache)
     log.info("bounds took %.2f s", time.monotonic() - start)
     costs = symbolic_costs(graph)
+    flops_formula = inline_derived_sizes(costs.flops, program.sizes)
+    bytes_formula = inline_derived_sizes(costs.fused_bytes, program.sizes)
     ir_text = print_program(program)
     if options.save_ir is not None:
         write_atomic(options.save_ir, ir_text)
@@ -508,14 +514,95 @@ def analyze_front(
             statements=_count_statements(program),
             text=ir_text if options.include_ir else None,
         ),
-        sizes=dict(sorted(sizes.items())),
+        sizes=dict(sorted((front.source_sizes or sizes).items())),
+        symbolic_sizes=tuple(free_sizes(program)),
         coverage=coverage,
         validation=validation,
         flops=fused.flops,
-        flops_formula=costs.flops,
+        flops_formula=flops_formula,
         fused_dram_bytes=fused.dram_bytes,
-        fused_bytes_formula=costs.fused_bytes,
+        fused_bytes_formula=bytes_formula,
         archs=archs,
         measurement=measurement,
         warnings=tuple(warnings),
     )
+
+
+# ---------------------------------------------------------------------------- re-binding
+def free_sizes(program: Program) -> dict[str, int]:
+    """The sizes a program's formulas are symbolic in (its free sizes) and their values."""
+    return {d.name: d.value.value for d in program.sizes if isinstance(d.value, IntLit)}
+
+
+@dataclass(frozen=True, slots=True)
+class ReboundCosts:
+    """A prepared program's costs at another size binding (`costs_at`).
+
+    Attributes:
+        sizes: every size of the program at the new binding (free and derived).
+        flops: total FLOPs.
+        fused_dram_bytes: compulsory traffic (inputs, parameters, outputs once; cold).
+        archs: the three bounds per device, as report rows.
+    """
+
+    sizes: dict[str, int]
+    flops: float
+    fused_dram_bytes: float
+    archs: tuple[ArchBounds, ...]
+
+
+def costs_at(
+    prepared: PreparedProgram,
+    binding: Mapping[str, int],
+    specs: Sequence[HardwareSpec] = (),
+    *,
+    cache: CacheState = "warm",
+    compiled: CompiledCosts | None = None,
+) -> ReboundCosts:
+    """The costs and bounds of ``prepared`` at ``binding``, without capturing again.
+
+    A traced program is symbolic in the model file's size constants where
+    `solar.frontends.kit.symbolize_sizes` could confirm it (the report's
+    ``symbolic_sizes``); an IR file in all its free sizes. Sizes left out of
+    ``binding`` keep their analysed values.
+
+    Args:
+        prepared: the prepared program (`lift_source`, `prepare_program`).
+        binding: new values of some free sizes.
+        specs: devices to bound on (none: work figures only, on the default arch).
+        cache: the cache state the bounds assume.
+        compiled: ``compile_costs(prepared.graph)``, to reuse across calls.
+
+    Returns:
+        The costs at the new binding.
+
+    Raises:
+        UsageError: E0913, a name that is no size of the program; E0914, a size of the
+            model file the formulas are constant in (re-capture with ``--set``).
+        IRVerifyError: E0221, a size evaluates to a non-positive value.
+    """
+    free = free_sizes(prepared.program)
+    source = prepared.front.source_sizes
+    for name in binding:
+        if name in free:
+            continue
+        if name in source:
+            raise UsageError(
+                f"size {name} is a constant in this analysis's formulas; analyse again "
+                f"with --set {name}={binding[name]}",
+                code="E0914",
+                notes=(f"symbolic sizes: {', '.join(free) or 'none'}",),
+            )
+        known = ", ".join(sorted({*free, *source})) or "none"
+        raise UsageError(f"{name} is no size of this program", code="E0913",
+                         notes=(f"its sizes: {known}",))
+    sizes = resolve_sizes(prepared.program, {**free, **binding})
+    compiled = compiled if compiled is not None else compile_costs(prepared.graph)
+    work_spec = specs[0] if specs else load_hardware_spec(DEFAULT_ARCH)
+    work = fused_bound(compiled, work_spec, precision_policy=prepared.precision, sizes=sizes,
+                       cache="cold")
+    archs = tuple(
+        bound_arch(compiled, spec, precision=prepared.precision, sizes=sizes, cache=cache)
+        for spec in specs
+    )
+    return ReboundCosts(sizes, work.flops, work.dram_bytes, archs)

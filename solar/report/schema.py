@@ -36,7 +36,7 @@ __all__ = [
     "report_json_schema",
 ]
 
-REPORT_SCHEMA_VERSION = "1.0"
+REPORT_SCHEMA_VERSION = "1.1"
 
 _FROZEN = ConfigDict(extra="forbid", frozen=True)
 
@@ -209,7 +209,13 @@ class Report(BaseModel):
     frontend: FrontendInfo
     program: str
     ir: IRInfo
-    sizes: dict[str, int]
+    sizes: dict[str, int] = Field(
+        description="the size binding analysed: an IR file's sizes, or a model file's "
+        "module-level int constants with --set applied"
+    )
+    symbolic_sizes: tuple[str, ...] = Field(
+        (), description="the sizes flops_formula and fused_bytes_formula are symbolic in"
+    )
     coverage: CoverageInfo
     validation: ValidationInfo
     flops: float

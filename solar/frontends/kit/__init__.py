@@ -41,12 +41,18 @@ from solar.frontends.kit.index import (
 )
 from solar.frontends.kit.loader import (
     UserCode,
+    check_overrides,
     import_model_file,
     module_int_constants,
     raised_by_solar,
     user_frames,
 )
 from solar.frontends.kit.lowered import CondRegion, LoweredProgram, UncoveredValue
+from solar.frontends.kit.symbolize import (
+    SymbolicProgram,
+    symbolic_notes,
+    symbolize_sizes,
+)
 from solar.frontends.kit.naming import input_name, output_name, param_name, uncovered_name
 from solar.frontends.kit.resize import Recapture, ReducedReference, reduced_reference
 from solar.frontends.kit.table import LoweringTable, UnsupportedOpError
@@ -84,7 +90,11 @@ __all__ = [
     "fmin",
     "guard",
     "iadd",
+    "check_overrides",
     "import_model_file",
+    "symbolic_notes",
+    "symbolize_sizes",
+    "SymbolicProgram",
     "imul",
     "input_name",
     "module_int_constants",

@@ -11,7 +11,7 @@ Note [Model-file runs] in `solar.frontends.protocol`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,6 +29,7 @@ from solar.options import FrontendName
 
 if TYPE_CHECKING:
     from solar.frontends.kit import LoweredProgram
+    from solar.ir import Program
     from solar.frontends.pytorch.capture import TorchCapture
     from solar.frontends.pytorch.loader import Instance, ProgramSource
     from solar.frontends.pytorch.registry import OpFallback
@@ -90,7 +91,8 @@ class TorchFrontend:
                 red.lowered.program, red.inputs, red.outputs, "reduced-sizes", red.description
             )
 
-        return _result(capture, lowered, options, reduced)
+        result = _result(capture, lowered, options, reduced)
+        return _symbolic(result, capture, lowered, path, options, progress)
 
     def load_module(
         self,
@@ -114,6 +116,38 @@ class TorchFrontend:
         capture = tfe.trace_module(module, tuple(example_inputs), train=options.train)
         lowered = tfe.lower_capture(capture, op_fallback=_op_fallback(options, check))
         return _result(capture, lowered, options, None)
+
+
+def _symbolic(
+    result: FrontendResult,
+    capture: TorchCapture,
+    lowered: LoweredProgram,
+    path: Path,
+    options: FrontendOptions,
+    progress: Progress,
+) -> FrontendResult:
+    """``result`` with its program symbolic in the file's sizes, where that holds."""
+    from solar.frontends import pytorch as tfe
+    from solar.frontends.kit import symbolic_notes, symbolize_sizes
+
+    sizes = dict(capture.info.sizes)
+    result = replace(result, source_sizes=sizes)
+    if not options.symbolic_sizes or not sizes:
+        return result
+    if capture.info.used_real_values or options.inputs_file is not None:
+        why = ("the capture needed real tensors" if capture.info.used_real_values
+               else "the inputs come from a file")
+        return replace(result, notes=(
+            *result.notes, f"formulas are constants at the captured sizes: {why}"))
+    progress("re-capturing at other sizes for symbolic formulas")
+
+    def capture_at(binding: Mapping[str, int]) -> Program:
+        other = tfe.trace_model_file(path, entry=options.entry, overrides=dict(binding),
+                                     train=options.train)
+        return tfe.lower_capture(other).program
+
+    sym = symbolize_sizes(lowered.program, sizes, capture_at)
+    return replace(result, program=sym.program, notes=(*result.notes, *symbolic_notes(sym)))
 
 
 def _op_fallback(options: FrontendOptions, check: ReferenceCheck | None) -> OpFallback | None:
