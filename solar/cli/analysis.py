@@ -249,30 +249,24 @@ def compare(
     precision: Annotated[PrecisionPolicy, typer.Option(help="Precision policy.")] = "default",
     frontend: Annotated[FrontendChoice, typer.Option(help="Frontend.")] = "auto",
     entry: Annotated[str | None, typer.Option(help="module:function to analyse.")] = None,
+    format_: Annotated[OutputFormat, typer.Option("--format", help="Stdout format.")] = "text",
 ) -> None:
-    """Cross-platform table: the same program's bounds on several devices."""
+    """Cross-platform table: the same program's bounds on several devices.
+
+    Each row names the precision its FLOPs were charged at; `*` marks fp32 work
+    charged at a reduced-precision peak.
+    """
     from solar.bounds import cross_platform
+    from solar.cli.device_tables import compare_json, compare_text
     from solar.hw import list_hardware_specs, load_hardware_spec
-    from solar.report import format_time
 
     prepared = _lift(source, frontend, set_, entry, precision)
     specs = [load_hardware_spec(a) for a in arch] if arch else list(list_hardware_specs())
     rows = cross_platform(
         prepared.graph, specs, precision_policy=prepared.precision, sizes=prepared.sizes
     )
-    by_dev: dict[str, dict[BoundModel, PlatformRow]] = {}
-    for row in rows:
-        by_dev.setdefault(row.device, {})[row.model] = row
-    typer.echo(
-        f"{'device':<18} {'unfused':>12} {'fused':>12} {'cache-aware':>12}  fused bottleneck"
-    )
-    for dev, models in by_dev.items():
-        cells = [format_time(models[m].time_s) if m in models else "-" for m in BOUND_MODEL_NAMES]
-        fused = models.get("fused")
-        typer.echo(
-            f"{dev:<18} {cells[0]:>12} {cells[1]:>12} {cells[2]:>12}  "
-            f"{fused.bottleneck if fused is not None else '-'}"
-        )
+    text = compare_json(rows, prepared.sizes) if format_ == "json" else compare_text(rows)
+    typer.echo(text, nl=False)
 
 
 @app.command("provision")
@@ -288,11 +282,16 @@ def provision(
     ] = None,
     precision: Annotated[PrecisionPolicy, typer.Option(help="Precision policy.")] = "default",
     frontend: Annotated[FrontendChoice, typer.Option(help="Frontend.")] = "auto",
+    format_: Annotated[OutputFormat, typer.Option("--format", help="Stdout format.")] = "text",
 ) -> None:
-    """Inverse roofline: the bandwidth and throughput a device needs to hit a target time."""
+    """Inverse roofline: the bandwidth and throughput a device needs to hit a target time.
+
+    Each device row names the precision its FLOPs were charged at; `*` marks fp32 work
+    charged at a reduced-precision peak.
+    """
     from solar.bounds import inverse_roofline
+    from solar.cli.device_tables import provision_json, provision_text
     from solar.hw import list_hardware_specs, load_hardware_spec
-    from solar.report import format_bytes, format_time
 
     prepared = _lift(source, frontend, set_, None, precision)
     specs = [load_hardware_spec(a) for a in arch] if arch else list(list_hardware_specs())
@@ -304,16 +303,8 @@ def provision(
         sizes=prepared.sizes,
         specs=specs,
     )
-    typer.echo(f"target {format_time(inv.target_time_s)} under the {inv.model} model:")
-    typer.echo(
-        f"  DRAM bandwidth  >= {format_bytes(inv.required_dram_bandwidth_bytes_per_s)}/s "
-        f"({format_bytes(inv.dram_bytes)} moved)"
-    )
-    for unit, need in sorted(inv.required_flops_per_s.items()):
-        typer.echo(f"  {unit:<15} >= {need / 1e12:,.3f} TFLOP/s")
-    typer.echo(f"{'device':<18} {'bound':>12}  meets target")
-    for d in inv.devices:
-        typer.echo(f"{d.device:<18} {format_time(d.time_s):>12}  {'yes' if d.meets else 'no'}")
+    text = provision_json(inv, prepared.sizes) if format_ == "json" else provision_text(inv)
+    typer.echo(text, nl=False)
 
 
 @cache_app.command("clear")
