@@ -47,7 +47,12 @@ from solar.frontends import (
     ValidationPlan,
     get_frontend,
 )
-from solar.hw import HardwareSpec, load_hardware_spec
+from solar.hw import (
+    HardwareSpec,
+    device_matches_spec,
+    load_hardware_spec,
+    mismatch_reason,
+)
 from solar.ir import (
     Program,
     eliminate_dead_code,
@@ -59,7 +64,7 @@ from solar.ir import (
     verify_program,
     walk_stmts,
 )
-from solar.measure import Timing
+from solar.measure import Timing, match_ops
 from solar.options import (
     DEFAULT_ARCH,
     CacheState,
@@ -73,6 +78,7 @@ from solar.report import (
     FrontendInfo,
     InputInfo,
     IRInfo,
+    KernelTiming,
     Measurement,
     Report,
     ToolInfo,
@@ -360,13 +366,31 @@ def _work_bound(
 
 
 def _measurement(
-    front: FrontendResult, options: AnalyzeOptions, progress: Progress
+    front: FrontendResult,
+    options: AnalyzeOptions,
+    specs: Sequence[HardwareSpec],
+    progress: Progress,
+    kernels: Sequence[str] = (),
 ) -> Measurement | None:
+    """The measured time, tied to the one analysed spec it is a measurement of.
+
+    Note [Headroom on the measured device]: headroom is measured time over a bound of
+    the *same* device. ``--measured-ms`` belongs to the ``--arch`` when exactly one is
+    given; ``--measure`` times the local device, which belongs to a spec only when
+    `solar.hw.device_matches_spec` says so (a calibrated spec of this host, or the GPU
+    the spec names). Otherwise ``arch`` is ``None``, ``headroom_note`` says why, and no
+    headroom is computed, gated or plotted.
+    """
     if options.measured_ms is not None:
         if not 0.0 < options.measured_ms < float("inf"):
             raise UsageError("--measured-ms must be positive and finite", code="E0905")
-        arch = options.archs[0] if len(options.archs) == 1 else None
-        return Measurement(source="user", median_ms=options.measured_ms, arch=arch)
+        if len(specs) == 1:
+            return Measurement(source="user", median_ms=options.measured_ms, arch=specs[0].name)
+        return Measurement(
+            source="user", median_ms=options.measured_ms, arch=None,
+            headroom_note="--measured-ms with several --arch: give the one device it was "
+            "measured on as the only --arch to get headroom",
+        )
     if not options.measure:
         return None
     if front.measure is None:
@@ -376,6 +400,8 @@ def _measurement(
         )
     progress("measuring the program on the local device")
     t: Timing = front.measure()
+    match = next((s for s in specs if device_matches_spec(t.device, s)), None)
+    note = None if match is not None else "; ".join(mismatch_reason(t.device, s) for s in specs[:1])
     return Measurement(
         source="measured",
         median_ms=t.median_ms,
@@ -383,7 +409,12 @@ def _measurement(
         max_ms=t.max_ms,
         trials=t.trials,
         device=t.device,
-        arch=options.archs[0] if len(options.archs) == 1 else None,
+        arch=match.name if match is not None else None,
+        headroom_note=note,
+        kernels=tuple(
+            KernelTiming(op=op.op, index=i, time_ms=op.time_ms, kernel=kernel)
+            for i, (op, kernel) in enumerate(match_ops(kernels, t.ops))
+        ),
     )
 
 
@@ -462,9 +493,8 @@ def analyze_front(
     options = replace(options, precision=prepared.precision)
     program, sizes, graph = prepared.program, prepared.sizes, prepared.graph
     validation = validate_front(prepared, options, say)
-    measurement = _measurement(front, options, say)
-    if measurement is not None and measurement.arch is not None:  # the spec's name, not the alias
-        measurement = measurement.model_copy(update={"arch": specs[0].name})
+    measurement = _measurement(front, options, specs, say,
+                               [k.name for k in graph.kernels])
     say("computing bounds")
     start = time.monotonic()
     compiled = compile_costs(graph)

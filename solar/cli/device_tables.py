@@ -20,8 +20,9 @@ if TYPE_CHECKING:
 __all__ = ["compare_json", "compare_text", "provision_json", "provision_text"]
 
 _MARK_NOTE = (
-    "* fp32 work charged at a reduced-precision peak (the policy's TF32, or the bf16 "
-    "matrix unit of a device without TF32); --precision fp32 bounds it fp32-accurate"
+    "* fp32 work charged at a reduced-precision peak (TF32, or the bf16 matrix unit of a\n"
+    "  device without TF32), as the precision policy allows: below what fp32-accurate\n"
+    "  code can reach on that device"
 )
 
 

@@ -8,6 +8,7 @@ sources. Every failure is a `solar.diagnostics.HardwareSpecError` (E0401-E0404).
 from __future__ import annotations
 
 from solar.hw.calibrate import calibrate_machine
+from solar.hw.match import device_matches_spec, mismatch_reason
 from solar.hw.loader import (
     dump_hardware_spec,
     hardware_spec_dir,
@@ -34,10 +35,12 @@ __all__ = [
     "HardwareSpec",
     "Precision",
     "Source",
+    "device_matches_spec",
     "dump_hardware_spec",
     "hardware_spec_dir",
     "list_hardware_specs",
     "load_hardware_spec",
+    "mismatch_reason",
     "parse_hardware_spec",
     "sanity_problems",
     "validate_hardware_spec",

@@ -138,7 +138,15 @@ def _draw_roofline(ax: Any, report: Report, row: ArchBounds) -> None:
             xytext=(4, -10),
             textcoords="offset points",
         )
-    if report.measurement is not None and report.fused_dram_bytes > 0:
+    m = report.measurement
+    # Note [Headroom on the measured device] (solar.pipeline): a time measured on another
+    # device has no place on this device's roofline
+    if (
+        m is not None
+        and m.arch is not None
+        and m.arch.lower() == row.arch.lower()
+        and report.fused_dram_bytes > 0
+    ):
         ai = report.flops / report.fused_dram_bytes
         ach = report.flops / (report.measurement.median_ms / 1e3)
         ax.scatter(

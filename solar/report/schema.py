@@ -26,6 +26,7 @@ __all__ = [
     "InputInfo",
     "IRInfo",
     "KernelRow",
+    "KernelTiming",
     "Measurement",
     "OutputCheck",
     "Report",
@@ -134,6 +135,9 @@ class KernelRow(BaseModel):
     time_s: float
     bottleneck: Literal["compute", "memory"]
     arithmetic_intensity_flops_per_byte: float
+    measured_s: float | None = Field(
+        None, description="profiled time of the ops matched to this kernel, on this device"
+    )
 
 
 class BoundResult(BaseModel):
@@ -186,6 +190,16 @@ class ArchBounds(BaseModel):
     headroom: tuple[Headroom, ...] = ()
 
 
+class KernelTiming(BaseModel):
+    """One kernel of a profiled run (torch.profiler), matched to an IR kernel if possible."""
+
+    model_config = _FROZEN
+    op: str = Field(description="the profiler's op name, e.g. 'aten::addmm'")
+    index: int = Field(description="its position among the run's timed ops (0-based)")
+    time_ms: float = Field(description="self device time per run (CUDA) or self CPU time")
+    kernel: str | None = Field(None, description="the IR kernel it was matched to")
+
+
 class Measurement(BaseModel):
     """A measured time of the source program."""
 
@@ -196,7 +210,17 @@ class Measurement(BaseModel):
     max_ms: float | None = None
     trials: int = 1
     device: str | None = None
-    arch: str | None = Field(None, description="architecture the measurement belongs to")
+    arch: str | None = Field(
+        None,
+        description="the analysed architecture the measurement is of (headroom is computed "
+        "against it alone); null when it is none of them",
+    )
+    headroom_note: str | None = Field(
+        None, description="why no headroom is computed, when arch is null"
+    )
+    kernels: tuple[KernelTiming, ...] = Field(
+        (), description="per-kernel times of one profiled run, in execution order"
+    )
 
 
 class Report(BaseModel):
