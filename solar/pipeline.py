@@ -542,6 +542,7 @@ def analyze_front(
             path=str(options.save_ir) if options.save_ir else None,
             kernels=len(program.kernels),
             statements=_count_statements(program),
+            alias_kernels=sum(1 for k in program.kernels if k.alias),
             text=ir_text if options.include_ir else None,
         ),
         sizes=dict(sorted((front.source_sizes or sizes).items())),

@@ -130,6 +130,9 @@ def analyze(
     no_cache: Annotated[bool, typer.Option(help="Do not read the LLM cache.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="All progress output.")] = False,
+    top: Annotated[
+        int, typer.Option("--top", min=0, help="Kernels listed per device in the summary.")
+    ] = 8,
 ) -> None:
     """Analyse a program: frontend → validate → bounds → report.
 
@@ -171,7 +174,7 @@ def analyze(
     text = report.to_json()
     if output is not None:
         write_atomic(output, text)
-    typer.echo(text if format_ == "json" else render_text(report), nl=False)
+    typer.echo(text if format_ == "json" else render_text(report, top=top), nl=False)
     raise_for_validation(report.validation)
 
 

@@ -76,6 +76,7 @@ class IRInfo(BaseModel):
     path: str | None = None
     kernels: int
     statements: int
+    alias_kernels: int = Field(0, description="kernels that only alias (views): free")
     text: str | None = None
 
 
