@@ -137,33 +137,55 @@ def _rebound_code(path: Path, overrides: Mapping[str, int]) -> tuple[set[str], t
         return set(), None
     rebound: set[str] = set()
     for stmt in tree.body:
-        target, value = _int_assignment(stmt)
-        if target is None or target not in overrides or value is None:
-            continue
-        new = ast.copy_location(ast.Constant(int(overrides[target])), value)
-        if isinstance(stmt, ast.Assign):
-            stmt.value = new
-        elif isinstance(stmt, ast.AnnAssign):
-            stmt.value = new
-        rebound.add(target)
+        for target, value, put in _int_assignments(stmt):
+            if target in overrides:
+                put(ast.copy_location(ast.Constant(int(overrides[target])), value))
+                rebound.add(target)
     if not rebound:
         return set(), None
     return rebound, compile(tree, str(path), "exec")
 
 
-def _int_assignment(stmt: ast.stmt) -> tuple[str | None, ast.expr | None]:
-    """``(name, value)`` of ``NAME = <int literal>`` / ``NAME: int = <int literal>``."""
+_Put = Callable[[ast.expr], None]
+
+
+def _int_assignments(stmt: ast.stmt) -> list[tuple[str, ast.expr, _Put]]:
+    """``(name, value, put)`` per int literal a top-level statement assigns: ``N = 8``,
+    ``N: int = 8`` and ``B, S = 2, 16``; ``put`` replaces the literal in the tree."""
     if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
         target, value = stmt.targets[0], stmt.value
     elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
         target, value = stmt.target, stmt.value
     else:
-        return None, None
-    if not isinstance(target, ast.Name):
-        return None, None
-    if isinstance(value, ast.Constant) and type(value.value) is int:
-        return target.id, value
-    return None, None
+        return []
+    if isinstance(target, ast.Name) and _is_int(value):
+
+        def put_value(new: ast.expr) -> None:
+            stmt.value = new
+
+        return [(target.id, value, put_value)]
+    if (
+        isinstance(target, ast.Tuple)
+        and isinstance(value, ast.Tuple)
+        and len(target.elts) == len(value.elts)
+    ):
+        out: list[tuple[str, ast.expr, _Put]] = []
+        for i, (t, v) in enumerate(zip(target.elts, value.elts, strict=True)):
+            if isinstance(t, ast.Name) and _is_int(v):
+                out.append((t.id, v, _element_setter(value, i)))
+        return out
+    return []
+
+
+def _element_setter(node: ast.Tuple, i: int) -> _Put:
+    def put(new: ast.expr) -> None:
+        node.elts[i] = new
+
+    return put
+
+
+def _is_int(value: ast.expr) -> bool:
+    return isinstance(value, ast.Constant) and type(value.value) is int
 
 
 def module_int_constants(module: types.ModuleType) -> dict[str, int]:
