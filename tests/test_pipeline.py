@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from cli_helpers import run_cli
 from conftest import SAMPLES
+from sample_sizes import set_args
 
 from solar.pipeline import AnalyzeOptions, analyze
 from solar.report import Report
@@ -17,7 +18,7 @@ from solar.report import Report
 def test_torch_sample_end_to_end(capsys: pytest.CaptureFixture[str], golden: object) -> None:
     pytest.importorskip("torch")
     r = run_cli(capsys, "analyze", str(SAMPLES / "torch" / "gpt_block.py"), "--arch", "H100_SXM",
-                "--format", "json", "-q")
+                *set_args("gpt_block"), "--format", "json", "-q")
     assert r.code == 0, r.err
     report = Report.model_validate_json(r.out)
     assert report.frontend.name == "torch"
