@@ -543,6 +543,7 @@ def analyze_front(
             kernels=len(program.kernels),
             statements=_count_statements(program),
             alias_kernels=sum(1 for k in program.kernels if k.alias),
+            dead_kernels=max(0, len(program.kernels) - len(graph.kernels)),
             text=ir_text if options.include_ir else None,
         ),
         sizes=dict(sorted((front.source_sizes or sizes).items())),

@@ -226,17 +226,19 @@ def _arch_block(arch: ArchBounds, report: Report, top: int) -> list[str]:
 
 
 def _ir_line(report: Report) -> str:
+    """The IR line; its kernel count agrees with the per-device kernel tables or says why."""
     ir = report.ir
     line = f"IR: {ir.kernels} kernels, {ir.statements} statements"
-    bounded = len(report.archs[0].kernels) if report.archs else ir.kernels
-    if bounded != ir.kernels:
-        why = []
-        if ir.alias_kernels:
-            why.append(f"{ir.alias_kernels} free views")
-        rest = ir.kernels - ir.alias_kernels - bounded
-        if rest > 0:
-            why.append(f"{rest} dead or without work")
-        line += f" ({bounded} bounded" + (f"; {', '.join(why)}" if why else "") + ")"
+    why = []
+    if ir.dead_kernels:
+        why.append(
+            f"{ir.kernels - ir.dead_kernels} bounded; {ir.dead_kernels} compute values "
+            "no output needs"
+        )
+    if ir.alias_kernels:
+        why.append(f"{ir.alias_kernels} free view" + ("s" if ir.alias_kernels != 1 else ""))
+    if why:
+        line += f" ({'; '.join(why)})"
     if ir.path:
         line += f", saved to {ir.path}"
     return line

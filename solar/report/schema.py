@@ -77,6 +77,9 @@ class IRInfo(BaseModel):
     kernels: int
     statements: int
     alias_kernels: int = Field(0, description="kernels that only alias (views): free")
+    dead_kernels: int = Field(
+        0, description="kernels no output depends on: removed before bounding"
+    )
     text: str | None = None
 
 

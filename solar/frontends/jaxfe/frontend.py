@@ -134,11 +134,11 @@ def _symbolic(
         return program, ()
     progress("re-capturing at other sizes for symbolic formulas")
 
-    def capture_at(binding: Mapping[str, int]) -> Program:
+    def capture_at(binding: Mapping[str, int]) -> tuple[Program, Mapping[str, int]]:
         other = jaxfe.trace_jax_file(path, entry=options.entry, overrides=binding)
-        return jaxfe.lower_jaxpr(other).program
+        return jaxfe.lower_jaxpr(other).program, other.sizes
 
-    sym = symbolize_sizes(program, sizes, capture_at)
+    sym = symbolize_sizes(program, sizes, capture_at, fixed=options.sizes)
     return sym.program, symbolic_notes(sym)
 
 

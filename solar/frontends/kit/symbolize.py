@@ -95,12 +95,14 @@ class SymbolicProgram:
         sizes: the free sizes the program is symbolic in, at the captured binding.
         constant: sizes left constant, each with the reason.
         reason: why the program stayed constant, when it did (``None`` otherwise).
+        derived: constants the file computes from other sizes (they follow them).
     """
 
     program: Program
     sizes: dict[str, int]
     constant: dict[str, str]
     reason: str | None = None
+    derived: tuple[str, ...] = ()
 
     @property
     def symbolic(self) -> bool:
@@ -256,8 +258,9 @@ def _is_plain_size(fit: SizeFit) -> str | None:
 
 
 # ---------------------------------------------------------------------------- driver
-CaptureAt = Callable[[Mapping[str, int]], Program]
-"""Capture and lower the program at a binding of the model file's size constants.
+CaptureAt = Callable[[Mapping[str, int]], tuple[Program, Mapping[str, int]]]
+"""Capture and lower the program with some size constants overridden; returns the
+program and every size constant of the file as it ran (derived ones recomputed).
 
 Raises:
     SolarError: the program cannot be captured at that binding.
@@ -265,19 +268,29 @@ Raises:
 
 
 def symbolize_sizes(
-    program: Program, binding: Mapping[str, int], capture_at: CaptureAt
+    program: Program,
+    binding: Mapping[str, int],
+    capture_at: CaptureAt,
+    *,
+    fixed: Mapping[str, int] | None = None,
 ) -> SymbolicProgram:
     """The captured ``program`` made symbolic in ``binding``'s sizes (Note [Symbolic
     sizes by re-binding]).
 
+    A constant the file derives from another (``HIDDEN = 4 * D``: it moves when ``D``
+    is perturbed) is no size of its own: it follows the one it derives from.
+
     Args:
         program: the program captured and lowered at ``binding``.
         binding: the model file's size constants as captured.
-        capture_at: captures and lowers the program at another binding.
+        capture_at: captures and lowers the program with some constants overridden.
+        fixed: the overrides the capture of ``program`` used (the user's ``--set``);
+            every re-capture applies them too.
 
     Returns:
         The symbolic program, or ``program`` unchanged with the reason.
     """
+    fixed = dict(fixed or {})
     constant: dict[str, str] = {}
     candidates = [s for s, v in binding.items() if v >= 2]
     for s, v in binding.items():
@@ -287,30 +300,39 @@ def symbolize_sizes(
         return SymbolicProgram(program, {}, constant, "the file has no size constant above 1")
     skel, base_ints = _literals(program)
     moved: dict[str, tuple[int, ...]] = {}
+    derived: set[str] = set()
     for s in candidates:
         try:
-            other = capture_at({**binding, s: binding[s] * _PERTURB})
+            other, sizes = capture_at({**fixed, s: binding[s] * _PERTURB})
         except SolarError as err:
             constant[s] = f"capturing at {s}={binding[s] * _PERTURB} failed: {err.message}"
             continue
+        derived.update(k for k, v in sizes.items() if k != s and binding.get(k) != v)
         o_skel, ints = _literals(other)
         if o_skel != skel:
             constant[s] = f"the program's structure changes with {s}"
             continue
         moved[s] = ints
+    for s in sorted(derived & set(moved)):
+        del moved[s]
+    follows = tuple(sorted(derived & set(binding)))
     fits = _fit_all(base_ints, moved, binding, constant)
     if fits is None or not moved:
         return SymbolicProgram(program, {}, constant, "no size constant could be followed")
     sizes = sorted(moved)
     check = {**binding, **{s: binding[s] * _VERIFY for s in sizes}}
     try:
-        verify_ints = _literals(capture_at(check))
+        verify_program_, verify_sizes = capture_at(
+            {**fixed, **{s: binding[s] * _VERIFY for s in sizes}}
+        )
     except SolarError as err:
         return SymbolicProgram(program, {}, constant,
                                f"the check capture at 3x the sizes failed: {err.message}")
+    verify_ints = _literals(verify_program_)
     if verify_ints[0] != skel:
         return SymbolicProgram(program, {}, constant,
                                "the program's structure changes at 3x the sizes")
+    check.update({k: v for k, v in verify_sizes.items() if k in check})
     chosen: dict[int, SizeFit] = {}
     for n, options in fits.items():
         good = [f for f in options if f.value(check) == verify_ints[1][n]]
@@ -321,7 +343,7 @@ def symbolize_sizes(
                 "in the sizes",
             )
         chosen[n] = good[0]
-    return _build(program, binding, sizes, chosen, constant)
+    return replace(_build(program, binding, sizes, chosen, constant), derived=follows)
 
 
 def _fit_all(
@@ -407,5 +429,9 @@ def symbolic_notes(result: SymbolicProgram) -> tuple[str, ...]:
     elif result.reason is not None:
         notes.append(f"formulas are constants at the captured sizes: {result.reason}")
     for s, why in result.constant.items():
-        notes.append(f"size {s} stays constant in the formulas: {why}")
+        if s not in result.derived:
+            notes.append(f"size {s} stays constant in the formulas: {why}")
+    if result.derived and result.symbolic:
+        notes.append(f"{', '.join(result.derived)}: computed in the file from other sizes, "
+                     "so the formulas follow those")
     return tuple(notes)

@@ -141,12 +141,12 @@ def _symbolic(
             *result.notes, f"formulas are constants at the captured sizes: {why}"))
     progress("re-capturing at other sizes for symbolic formulas")
 
-    def capture_at(binding: Mapping[str, int]) -> Program:
+    def capture_at(binding: Mapping[str, int]) -> tuple[Program, Mapping[str, int]]:
         other = tfe.trace_model_file(path, entry=options.entry, overrides=dict(binding),
                                      train=options.train)
-        return tfe.lower_capture(other).program
+        return tfe.lower_capture(other).program, other.info.sizes
 
-    sym = symbolize_sizes(lowered.program, sizes, capture_at)
+    sym = symbolize_sizes(lowered.program, sizes, capture_at, fixed=options.sizes)
     return replace(result, program=sym.program, notes=(*result.notes, *symbolic_notes(sym)))
 
 
