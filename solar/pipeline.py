@@ -54,10 +54,10 @@ from solar.hw import (
     mismatch_reason,
 )
 from solar.ir import (
+    IntLit,
     Program,
     eliminate_dead_code,
     parse_program,
-    IntLit,
     print_program,
     resolve_sizes,
     treat_as_intermediates,
@@ -72,7 +72,6 @@ from solar.options import (
     PrecisionPolicy,
     ValidateMode,
 )
-from solar.symbolic import inline_derived_sizes
 from solar.report import (
     ArchBounds,
     FrontendInfo,
@@ -88,6 +87,7 @@ from solar.report import (
     skipped_validation,
     validation_info,
 )
+from solar.symbolic import inline_derived_sizes
 
 if TYPE_CHECKING:
     from solar.frontends.llm import LLMConfig

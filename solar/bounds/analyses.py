@@ -24,8 +24,8 @@ from solar.bounds.registry import BOUND_MODELS, check_model, compute_bounds
 from solar.bounds.roofline import Bottleneck, BoundModel, CacheState
 from solar.bounds.unfused import kernel_traffic
 from solar.einsum import EinsumGraph
-from solar.ir import DType
 from solar.hw import HardwareSpec
+from solar.ir import DType
 
 __all__ = [
     "DeviceRequirement",

@@ -21,7 +21,6 @@ from solar.cli.app import (
     raise_for_validation,
 )
 from solar.options import (
-    BOUND_MODEL_NAMES,
     DEFAULT_ARCH,
     BoundModel,
     CacheState,
@@ -32,7 +31,6 @@ from solar.options import (
 )
 
 if TYPE_CHECKING:
-    from solar.bounds import PlatformRow
     from solar.frontends.llm import LLMConfig
     from solar.pipeline import PreparedProgram
 

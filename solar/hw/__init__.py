@@ -8,7 +8,6 @@ sources. Every failure is a `solar.diagnostics.HardwareSpecError` (E0401-E0404).
 from __future__ import annotations
 
 from solar.hw.calibrate import calibrate_machine
-from solar.hw.match import device_matches_spec, mismatch_reason
 from solar.hw.loader import (
     dump_hardware_spec,
     hardware_spec_dir,
@@ -17,6 +16,7 @@ from solar.hw.loader import (
     parse_hardware_spec,
     validate_hardware_spec,
 )
+from solar.hw.match import device_matches_spec, mismatch_reason
 from solar.hw.spec import (
     FIGURE_FIELDS,
     ComputeUnit,

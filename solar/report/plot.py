@@ -148,7 +148,7 @@ def _draw_roofline(ax: Any, report: Report, row: ArchBounds) -> None:
         and report.fused_dram_bytes > 0
     ):
         ai = report.flops / report.fused_dram_bytes
-        ach = report.flops / (report.measurement.median_ms / 1e3)
+        ach = report.flops / (m.median_ms / 1e3)
         ax.scatter(
             [ai],
             [ach],
@@ -157,7 +157,7 @@ def _draw_roofline(ax: Any, report: Report, row: ArchBounds) -> None:
             color="gold",
             edgecolor="black",
             zorder=4,
-            label=f"measured {report.measurement.median_ms:.3g} ms (whole program)",
+            label=f"measured {m.median_ms:.3g} ms (whole program)",
         )
     ax.set_xscale("log")
     ax.set_yscale("log")

@@ -76,9 +76,9 @@ class IRInfo(BaseModel):
     path: str | None = None
     kernels: int
     statements: int
-    alias_kernels: int = Field(0, description="kernels that only alias (views): free")
+    alias_kernels: int = Field(default=0, description="kernels that only alias (views): free")
     dead_kernels: int = Field(
-        0, description="kernels no output depends on: removed before bounding"
+        default=0, description="kernels no output depends on: removed before bounding"
     )
     text: str | None = None
 
@@ -140,7 +140,7 @@ class KernelRow(BaseModel):
     bottleneck: Literal["compute", "memory"]
     arithmetic_intensity_flops_per_byte: float
     measured_s: float | None = Field(
-        None, description="profiled time of the ops matched to this kernel, on this device"
+        default=None, description="profiled time of the ops matched to this kernel, on this device"
     )
 
 
@@ -201,7 +201,7 @@ class KernelTiming(BaseModel):
     op: str = Field(description="the profiler's op name, e.g. 'aten::addmm'")
     index: int = Field(description="its position among the run's timed ops (0-based)")
     time_ms: float = Field(description="self device time per run (CUDA) or self CPU time")
-    kernel: str | None = Field(None, description="the IR kernel it was matched to")
+    kernel: str | None = Field(default=None, description="the IR kernel it was matched to")
 
 
 class Measurement(BaseModel):
@@ -215,15 +215,15 @@ class Measurement(BaseModel):
     trials: int = 1
     device: str | None = None
     arch: str | None = Field(
-        None,
+        default=None,
         description="the analysed architecture the measurement is of (headroom is computed "
         "against it alone); null when it is none of them",
     )
     headroom_note: str | None = Field(
-        None, description="why no headroom is computed, when arch is null"
+        default=None, description="why no headroom is computed, when arch is null"
     )
     kernels: tuple[KernelTiming, ...] = Field(
-        (), description="per-kernel times of one profiled run, in execution order"
+        default=(), description="per-kernel times of one profiled run, in execution order"
     )
 
 
@@ -242,7 +242,7 @@ class Report(BaseModel):
         "module-level int constants with --set applied"
     )
     symbolic_sizes: tuple[str, ...] = Field(
-        (), description="the sizes flops_formula and fused_bytes_formula are symbolic in"
+        default=(), description="the sizes flops_formula and fused_bytes_formula are symbolic in"
     )
     coverage: CoverageInfo
     validation: ValidationInfo

@@ -48,13 +48,13 @@ from solar.frontends.kit.loader import (
     user_frames,
 )
 from solar.frontends.kit.lowered import CondRegion, LoweredProgram, UncoveredValue
+from solar.frontends.kit.naming import input_name, output_name, param_name, uncovered_name
+from solar.frontends.kit.resize import Recapture, ReducedReference, reduced_reference
 from solar.frontends.kit.symbolize import (
     SymbolicProgram,
     symbolic_notes,
     symbolize_sizes,
 )
-from solar.frontends.kit.naming import input_name, output_name, param_name, uncovered_name
-from solar.frontends.kit.resize import Recapture, ReducedReference, reduced_reference
 from solar.frontends.kit.table import LoweringTable, UnsupportedOpError
 from solar.frontends.kit.values import IndexMap, TensorInfo, shape_numel
 

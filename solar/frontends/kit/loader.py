@@ -71,7 +71,7 @@ def import_model_file(
         UsageError: E0913, an override names no integer constant of the file.
     """
     path = Path(path)
-    overrides = dict(overrides)
+    wanted = dict(overrides)
     if not path.is_file() or path.suffix != ".py":
         raise FrontendError(f"{kind} {path} does not exist or is not a .py file", code=code)
     name = f"solar_user_{path.stem}_{next(_counter)}"
@@ -83,16 +83,16 @@ def import_model_file(
     if folder not in sys.path:
         sys.path.insert(0, folder)
     sys.modules[name] = module
-    rebound, code_obj = _rebound_code(path, overrides)
+    rebound, code_obj = _rebound_code(path, wanted)
     with user_code(f"importing {path.name}"):
         if code_obj is None:
             spec.loader.exec_module(module)
         else:
-            exec(code_obj, module.__dict__)  # noqa: S102 — the user's own file, rebound
+            exec(code_obj, module.__dict__)
     # the names the file assigns at top level were rebound in place; what remains (a
     # constant set in a loop, imported...) is checked and set on the module
     return check_overrides(
-        module, {k: v for k, v in overrides.items() if k not in rebound}, path.name
+        module, {k: v for k, v in wanted.items() if k not in rebound}, path.name
     )
 
 
@@ -118,7 +118,9 @@ def check_overrides(
     return module
 
 
-def _rebound_code(path: Path, overrides: Mapping[str, int]) -> tuple[set[str], types.CodeType | None]:
+def _rebound_code(
+    path: Path, overrides: Mapping[str, int]
+) -> tuple[set[str], types.CodeType | None]:
     """The file compiled with its top-level ``NAME = <int>`` assignments of ``overrides``
     replaced by the new values.
 

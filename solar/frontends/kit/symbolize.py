@@ -319,16 +319,16 @@ def symbolize_sizes(
     fits = _fit_all(base_ints, moved, binding, constant)
     if fits is None or not moved:
         return SymbolicProgram(program, {}, constant, "no size constant could be followed")
-    sizes = sorted(moved)
-    check = {**binding, **{s: binding[s] * _VERIFY for s in sizes}}
+    names = sorted(moved)
+    check = {**binding, **{s: binding[s] * _VERIFY for s in names}}
     try:
-        verify_program_, verify_sizes = capture_at(
-            {**fixed, **{s: binding[s] * _VERIFY for s in sizes}}
+        checked, verify_sizes = capture_at(
+            {**fixed, **{s: binding[s] * _VERIFY for s in names}}
         )
     except SolarError as err:
         return SymbolicProgram(program, {}, constant,
                                f"the check capture at 3x the sizes failed: {err.message}")
-    verify_ints = _literals(verify_program_)
+    verify_ints = _literals(checked)
     if verify_ints[0] != skel:
         return SymbolicProgram(program, {}, constant,
                                "the program's structure changes at 3x the sizes")
@@ -343,7 +343,7 @@ def symbolize_sizes(
                 "in the sizes",
             )
         chosen[n] = good[0]
-    return replace(_build(program, binding, sizes, chosen, constant), derived=follows)
+    return replace(_build(program, binding, chosen, constant), derived=follows)
 
 
 def _fit_all(
@@ -376,7 +376,6 @@ def _fit_all(
 def _build(
     program: Program,
     binding: Mapping[str, int],
-    sizes: Sequence[str],
     chosen: Mapping[int, SizeFit],
     constant: Mapping[str, str],
 ) -> SymbolicProgram:

@@ -29,10 +29,10 @@ from solar.options import FrontendName
 
 if TYPE_CHECKING:
     from solar.frontends.kit import LoweredProgram
-    from solar.ir import Program
     from solar.frontends.pytorch.capture import TorchCapture
     from solar.frontends.pytorch.loader import Instance, ProgramSource
     from solar.frontends.pytorch.registry import OpFallback
+    from solar.ir import Program
     from solar.measure import Timing
 
 __all__ = ["TorchFrontend"]
