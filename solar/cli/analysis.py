@@ -216,6 +216,7 @@ def bounds(
 
     prepared = _lift(source, frontend, set_, None, precision)
     sizes = prepared.sizes
+    shown = dict(prepared.front.source_sizes or sizes)  # a model file: its size constants
     rows = [
         bound_arch(prepared.graph, load_hardware_spec(a), precision=prepared.precision, sizes=sizes)
         for a in (arch or [DEFAULT_ARCH])
@@ -223,12 +224,12 @@ def bounds(
     if json_:
         typer.echo(
             dumps_deterministic(
-                {"sizes": sizes, "archs": [r.model_dump(mode="json") for r in rows]}
+                {"sizes": shown, "archs": [r.model_dump(mode="json") for r in rows]}
             ),
             nl=False,
         )
         return
-    typer.echo("sizes: " + (", ".join(f"{k}={v}" for k, v in sorted(sizes.items())) or "-"))
+    typer.echo("sizes: " + (", ".join(f"{k}={v}" for k, v in sorted(shown.items())) or "-"))
     typer.echo(f"{'arch':<18} {'model':<12} {'bound':>12} {'FLOPs':>14} {'DRAM':>10}  bottleneck")
     for r in rows:
         for b in r.bounds:
@@ -266,7 +267,8 @@ def compare(
     rows = cross_platform(
         prepared.graph, specs, precision_policy=prepared.precision, sizes=prepared.sizes
     )
-    text = compare_json(rows, prepared.sizes) if format_ == "json" else compare_text(rows)
+    sizes = dict(prepared.front.source_sizes or prepared.sizes)
+    text = compare_json(rows, sizes) if format_ == "json" else compare_text(rows)
     typer.echo(text, nl=False)
 
 
@@ -304,7 +306,8 @@ def provision(
         sizes=prepared.sizes,
         specs=specs,
     )
-    text = provision_json(inv, prepared.sizes) if format_ == "json" else provision_text(inv)
+    sizes = dict(prepared.front.source_sizes or prepared.sizes)
+    text = provision_json(inv, sizes) if format_ == "json" else provision_text(inv)
     typer.echo(text, nl=False)
 
 

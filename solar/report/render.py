@@ -109,7 +109,7 @@ def next_step(k: KernelRow) -> str:
         return "fuse it (streams data only)"
     if k.unit == "tensor":
         if k.precision in ("fp32", "tf32") or "x" in k.precision:
-            return "bf16 matmul (--precision bf16)"
+            return "bf16 operands (--precision bf16)"
         return "at the matrix peak: fewer FLOPs"
     return "fewer FLOPs per element"
 
