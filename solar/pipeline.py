@@ -546,7 +546,10 @@ def analyze_front(
             dead_kernels=max(0, len(program.kernels) - len(graph.kernels)),
             text=ir_text if options.include_ir else None,
         ),
-        sizes=dict(sorted((front.source_sizes or sizes).items())),
+        # a model file's own size constants, unless hand-written IR replaced its program
+        sizes=dict(sorted(
+            (front.source_sizes if program is front.program and front.source_sizes
+             else sizes).items())),
         symbolic_sizes=tuple(free_sizes(program)),
         coverage=coverage,
         validation=validation,

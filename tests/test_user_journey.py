@@ -274,6 +274,30 @@ def test_kernel_names_agree_between_cli_and_python_api(
 
 
 @pytest.mark.torch
+def test_kernel_names_agree_between_cli_and_an_entry_function(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("torch")
+    src = tmp_path / "gpt_entry.py"
+    src.write_text(
+        "import importlib.util\nimport torch\n"
+        f"spec = importlib.util.spec_from_file_location('g', {str(GPT)!r})\n"
+        "g = importlib.util.module_from_spec(spec)\nspec.loader.exec_module(g)\n"
+        "model = g.Model(32, 4).eval()\n"
+        "def run(x):\n    return model(x)\n"
+        "def get_inputs():\n    return [torch.randn(2, 8, 32)]\n"
+    )
+    r = run_cli(capsys, "analyze", str(GPT), *set_args("gpt_block"), "--validate", "off",
+                "--format", "json", "-q")
+    cli_names = [k["name"] for k in json.loads(r.out)["archs"][0]["kernels"]]
+    e = run_cli(capsys, "analyze", str(src), "--entry", "run", "--validate", "off",
+                "--format", "json", "-q")
+    assert e.code == 0, e.err
+    assert [k["name"] for k in json.loads(e.out)["archs"][0]["kernels"]] == cli_names
+    assert cli_names[:3] == ["ln1_layer_norm", "qkv_addmm", "attention"]
+
+
+@pytest.mark.torch
 def test_ir_kernel_count_agrees_with_the_kernel_table_or_says_why(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
