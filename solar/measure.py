@@ -29,6 +29,11 @@ __all__ = [
 ]
 
 
+SLOW_RUN_S = 1.0
+"""A first run slower than this cuts warm-up to one run and trials to `SLOW_TRIALS`."""
+SLOW_TRIALS = 3
+
+
 @dataclass(frozen=True, slots=True)
 class ProfiledOp:
     """One ATen op of a profiled run.
@@ -137,8 +142,9 @@ def time_callable(
         run: the work; it must not return before its results are ready unless ``sync``
             waits for them.
         sync: waits for asynchronous work (e.g. ``torch.cuda.synchronize``).
-        warmup: untimed calls first (compilation, caches, allocator).
-        trials: timed calls.
+        warmup: untimed calls first (compilation, caches, allocator); one when the first
+            takes over `SLOW_RUN_S`.
+        trials: timed calls (at most `SLOW_TRIALS` after a slow first run).
         device: recorded in the result.
         event_timer: returns one trial's time in ms (CUDA events); overrides the clock.
     """
@@ -146,8 +152,16 @@ def time_callable(
 
     samples: list[float] = []
     with user_stdout_to_stderr():  # the program's prints (Note [User output])
-        for _ in range(max(0, warmup)):
+        for i in range(max(0, warmup)):
+            start = time.perf_counter()
             run()
+            if sync:
+                sync()
+            if i == 0 and time.perf_counter() - start > SLOW_RUN_S:
+                # a run of seconds (a realistic size on a CPU): one warm-up is enough,
+                # and a few trials give the median
+                trials = min(trials, SLOW_TRIALS)
+                break
         if sync:
             sync()
         for _ in range(max(1, trials)):

@@ -350,3 +350,13 @@ def test_provision_rows_state_their_precision_and_have_json(
     assert devices["H100_SXM"]["flops_by_pipe"] == {"tensor:3xtf32": 6144.0}
     text = run_cli(capsys, "provision", mm, "--target-ms", "0.001", "--arch", "TPU_v5p").out
     assert "(precision policy default)" in text and "tensor:bf16*" in text
+
+
+def test_a_slow_program_is_timed_with_fewer_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    import solar.measure as measure
+
+    calls: list[int] = []
+    monkeypatch.setattr(measure, "SLOW_RUN_S", 0.0)  # every run counts as slow
+    timing = measure.time_callable(lambda: calls.append(1), warmup=3, trials=10)
+    assert timing.trials == measure.SLOW_TRIALS == 3
+    assert len(calls) == 1 + 3  # one warm-up, three trials
