@@ -132,13 +132,13 @@ def _kernel_lines(arch: ArchBounds, top: int) -> list[str]:
             f"(measured - bound; {len(measured)} matched to profiled ops):"
         )
         lines.append(f"    {'kernel':<{name_w}} {'bound':>10} {'measured':>10} {'gap':>10}  "
-                     f"{'roof':<12} next step")
+                     f"{'roof':<13} next step")
         for k in ranked:
             m = k.measured_s or 0.0
             lines.append(
                 f"    {_short(k.name, name_w):<{name_w}} {format_time(k.time_s):>10} "
                 f"{format_time(m):>10} {format_time(max(0.0, m - k.time_s)):>10}  "
-                f"{_roof(k):<12} {next_step(k)}"
+                f"{_roof(k):<13} {next_step(k)}"
             )
         return lines
     total = sum(k.time_s for k in kernels) or 1.0
@@ -147,11 +147,11 @@ def _kernel_lines(arch: ArchBounds, top: int) -> list[str]:
         f"  next steps: {len(ranked)} of {len(kernels)} kernels by unfused bound "
         "(no per-kernel measurement of this device):"
     )
-    lines.append(f"    {'kernel':<{name_w}} {'bound':>10} {'share':>6}  {'roof':<12} next step")
+    lines.append(f"    {'kernel':<{name_w}} {'bound':>10} {'share':>6}  {'roof':<13} next step")
     for k in ranked:
         lines.append(
             f"    {_short(k.name, name_w):<{name_w}} {format_time(k.time_s):>10} "
-            f"{k.time_s / total:6.1%}  {_roof(k):<12} {next_step(k)}"
+            f"{k.time_s / total:6.1%}  {_roof(k):<13} {next_step(k)}"
         )
     return lines
 
