@@ -47,8 +47,14 @@ from solar.frontends import (
     ValidationPlan,
     get_frontend,
 )
-from solar.hw import HardwareSpec, load_hardware_spec
+from solar.hw import (
+    HardwareSpec,
+    device_matches_spec,
+    load_hardware_spec,
+    mismatch_reason,
+)
 from solar.ir import (
+    IntLit,
     Program,
     eliminate_dead_code,
     fill_generated,
@@ -59,7 +65,7 @@ from solar.ir import (
     verify_program,
     walk_stmts,
 )
-from solar.measure import Timing
+from solar.measure import Timing, match_ops
 from solar.options import (
     DEFAULT_ARCH,
     CacheState,
@@ -74,6 +80,7 @@ from solar.report import (
     FrontendInfo,
     InputInfo,
     IRInfo,
+    KernelTiming,
     Measurement,
     Report,
     ToolInfo,
@@ -84,6 +91,7 @@ from solar.report import (
     skipped_validation,
     validation_info,
 )
+from solar.symbolic import inline_derived_sizes
 
 if TYPE_CHECKING:
     from solar.frontends.inputs import InputShape
@@ -92,11 +100,13 @@ if TYPE_CHECKING:
 __all__ = [
     "AnalyzeOptions",
     "PreparedProgram",
+    "ReboundCosts",
     "analyze",
     "analyze_front",
     "analyze_module",
     "bound_arch",
     "check_against_reference",
+    "costs_at",
     "lift_source",
     "load_program",
     "prepare_program",
@@ -390,13 +400,31 @@ def _work_bound(
 
 
 def _measurement(
-    front: FrontendResult, options: AnalyzeOptions, progress: Progress
+    front: FrontendResult,
+    options: AnalyzeOptions,
+    specs: Sequence[HardwareSpec],
+    progress: Progress,
+    kernels: Sequence[str] = (),
 ) -> Measurement | None:
+    """The measured time, tied to the one analysed spec it is a measurement of.
+
+    Note [Headroom on the measured device]: headroom is measured time over a bound of
+    the *same* device. ``--measured-ms`` belongs to the ``--arch`` when exactly one is
+    given; ``--measure`` times the local device, which belongs to a spec only when
+    `solar.hw.device_matches_spec` says so (a calibrated spec of this host, or the GPU
+    the spec names). Otherwise ``arch`` is ``None``, ``headroom_note`` says why, and no
+    headroom is computed, gated or plotted.
+    """
     if options.measured_ms is not None:
         if not 0.0 < options.measured_ms < float("inf"):
             raise UsageError("--measured-ms must be positive and finite", code="E0905")
-        arch = options.archs[0] if len(options.archs) == 1 else None
-        return Measurement(source="user", median_ms=options.measured_ms, arch=arch)
+        if len(specs) == 1:
+            return Measurement(source="user", median_ms=options.measured_ms, arch=specs[0].name)
+        return Measurement(
+            source="user", median_ms=options.measured_ms, arch=None,
+            headroom_note="--measured-ms with several --arch: give the one device it was "
+            "measured on as the only --arch to get headroom",
+        )
     if not options.measure:
         return None
     if front.measure is None:
@@ -406,6 +434,8 @@ def _measurement(
         )
     progress("measuring the program on the local device")
     t: Timing = front.measure()
+    match = next((s for s in specs if device_matches_spec(t.device, s)), None)
+    note = None if match is not None else "; ".join(mismatch_reason(t.device, s) for s in specs[:1])
     return Measurement(
         source="measured",
         median_ms=t.median_ms,
@@ -413,7 +443,12 @@ def _measurement(
         max_ms=t.max_ms,
         trials=t.trials,
         device=t.device,
-        arch=options.archs[0] if len(options.archs) == 1 else None,
+        arch=match.name if match is not None else None,
+        headroom_note=note,
+        kernels=tuple(
+            KernelTiming(op=op.op, index=i, time_ms=op.time_ms, kernel=kernel)
+            for i, (op, kernel) in enumerate(match_ops(kernels, t.ops))
+        ),
     )
 
 
@@ -535,9 +570,8 @@ def analyze_front(
     options = replace(options, precision=prepared.precision)
     program, sizes, graph = prepared.program, prepared.sizes, prepared.graph
     validation = validate_front(prepared, options, say)
-    measurement = _measurement(front, options, say)
-    if measurement is not None and measurement.arch is not None:  # the spec's name, not the alias
-        measurement = measurement.model_copy(update={"arch": specs[0].name})
+    measurement = _measurement(front, options, specs, say,
+                               [k.name for k in graph.kernels])
     say("computing bounds")
     start = time.monotonic()
     compiled = compile_costs(graph)
@@ -555,6 +589,8 @@ def analyze_front(
                         sizes=sizes, cache=options.cache)
     log.info("bounds took %.2f s", time.monotonic() - start)
     costs = symbolic_costs(graph)
+    flops_formula = inline_derived_sizes(costs.flops, program.sizes)
+    bytes_formula = inline_derived_sizes(costs.fused_bytes, program.sizes)
     ir_text = print_program(program)
     if options.save_ir is not None:
         write_atomic(options.save_ir, ir_text)
@@ -585,15 +621,21 @@ def analyze_front(
             path=str(options.save_ir) if options.save_ir else None,
             kernels=len(program.kernels),
             statements=_count_statements(program),
+            alias_kernels=sum(1 for k in program.kernels if k.alias),
+            dead_kernels=max(0, len(program.kernels) - len(graph.kernels)),
             text=ir_text if options.include_ir else None,
         ),
-        sizes=dict(sorted(sizes.items())),
+        # a model file's own size constants, unless hand-written IR replaced its program
+        sizes=dict(sorted(
+            (front.source_sizes if program is front.program and front.source_sizes
+             else sizes).items())),
+        symbolic_sizes=tuple(free_sizes(program)),
         coverage=coverage,
         validation=validation,
         flops=fused.flops,
-        flops_formula=costs.flops,
+        flops_formula=flops_formula,
         fused_dram_bytes=fused.dram_bytes,
-        fused_bytes_formula=costs.fused_bytes,
+        fused_bytes_formula=bytes_formula,
         archs=archs,
         measurement=measurement,
         training=training,
@@ -643,3 +685,83 @@ def _training_info(
         saved_activation_bytes=mem.saved_activation_bytes,
         peak_bytes=mem.peak_bytes,
     )
+
+
+# ---------------------------------------------------------------------------- re-binding
+def free_sizes(program: Program) -> dict[str, int]:
+    """The sizes a program's formulas are symbolic in (its free sizes) and their values."""
+    return {d.name: d.value.value for d in program.sizes if isinstance(d.value, IntLit)}
+
+
+@dataclass(frozen=True, slots=True)
+class ReboundCosts:
+    """A prepared program's costs at another size binding (`costs_at`).
+
+    Attributes:
+        sizes: every size of the program at the new binding (free and derived).
+        flops: total FLOPs.
+        fused_dram_bytes: compulsory traffic (inputs, parameters, outputs once; cold).
+        archs: the three bounds per device, as report rows.
+    """
+
+    sizes: dict[str, int]
+    flops: float
+    fused_dram_bytes: float
+    archs: tuple[ArchBounds, ...]
+
+
+def costs_at(
+    prepared: PreparedProgram,
+    binding: Mapping[str, int],
+    specs: Sequence[HardwareSpec] = (),
+    *,
+    cache: CacheState = "warm",
+    compiled: CompiledCosts | None = None,
+) -> ReboundCosts:
+    """The costs and bounds of ``prepared`` at ``binding``, without capturing again.
+
+    A traced program is symbolic in the model file's size constants where
+    `solar.frontends.kit.symbolize_sizes` could confirm it (the report's
+    ``symbolic_sizes``); an IR file in all its free sizes. Sizes left out of
+    ``binding`` keep their analysed values.
+
+    Args:
+        prepared: the prepared program (`lift_source`, `prepare_program`).
+        binding: new values of some free sizes.
+        specs: devices to bound on (none: work figures only, on the default arch).
+        cache: the cache state the bounds assume.
+        compiled: ``compile_costs(prepared.graph)``, to reuse across calls.
+
+    Returns:
+        The costs at the new binding.
+
+    Raises:
+        UsageError: E0913, a name that is no size of the program; E0914, a size of the
+            model file the formulas are constant in (re-capture with ``--set``).
+        IRVerifyError: E0221, a size evaluates to a non-positive value.
+    """
+    free = free_sizes(prepared.program)
+    source = prepared.front.source_sizes
+    for name in binding:
+        if name in free:
+            continue
+        if name in source:
+            raise UsageError(
+                f"size {name} is a constant in this analysis's formulas; analyse again "
+                f"with --set {name}={binding[name]}",
+                code="E0914",
+                notes=(f"symbolic sizes: {', '.join(free) or 'none'}",),
+            )
+        known = ", ".join(sorted({*free, *source})) or "none"
+        raise UsageError(f"{name} is no size of this program", code="E0913",
+                         notes=(f"its sizes: {known}",))
+    sizes = resolve_sizes(prepared.program, {**free, **binding})
+    compiled = compiled if compiled is not None else compile_costs(prepared.graph)
+    work_spec = specs[0] if specs else load_hardware_spec(DEFAULT_ARCH)
+    work = fused_bound(compiled, work_spec, precision_policy=prepared.precision, sizes=sizes,
+                       cache="cold")
+    archs = tuple(
+        bound_arch(compiled, spec, precision=prepared.precision, sizes=sizes, cache=cache)
+        for spec in specs
+    )
+    return ReboundCosts(sizes, work.flops, work.dram_bytes, archs)

@@ -8,12 +8,13 @@ evaluated at any size binding with `evaluate`.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterable, Mapping
 from typing import TypeAlias
 
 import sympy
 
-from solar.ir import Binary, Call, Expr, IntLit, Name, Unary
+from solar.ir import Binary, Call, Expr, IntLit, Name, SizeDecl, Unary
 
 __all__ = [
     "SymExpr",
@@ -21,6 +22,8 @@ __all__ = [
     "compile_exprs",
     "count_symbol",
     "evaluate",
+    "evaluate_formula",
+    "inline_derived_sizes",
     "free_size_names",
     "index_symbol",
     "is_known_leq",
@@ -211,3 +214,46 @@ def is_known_leq(a: SymExpr | int, b: SymExpr | int) -> bool:
 def sym_to_str(expr: SymExpr | int) -> str:
     """A stable textual form of a symbolic expression (for reports)."""
     return str(sympy.sympify(expr))
+
+
+_FORMULA_FUNCTIONS = frozenset({"floor", "ceiling", "Min", "Max", "Mod", "Sum", "oo"})
+
+
+def _parse_formula(text: str) -> SymExpr:
+    """A report formula (`sym_to_str` text) back as an expression of size symbols."""
+    names = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text)) - _FORMULA_FUNCTIONS
+    parsed = sympy.sympify(text, locals={n: size_symbol(n) for n in names}, rational=True)
+    return parsed.xreplace({s: size_symbol(str(s)) for s in parsed.free_symbols})
+
+
+def inline_derived_sizes(formula: str, decls: Iterable[SizeDecl]) -> str:
+    """``formula`` with every derived size replaced by its expression in free sizes.
+
+    A report's formulas then name only sizes a user can set.
+
+    >>> from solar.ir import parse_expr
+    >>> decls = [SizeDecl("D", IntLit(8)), SizeDecl("D3", parse_expr("3 * D"))]
+    >>> inline_derived_sizes("2*D3 + D", decls)
+    '7*D'
+    """
+    derived: dict[str, SymExpr] = {}
+    for d in decls:
+        if not isinstance(d.value, IntLit):
+            derived[d.name] = to_sympy(d.value, sizes=derived)
+    if not derived:
+        return formula
+    expr = _parse_formula(formula)
+    subs = {size_symbol(n): e for n, e in derived.items()}
+    return sym_to_str(sympy.expand(expr.xreplace(subs)))
+
+
+def evaluate_formula(formula: str, bindings: Mapping[str, int]) -> float:
+    """A report formula (``flops_formula``...) evaluated at a size binding.
+
+    Raises:
+        ValueError: a size the formula depends on is unbound.
+
+    >>> evaluate_formula("2*M*N*K", {"M": 2, "N": 3, "K": 4})
+    48.0
+    """
+    return evaluate(_parse_formula(formula), bindings)

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from cli_helpers import run_cli
 from conftest import SAMPLES
+from sample_sizes import set_args
 
 from solar.pipeline import AnalyzeOptions, analyze
 from solar.report import Report
@@ -17,7 +18,7 @@ from solar.report import Report
 def test_torch_sample_end_to_end(capsys: pytest.CaptureFixture[str], golden: object) -> None:
     pytest.importorskip("torch")
     r = run_cli(capsys, "analyze", str(SAMPLES / "torch" / "gpt_block.py"), "--arch", "H100_SXM",
-                "--format", "json", "-q")
+                *set_args("gpt_block"), "--format", "json", "-q")
     assert r.code == 0, r.err
     report = Report.model_validate_json(r.out)
     assert report.frontend.name == "torch"
@@ -164,7 +165,9 @@ def test_ir_file_with_reference_validates(tmp_path: Path) -> None:
 
 
 @pytest.mark.torch
-def test_measure_records_a_local_timing_and_headroom(capsys: pytest.CaptureFixture[str]) -> None:
+def test_measure_records_a_local_timing_but_no_headroom_on_another_device(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     pytest.importorskip("torch")
     r = run_cli(capsys, "analyze", str(SAMPLES / "torch" / "matmul.py"), "--measure",
                 "--arch", "H100_SXM", "--format", "json", "-q")
@@ -174,7 +177,9 @@ def test_measure_records_a_local_timing_and_headroom(capsys: pytest.CaptureFixtu
     assert m is not None and m.source == "measured" and m.trials >= 1
     assert m.min_ms is not None and m.max_ms is not None
     assert m.min_ms <= m.median_ms <= m.max_ms
-    assert [h.model for h in report.archs[0].headroom] == ["unfused", "fused", "cache-aware"]
+    # this machine is no H100 SXM: the time is recorded, the ratio is not computed
+    assert m.arch is None and report.archs[0].headroom == ()
+    assert m.headroom_note is not None and "H100" in m.headroom_note
 
 
 def test_calibrate_writes_a_measured_spec_usable_as_arch(

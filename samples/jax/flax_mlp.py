@@ -3,7 +3,8 @@
 import flax.linen as nn
 import numpy as np
 
-BATCH, IN, HIDDEN, CLASSES = 8, 32, 64, 10
+# realistic widths; SOLAR validates the IR at reduced sizes (`--set` rebinds them)
+BATCH, IN, HIDDEN, CLASSES = 256, 1024, 4096, 1000
 
 
 class Model(nn.Module):

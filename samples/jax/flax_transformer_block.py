@@ -7,7 +7,8 @@ residual -> LayerNorm -> GELU MLP -> residual.
 import flax.linen as nn
 import numpy as np
 
-BATCH, SEQ, DIM, HEADS = 2, 16, 32, 4
+# realistic widths; SOLAR validates the IR at reduced sizes (`--set` rebinds them)
+BATCH, SEQ, DIM, HEADS = 8, 1024, 1024, 16
 
 
 class Model(nn.Module):

@@ -5,10 +5,12 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-BATCH = 2
-SEQ = 8
-D_MODEL = 32
-HEADS = 4
+# GPT-2-medium-like widths at a realistic batch and context; SOLAR validates the IR at
+# reduced sizes (`--set` rebinds any of these).
+BATCH = 8
+SEQ = 2048
+D_MODEL = 1024
+HEADS = 16
 
 
 class Model(nn.Module):

@@ -3,10 +3,12 @@
 import torch
 import torch.nn as nn
 
-BATCH = 2
-C_IN = 4
-C_OUT = 8
-SIZE = 8
+# ResNet-18's stage-2 entry (64 -> 128 channels, 56x56 -> 28x28) at batch 32; SOLAR
+# validates the IR at reduced sizes (`--set` rebinds any of these).
+BATCH = 32
+C_IN = 64
+C_OUT = 128
+SIZE = 56
 
 
 class Model(nn.Module):

@@ -25,6 +25,7 @@ from solar.bounds.roofline import Bottleneck, BoundModel, CacheState
 from solar.bounds.unfused import kernel_traffic
 from solar.einsum import EinsumGraph
 from solar.hw import HardwareSpec
+from solar.ir import DType
 
 __all__ = [
     "DeviceRequirement",
@@ -32,12 +33,50 @@ __all__ = [
     "PlatformRow",
     "cross_platform",
     "inverse_roofline",
+    "reduced_precision",
 ]
+
+
+_REDUCED = frozenset({"tf32", "bf16", "fp16", "fp8"})
+
+
+def _has_fp32_work(compiled: CompiledCosts, sizes: Mapping[str, int] | None) -> bool:
+    costs = compiled.evaluate(sizes)
+    for kind, flops in zip(compiled.group_work.tolist(), costs.group_flops.tolist(),
+                           strict=True):
+        if flops > 0 and compiled.work_kinds[kind].dtype == DType.F32:
+            return True
+    return False
+
+
+def reduced_precision(flops_by_pipe: Mapping[str, float], fp32_work: bool) -> bool:
+    """Whether fp32 work is charged at a single-pass reduced-precision peak.
+
+    Note [Precision per row]: a device without the pipe the policy asks for (a TPU has
+    no TF32) runs the work on the one it has, so the same program can be bounded at
+    TF32 on one device and at the bf16 MXU peak on another. Rows say so.
+
+    >>> reduced_precision({"tensor:bf16": 1.0, "vector:fp32": 2.0}, True)
+    True
+    >>> reduced_precision({"tensor:3xtf32": 1.0}, True)
+    False
+    """
+    return fp32_work and any(
+        flops > 0 and label.split(":", 1)[-1] in _REDUCED
+        for label, flops in flops_by_pipe.items()
+    )
 
 
 @dataclass(frozen=True, slots=True)
 class PlatformRow:
-    """One (device, model) bound."""
+    """One (device, model) bound.
+
+    Attributes:
+        flops_by_pipe: FLOPs per pipe label (``tensor:bf16``...): the precision each
+            FLOP was charged at on this device.
+        reduced_precision: fp32 work charged at a reduced-precision peak (Note
+            [Precision per row]).
+    """
 
     device: str
     model: BoundModel
@@ -48,6 +87,8 @@ class PlatformRow:
     dram_bytes: float
     flops: float
     bottleneck: Bottleneck
+    flops_by_pipe: Mapping[str, float]
+    reduced_precision: bool
 
 
 def cross_platform(
@@ -62,14 +103,16 @@ def cross_platform(
         BoundError: E0450/E0451/E0452 as `compute_bounds`.
     """
     compiled = as_compiled(graph)
+    fp32 = _has_fp32_work(compiled, sizes)
     rows = []
     for spec in specs:
         for model in models:
             b = compute_bounds(compiled, spec, model=model, precision_policy=precision_policy,
                                sizes=sizes, cache=cache)
+            by_pipe = dict(sorted(b.flops_by_pipe.items()))
             rows.append(PlatformRow(spec.name, model, precision_policy, b.time_s,
                                     b.compute_time_s, b.memory_time_s, b.dram_bytes, b.flops,
-                                    b.bottleneck))
+                                    b.bottleneck, by_pipe, reduced_precision(by_pipe, fp32)))
     return tuple(rows)
 
 
@@ -81,6 +124,8 @@ class DeviceRequirement:
     time_s: float
     meets: bool
     required_dram_bandwidth_bytes_per_s: float
+    flops_by_pipe: Mapping[str, float]
+    reduced_precision: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,11 +188,14 @@ def inverse_roofline(
         label = kind_label[kind]
         flops[label] = flops.get(label, 0.0) + float(group_flops)
     devices = []
+    fp32 = _has_fp32_work(compiled, sizes)
     for spec in specs:
         b = compute_bounds(compiled, spec, model=model, precision_policy=precision_policy,
                            sizes=sizes, cache=cache)
+        by_pipe = dict(sorted(b.flops_by_pipe.items()))
         devices.append(DeviceRequirement(spec.name, b.time_s, b.time_s <= target_time_s,
-                                         b.dram_bytes / target_time_s))
+                                         b.dram_bytes / target_time_s, by_pipe,
+                                         reduced_precision(by_pipe, fp32)))
     return InverseRoofline(
         target_time_s=target_time_s, model=model, precision_policy=precision_policy,
         dram_bytes=dram_bytes, flops_by_pipe=dict(sorted(flops.items())),

@@ -22,7 +22,6 @@ from solar.cli.app import (
 )
 from solar.guard import DEFAULT_TIME_LIMIT_S
 from solar.options import (
-    BOUND_MODEL_NAMES,
     DEFAULT_ARCH,
     BoundModel,
     CacheState,
@@ -34,7 +33,6 @@ from solar.options import (
 )
 
 if TYPE_CHECKING:
-    from solar.bounds import PlatformRow
     from solar.frontends.llm import LLMConfig
     from solar.pipeline import PreparedProgram
     from solar.report import Report
@@ -180,6 +178,9 @@ def analyze(
         float,
         typer.Option(help="Stop the analysis after this many seconds (E0950, exit 1)."),
     ] = DEFAULT_TIME_LIMIT_S,
+    top: Annotated[
+        int, typer.Option("--top", min=0, help="Kernels listed per device in the summary.")
+    ] = 8,
 ) -> None:
     """Analyse a program: frontend → validate → bounds → report.
 
@@ -239,7 +240,7 @@ def analyze(
     text = report.to_json()
     if output is not None:
         write_atomic(output, text)
-    typer.echo(text if format_ == "json" else render_text(report), nl=False)
+    typer.echo(text if format_ == "json" else render_text(report, top=top), nl=False)
     raise_for_validation(report.validation)
 
 
@@ -293,6 +294,7 @@ def bounds(
 
     prepared = _lift(source, frontend, set_, None, precision)
     sizes = prepared.sizes
+    shown = dict(prepared.front.source_sizes or sizes)  # a model file: its size constants
     rows = [
         bound_arch(prepared.graph, load_hardware_spec(a), precision=prepared.precision, sizes=sizes)
         for a in (arch or [DEFAULT_ARCH])
@@ -300,12 +302,12 @@ def bounds(
     if json_:
         typer.echo(
             dumps_deterministic(
-                {"sizes": sizes, "archs": [r.model_dump(mode="json") for r in rows]}
+                {"sizes": shown, "archs": [r.model_dump(mode="json") for r in rows]}
             ),
             nl=False,
         )
         return
-    typer.echo("sizes: " + (", ".join(f"{k}={v}" for k, v in sorted(sizes.items())) or "-"))
+    typer.echo("sizes: " + (", ".join(f"{k}={v}" for k, v in sorted(shown.items())) or "-"))
     typer.echo(f"{'arch':<18} {'model':<12} {'bound':>12} {'FLOPs':>14} {'DRAM':>10}  bottleneck")
     for r in rows:
         for b in r.bounds:
@@ -327,30 +329,25 @@ def compare(
     precision: Annotated[PrecisionPolicy, typer.Option(help="Precision policy.")] = "default",
     frontend: Annotated[FrontendChoice, typer.Option(help="Frontend.")] = "auto",
     entry: Annotated[str | None, typer.Option(help="module:function to analyse.")] = None,
+    format_: Annotated[OutputFormat, typer.Option("--format", help="Stdout format.")] = "text",
 ) -> None:
-    """Cross-platform table: the same program's bounds on several devices."""
+    """Cross-platform table: the same program's bounds on several devices.
+
+    Each row names the precision its FLOPs were charged at; `*` marks fp32 work
+    charged at a reduced-precision peak.
+    """
     from solar.bounds import cross_platform
+    from solar.cli.device_tables import compare_json, compare_text
     from solar.hw import list_hardware_specs, load_hardware_spec
-    from solar.report import format_time
 
     prepared = _lift(source, frontend, set_, entry, precision)
     specs = [load_hardware_spec(a) for a in arch] if arch else list(list_hardware_specs())
     rows = cross_platform(
         prepared.graph, specs, precision_policy=prepared.precision, sizes=prepared.sizes
     )
-    by_dev: dict[str, dict[BoundModel, PlatformRow]] = {}
-    for row in rows:
-        by_dev.setdefault(row.device, {})[row.model] = row
-    typer.echo(
-        f"{'device':<18} {'unfused':>12} {'fused':>12} {'cache-aware':>12}  fused bottleneck"
-    )
-    for dev, models in by_dev.items():
-        cells = [format_time(models[m].time_s) if m in models else "-" for m in BOUND_MODEL_NAMES]
-        fused = models.get("fused")
-        typer.echo(
-            f"{dev:<18} {cells[0]:>12} {cells[1]:>12} {cells[2]:>12}  "
-            f"{fused.bottleneck if fused is not None else '-'}"
-        )
+    sizes = dict(prepared.front.source_sizes or prepared.sizes)
+    text = compare_json(rows, sizes) if format_ == "json" else compare_text(rows)
+    typer.echo(text, nl=False)
 
 
 @app.command("provision")
@@ -366,11 +363,16 @@ def provision(
     ] = None,
     precision: Annotated[PrecisionPolicy, typer.Option(help="Precision policy.")] = "default",
     frontend: Annotated[FrontendChoice, typer.Option(help="Frontend.")] = "auto",
+    format_: Annotated[OutputFormat, typer.Option("--format", help="Stdout format.")] = "text",
 ) -> None:
-    """Inverse roofline: the bandwidth and throughput a device needs to hit a target time."""
+    """Inverse roofline: the bandwidth and throughput a device needs to hit a target time.
+
+    Each device row names the precision its FLOPs were charged at; `*` marks fp32 work
+    charged at a reduced-precision peak.
+    """
     from solar.bounds import inverse_roofline
+    from solar.cli.device_tables import provision_json, provision_text
     from solar.hw import list_hardware_specs, load_hardware_spec
-    from solar.report import format_bytes, format_time
 
     prepared = _lift(source, frontend, set_, None, precision)
     specs = [load_hardware_spec(a) for a in arch] if arch else list(list_hardware_specs())
@@ -382,16 +384,9 @@ def provision(
         sizes=prepared.sizes,
         specs=specs,
     )
-    typer.echo(f"target {format_time(inv.target_time_s)} under the {inv.model} model:")
-    typer.echo(
-        f"  DRAM bandwidth  >= {format_bytes(inv.required_dram_bandwidth_bytes_per_s)}/s "
-        f"({format_bytes(inv.dram_bytes)} moved)"
-    )
-    for unit, need in sorted(inv.required_flops_per_s.items()):
-        typer.echo(f"  {unit:<15} >= {need / 1e12:,.3f} TFLOP/s")
-    typer.echo(f"{'device':<18} {'bound':>12}  meets target")
-    for d in inv.devices:
-        typer.echo(f"{d.device:<18} {format_time(d.time_s):>12}  {'yes' if d.meets else 'no'}")
+    sizes = dict(prepared.front.source_sizes or prepared.sizes)
+    text = provision_json(inv, sizes) if format_ == "json" else provision_text(inv)
+    typer.echo(text, nl=False)
 
 
 @cache_app.command("clear")

@@ -106,6 +106,9 @@ class FrontendOptions:
         time_budget_s: budget of each check a frontend runs through `ReferenceCheck`.
         llm: the LLM to use (the ``llm`` frontend, the per-op fallback).
         op_fallback: ask ``llm`` for the ops the tracer cannot lower.
+        symbolic_sizes: make a traced program symbolic in the file's size constants by
+            re-capturing it (Note [Symbolic sizes by re-binding] in
+            `solar.frontends.kit.symbolize`).
     """
 
     entry: str | None = None
@@ -120,6 +123,7 @@ class FrontendOptions:
     time_budget_s: float = 60.0
     llm: LLMConfig | None = None
     op_fallback: bool = False
+    symbolic_sizes: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +165,8 @@ class FrontendResult:
         no_reference_reason: why ``reference`` is ``None``.
         measure: times the real program on the local device; ``None`` if not runnable.
         ir_sizes: size bindings for the IR (IR files: the ``--set`` values).
+        source_sizes: the model file's size constants as captured (``--set`` applied),
+            the binding the report records; empty for IR files and live modules.
         notes: what the frontend observed, for the report.
         precision_hint: the policy the program itself asks for (TF32 enabled), applied
             by the pipeline when the user left the policy at ``default``.
@@ -189,6 +195,7 @@ class FrontendResult:
     no_reference_reason: str | None = None
     measure: Callable[[], Timing] | None = None
     ir_sizes: Mapping[str, int] = field(default_factory=dict)
+    source_sizes: Mapping[str, int] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     precision_hint: PrecisionPolicy | None = None
     keep_live: tuple[str, ...] = ()

@@ -16,6 +16,7 @@ from solar.hw.loader import (
     parse_hardware_spec,
     validate_hardware_spec,
 )
+from solar.hw.match import device_matches_spec, mismatch_reason
 from solar.hw.spec import (
     FIGURE_FIELDS,
     ComputeUnit,
@@ -34,10 +35,12 @@ __all__ = [
     "HardwareSpec",
     "Precision",
     "Source",
+    "device_matches_spec",
     "dump_hardware_spec",
     "hardware_spec_dir",
     "list_hardware_specs",
     "load_hardware_spec",
+    "mismatch_reason",
     "parse_hardware_spec",
     "sanity_problems",
     "validate_hardware_spec",

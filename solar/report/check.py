@@ -228,11 +228,11 @@ def is_violation(model: str, ratio: float) -> bool:
 def recomputed_headroom(report: Report, arch: ArchBounds) -> dict[str, float]:
     """Measured time / bound per model on ``arch``, from the measurement and the bounds.
 
-    Empty without a measurement, or when the measurement names another architecture;
-    a model whose bound is 0 has no ratio.
+    Empty without a measurement, or when the measurement is not of ``arch`` (another
+    device, or none of the report's: ``arch`` null); a model whose bound is 0 has no ratio.
     """
     m = report.measurement
-    if m is None or (m.arch is not None and m.arch.lower() != arch.arch.lower()):
+    if m is None or m.arch is None or m.arch.lower() != arch.arch.lower():
         return {}
     measured_s = m.median_ms / 1e3
     return {b.model: measured_s / b.time_s for b in arch.bounds if b.time_s > 0}

@@ -2,17 +2,41 @@
 
 Contract: ``Report -> str``, at most ~100 columns, deterministic. Shows the
 program, coverage, validation outcome, the three bounds per architecture with
-bottleneck and arithmetic intensity, the top kernels by unfused time, and
-headroom when a measurement exists.
+bottleneck and arithmetic intensity, headroom when a measurement of that device
+exists (or why there is none), and what to do next: the top kernels ranked by their
+gap to SOL when they were measured on that device (else by bound), each with the
+roof that binds it and what would move it (Note [Next steps]).
+
+Note [Next steps]
+~~~~~~~~~~~~~~~~~
+A kernel's advice follows from its roof: a memory-bound kernel that only streams
+data (vector work) gets faster only by moving fewer bytes, so fusing it into its
+producer or consumer; a memory-bound matmul needs more reuse or narrower operands;
+a compute-bound matmul at an fp32/TF32 peak would run at the bf16 peak with bf16
+operands; a compute-bound vector kernel needs fewer FLOPs. When fp32 matmuls carry
+most of the bound, the summary suggests ``--precision bf16`` to see that bound.
 """
 
 from __future__ import annotations
 
-from solar.report.schema import ArchBounds, Report, TrainingInfo
+from solar.report.schema import ArchBounds, KernelRow, Report, TrainingInfo
 
-__all__ = ["format_bytes", "format_flops", "format_time", "render_text"]
+__all__ = [
+    "LAUNCH_LATENCY_S",
+    "TOP_KERNELS",
+    "format_bytes",
+    "format_flops",
+    "format_time",
+    "next_step",
+    "render_text",
+]
 
-_TOP_KERNELS = 8
+TOP_KERNELS = 8
+"""Kernels the summary lists by default (``solar analyze --top N``)."""
+
+LAUNCH_LATENCY_S = 2e-6
+"""A kernel launch costs a few microseconds on today's GPUs; bounds far below it are
+real lower bounds but no implementation gets near them (Note [Tiny bounds])."""
 
 
 def format_time(seconds: float) -> str:
@@ -83,7 +107,110 @@ def _validation_line(report: Report) -> str:
     return head
 
 
-def _arch_block(arch: ArchBounds) -> list[str]:
+def next_step(k: KernelRow) -> str:
+    """What would move a kernel's bound (Note [Next steps]).
+
+    >>> from solar.report.schema import KernelRow
+    >>> k = KernelRow(name="gelu", flops=1.0, bytes=8.0, unit="vector", precision="fp32",
+    ...               time_s=1e-6, bottleneck="memory", arithmetic_intensity_flops_per_byte=0.1)
+    >>> next_step(k)
+    'fuse it (streams data only)'
+    """
+    if k.bottleneck == "memory":
+        if k.unit == "tensor":
+            return "more reuse or bf16 operands"
+        return "fuse it (streams data only)"
+    if k.unit == "tensor":
+        if k.precision in ("fp32", "tf32") or "x" in k.precision:
+            return "bf16 operands (--precision bf16)"
+        return "at the matrix peak: fewer FLOPs"
+    return "fewer FLOPs per element"
+
+
+def _roof(k: KernelRow) -> str:
+    return f"{k.unit}:{k.precision}" if k.bottleneck == "compute" else "memory"
+
+
+def _kernel_lines(arch: ArchBounds, top: int) -> list[str]:
+    kernels = arch.kernels
+    if not kernels or top <= 0:
+        return []
+    name_w = 28
+    measured = [k for k in kernels if k.measured_s is not None]
+    lines = []
+    if measured:
+        ranked = sorted(measured, key=lambda k: -((k.measured_s or 0.0) - k.time_s))[:top]
+        lines.append(
+            f"  next steps: {len(ranked)} of {len(kernels)} kernels by gap to SOL "
+            f"(measured - bound; {len(measured)} matched to profiled ops):"
+        )
+        lines.append(f"    {'kernel':<{name_w}} {'bound':>10} {'measured':>10} {'gap':>10}  "
+                     f"{'roof':<13} next step")
+        for k in ranked:
+            m = k.measured_s or 0.0
+            lines.append(
+                f"    {_short(k.name, name_w):<{name_w}} {format_time(k.time_s):>10} "
+                f"{format_time(m):>10} {format_time(max(0.0, m - k.time_s)):>10}  "
+                f"{_roof(k):<13} {next_step(k)}"
+            )
+        return lines
+    total = sum(k.time_s for k in kernels) or 1.0
+    ranked = sorted(kernels, key=lambda k: -k.time_s)[:top]
+    lines.append(
+        f"  next steps: {len(ranked)} of {len(kernels)} kernels by unfused bound "
+        "(no per-kernel measurement of this device):"
+    )
+    lines.append(f"    {'kernel':<{name_w}} {'bound':>10} {'share':>6}  {'roof':<13} next step")
+    for k in ranked:
+        lines.append(
+            f"    {_short(k.name, name_w):<{name_w}} {format_time(k.time_s):>10} "
+            f"{k.time_s / total:6.1%}  {_roof(k):<13} {next_step(k)}"
+        )
+    return lines
+
+
+def _short(name: str, width: int) -> str:
+    return name if len(name) <= width else name[: width - 3] + "..."
+
+
+def _precision_hint(arch: ArchBounds) -> list[str]:
+    """Suggest ``--precision bf16`` when fp32 matmuls carry most of the unfused bound."""
+    if arch.precision_policy in ("bf16", "fp16", "fp8"):
+        return []
+    total = sum(k.time_s for k in arch.kernels)
+    fp32_mm = sum(
+        k.time_s for k in arch.kernels
+        if k.unit == "tensor" and (k.precision in ("fp32", "tf32") or "x" in k.precision)
+    )
+    if total <= 0 or fp32_mm / total < 0.5:
+        return []
+    return [
+        f"  hint: fp32 matmuls are {fp32_mm / total:.0%} of the unfused bound; "
+        "--precision bf16 shows\n        the bound with bf16 matmuls"
+    ]
+
+
+def _headroom_lines(arch: ArchBounds, report: Report) -> list[str]:
+    lines = []
+    for h in arch.headroom:
+        flag = "  <-- VIOLATION: bound above measured time" if h.violation else ""
+        if h.model == "unfused" and h.ratio < 1.0:
+            flag = "  (faster than any kernel-by-kernel execution: the code fuses kernels)"
+        lines.append(f"  headroom vs {h.model:<11} {h.ratio:8.2f}x{flag}")
+    m = report.measurement
+    if m is not None and not arch.headroom and m.headroom_note:
+        lines.append("  headroom: not computed —")
+        lines.extend("    " + part for part in _wrap(m.headroom_note, 92))
+    return lines
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    import textwrap
+
+    return textwrap.wrap(text, width) or [""]
+
+
+def _arch_block(arch: ArchBounds, report: Report, top: int) -> list[str]:
     lines = [
         f"{arch.display_name} [{arch.arch}]"
         + (" (measured spec)" if arch.spec_measured else "")
@@ -98,21 +225,16 @@ def _arch_block(arch: ArchBounds) -> list[str]:
             f"{format_time(b.memory_time_s):>12} {format_bytes(b.dram_bytes):>11} "
             f"{_intensity(b.arithmetic_intensity_flops_per_byte):>8}  {b.bottleneck}"
         )
-    for h in arch.headroom:
-        flag = "  <-- VIOLATION: bound above measured time" if h.violation else ""
-        if h.model == "unfused" and h.ratio < 1.0:
-            flag = "  (faster than any kernel-by-kernel execution: the code fuses kernels)"
-        lines.append(f"  headroom vs {h.model:<11} {h.ratio:8.2f}x{flag}")
-    top = sorted(arch.kernels, key=lambda k: -k.time_s)[:_TOP_KERNELS]
-    if top:
-        total = sum(k.time_s for k in arch.kernels) or 1.0
-        lines.append(f"  top kernels by unfused bound ({len(arch.kernels)} kernels):")
-        for k in top:
-            name = k.name if len(k.name) <= 34 else k.name[:31] + "..."
-            lines.append(
-                f"    {name:<34} {format_time(k.time_s):>11} {k.time_s / total:6.1%} "
-                f"{k.unit}:{k.precision:<5} {k.bottleneck}"
-            )
+    fused = next((b for b in arch.bounds if b.model == "fused"), None)
+    if fused is not None and 0 < fused.time_s < LAUNCH_LATENCY_S:
+        lines.append(
+            f"  note: the fused bound {format_time(fused.time_s)} is below one kernel launch "
+            f"(~{LAUNCH_LATENCY_S * 1e6:.0f} µs):\n        at these sizes launch overhead, "
+            "not the roofline, decides the time"
+        )
+    lines.extend(_headroom_lines(arch, report))
+    lines.extend(_kernel_lines(arch, top))
+    lines.extend(_precision_hint(arch))
     return lines
 
 
@@ -180,14 +302,50 @@ def _training_block(t: TrainingInfo) -> list[str]:
     return lines
 
 
-def render_text(report: Report) -> str:
-    """The terminal summary of a report."""
+def _ir_line(report: Report) -> str:
+    """The IR line; its kernel count agrees with the per-device kernel tables or says why."""
+    ir = report.ir
+    line = f"IR: {ir.kernels} kernels, {ir.statements} statements"
+    why = []
+    if ir.dead_kernels:
+        why.append(
+            f"{ir.kernels - ir.dead_kernels} bounded; {ir.dead_kernels} compute values "
+            "no output needs"
+        )
+    if ir.alias_kernels:
+        why.append(f"{ir.alias_kernels} free view" + ("s" if ir.alias_kernels != 1 else ""))
+    if why:
+        line += f" ({'; '.join(why)})"
+    if ir.path:
+        line += f", saved to {ir.path}"
+    return line
+
+
+def _sizes_line(report: Report) -> str | None:
+    if not report.sizes:
+        return None
+    sizes = ", ".join(f"{k}={v}" for k, v in sorted(report.sizes.items()))
+    sym = report.symbolic_sizes
+    if sym:
+        return f"sizes: {sizes} (formulas symbolic in {', '.join(sym)})"
+    return f"sizes: {sizes}"
+
+
+def render_text(report: Report, *, top: int = TOP_KERNELS) -> str:
+    """The terminal summary of a report.
+
+    Args:
+        report: the report.
+        top: how many kernels the next-steps table lists per device.
+    """
     lines = [
         f"SOLAR {report.tool.version} — {report.program} ({report.input.path}, "
         f"frontend {report.frontend.name}: {report.frontend.captured_with})",
-        f"IR: {report.ir.kernels} kernels, {report.ir.statements} statements"
-        + (f", saved to {report.ir.path}" if report.ir.path else ""),
+        _ir_line(report),
     ]
+    sizes_line = _sizes_line(report)
+    if sizes_line:
+        lines.append(sizes_line)
     lines.extend(_coverage_lines(report))
     lines.append(_validation_line(report))
     traffic = format_bytes(report.fused_dram_bytes)
@@ -204,7 +362,7 @@ def render_text(report: Report) -> str:
         )
     for arch in report.archs:
         lines.append("")
-        lines.extend(_arch_block(arch))
+        lines.extend(_arch_block(arch, report, top))
     if report.training is not None:
         lines.append("")
         lines.extend(_training_block(report.training))

@@ -83,7 +83,8 @@ def build_kernel_row(kernel: KernelBound) -> KernelRow:
         flops=kernel.flops,
         bytes=total_bytes,
         unit=kernel.work_class if pipe is None else pipe.unit,
-        precision="-" if pipe is None else pipe.precision.value,
+        # the label says an emulation too (`3xtf32`: fp32-accurate at a third of TF32)
+        precision="-" if pipe is None else pipe.precision_label,
         time_s=kernel.time_s,
         bottleneck=kernel.bottleneck,
         arithmetic_intensity_flops_per_byte=_intensity(kernel.flops, total_bytes),
@@ -95,7 +96,8 @@ def _headroom(
 ) -> tuple[Headroom, ...]:
     if measurement is None:
         return ()
-    if measurement.arch is not None and measurement.arch.lower() != spec.name.lower():
+    # Note [Headroom on the measured device] (solar.pipeline): only the measured device
+    if measurement.arch is None or measurement.arch.lower() != spec.name.lower():
         return ()
     measured_s = measurement.median_ms / 1e3
     out = []
@@ -108,6 +110,27 @@ def _headroom(
         out.append(Headroom(model=b.model, ratio=ratio,
                             violation=ratio < 1.0 and b.model != "unfused"))
     return tuple(out)
+
+
+def _with_measured(
+    rows: tuple[KernelRow, ...], measurement: Measurement | None, spec: HardwareSpec
+) -> tuple[KernelRow, ...]:
+    """``rows`` with the profiled time of each kernel, when measured on ``spec``'s device."""
+    if (
+        measurement is None
+        or not measurement.kernels
+        or measurement.arch is None
+        or measurement.arch.lower() != spec.name.lower()
+    ):
+        return rows
+    times: dict[str, float] = {}
+    for t in measurement.kernels:
+        if t.kernel is not None:
+            times[t.kernel] = times.get(t.kernel, 0.0) + t.time_ms / 1e3
+    return tuple(
+        r.model_copy(update={"measured_s": times[r.name]}) if r.name in times else r
+        for r in rows
+    )
 
 
 def _cache_assumption(spec: HardwareSpec, cache: CacheState) -> str:
@@ -162,6 +185,8 @@ def build_arch_bounds(
         dram_bandwidth_bytes_per_s=spec.dram_bandwidth_bytes_per_s,
         l2_bandwidth_bytes_per_s=spec.l2_bandwidth_bytes_per_s,
         bounds=tuple(build_bound_result(b) for b in bounds),
-        kernels=tuple(build_kernel_row(k) for k in unfused.kernels),
+        kernels=_with_measured(
+            tuple(build_kernel_row(k) for k in unfused.kernels), measurement, spec
+        ),
         headroom=_headroom(bounds, measurement, spec),
     )

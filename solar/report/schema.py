@@ -27,6 +27,7 @@ __all__ = [
     "IRInfo",
     "IndependentFlops",
     "KernelRow",
+    "KernelTiming",
     "Measurement",
     "OutputCheck",
     "PhaseArchBounds",
@@ -80,6 +81,10 @@ class IRInfo(BaseModel):
     path: str | None = None
     kernels: int
     statements: int
+    alias_kernels: int = Field(default=0, description="kernels that only alias (views): free")
+    dead_kernels: int = Field(
+        default=0, description="kernels no output depends on: removed before bounding"
+    )
     text: str | None = None
 
 
@@ -164,6 +169,9 @@ class KernelRow(BaseModel):
     time_s: float
     bottleneck: Literal["compute", "memory"]
     arithmetic_intensity_flops_per_byte: float
+    measured_s: float | None = Field(
+        default=None, description="profiled time of the ops matched to this kernel, on this device"
+    )
 
 
 class BoundResult(BaseModel):
@@ -216,6 +224,16 @@ class ArchBounds(BaseModel):
     headroom: tuple[Headroom, ...] = ()
 
 
+class KernelTiming(BaseModel):
+    """One kernel of a profiled run (torch.profiler), matched to an IR kernel if possible."""
+
+    model_config = _FROZEN
+    op: str = Field(description="the profiler's op name, e.g. 'aten::addmm'")
+    index: int = Field(description="its position among the run's timed ops (0-based)")
+    time_ms: float = Field(description="self device time per run (CUDA) or self CPU time")
+    kernel: str | None = Field(default=None, description="the IR kernel it was matched to")
+
+
 class Measurement(BaseModel):
     """A measured time of the source program."""
 
@@ -226,7 +244,17 @@ class Measurement(BaseModel):
     max_ms: float | None = None
     trials: int = 1
     device: str | None = None
-    arch: str | None = Field(None, description="architecture the measurement belongs to")
+    arch: str | None = Field(
+        default=None,
+        description="the analysed architecture the measurement is of (headroom is computed "
+        "against it alone); null when it is none of them",
+    )
+    headroom_note: str | None = Field(
+        default=None, description="why no headroom is computed, when arch is null"
+    )
+    kernels: tuple[KernelTiming, ...] = Field(
+        default=(), description="per-kernel times of one profiled run, in execution order"
+    )
 
 
 class PhaseBound(BaseModel):
@@ -289,7 +317,13 @@ class Report(BaseModel):
     frontend: FrontendInfo
     program: str
     ir: IRInfo
-    sizes: dict[str, int]
+    sizes: dict[str, int] = Field(
+        description="the size binding analysed: an IR file's sizes, or a model file's "
+        "module-level int constants with --set applied"
+    )
+    symbolic_sizes: tuple[str, ...] = Field(
+        default=(), description="the sizes flops_formula and fused_bytes_formula are symbolic in"
+    )
     coverage: CoverageInfo
     validation: ValidationInfo
     flops: float

@@ -11,6 +11,7 @@ function and its inputs (Note [Model-file runs] in `solar.frontends.protocol`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,6 +28,7 @@ from solar.frontends.protocol import (
 from solar.options import FrontendName
 
 if TYPE_CHECKING:
+    from solar.ir import Program
     from solar.measure import Timing
 
 __all__ = ["JaxFrontend"]
@@ -103,21 +105,46 @@ class JaxFrontend:
         if options.train_step:  # docs/training.md: a JAX file writes its own step
             notes = (*notes, "--train: a JAX program is its own training step (value_and_grad "
                      "and an optax update in the file's function); it is bounded as a whole")
+        program, sym_notes = _symbolic(lowered.program, capture.sizes, path, options, progress)
         return FrontendResult(
             name="jax",
-            program=lowered.program,
+            program=program,
+            source_sizes=dict(capture.sizes),
             captured_with="jaxpr on abstract values",
             ops_total=lowered.ops_seen,
             uncovered=tuple(lowered.coverage),
             reference=reference,
             measure=measure,
-            notes=notes,
+            notes=(*notes, *sym_notes),
             precision_hint="tf32" if tf32 else None,
             keep_live=lowered.keep_alive,
             uncovered_values=tuple(v.name for v in lowered.uncovered_values),
             xla_cost_analysis=xla,
             xla_unavailable=unavailable,
         )
+
+
+def _symbolic(
+    program: Program,
+    sizes: Mapping[str, int],
+    path: Path,
+    options: FrontendOptions,
+    progress: Progress,
+) -> tuple[Program, tuple[str, ...]]:
+    """``program`` symbolic in the file's sizes where that holds, and what to note."""
+    from solar.frontends import jaxfe
+    from solar.frontends.kit import symbolic_notes, symbolize_sizes
+
+    if not options.symbolic_sizes or not sizes:
+        return program, ()
+    progress("re-capturing at other sizes for symbolic formulas")
+
+    def capture_at(binding: Mapping[str, int]) -> tuple[Program, Mapping[str, int]]:
+        other = jaxfe.trace_jax_file(path, entry=options.entry, overrides=binding)
+        return jaxfe.lower_jaxpr(other).program, other.sizes
+
+    sym = symbolize_sizes(program, sizes, capture_at, fixed=options.sizes)
+    return sym.program, symbolic_notes(sym)
 
 
 # jax_default_matmul_precision values that ask for fp32-accurate matmuls

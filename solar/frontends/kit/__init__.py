@@ -41,6 +41,7 @@ from solar.frontends.kit.index import (
 )
 from solar.frontends.kit.loader import (
     UserCode,
+    check_overrides,
     import_model_file,
     module_int_constants,
     raised_by_solar,
@@ -57,6 +58,11 @@ from solar.frontends.kit.resize import (
     reduced_batch_reference,
     reduced_reference,
     reference_budget_bytes,
+)
+from solar.frontends.kit.symbolize import (
+    SymbolicProgram,
+    symbolic_notes,
+    symbolize_sizes,
 )
 from solar.frontends.kit.table import LoweringTable, UnsupportedOpError
 from solar.frontends.kit.values import IndexMap, TensorInfo, shape_numel
@@ -96,7 +102,11 @@ __all__ = [
     "fmin",
     "guard",
     "iadd",
+    "check_overrides",
     "import_model_file",
+    "symbolic_notes",
+    "symbolize_sizes",
+    "SymbolicProgram",
     "imul",
     "input_name",
     "module_int_constants",

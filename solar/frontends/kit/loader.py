@@ -3,8 +3,10 @@
 Contract: ``path -> types.ModuleType``. `import_model_file` executes the file as a fresh
 module (a unique module name, so two runs never share state; Note [Model-file runs] in
 `solar.frontends.protocol`), with its folder on ``sys.path`` (so its sibling imports
-work), then rebinds the module-level size constants the caller overrides
-(`module_int_constants` reads them back). Exceptions the file itself raises go through
+work), with the module-level size constants the caller overrides rebound *where they
+are assigned* (Note [Rebinding sizes]; `module_int_constants` reads them back). An
+override that names no integer constant of the file is a usage error (E0913) listing
+the names that exist. Exceptions the file itself raises go through
 the frontend's own ``user_code`` guard, so each frontend keeps its error codes and
 messages; `user_frames` and `raised_by_solar` are what those guards share (the user's
 part of a traceback, and whether SOLAR raised it).
@@ -12,20 +14,22 @@ part of a traceback, and whether SOLAR raised it).
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import importlib.util
 import itertools
 import sys
 import traceback
 import types
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
 
-from solar.diagnostics import FrontendError
+from solar.diagnostics import FrontendError, UsageError
 
 __all__ = [
     "UserCode",
+    "check_overrides",
     "import_model_file",
     "module_int_constants",
     "raised_by_solar",
@@ -55,7 +59,8 @@ def import_model_file(
         kind: what the frontend calls the file in messages (``"model file"``...).
         code: the frontend's error code for a file that is missing or not importable.
         user_code: the frontend's guard, around the execution of the file.
-        overrides: ``(name, value)`` module-level constants to set once the file ran.
+        overrides: ``(name, value)`` module-level int constants to rebind (Note
+            [Rebinding sizes]).
 
     Returns:
         The module.
@@ -63,8 +68,10 @@ def import_model_file(
     Raises:
         FrontendError: ``code`` if the file is missing, not ``.py`` or not importable;
             whatever ``user_code`` raises for an exception of the file itself.
+        UsageError: E0913, an override names no integer constant of the file.
     """
     path = Path(path)
+    wanted = dict(overrides)
     if not path.is_file() or path.suffix != ".py":
         raise FrontendError(f"{kind} {path} does not exist or is not a .py file", code=code)
     name = f"solar_user_{path.stem}_{next(_counter)}"
@@ -76,11 +83,111 @@ def import_model_file(
     if folder not in sys.path:
         sys.path.insert(0, folder)
     sys.modules[name] = module
+    rebound, code_obj = _rebound_code(path, wanted)
     with user_code(f"importing {path.name}"):
-        spec.loader.exec_module(module)
-    for key, value in overrides:
+        if code_obj is None:
+            spec.loader.exec_module(module)
+        else:
+            exec(code_obj, module.__dict__)
+    # the names the file assigns at top level were rebound in place; what remains (a
+    # constant set in a loop, imported...) is checked and set on the module
+    return check_overrides(
+        module, {k: v for k, v in wanted.items() if k not in rebound}, path.name
+    )
+
+
+def check_overrides(
+    module: types.ModuleType, overrides: Mapping[str, int], where: str
+) -> types.ModuleType:
+    """Set ``overrides`` on ``module``, refusing names that are not its int constants.
+
+    Raises:
+        UsageError: E0913, listing the size names the module has.
+    """
+    known = module_int_constants(module)
+    unknown = sorted(set(overrides) - set(known))
+    if unknown:
+        names = ", ".join(f"{k}={v}" for k, v in sorted(known.items())) or "none"
+        raise UsageError(
+            f"--set {', '.join(unknown)}: {where} has no size constant of that name",
+            code="E0913",
+            notes=(f"the sizes it has (module-level int constants): {names}",),
+        )
+    for key, value in overrides.items():
         setattr(module, key, value)
     return module
+
+
+def _rebound_code(
+    path: Path, overrides: Mapping[str, int]
+) -> tuple[set[str], types.CodeType | None]:
+    """The file compiled with its top-level ``NAME = <int>`` assignments of ``overrides``
+    replaced by the new values.
+
+    Note [Rebinding sizes]: setting a constant after the file ran would leave every
+    value the file derived from it at import time (``HIDDEN = 4 * D``, a shape tuple, a
+    default argument) at the old size. Rewriting the assignment itself makes the file
+    run as if the user had edited it. Only plain top-level assignments of an ``int``
+    literal are rewritten; anything else falls back to setting the attribute afterwards.
+    A file that does not parse is left to the normal import (which reports the error).
+    """
+    if not overrides:
+        return set(), None
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    except (SyntaxError, UnicodeDecodeError, ValueError, OSError):
+        return set(), None
+    rebound: set[str] = set()
+    for stmt in tree.body:
+        for target, value, put in _int_assignments(stmt):
+            if target in overrides:
+                put(ast.copy_location(ast.Constant(int(overrides[target])), value))
+                rebound.add(target)
+    if not rebound:
+        return set(), None
+    return rebound, compile(tree, str(path), "exec")
+
+
+_Put = Callable[[ast.expr], None]
+
+
+def _int_assignments(stmt: ast.stmt) -> list[tuple[str, ast.expr, _Put]]:
+    """``(name, value, put)`` per int literal a top-level statement assigns: ``N = 8``,
+    ``N: int = 8`` and ``B, S = 2, 16``; ``put`` replaces the literal in the tree."""
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+        target, value = stmt.targets[0], stmt.value
+    elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+        target, value = stmt.target, stmt.value
+    else:
+        return []
+    if isinstance(target, ast.Name) and _is_int(value):
+
+        def put_value(new: ast.expr) -> None:
+            stmt.value = new
+
+        return [(target.id, value, put_value)]
+    if (
+        isinstance(target, ast.Tuple)
+        and isinstance(value, ast.Tuple)
+        and len(target.elts) == len(value.elts)
+    ):
+        out: list[tuple[str, ast.expr, _Put]] = []
+        for i, (t, v) in enumerate(zip(target.elts, value.elts, strict=True)):
+            if isinstance(t, ast.Name) and _is_int(v):
+                out.append((t.id, v, _element_setter(value, i)))
+        return out
+    return []
+
+
+def _element_setter(node: ast.Tuple, i: int) -> _Put:
+    def put(new: ast.expr) -> None:
+        node.elts[i] = new
+
+    return put
+
+
+def _is_int(value: ast.expr) -> bool:
+    return isinstance(value, ast.Constant) and type(value.value) is int
 
 
 def module_int_constants(module: types.ModuleType) -> dict[str, int]:

@@ -307,6 +307,14 @@ def _recording(rec: _Recorder, root: Any) -> Iterator[None]:
         names = {id(m): n for n, m in root.named_modules(remove_duplicate=False)}
 
     def pre_hook(mod: Any, _args: Any) -> None:
+        if not rec.module_stack and id(mod) not in names:
+            # An entry function calling a module: name its submodules from that module,
+            # as a model file's `Model` is, so kernel names agree across the CLI, --entry
+            # and the Python API (`qkv_addmm`, not `linear_addmm`).
+            names.update(
+                (id(m), n) for n, m in mod.named_modules(remove_duplicate=False)
+                if id(m) not in names
+            )
         name = names.get(id(mod), type(mod).__name__.lower())
         rec.module_stack.append(name)
 

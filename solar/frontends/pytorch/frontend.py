@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from solar.frontends.pytorch.loader import Instance, ProgramSource
     from solar.frontends.pytorch.registry import OpFallback
     from solar.frontends.pytorch.train_step import TrainStep
+    from solar.ir import Program
     from solar.measure import Timing
 
 __all__ = ["TorchFrontend"]
@@ -102,9 +103,8 @@ class TorchFrontend:
         if path is None:  # an imported module: no size constants to rebind
             return _result(capture, lowered, options, None, fallback)
         src = path
-        return _result(
-            capture, lowered, options, lambda b, t: reduced(src, b, t), fallback
-        )
+        result = _result(capture, lowered, options, lambda b, t: reduced(src, b, t), fallback)
+        return _symbolic(result, capture, lowered, path, options, progress, fallback)
 
     def load_module(
         self,
@@ -146,6 +146,39 @@ def _train_step(options: FrontendOptions) -> TrainStep | None:
     # PyTorch's defaults for each optimizer (AdamW: weight decay 1e-2)
     wd = 1e-2 if options.optimizer == "adamw" else 0.0
     return TrainStep(OptimizerSpec(options.optimizer, weight_decay=wd))
+
+
+def _symbolic(
+    result: FrontendResult,
+    capture: TorchCapture,
+    lowered: LoweredProgram,
+    path: Path,
+    options: FrontendOptions,
+    progress: Progress,
+    fallback: OpFallback | None = None,
+) -> FrontendResult:
+    """``result`` with its program symbolic in the file's sizes, where that holds."""
+    from solar.frontends import pytorch as tfe
+    from solar.frontends.kit import symbolic_notes, symbolize_sizes
+
+    sizes = dict(capture.info.sizes)
+    result = replace(result, source_sizes=sizes)
+    if not options.symbolic_sizes or not sizes:
+        return result
+    if capture.info.used_real_values or options.inputs_file is not None or options.input_shapes:
+        why = ("the capture needed real tensors" if capture.info.used_real_values
+               else "the inputs are given, not made from the sizes")
+        return replace(result, notes=(
+            *result.notes, f"formulas are constants at the captured sizes: {why}"))
+    progress("re-capturing at other sizes for symbolic formulas")
+
+    def capture_at(binding: Mapping[str, int]) -> tuple[Program, Mapping[str, int]]:
+        other = tfe.trace_model_file(path, entry=options.entry, overrides=dict(binding),
+                                     train=options.train, step=_train_step(options))
+        return tfe.lower_capture(other, op_fallback=fallback).program, other.info.sizes
+
+    sym = symbolize_sizes(lowered.program, sizes, capture_at, fixed=options.sizes)
+    return replace(result, program=sym.program, notes=(*result.notes, *symbolic_notes(sym)))
 
 
 def _op_fallback(options: FrontendOptions, check: ReferenceCheck | None) -> OpFallback | None:

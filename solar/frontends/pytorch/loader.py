@@ -32,6 +32,7 @@ from typing import Any
 from solar.diagnostics import FrontendError, UsageError
 from solar.frontends.inputs import InputShape
 from solar.frontends.kit import (
+    check_overrides,
     import_model_file,
     module_int_constants,
     raised_by_solar,
@@ -313,9 +314,7 @@ def _import_once(source: ProgramSource) -> types.ModuleType:
         if "" not in sys.path and "." not in sys.path:
             sys.path.insert(0, "")  # like `python -m`: the working directory is importable
         module = importlib.import_module(name)
-    for key, value in source.overrides:
-        setattr(module, key, value)
-    return module
+    return check_overrides(module, dict(source.overrides), name)
 
 
 def _build_from_file(source: ProgramSource, fake_mode: Any) -> Instance:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from jax_check import SAMPLES, assert_outputs_close, run_lowered
+from sample_sizes import overrides
 
 from solar.frontends.jaxfe import lower_jaxpr, reference_data, trace_jax_file
 from solar.ir import print_program
@@ -39,7 +40,7 @@ def test_sample_validates(path: Path) -> None:
     from solar.validate import validate
 
     tol = TOLERANCE.get(path.stem, 1e-5)
-    capture = trace_jax_file(path)
+    capture = trace_jax_file(path, overrides=overrides(path.stem))
     lowered = lower_jaxpr(capture)
     assert lowered.fully_covered, lowered.coverage
     assert lowered.ops_seen == lowered.ops_lowered > 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from sample_sizes import overrides
 from torch_check import assert_outputs_close, run_lowered
 
 from solar.frontends.pytorch import lower_capture, reference_data, trace_model_file
@@ -31,7 +32,7 @@ NN_SAMPLES = [
 @pytest.mark.parametrize("name", NN_SAMPLES)
 def test_sample_lowers_and_validates(name: str) -> None:
     path = SAMPLES / f"{name}.py"
-    capture = trace_model_file(path)
+    capture = trace_model_file(path, overrides=overrides(name))
     lowered = lower_capture(capture)
     assert lowered.fully_covered, f"uncovered ops: {lowered.coverage}"
     inputs, outputs = reference_data(lowered, capture)

@@ -1,0 +1,436 @@
+"""Make a traced program symbolic in the model file's size constants.
+
+Contract: ``(captured Program, its size binding, a re-capture function) ->
+SymbolicProgram``: the same program with every integer literal that follows a size
+constant (a loop bound, a shape, a subscript stride, a guard) replaced by that size or
+by a derived size (``size D_MODEL_x3 = 3 * D_MODEL``), so the bounds and formulas
+answer every binding of the sizes without tracing again. When the derivation cannot be
+confirmed the captured program comes back unchanged, with the reason.
+
+Note [Symbolic sizes by re-binding]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A tracer sees numbers, never the expressions that made them: ``qkv`` has 96 output
+features, not ``3 * D_MODEL``. We recover the expressions by capturing again:
+
+1. *Perturb*: capture once per candidate size with that size doubled (the others at
+   the base binding). Each capture must have the same structure as the base one (same
+   nodes, names, loop steps; only integer literals may differ), otherwise the size is
+   left constant. The literals that changed depend on that size; this disambiguates
+   coincidences (``SEQ = 8`` and ``D_MODEL // HEADS = 8`` at the base are two
+   different literals that move under different perturbations).
+2. *Fit* each literal that moved: a monomial ``c * S1^e1 * S2^e2 ...`` (exponents from
+   the ratios, ``-2..3``, ``c`` rational: ``D_MODEL // HEADS``, ``BATCH * SEQ``), else an
+   affine form ``a + b1*S1 + ...`` with integer coefficients (``H - K + 1``). A size
+   some literal cannot be fitted in is left constant, and the fit is redone without it.
+3. *Verify*: capture a third time with every remaining size tripled, and require that
+   every fitted literal reproduces that capture's literal exactly (a literal that fails
+   gets its other form tried). Any failure leaves the whole program constant.
+
+Float literals (``x / 32.0`` in a mean) carry values, not costs: they keep their
+captured values, so the symbolic program re-bound elsewhere has exact shapes, loop
+bounds, subscripts and guards (everything counts and bounds read), not exact values.
+Sizes equal to 1 (or below) are never made symbolic: extent-1 loops are not emitted,
+so such a size leaves no literal to follow.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, fields, is_dataclass, replace
+from fractions import Fraction
+from typing import Any
+
+from solar.diagnostics import SolarError
+from solar.ir import Binary, FloatLit, IntLit, Name, Program, SizeDecl, verify_program
+
+__all__ = ["CaptureAt", "SizeFit", "SymbolicProgram", "symbolic_notes", "symbolize_sizes"]
+
+_EXPONENTS = (-2, -1, 1, 2, 3)
+_PERTURB = 2
+_VERIFY = 3
+
+
+@dataclass(frozen=True, slots=True)
+class SizeFit:
+    """One integer literal as a function of sizes.
+
+    Attributes:
+        kind: ``monomial`` (``coef * prod(S**e)``, floor-divided when ``coef`` or an
+            exponent is fractional/negative) or ``affine`` (``const + sum(b*S)``).
+        coef: the monomial's rational coefficient.
+        terms: ``(size, exponent)`` for a monomial, ``(size, coefficient)`` for affine.
+        const: the affine constant.
+    """
+
+    kind: str
+    coef: Fraction
+    terms: tuple[tuple[str, int], ...]
+    const: int = 0
+
+    def value(self, binding: Mapping[str, int]) -> int:
+        """The literal at ``binding`` (the IR's own ``//`` semantics for monomials).
+
+        >>> SizeFit("monomial", Fraction(1), (("D", 1), ("H", -1))).value({"D": 96, "H": 4})
+        24
+        """
+        if self.kind == "affine":
+            return self.const + sum(b * binding[s] for s, b in self.terms)
+        num = self.coef.numerator
+        den = self.coef.denominator
+        for s, e in self.terms:
+            if e > 0:
+                num *= binding[s] ** e
+            else:
+                den *= binding[s] ** (-e)
+        return num // den
+
+
+@dataclass(frozen=True, slots=True)
+class SymbolicProgram:
+    """The outcome of `symbolize_sizes`.
+
+    Attributes:
+        program: the symbolic program (or the captured one, unchanged, on fallback).
+        sizes: the free sizes the program is symbolic in, at the captured binding.
+        constant: sizes left constant, each with the reason.
+        reason: why the program stayed constant, when it did (``None`` otherwise).
+        derived: constants the file computes from other sizes (they follow them).
+    """
+
+    program: Program
+    sizes: dict[str, int]
+    constant: dict[str, str]
+    reason: str | None = None
+    derived: tuple[str, ...] = ()
+
+    @property
+    def symbolic(self) -> bool:
+        """True when at least one size is symbolic."""
+        return bool(self.sizes) and self.reason is None
+
+
+# ---------------------------------------------------------------------------- structure
+def _skeleton(node: Any, ints: list[int]) -> Any:
+    """``node`` with its int literals zeroed (values appended to ``ints``) and float
+    literals zeroed, so two captures compare equal iff only literals differ."""
+    if isinstance(node, IntLit):
+        ints.append(node.value)
+        return IntLit(0)
+    if isinstance(node, FloatLit):
+        return FloatLit(0.0)
+    if isinstance(node, tuple):
+        return tuple(_skeleton(x, ints) for x in node)
+    if is_dataclass(node) and not isinstance(node, type):
+        changes = {}
+        for f in fields(node):
+            if f.name == "span":
+                continue
+            old = getattr(node, f.name)
+            new = _skeleton(old, ints)
+            if new is not old:
+                changes[f.name] = new
+        return replace(node, **changes) if changes else node
+    return node
+
+
+def _substitute(node: Any, exprs: Mapping[int, Any], counter: list[int]) -> Any:
+    """``node`` with int literal number ``n`` (in `_skeleton` order) replaced by ``exprs[n]``."""
+    if isinstance(node, IntLit):
+        n = counter[0]
+        counter[0] += 1
+        return exprs.get(n, node)
+    if isinstance(node, tuple):
+        return tuple(_substitute(x, exprs, counter) for x in node)
+    if is_dataclass(node) and not isinstance(node, type) and not isinstance(node, FloatLit):
+        changes = {}
+        for f in fields(node):
+            if f.name == "span":
+                continue
+            old = getattr(node, f.name)
+            new = _substitute(old, exprs, counter)
+            if new is not old:
+                changes[f.name] = new
+        return replace(node, **changes) if changes else node
+    return node
+
+
+def _literals(program: Program) -> tuple[Any, tuple[int, ...]]:
+    ints: list[int] = []
+    skel = _skeleton((program.tensors, program.kernels), ints)
+    return skel, tuple(ints)
+
+
+# ---------------------------------------------------------------------------- fitting
+def _fit_monomial(
+    v0: int, moved: Mapping[str, int], base: Mapping[str, int]
+) -> SizeFit | None:
+    if v0 <= 0:
+        return None
+    terms = []
+    for s, v in sorted(moved.items()):
+        if v <= 0:
+            return None
+        ratio = Fraction(v, v0)
+        exps = [e for e in _EXPONENTS if Fraction(_PERTURB) ** e == ratio]
+        if not exps:
+            return None
+        terms.append((s, exps[0]))
+    coef = Fraction(v0)
+    for s, e in terms:
+        coef /= Fraction(base[s]) ** e
+    fit = SizeFit("monomial", coef, tuple(terms))
+    return fit if fit.value(base) == v0 else None
+
+
+def _fit_affine(v0: int, moved: Mapping[str, int], base: Mapping[str, int]) -> SizeFit | None:
+    terms = []
+    const = Fraction(v0)
+    for s, v in sorted(moved.items()):
+        b = Fraction(v - v0, base[s] * (_PERTURB - 1))
+        if b.denominator != 1:
+            return None
+        terms.append((s, int(b)))
+        const -= b * base[s]
+    return SizeFit("affine", Fraction(1), tuple(terms), int(const))
+
+
+def _fits(v0: int, moved: Mapping[str, int], base: Mapping[str, int]) -> list[SizeFit]:
+    """The candidate forms of one literal, preferred first."""
+    out = [f for f in (_fit_monomial(v0, moved, base), _fit_affine(v0, moved, base)) if f]
+    return out
+
+
+# ---------------------------------------------------------------------------- expressions
+def _expr(fit: SizeFit) -> Any:
+    """The IR expression of a fit (sizes as `Name`, integers as `IntLit`)."""
+    if fit.kind == "affine":
+        expr: Any = None
+        for s, b in fit.terms:
+            term: Any = Name(s) if abs(b) == 1 else Binary("*", IntLit(abs(b)), Name(s))
+            if expr is None:
+                expr = term if b > 0 else Binary("-", IntLit(0), term)
+            else:
+                expr = Binary("+" if b > 0 else "-", expr, term)
+        if fit.const:
+            expr = Binary("+" if fit.const > 0 else "-", expr, IntLit(abs(fit.const)))
+        return expr
+    num: list[Any] = [IntLit(fit.coef.numerator)] if fit.coef.numerator != 1 else []
+    den: list[Any] = [IntLit(fit.coef.denominator)] if fit.coef.denominator != 1 else []
+    for s, e in fit.terms:
+        (num if e > 0 else den).extend([Name(s)] * abs(e))
+    top = _product(num) if num else IntLit(1)
+    return Binary("//", top, _product(den)) if den else top
+
+
+def _product(factors: Sequence[Any]) -> Any:
+    out = factors[0]
+    for f in factors[1:]:
+        out = Binary("*", out, f)
+    return out
+
+
+def _readable_name(fit: SizeFit) -> str:
+    """A size name that says what it is: ``D_MODEL_x3``, ``BATCH_SEQ``, ``H_m2``."""
+    if fit.kind == "affine":
+        parts = [s if b == 1 else f"{s}_x{b}".replace("-", "m") for s, b in fit.terms]
+        name = "_".join(parts)
+        if fit.const:
+            name += f"_{'p' if fit.const > 0 else 'm'}{abs(fit.const)}"
+        return name
+    up = [s if e == 1 else f"{s}{e}" for s, e in fit.terms if e > 0]
+    down = [s if e == -1 else f"{s}{-e}" for s, e in fit.terms if e < 0]
+    name = "_".join(up) or "1"
+    if fit.coef.numerator != 1:
+        name += f"_x{fit.coef.numerator}"
+    if down or fit.coef.denominator != 1:
+        den = down + ([str(fit.coef.denominator)] if fit.coef.denominator != 1 else [])
+        name += "_per_" + "_".join(den)
+    return re.sub(r"\W", "_", name)
+
+
+def _is_plain_size(fit: SizeFit) -> str | None:
+    if fit.kind == "monomial" and fit.coef == 1 and len(fit.terms) == 1 and fit.terms[0][1] == 1:
+        return fit.terms[0][0]
+    if fit.kind == "affine" and fit.const == 0 and fit.terms == ((fit.terms[0][0], 1),):
+        return fit.terms[0][0]
+    return None
+
+
+# ---------------------------------------------------------------------------- driver
+CaptureAt = Callable[[Mapping[str, int]], tuple[Program, Mapping[str, int]]]
+"""Capture and lower the program with some size constants overridden; returns the
+program and every size constant of the file as it ran (derived ones recomputed).
+
+Raises:
+    SolarError: the program cannot be captured at that binding.
+"""
+
+
+def symbolize_sizes(
+    program: Program,
+    binding: Mapping[str, int],
+    capture_at: CaptureAt,
+    *,
+    fixed: Mapping[str, int] | None = None,
+) -> SymbolicProgram:
+    """The captured ``program`` made symbolic in ``binding``'s sizes (Note [Symbolic
+    sizes by re-binding]).
+
+    A constant the file derives from another (``HIDDEN = 4 * D``: it moves when ``D``
+    is perturbed) is no size of its own: it follows the one it derives from.
+
+    Args:
+        program: the program captured and lowered at ``binding``.
+        binding: the model file's size constants as captured.
+        capture_at: captures and lowers the program with some constants overridden.
+        fixed: the overrides the capture of ``program`` used (the user's ``--set``);
+            every re-capture applies them too.
+
+    Returns:
+        The symbolic program, or ``program`` unchanged with the reason.
+    """
+    fixed = dict(fixed or {})
+    constant: dict[str, str] = {}
+    candidates = [s for s, v in binding.items() if v >= 2]
+    for s, v in binding.items():
+        if v < 2:
+            constant[s] = f"{s}={v}: sizes of 1 or less leave no trace in the IR"
+    if not candidates:
+        return SymbolicProgram(program, {}, constant, "the file has no size constant above 1")
+    skel, base_ints = _literals(program)
+    moved: dict[str, tuple[int, ...]] = {}
+    derived: set[str] = set()
+    for s in candidates:
+        try:
+            other, sizes = capture_at({**fixed, s: binding[s] * _PERTURB})
+        except SolarError as err:
+            constant[s] = f"capturing at {s}={binding[s] * _PERTURB} failed: {err.message}"
+            continue
+        derived.update(k for k, v in sizes.items() if k != s and binding.get(k) != v)
+        o_skel, ints = _literals(other)
+        if o_skel != skel:
+            constant[s] = f"the program's structure changes with {s}"
+            continue
+        moved[s] = ints
+    for s in sorted(derived & set(moved)):
+        del moved[s]
+    follows = tuple(sorted(derived & set(binding)))
+    fits = _fit_all(base_ints, moved, binding, constant)
+    if fits is None or not moved:
+        return SymbolicProgram(program, {}, constant, "no size constant could be followed")
+    names = sorted(moved)
+    check = {**binding, **{s: binding[s] * _VERIFY for s in names}}
+    try:
+        checked, verify_sizes = capture_at(
+            {**fixed, **{s: binding[s] * _VERIFY for s in names}}
+        )
+    except SolarError as err:
+        return SymbolicProgram(program, {}, constant,
+                               f"the check capture at 3x the sizes failed: {err.message}")
+    verify_ints = _literals(checked)
+    if verify_ints[0] != skel:
+        return SymbolicProgram(program, {}, constant,
+                               "the program's structure changes at 3x the sizes")
+    check.update({k: v for k, v in verify_sizes.items() if k in check})
+    chosen: dict[int, SizeFit] = {}
+    for n, options in fits.items():
+        good = [f for f in options if f.value(check) == verify_ints[1][n]]
+        if not good:
+            return SymbolicProgram(
+                program, {}, constant,
+                f"a traced dimension ({base_ints[n]}) does not follow a simple formula "
+                "in the sizes",
+            )
+        chosen[n] = good[0]
+    return replace(_build(program, binding, chosen, constant), derived=follows)
+
+
+def _fit_all(
+    base_ints: tuple[int, ...],
+    moved: dict[str, tuple[int, ...]],
+    binding: Mapping[str, int],
+    constant: dict[str, str],
+) -> dict[int, list[SizeFit]] | None:
+    """Candidate fits per moving literal; sizes that make a literal unfittable are
+    dropped from ``moved`` (into ``constant``) and the fit redone."""
+    while moved:
+        fits: dict[int, list[SizeFit]] = {}
+        bad: set[str] = set()
+        for n, v0 in enumerate(base_ints):
+            deps = {s: ints[n] for s, ints in moved.items() if ints[n] != v0}
+            if not deps:
+                continue
+            options = _fits(v0, deps, binding)
+            if not options:
+                bad.update(deps)
+            fits[n] = options
+        if not bad:
+            return fits
+        for s in bad:
+            constant[s] = f"a traced dimension is no simple formula in {s}"
+            moved.pop(s, None)
+    return None
+
+
+def _build(
+    program: Program,
+    binding: Mapping[str, int],
+    chosen: Mapping[int, SizeFit],
+    constant: Mapping[str, str],
+) -> SymbolicProgram:
+    used = {s for f in chosen.values() for s, _ in f.terms}
+    free = [s for s in binding if s in used]
+    taken = {t.name for t in program.tensors} | set(binding)
+    derived: dict[SizeFit, str] = {}
+    exprs: dict[int, Any] = {}
+    decls = [SizeDecl(s, IntLit(binding[s])) for s in free]
+    for n in sorted(chosen):
+        fit = chosen[n]
+        plain = _is_plain_size(fit)
+        if plain is not None:
+            exprs[n] = Name(plain)
+            continue
+        if fit not in derived:
+            name = base = _readable_name(fit)
+            k = 1
+            while name in taken:
+                k += 1
+                name = f"{base}_{k}"
+            taken.add(name)
+            derived[fit] = name
+            decls.append(SizeDecl(name, _expr(fit)))
+        exprs[n] = Name(derived[fit])
+    tensors, kernels = _substitute((program.tensors, program.kernels), exprs, [0])
+    out = replace(program, sizes=(*program.sizes, *decls), tensors=tensors, kernels=kernels)
+    reason = None
+    try:
+        verify_program(out)
+    except SolarError as err:
+        reason = f"the symbolic program does not verify: {err.message}"
+    if reason is not None or any(
+        f.value(binding) <= 0 for f in derived
+    ):
+        return SymbolicProgram(program, {}, dict(constant),
+                               reason or "a derived size is not positive")
+    return SymbolicProgram(out, {s: binding[s] for s in free}, dict(constant))
+
+
+def symbolic_notes(result: SymbolicProgram) -> tuple[str, ...]:
+    """What the report says about the sizes the formulas follow."""
+    notes = []
+    if result.symbolic:
+        names = ", ".join(result.sizes)
+        notes.append(
+            f"formulas are symbolic in {names} (derived by re-capturing at 2x each size, "
+            "checked exactly at 3x)"
+        )
+    elif result.reason is not None:
+        notes.append(f"formulas are constants at the captured sizes: {result.reason}")
+    for s, why in result.constant.items():
+        if s not in result.derived:
+            notes.append(f"size {s} stays constant in the formulas: {why}")
+    if result.derived and result.symbolic:
+        notes.append(f"{', '.join(result.derived)}: computed in the file from other sizes, "
+                     "so the formulas follow those")
+    return tuple(notes)
