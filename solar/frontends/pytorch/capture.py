@@ -307,7 +307,9 @@ def _recording(rec: _Recorder, root: Any) -> Iterator[None]:
         names = {id(m): n for n, m in root.named_modules(remove_duplicate=False)}
 
     def pre_hook(mod: Any, _args: Any) -> None:
-        if not rec.module_stack and id(mod) not in names:
+        if not rec.module_stack and id(mod) not in names and not getattr(
+            mod, "solar_phase", False
+        ):
             # An entry function calling a module: name its submodules from that module,
             # as a model file's `Model` is, so kernel names agree across the CLI, --entry
             # and the Python API (`qkv_addmm`, not `linear_addmm`).
