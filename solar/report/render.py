@@ -98,7 +98,7 @@ def _arch_block(arch: ArchBounds) -> list[str]:
             name = k.name if len(k.name) <= 34 else k.name[:31] + "..."
             lines.append(
                 f"    {name:<34} {format_time(k.time_s):>11} {k.time_s / total:6.1%} "
-                f"{k.unit}:{k.precision:<5} {k.bottleneck}"
+                f"{k.unit}:{k.precision:<6} {k.bottleneck}"
             )
     return lines
 

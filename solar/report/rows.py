@@ -83,7 +83,7 @@ def build_kernel_row(kernel: KernelBound) -> KernelRow:
         flops=kernel.flops,
         bytes=total_bytes,
         unit=kernel.work_class if pipe is None else pipe.unit,
-        precision="-" if pipe is None else pipe.precision.value,
+        precision="-" if pipe is None else pipe.precision_label,
         time_s=kernel.time_s,
         bottleneck=kernel.bottleneck,
         arithmetic_intensity_flops_per_byte=_intensity(kernel.flops, total_bytes),
