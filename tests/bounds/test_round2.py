@@ -92,3 +92,64 @@ def test_warm_credit_is_tighter_and_ordered(text: str, spec: HardwareSpec, polic
         ca = compute_bounds(c, spec, model="cache-aware", cache=cache, **kw)  # type: ignore[arg-type]
         assert ca.dram_bytes >= f.dram_bytes
         assert ca.time_s >= f.time_s
+
+
+# ------------------------------------------------------------- whole sectors
+
+STRIDED = """solar-ir 1
+program strided_sum
+input X : {dtype}[4096, 4096]
+output Y : {dtype}[4096]
+kernel sum {{ for i in 0 .. 4096 {{ Y[i] = 0.0
+  for j in 0 .. 512 {{ Y[i] += X[i, {sub}] }} }} }}
+"""
+
+
+@pytest.mark.parametrize(("dtype", "sub", "read_bytes"), [
+    # x[:, ::8] fp32: 4096 * 512 elements, each alone in its 32-byte sector (w = 8,
+    # g = 8, m = 1): 4096 * 512 * 32 = 67,108,864 B, the whole tensor (was 8,388,608 B)
+    ("f32", "8 * j", 4096 * 512 * 32),
+    # fp32, stride 8 offset 3: the same sectors, shifted
+    ("f32", "8 * j + 3", 4096 * 512 * 32),
+    # bf16 stride 8: w = 16 elements per sector, m = ceil(16 / 8) = 2 touched per
+    # sector: 4096 * 512 / 2 sectors * 32 B = 33,554,432 B (elements: 4,194,304 B)
+    ("bf16", "8 * j", 4096 * 512 // 2 * 32),
+    # contiguous: no change, 4096 * 512 * 4 B
+    ("f32", "j", 4096 * 512 * 4),
+])
+def test_strided_reads_move_whole_sectors(dtype: str, sub: str, read_bytes: int) -> None:
+    text = STRIDED.format(dtype=dtype, sub=sub)
+    itemsize = 4 if dtype == "f32" else 2
+    b = compute_bounds(_compiled(text), h100(), model="fused", cache="cold")
+    assert b.dram_bytes == read_bytes + 4096 * itemsize
+    assert b.time_s == pytest.approx((read_bytes + 4096 * itemsize) / B_H100, rel=1e-12)
+
+
+def test_sector_rounding_needs_a_divisible_row() -> None:
+    # a row of 4100 fp32 with stride 8: offsets of consecutive rows are not congruent
+    # mod 8 (4100 = 4 mod 8), so only g = gcd(8, 4100) = 4 is proven: m = 2, factor 4
+    text = STRIDED.format(dtype="f32", sub="8 * j").replace("[4096, 4096]", "[4096, 4100]")
+    b = compute_bounds(_compiled(text), h100(), model="fused", cache="cold")
+    assert b.dram_bytes == 4096 * 512 * 4 * 4 + 4096 * 4
+
+
+@given(st.sampled_from(["f32", "bf16", "f64", "i8"]), st.integers(1, 16), st.integers(0, 7),
+       st.sampled_from([4096, 4100, 4104]))
+def test_sector_charge_is_between_elements_and_the_tensor(dtype: str, stride: int,
+                                                           offset: int, row: int) -> None:
+    """Charged bytes are at least the elements' bytes, never more than the tensor's, and
+    never more than the sectors really touched (enumerated, for a 32-byte aligned base)."""
+    n = (row - offset - 1) // stride + 1
+    n = min(n, 512)
+    text = (STRIDED.format(dtype=dtype, sub=f"{stride} * j + {offset}")
+            .replace("[4096, 4096]", f"[64, {row}]").replace("Y : " + dtype + "[4096]",
+                                                             "Y : " + dtype + "[64]")
+            .replace("0 .. 4096", "0 .. 64").replace("0 .. 512", f"0 .. {n}"))
+    itemsize = {"f32": 4, "bf16": 2, "f64": 8, "i8": 1}[dtype]
+    costs = _compiled(text).evaluate()
+    x_bytes = float(costs.compulsory_read_bytes[0])
+    elems = 64 * n
+    assert elems * itemsize <= x_bytes <= 64 * row * itemsize
+    offsets = {(i * row + stride * j + offset) * itemsize // 32 for i in range(64)
+               for j in range(n)}
+    assert x_bytes <= len(offsets) * 32
