@@ -153,3 +153,42 @@ def test_sector_charge_is_between_elements_and_the_tensor(dtype: str, stride: in
     offsets = {(i * row + stride * j + offset) * itemsize // 32 for i in range(64)
                for j in range(n)}
     assert x_bytes <= len(offsets) * 32
+
+
+# ------------------------------------------------------------- on-chip capacity
+
+
+def test_onchip_capacity_counts_tensor_memory_and_every_cache() -> None:
+    from solar.hw import load_hardware_spec  # noqa: PLC0415
+
+    # B200: 148 SMs x (256 KiB registers + 256 KiB L1/SMEM + 256 KiB TMEM) + 126 MiB L2
+    assert load_hardware_spec("B200").onchip_capacity_bytes == 148 * 768 * 1024 + 126 * MIB
+    # MI300X: 304 CUs x (512 KiB VGPR + 96 KiB LDS/L1) + 256 MiB Infinity Cache + 32 MiB L2
+    assert load_hardware_spec("MI300X").onchip_capacity_bytes == 304 * 608 * 1024 + 288 * MIB
+    # H100 SXM: no TMEM: 132 x 512 KiB + 50 MiB
+    assert load_hardware_spec("H100_SXM").onchip_capacity_bytes == 132 * 512 * 1024 + 50 * MIB
+
+
+def _mm(m: int, n: int, k: int) -> str:
+    return (matmul_text().replace("size M = 4096", f"size M = {m}")
+            .replace("size N = 4096", f"size N = {n}").replace("size K = 4096", f"size K = {k}"))
+
+
+@given(st.sampled_from(list_hardware_specs()), st.sampled_from([512, 4096, 65536]),
+       st.sampled_from([512, 4096, 65536]), st.sampled_from([64, 4096, 1 << 20]))
+def test_cache_aware_matmul_is_below_a_concrete_tiling(spec: HardwareSpec, m: int, n: int,
+                                                       k: int) -> None:
+    """Cold cache: fused <= cache-aware <= the traffic of square output tiles t x t with
+    3 t^2 words on chip (each tile reads a t x K panel of A and a K x t panel of B and
+    writes itself once: 2MNK / t + MN words, plus nothing else)."""
+    c = _compiled(_mm(m, n, k))
+    fused = compute_bounds(c, spec, model="fused", cache="cold")
+    ca = compute_bounds(c, spec, model="cache-aware", cache="cold")
+    assert ca.dram_bytes >= fused.dram_bytes
+    cap = spec.onchip_capacity_bytes
+    if cap is None:
+        assert ca.dram_bytes == fused.dram_bytes
+        return
+    t = max(1, int((cap / 4 / 3) ** 0.5))
+    tiled = (2 * m * n * k / min(t, m, n) + m * n) * 4
+    assert ca.dram_bytes <= max(fused.dram_bytes, tiled)
