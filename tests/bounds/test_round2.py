@@ -15,7 +15,7 @@ from solar.bounds import (
     compile_costs,
     compute_bounds,
 )
-from solar.hw import HardwareSpec, list_hardware_specs
+from solar.hw import HardwareSpec, list_hardware_specs, load_hardware_spec
 
 from .conftest import ADD, LINEAR_GELU, SOFTMAX, graph, h100, matmul_text
 
@@ -159,8 +159,6 @@ def test_sector_charge_is_between_elements_and_the_tensor(dtype: str, stride: in
 
 
 def test_onchip_capacity_counts_tensor_memory_and_every_cache() -> None:
-    from solar.hw import load_hardware_spec  # noqa: PLC0415
-
     # B200: 148 SMs x (256 KiB registers + 256 KiB L1/SMEM + 256 KiB TMEM) + 126 MiB L2
     assert load_hardware_spec("B200").onchip_capacity_bytes == 148 * 768 * 1024 + 126 * MIB
     # MI300X: 304 CUs x (512 KiB VGPR + 96 KiB LDS/L1) + 256 MiB Infinity Cache + 32 MiB L2
