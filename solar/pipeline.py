@@ -50,6 +50,7 @@ from solar.frontends import (
 from solar.hw import HardwareSpec, load_hardware_spec
 from solar.ir import (
     Program,
+    elide_masked_work,
     eliminate_dead_code,
     parse_program,
     print_program,
@@ -251,7 +252,12 @@ def prepare_program(
     if front.precision_hint and precision == "default":
         precision = front.precision_hint
     (progress or _quiet)("lifting to einsum graph")
-    graph = lift_to_einsum(_bounds_program(front, program))
+    bounds_program, masked = _bounds_program(front, program)
+    if masked:
+        notes = (*notes, "constant mask: work an index-only mask hides (a causal `tril` mask, "
+                 "masked-out scores, their softmax terms and products) is not charged; the "
+                 "mask is computed from indices (docs/bounds.md, Note [Constant masks])")
+    graph = lift_to_einsum(bounds_program)
     return PreparedProgram(front, program, reference, notes, sizes, precision, graph)
 
 
@@ -269,10 +275,13 @@ def _reference_for(
     return substituted
 
 
-def _bounds_program(front: FrontendResult, program: Program) -> Program:
-    """The program the bounds see: dead work removed, uncovered values as intermediates."""
-    p = eliminate_dead_code(program, keep=front.keep_live)
-    return treat_as_intermediates(p, front.uncovered_values)
+def _bounds_program(front: FrontendResult, program: Program) -> tuple[Program, bool]:
+    """The program the bounds see: work a constant mask hides skipped, dead work removed,
+    uncovered values as intermediates; and whether a mask applied."""
+    keep = frozenset(front.keep_live)
+    unmasked = elide_masked_work(program, keep=keep)
+    p = eliminate_dead_code(unmasked, keep=front.keep_live)
+    return treat_as_intermediates(p, front.uncovered_values), unmasked is not program
 
 
 # ---------------------------------------------------------------------------- validation
