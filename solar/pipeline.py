@@ -50,6 +50,7 @@ from solar.frontends import (
 from solar.hw import HardwareSpec, load_hardware_spec
 from solar.ir import (
     Program,
+    constant_params,
     elide_masked_work,
     eliminate_dead_code,
     parse_program,
@@ -254,11 +255,54 @@ def prepare_program(
     (progress or _quiet)("lifting to einsum graph")
     bounds_program, masked = _bounds_program(front, program)
     if masked:
-        notes = (*notes, "constant mask: work an index-only mask hides (a causal `tril` mask, "
-                 "masked-out scores, their softmax terms and products) is not charged; the "
-                 "mask is computed from indices (docs/bounds.md, Note [Constant masks])")
+        notes = (*notes, _MASK_NOTE)
     graph = lift_to_einsum(bounds_program)
+    if reference is not None:
+        reference = _RememberedReference(reference)
     return PreparedProgram(front, program, reference, notes, sizes, precision, graph)
+
+
+_MASK_NOTE = (
+    "constant mask: work an index-only mask hides (a causal `tril` mask, masked-out scores, "
+    "their softmax terms and products) is not charged; the mask is computed from indices "
+    "(docs/bounds.md, Note [Constant masks])"
+)
+
+
+class _RememberedReference:
+    """A reference provider that keeps the plan it built (validation runs it once; the
+    bounds then read the captured values of constant buffers from it)."""
+
+    def __init__(self, build: Callable[[], ValidationPlan]) -> None:
+        self._build = build
+        self.plan: ValidationPlan | None = None
+
+    def __call__(self) -> ValidationPlan:
+        if self.plan is None:
+            self.plan = self._build()
+        return self.plan
+
+
+def _with_constant_params(prepared: PreparedProgram) -> PreparedProgram:
+    """Re-lift with parameters whose captured values are an index pattern (a registered
+    ``tril`` buffer) as index formulas, when validation has run the real program."""
+    ref = prepared.reference
+    plan = ref.plan if isinstance(ref, _RememberedReference) else None
+    if plan is None:
+        return prepared
+    program = constant_params(prepared.program, plan.inputs)
+    if program is prepared.program:
+        return prepared
+    bounds_program, masked = _bounds_program(prepared.front, program)
+    notes = prepared.notes
+    if masked and _MASK_NOTE not in notes:
+        notes = (*notes, _MASK_NOTE)
+    notes = (*notes, "constant buffers: parameters whose captured values follow an index "
+             "pattern (" + ", ".join(t.name for t in program.tensors if t.role == "temp"
+                                     and any(p.name == t.name and p.role == "param"
+                                             for p in prepared.program.tensors))
+             + ") are computed from indices, not read")
+    return replace(prepared, notes=notes, graph=lift_to_einsum(bounds_program))
 
 
 def _reference_for(
@@ -467,6 +511,8 @@ def analyze_front(
     options = replace(options, precision=prepared.precision)
     program, sizes, graph = prepared.program, prepared.sizes, prepared.graph
     validation = validate_front(prepared, options, say)
+    prepared = _with_constant_params(prepared)
+    graph = prepared.graph
     measurement = _measurement(front, options, say)
     if measurement is not None and measurement.arch is not None:  # the spec's name, not the alias
         measurement = measurement.model_copy(update={"arch": specs[0].name})

@@ -116,6 +116,8 @@ def _pred_expr(p: Pred) -> Expr:
     neg = [term(v, -c) for v, c in p.coefs if c < 0]
     lhs_const = p.const if p.const > 0 else 0
     rhs_const = -p.const if p.const < 0 else 0
+    if lhs_const > 0:  # a + c <= b is a + (c - 1) < b: ``i < j`` rather than ``i + 1 <= j``
+        return Binary("<", total(pos, lhs_const - 1), total(neg, rhs_const))
     return Binary("<=", total(pos, lhs_const), total(neg, rhs_const))
 
 
@@ -617,3 +619,74 @@ def elide_masked_work(program: Program, *, keep: frozenset[str] = frozenset()) -
     p = _forward(m, p)
     p = _backward(m, p)
     return program if p == program else p
+
+
+# ----------------------------------------------------------------------- constant params
+
+
+def constant_params(program: Program, values: Mapping[str, object]) -> Program:
+    """Turn parameters whose captured values are an index pattern into index formulas.
+
+    A buffer such as ``register_buffer("bias", torch.ones(T, T).tril())`` is known when
+    the program is captured. A ``param`` whose value (in ``values``, by IR name, with the
+    declared shape) is constant over its leading dims and, over its last two dims ``(i,
+    j)``, one value where ``j - i <= k`` (or ``i - j <= k``) and another elsewhere,
+    becomes a temp written from indices by a new first kernel; `elide_masked_work` then
+    folds it (Note [Constant masks]). Float and bool values only.
+
+    Returns:
+        The program with such parameters rewritten, or ``program`` itself.
+    """
+    import numpy as np
+
+    kernels: list[Kernel] = []
+    tensors = list(program.tensors)
+    for n, t in enumerate(program.tensors):
+        v = values.get(t.name)
+        if t.role != "param" or not isinstance(v, np.ndarray) or len(t.shape) < 2:
+            continue
+        if v.dtype.kind not in "fb" or not all(isinstance(s, IntLit) for s in t.shape):
+            continue
+        if tuple(v.shape) != tuple(s.value for s in t.shape):  # type: ignore[union-attr]
+            continue
+        pattern = _tri_pattern(v.reshape(-1, v.shape[-2], v.shape[-1]))
+        if pattern is None:
+            continue
+        kernels.append(_formula_kernel(t.name, t.shape, *pattern))
+        tensors[n] = replace(t, role="temp")
+    if not kernels:
+        return program
+    return replace(program, tensors=tuple(tensors), kernels=(*kernels, *program.kernels))
+
+
+def _tri_pattern(v: object) -> tuple[bool, int, float | bool, float | bool] | None:
+    """``(lower, k, a, b)``: ``v[., i, j]`` is ``a`` where ``j - i <= k`` (lower) or
+    ``i - j <= k`` (upper), else ``b``; None for any other pattern."""
+    import numpy as np
+
+    arr = np.asarray(v)
+    if not (arr == arr[:1]).all():
+        return None
+    m = arr[0]
+    rows, cols = m.shape
+    i, j = np.indices(m.shape)
+    a = m[0, 0].item()
+    for lower, line, diff, span in ((True, m[0], j - i, cols), (False, m[:, 0], i - j, rows)):
+        run = int(np.argmin(line == a)) if not (line == a).all() else span
+        b = line[run].item() if run < span else a
+        k = run - 1
+        if np.array_equal(m, np.where(diff <= k, a, b)):
+            return lower, k, a, b
+    return None
+
+
+def _formula_kernel(name: str, shape: tuple[Expr, ...], lower: bool, k: int,
+                    a: float | bool, b: float | bool) -> Kernel:
+    dims = [f"c{d}" for d in range(len(shape))]
+    i, j = Name(dims[-2]), Name(dims[-1])
+    cond = _pred_expr(Lin.of({j.name: 1, i.name: -1} if lower else {i.name: 1, j.name: -1}, -k))
+    body: Stmt = Assign(Access(name, tuple(Name(d) for d in dims)),
+                        Call("select", (cond, lit(a), lit(b))))
+    for d, extent in reversed(list(zip(dims, shape, strict=True))):
+        body = For(d, IntLit(0), extent, (body,))
+    return Kernel(f"{name}_from_indices", (), (body,))
