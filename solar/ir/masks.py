@@ -272,10 +272,14 @@ def _finite_expr(e: Expr, finite: Callable[[Access], bool]) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class _Region:
-    """``tensor`` holds ``value`` wherever ``pred`` (over its dims) holds."""
+    """``tensor`` holds ``value`` wherever ``pred`` (over its dims) holds, once written by
+    ``target`` in ``kernel`` (a read in that same kernel counts only at the same
+    subscripts, i.e. the element the writer has just produced)."""
 
     value: float
     pred: Pred
+    kernel: str = ""
+    target: tuple[Expr, ...] = ()
 
 
 # ----------------------------------------------------------------------- statements
@@ -476,24 +480,21 @@ def _forward(m: _Masks, program: Program) -> Program:
     """Step 2: constant regions and the reductions they make identity terms."""
     regions: dict[str, _Region] = {}
     nonfinite: set[str] = set()
+    current = [""]
 
     def finite(a: Access) -> bool:
         return a.tensor not in nonfinite
 
     def visit(st: _Leaf, loops: tuple[For, ...], guards: tuple[Pred, ...]) -> Stmt:
         lv = _loop_vars(loops)
-        hits = []
-        for a, _ in _collect(st.value, lv):
-            r = regions.get(a.tensor)
-            p = None if r is None else _from_dims(r.pred, a.indices, lv)
-            if r is not None and p is not None:
-                hits.append((a, r, p))
+        hits = _hits(st.value, lv, regions, current[0])
         if isinstance(st, Reduce):
             return _reduce(st, loops, guards, hits)
         if m.writers.get(st.target.tensor) == 1 and m.full_range(st.target, loops) and not guards:
             region = _assign_region(st, lv, hits, finite)
             if region is not None:
-                regions[st.target.tensor] = region
+                regions[st.target.tensor] = replace(region, kernel=current[0],
+                                                    target=st.target.indices)
         return st
 
     def _reduce(st: Reduce, loops: tuple[For, ...], guards: tuple[Pred, ...],
@@ -515,8 +516,25 @@ def _forward(m: _Masks, program: Program) -> Program:
                 math.isinf(r.value) for _, r, _ in hits) else None
         return st
 
-    return replace(program, kernels=tuple(replace(k, body=_walk(k.body, visit))
-                                          for k in program.kernels))
+    kernels = []
+    for k in program.kernels:
+        current[0] = k.name
+        kernels.append(replace(k, body=_walk(k.body, visit)))
+    return replace(program, kernels=tuple(kernels))
+
+
+def _hits(value: Expr, lv: frozenset[str], regions: Mapping[str, _Region],
+          kernel: str) -> list[tuple[Access, _Region, Pred]]:
+    """The reads of ``value`` that fall in a known region, with its predicate there."""
+    hits = []
+    for a, _ in _collect(value, lv):
+        r = regions.get(a.tensor)
+        if r is None or (r.kernel == kernel and a.indices != r.target):
+            continue
+        p = _from_dims(r.pred, a.indices, lv)
+        if p is not None:
+            hits.append((a, r, p))
+    return hits
 
 
 def _assign_region(st: Assign, lv: frozenset[str], hits: list[tuple[Access, _Region, Pred]],
@@ -555,6 +573,8 @@ def _backward(m: _Masks, program: Program) -> Program:
             for i in st.target.indices:
                 for a, preds in _collect(i, lv):
                     sites.setdefault(a.tensor, []).append((a, (*guards, *preds), lv))
+        for k in program.kernels:
+            _cond_sites(k.body, (), (), sites)
         changed = False
         for name, reads in sites.items():
             q = _common_guard(reads) if m.maskable(name) else None
@@ -566,6 +586,20 @@ def _backward(m: _Masks, program: Program) -> Program:
         if not changed:
             break
     return program
+
+
+def _cond_sites(body: tuple[Stmt, ...], loops: tuple[For, ...], guards: tuple[Pred, ...],
+                sites: dict[str, list[tuple[Access, tuple[Pred, ...], frozenset[str]]]]) -> None:
+    """The reads in ``if`` conditions (value-dependent ones read tensors too)."""
+    for st in body:
+        if isinstance(st, For):
+            _cond_sites(st.body, (*loops, st), guards, sites)
+        elif isinstance(st, If):
+            lv = _loop_vars(loops)
+            for a, preds in _collect(st.cond, lv):
+                sites.setdefault(a.tensor, []).append((a, (*guards, *preds), lv))
+            p = _pred(st.cond, lv)
+            _cond_sites(st.body, loops, guards if p is None else (*guards, p), sites)
 
 
 def _common_guard(reads: list[tuple[Access, tuple[Pred, ...], frozenset[str]]]) -> Pred | None:

@@ -175,3 +175,18 @@ kernel mf { for b in 0 .. 4 { for i in 0 .. 6 { for j in 0 .. 6 {
     # a buffer without an index pattern stays a parameter
     noise = np.random.default_rng(1).random((1, 6, 6)).astype(np.float32)
     assert constant_params(p, {"mask": noise}) is p
+
+
+def test_a_read_outside_the_mask_keeps_the_work() -> None:
+    # S is also read, unmasked, by a value-dependent `if` (a count of positive scores):
+    # its upper triangle is live, so Q K^T stays dense
+    text = _causal(2, 8, 4).replace(
+        "output O : f32[2, 8, 4]", "output O : f32[2, 8, 4]\noutput Z : f32[2]").replace(
+        "kernel pv {", "kernel pos { for b in 0 .. 2 { Z[b] = 0.0 for i in 0 .. 8 {"
+        " for j in 0 .. 8 { if S[b, i, j] > 0.0 { Z[b] += 1.0 } } } } }\nkernel pv {")
+    p, q = _bounds_program(text)
+    qk = print_program(q).split("kernel qk")[1].split("kernel")[0]
+    assert "if " not in qk
+    a, b = _run(p), _run(q)
+    np.testing.assert_array_equal(a["Z"], b["Z"])
+    np.testing.assert_allclose(a["O"], b["O"], rtol=1e-5, atol=1e-6)
