@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from solar.bounds import compute_bounds
 from solar.einsum import lift_to_einsum
-from solar.hw import load_hardware_spec
+from solar.hw import HardwareSpec, list_hardware_specs, load_hardware_spec
 from solar.ir import (
     Program,
     constant_params,
@@ -130,9 +130,9 @@ def test_a_fully_masked_row_is_not_assumed_finite() -> None:
 
 @settings(max_examples=15, deadline=None)
 @given(st.integers(1, 3), st.integers(2, 12), st.integers(1, 4), st.integers(-2, 3),
-       st.integers(0, 2**16))
+       st.integers(0, 2**16), st.sampled_from(list_hardware_specs()))
 def test_masked_work_is_skipped_only_where_provably_masked(b: int, t: int, d: int, k: int,
-                                                            seed: int) -> None:
+                                                            seed: int, spec: HardwareSpec) -> None:
     """For every diagonal, the rewritten program computes the same outputs (NaN rows
     included, up to summation order) and never charges more than the dense one."""
     p, q = _bounds_program(_causal(b, t, d, k))
@@ -141,10 +141,9 @@ def test_masked_work_is_skipped_only_where_provably_masked(b: int, t: int, d: in
     # (the executor may sum in another order once the masked terms are gone)
     np.testing.assert_allclose(a["O"][~np.isnan(a["O"])], c["O"][~np.isnan(c["O"])],
                                rtol=1e-5, atol=1e-6)
-    h100 = load_hardware_spec("H100_SXM")
-    for model in ("unfused", "fused"):
-        dense = compute_bounds(lift_to_einsum(eliminate_dead_code(p)), h100, model=model)
-        masked = compute_bounds(lift_to_einsum(q), h100, model=model)
+    for model in ("unfused", "fused", "cache-aware"):
+        dense = compute_bounds(lift_to_einsum(eliminate_dead_code(p)), spec, model=model)
+        masked = compute_bounds(lift_to_einsum(q), spec, model=model)
         if dense.counts_exact:
             # (a value-dependent select is counted at its cheaper branch, a lower bound
             # that the index-only condition of the folded mask can make exact and larger)
