@@ -434,6 +434,11 @@ def _inline_formulas(m: _Masks) -> Program:
         if formulas:
             def visit(st: _Leaf, loops: tuple[For, ...], guards: tuple[Pred, ...]) -> Stmt:
                 lv = _loop_vars(loops)
+                if isinstance(st, Reduce) and sum(isinstance(x, Access)
+                                                  for x in _all(st.value)) >= 2:
+                    # a product of two reads is tensor-core work; a literal in place of
+                    # one would move it to the vector pipe, which can be slower
+                    return st
 
                 def sub(x: Expr) -> Expr | None:
                     if isinstance(x, Access) and x.tensor in formulas:
