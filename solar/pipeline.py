@@ -56,6 +56,8 @@ from solar.hw import (
 from solar.ir import (
     IntLit,
     Program,
+    constant_params,
+    elide_masked_work,
     eliminate_dead_code,
     fill_generated,
     parse_program,
@@ -283,8 +285,56 @@ def prepare_program(
     if front.precision_hint and precision == "default":
         precision = front.precision_hint
     (progress or _quiet)("lifting to einsum graph")
-    graph = lift_to_einsum(_bounds_program(front, program))
+    bounds_program, masked = _bounds_program(front, program)
+    if masked:
+        notes = (*notes, _MASK_NOTE)
+    graph = lift_to_einsum(bounds_program)
+    if reference is not None:
+        reference = _RememberedReference(reference)
     return PreparedProgram(front, program, reference, notes, sizes, precision, graph)
+
+
+_MASK_NOTE = (
+    "constant mask: work an index-only mask hides (a causal `tril` mask, masked-out scores, "
+    "their softmax terms and products) is not charged; the mask is computed from indices "
+    "(docs/bounds.md, Note [Constant masks])"
+)
+
+
+class _RememberedReference:
+    """A reference provider that keeps the plan it built (validation runs it once; the
+    bounds then read the captured values of constant buffers from it)."""
+
+    def __init__(self, build: Callable[[], ValidationPlan]) -> None:
+        self._build = build
+        self.plan: ValidationPlan | None = None
+
+    def __call__(self) -> ValidationPlan:
+        if self.plan is None:
+            self.plan = self._build()
+        return self.plan
+
+
+def _with_constant_params(prepared: PreparedProgram) -> PreparedProgram:
+    """Re-lift with parameters whose captured values are an index pattern (a registered
+    ``tril`` buffer) as index formulas, when validation has run the real program."""
+    ref = prepared.reference
+    plan = ref.plan if isinstance(ref, _RememberedReference) else None
+    if plan is None:
+        return prepared
+    program = constant_params(prepared.program, plan.inputs)
+    if program is prepared.program:
+        return prepared
+    bounds_program, masked = _bounds_program(prepared.front, program)
+    notes = prepared.notes
+    if masked and _MASK_NOTE not in notes:
+        notes = (*notes, _MASK_NOTE)
+    notes = (*notes, "constant buffers: parameters whose captured values follow an index "
+             "pattern (" + ", ".join(t.name for t in program.tensors if t.role == "temp"
+                                     and any(p.name == t.name and p.role == "param"
+                                             for p in prepared.program.tensors))
+             + ") are computed from indices, not read")
+    return replace(prepared, notes=notes, graph=lift_to_einsum(bounds_program))
 
 
 def _reference_for(
@@ -301,12 +351,14 @@ def _reference_for(
     return substituted
 
 
-def _bounds_program(front: FrontendResult, program: Program) -> Program:
-    """The program the bounds see: dead work removed, uncovered values as intermediates,
-    random draws as writes only."""
-    p = fill_generated(program, front.generated_values)
-    p = eliminate_dead_code(p, keep=front.keep_live)
-    return treat_as_intermediates(p, front.uncovered_values)
+def _bounds_program(front: FrontendResult, program: Program) -> tuple[Program, bool]:
+    """The program the bounds see: random draws as writes only, work a constant mask hides
+    skipped, dead work removed, uncovered values as intermediates; and whether a mask
+    applied."""
+    filled = fill_generated(program, front.generated_values)
+    unmasked = elide_masked_work(filled, keep=frozenset(front.keep_live))
+    p = eliminate_dead_code(unmasked, keep=front.keep_live)
+    return treat_as_intermediates(p, front.uncovered_values), unmasked is not filled
 
 
 # ---------------------------------------------------------------------------- validation
@@ -570,6 +622,8 @@ def analyze_front(
     options = replace(options, precision=prepared.precision)
     program, sizes, graph = prepared.program, prepared.sizes, prepared.graph
     validation = validate_front(prepared, options, say)
+    prepared = _with_constant_params(prepared)
+    graph = prepared.graph
     measurement = _measurement(front, options, specs, say,
                                [k.name for k in graph.kernels])
     say("computing bounds")
@@ -655,7 +709,7 @@ def _training_info(
 
     step = front.step
     assert step is not None
-    program = _bounds_program(front, prepared.program)
+    program, _ = _bounds_program(front, prepared.program)
     phases = []
     for part in split_phases(program, step.phase_of):
         compiled = compile_costs(lift_to_einsum(part.program))

@@ -109,13 +109,15 @@ def cache_aware_bound(
     cap = spec.onchip_capacity_bytes
     s_bytes = math.inf if cap is None else float(cap)
     spills, pebble, forced_notes = _forced(compiled.graph, costs, s_bytes)
-    if cache == "warm":
-        # A warm start holds at most S bytes, which can save at most S transfers of the
-        # re-reads and of the pebble-game traffic (Note [Warm cache]).
-        credit = 0.0 if math.isinf(s_bytes) else s_bytes
-        spills, pebble = max(0.0, spills - credit), max(0.0, pebble - credit)
-    base, l2, cache_note = compulsory_traffic(costs, spec, cache)
+    base, l2, cache_note = compulsory_traffic(costs, spec, "cold")
     dram = max(base + spills, pebble)
+    if cache == "warm":
+        # One credit of C for everything a repetition moves (Note [Warm cache]): the
+        # bytes cached at the boundary of two repetitions save at most one transfer each,
+        # whether of compulsory traffic, re-reads or pebble-game traffic.
+        cap_l2 = spec.l2_capacity_bytes
+        dram = 0.0 if cap_l2 is None else max(0.0, dram - float(cap_l2))
+        _, _, cache_note = compulsory_traffic(costs, spec, cache)
     memory = memory_time_s(spec, dram, l2)
     time, bottleneck = roofline_time(work.compute_time_s, memory)
     notes = [

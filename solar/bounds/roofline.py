@@ -307,10 +307,20 @@ def arithmetic_intensity(flops: float, moved_bytes: float, *, if_none_moved: flo
 
 # Note [Warm cache]
 # Timed benchmarks repeat a program; data it touched in the previous repetition may
-# still be in L2 (up to its capacity C). At most C bytes of reads can then hit, and at
-# most C bytes of writes can be absorbed (clean lines are evicted for free), so at
-# least (reads - C)+ + (writes - C)+ bytes still cross the DRAM interface. Every byte
-# still passes through L2, so the L2 term counts all of them. Both are lower bounds.
+# still be in L2 (up to its capacity C: the caches that keep data between kernel
+# launches; registers, shared memory and Tensor Memory do not). In the periodic steady
+# state of such a loop the cache holds at most C bytes at the boundary between two
+# repetitions, and each byte held there saves at most ONE DRAM transfer: a read hit of an
+# input element in the next repetition (its first read there; later reads of it are not
+# compulsory traffic) or the write-back of an output element of this repetition that the
+# next one overwrites while it is still cached (inputs and outputs are distinct tensors,
+# so a byte cannot do both). Every other compulsory byte crosses the DRAM interface once
+# per repetition, so a repetition moves at least (R + W - C)+ DRAM bytes, where R and W
+# are its compulsory read and write bytes. (Over n timed repetitions the n + 1 boundaries
+# save at most (n + 1) C, i.e. C / n more per repetition; the steady state is the limit.)
+# This replaces (R - C)+ + (W - C)+, which let the same C bytes serve both as cached
+# reads and as absorbed writes. Every byte still passes through L2, so the L2 term counts
+# all R + W. Both are lower bounds.
 #
 # Note [L2 pass]: on every bundled device each byte a kernel moves passes through the
 # L2 (NVIDIA: the L2 is the point of coherence of device memory; MI300X: the Infinity
@@ -325,13 +335,14 @@ def warm_split(read_bytes: float, written_bytes: float,
                l2_capacity_bytes: float | None) -> tuple[float, float]:
     """``(DRAM bytes, L2 bytes)`` of traffic that may start warm in an L2 of capacity C.
 
-    An unknown capacity is unlimited (Note [L2 pass]): no DRAM traffic is proven.
+    DRAM: ``(R + W - C)+`` per repetition of a periodic benchmark loop (Note [Warm
+    cache]). An unknown capacity is unlimited (Note [L2 pass]): no DRAM traffic is proven.
 
     >>> warm_split(10.0, 4.0, 6.0)
-    (4.0, 14.0)
+    (8.0, 14.0)
     >>> warm_split(10.0, 4.0, None)
     (0.0, 14.0)
     """
     c = math.inf if l2_capacity_bytes is None else float(l2_capacity_bytes)
-    dram = max(0.0, read_bytes - c) + max(0.0, written_bytes - c)
+    dram = max(0.0, read_bytes + written_bytes - c)
     return dram, read_bytes + written_bytes

@@ -10,15 +10,29 @@ domain), never by evaluating sizes.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from solar.einsum.count import Count
 from solar.einsum.counter import CountContext
 from solar.einsum.domain import Domain, LoopDim
-from solar.ir import Access, Binary, Expr, IntLit, Name, walk_exprs
+from solar.ir import Access, Binary, Expr, IntLit, Name, TensorDecl, linear_form, walk_exprs
 
-__all__ = ["AccessImage", "access_image", "contains", "union_by_key", "union_images"]
+__all__ = [
+    "SECTOR_BYTES",
+    "AccessImage",
+    "access_image",
+    "contains",
+    "sector_factor",
+    "union_by_key",
+    "union_images",
+]
+
+SECTOR_BYTES = 32
+"""The smallest unit of DRAM traffic (Note [Sectors]): NVIDIA's L2 sector, and the minimum
+burst of every DRAM standard the bundled devices use (HBM2e/HBM3 pseudo-channel, GDDR6/6X,
+LPDDR5/5X: 32 bytes)."""
 
 _ZERO = Count.of(0)
 _LOWER_ZERO = Count.of(0, exact=False)
@@ -45,8 +59,13 @@ class AccessImage:
         return AccessImage(_LOWER_ZERO, _ZERO_KEY, (), (), ())
 
 
-def access_image(ctx: CountContext, domain: Domain, access: Access) -> AccessImage:
-    """Distinct elements an access touches; indirect subscripts are projected away."""
+def access_image(ctx: CountContext, domain: Domain, access: Access,
+                 decl: TensorDecl | None = None) -> AccessImage:
+    """Distinct elements an access touches; indirect subscripts are projected away.
+
+    With the tensor's declaration, a strided access is charged whole sectors: the count
+    is then in element-equivalents of the sectors it touches (Note [Sectors]).
+    """
     direct = tuple(i for i in access.indices if not any(isinstance(e, Access)
                                                         for e in walk_exprs(i)))
     count, key = ctx.image(domain, direct)
@@ -54,7 +73,57 @@ def access_image(ctx: CountContext, domain: Domain, access: Access) -> AccessIma
         # Note [Gathers]: the rows an index tensor selects are data-dependent; the
         # projection onto the direct subscripts (at least one row) is a lower bound.
         count, key = Count(count.expr, count.deferred, False), f"{key}|gather"
+    elif decl is not None:
+        factor = sector_factor(decl, access.indices, frozenset(domain.vars))
+        if factor > 1:
+            count, key = count * factor, f"{key}|sectors{factor}"
     return AccessImage(count, key, domain.loops, domain.guards, access.indices)
+
+
+# Note [Sectors]: DRAM (and NVIDIA's L2) move whole 32-byte sectors, so a strided read such
+# as ``x[:, ::8]`` of fp32 moves every sector it touches, 8x its elements. Where the last
+# subscript is affine in the loop variables with literal coefficients, all divisible by g,
+# and g divides the (literal) last extent L, every touched element's linear offset is
+# congruent to one constant modulo g (row-major: the other strides are multiples of L).
+# Any 32 consecutive bytes (w = 32 / itemsize elements, whatever the alignment of the
+# tensor) then hold at most m = ceil(w / g) touched elements, so the access touches at
+# least elements / m sectors, i.e. at least elements * w / m element-equivalents of
+# traffic. The count is multiplied by floor(w / m) (a lower bound of w / m); it never
+# exceeds the tensor (floor(w / m) <= g). Anything else (a size symbol or a division in
+# the last subscript, a gather) keeps the element count, a lower bound.
+
+
+def sector_factor(decl: TensorDecl, indices: Sequence[Expr], loop_vars: frozenset[str]) -> int:
+    """The factor by which whole sectors exceed the elements an access touches (>= 1).
+
+    >>> from solar.ir import DType, IntLit, Name, TensorDecl
+    >>> from solar.ir.parser import parse_expr
+    >>> x = TensorDecl("x", "input", DType.F32, (IntLit(64), IntLit(64)))
+    >>> sector_factor(x, (Name("i"), parse_expr("8 * j")), frozenset({"i", "j"}))
+    8
+    >>> sector_factor(x, (Name("i"), parse_expr("2 * j + 1")), frozenset({"i", "j"}))
+    2
+    >>> sector_factor(x, (Name("i"), Name("j")), frozenset({"i", "j"}))
+    1
+    """
+    itemsize = decl.dtype.itemsize_bytes
+    w = SECTOR_BYTES // itemsize if itemsize else 0
+    if w <= 1 or not indices:
+        return 1
+    lin = linear_form(indices[-1], {}, loop_vars=loop_vars)
+    if lin is None or not lin.coefs:
+        return 1
+    g = 0
+    for _, c in lin.coefs:
+        g = math.gcd(g, abs(c))
+    if len(decl.shape) > 1:
+        extent = decl.shape[-1]
+        if not isinstance(extent, IntLit):
+            return 1
+        g = math.gcd(g, extent.value)
+    if g <= 1:
+        return 1
+    return max(1, w // -(-w // g))
 
 
 def contains(big: AccessImage, small: AccessImage) -> bool:

@@ -121,7 +121,7 @@ _Common = tuple[str, int, Domain, bool, int | None]
 def _guard_node(scope: Scope, ctx: CountContext, stmt: If, common: _Common) -> Leaf:
     kernel, index, domain, value_guarded, seq_root = common
     terms, reads = analyse_value(stmt.cond, domain.vars)
-    grouped = _by_tensor(ctx, domain, reads, value_guarded)
+    grouped = _by_tensor(scope, ctx, domain, reads, value_guarded)
     dtype = scope.decls[reads[0].access.tensor].dtype if reads else DType.F32
     node = EinsumNode(
         kernel=kernel, index=index, kind="guard", domain=domain, value_guarded=value_guarded,
@@ -158,9 +158,10 @@ def _leaf_node(
             "conv" in str(kernel).lower()
         )
     written = {stmt.target.tensor: [
-        AccessImage.unexecuted() if value_guarded else access_image(ctx, domain, stmt.target)
+        AccessImage.unexecuted() if value_guarded
+        else access_image(ctx, domain, stmt.target, scope.decls.get(stmt.target.tensor))
     ]}
-    grouped = _by_tensor(ctx, domain, reads, value_guarded)
+    grouped = _by_tensor(scope, ctx, domain, reads, value_guarded)
     node = EinsumNode(
         kernel=kernel, index=index, kind="reduce" if isinstance(stmt, Reduce) else "assign",
         domain=domain, value_guarded=value_guarded, seq_root=seq_root,
@@ -173,14 +174,15 @@ def _leaf_node(
 
 
 def _by_tensor(
-    ctx: CountContext, domain: Domain, sites: Sequence[ReadSite], skip: bool
+    scope: Scope, ctx: CountContext, domain: Domain, sites: Sequence[ReadSite], skip: bool
 ) -> dict[str, list[AccessImage]]:
     grouped: dict[str, list[AccessImage]] = {}
     for site in sites:
         if skip:
             img = AccessImage.unexecuted()
         else:
-            img = access_image(ctx, domain.with_guards(site.guards), site.access)
+            img = access_image(ctx, domain.with_guards(site.guards), site.access,
+                               scope.decls.get(site.access.tensor))
         grouped.setdefault(site.access.tensor, []).append(img)
     return grouped
 

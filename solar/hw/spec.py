@@ -82,6 +82,7 @@ FIGURE_FIELDS: tuple[str, ...] = (
     "l2_bandwidth_bytes_per_s",
     "smem_per_sm_bytes",
     "register_file_per_sm_bytes",
+    "tensor_memory_per_sm_bytes",
     "sm_count",
     "clock_hz_tensor",
     "clock_hz_vector",
@@ -110,6 +111,7 @@ _SCALAR_RANGES: dict[str, str] = {
     "l2_bandwidth_bytes_per_s": "bandwidth",
     "smem_per_sm_bytes": "onchip_bytes",
     "register_file_per_sm_bytes": "onchip_bytes",
+    "tensor_memory_per_sm_bytes": "onchip_bytes",
     "sm_count": "count",
     "clock_hz_tensor": "clock",
     "clock_hz_vector": "clock",
@@ -195,6 +197,9 @@ class HardwareSpec(BaseModel):
             unified L1/shared-memory array, an upper bound on the shared-memory
             carve-out; AMD: LDS plus vector L1).
         register_file_per_sm_bytes: register file per SM/CU.
+        tensor_memory_per_sm_bytes: Tensor Memory per SM (Blackwell ``tcgen05``: 128
+            lanes x 512 columns x 32 bit = 256 KiB), the matrix-unit accumulator storage
+            beside registers and shared memory; unset on devices without it.
         sm_count: number of SMs (NVIDIA) or CUs (AMD).
         clock_hz_tensor: clock the matrix-unit peaks are quoted at.
         clock_hz_vector: clock the vector peaks are quoted at.
@@ -218,6 +223,7 @@ class HardwareSpec(BaseModel):
     l2_bandwidth_bytes_per_s: float | None = None
     smem_per_sm_bytes: float | None = None
     register_file_per_sm_bytes: float | None = None
+    tensor_memory_per_sm_bytes: float | None = None
     sm_count: int | None = None
     clock_hz_tensor: float | None = None
     clock_hz_vector: float | None = None
@@ -260,7 +266,7 @@ class HardwareSpec(BaseModel):
 
     @property
     def onchip_capacity_bytes(self) -> float | None:
-        """Total on-chip storage: registers and SM SRAM over all SMs, plus L2.
+        """Total on-chip storage: registers, SM SRAM and Tensor Memory over all SMs, plus L2.
 
         ``None`` (unknown: callers treat it as unlimited) unless every part is known:
         a sum of the known parts would understate the capacity, and the bounds that
@@ -274,7 +280,8 @@ class HardwareSpec(BaseModel):
         if self.sm_count is None or any(p is None for p in parts):
             return None
         regs, smem, l2 = (float(p) for p in parts if p is not None)
-        return self.sm_count * (regs + smem) + l2
+        tmem = float(self.tensor_memory_per_sm_bytes or 0.0)  # unset: the device has none
+        return self.sm_count * (regs + smem + tmem) + l2
 
 
 # Spec-file key -> attribute (the two differ where a field has an alias).

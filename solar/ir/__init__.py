@@ -5,6 +5,7 @@ from __future__ import annotations
 from solar.ir.affine import Lin, linear_form
 from solar.ir.aliases import alias_problems, alias_targets
 from solar.ir.grammar import grammar_text
+from solar.ir.masks import constant_params, elide_masked_work
 from solar.ir.nodes import (
     BINARY_OPS,
     COMPARISON_OPS,
@@ -46,6 +47,8 @@ from solar.ir.traversal import accesses, eval_int, map_exprs, resolve_sizes, wal
 from solar.ir.verify import VerifyInfo, collect_errors, verify_program
 
 __all__ = [
+    "constant_params",
+    "elide_masked_work",
     "BINARY_OPS",
     "COMPARISON_OPS",
     "DTYPE_BYTES",

@@ -189,13 +189,14 @@ def test_alias_outputs_charge_only_what_the_view_needs(case: str) -> None:
 
 def test_the_audited_129_microseconds_are_gone() -> None:
     """``return x.t()``, warm cache: (4E - C) + (4E - C) bytes at 3.35 TB/s with C = 50
-    MiB was 128.96 µs in every model; now nothing moves."""
+    MiB was 128.96 µs in every model; now nothing moves. (The copy itself is now charged
+    the periodic-loop (4E + 4E - C) bytes, 144.6 µs: Note [Warm cache].)"""
     program, _ = CASES["transpose"]
     old = compute_bound_set(lift_to_einsum(_as_copies(program)), h100(), cache="warm")
     c = 52428800.0
     for bound in old:
-        assert bound.time_s == pytest.approx((2 * (F32 * E - c)) / B, rel=1e-12)
-        assert bound.time_s == pytest.approx(128.96e-6, rel=1e-4)
+        assert bound.time_s == pytest.approx((2 * F32 * E - c) / B, rel=1e-12)
+        assert bound.time_s == pytest.approx(144.61e-6, rel=1e-4)
     for bound in compute_bound_set(lift_to_einsum(program), h100(), cache="warm"):
         assert bound.time_s == 0.0
 

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from solar.bounds import compute_bound_set, compute_bounds
 from solar.einsum import EinsumGraph, lift_to_einsum
 from solar.hw import Precision, load_hardware_spec
 from solar.ir import parse_program
-from solar.report import Measurement, build_arch_bounds, build_bound_result, build_kernel_row
+from solar.pipeline import AnalyzeOptions, analyze
+from solar.report import (
+    Measurement,
+    build_arch_bounds,
+    build_bound_result,
+    build_kernel_row,
+    render_text,
+)
 
 MATMUL_THEN_COPY = """solar-ir 1
 program mm_copy
@@ -65,3 +74,18 @@ def test_arch_row_roofs_cache_and_headroom() -> None:
                              measurement=other).headroom == ()
     with pytest.raises(ValueError, match="unfused"):
         build_arch_bounds(spec, bounds[1:], precision_policy="default", cache="cold")
+
+
+def test_kernel_rows_label_emulated_pipes(tmp_path: Path) -> None:
+    """Issue 14 follow-up: an fp32 matmul under `default` on H100 runs at 3xTF32.
+
+    H100 SXM: tf32 494.7 TFLOP/s / 3 = 164.9 > 67 (vector fp32), so the kernel row says
+    `3xtf32`, not `tf32`, and the text summary prints `tensor:3xtf32`.
+    """
+    b = compute_bounds(_graph(), load_hardware_spec("H100_SXM"), model="unfused")
+    mm = build_kernel_row(b.kernels[0])
+    assert (mm.unit, mm.precision) == ("tensor", "3xtf32")
+    path = tmp_path / "mm_copy.alir"
+    path.write_text(MATMUL_THEN_COPY)
+    report = analyze(path, AnalyzeOptions(archs=("H100_SXM",), validate="off"))
+    assert "tensor:3xtf32" in render_text(report)

@@ -1,0 +1,191 @@
+"""Constant masks (solar.ir.masks, Note [Constant masks]): folded, the hidden work skipped."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from solar.bounds import compute_bounds
+from solar.einsum import lift_to_einsum
+from solar.hw import HardwareSpec, list_hardware_specs, load_hardware_spec
+from solar.ir import (
+    Program,
+    constant_params,
+    elide_masked_work,
+    eliminate_dead_code,
+    eval_int,
+    parse_program,
+    print_program,
+    verify_program,
+)
+from solar.validate import execute_program
+
+# Hand-written causal attention as the PyTorch tracer lowers it: a mask built in forward
+# from ones(T, T).tril(), compared with 0, masked_fill, softmax, P @ V.
+CAUSAL = """solar-ir 1
+program causal
+input Q : f32[{b}, {t}, {d}]
+input K : f32[{b}, {t}, {d}]
+input V : f32[{b}, {t}, {d}]
+temp S : f32[{b}, {t}, {t}]
+temp ones : f32[{t}, {t}]
+temp tri : f32[{t}, {t}]
+temp eq : bool[{t}, {t}]
+temp M : f32[{b}, {t}, {t}]
+temp P : f32[{b}, {t}, {t}]
+output O : f32[{b}, {t}, {d}]
+kernel qk {{ for b in 0 .. {b} {{ for i in 0 .. {t} {{ for j in 0 .. {t} {{ S[b, i, j] = 0.0
+  for k in 0 .. {d} {{ S[b, i, j] += Q[b, i, k] * K[b, j, k] }} }} }} }} }}
+kernel fill {{ for i in 0 .. {t} {{ for j in 0 .. {t} {{ ones[i, j] = 1.0 }} }} }}
+kernel tril {{ for i in 0 .. {t} {{ for j in 0 .. {t} {{
+  if j <= i + {k} {{ tri[i, j] = ones[i, j] }}
+  if j > i + {k} {{ tri[i, j] = 0.0 }} }} }} }}
+kernel eqk {{ for i in 0 .. {t} {{ for j in 0 .. {t} {{ eq[i, j] = tri[i, j] == 0.0 }} }} }}
+kernel masked_fill {{ for b in 0 .. {b} {{ for i in 0 .. {t} {{ for j in 0 .. {t} {{
+  M[b, i, j] = select(eq[i, j], -inf, S[b, i, j]) }} }} }} }}
+kernel softmax {{
+  local m : f32[{b}, {t}]
+  local s : f32[{b}, {t}]
+  local e : f32[{b}, {t}, {t}]
+  for b in 0 .. {b} {{ for i in 0 .. {t} {{
+    m[b, i] = -inf
+    for j in 0 .. {t} {{ m[b, i] max= M[b, i, j] }}
+    s[b, i] = 0.0
+    for j in 0 .. {t} {{ e[b, i, j] = exp(M[b, i, j] - m[b, i])
+      s[b, i] += e[b, i, j] }}
+    for j in 0 .. {t} {{ P[b, i, j] = e[b, i, j] / s[b, i] }} }} }} }}
+kernel pv {{ for b in 0 .. {b} {{ for i in 0 .. {t} {{ for c in 0 .. {d} {{ O[b, i, c] = 0.0
+  for j in 0 .. {t} {{ O[b, i, c] += P[b, i, j] * V[b, j, c] }} }} }} }} }}
+"""
+
+
+def _causal(b: int = 8, t: int = 64, d: int = 32, k: int = 0) -> str:
+    return CAUSAL.format(b=b, t=t, d=d, k=k)
+
+
+def _bounds_program(text: str) -> tuple[Program, Program]:
+    p = parse_program(text)
+    verify_program(p)
+    q = eliminate_dead_code(elide_masked_work(p))
+    verify_program(q)
+    return p, q
+
+
+def _run(p: Program, seed: int = 0) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    inputs = {t.name: rng.standard_normal([eval_int(s, {}) for s in t.shape]).astype(np.float32)
+              for t in p.tensors if t.role == "input"}
+    return execute_program(p, inputs)
+
+
+def test_causal_mask_halves_the_contractions_hand_arithmetic() -> None:
+    # B = 8, T = 64, D = 32. Dense: QK^T and PV each 8 * 64 * 64 * 32 * 2 = 2,097,152 FLOPs.
+    # Under the causal mask each keeps the triangle j <= i: 64 * 65 / 2 = 2,080 of the 4,096
+    # (i, j) pairs, 8 * 2,080 * 32 * 2 = 1,064,960 FLOPs each, 2,129,920 together.
+    p, q = _bounds_program(_causal())
+    h100 = load_hardware_spec("H100_SXM")
+    dense = compute_bounds(lift_to_einsum(eliminate_dead_code(p)), h100, model="fused")
+    masked = compute_bounds(lift_to_einsum(q), h100, model="fused")
+    assert dense.flops_by_pipe["tensor:3xtf32"] == 2 * 2_097_152
+    assert masked.flops_by_pipe["tensor:3xtf32"] == 2 * 1_064_960
+    # the mask is computed from indices: its kernels are gone, nothing reads a mask tensor
+    text = print_program(q)
+    for name in ("kernel fill", "kernel tril", "kernel eqk", "eq["):
+        assert name not in text
+    # vector work, on the triangle only, per point: the masked_fill's select and its
+    # index comparison `i < j` (2), max (1), exp(x - m) (2), sum (1), divide (1): 7 FLOPs,
+    # 8 * 2,080 * 7 = 116,480 (dense: 8 * 4,096 * (1 select + 5) + 4,096 compares of the
+    # mask with 0 = 200,704)
+    assert masked.flops_by_pipe["vector:fp32"] == 8 * 2080 * 7
+    assert dense.flops_by_pipe["vector:fp32"] == 8 * 4096 * 6 + 4096
+    # and the outputs are the same, exactly
+    a, b = _run(p), _run(q)
+    np.testing.assert_array_equal(a["O"], b["O"])
+
+
+def test_a_value_dependent_mask_is_left_alone() -> None:
+    # the mask is an input: nothing is known at capture time
+    text = _causal().replace("temp eq : bool", "input eq : bool").replace(
+        "kernel eqk { for i in 0 .. 64 { for j in 0 .. 64 { eq[i, j] = tri[i, j] == 0.0 } } }",
+        "")
+    p = parse_program(text)
+    q = elide_masked_work(eliminate_dead_code(p))
+    assert print_program(q) == print_program(eliminate_dead_code(p))
+
+
+def test_a_fully_masked_row_is_not_assumed_finite() -> None:
+    # k = -1 masks the diagonal too: row 0 has no unmasked entry, its max is -inf and
+    # exp(-inf - -inf) is NaN, so the exp/sum/divide terms must not be folded to 0; the
+    # max itself and Q K^T are still guarded (skipping -inf in a max is exact)
+    p, q = _bounds_program(_causal(k=-1))
+    text = print_program(q)
+    assert "e[b, i, j] = exp(" in text
+    assert "if j <= i + -1" not in text.split("kernel pv")[1]
+    a, b = _run(p), _run(q)
+    np.testing.assert_array_equal(np.isnan(a["O"]), np.isnan(b["O"]))
+    np.testing.assert_array_equal(a["O"][~np.isnan(a["O"])], b["O"][~np.isnan(b["O"])])
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(1, 3), st.integers(2, 12), st.integers(1, 4), st.integers(-2, 3),
+       st.integers(0, 2**16), st.sampled_from(list_hardware_specs()))
+def test_masked_work_is_skipped_only_where_provably_masked(b: int, t: int, d: int, k: int,
+                                                            seed: int, spec: HardwareSpec) -> None:
+    """For every diagonal, the rewritten program computes the same outputs (NaN rows
+    included, up to summation order) and never charges more than the dense one."""
+    p, q = _bounds_program(_causal(b, t, d, k))
+    a, c = _run(p, seed), _run(q, seed)
+    np.testing.assert_array_equal(np.isnan(a["O"]), np.isnan(c["O"]))
+    # (the executor may sum in another order once the masked terms are gone)
+    np.testing.assert_allclose(a["O"][~np.isnan(a["O"])], c["O"][~np.isnan(c["O"])],
+                               rtol=1e-5, atol=1e-6)
+    for model in ("unfused", "fused", "cache-aware"):
+        dense = compute_bounds(lift_to_einsum(eliminate_dead_code(p)), spec, model=model)
+        masked = compute_bounds(lift_to_einsum(q), spec, model=model)
+        if dense.counts_exact:
+            # (a value-dependent select is counted at its cheaper branch, a lower bound
+            # that the index-only condition of the folded mask can make exact and larger)
+            assert masked.flops <= dense.flops
+            assert masked.time_s <= dense.time_s * (1 + 1e-12)
+
+
+@pytest.mark.parametrize(("maker", "k"), [(np.tril, 0), (np.tril, 2), (np.triu, 1)])
+def test_constant_buffers_become_index_formulas(maker: object, k: int) -> None:
+    text = """solar-ir 1
+program buf
+input X : f32[4, 6, 6]
+param mask : f32[1, 6, 6]
+output Y : f32[4, 6, 6]
+kernel mf { for b in 0 .. 4 { for i in 0 .. 6 { for j in 0 .. 6 {
+  Y[b, i, j] = select(mask[0, i, j] == 0.0, -inf, X[b, i, j]) } } } }
+"""
+    p = parse_program(text)
+    value = maker(np.ones((6, 6), dtype=np.float32), k)[None]  # type: ignore[operator]
+    q = constant_params(p, {"mask": value})
+    verify_program(q)
+    assert [t.role for t in q.tensors if t.name == "mask"] == ["temp"]
+    folded = eliminate_dead_code(elide_masked_work(q))
+    assert "mask" not in print_program(folded)
+    x = np.random.default_rng(0).standard_normal((4, 6, 6)).astype(np.float32)
+    want = execute_program(p, {"X": x, "mask": value})["Y"]
+    np.testing.assert_array_equal(execute_program(folded, {"X": x})["Y"], want)
+    # a buffer without an index pattern stays a parameter
+    noise = np.random.default_rng(1).random((1, 6, 6)).astype(np.float32)
+    assert constant_params(p, {"mask": noise}) is p
+
+
+def test_a_read_outside_the_mask_keeps_the_work() -> None:
+    # S is also read, unmasked, by a value-dependent `if` (a count of positive scores):
+    # its upper triangle is live, so Q K^T stays dense
+    text = _causal(2, 8, 4).replace(
+        "output O : f32[2, 8, 4]", "output O : f32[2, 8, 4]\noutput Z : f32[2]").replace(
+        "kernel pv {", "kernel pos { for b in 0 .. 2 { Z[b] = 0.0 for i in 0 .. 8 {"
+        " for j in 0 .. 8 { if S[b, i, j] > 0.0 { Z[b] += 1.0 } } } } }\nkernel pv {")
+    p, q = _bounds_program(text)
+    qk = print_program(q).split("kernel qk")[1].split("kernel")[0]
+    assert "if " not in qk
+    a, b = _run(p), _run(q)
+    np.testing.assert_array_equal(a["Z"], b["Z"])
+    np.testing.assert_allclose(a["O"], b["O"], rtol=1e-5, atol=1e-6)
