@@ -295,9 +295,10 @@ def prepare_program(
 
 
 _MASK_NOTE = (
-    "constant mask: work an index-only mask hides (a causal `tril` mask, masked-out scores, "
-    "their softmax terms and products) is not charged; the mask is computed from indices "
-    "(docs/bounds.md, Note [Constant masks])"
+    "constant values: tensors whose values depend only on indices (fills, `tril`/`triu` "
+    "masks) are computed from indices, not read, and work such a mask hides (masked-out "
+    "scores, their softmax terms and products) is not charged (docs/bounds.md, Note "
+    "[Constant masks])"
 )
 
 
