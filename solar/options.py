@@ -20,6 +20,7 @@ __all__ = [
     "FRONTEND_NAMES",
     "BoundModel",
     "CacheState",
+    "EngineName",
     "FrontendChoice",
     "FrontendName",
     "OutputFormat",
@@ -46,6 +47,10 @@ FrontendChoice: TypeAlias = Literal["auto", FrontendName]
 
 ValidateMode: TypeAlias = Literal["auto", "full", "sampled", "off"]
 """``--validate``: how to run the IR against the real program (docs/validation.md)."""
+
+EngineName: TypeAlias = Literal["local", "dask"]
+"""``--engine`` of `solar batch` and `solar sweep`: a local process pool, or a Dask
+cluster (docs/scale.md)."""
 
 OutputFormat: TypeAlias = Literal["text", "json"]
 """``--format`` of `solar analyze` on stdout."""
