@@ -51,11 +51,12 @@ _TASK_STATUS: dict[str, BatchStatus] = {
 
 @dataclass(frozen=True, slots=True)
 class SweepLimits:
-    """Per-capture limits and the table format."""
+    """Per-capture limits, the table format, and whether to write per-point reports."""
 
     timeout_s: float | None = 900.0
     max_rss_mib: float | None = None
     table: TableFormat = "parquet"
+    reports: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +155,7 @@ def run_sweep(
             CaptureTask(
                 shipped, _options(spec), spec.archs, spec.precisions, points[g[0]],
                 tuple((i, points[i]) for i in g), limits.timeout_s, limits.max_rss_mib,
+                limits.reports,
             )
             for g in groups
         ]  # fmt: skip

@@ -40,6 +40,7 @@ from solar.options import (
 __all__ = [
     "MAX_POINTS",
     "SweepSpec",
+    "load_precisions",
     "load_sweep_file",
     "parse_axis",
     "parse_values",
@@ -155,6 +156,23 @@ def _axis_values(name: str, raw: object) -> tuple[int, ...]:
     )
 
 
+def load_precisions(text: str) -> tuple[PrecisionPolicy, ...]:
+    """``default,bf16`` as precision policies.
+
+    Raises:
+        UsageError: E0933 an unknown policy.
+    """
+    out: list[PrecisionPolicy] = []
+    for part in (p.strip() for p in text.split(",")):
+        match = next((p for p in _PRECISIONS if p == part), None)
+        if match is None:
+            raise UsageError(
+                f"unknown precision `{part}`; valid: {', '.join(_PRECISIONS)}", code="E0933"
+            )
+        out.append(match)
+    return tuple(dict.fromkeys(out))
+
+
 def _strings(value: object, key: str) -> tuple[str, ...]:
     items = value if isinstance(value, list) else [value]
     if not items or not all(isinstance(v, str) for v in items):
@@ -197,14 +215,7 @@ def load_sweep_file(path: Path) -> dict[str, object]:
     if "arch" in data:
         out["archs"] = _strings(data["arch"], "arch")
     if "precision" in data:
-        precisions = _strings(data["precision"], "precision")
-        bad = [p for p in precisions if p not in _PRECISIONS]
-        if bad:
-            raise UsageError(
-                f"sweep file: unknown precision {bad[0]}; valid: {', '.join(_PRECISIONS)}",
-                code="E0933",
-            )
-        out["precisions"] = precisions
+        out["precisions"] = load_precisions(",".join(_strings(data["precision"], "precision")))
     for key in ("cache", "frontend", "validate", "entry"):
         if key in data:
             out[key] = _strings(data[key], key)[0]

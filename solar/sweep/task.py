@@ -37,6 +37,7 @@ class CaptureTask:
         capture: the size binding the program is captured at.
         points: ``(index, size binding)`` the capture may serve.
         timeout_s, max_rss_mib: the child's limits.
+        reports: write one JSON report per point and precision.
     """
 
     shipped: ShippedFile
@@ -47,6 +48,7 @@ class CaptureTask:
     points: tuple[tuple[int, Mapping[str, int]], ...]
     timeout_s: float | None
     max_rss_mib: float | None
+    reports: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +101,7 @@ def run_capture(task: CaptureTask, stop: threading.Event) -> CaptureOutcome:
             "capture": dict(task.capture),
             "points": [[i, dict(p)] for i, p in task.points],
             "reports_dir": str(reports_dir),
+            "reports": task.reports,
         }
         try:
             ended = run_child(

@@ -115,7 +115,10 @@ def _capture(job: Mapping[str, object]) -> dict[str, object]:
                     }
                 )
                 continue
-            (reports_dir / name).write_text(report.to_json(), encoding="utf-8")
+            if job.get("reports", True):  # compact JSON: the report schema, unrounded floats
+                (reports_dir / name).write_text(report.model_dump_json(), encoding="utf-8")
+            else:
+                name = ""
             status = "validation-failed" if validation.status in ("failed", "error") else "ok"
             for arch in report.archs:
                 rows.append({
@@ -127,7 +130,7 @@ def _capture(job: Mapping[str, object]) -> dict[str, object]:
                     "validation": validation.status,
                     "flops": report.flops, "fused_dram_bytes": report.fused_dram_bytes,
                     "bounds_s": {b.model: b.time_s for b in arch.bounds},
-                    "report": name,
+                    "report": name or None,
                     "error": validation.reason if status != "ok" else None,
                 })  # fmt: skip
     return {
