@@ -45,6 +45,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, TypeVar
 
 from solar.batch.engine import EngineOptions, TaskFailure, TaskFn
@@ -53,7 +54,7 @@ from solar.diagnostics import UsageError
 if TYPE_CHECKING:
     from distributed import Client, Future
 
-__all__ = ["STOP_GRACE_S", "dask_client", "map_on_dask"]
+__all__ = ["STOP_GRACE_S", "DaskRunner", "dask_client", "map_on_dask"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -191,3 +192,23 @@ def map_on_dask(
             client.cancel(list(pending))
     for future in sorted(pending, key=lambda f: index[f.key]):
         on_done(index[future.key], TaskFailure("cancelled", "the run stopped first"))
+
+
+@dataclass(frozen=True, slots=True)
+class DaskRunner:
+    """An open Dask client as a `solar.batch.engine.TaskRunner`."""
+
+    client: Client
+
+    def run(
+        self,
+        fn: TaskFn[T, R],
+        items: Sequence[T],
+        *,
+        stop: threading.Event,
+        on_done: Callable[[int, R | TaskFailure], None],
+        name: str = "solar",
+    ) -> None:
+        """`map_on_dask` on this client."""
+        if items:
+            map_on_dask(self.client, fn, items, stop=stop, on_done=on_done, name=name)

@@ -1,6 +1,7 @@
 """Where batch and sweep tasks run: threads on this machine, or a Dask cluster.
 
-Contract: `run_tasks` ``(fn, items, EngineOptions, stop, on_done) -> None`` calls
+Contract: `run_tasks` ``(fn, items, EngineOptions, stop, on_done) -> None`` (or
+`task_runner`, which keeps an engine open over several rounds of tasks) calls
 ``fn(item, stop_event)`` once per item and hands each outcome to ``on_done(index,
 outcome)`` in the calling thread, as tasks finish. ``fn`` starts and supervises one
 child process per call (`solar.batch.child`), so the engine only schedules: a
@@ -14,15 +15,16 @@ imported only when the ``dask`` engine runs.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Literal, TypeVar
+from typing import Literal, Protocol, TypeVar
 
 from solar.diagnostics import UsageError
 from solar.options import EngineName
 
-__all__ = ["EngineOptions", "TaskFailure", "TaskFn", "run_tasks"]
+__all__ = ["EngineOptions", "TaskFailure", "TaskFn", "TaskRunner", "run_tasks", "task_runner"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -74,6 +76,65 @@ class TaskFailure:
     cause: str
 
 
+class TaskRunner(Protocol):
+    """An open engine: runs tasks, several rounds of them if need be (`task_runner`)."""
+
+    def run(
+        self,
+        fn: TaskFn[T, R],
+        items: Sequence[T],
+        *,
+        stop: threading.Event,
+        on_done: Callable[[int, R | TaskFailure], None],
+        name: str = "solar",
+    ) -> None:
+        """Run ``fn`` over ``items``; ``on_done`` gets each outcome (see `run_tasks`)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class _LocalRunner:
+    workers: int
+
+    def run(
+        self,
+        fn: TaskFn[T, R],
+        items: Sequence[T],
+        *,
+        stop: threading.Event,
+        on_done: Callable[[int, R | TaskFailure], None],
+        name: str = "solar",
+    ) -> None:
+        if not items:
+            return
+        pool = cf.ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix=name)
+        try:
+            futures = {pool.submit(fn, item, stop): i for i, item in enumerate(items)}
+            for future in cf.as_completed(futures):
+                on_done(futures[future], future.result())
+        except BaseException:
+            stop.set()  # a bug or an unwritable output: stop the children before raising
+            raise
+        finally:
+            pool.shutdown(wait=True, cancel_futures=False)
+
+
+@contextlib.contextmanager
+def task_runner(engine: EngineOptions) -> Iterator[TaskRunner]:
+    """Open ``engine`` (for ``dask``: connect, or start a ``LocalCluster``) until exit.
+
+    Raises:
+        UsageError: E0908 ``dask`` without Dask installed; E0932 no scheduler there.
+    """
+    if engine.engine == "dask":
+        from solar.batch.cluster import DaskRunner, dask_client
+
+        with dask_client(engine) as client:
+            yield DaskRunner(client)
+        return
+    yield _LocalRunner(engine.workers)
+
+
 def run_tasks(
     fn: TaskFn[T, R],
     items: Sequence[T],
@@ -88,7 +149,8 @@ def run_tasks(
     Args:
         fn: the task (see `TaskFn`).
         items: one task each.
-        engine: where they run.
+        engine: where they run (opened and closed here; `task_runner` keeps it open
+            over several rounds).
         stop: when set, running tasks are told to stop (their ``stop`` argument is
             set) and their outcomes still arrive.
         on_done: called in this thread with ``(index, outcome)``.
@@ -99,19 +161,5 @@ def run_tasks(
     """
     if not items:
         return
-    if engine.engine == "dask":
-        from solar.batch.cluster import dask_client, map_on_dask
-
-        with dask_client(engine) as client:
-            map_on_dask(client, fn, items, stop=stop, on_done=on_done, name=name)
-        return
-    pool = cf.ThreadPoolExecutor(max_workers=engine.workers, thread_name_prefix=name)
-    try:
-        futures = {pool.submit(fn, item, stop): i for i, item in enumerate(items)}
-        for future in cf.as_completed(futures):
-            on_done(futures[future], future.result())
-    except BaseException:
-        stop.set()  # a bug or an unwritable output: stop the children before raising
-        raise
-    finally:
-        pool.shutdown(wait=True, cancel_futures=False)
+    with task_runner(engine) as runner:
+        runner.run(fn, items, stop=stop, on_done=on_done, name=name)

@@ -64,8 +64,6 @@ def sweep(
     ] = None,
 ) -> None:
     """Sweep one model: each distinct program captured once, sizes re-bound symbolically."""
-    from dataclasses import replace
-
     from solar.batch import EngineOptions
     from solar.batch.job import BatchOptions
     from solar.diagnostics import UsageError
@@ -127,7 +125,7 @@ def sweep(
     previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         summary = run_sweep(
-            replace(spec), out, limits=limits, engine=engines, progress=progress, stop=stop
+            spec, out, limits=limits, engine=engines, progress=progress, stop=stop
         )
     finally:
         for s, old in previous.items():

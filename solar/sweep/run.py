@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from solar.batch.engine import EngineOptions, TaskFailure, run_tasks
+from solar.batch.engine import EngineOptions, TaskFailure, TaskRunner, task_runner
 from solar.batch.job import BatchStatus
 from solar.batch.remote import ShippedFile
 from solar.diagnostics import UsageError
@@ -120,6 +120,76 @@ def _groups(
     return list(groups.values())
 
 
+class _Sweep:
+    """The rows and captures of a sweep so far, and the rounds that add to them."""
+
+    def __init__(
+        self,
+        spec: SweepSpec,
+        points: Sequence[Mapping[str, int]],
+        out_dir: Path,
+        progress: Progress | None,
+    ) -> None:
+        self.spec, self.points, self.out_dir, self.progress = spec, points, out_dir, progress
+        self.rows: list[dict[str, object]] = []
+        self.captures: list[CaptureRecord] = []
+        self.rebindable: frozenset[str] | None = None
+        self.served = 0
+
+    def round(
+        self,
+        runner: TaskRunner,
+        shipped: ShippedFile,
+        limits: SweepLimits,
+        remaining: Sequence[int],
+        stop: threading.Event,
+    ) -> list[int]:
+        """One round of captures (Note [Capture plan]); returns the points still unserved."""
+        spec, points = self.spec, self.points
+        groups = _groups(remaining, points, self.rebindable)
+        tasks = [
+            CaptureTask(
+                shipped, _options(spec), spec.archs, spec.precisions, points[g[0]],
+                tuple((i, points[i]) for i in g), limits.timeout_s, limits.max_rss_mib,
+                limits.reports,
+            )
+            for g in groups
+        ]  # fmt: skip
+        unserved: list[int] = []
+
+        def landed(j: int, outcome: CaptureOutcome | TaskFailure) -> None:
+            unserved.extend(self.land(groups[j], outcome))
+
+        runner.run(run_capture, tasks, stop=stop, on_done=landed, name="solar-sweep")
+        return sorted(unserved)
+
+    def land(self, group: Sequence[int], outcome: CaptureOutcome | TaskFailure) -> tuple[int, ...]:
+        """Write one capture's reports and log, keep its rows; its unserved points."""
+        index, out_dir = len(self.captures), self.out_dir
+        if isinstance(outcome, TaskFailure):
+            outcome = CaptureOutcome(_TASK_STATUS[outcome.kind], outcome.cause)
+        (out_dir / "logs" / f"capture-{index}.log").write_bytes(outcome.log)
+        for name, data in (outcome.reports or {}).items():
+            (out_dir / "reports" / name).write_bytes(data)
+        if outcome.status == "ok":
+            free = frozenset(outcome.rebindable)
+            self.rebindable = free if self.rebindable is None else self.rebindable & free
+            self.rows.extend(_row(self.spec, self.points, r, index, out_dir) for r in outcome.rows)
+            done = len(group) - len(outcome.unserved)
+        else:
+            self.rows.extend(_failed_rows(self.spec, self.points, group, index, outcome))
+            done = len(group)
+        self.served += done
+        record = CaptureRecord(
+            index, dict(self.points[group[0]]), outcome.status, outcome.error, done,
+            outcome.wall_s, outcome.capture_s, outcome.bind_s, outcome.peak_rss_mib,
+        )  # fmt: skip
+        self.captures.append(record)
+        if self.progress is not None:
+            self.progress(self.served, len(self.points), record)
+        return outcome.unserved if outcome.status == "ok" else ()
+
+
 def run_sweep(
     spec: SweepSpec,
     out_dir: Path,
@@ -145,54 +215,14 @@ def run_sweep(
         raise UsageError(f"cannot read {spec.model}: {err.strerror}", code="E0901") from None
     for sub in ("reports", "logs"):
         (out_dir / sub).mkdir(parents=True, exist_ok=True)
-    rows: list[dict[str, object]] = []
-    captures: list[CaptureRecord] = []
-    remaining, rebindable = list(range(len(points))), None
-    served = 0
-    while remaining and not stop.is_set():
-        groups = _groups(remaining, points, rebindable)
-        tasks = [
-            CaptureTask(
-                shipped, _options(spec), spec.archs, spec.precisions, points[g[0]],
-                tuple((i, points[i]) for i in g), limits.timeout_s, limits.max_rss_mib,
-                limits.reports,
-            )
-            for g in groups
-        ]  # fmt: skip
-        next_remaining: list[int] = []
-
-        def landed(j: int, outcome: CaptureOutcome | TaskFailure) -> None:
-            nonlocal rebindable, served
-            # called by run_tasks within this iteration, so the loop's names are current
-            group, index = groups[j], len(captures)  # noqa: B023
-            if isinstance(outcome, TaskFailure):
-                outcome = CaptureOutcome(_TASK_STATUS[outcome.kind], outcome.cause)
-            (out_dir / "logs" / f"capture-{index}.log").write_bytes(outcome.log)
-            for name, data in (outcome.reports or {}).items():
-                (out_dir / "reports" / name).write_bytes(data)
-            if outcome.status == "ok":
-                free = frozenset(outcome.rebindable)
-                rebindable = free if rebindable is None else rebindable & free
-                for row in outcome.rows:
-                    rows.append(_row(spec, points, row, index, out_dir))
-                next_remaining.extend(outcome.unserved)  # noqa: B023
-                done = len(group) - len(outcome.unserved)
-            else:
-                rows.extend(_failed_rows(spec, points, group, index, outcome))
-                done = len(group)
-            served += done
-            record = CaptureRecord(
-                index, dict(points[group[0]]), outcome.status, outcome.error, done,
-                outcome.wall_s, outcome.capture_s, outcome.bind_s, outcome.peak_rss_mib,
-            )  # fmt: skip
-            captures.append(record)
-            if progress is not None:
-                progress(served, len(points), record)
-
-        run_tasks(run_capture, tasks, engine, stop=stop, on_done=landed, name="solar-sweep")
-        remaining = sorted(next_remaining)
-        if rebindable is None:  # every capture of the round failed
-            break
+    state = _Sweep(spec, points, out_dir, progress)
+    remaining: list[int] = list(range(len(points)))
+    with task_runner(engine) as runner:
+        while remaining and not stop.is_set():
+            remaining = state.round(runner, shipped, limits, remaining, stop)
+            if state.rebindable is None:  # every capture of the round failed
+                break
+    rows, captures, rebindable = state.rows, state.captures, state.rebindable
     stopped = stop.is_set() and bool(remaining)
     order: dict[str, int] = {p: k for k, p in enumerate(spec.precisions)}
     # stable: within a point and precision, rows keep the --arch order they came in

@@ -226,3 +226,26 @@ def test_a_task_whose_workers_keep_dying_is_recorded_after_the_allowed_failures(
     assert lost.status == "crashed"
     assert "Dask workers running this task died" in (lost.rows[0].error or "")
     assert summary.failed == 1
+
+
+def test_a_shipped_copy_runs_where_the_file_is_not_and_names_the_original(
+    tmp_path: Path,
+) -> None:
+    from solar.batch.remote import ShippedFile, run_shipped_file
+
+    text = (SAMPLES / "ir" / "matmul.alir").read_text()
+    shipped = ShippedFile.of(_ir_files(tmp_path / "client", ("matmul",))[0])
+    elsewhere = replace(shipped, given="models/matmul.alir", absolute="/nonexistent/matmul.alir")
+    options = BatchOptions(validate="off")
+    done = run_shipped_file(elsewhere, threading.Event(), options=options)
+    assert done.result.status == "ok" and done.result.file == "models/matmul.alir"
+    assert done.report is not None
+    report = json.loads(done.report)
+    assert report["input"]["path"] == "models/matmul.alir"  # not the worker's scratch copy
+    assert report["flops"] == 2 * 32 * 24 * 16
+    broken = ShippedFile("models/broken.alir", "/nonexistent/broken.alir",
+                         text.replace("kernel matmul {", "kernel matmul {{").encode(), "0" * 64)  # fmt: skip
+    failed = run_shipped_file(broken, threading.Event(), options=options)
+    assert failed.result.status == "error"
+    error = failed.result.rows[0].error or ""
+    assert "--> models/broken.alir:" in error and "solar-shipped-" not in error
