@@ -249,3 +249,12 @@ def test_a_shipped_copy_runs_where_the_file_is_not_and_names_the_original(
     assert failed.result.status == "error"
     error = failed.result.rows[0].error or ""
     assert "--> models/broken.alir:" in error and "solar-shipped-" not in error
+
+
+def test_engine_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    files = _ir_files(tmp_path / "m", ("matmul",))
+    no_engine = run_cli(capsys, "batch", str(files[0]), "--scheduler", "tcp://127.0.0.1:8786")
+    assert no_engine.code == 2 and "E0932" in no_engine.err
+    bad = run_cli(capsys, "batch", str(files[0]), "--engine", "spark")
+    assert bad.code == 2 and "E0904" in bad.err
+    assert not (tmp_path / "solar-reports").exists()
