@@ -124,9 +124,7 @@ def sweep(
 
     previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        summary = run_sweep(
-            spec, out, limits=limits, engine=engines, progress=progress, stop=stop
-        )
+        summary = run_sweep(spec, out, limits=limits, engine=engines, progress=progress, stop=stop)
     finally:
         for s, old in previous.items():
             signal.signal(s, old)

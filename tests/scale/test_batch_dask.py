@@ -108,8 +108,10 @@ def test_local_and_dask_give_the_same_summaries(
         "--engine", "dask", "--workers", "2",
     )  # fmt: skip
     assert local.code == dask.code == 1  # broken.alir
-    assert local.out.split(";")[0] == dask.out.split(";")[0] == (
-        "3/4 ok, 1 failed, 1 skipped (not model files)"
+    assert (
+        local.out.split(";")[0]
+        == dask.out.split(";")[0]
+        == ("3/4 ok, 1 failed, 1 skipped (not model files)")
     )
     rows = {}
     for name in ("l", "d"):
@@ -123,7 +125,8 @@ def test_local_and_dask_give_the_same_summaries(
     assert rows["l"] == rows["d"]
     assert len(rows["d"]) == 2 * 5
     by_file = {(Path(r["file"]).name, r["arch"]): r for r in rows["d"]}
-    assert by_file["matmul.alir", "H100_SXM"]["flops"] == 2 * 16 * 32 * 24  # 2 FLOPs per M*N*K multiply-add
+    # matmul.alir: M=32, N=24, K=16; two FLOPs per multiply-add
+    assert by_file["matmul.alir", "H100_SXM"]["flops"] == 2 * 32 * 24 * 16
     assert "E0104" in by_file["broken.alir", "B200"]["error"]
     assert by_file["helpers.py", "B200"]["status"] == "skipped"
     for name in ("l", "d"):  # the reports themselves are byte-identical
@@ -243,8 +246,8 @@ def test_a_shipped_copy_runs_where_the_file_is_not_and_names_the_original(
     report = json.loads(done.report)
     assert report["input"]["path"] == "models/matmul.alir"  # not the worker's scratch copy
     assert report["flops"] == 2 * 32 * 24 * 16
-    broken = ShippedFile("models/broken.alir", "/nonexistent/broken.alir",
-                         text.replace("kernel matmul {", "kernel matmul {{").encode(), "0" * 64)  # fmt: skip
+    data = text.replace("kernel matmul {", "kernel matmul {{").encode()
+    broken = ShippedFile("models/broken.alir", "/nonexistent/broken.alir", data, "0" * 64)
     failed = run_shipped_file(broken, threading.Event(), options=options)
     assert failed.result.status == "error"
     error = failed.result.rows[0].error or ""

@@ -66,9 +66,7 @@ def test_every_row_equals_solar_analyze_at_its_binding(tmp_path: Path) -> None:
     table = pq.read_table(tmp_path / "out" / "sweep.parquet").to_pylist()
     assert len(table) == 4 * 2
     for row in table[-2:]:  # B=8, T=64
-        report = analyze(
-            BLOCK, AnalyzeOptions(sizes={"B": 8, "T": 64}, precision=row["precision"])
-        )
+        report = analyze(BLOCK, AnalyzeOptions(sizes={"B": 8, "T": 64}, precision=row["precision"]))
         assert (row["size_B"], row["size_T"]) == (8, 64)
         assert row["flops"] == report.flops
         assert row["fused_dram_bytes"] == report.fused_dram_bytes
