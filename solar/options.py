@@ -25,6 +25,7 @@ __all__ = [
     "FrontendName",
     "OutputFormat",
     "PrecisionPolicy",
+    "TableFormat",
     "ValidateMode",
 ]
 
@@ -51,6 +52,9 @@ ValidateMode: TypeAlias = Literal["auto", "full", "sampled", "off"]
 EngineName: TypeAlias = Literal["local", "dask"]
 """``--engine`` of `solar batch` and `solar sweep`: a local process pool, or a Dask
 cluster (docs/scale.md)."""
+
+TableFormat: TypeAlias = Literal["parquet", "csv"]
+"""``--table`` of `solar sweep`."""
 
 OutputFormat: TypeAlias = Literal["text", "json"]
 """``--format`` of `solar analyze` on stdout."""

@@ -21,6 +21,7 @@ from solar.options import (
     CacheState,
     EngineName,
     FrontendChoice,
+    TableFormat,
     ValidateMode,
 )
 
@@ -45,7 +46,7 @@ def sweep(
     out: Annotated[
         Path, typer.Option("--out", help="Directory for the table, reports and logs.")
     ] = Path("solar-sweep"),
-    table: Annotated[str, typer.Option(help="Table format: parquet or csv.")] = "parquet",
+    table: Annotated[TableFormat, typer.Option(help="Table format.")] = "parquet",
     reports: Annotated[
         bool, typer.Option(help="Write one JSON report per point and precision.")
     ] = True,
@@ -66,7 +67,6 @@ def sweep(
     """Sweep one model: each distinct program captured once, sizes re-bound symbolically."""
     from solar.batch import EngineOptions
     from solar.batch.job import BatchOptions
-    from solar.diagnostics import UsageError
     from solar.hw import load_hardware_spec
     from solar.sweep import (
         CaptureRecord,
@@ -77,8 +77,6 @@ def sweep(
         run_sweep,
     )
 
-    if table not in ("parquet", "csv"):
-        raise UsageError(f"--table must be parquet or csv, got `{table}`", code="E0933")
     fields: dict[str, object] = {"model": source}
     if source.suffix in (".yaml", ".yml"):
         fields = load_sweep_file(source)
@@ -100,7 +98,7 @@ def sweep(
         load_hardware_spec(name)
     engines = EngineOptions(engine=engine, workers=workers, scheduler=scheduler)
     limits = SweepLimits(
-        timeout_s=timeout or None, max_rss_mib=max_rss, table=table,  # type: ignore[arg-type]
+        timeout_s=timeout or None, max_rss_mib=max_rss, table=table,
         reports=reports,
     )  # fmt: skip
     start = time.monotonic()

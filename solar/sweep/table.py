@@ -13,15 +13,13 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Final, Literal
+from typing import Final
 
 from solar.diagnostics import UsageError
 from solar.files import write_atomic
-from solar.options import BOUND_MODEL_NAMES
+from solar.options import BOUND_MODEL_NAMES, TableFormat
 
-__all__ = ["TableFormat", "columns", "write_table"]
-
-TableFormat = Literal["parquet", "csv"]
+__all__ = ["TableFormat", "columns", "write_json", "write_table"]
 
 _HEAD: Final = ("point", "file")
 _TAIL: Final = (
