@@ -39,7 +39,14 @@ from solar.sweep.spec import SweepSpec, sweep_points
 from solar.sweep.table import TableFormat, write_json, write_table
 from solar.sweep.task import CaptureOutcome, CaptureTask, run_capture
 
-__all__ = ["SWEEP_FORMAT", "CaptureRecord", "SweepLimits", "SweepSummary", "run_sweep"]
+__all__ = [
+    "SWEEP_FORMAT",
+    "CaptureRecord",
+    "SweepLimits",
+    "SweepSummary",
+    "capture_groups",
+    "run_sweep",
+]
 
 SWEEP_FORMAT = "solar-sweep/1"
 _TASK_STATUS: dict[str, BatchStatus] = {
@@ -107,7 +114,7 @@ def _options(spec: SweepSpec) -> dict[str, object]:
     }
 
 
-def _groups(
+def capture_groups(
     remaining: Sequence[int], points: Sequence[Mapping[str, int]], rebindable: frozenset[str] | None
 ) -> list[list[int]]:
     """Points that one capture can serve together (Note [Capture plan])."""
@@ -146,7 +153,7 @@ class _Sweep:
     ) -> list[int]:
         """One round of captures (Note [Capture plan]); returns the points still unserved."""
         spec, points = self.spec, self.points
-        groups = _groups(remaining, points, self.rebindable)
+        groups = capture_groups(remaining, points, self.rebindable)
         tasks = [
             CaptureTask(
                 shipped, _options(spec), spec.archs, spec.precisions, points[g[0]],

@@ -261,3 +261,40 @@ def test_engine_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     bad = run_cli(capsys, "batch", str(files[0]), "--engine", "spark")
     assert bad.code == 2 and "E0904" in bad.err
     assert not (tmp_path / "solar-reports").exists()
+
+
+@pytest.mark.torch
+def test_stopping_a_dask_batch_kills_the_running_files(
+    tmp_path: Path, cluster: distributed.LocalCluster
+) -> None:
+    pytest.importorskip("torch")
+    src = tmp_path / "models"
+    mark = tmp_path / "started"
+    hangs = src / "hangs.py"
+    src.mkdir()
+    hangs.write_text(SLEEPS_ONCE.format(mark=str(mark)) + TORCH_MODEL)
+    stop = threading.Event()
+    box: dict[str, object] = {}
+
+    def run() -> None:
+        box["summary"] = run_batch(
+            [hangs], BatchOptions(validate="off", timeout_s=100), tmp_path / "out",
+            engine=EngineOptions(engine="dask", scheduler=cluster.scheduler_address), stop=stop,
+        )  # fmt: skip
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    start = time.monotonic()
+    while not mark.exists() and time.monotonic() - start < 90:
+        time.sleep(0.1)
+    assert mark.exists()
+    time.sleep(0.2)
+    child = int(mark.read_text())
+    stopped_at = time.monotonic()
+    stop.set()  # what SIGINT/SIGTERM do to the client
+    thread.join(60)
+    assert not thread.is_alive()
+    assert time.monotonic() - stopped_at < 10  # the worker's task saw the Event
+    (result,) = box["summary"].files  # type: ignore[attr-defined]
+    assert result.status == "cancelled"
+    assert not Path(f"/proc/{child}").exists()  # the model's process is gone

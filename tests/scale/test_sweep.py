@@ -15,11 +15,22 @@ from pathlib import Path
 import pytest
 from cli_helpers import run_cli
 from conftest import ROOT, SAMPLES
+from hypothesis import given
+from hypothesis import strategies as st
 
 from solar.batch import EngineOptions
 from solar.diagnostics import UsageError
 from solar.pipeline import AnalyzeOptions, analyze
-from solar.sweep import SweepLimits, SweepSpec, load_sweep_file, parse_axis, run_sweep
+from solar.sweep import (
+    SweepLimits,
+    SweepSpec,
+    load_sweep_file,
+    parse_axis,
+    parse_values,
+    run_sweep,
+    sweep_points,
+)
+from solar.sweep.run import capture_groups
 
 BLOCK = SAMPLES / "ir" / "transformer_block.alir"
 
@@ -146,3 +157,34 @@ def test_a_traced_program_is_captured_per_binding_on_dask(tmp_path: Path) -> Non
     assert key(local.rows) == key(dask.rows)
     by_point = {(r["size_BATCH"], r["size_SEQ"]): r["flops"] for r in local.rows}
     assert by_point[2, 8] == 2 * by_point[1, 8]  # twice the tokens, twice the work
+
+
+@given(st.lists(st.integers(1, 10**6), min_size=1, max_size=8))
+def test_value_lists_parse_in_order_without_repeats(values: list[int]) -> None:
+    assert parse_values(",".join(map(str, values))) == tuple(dict.fromkeys(values))
+
+
+@given(st.integers(1, 500), st.integers(0, 500), st.integers(1, 50))
+def test_ranges_are_inclusive(lo: int, span: int, step: int) -> None:
+    assert parse_values(f"{lo}..{lo + span}:{step}") == tuple(range(lo, lo + span + 1, step))
+
+
+@given(st.lists(st.tuples(st.sampled_from("ABC"), st.lists(st.integers(1, 9), min_size=1,
+                                                            max_size=3, unique=True)),
+                min_size=1, max_size=3, unique_by=lambda a: a[0]))  # fmt: skip
+def test_points_are_the_product_and_groups_cover_them_once(
+    axes: list[tuple[str, list[int]]],
+) -> None:
+    spec = SweepSpec(Path("m.alir"), axes=tuple((n, tuple(v)) for n, v in axes))
+    points = sweep_points(spec)
+    count = 1
+    for _name, values in axes:
+        count *= len(values)
+    assert len(points) == count == len({tuple(sorted(p.items())) for p in points})
+    first = axes[0][0]
+    groups = capture_groups(range(len(points)), points, frozenset({first}))
+    assert sorted(i for g in groups for i in g) == list(range(len(points)))
+    for group in groups:  # one capture each: the points agree on every non-rebindable size
+        fixed = {tuple((k, v) for k, v in points[i].items() if k != first) for i in group}
+        assert len(fixed) == 1
+    assert capture_groups(range(len(points)), points, None) == [list(range(len(points)))]
