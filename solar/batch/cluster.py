@@ -86,16 +86,23 @@ def dask_client(engine: EngineOptions) -> Iterator[Client]:
         with contextlib.closing(client):
             yield client
         return
-    cluster = LocalCluster(
-        n_workers=engine.workers,
-        threads_per_worker=1,
-        processes=True,
-        dashboard_address=None,
-        memory_limit=0,
-        silence_logs=logging.ERROR,
-    )
-    with contextlib.closing(cluster), Client(cluster, set_as_default=False) as client:
-        yield client
+    # the scheduler runs in this process: its INFO lines are not the user's business
+    quiet = logging.getLogger("distributed")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
+    try:
+        cluster = LocalCluster(
+            n_workers=engine.workers,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=":0",  # any free port: two clusters on one machine never clash
+            memory_limit=0,
+            silence_logs=logging.ERROR,
+        )
+        with contextlib.closing(cluster), Client(cluster, set_as_default=False) as client:
+            yield client
+    finally:
+        quiet.setLevel(level)
 
 
 def _run_task(fn: TaskFn[T, R], item: T, stop_name: str) -> R:

@@ -17,13 +17,17 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 from solar.batch.child import failure_status, run_child
 from solar.batch.job import BatchStatus
 from solar.batch.remote import MAX_LOG_BYTES, ShippedFile, materialize
-from solar.sweep.worker import SWEEP_JOB_FORMAT
 
-__all__ = ["CaptureOutcome", "CaptureTask", "run_capture"]
+__all__ = ["SWEEP_JOB_FORMAT", "CaptureOutcome", "CaptureTask", "run_capture"]
+
+SWEEP_JOB_FORMAT: Final = "solar-sweep-job/1"
+"""The ``format`` of a capture job (read by `solar.sweep.worker`, which nothing imports:
+it runs as ``python -m``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,13 +29,11 @@ import time
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Final
 
 from solar.batch.worker import guard_user_code, serve
+from solar.sweep.task import SWEEP_JOB_FORMAT
 
-__all__ = ["SWEEP_JOB_FORMAT", "main", "rebindable_sizes"]
-
-SWEEP_JOB_FORMAT: Final = "solar-sweep-job/1"
+__all__ = ["main", "rebindable_sizes"]
 
 
 def rebindable_sizes(frontend: str, program: object) -> frozenset[str]:
@@ -104,16 +102,13 @@ def _capture(job: Mapping[str, object]) -> dict[str, object]:
             try:
                 sizes = resolve_sizes(prepared.program, {**front.ir_sizes, **changed})
                 report = report_at(base, sizes, replace(options, precision=used))
-            except SolarError as err:
-                rows.append(
-                    {
-                        "point": index,
-                        "precision": precision,
-                        "status": "error",
-                        "error": err.render().splitlines()[0],
-                        "binding": "symbolic",
-                    }
-                )
+            except SolarError as err:  # this binding only (E0221: a size not positive)
+                error = err.render().splitlines()[0]
+                rows.extend(
+                    {"point": index, "precision": precision, "arch": spec.name,
+                     "status": "error", "error": error, "binding": "symbolic"}
+                    for spec in specs
+                )  # fmt: skip
                 continue
             if job.get("reports", True):  # compact JSON: the report schema, unrounded floats
                 (reports_dir / name).write_text(report.model_dump_json(), encoding="utf-8")

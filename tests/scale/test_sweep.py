@@ -188,3 +188,23 @@ def test_points_are_the_product_and_groups_cover_them_once(
         fixed = {tuple((k, v) for k, v in points[i].items() if k != first) for i in group}
         assert len(fixed) == 1
     assert capture_groups(range(len(points)), points, None) == [list(range(len(points)))]
+
+
+def test_an_invalid_binding_is_that_points_error(tmp_path: Path) -> None:
+    # conv2d.alir: Ho = (H + 2*1 - 2*(3-1) - 1) // 2 + 1, which is 0 at H = 1
+    spec = SweepSpec(
+        SAMPLES / "ir" / "conv2d.alir",
+        axes=(("H", (12, 1)),),
+        archs=("H100_SXM", "B200"),
+        validate="off",
+    )
+    summary = run_sweep(spec, tmp_path / "out", limits=SweepLimits(table="csv"))
+    assert len(summary.captures) == 1
+    assert [(r["size_H"], r["arch"], r["status"]) for r in summary.rows] == [
+        (12, "H100_SXM", "ok"),
+        (12, "B200", "ok"),
+        (1, "H100_SXM", "error"),
+        (1, "B200", "error"),
+    ]
+    assert "E0221" in str(summary.rows[-1]["error"])
+    assert summary.failed == 2
