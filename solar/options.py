@@ -20,11 +20,13 @@ __all__ = [
     "FRONTEND_NAMES",
     "BoundModel",
     "CacheState",
+    "EngineName",
     "FrontendChoice",
     "FrontendName",
     "OptimizerChoice",
     "OutputFormat",
     "PrecisionPolicy",
+    "TableFormat",
     "ValidateMode",
 ]
 
@@ -51,6 +53,12 @@ ValidateMode: TypeAlias = Literal["auto", "full", "sampled", "off"]
 OptimizerChoice: TypeAlias = Literal["auto", "sgd", "adam", "adamw"]
 """``--optimizer`` of a training step (``--train``): ``auto`` is the model file's own
 (``get_optimizer``) or SGD (docs/training.md)."""
+EngineName: TypeAlias = Literal["local", "dask"]
+"""``--engine`` of `solar batch` and `solar sweep`: a local process pool, or a Dask
+cluster (docs/scale.md)."""
+
+TableFormat: TypeAlias = Literal["parquet", "csv"]
+"""``--table`` of `solar sweep`."""
 
 OutputFormat: TypeAlias = Literal["text", "json"]
 """``--format`` of `solar analyze` on stdout."""

@@ -103,15 +103,19 @@ __all__ = [
     "AnalyzeOptions",
     "PreparedProgram",
     "ReboundCosts",
+    "ReportBase",
     "analyze",
     "analyze_front",
     "analyze_module",
     "bound_arch",
     "check_against_reference",
     "costs_at",
+    "effective_precision",
     "lift_source",
     "load_program",
     "prepare_program",
+    "report_at",
+    "report_base",
     "validate_front",
 ]
 
@@ -281,9 +285,7 @@ def prepare_program(
         reference = _reference_for(program, front.reference)
     verify_program(program)
     sizes = resolve_sizes(program, front.ir_sizes)
-    precision = options.precision
-    if front.precision_hint and precision == "default":
-        precision = front.precision_hint
+    precision = effective_precision(front, options.precision)
     (progress or _quiet)("lifting to einsum graph")
     bounds_program, masked = _bounds_program(front, program)
     if masked:
@@ -621,36 +623,96 @@ def analyze_front(
     """Prepare → validate → measure → bounds → report for a frontend's result."""
     prepared = prepare_program(front, options, say)
     options = replace(options, precision=prepared.precision)
-    program, sizes, graph = prepared.program, prepared.sizes, prepared.graph
     validation = validate_front(prepared, options, say)
     prepared = _with_constant_params(prepared)
-    graph = prepared.graph
     measurement = _measurement(front, options, specs, say,
-                               [k.name for k in graph.kernels])
+                               [k.name for k in prepared.graph.kernels])
     say("computing bounds")
+    training = None
+    if front.step is not None:
+        say("bounding the training step's phases")
+        training = _training_info(front, prepared, specs, options)
+    base = report_base(prepared, source, specs, validation, measurement=measurement,
+                       training=training)
+    if options.save_ir is not None:
+        write_atomic(options.save_ir, base.ir_text)
+    return report_at(base, prepared.sizes, options)
+
+
+@dataclass(frozen=True, slots=True)
+class ReportBase:
+    """What a report needs that no size binding or precision policy changes.
+
+    Built once per program by `report_base` (lift, compile, formulas, IR text,
+    validation); `report_at` then bounds it at any binding of its free sizes in about
+    a millisecond, so a sweep over sizes costs one capture (docs/scale.md).
+    """
+
+    prepared: PreparedProgram
+    source: InputInfo
+    specs: tuple[HardwareSpec, ...]
+    validation: ValidationInfo
+    measurement: Measurement | None
+    compiled: CompiledCosts
+    flops_formula: str
+    fused_bytes_formula: str
+    ir_text: str
+    training: TrainingInfo | None = None
+
+
+def report_base(
+    prepared: PreparedProgram,
+    source: InputInfo,
+    specs: Sequence[HardwareSpec],
+    validation: ValidationInfo,
+    *,
+    measurement: Measurement | None = None,
+    training: TrainingInfo | None = None,
+) -> ReportBase:
+    """Compile ``prepared``'s costs and formulas once, for `report_at`."""
+    costs = symbolic_costs(prepared.graph)
+    sizes = prepared.program.sizes
+    return ReportBase(
+        prepared, source, tuple(specs), validation, measurement,
+        compile_costs(prepared.graph), inline_derived_sizes(costs.flops, sizes),
+        inline_derived_sizes(costs.fused_bytes, sizes), print_program(prepared.program),
+        training,
+    )  # fmt: skip
+
+
+def effective_precision(front: FrontendResult, requested: PrecisionPolicy) -> PrecisionPolicy:
+    """The policy the bounds use: the program's own hint when the user left ``default``."""
+    return front.precision_hint if front.precision_hint and requested == "default" else requested
+
+
+def report_at(base: ReportBase, sizes: Mapping[str, int], options: AnalyzeOptions) -> Report:
+    """The report of ``base`` at the binding ``sizes`` (every size of the program,
+    `resolve_sizes`) under ``options.precision`` (already the effective policy).
+
+    Raises:
+        BoundError: no usable peak for the policy on a device (E0452).
+    """
+    prepared, specs = base.prepared, base.specs
+    front, program, compiled = prepared.front, prepared.program, base.compiled
     start = time.monotonic()
-    compiled = compile_costs(graph)
     bound_sets = [
         _bound_set(compiled, spec, precision=options.precision, sizes=sizes, cache=options.cache)
         for spec in specs
     ]
     archs = tuple(
         build_arch_bounds(spec, bounds, precision_policy=options.precision, cache=options.cache,
-                          measurement=measurement)
+                          measurement=base.measurement)
         for spec, bounds in zip(specs, bound_sets, strict=True)
     )
     # The report's work line uses the cold compulsory traffic (device independent).
     fused = _work_bound(compiled, specs[0], bound_sets[0], precision=options.precision,
                         sizes=sizes, cache=options.cache)
-    log.info("bounds took %.2f s", time.monotonic() - start)
-    costs = symbolic_costs(graph)
-    flops_formula = inline_derived_sizes(costs.flops, program.sizes)
-    bytes_formula = inline_derived_sizes(costs.fused_bytes, program.sizes)
-    ir_text = print_program(program)
-    if options.save_ir is not None:
-        write_atomic(options.save_ir, ir_text)
+    log.debug("bounds took %.4f s", time.monotonic() - start)
+    validation = base.validation
+    at_analysed = dict(sizes) == dict(prepared.sizes)
     coverage = coverage_info(
-        front.ops_total, front.uncovered, counted_flops=front.counted_flops,
+        front.ops_total, front.uncovered,
+        counted_flops=front.counted_flops if at_analysed else None,
         padding_flops=front.padding_flops, solar_flops=fused.flops,
     )
     warnings = _coverage_warnings(coverage)
@@ -658,42 +720,38 @@ def analyze_front(
         warnings.append(
             f"validation {validation.status}: the IR is not confirmed to be the program"
         )
-    training = None
-    if front.step is not None:
-        say("bounding the training step's phases")
-        training = _training_info(front, prepared, specs, options)
     if any(h.violation for a in archs for h in a.headroom):
         warnings.append("VIOLATION: a bound is above the measured time; this is a bug to report")
     return Report(
         tool=ToolInfo(version=__version__),
-        input=source,
+        input=base.source,
         frontend=FrontendInfo(
             name=front.name, captured_with=front.captured_with, notes=prepared.notes
         ),
         program=program.name,
         ir=IRInfo(
-            sha256=_sha256(ir_text.encode()),
+            sha256=_sha256(base.ir_text.encode()),
             path=str(options.save_ir) if options.save_ir else None,
             kernels=len(program.kernels),
             statements=_count_statements(program),
             alias_kernels=sum(1 for k in program.kernels if k.alias),
-            dead_kernels=max(0, len(program.kernels) - len(graph.kernels)),
-            text=ir_text if options.include_ir else None,
+            dead_kernels=max(0, len(program.kernels) - len(prepared.graph.kernels)),
+            text=base.ir_text if options.include_ir else None,
         ),
         # a model file's own size constants, unless hand-written IR replaced its program
         sizes=dict(sorted(
             (front.source_sizes if program is front.program and front.source_sizes
-             else sizes).items())),
+             and at_analysed else sizes).items())),
         symbolic_sizes=tuple(free_sizes(program)),
         coverage=coverage,
         validation=validation,
         flops=fused.flops,
-        flops_formula=flops_formula,
+        flops_formula=base.flops_formula,
         fused_dram_bytes=fused.dram_bytes,
-        fused_bytes_formula=bytes_formula,
+        fused_bytes_formula=base.fused_bytes_formula,
         archs=archs,
-        measurement=measurement,
-        training=training,
+        measurement=base.measurement,
+        training=base.training if at_analysed else None,
         warnings=tuple(warnings),
     )
 

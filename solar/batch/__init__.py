@@ -20,15 +20,20 @@ Guarantees (docs/reliability.md, § batch):
   files] in `solar.batch.discover`).
 
 `run_file` (one file -> `FileResult`) is a plain function, so any task runner can
-call it; `run_batch` drives it from a thread pool.
+call it; `run_batch` drives it from a thread pool (``--engine local``) or on a Dask
+cluster (``--engine dask``, `solar.batch.cluster`), with the same rows, files and
+resume semantics (docs/scale.md).
 
 Error codes: E0930 no file matches; E0931 a bad limit (``--timeout``, ``--max-rss``,
-``--time-budget``) or no architecture.
+``--time-budget``, ``--workers``) or no architecture; E0932 ``--scheduler`` without
+``--engine dask``, or a scheduler that cannot be reached; E0908 ``--engine dask``
+without Dask installed.
 """
 
 from __future__ import annotations
 
 from solar.batch.discover import expand_sources, is_model_file, skip_reason
+from solar.batch.engine import EngineOptions, TaskFailure, run_tasks
 from solar.batch.job import (
     BATCH_STATUSES,
     FAILED_STATUSES,
@@ -49,12 +54,15 @@ __all__ = [
     "BatchRow",
     "BatchStatus",
     "BatchSummary",
+    "EngineOptions",
     "FileResult",
+    "TaskFailure",
     "expand_sources",
     "is_model_file",
     "output_name",
     "run_batch",
     "run_file",
+    "run_tasks",
     "skip_reason",
     "write_summaries",
 ]

@@ -1,9 +1,17 @@
 """Run `run_file` over many files, a few at a time, and stop cleanly on SIGINT/SIGTERM.
 
-Contract: ``files + BatchOptions -> BatchSummary``. Concurrency is a standard
-`concurrent.futures.ThreadPoolExecutor`: each of its threads runs `run_file`, which
-starts and supervises one child process (Note [Batch isolation]); the pool schedules,
-nothing here does.
+Contract: ``files + BatchOptions (+ EngineOptions) -> BatchSummary``, the same rows,
+files and resume semantics on either engine (`solar.batch.engine`):
+
+* ``local``: a `concurrent.futures.ThreadPoolExecutor`; each of its threads runs
+  `run_file`, which starts and supervises one child process (Note [Batch isolation]);
+* ``dask``: the client does what touches ``--out`` (`precheck_file`: skipped and
+  resumed files never leave it; `land_file`: reports, logs and row records), and each
+  remaining file travels to a Dask worker (`solar.batch.remote`), where the same
+  `run_file` analyses it in a fresh child process under the same limits. A file
+  whose workers kept dying is ``crashed`` (Note [Retries] in `solar.batch.cluster`).
+
+The engines schedule; nothing here does.
 
 Note [Stopping a batch]
 ~~~~~~~~~~~~~~~~~~~~~~~
@@ -18,8 +26,8 @@ the way out.
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import contextlib
+import functools
 import signal
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -27,8 +35,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
-from solar.batch.job import BatchOptions, BatchRow, FileResult
-from solar.batch.runner import run_file
+from solar.batch.engine import EngineOptions, TaskFailure, run_tasks
+from solar.batch.job import BatchOptions, BatchRow, BatchStatus, FileResult, failure_rows
+from solar.batch.remote import RemoteFileResult, ShippedFile, run_shipped_file
+from solar.batch.runner import PendingFile, land_file, precheck_file, run_file
 from solar.batch.summary import write_summaries
 
 __all__ = ["BatchSummary", "run_batch"]
@@ -94,6 +104,7 @@ def run_batch(
     out_dir: Path,
     *,
     workers: int = 2,
+    engine: EngineOptions | None = None,
     progress: Callable[[int, int, FileResult], None] | None = None,
     stop: threading.Event | None = None,
 ) -> BatchSummary:
@@ -103,7 +114,8 @@ def run_batch(
         files: model and IR files (see `expand_sources`); repeats are dropped.
         options: analysis options and limits, the same for every file.
         out_dir: reports, logs, row records and summaries (created if needed).
-        workers: files analysed at the same time.
+        workers: files analysed at the same time (when ``engine`` is not given).
+        engine: where the files run (default: ``local`` with ``workers``).
         progress: called in the calling thread after each file, with
             ``(files done, total, result)``.
         stop: set it to stop the batch (signals set it too, Note [Stopping a batch]).
@@ -113,27 +125,90 @@ def run_batch(
 
     Raises:
         OSError: ``out_dir`` cannot be created or the summaries cannot be written.
+        UsageError: the ``dask`` engine without Dask (E0908) or its scheduler (E0932).
     """
+    engine = engine or EngineOptions(workers=max(1, workers))
     out_dir.mkdir(parents=True, exist_ok=True)
     files = list(dict.fromkeys(files))  # a file listed twice is analysed once
     stop = stop or threading.Event()
     results: dict[int, FileResult] = {}
+
+    def record(i: int, result: FileResult) -> None:
+        results[i] = result
+        if progress is not None:
+            progress(len(results), len(files), result)
+
     with _stop_on_signals(stop) as received:
-        pool = cf.ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="solar-batch")
-        try:
-            futures = {
-                pool.submit(run_file, f, options, out_dir, stop=stop): i
-                for i, f in enumerate(files)
-            }
-            for future in cf.as_completed(futures):
-                results[futures[future]] = future.result()
-                if progress is not None:
-                    progress(len(results), len(files), results[futures[future]])
-        except BaseException:
-            stop.set()  # a bug or an unwritable out_dir: stop the children before raising
-            raise
-        finally:
-            pool.shutdown(wait=True, cancel_futures=False)
+        if engine.engine == "local":
+            task = functools.partial(_run_here, options=options, out_dir=out_dir)
+            run_tasks(task, files, engine, stop=stop, on_done=_local(record), name="solar-batch")
+        else:
+            _run_elsewhere(files, options, out_dir, engine, stop, record)
     ordered = tuple(results[i] for i in range(len(files)))
     csv_path, json_path = write_summaries([r for f in ordered for r in f.rows], out_dir)
     return BatchSummary(ordered, csv_path, json_path, received[0] if received else None)
+
+
+def _run_here(
+    path: Path, stop: threading.Event, *, options: BatchOptions, out_dir: Path
+) -> FileResult:
+    return run_file(path, options, out_dir, stop=stop)
+
+
+def _local(
+    record: Callable[[int, FileResult], None],
+) -> Callable[[int, FileResult | TaskFailure], None]:
+    """``record`` for the local engine, whose tasks always return a result."""
+
+    def done(i: int, outcome: FileResult | TaskFailure) -> None:
+        assert isinstance(outcome, FileResult), "the local engine returns every outcome"
+        record(i, outcome)
+
+    return done
+
+
+_TASK_STATUS: dict[str, BatchStatus] = {
+    "lost-worker": "crashed",
+    "cancelled": "cancelled",
+    "internal": "error",
+}
+
+
+def _run_elsewhere(
+    files: Sequence[Path],
+    options: BatchOptions,
+    out_dir: Path,
+    engine: EngineOptions,
+    stop: threading.Event,
+    record: Callable[[int, FileResult], None],
+) -> None:
+    """The ``dask`` engine: check and land on this machine, analyse on the workers."""
+    todo: list[tuple[int, PendingFile, ShippedFile]] = []
+    for i, path in enumerate(files):
+        if stop.is_set():
+            record(
+                i, failure_rows(str(path), options.archs, "cancelled", "the batch stopped first")
+            )
+            continue
+        checked = precheck_file(path, options, out_dir)
+        if isinstance(checked, FileResult):
+            record(i, checked)
+            continue
+        try:
+            todo.append((i, checked, ShippedFile.of(path)))
+        except OSError as err:
+            record(
+                i, failure_rows(str(path), options.archs, "error", f"cannot read the input: {err}")
+            )
+
+    def landed(j: int, outcome: RemoteFileResult | TaskFailure) -> None:
+        i, pending, _shipped = todo[j]
+        if isinstance(outcome, TaskFailure):
+            status = _TASK_STATUS[outcome.kind]
+            record(i, failure_rows(str(pending.path), options.archs, status, outcome.cause))
+        else:
+            record(i, land_file(pending, outcome.result, outcome.report, outcome.log))
+
+    task = functools.partial(run_shipped_file, options=options)
+    shipped = [s for _i, _p, s in todo]
+    run_tasks(task, shipped, engine, stop=stop, on_done=landed, name="solar-batch")

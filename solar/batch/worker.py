@@ -21,7 +21,8 @@ Before any of the user's code runs, the process (Note [Batch isolation] in
 
 This module is a process boundary, like the CLI: it is the one place besides
 `solar.cli` that catches every exception, because whatever the user's code raises must
-become this file's row and never the batch's problem.
+become this file's row and never the batch's problem. `serve` and `guard_user_code`
+are shared with the sweep's child (`solar.sweep.worker`).
 """
 
 from __future__ import annotations
@@ -33,12 +34,13 @@ import os
 import resource
 import signal
 import sys
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
 from solar.files import write_atomic
 
-__all__ = ["MAX_FILE_BYTES", "main"]
+__all__ = ["MAX_FILE_BYTES", "guard_user_code", "main", "peak_rss_kib", "serve"]
 
 MAX_FILE_BYTES: Final = 256 << 20
 _PR_SET_PDEATHSIG: Final = 1
@@ -109,18 +111,20 @@ def _one_line(text: str, limit: int = 2000) -> str:
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
-def _analyse(job: dict[str, object]) -> dict[str, object]:
-    """Run the analysis; the result's status, error and report digest."""
-    import hashlib
+def guard_user_code(
+    job: Mapping[str, object], body: Callable[[], dict[str, object]]
+) -> dict[str, object]:
+    """Run ``body`` (which runs the user's code); whatever it raises becomes a result.
 
-    from solar.batch.job import BatchOptions
+    A SOLAR diagnostic is ``error`` (``memory-limit`` if an allocation failed under
+    ``--max-rss``), ``sys.exit`` and ``KeyboardInterrupt`` in the program are
+    ``crashed``, anything else is an internal error (E0999).
+    """
     from solar.diagnostics import SolarError
-    from solar.pipeline import analyze
 
-    options = BatchOptions.from_analysis_fields(job["options"])  # type: ignore[arg-type]
     limited = job.get("max_rss_bytes") is not None
     try:
-        report = analyze(Path(str(job["file"])), options.analyze_options())
+        return body()
     except SolarError as err:
         status = "memory-limit" if limited and _is_memory_failure(err) else "error"
         return {"status": status, "error": _one_line(err.render())}
@@ -133,28 +137,64 @@ def _analyse(job: dict[str, object]) -> dict[str, object]:
             return {"status": "memory-limit", "error": f"{type(err).__name__}: {err}"}
         text = f"internal error: {type(err).__name__}: {err}"
         return {"status": "error", "error": "error[E0999]: " + _one_line(text)}
-    data = report.to_json().encode("utf-8")
-    write_atomic(Path(str(job["report"])), data)  # Note [Atomic outputs]
-    return {"status": "ok", "error": None, "report_sha256": hashlib.sha256(data).hexdigest()}
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point: ``JOB RESULT`` paths. Returns the exit status (0 with a result)."""
-    job_path, result_path = (argv if argv is not None else sys.argv[1:])[:2]
-    from solar.batch.job import JOB_FORMAT
+def _analyse(job: dict[str, object]) -> dict[str, object]:
+    """Run the analysis; the result's status, error and report digest."""
+    import hashlib
 
+    from solar.batch.job import BatchOptions
+    from solar.pipeline import analyze
+
+    options = BatchOptions.from_analysis_fields(job["options"])  # type: ignore[arg-type]
+
+    def body() -> dict[str, object]:
+        report = analyze(Path(str(job["file"])), options.analyze_options())
+        display = job.get("display")
+        if isinstance(display, str):  # a copy of the file ran: the report names the original
+            named = report.input.model_copy(update={"path": display})
+            report = report.model_copy(update={"input": named})
+        data = report.to_json().encode("utf-8")
+        write_atomic(Path(str(job["report"])), data)  # Note [Atomic outputs]
+        return {"status": "ok", "error": None, "report_sha256": hashlib.sha256(data).hexdigest()}
+
+    return guard_user_code(job, body)
+
+
+def serve(
+    argv: Sequence[str], job_format: str, run: Callable[[dict[str, object]], dict[str, object]]
+) -> int:
+    """A child's life: read the job, set the limits, ``run`` it, write the result.
+
+    Args:
+        argv: ``JOB RESULT`` paths.
+        job_format: the job's expected ``format``.
+        run: the work; returns the result (``status``, ``error``, ...), never raises
+            for the user's faults (`guard_user_code`).
+
+    Returns:
+        The exit status: 0 with a result, 2 for a job of another format.
+    """
+    job_path, result_path = argv[:2]
     job = json.loads(Path(job_path).read_text(encoding="utf-8"))
-    if job.get("format") != JOB_FORMAT:
+    if job.get("format") != job_format:
         return 2
     _die_with_parent(int(job["parent_pid"]))
     faulthandler.enable()
     max_rss = job.get("max_rss_bytes")
     _set_limits(int(max_rss) if max_rss is not None else None)
-    result = _analyse(job)
+    result = run(job)
     result["peak_rss_kib"] = peak_rss_kib()
     sys.stdout.flush()
     write_atomic(Path(result_path), json.dumps(result))
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: ``JOB RESULT`` paths. Returns the exit status (0 with a result)."""
+    from solar.batch.job import JOB_FORMAT
+
+    return serve(argv if argv is not None else sys.argv[1:], JOB_FORMAT, _analyse)
 
 
 if __name__ == "__main__":

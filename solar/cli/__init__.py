@@ -14,7 +14,7 @@ of commands on it when imported.
 
 from __future__ import annotations
 
-from solar.cli import analysis, batch, hardware, ir, reports  # noqa: F401  (they register commands)
+from solar.cli import analysis, batch, hardware, ir, reports, sweep  # noqa: F401  (they register commands)
 from solar.cli.app import app, main
 
 __all__ = ["app", "main"]

@@ -18,6 +18,7 @@ from solar.diagnostics import UsageError
 from solar.options import (
     DEFAULT_ARCH,
     CacheState,
+    EngineName,
     FrontendChoice,
     PrecisionPolicy,
     ValidateMode,
@@ -41,8 +42,18 @@ def batch(
     ] = None,
     entry: Annotated[str | None, typer.Option(help="Function to analyse in each file.")] = None,
     workers: Annotated[
-        int, typer.Option(min=1, max=256, help="Files analysed at the same time.")
+        int,
+        typer.Option(
+            min=1, max=256, help="Files at the same time (dask: the LocalCluster's workers)."
+        ),
     ] = 2,
+    engine: Annotated[
+        EngineName, typer.Option(help="local: processes here; dask: a Dask cluster.")
+    ] = "local",
+    scheduler: Annotated[
+        str | None,
+        typer.Option(help="Dask scheduler address (tcp://host:8786); default: a LocalCluster."),
+    ] = None,
     validate: Annotated[ValidateMode, typer.Option(help="Validation mode.")] = "auto",
     resume: Annotated[
         bool, typer.Option(help="Reuse files finished with the same input and options.")
@@ -56,7 +67,7 @@ def batch(
     ] = None,
 ) -> None:
     """Analyse many files, each in a fresh process; one report each plus summary.csv/json."""
-    from solar.batch import BatchOptions, FileResult, expand_sources, run_batch
+    from solar.batch import BatchOptions, EngineOptions, FileResult, expand_sources, run_batch
     from solar.hw import load_hardware_spec
 
     options = BatchOptions(
@@ -72,6 +83,7 @@ def batch(
         max_rss_mib=max_rss,
         resume=resume,
     )
+    engines = EngineOptions(engine=engine, workers=workers, scheduler=scheduler)
     for name in options.archs:  # a bad spec is a usage error before any work
         load_hardware_spec(name)
     files = expand_sources(sources)
@@ -91,7 +103,7 @@ def batch(
         bar = "#" * int(20 * done / total)
         echo_err(f"[{bar:<20}] {done}/{total} {status:<17} {result.file}{detail}")
 
-    summary = run_batch(files, options, out, workers=workers, progress=progress)
+    summary = run_batch(files, options, out, engine=engines, progress=progress)
     counts = {s: summary.count(s) for s in ("ok", "validation-failed", "skipped", "cancelled")}
     analysed = len(summary.files) - counts["skipped"]
     parts = [f"{counts['ok']}/{analysed} ok", f"{summary.failed} failed"]

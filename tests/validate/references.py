@@ -223,6 +223,31 @@ def _triangular_matmul(a: Arrays) -> dict[str, np.ndarray]:
     return _f32(C=np.tril(x["A"]) @ x["B"])
 
 
+def _ln(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+    mu = x.mean(axis=-1, keepdims=True)
+    return np.asarray((x - mu) / np.sqrt(x.var(axis=-1, keepdims=True) + 1e-5) * w + b)
+
+
+def _transformer_block(a: Arrays) -> dict[str, np.ndarray]:
+    """GPT block: pre-LN, causal multi-head attention, projection, tanh-GELU MLP, residuals."""
+    x = _f64(a)
+    h = x["x0"]
+    batch, seq, d = h.shape
+    heads = 4  # samples/ir/transformer_block.alir: H = 4, Dh = 8
+    qkv = _ln(h, x["p_ln1_weight"], x["p_ln1_bias"]) @ x["p_qkv_weight"].T + x["p_qkv_bias"]
+    q, k, v = (
+        qkv[..., i * d : (i + 1) * d].reshape(batch, seq, heads, d // heads).transpose(0, 2, 1, 3)
+        for i in range(3)
+    )
+    s = q @ np.swapaxes(k, -1, -2) / math.sqrt(d // heads)
+    s = np.where(np.tril(np.ones((seq, seq), dtype=bool)), s, -np.inf)
+    att = (_softmax(s, axis=-1) @ v).transpose(0, 2, 1, 3).reshape(batch, seq, d)
+    r1 = h + att @ x["p_proj_weight"].T + x["p_proj_bias"]
+    f = _ln(r1, x["p_ln2_weight"], x["p_ln2_bias"]) @ x["p_fc_weight"].T + x["p_fc_bias"]
+    g = 0.5 * f * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (f + 0.044715 * f**3)))
+    return _f32(y0=r1 + g @ x["p_out_weight"].T + x["p_out_bias"])
+
+
 REFERENCES: dict[str, Reference] = {
     "attention": _attention(causal=False),
     "attention_causal": _attention(causal=True),
@@ -243,6 +268,7 @@ REFERENCES: dict[str, Reference] = {
     "reshape_permute": _reshape_permute,
     "rmsnorm": _rmsnorm,
     "softmax": _softmax_ref,
+    "transformer_block": _transformer_block,
     "triangular_matmul": _triangular_matmul,
 }
 

@@ -1,0 +1,139 @@
+"""``solar sweep``: one model over architectures × size bindings × precision policies.
+
+Exit codes: 0 every point analysed (validation passed or skipped); 1 a capture failed
+(diagnostic, timeout, memory limit, crash) or failed validation; 2 usage (E0933 a bad
+axis or sweep file, E0934 too many points, E0908/E0932 the engine); 130/143 when
+stopped by SIGINT/SIGTERM, after the table of what finished is written.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from solar.cli.app import app, echo_err
+from solar.options import (
+    CacheState,
+    EngineName,
+    FrontendChoice,
+    TableFormat,
+    ValidateMode,
+)
+
+__all__ = ["sweep"]
+
+
+@app.command("sweep")
+def sweep(
+    source: Annotated[Path, typer.Argument(help="Model/IR file, or a YAML sweep file.")],
+    arch: Annotated[list[str] | None, typer.Option("--arch", help="Spec (repeatable).")] = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="Sweep a size: NAME=1,8,64 or NAME=LO..HI:STEP (repeatable)."),
+    ] = None,
+    precision: Annotated[
+        str | None, typer.Option(help="Precision policies, comma-separated (default,bf16).")
+    ] = None,
+    cache: Annotated[CacheState | None, typer.Option(help="Cache state: warm or cold.")] = None,
+    frontend: Annotated[FrontendChoice | None, typer.Option(help="Frontend.")] = None,
+    validate: Annotated[ValidateMode | None, typer.Option(help="Validation mode.")] = None,
+    entry: Annotated[str | None, typer.Option(help="Function to analyse.")] = None,
+    out: Annotated[
+        Path, typer.Option("--out", help="Directory for the table, reports and logs.")
+    ] = Path("solar-sweep"),
+    table: Annotated[TableFormat, typer.Option(help="Table format.")] = "parquet",
+    reports: Annotated[
+        bool, typer.Option(help="Write one JSON report per point and precision.")
+    ] = True,
+    engine: Annotated[
+        EngineName, typer.Option(help="local: processes here; dask: a Dask cluster.")
+    ] = "local",
+    scheduler: Annotated[
+        str | None, typer.Option(help="Dask scheduler address; default: a LocalCluster.")
+    ] = None,
+    workers: Annotated[int, typer.Option(min=1, max=256, help="Captures at once.")] = 2,
+    timeout: Annotated[
+        float, typer.Option(help="Wall-clock limit per capture in seconds (0: none).")
+    ] = 900.0,
+    max_rss: Annotated[
+        float | None, typer.Option("--max-rss", help="Memory limit per capture in MiB.")
+    ] = None,
+) -> None:
+    """Sweep one model: each distinct program captured once, sizes re-bound symbolically."""
+    from solar.batch import EngineOptions
+    from solar.batch.job import BatchOptions
+    from solar.hw import load_hardware_spec
+    from solar.sweep import (
+        CaptureRecord,
+        SweepLimits,
+        SweepSpec,
+        load_sweep_file,
+        parse_axis,
+        run_sweep,
+    )
+
+    fields: dict[str, object] = {"model": source}
+    if source.suffix in (".yaml", ".yml"):
+        fields = load_sweep_file(source)
+    if arch:
+        fields["archs"] = tuple(arch)
+    if set_:
+        fields["axes"] = tuple(parse_axis(s) for s in set_)
+    if precision:
+        from solar.sweep.spec import load_precisions
+
+        fields["precisions"] = load_precisions(precision)
+    for key, value in (("cache", cache), ("frontend", frontend), ("validate", validate),
+                       ("entry", entry)):  # fmt: skip
+        if value is not None:
+            fields[key] = value
+    spec = SweepSpec(**fields)  # type: ignore[arg-type]
+    BatchOptions(timeout_s=timeout or None, max_rss_mib=max_rss)  # E0931 on a bad limit
+    for name in spec.archs:  # a bad spec is a usage error before any work
+        load_hardware_spec(name)
+    engines = EngineOptions(engine=engine, workers=workers, scheduler=scheduler)
+    limits = SweepLimits(
+        timeout_s=timeout or None, max_rss_mib=max_rss, table=table,
+        reports=reports,
+    )  # fmt: skip
+    start = time.monotonic()
+
+    def progress(done: int, total: int, record: CaptureRecord) -> None:
+        bar = "#" * int(20 * done / total)
+        sizes = " ".join(f"{k}={v}" for k, v in record.sizes.items())
+        detail = f"  {record.error[:160]}" if record.error else ""
+        echo_err(
+            f"[{bar:<20}] {done}/{total} points  capture {record.index} ({sizes}) "
+            f"{record.status}: {record.served} points, capture {record.capture_s:.1f} s, "
+            f"binding {record.bind_s:.1f} s; {time.monotonic() - start:.1f} s{detail}"
+        )
+
+    stop = threading.Event()
+    received: list[str] = []
+
+    def handler(signum: int, _frame: object) -> None:
+        received.append(signal.Signals(signum).name)
+        stop.set()
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        summary = run_sweep(spec, out, limits=limits, engine=engines, progress=progress, stop=stop)
+    finally:
+        for s, old in previous.items():
+            signal.signal(s, old)
+    counts = ", ".join(f"{n} {s}" for s, n in sorted(summary.counts.items()))
+    typer.echo(
+        f"{summary.points} points, {len(summary.captures)} capture(s), {len(summary.rows)} rows "
+        f"({counts}) in {summary.wall_s:.1f} s; re-bound symbolically: "
+        f"{', '.join(summary.rebindable) or 'none'}; table: {summary.table_path}"
+    )
+    if received:
+        echo_err(f"stopped by {received[0]}; the table lists what finished")
+        raise typer.Exit(128 + signal.Signals[received[0]].value)
+    if summary.failed or summary.counts.get("validation-failed"):
+        raise typer.Exit(1)

@@ -1,0 +1,107 @@
+"""The sweep's table: one row per size binding, precision policy and architecture.
+
+Contract: ``rows -> sweep.parquet`` (pyarrow, typed columns) or ``sweep.csv``, plus
+``sweep.json`` (the plan, the captures and the same rows), all written atomically.
+Columns: `fixed_columns` around one ``size_<NAME>`` column per swept size.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Final
+
+from solar.diagnostics import UsageError
+from solar.files import write_atomic
+from solar.options import BOUND_MODEL_NAMES, TableFormat
+
+__all__ = ["TableFormat", "columns", "write_json", "write_table"]
+
+_HEAD: Final = ("point", "file")
+_TAIL: Final = (
+    "precision",
+    "arch",
+    "status",
+    "binding",
+    "capture",
+    "precision_used",
+    "frontend",
+    "coverage",
+    "validation",
+    "flops",
+    "fused_dram_bytes",
+    *(f"{m}_s" for m in BOUND_MODEL_NAMES),
+    "report",
+    "error",
+)
+_INTS: Final = frozenset({"point", "capture"})
+_FLOATS: Final = frozenset(
+    {"coverage", "flops", "fused_dram_bytes", *(f"{m}_s" for m in BOUND_MODEL_NAMES)}
+)
+
+
+def columns(size_names: Sequence[str]) -> tuple[str, ...]:
+    """The table's columns for these swept sizes."""
+    return (*_HEAD, *(f"size_{n}" for n in size_names), *_TAIL)
+
+
+def write_table(
+    rows: Sequence[Mapping[str, object]],
+    size_names: Sequence[str],
+    out_dir: Path,
+    table_format: TableFormat,
+) -> Path:
+    """Write the rows as ``sweep.parquet`` or ``sweep.csv``; return its path.
+
+    Raises:
+        UsageError: E0908 Parquet without pyarrow.
+        OSError: the file cannot be written.
+    """
+    cols = columns(size_names)
+    if table_format == "csv":
+        buffer = io.StringIO()
+        writer = csv.writer(buffer)
+        writer.writerow(cols)
+        for row in rows:
+            writer.writerow(_cell(row.get(c)) for c in cols)
+        path = out_dir / "sweep.csv"
+        write_atomic(path, buffer.getvalue())
+        return path
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise UsageError(
+            "--table parquet needs pyarrow: pip install 'solar-sol[dask]' (or --table csv)",
+            code="E0908",
+        ) from None
+    fields = [
+        pa.field(c, pa.int64() if c in _INTS or c.startswith("size_") else
+                 pa.float64() if c in _FLOATS else pa.string())
+        for c in cols
+    ]  # fmt: skip
+    table = pa.Table.from_pylist([{c: row.get(c) for c in cols} for row in rows], pa.schema(fields))
+    path = out_dir / "sweep.parquet"
+    tmp = out_dir / ".sweep.parquet.tmp"
+    pq.write_table(table, tmp)
+    os.replace(tmp, path)
+    return path
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def write_json(summary: Mapping[str, object], out_dir: Path) -> Path:
+    """``sweep.json``: the plan, the captures and the rows."""
+    path = out_dir / "sweep.json"
+    write_atomic(path, json.dumps(summary, indent=1, sort_keys=True) + "\n")
+    return path

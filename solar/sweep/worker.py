@@ -1,0 +1,157 @@
+"""The child process of one sweep capture: ``python -m solar.sweep.worker JOB RESULT``.
+
+Contract: reads a capture job (the model file, the analysis options, the size
+binding to capture at, the points to bound, the archs and precision policies),
+captures and prepares the program once (`solar.pipeline.load_program`,
+`prepare_program`), validates it once, compiles its costs once
+(`solar.pipeline.report_base`), then bounds every point it can serve by re-binding
+sizes (`solar.pipeline.report_at`, about a millisecond each; Note [Symbolic
+re-binding]), writing one report per point and precision into the job's
+``reports_dir``. The result lists the rows, the points it could not serve (they need
+another capture) and the sizes it could re-bind. Process setup, limits and the
+catch-all boundary are `solar.batch.worker`'s (`serve`, `guard_user_code`).
+
+Note [Symbolic re-binding]
+~~~~~~~~~~~~~~~~~~~~~~~~~~
+A point differs from the capture binding in some sizes. It is served without a new
+capture when each of those is a *free* size of the captured program (``size B = 8``:
+the IR is symbolic in it, so the same program, validation and compiled costs hold at
+any value): IR files always; traced PyTorch/JAX programs for the module-level size
+constants their frontend declares as IR sizes. An LLM-written program's size names
+carry no such promise, so it is re-captured per binding. A point whose re-bound
+sizes are invalid (E0221, a derived size not positive) is that point's ``error``.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+
+from solar.batch.worker import guard_user_code, serve
+from solar.sweep.task import SWEEP_JOB_FORMAT
+
+__all__ = ["main", "rebindable_sizes"]
+
+
+def rebindable_sizes(frontend: str, program: object) -> frozenset[str]:
+    """The sizes a program can be re-bound in without a new capture (Note [Symbolic
+    re-binding])."""
+    from solar.ir import IntLit, Program
+
+    if frontend == "llm" or not isinstance(program, Program):
+        return frozenset()
+    return frozenset(d.name for d in program.sizes if isinstance(d.value, IntLit))
+
+
+def _capture(job: Mapping[str, object]) -> dict[str, object]:
+    import hashlib
+
+    from solar.diagnostics import SolarError
+    from solar.hw import load_hardware_spec
+    from solar.ir import resolve_sizes
+    from solar.pipeline import (
+        AnalyzeOptions,
+        effective_precision,
+        load_program,
+        prepare_program,
+        report_at,
+        report_base,
+        validate_front,
+    )
+    from solar.report import InputInfo
+
+    opts = dict(job["options"])  # type: ignore[call-overload]
+    capture = {str(k): int(v) for k, v in dict(job["capture"]).items()}  # type: ignore[call-overload]
+    path = Path(str(job["file"]))
+    options = AnalyzeOptions(
+        archs=tuple(job["archs"]),  # type: ignore[arg-type]
+        cache=opts["cache"],
+        frontend=opts["frontend"],
+        sizes=capture,
+        validate=opts["validate"],
+        time_budget_s=float(opts["time_budget_s"]),
+        entry=opts["entry"],
+    )
+    specs = [load_hardware_spec(a) for a in options.archs]
+    start = time.monotonic()
+    front = load_program(path, options)
+    prepared = prepare_program(front, options)
+    validation = validate_front(prepared, options, lambda _m: None)
+    display = job.get("display") or str(path)
+    source = InputInfo(
+        path=str(display), sha256=hashlib.sha256(path.read_bytes()).hexdigest(), entry=options.entry
+    )
+    base = report_base(prepared, source, specs, validation)
+    capture_s = time.monotonic() - start
+    free = rebindable_sizes(front.name, prepared.program)
+    reports_dir = Path(str(job["reports_dir"]))
+    rows: list[dict[str, object]] = []
+    unserved: list[int] = []
+    start = time.monotonic()
+    for index, point in job["points"]:  # type: ignore[attr-defined]
+        changed = {k: int(v) for k, v in point.items() if capture.get(k) != int(v)}
+        if not set(changed) <= free:
+            unserved.append(int(index))
+            continue
+        for precision in job["precisions"]:  # type: ignore[attr-defined]
+            used = effective_precision(front, precision)
+            name = f"p{int(index):06d}-{precision}.json"
+            try:
+                sizes = resolve_sizes(prepared.program, {**front.ir_sizes, **changed})
+                report = report_at(base, sizes, replace(options, precision=used))
+            except SolarError as err:  # this binding only (E0221: a size not positive)
+                error = err.render().splitlines()[0]
+                rows.extend(
+                    {"point": index, "precision": precision, "arch": spec.name,
+                     "status": "error", "error": error, "binding": "symbolic"}
+                    for spec in specs
+                )  # fmt: skip
+                continue
+            if job.get("reports", True):  # compact JSON: the report schema, unrounded floats
+                (reports_dir / name).write_text(report.model_dump_json(), encoding="utf-8")
+            else:
+                name = ""
+            status = "validation-failed" if validation.status in ("failed", "error") else "ok"
+            for arch in report.archs:
+                rows.append({
+                    "point": index, "precision": precision, "arch": arch.arch, "status": status,
+                    "binding": "symbolic" if changed else "captured",
+                    "precision_used": arch.precision_policy,
+                    "frontend": report.frontend.name,
+                    "coverage": report.coverage.covered_bytes_fraction,
+                    "validation": validation.status,
+                    "flops": report.flops, "fused_dram_bytes": report.fused_dram_bytes,
+                    "bounds_s": {b.model: b.time_s for b in arch.bounds},
+                    "report": name or None,
+                    "error": validation.reason if status != "ok" else None,
+                })  # fmt: skip
+    return {
+        "status": "ok",
+        "error": None,
+        "rows": rows,
+        "unserved": unserved,
+        "rebindable": sorted(free),
+        "capture_s": capture_s,
+        "bind_s": time.monotonic() - start,
+    }
+
+
+def _run(job: dict[str, object]) -> dict[str, object]:
+    return guard_user_code(job, lambda: _capture(job))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: ``JOB RESULT`` paths. Returns the exit status (0 with a result)."""
+    return serve(argv if argv is not None else sys.argv[1:], SWEEP_JOB_FORMAT, _run)
+
+
+if __name__ == "__main__":
+    import os
+
+    _code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(_code)
