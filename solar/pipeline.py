@@ -358,10 +358,11 @@ def _bounds_program(front: FrontendResult, program: Program) -> tuple[Program, b
     """The program the bounds see: random draws as writes only, work a constant mask hides
     skipped, dead work removed, uncovered values as intermediates; and whether a mask
     applied."""
-    filled = fill_generated(program, front.generated_values)
-    unmasked = elide_masked_work(filled, keep=frozenset(front.keep_live))
-    p = eliminate_dead_code(unmasked, keep=front.keep_live)
-    return treat_as_intermediates(p, front.uncovered_values), unmasked is not filled
+    # masks first: a draw filled with zeros would read as a constant mask
+    unmasked = elide_masked_work(program, keep=frozenset(front.keep_live))
+    filled = fill_generated(unmasked, front.generated_values)
+    p = eliminate_dead_code(filled, keep=front.keep_live)
+    return treat_as_intermediates(p, front.uncovered_values), unmasked is not program
 
 
 # ---------------------------------------------------------------------------- validation

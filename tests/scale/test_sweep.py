@@ -129,7 +129,7 @@ def test_help_does_not_import_dask() -> None:
 
 @pytest.mark.torch
 @pytest.mark.slow
-def test_a_traced_program_is_captured_per_binding_on_dask(tmp_path: Path) -> None:
+def test_a_traced_program_is_rebound_without_recapture_on_dask(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     pytest.importorskip("distributed")
     spec = SweepSpec(
@@ -145,8 +145,10 @@ def test_a_traced_program_is_captured_per_binding_on_dask(tmp_path: Path) -> Non
         limits=SweepLimits(table="csv"),
         engine=EngineOptions(engine="dask", workers=2),
     )
-    assert len(local.captures) == len(dask.captures) == 4  # concrete sizes: one per binding
-    assert local.rebindable == dask.rebindable == ()
+    # the traced program is symbolic in SEQ (BATCH=1 cannot be followed: a size of 1),
+    # so the four bindings need fewer captures than points
+    assert len(local.captures) == len(dask.captures) < 4
+    assert "SEQ" in local.rebindable and local.rebindable == dask.rebindable
 
     def key(rows: tuple[dict[str, object], ...]) -> list[tuple[object, ...]]:
         return sorted(
