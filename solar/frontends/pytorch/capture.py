@@ -9,7 +9,8 @@ meta kernels as FakeTensors without the cost of a ``FakeTensorMode``); when that
 cannot run it, or may record other calls than eager on CPU, it is re-run over
 FakeTensors (``FakeTensorMode``). No graph exporter is
 involved, so Python control flow, loops and in-place ops are captured exactly as
-they run.
+they run. One exception: whole-sequence RNN calls are recorded as one call, not their
+per-step decomposition (Note [Composite RNN capture] in composite.py).
 
 When fake execution cannot proceed because it needs real values (``.item()``,
 ``nonzero``, data-dependent control flow), the program is re-run with real tensors if
@@ -41,6 +42,7 @@ from solar.frontends.pytorch.capture_types import (
     TorchCapture,
     to_numpy,
 )
+from solar.frontends.pytorch.composite import composite_calls
 from solar.frontends.pytorch.loader import Instance, ProgramSource, instantiate, user_code
 from solar.frontends.pytorch.meta_mode import MetaBlockedError, MetaMode, dynamo_import_deferred
 
@@ -142,6 +144,7 @@ class _Recorder:
         self.constant_sites: list[tuple[int, int]] = []
         self.kept: dict[int, tuple[np.ndarray | None, ...]] = {}
         self.module_stack: list[str] = []
+        self.suspended = False  # composite.py makes a whole call's outputs unrecorded
 
     def convert(self, a: Any, index: int) -> Any:
         import torch
@@ -248,13 +251,14 @@ def _recording(rec: _Recorder, root: Any) -> Iterator[None]:
         ) -> Any:
             kwargs = kwargs or {}
             out = func(*args, **kwargs)
-            rec.record(func, tuple(args), dict(kwargs), out)
+            if not rec.suspended:
+                rec.record(func, tuple(args), dict(kwargs), out)
             return out
 
     h1 = nn_module.register_module_forward_pre_hook(pre_hook)
     h2 = nn_module.register_module_forward_hook(post_hook, always_call=True)
     try:
-        with Mode():  # type: ignore[no-untyped-call]
+        with Mode(), composite_calls(rec):  # type: ignore[no-untyped-call]
             yield
     finally:
         h1.remove()
