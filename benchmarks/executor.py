@@ -502,8 +502,9 @@ def gru_module(_rng: np.random.Generator) -> Case:
 
 def cumsum_module(_rng: np.random.Generator) -> Case:
     """torch.cumsum along the last dim as the frontend lowers it (a scan)."""
-    model = _MODULE.format(module="nn.Identity()", forward="return torch.cumsum(x, 1)",
-                           shape="128, 4000")
+    model = _MODULE.format(
+        module="nn.Identity()", forward="return torch.cumsum(x, 1)", shape="128, 4000"
+    )
     return _from_module("cumsum (nn)", model, "128x4000")
 
 

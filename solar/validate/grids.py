@@ -480,4 +480,3 @@ def _active_box(domain: Domain) -> Domain | None:
     if mask.all():  # the guard only cut the box: no operand needs masking any more
         return Domain(domain.ndim, domain.axes, domain.scalars, None)
     return domain
-

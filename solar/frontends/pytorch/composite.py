@@ -2,9 +2,10 @@
 
 Contract: `composite_calls(rec)` is a context manager entered inside the capture's
 recording (capture.py); while it is active, every ``torch.lstm`` / ``torch.gru`` /
-``torch.rnn_tanh`` / ``torch.rnn_relu`` call on a padded (not packed) batch is recorded as
-one call of the matching ATen op (``aten.gru.input``...), which ops_rnn.py lowers to one kernel with a
-``seq for t`` recurrence, and nothing of its per-step decomposition is recorded.
+``torch.rnn_tanh`` / ``torch.rnn_relu`` call on a padded (not packed) batch is recorded
+as one call of the matching ATen op (``aten.gru.input``...), which ops_rnn.py lowers to
+one kernel with a ``seq for t`` recurrence, and nothing of its per-step decomposition
+is recorded.
 
 Why (Note [Composite RNN capture]): on CPU, eager PyTorch decomposes ``nn.GRU`` and
 ``nn.RNN`` *above* the dispatcher's Python key (CompositeImplicitAutograd), so a
@@ -12,13 +13,14 @@ dispatch-level capture sees ``layers x directions x steps`` small calls (``addmm
 ``sigmoid``, ``stack``...). For a KernelBench level-3 GRU (6 layers x 512 steps) that
 is ~70 000 calls: minutes of capture, lowering, verifying and lifting, for a program
 whose every step is the same cell. Above the dispatcher the call is still whole: while
-the capture runs, ``torch._VF.<op>`` and ``torch.<op>`` are wrapped. Its outputs are made without running the decomposition when the tensors
-carry no data (meta or fake capture: the shapes follow from the arguments) and by
-running it, unrecorded, when they are real (the reference replay), so every run of the
-program records the same calls. On CPU ``nn.LSTM`` reaches one ``mkldnn_rnn_layer``
-per layer and direction, already whole-sequence, but that CPU
-kernel is device-dependent (a meta capture would record something else), so it is
-recorded whole too, as ``aten.lstm.input``: the capture can then stay on ``meta``.
+the capture runs, ``torch._VF.<op>`` and ``torch.<op>`` are wrapped. The outputs are
+made without running the decomposition when the tensors carry no data (meta or fake
+capture: the shapes and eager's layouts follow from the arguments) and by running it,
+unrecorded, when they are real (the reference replay), so every run of the program
+records the same calls. On CPU ``nn.LSTM`` reaches one ``mkldnn_rnn_layer`` per layer
+and direction, already whole-sequence, but that CPU kernel is device-dependent (a meta
+capture would record something else), so it is recorded whole too, as
+``aten.lstm.input``: the capture can then stay on ``meta``.
 """
 
 from __future__ import annotations

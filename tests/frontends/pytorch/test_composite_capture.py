@@ -46,9 +46,7 @@ def get_init_inputs():
 """
 
 
-def _model(
-    tmp_path: Path, cls: str, *, bf: bool, bi: bool, seq: int = 6, extra: str = ""
-) -> Path:
+def _model(tmp_path: Path, cls: str, *, bf: bool, bi: bool, seq: int = 6, extra: str = "") -> Path:
     shape = f"3, {seq}, 4" if bf else f"{seq}, 3, 4"
     feat = (2 if bi else 1) * (3 if "proj_size" in extra else 5)
     path = tmp_path / f"{cls.lower()}_{int(bf)}{int(bi)}_{seq}.py"
