@@ -12,7 +12,7 @@ LAYERS = 6
 class Model(nn.Module):
     def __init__(self, input_size, hidden_size, num_layers=3, bias=True, batch_first=False):
         super().__init__()
-        self.gru = nn.RNN(input_size, hidden_size, num_layers, bias, batch_first, dropout=0, bidirectional=False)
+        self.gru = nn.RNN(input_size, hidden_size, num_layers, bias=bias, batch_first=batch_first)
         self.h0 = torch.randn((num_layers, BATCH, hidden_size))
 
     def forward(self, x):
