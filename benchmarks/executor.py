@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import argparse
 import math
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn.functional as F  # noqa: N812
 
-from solar.ir import parse_program
+from solar.ir import parse_program, print_program
 from solar.validate import execute_program
 
 
@@ -411,6 +413,101 @@ kernel lstm {{
     )
 
 
+def _from_module(name: str, model: str, sizes: str) -> Case:
+    """A case whose IR is what the PyTorch frontend lowers ``model`` to (the program
+    validation runs), with the module's own parameters and inputs; torch runs the
+    module itself."""
+    from solar.frontends.pytorch import lower_capture, trace_model_file
+    from solar.frontends.pytorch.loader import instantiate
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"{name}.py"
+        path.write_text(model)
+        capture = trace_model_file(path)
+        lowered = lower_capture(capture)
+        inst = instantiate(capture.source)
+    assert not lowered.coverage, lowered.coverage
+    values = {lowered.inputs[k]: a.detach().numpy() for k, a in enumerate(inst.args)}
+    values |= {ir: inst.state[key].detach().numpy() for key, ir in lowered.params}
+    out = lowered.outputs[0]
+    assert out is not None
+    return Case(
+        f"{name} {sizes}",
+        print_program(lowered.program),
+        {k: v for k, v in values.items() if k is not None},
+        lambda _t: {out: inst.fn(*inst.args)},
+    )
+
+
+_MODULE = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.m = {module}
+
+    def forward(self, x):
+        {forward}
+
+
+def get_inputs():
+    return [torch.randn({shape})]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def conv_transpose3d(_rng: np.random.Generator) -> Case:
+    """KernelBench-style 3-D transposed convolution (stride 2)."""
+    model = _MODULE.format(
+        module="nn.ConvTranspose3d(16, 32, 3, stride=2, padding=1, output_padding=1)",
+        forward="return self.m(x)",
+        shape="4, 16, 16, 32, 32",
+    )
+    return _from_module("conv_transpose3d", model, "4x16->32 16x32x32 k3 s2")
+
+
+def depthwise_module(_rng: np.random.Generator) -> Case:
+    """Depthwise 3x3 convolution as nn.Conv2d(groups=C) lowers it."""
+    model = _MODULE.format(
+        module="nn.Conv2d(128, 128, 3, padding=1, groups=128)",
+        forward="return self.m(x)",
+        shape="8, 128, 56, 56",
+    )
+    return _from_module("depthwise (nn)", model, "8x128 56^2")
+
+
+def layernorm_module(_rng: np.random.Generator) -> Case:
+    """nn.LayerNorm as the frontend lowers it (mean, variance, normalise, affine)."""
+    model = _MODULE.format(
+        module="nn.LayerNorm(1024)", forward="return self.m(x)", shape="16, 256, 1024"
+    )
+    return _from_module("layernorm (nn)", model, "4096x1024")
+
+
+def gru_module(_rng: np.random.Generator) -> Case:
+    """A 2-layer bidirectional nn.GRU: one whole-sequence kernel (a scan over time)."""
+    model = _MODULE.format(
+        module="nn.GRU(128, 256, 2, bidirectional=True)",
+        forward="return self.m(x)[0]",
+        shape="64, 10, 128",
+    )
+    return _from_module("gru (nn)", model, "T64 B10 128->2x256 2 layers")
+
+
+def cumsum_module(_rng: np.random.Generator) -> Case:
+    """torch.cumsum along the last dim as the frontend lowers it (a scan)."""
+    model = _MODULE.format(
+        module="nn.Identity()", forward="return torch.cumsum(x, 1)", shape="128, 4000"
+    )
+    return _from_module("cumsum (nn)", model, "128x4000")
+
+
 CASES: dict[str, Callable[[np.random.Generator], Case]] = {
     "matmul": matmul,
     "conv2d": conv2d,
@@ -421,6 +518,11 @@ CASES: dict[str, Callable[[np.random.Generator], Case]] = {
     "attention": attention,
     "cumsum": cumsum,
     "lstm": lstm,
+    "conv_transpose3d": conv_transpose3d,
+    "depthwise_nn": depthwise_module,
+    "layernorm_nn": layernorm_module,
+    "gru_nn": gru_module,
+    "cumsum_nn": cumsum_module,
 }
 
 

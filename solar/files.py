@@ -46,11 +46,12 @@ import zipfile
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, BinaryIO
-
-import numpy as np
+from typing import IO, TYPE_CHECKING, BinaryIO
 
 from solar.diagnostics import UsageError
+
+if TYPE_CHECKING:  # numpy is imported where an archive is read (`solar --help` stays light)
+    import numpy as np
 
 __all__ = [
     "MAX_IR_BYTES",
@@ -181,6 +182,8 @@ def load_npz(path: Path, *, max_bytes: int = MAX_NPZ_BYTES) -> dict[str, np.ndar
         UsageError: E0901 missing file; E0902 unreadable or not a regular file; E0942 not
             a valid archive, or declaring more than ``max_bytes`` of arrays.
     """
+    import numpy as np
+
     with open_input(path, max_bytes=2**63 - 1) as fh:
         try:
             _check_npz_headers(path, fh, max_bytes)
@@ -255,6 +258,8 @@ def _check_npz_headers(path: Path, fh: BinaryIO, max_bytes: int) -> None:
 
 
 def _npy_header(member: IO[bytes]) -> tuple[tuple[int, ...], np.dtype[np.generic]]:
+    import numpy as np
+
     fmt = np.lib.format
     version = fmt.read_magic(member)
     if version == (1, 0):

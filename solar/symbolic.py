@@ -178,7 +178,20 @@ def compile_exprs(exprs: Iterable[SymExpr | int], names: tuple[str, ...]) -> obj
         for sym in e.free_symbols:
             by_name[str(sym)] = sym
     args = [by_name.get(n, size_symbol(n)) for n in names]
-    return sympy.lambdify(args, items, modules="numpy", cse=False)
+    import numpy
+    from sympy.printing.numpy import NumPyPrinter
+
+    # Note [Lambdify namespace]: ``modules="numpy"`` runs ``from numpy import *``, which
+    # imports every lazily loaded numpy submodule (``f2py``, ``ma``, ``polynomial``...,
+    # about 0.4 s); numpy's printer names everything ``numpy.<fn>`` or
+    # ``functools.reduce``, so the two modules are the whole namespace it needs.
+    return sympy.lambdify(
+        args,
+        items,
+        modules=[{"numpy": numpy, "functools": functools}],
+        printer=NumPyPrinter,
+        cse=False,
+    )
 
 
 def summation(expr: SymExpr, index: str, lo: SymExpr | int, hi: SymExpr | int) -> SymExpr:

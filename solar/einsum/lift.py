@@ -106,15 +106,17 @@ def _tensor_infos(
     for lf in alias_leaves:
         for name, imgs in lf.reads.items():
             viewed.setdefault(name, []).extend(imgs)
+    # One pass over the traffic, grouped by tensor (a scan per tensor is quadratic).
+    by_tensor: dict[str, tuple[list[tuple[Count, str]], list[tuple[Count, str]]]] = {}
+    for k in kernels:
+        for t in k.traffic:
+            reads, writes = by_tensor.setdefault(t.tensor, ([], []))
+            reads.append((t.raw_read_elems, t.read_key or f"k{k.index}"))
+            writes.append((t.written_elems, t.write_key or f"k{k.index}"))
     out = []
     for decl in scope.program.tensors:
         elements = Count.of(product(to_sympy(d) for d in decl.shape))
-        reads, writes = [], []
-        for k in kernels:
-            for t in k.traffic:
-                if t.tensor == decl.name:
-                    reads.append((t.raw_read_elems, t.read_key or f"k{k.index}"))
-                    writes.append((t.written_elems, t.write_key or f"k{k.index}"))
+        reads, writes = by_tensor.get(decl.name, ([], []))
         comp_r = union_by_key(reads) if decl.role in ("input", "param") else _ZERO
         comp_w = union_by_key(writes) if decl.role == "output" else _ZERO
         if decl.role == "temp" and decl.name in viewed:

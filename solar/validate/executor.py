@@ -40,7 +40,14 @@ from solar.validate.contraction import plan_contraction, run_contraction
 from solar.validate.dtypes import output_array, storage_dtype
 from solar.validate.evaluate import Evaluator, ExecCache, Value
 from solar.validate.faults import raise_fault, raise_resource
-from solar.validate.grids import CHUNK_POINTS, SMALL_REDUCTION, Axis, Domain, iter_chunks
+from solar.validate.grids import (
+    CHUNK_POINTS,
+    SMALL_REDUCTION,
+    Axis,
+    Domain,
+    iter_chunks,
+    split_taps,
+)
 from solar.validate.memory import memory_budget_bytes, workload_of
 from solar.validate.prepare import KernelPlan, PreparedProgram, prepare_program
 from solar.validate.scan import ScanMatch, match_scan, run_scan
@@ -207,6 +214,13 @@ class _Machine:
                 if summed is not None:
                     reduce_into(ev, stmt.target, "+", summed, plan=plan, summed=True)
                     return
+        if plan is None and stmt.op == "+":
+            forms = ev.forms(stmt.target)
+            pieces = split_taps(domain, forms) if forms is not None else None
+            if pieces is not None:  # Note [Taps]: strided pieces, contractions again
+                for piece in pieces:
+                    self.reduce(stmt, piece)
+                return
         window = math.prod(
             n for k, n in enumerate(domain.shape) if plan is None or k not in plan[1]
         )

@@ -40,6 +40,7 @@ Note [Windows as strides]
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -59,6 +60,7 @@ __all__ = [
     "box_range",
     "is_injective",
     "iter_chunks",
+    "split_taps",
 ]
 
 CHUNK_POINTS = 1 << 22
@@ -414,3 +416,67 @@ def is_injective(forms: Sequence[Lin], base_shape: Sequence[int], domain: Domain
             return False
         span += stride * (extents[k] - 1)
     return True
+
+
+MAX_TAPS = 343
+"""Most pieces `split_taps` cuts a scatter into (a 7x7x7 transposed-convolution kernel)."""
+
+
+def split_taps(domain: Domain, forms: Sequence[Lin]) -> list[Domain] | None:
+    """Cut a scatter domain into pieces whose target is a strided view (Note [Taps]).
+
+    Note [Taps]: a transposed convolution accumulates ``Y[s * i + r] += X[i] * W[r]``:
+    a subscript combining several loop variables, so no strided view of ``Y`` covers the
+    domain and the update would run point by point (every point of a 9-deep grid).
+    Fixing the smaller variables of each such subscript (the kernel taps ``r``) leaves
+    one variable per subscript: each piece is a strided update (a contraction over the
+    input channels), and the pieces partition the points. Each piece is then trimmed to
+    the box of its active points, so a padding guard (``0 <= s * i + r - p``) no longer
+    reaches outside ``Y``.
+
+    Returns:
+        The pieces (masked-out ones dropped), or ``None`` when no subscript combines
+        vectorised variables or the pieces would exceed `MAX_TAPS`.
+    """
+    taps: set[str] = set()
+    for form in forms:
+        live = [v for v, _ in form.coefs if v in domain.axes and domain.axes[v].count > 1]
+        if len(live) > 1:
+            keep = max(live, key=lambda v: (domain.axes[v].count, v))
+            taps.update(v for v in live if v != keep)
+    if not taps:
+        return None
+    axes = sorted((domain.axes[v] for v in taps), key=lambda ax: ax.index)
+    if math.prod(ax.count for ax in axes) > MAX_TAPS:
+        return None
+    pieces = []
+    for combo in itertools.product(*(range(ax.count) for ax in axes)):
+        piece = domain
+        for ax, pos in zip(axes, combo, strict=True):
+            piece = piece.sliced(ax.index, pos, pos + 1)
+        trimmed = _active_box(piece)
+        if trimmed is not None:
+            pieces.append(trimmed)
+    return pieces
+
+
+def _active_box(domain: Domain) -> Domain | None:
+    """``domain`` cut to the bounding box of its active points (``None``: none active)."""
+    mask = domain.mask
+    if mask is None:
+        return domain
+    if not mask.any():
+        return None
+    for k in range(domain.ndim):
+        if mask.shape[k] <= 1:
+            continue
+        others = tuple(j for j in range(mask.ndim) if j != k)
+        active = np.flatnonzero(mask.any(axis=others))
+        lo, hi = int(active[0]), int(active[-1]) + 1
+        if (lo, hi) != (0, mask.shape[k]):
+            domain = domain.sliced(k, lo, hi)
+            mask = domain.mask
+            assert mask is not None
+    if mask.all():  # the guard only cut the box: no operand needs masking any more
+        return Domain(domain.ndim, domain.axes, domain.scalars, None)
+    return domain

@@ -7,7 +7,16 @@ possibly nested in plain loops with ``t``-independent bounds, of the form::
       for ... { T[f(t)] = T[f(t - s)] op E }        # op: + * max(,) min(,)
     }
 
-where ``E`` does not read ``T``. Every iteration then computes
+where ``E`` does not read ``T``, and the carried form the PyTorch scans lower to
+(ops_scan.py: a kernel-local running value per row, stored every step)::
+
+    seq for t in lo .. hi step s {
+      for ... { C[g] = C[g] op E
+                Y[f(t)] = C[g] }                     # g does not depend on t
+    }
+
+where ``E`` reads neither ``C`` nor ``Y``: ``Y[f(t)]`` takes the running values and
+``C`` ends with the last one. Every iteration then computes
 ``T[f(t)] = T[f(lo - s)] op E(lo) op ... op E(t)``, so the loop is equivalent to one
 accumulate along the ``t`` axis (``np.cumsum`` for ``+``). `run_scan` executes it that
 way (`accumulate`) when the stored values need no rounding (f32, f64, i64 targets);
@@ -44,6 +53,8 @@ class ScanMatch:
     prev: Access
     other: Expr
     inner: tuple[For, ...]
+    copy: Assign | None = None
+    """The carried form's ``Y[f(t)] = C[g]`` (``stmt`` is then ``C[g] = C[g] op E``)."""
 
 
 def _split(value: Expr) -> tuple[ReduceOp, Expr, Expr] | None:
@@ -70,6 +81,8 @@ def match_scan(loop: For, sizes: dict[str, int]) -> ScanMatch | None:
             return None
         inner.append(nested)
         body = nested.body
+    if len(body) == 2:
+        return _match_carry(loop, body, tuple(inner), sizes)
     if len(body) != 1 or not isinstance(body[0], Assign):
         return None
     stmt = body[0]
@@ -86,6 +99,33 @@ def match_scan(loop: For, sizes: dict[str, int]) -> ScanMatch | None:
         if any(reads_tensor(i, target.tensor) for i in target.indices):
             continue
         return ScanMatch(stmt, op, prev, other, tuple(inner))
+    return None
+
+
+def _match_carry(
+    loop: For, body: tuple[object, ...], inner: tuple[For, ...], sizes: dict[str, int]
+) -> ScanMatch | None:
+    """The carried form (module docstring): ``C[g] = C[g] op E; Y[f(t)] = C[g]``."""
+    update, copy = body
+    if not isinstance(update, Assign) or not isinstance(copy, Assign):
+        return None
+    parts = _split(update.value)
+    carry, out = update.target, copy.target
+    if parts is None or copy.value != carry or out.tensor == carry.tensor:
+        return None
+    if any(loop.var in free_names(i) or reads_tensor(i) for i in carry.indices):
+        return None
+    if any(reads_tensor(i) for i in out.indices):
+        return None
+    forms = [linear_form(i, sizes) for i in out.indices]
+    if any(f is None for f in forms) or not any(f.coef(loop.var) for f in forms if f):
+        return None  # every step must store a different element
+    op, a, b = parts
+    for prev, other in ((a, b), (b, a)):
+        if prev != carry or reads_tensor(other, carry.tensor) or reads_tensor(other, out.tensor):
+            continue
+        assert isinstance(prev, Access)
+        return ScanMatch(update, op, prev, other, inner, copy)
     return None
 
 
@@ -143,7 +183,13 @@ def run_scan(
     other = np.broadcast_to(other, np.broadcast_shapes(other.shape, full.shape))
     ufunc = REDUCE_UFUNCS[match.op]
     values = ufunc(start, accumulate(ufunc, other, t_axis))
-    store(ev_full, match.stmt.target, values)
+    if match.copy is None:
+        store(ev_full, match.stmt.target, values)
+        return True
+    store(ev_full, match.copy.target, values)
+    last = before.with_scalar(loop.var, lo + (count - 1) * loop.step)
+    ev_last = Evaluator(tensors, sizes, last, match.stmt, cache)
+    store(ev_last, match.stmt.target, np.take(values, [count - 1], axis=t_axis))
     return True
 
 

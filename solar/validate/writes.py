@@ -340,10 +340,27 @@ def _combine(
     ):
         val = round_to_dtype(val, dtype)
     if exact_dtype(dtype) and touched is True:
-        ufunc(view, val, out=view, casting="unsafe")
+        ufunc(view, _like(val, view), out=view, casting="unsafe")
         return
     new = round_to_dtype(ufunc(view, val), dtype)
     np.copyto(view, new, where=touched, casting="unsafe")
+
+
+def _like(val: np.ndarray, view: np.ndarray) -> np.ndarray:
+    """``val``, copied into ``view``'s memory order when both are large and their axis
+    orders differ: a blocked transposing copy, then an update that walks ``view`` and
+    ``val`` alike, beats an update striding across one of them (a contraction result
+    ordered ``(..., channel)`` into an NCHW target)."""
+    if val.shape != view.shape or val.size < (1 << 16):
+        return val
+
+    def order(a: np.ndarray) -> list[int]:
+        return sorted(range(a.ndim), key=lambda k: (-abs(a.strides[k]), k))
+
+    want = order(view)
+    if [k for k in order(val) if val.shape[k] > 1] == [k for k in want if val.shape[k] > 1]:
+        return val
+    return np.ascontiguousarray(val.transpose(want)).transpose(np.argsort(want))
 
 
 def _reduce_scatter(

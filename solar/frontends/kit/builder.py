@@ -155,6 +155,10 @@ class ProgramBuilder:
         self.name = sanitize_name(name)
         self._used: set[str] = set()
         self._log: list[str] = []
+        # Per hint, the lowest suffix that may be free (0: the bare hint): `unique` starts
+        # its search there, so naming N tensors after one hint is linear, not quadratic.
+        self._next: dict[str, int] = {}
+        self._suffix: dict[str, tuple[str, int]] = {}
         self._sizes: list[SizeDecl] = []
         self._tensors: list[TensorDecl] = []
         self._kernels: list[Kernel] = []
@@ -162,10 +166,13 @@ class ProgramBuilder:
     def unique(self, hint: str) -> str:
         """A fresh identifier based on ``hint`` (logged for `rollback`)."""
         base = sanitize_name(hint)
-        name, k = base, 1
+        k = self._next.get(base, 0)
+        name = f"{base}_{k}" if k else base
         while name in self._used:
-            name = f"{base}_{k}"
             k += 1
+            name = f"{base}_{k}"
+        self._next[base] = k + 1
+        self._suffix[name] = (base, k)
         self._used.add(name)
         self._log.append(name)
         return name
@@ -179,7 +186,10 @@ class ProgramBuilder:
         self._sizes = self._sizes[: cp[0]]
         self._tensors = self._tensors[: cp[1]]
         self._kernels = self._kernels[: cp[2]]
-        self._used.difference_update(self._log[cp[3] :])
+        for name in self._log[cp[3] :]:
+            self._used.discard(name)
+            base, k = self._suffix.pop(name)
+            self._next[base] = min(self._next.get(base, k), k)
         del self._log[cp[3] :]
 
     def declaration(self, name: str) -> TensorDecl | None:

@@ -9,7 +9,8 @@ meta kernels as FakeTensors without the cost of a ``FakeTensorMode``); when that
 cannot run it, or may record other calls than eager on CPU, it is re-run over
 FakeTensors (``FakeTensorMode``). No graph exporter is
 involved, so Python control flow, loops and in-place ops are captured exactly as
-they run.
+they run. One exception: whole-sequence RNN calls are recorded as one call, not their
+per-step decomposition (Note [Composite RNN capture] in composite.py).
 
 When fake execution cannot proceed because it needs real values (``.item()``,
 ``nonzero``, data-dependent control flow), the program is re-run with real tensors if
@@ -54,6 +55,7 @@ from solar.frontends.pytorch.capture_types import (
     TorchCapture,
     to_numpy,
 )
+from solar.frontends.pytorch.composite import composite_calls
 from solar.frontends.pytorch.flops import padding_flops
 from solar.frontends.pytorch.loader import (
     REAL_BUDGET_BYTES,
@@ -161,6 +163,7 @@ class _Recorder:
         self.constant_sites: list[tuple[int, int]] = []
         self.kept: dict[int, tuple[np.ndarray | None, ...]] = {}
         self.module_stack: list[str] = []
+        self.suspended = False  # composite.py makes a whole call's outputs unrecorded
         self.diverged: str | None = None
         self.count_flops = False  # Note [Independent FLOP count]
 
@@ -294,8 +297,9 @@ def _same_elements(
 
 
 @contextlib.contextmanager
-def _recording(rec: _Recorder, root: Any) -> Iterator[None]:
-    """Push the dispatch mode and the module-path hooks."""
+def _recording(rec: _Recorder, root: Any, *, composites: bool = True) -> Iterator[None]:
+    """Push the dispatch mode and the module-path hooks (and, with ``composites``, record
+    whole RNN calls: composite.py)."""
     import torch
     from torch.nn.modules import module as nn_module
     from torch.utils._python_dispatch import TorchDispatchMode
@@ -339,13 +343,15 @@ def _recording(rec: _Recorder, root: Any) -> Iterator[None]:
             out = func(*args, **kwargs)
             if before is not None and _same_elements(before, _layout(args[0])):
                 return out  # Note [No-op restrides]
-            rec.record(func, tuple(args), dict(kwargs), out)
+            if not rec.suspended:
+                rec.record(func, tuple(args), dict(kwargs), out)
             return out
 
     h1 = nn_module.register_module_forward_pre_hook(pre_hook)
     h2 = nn_module.register_module_forward_hook(post_hook, always_call=True)
     try:
-        with Mode():  # type: ignore[no-untyped-call]
+        whole = composite_calls(rec) if composites else contextlib.nullcontext()
+        with Mode(), whole:  # type: ignore[no-untyped-call]
             yield
     finally:
         h1.remove()
@@ -368,7 +374,8 @@ def _run(inst: Instance, rec: _Recorder, fake_mode: Any) -> Any:
     with (
         torch.no_grad(),  # a training step enables grad itself (train_step.py)
         ctx,
-        _recording(rec, inst.module),
+        # a training step differentiates through the RNN's per-step ops: no whole-call record
+        _recording(rec, inst.module, composites=not hasattr(inst.fn, "solar_train_step")),
         watch,
         user_code("the model's forward"),
     ):

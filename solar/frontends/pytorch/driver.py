@@ -120,6 +120,27 @@ _RESHAPES = frozenset({
 })  # fmt: skip
 
 
+class _Env(dict[int, TensorInfo]):
+    """Tensor id -> current IR value, indexed by IR tensor name too.
+
+    `_Lowerer.rebase` redirects every alias of a storage after an in-place op; with the
+    reverse index that costs the aliases, not a scan of every tensor seen so far (which
+    made a program of many in-place ops, like a GRU decomposed per step, quadratic).
+    Only ``env[tid] = info`` writes (no deletion) are used.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.by_name: dict[str, set[int]] = {}
+
+    def __setitem__(self, tid: int, info: TensorInfo) -> None:
+        old = self.get(tid)
+        if old is not None:
+            self.by_name[old.ref.name].discard(tid)
+        super().__setitem__(tid, info)
+        self.by_name.setdefault(info.ref.name, set()).add(tid)
+
+
 class _Lowerer(LoweringDriver):
     """Walks the calls of a capture, keeping the current IR value of each tensor id."""
 
@@ -130,7 +151,7 @@ class _Lowerer(LoweringDriver):
         super().__init__(capture.name)
         self.capture = capture
         self.fallback = op_fallback
-        self.env: dict[int, TensorInfo] = {}
+        self.env = _Env()
         self.roles: dict[str, str] = {}
         self.reshape_only: set[int] = set()
         self.mutated: list[str] = []
@@ -374,9 +395,8 @@ class _Lowerer(LoweringDriver):
         """Every alias of ``old``'s storage now reads the new version ``new``."""
         self.note_mutation(old.name)
         self.scalar_consts.pop(old.name, None)
-        for tid, info in list(self.env.items()):
-            if info.ref.name == old.name:
-                self.env[tid] = dataclasses.replace(info, ref=new)
+        for tid in sorted(self.env.by_name.get(old.name, ())):
+            self.env[tid] = dataclasses.replace(self.env[tid], ref=new)
 
     def bind_outputs(
         self, call: RecordedCall, outs: Sequence[TensorInfo | None], result: Any

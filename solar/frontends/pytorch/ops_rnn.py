@@ -8,13 +8,14 @@ direction is a ``seq for t`` recurrence: per step, the gate pre-activations
 output row. Intermediate layers' outputs are kernel-locals; reverse directions run
 ``t' = T - 1 - t``; bidirectional layers write the two halves of the feature dim.
 
-CPU dispatch (torch 2.13): ``nn.LSTM`` (without ``proj_size``) reaches one
-``mkldnn_rnn_layer`` per layer and direction (time-major input, gates ``[4H, I]``,
-``reverse`` flag; the bias operands are dummies when ``has_biases`` is false).
-``nn.GRU``, ``nn.RNN``, ``nn.LSTM(proj_size=...)`` and the ``*Cell`` modules are
-decomposed per time step into ``addmm``/``sigmoid``/``tanh``/``stack``... before
-dispatch. The composite ``lstm``/``gru``/``rnn_tanh``/``rnn_relu`` (``.input``) and the
-cuDNN ``_cudnn_rnn`` are registered too, for captures that see them.
+The capture records ``nn.LSTM``/``nn.GRU``/``nn.RNN`` over a padded batch as one
+``lstm``/``gru``/``rnn_tanh``/``rnn_relu`` (``.input``) call (Note [Composite RNN
+capture] in composite.py). Below that, CPU dispatch (torch 2.13) would reach one
+``mkldnn_rnn_layer`` per layer and direction for ``nn.LSTM`` (time-major input, gates
+``[4H, I]``, ``reverse`` flag; the bias operands are dummies when ``has_biases`` is
+false) and decompose the others per time step into ``addmm``/``sigmoid``/``stack``...;
+``nn.LSTM(proj_size=...)`` and the ``*Cell`` modules still are. ``mkldnn_rnn_layer`` and
+the cuDNN ``_cudnn_rnn`` are registered too, for captures that see them.
 """
 
 from __future__ import annotations

@@ -29,17 +29,12 @@ SAMPLES = Path(__file__).resolve().parents[3] / "samples" / "torch"
 ALL_SAMPLES = sorted(p.stem for p in SAMPLES.glob("*.py"))
 FALLS_BACK = {
     "sdpa": "aten._scaled_dot_product_flash_attention_for_cpu.default",
-    "lstm": "aten.mkldnn_rnn_layer.default",
     "mha": "aten._native_multi_head_attention.default",
     "transformer_encoder": "aten._transformer_encoder_layer_fwd.default",
     "inplace_ops": "aten.lift_fresh.default",  # x[:, 0] = 0.0 lifts a CPU constant
     "l2_convtranspose_add_min_gelu": "aten.lift_fresh.default",  # torch.tensor(0.0)
-    "lstm_lm": "aten.mkldnn_rnn_layer.default",
-    "train_lstm": "aten.mkldnn_rnn_layer.default",
     "gpt_block": "aten._scaled_dot_product_flash_attention_for_cpu.default",
     "sdpa_masked_gqa": "aten._scaled_dot_product_flash_attention_for_cpu.default",
-    "gru": "",  # on CPU a GRU decomposes differently than on meta
-    "rnn": "",
 }
 """Samples captured on FakeTensors, with a call only the CPU path records (if any)."""
 

@@ -1,0 +1,128 @@
+"""Record whole-sequence recurrent calls as one ATen call, not one per time step.
+
+Contract: `composite_calls(rec)` is a context manager entered inside the capture's
+recording (capture.py); while it is active, every ``torch.lstm`` / ``torch.gru`` /
+``torch.rnn_tanh`` / ``torch.rnn_relu`` call on a padded (not packed) batch is recorded
+as one call of the matching ATen op (``aten.gru.input``...), which ops_rnn.py lowers to
+one kernel with a ``seq for t`` recurrence, and nothing of its per-step decomposition
+is recorded.
+
+Why (Note [Composite RNN capture]): on CPU, eager PyTorch decomposes ``nn.GRU`` and
+``nn.RNN`` *above* the dispatcher's Python key (CompositeImplicitAutograd), so a
+dispatch-level capture sees ``layers x directions x steps`` small calls (``addmm``,
+``sigmoid``, ``stack``...). For a KernelBench level-3 GRU (6 layers x 512 steps) that
+is ~70 000 calls: minutes of capture, lowering, verifying and lifting, for a program
+whose every step is the same cell. Above the dispatcher the call is still whole: while
+the capture runs, ``torch._VF.<op>`` and ``torch.<op>`` are wrapped. The outputs are
+made without running the decomposition when the tensors carry no data (meta or fake
+capture: the shapes and eager's layouts follow from the arguments) and by running it,
+unrecorded, when they are real (the reference replay), so every run of the program
+records the same calls. On CPU ``nn.LSTM`` reaches one ``mkldnn_rnn_layer`` per layer
+and direction, already whole-sequence, but that CPU kernel is device-dependent (a meta
+capture would record something else), so it is recorded whole too, as
+``aten.lstm.input``: the capture can then stay on ``meta``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any, Protocol
+
+__all__ = ["COMPOSITE_RNNS", "composite_calls", "is_composite_call"]
+
+COMPOSITE_RNNS = frozenset({"lstm", "gru", "rnn_tanh", "rnn_relu"})
+"""Torch functions recorded whole (their ``.input`` overload)."""
+
+
+class _Sink(Protocol):
+    """What the capture's recorder offers this module (capture._Recorder)."""
+
+    suspended: bool
+
+    def record(
+        self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any
+    ) -> None: ...
+
+
+def is_composite_call(func: Any, args: tuple[Any, ...]) -> bool:
+    """True for a call recorded whole: ``gru(input, hx, params[], has_biases, num_layers,
+    dropout, train, bidirectional, batch_first)`` (the ``.input`` overload; ``.data``
+    takes packed ``batch_sizes``) with the plain parameter list ops_rnn.py lowers: an
+    LSTM with projections (``proj_size``) keeps its per-step decomposition."""
+    name = getattr(func, "__name__", "")
+    if name not in COMPOSITE_RNNS or len(args) != 9 or not isinstance(args[2], list | tuple):
+        return False
+    per = 4 if args[3] else 2
+    dirs = 2 if args[7] else 1
+    return len(args[2]) == int(args[4]) * dirs * per and getattr(args[0], "ndim", 0) == 3
+
+
+def _outputs(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``(output, h_n[, c_n])`` of the call without running it (shapes from the arguments)."""
+    import torch
+
+    x, hx = args[0], args[1]
+    states = tuple(hx) if isinstance(hx, list | tuple) else (hx,)
+    dirs = 2 if args[7] else 1
+    hidden = int(states[0].shape[-1])
+    n_t, n_b = (x.shape[1], x.shape[0]) if args[8] else (x.shape[0], x.shape[1])
+    # Eager's output is time-major in memory, a transposed view when batch_first: the
+    # layout decides which calls later ops record (``linear`` copies a transposed input).
+    out = torch.empty((n_t, n_b, dirs * hidden), dtype=x.dtype, device=x.device)
+    if args[8]:
+        out = out.transpose(0, 1)
+    return (out, *(torch.empty(tuple(h.shape), dtype=h.dtype, device=h.device) for h in states))
+
+
+def _has_data(t: Any) -> bool:
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    return not isinstance(t, FakeTensor) and t.device.type != "meta"
+
+
+@contextlib.contextmanager
+def composite_calls(rec: _Sink) -> Iterator[None]:
+    """Record the calls of `COMPOSITE_RNNS` whole into ``rec`` (module docstring).
+
+    Args:
+        rec: the recorder; its ``suspended`` flag is set while the outputs are made, so
+            the calls making them are not recorded.
+    """
+    import torch
+    from torch import _VF
+
+    def wrap(name: str, func: Any) -> Any:
+        op = getattr(torch.ops.aten, name).input
+
+        def whole(*args: Any, **kwargs: Any) -> Any:
+            if kwargs or rec.suspended or not is_composite_call(func, args):
+                return func(*args, **kwargs)
+            rec.suspended = True
+            try:
+                out = func(*args) if _has_data(args[0]) else _outputs(args)
+            finally:
+                rec.suspended = False
+            rec.record(op, args, {}, tuple(out))
+            return out
+
+        whole.__name__ = name
+        return whole
+
+    # Note [Composite RNN capture]: patched, not intercepted by a TorchFunctionMode: an
+    # active mode makes ``has_torch_function`` true, which turns off the fast paths eager
+    # takes (``nn.MultiheadAttention``, ``nn.TransformerEncoderLayer``).
+    missing = object()
+    saved: list[tuple[Any, str, Any]] = []
+    for owner in (_VF, torch):  # nn.RNNBase calls ``_VF.gru``; users may call ``torch.gru``
+        for name in sorted(COMPOSITE_RNNS):
+            saved.append((owner, name, vars(owner).get(name, missing)))
+            setattr(owner, name, wrap(name, getattr(owner, name)))
+    try:
+        yield
+    finally:
+        for owner, name, old in reversed(saved):
+            if old is missing:
+                delattr(owner, name)  # ``_VF`` resolves it through ``__getattr__`` again
+            else:
+                setattr(owner, name, old)
