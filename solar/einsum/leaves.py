@@ -23,11 +23,14 @@ from solar.einsum.image import AccessImage, access_image, union_images
 from solar.ir import (
     Access,
     Assign,
+    Binary,
     DType,
     Expr,
     For,
     If,
+    IntLit,
     Kernel,
+    Name,
     Program,
     Reduce,
     TensorDecl,
@@ -35,7 +38,7 @@ from solar.ir import (
     walk_stmts,
 )
 
-__all__ = ["Leaf", "Scope", "lift_kernel"]
+__all__ = ["Leaf", "Scope", "is_window_sum", "lift_kernel"]
 
 _LOWER_ZERO = Count.of(0, exact=False)
 
@@ -154,7 +157,7 @@ def _leaf_node(
         dtype = min((da, db), key=lambda d: d.itemsize_bytes)
         # Window sums (h*s + r) mark a convolution; so does the kernel's name, because a
         # 1x1 convolution has no window yet still runs as one (cuDNN, TF32 allowed).
-        conv = any(len(expr_vars(i, domain.vars)) >= 2 for a in pair for i in a.indices) or (
+        conv = any(is_window_sum(i, domain) for a in pair for i in a.indices) or (
             "conv" in str(kernel).lower()
         )
     written = {stmt.target.tensor: [
@@ -211,3 +214,80 @@ def _operands(reads: Sequence[ReadSite], target: Access | None) -> tuple[NodeAcc
     if target is not None:
         seen.append(NodeAccess(target.tensor, target.indices, "write"))
     return tuple(seen)
+
+
+def is_window_sum(index: Expr, domain: Domain) -> bool:
+    """Whether a subscript sums two or more loop variables as a sliding window does.
+
+    ``oh*s + kh`` (a convolution's window) is one; ``h*Dh + d`` with ``d`` in ``0 .. Dh``
+    (a flattened pair of dims: heads split from a packed projection, ``b*SEQ + i``) is not,
+    since every ``(h, d)`` names a distinct element. Anything else with two loop variables
+    counts as a window: the convolution flag only lets TF32 charge the work, the faster
+    rate, so doubt keeps the bound lower.
+
+    >>> from solar.ir import parse_expr
+    >>> from solar.einsum.domain import LoopDim
+    >>> dom = Domain((LoopDim("h", IntLit(0), Name("H")), LoopDim("d", IntLit(0), Name("D")),
+    ...               LoopDim("r", IntLit(0), IntLit(3))))
+    >>> is_window_sum(parse_expr("h * D + d + 64"), dom)
+    False
+    >>> is_window_sum(parse_expr("2 * h + r"), dom)
+    True
+    >>> tri = Domain((LoopDim("i", IntLit(0), Name("S")),
+    ...               LoopDim("j", IntLit(0), parse_expr("i + 1"))))
+    >>> is_window_sum(parse_expr("b * S + j"), Domain((LoopDim("b", IntLit(0), Name("B")),
+    ...                                               *tri.loops)))
+    False
+    """
+    if len(expr_vars(index, domain.vars)) < 2:
+        return False
+    terms: list[Expr] = []
+    if not _sum_terms(index, terms):
+        return True
+    loops = {loop.var: loop for loop in domain.loops}
+    coefs: dict[str, Expr] = {}
+    for term in terms:
+        names = expr_vars(term, loops)
+        if not names:
+            continue  # a constant offset
+        var, coef = _scaled_var(term, loops)
+        if var is None or var in coefs:
+            return True
+        coefs[var] = coef
+    if len(coefs) != 2:
+        return True
+    (u, cu), (_, cv) = sorted(coefs.items(), key=lambda kv: kv[1] != IntLit(1))
+    if cu != IntLit(1):
+        return True
+    inner = loops[u]
+    return not (inner.lo == IntLit(0) and inner.step == 1 and _at_most(inner.hi, cv, loops))
+
+
+def _at_most(hi: Expr, bound: Expr, loops: Mapping[str, LoopDim]) -> bool:
+    """``hi <= bound`` shown structurally: ``hi`` is ``bound``, or ``w`` / ``w + 1`` for a
+    loop ``w in 0 .. bound`` (a causal triangle's ``j in 0 .. i + 1``)."""
+    if hi == bound:
+        return True
+    if isinstance(hi, Binary) and hi.op == "+" and hi.rhs == IntLit(1):
+        hi = hi.lhs
+    outer = loops.get(hi.name) if isinstance(hi, Name) else None
+    return outer is not None and outer.step == 1 and outer.hi == bound
+
+
+def _sum_terms(expr: Expr, out: list[Expr]) -> bool:
+    """Flatten ``a + b + c`` into ``out``; ``False`` on a subtraction of a loop term."""
+    if isinstance(expr, Binary) and expr.op == "+":
+        return _sum_terms(expr.lhs, out) and _sum_terms(expr.rhs, out)
+    out.append(expr)
+    return True
+
+
+def _scaled_var(term: Expr, loops: Mapping[str, LoopDim]) -> tuple[str | None, Expr]:
+    """``(v, 1)`` for ``v``; ``(v, E)`` for ``v * E`` or ``E * v`` with ``E`` free of loops."""
+    if isinstance(term, Name) and term.name in loops:
+        return term.name, IntLit(1)
+    if isinstance(term, Binary) and term.op == "*":
+        for var, coef in ((term.lhs, term.rhs), (term.rhs, term.lhs)):
+            if isinstance(var, Name) and var.name in loops and not expr_vars(coef, loops):
+                return var.name, coef
+    return None, IntLit(0)
