@@ -68,9 +68,9 @@ def _convolution_backward(ctx: LowerCtx, call: OpCall) -> None:
     if dx is not None:  # the adjoint: a transposed conv of the gradient, or a conv for one
         emit_conv(ctx, g, w, None, dx, fwd)
     if dw is not None and transposed:
-        _conv_transpose_weight_grad(ctx, g, x, dw, fwd)
+        _weight_grad(ctx, x, g, dw, fwd, ("c", "k", ("ih", "iw", "id")))
     elif dw is not None:
-        _conv_weight_grad(ctx, g, x, dw, fwd)
+        _weight_grad(ctx, g, x, dw, fwd, ("k", "c", ("oh", "ow", "od")))
     if db is not None:
         kb = ctx.kernel("conv_backward_bias")
         ch, red = Nest(kb, [g.shape[1]], "k"), Nest(kb, [g.shape[0], *g.shape[2:]], "i")
@@ -97,41 +97,53 @@ def _convolution_backward(ctx: LowerCtx, call: OpCall) -> None:
         )
 
 
-def _conv_transpose_weight_grad(
-    ctx: LowerCtx, g: TensorInfo, x: TensorInfo, dw: TensorInfo, spec: ConvSpec
+def _weight_grad(
+    ctx: LowerCtx,
+    dense: TensorInfo,
+    windowed: TensorInfo,
+    dw: TensorInfo,
+    spec: ConvSpec,
+    names: tuple[str, str, tuple[str, ...]],
 ) -> None:
-    """A transposed conv's weight gradient:
-    ``dW[c, k, r] = sum_{n, i} X[n, c, i] * G[n, g*Kg + k, s*i + d*r - p]``."""
+    """A convolution's weight gradient, with ``a`` the dense operand's channel in its group
+    and ``b`` the windowed operand's (``names``: the IR loop names of ``a``, ``b`` and
+    the dense operand's spatial dims):
+    ``dW[g*A + a, b, r] = sum_{n, o} D[n, g*A + a, o] * Wn[n, g*B + b, s*o + d*r - p]``.
+
+    A convolution's is ``dense = G`` (``a`` the output channel ``k``), ``windowed = X``;
+    a transposed convolution's ``dense = X``, ``windowed = G`` (``a`` the input channel).
+    """
     nd = dw.rank - 2
     groups = spec.groups
-    cin, kg = dw.shape[0], dw.shape[1]
-    cg = cin // groups
+    a_per, b_per = (dw.shape[0] // groups), dw.shape[1]
     kb = ctx.kernel("conv_backward_weight")
     dt = accumulate_dtype(dw.dtype)
-    outer = Nest(kb, [groups, cg, kg, *dw.shape[2:]], ["g", "c", "k", *("r", "s", "t")[:nd]])
-    inner = Nest(kb, [x.shape[0], *x.shape[2:]], ["n", *("ih", "iw", "id")[:nd]])
-    gi, ci, ki, taps = outer.idx[0], outer.idx[1], outer.idx[2], outer.idx[3:]
-    n, isp = inner.idx[0], inner.idx[1:]
-    cc = iadd(imul(gi, cg), ci)
+    a_name, b_name, spatial = names
+    outer = Nest(kb, [groups, a_per, b_per, *dw.shape[2:]],
+                 ["g", a_name, b_name, *("r", "s", "t")[:nd]])
+    inner = Nest(kb, [dense.shape[0], *dense.shape[2:]], ["n", *spatial[:nd]])
+    gi, ai, bi, taps = outer.idx[0], outer.idx[1], outer.idx[2], outer.idx[3:]
+    n, osp = inner.idx[0], inner.idx[1:]
+    aa = iadd(imul(gi, a_per), ai)
     conds: list[Expr] = []
-    dst: list[Expr] = []
+    src: list[Expr] = []
     for d in range(nd):
         a = inner.aff(1 + d, spec.stride[d]).plus(outer.aff(3 + d, spec.dilation[d]))
         a = Aff(a.terms, a.const - spec.padding[d])
-        conds += range_guard(a, g.shape[2 + d])
-        dst.append(a.expr())
+        conds += range_guard(a, windowed.shape[2 + d])
+        src.append(a.expr())
     acc = kb.local(dt, [], "acc").scalar()
     prod = Binary(
         "*",
-        cast(ctx.read(x, [n, cc, *isp]), x.dtype, dt),
-        cast(ctx.read(g, [n, iadd(imul(gi, kg), ki), *dst]), g.dtype, dt),
+        cast(ctx.read(dense, [n, aa, *osp]), dense.dtype, dt),
+        cast(ctx.read(windowed, [n, iadd(imul(gi, b_per), bi), *src]), windowed.dtype, dt),
     )
     kb.emit(
         *outer.wrap(
             [
                 Assign(acc, lit(0.0)),
                 *inner.wrap(guard(conds, [Reduce(acc, "+", prod)])),
-                Assign(ctx.write(dw, [cc, ki, *taps]), cast(acc, dt, dw.dtype)),
+                Assign(ctx.write(dw, [aa, bi, *taps]), cast(acc, dt, dw.dtype)),
             ]
         )
     )
@@ -140,45 +152,6 @@ def _conv_transpose_weight_grad(
 def _expand(v: object, nd: int) -> tuple[int, ...]:
     vals = tuple(int(a) for a in v) if isinstance(v, tuple | list) else (int(v),)  # type: ignore[call-overload]
     return vals * nd if len(vals) == 1 else vals
-
-
-def _conv_weight_grad(
-    ctx: LowerCtx, g: TensorInfo, x: TensorInfo, dw: TensorInfo, spec: ConvSpec
-) -> None:
-    """``dW[k, c, r] = sum_{n, o} G[n, k, o] * X[n, g*Cg + c, s*o + d*r - p]``."""
-    nd = dw.rank - 2
-    groups = spec.groups
-    kout, cg = dw.shape[0], dw.shape[1]
-    kg = kout // groups
-    kb = ctx.kernel("conv_backward_weight")
-    dt = accumulate_dtype(dw.dtype)
-    outer = Nest(kb, [groups, kg, cg, *dw.shape[2:]], ["g", "k", "c", *("r", "s", "t")[:nd]])
-    inner = Nest(kb, [g.shape[0], *g.shape[2:]], ["n", *("oh", "ow", "od")[:nd]])
-    gi, ki, ci, taps = outer.idx[0], outer.idx[1], outer.idx[2], outer.idx[3:]
-    n, osp = inner.idx[0], inner.idx[1:]
-    kk = iadd(imul(gi, kg), ki)
-    conds: list[Expr] = []
-    src: list[Expr] = []
-    for d in range(nd):
-        a = inner.aff(1 + d, spec.stride[d]).plus(outer.aff(3 + d, spec.dilation[d]))
-        a = Aff(a.terms, a.const - spec.padding[d])
-        conds += range_guard(a, x.shape[2 + d])
-        src.append(a.expr())
-    acc = kb.local(dt, [], "acc").scalar()
-    prod = Binary(
-        "*",
-        cast(ctx.read(g, [n, kk, *osp]), g.dtype, dt),
-        cast(ctx.read(x, [n, iadd(imul(gi, cg), ci), *src]), x.dtype, dt),
-    )
-    kb.emit(
-        *outer.wrap(
-            [
-                Assign(acc, lit(0.0)),
-                *inner.wrap(guard(conds, [Reduce(acc, "+", prod)])),
-                Assign(ctx.write(dw, [kk, ci, *taps]), cast(acc, dt, dw.dtype)),
-            ]
-        )
-    )
 
 
 @LOWERINGS.register("aten.embedding_dense_backward.default")
