@@ -93,7 +93,6 @@ from solar.report import (
     skipped_validation,
     validation_info,
 )
-from solar.symbolic import inline_derived_sizes
 
 if TYPE_CHECKING:
     from solar.frontends.inputs import InputShape
@@ -671,13 +670,11 @@ def report_base(
     training: TrainingInfo | None = None,
 ) -> ReportBase:
     """Compile ``prepared``'s costs and formulas once, for `report_at`."""
-    costs = symbolic_costs(prepared.graph)
-    sizes = prepared.program.sizes
+    costs = symbolic_costs(prepared.graph, prepared.program.sizes)
     return ReportBase(
         prepared, source, tuple(specs), validation, measurement,
-        compile_costs(prepared.graph), inline_derived_sizes(costs.flops, sizes),
-        inline_derived_sizes(costs.fused_bytes, sizes), print_program(prepared.program),
-        training,
+        compile_costs(prepared.graph), costs.flops, costs.fused_bytes,
+        print_program(prepared.program), training,
     )  # fmt: skip
 
 

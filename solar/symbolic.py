@@ -239,14 +239,14 @@ def _parse_formula(text: str) -> SymExpr:
     return parsed.xreplace({s: size_symbol(str(s)) for s in parsed.free_symbols})
 
 
-def inline_derived_sizes(formula: str, decls: Iterable[SizeDecl]) -> str:
-    """``formula`` with every derived size replaced by its expression in free sizes.
+def inline_derived_sizes(expr: SymExpr, decls: Iterable[SizeDecl]) -> str:
+    """``expr`` as text with every derived size replaced by its expression in free sizes.
 
     A report's formulas then name only sizes a user can set.
 
     >>> from solar.ir import parse_expr
     >>> decls = [SizeDecl("D", IntLit(8)), SizeDecl("D3", parse_expr("3 * D"))]
-    >>> inline_derived_sizes("2*D3 + D", decls)
+    >>> inline_derived_sizes(2 * size_symbol("D3") + size_symbol("D"), decls)
     '7*D'
     """
     derived: dict[str, SymExpr] = {}
@@ -254,10 +254,9 @@ def inline_derived_sizes(formula: str, decls: Iterable[SizeDecl]) -> str:
         if not isinstance(d.value, IntLit):
             derived[d.name] = to_sympy(d.value, sizes=derived)
     if not derived:
-        return formula
-    expr = _parse_formula(formula)
+        return sym_to_str(expr)
     subs = {size_symbol(n): e for n, e in derived.items()}
-    return sym_to_str(sympy.expand(expr.xreplace(subs)))
+    return sym_to_str(sympy.expand(sympy.sympify(expr).xreplace(subs)))
 
 
 def evaluate_formula(formula: str, bindings: Mapping[str, int]) -> float:

@@ -16,7 +16,7 @@ by `solar.einsum`.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -24,8 +24,8 @@ import numpy as np
 
 from solar.bounds.errors import CountOverflowError
 from solar.einsum import Count, DeferredCount, EinsumGraph, EinsumNode, NodeAccess, WorkClass
-from solar.ir import DType, Expr, Name, linear_form
-from solar.symbolic import SymExpr, compile_exprs
+from solar.ir import DType, Expr, Name, SizeDecl, linear_form
+from solar.symbolic import SymExpr, compile_exprs, inline_derived_sizes
 
 __all__ = [
     "CompiledCosts",
@@ -410,8 +410,9 @@ class SymbolicCosts:
     definitions: tuple[str, ...] = field(default=())
 
 
-def symbolic_costs(graph: EinsumGraph) -> SymbolicCosts:
-    """FLOP and byte formulas of a graph.
+def symbolic_costs(graph: EinsumGraph, sizes: Iterable[SizeDecl] = ()) -> SymbolicCosts:
+    """FLOP and byte formulas of a graph; with the program's ``sizes``, the total FLOP and
+    fused-byte formulas name free sizes only (derived sizes inlined).
 
     >>> from solar.ir import parse_program
     >>> from solar.einsum import lift_to_einsum
@@ -445,10 +446,11 @@ def symbolic_costs(graph: EinsumGraph) -> SymbolicCosts:
     for c in (total, unfused, fused):
         for d in c.deferred:
             defs[d.name] = f"{d.name} = {d.description}"
+    decls = tuple(sizes)
     return SymbolicCosts(
-        flops=total.formula,
+        flops=inline_derived_sizes(total.expr, decls),
         flops_by_work={k: v.formula for k, v in by_work.items()},
-        fused_bytes=fused.formula,
+        fused_bytes=inline_derived_sizes(fused.expr, decls),
         unfused_bytes=unfused.formula,
         kernels=tuple(kernels),
         definitions=tuple(defs[n] for n in sorted(defs)),
