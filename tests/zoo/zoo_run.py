@@ -163,3 +163,126 @@ def run_zoo_model(model: ZooModel, *, validate: str | None = None) -> ZooRow:
         wall_s=wall,
         peak_rss_bytes=rss,
     )
+
+
+TRAIN_BATCH = 2
+"""Batch of a zoo training step: two samples, so a batch norm over a 1x1 map (the last
+stage of a 64x64 CNN) sees two values per channel in training mode (one is an error)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TrainRow:
+    """One zoo model's training step (``--train``, cold cache, H100_SXM, fused model).
+
+    Attributes:
+        name: ``library/model``.
+        optimizer: the update, in words.
+        phase_flops: FLOPs of the forward, backward and optimizer phases.
+        phase_time_s: the fused bound of each phase alone, in seconds.
+        step_flops: FLOPs of the whole step.
+        step_time_s: the fused bound of the whole step.
+        saved_activation_bytes: what the forward writes for the backward.
+        coverage_complete: no uncovered op.
+        uncovered: ``op xcount (share of bytes)`` of each uncovered op.
+        validation: the validation status and strategy.
+        wall_s: wall time of the analysis (building the model excluded).
+    """
+
+    name: str
+    optimizer: str
+    phase_flops: tuple[float, float, float]
+    phase_time_s: tuple[float, float, float]
+    step_flops: float
+    step_time_s: float
+    saved_activation_bytes: int
+    coverage_complete: bool
+    uncovered: tuple[str, ...]
+    validation: str
+    wall_s: float
+
+
+def _batched(x: Any, batch: int) -> Any:
+    """``x`` repeated to ``batch`` along its first axis (a batch-1 zoo input)."""
+    import torch
+
+    if isinstance(x, torch.Tensor) and x.dim() > 0 and x.shape[0] == 1:
+        return x.repeat(batch, *([1] * (x.dim() - 1)))
+    return x
+
+
+def _fused(archs: Any) -> float:
+    return float(next(b.time_s for b in archs[0].bounds if b.model == "fused"))
+
+
+# Note [Deep fp32 steps]: the gradients of a deep fp32 network reach its first layers
+# through dozens of batch norms, each of whose backward subtracts means of nearly equal
+# terms at batch 2; two correct fp32 implementations (numpy's and torch's summation
+# orders) then differ far beyond the tolerance policy, which grows with reduction
+# length, not with depth (ResNet-50: conv1's weight gradient off by 30%, while the same
+# step in float64 agrees to 1e-10 and a 1-1-1-1 ResNet-50 passes in fp32). So a zoo
+# step whose fp32 validation fails is analysed again with the model and inputs in
+# float64: the same ops through the same lowerings, where rounding cannot hide a wrong
+# lowering. The bounds and FLOPs in the table are always the fp32 run's.
+
+
+def run_zoo_train(
+    model: ZooModel, *, optimizer: str = "adamw", validate: str | None = None
+) -> TrainRow:
+    """One training step of ``model`` at batch `TRAIN_BATCH` (default loss: the mean of
+    every floating output; ``optimizer`` update), cold cache, the entry's validation;
+    re-validated in float64 when the fp32 validation fails (Note [Deep fp32 steps])."""
+    import torch
+
+    from solar.pipeline import AnalyzeOptions, analyze_module
+
+    options = AnalyzeOptions(
+        train_step=True,
+        train=True,
+        optimizer=optimizer,  # type: ignore[arg-type]
+        cache="cold",
+        validate=validate or model.validate,  # type: ignore[arg-type]
+        time_budget_s=900.0,
+    )
+
+    def analyze(dtype: Any) -> Any:
+        module, args, kwargs = model.build()
+        module = module.to(dtype)
+        args = tuple(_batched(_as(a, dtype), TRAIN_BATCH) for a in args)
+        kwargs = {k: _batched(_as(v, dtype), TRAIN_BATCH) for k, v in kwargs.items()}
+        torch.manual_seed(0)
+        return analyze_module(module, args, options, kwargs=kwargs)
+
+    start = time.monotonic()
+    report = analyze(torch.float32)
+    wall = time.monotonic() - start
+    val = report.validation
+    validation = f"{val.status}/{val.strategy}"
+    if val.status == "failed":  # Note [Deep fp32 steps]
+        val64 = analyze(torch.float64).validation
+        validation += f"; f64: {val64.status}/{val64.strategy}"
+    training = report.training
+    assert training is not None
+    phases = {p.phase: p for p in training.phases}
+    order = ("forward", "backward", "optimizer")
+    return TrainRow(
+        name=model.name,
+        optimizer=training.optimizer,
+        phase_flops=tuple(phases[p].flops if p in phases else 0.0 for p in order),  # type: ignore[arg-type]
+        phase_time_s=tuple(_fused(phases[p].archs) if p in phases else 0.0 for p in order),  # type: ignore[arg-type]
+        step_flops=report.flops,
+        step_time_s=_fused(report.archs),
+        saved_activation_bytes=training.saved_activation_bytes,
+        coverage_complete=report.coverage.complete,
+        uncovered=tuple(
+            f"{u.op} x{u.count} ({u.bytes_share:.2%})" for u in report.coverage.uncovered
+        ),
+        validation=validation,
+        wall_s=wall,
+    )
+
+
+def _as(x: Any, dtype: Any) -> Any:
+    """A floating tensor in ``dtype`` (ids and masks stay as they are)."""
+    import torch
+
+    return x.to(dtype) if isinstance(x, torch.Tensor) and x.is_floating_point() else x

@@ -158,6 +158,9 @@ class _Recorder:
         self.attr_names = attr_names
         self.keep = keep
         self.expect = expect
+        # a kept call by (target, occurrence): still found after a divergence
+        self.keep_sites = _occurrences(expect or (), keep)
+        self.seen: dict[str, int] = {}
         self.calls: list[RecordedCall] = []
         self.constants: list[NamedTensor] = []
         self.constant_sites: list[tuple[int, int]] = []
@@ -222,14 +225,7 @@ class _Recorder:
         index = len(self.calls)
         if self.expect is not None and (index >= len(self.expect) or self.expect[index] != target):
             expected = self.expect[index] if index < len(self.expect) else "end of program"
-            where = f"at call {index}: {target} instead of {expected}"
-            if self.keep:  # the values kept by call index would be the wrong ones
-                raise FrontendError(
-                    f"the real run diverged from the capture {where}",
-                    code="E0506",
-                    notes=("the program's control flow depends on tensor values",),
-                )
-            self.diverged = where  # Note [Diverging replay]
+            self.diverged = f"at call {index}: {target} instead of {expected}"
             self.expect = None
         kind, written = _call_kind(func)
         if not has_tensor:
@@ -243,8 +239,11 @@ class _Recorder:
             if isinstance(val, torch.Tensor):
                 mutated.append(self.ids.get(val))
         outs = tuple(self.ids.meta(x) if isinstance(x, torch.Tensor) else None for x in leaves)
-        if index in self.keep:
-            self.kept[index] = tuple(
+        occurrence = self.seen.get(target, 0)
+        self.seen[target] = occurrence + 1
+        site = self.keep_sites.get((target, occurrence))
+        if site is not None:
+            self.kept[site] = tuple(
                 to_numpy(x) if isinstance(x, torch.Tensor) else None for x in leaves
             )
         path = self.module_stack[-1] if self.module_stack else ""
@@ -255,8 +254,16 @@ class _Recorder:
             padding = padding_flops(func._overloadpacket.__name__, shapes, counted)
         self.calls.append(
             RecordedCall(
-                index, target, cargs, ckwargs, outs, kind, tuple(mutated), path,
-                counted, padding,
+                index,
+                target,
+                cargs,
+                ckwargs,
+                outs,
+                kind,
+                tuple(mutated),
+                path,
+                counted,
+                padding,
             )
         )
 
@@ -311,14 +318,13 @@ def _recording(rec: _Recorder, root: Any, *, composites: bool = True) -> Iterato
         names = {id(m): n for n, m in root.named_modules(remove_duplicate=False)}
 
     def pre_hook(mod: Any, _args: Any) -> None:
-        if not rec.module_stack and id(mod) not in names and not getattr(
-            mod, "solar_phase", False
-        ):
+        if not rec.module_stack and id(mod) not in names and not getattr(mod, "solar_phase", False):
             # An entry function calling a module: name its submodules from that module,
             # as a model file's `Model` is, so kernel names agree across the CLI, --entry
             # and the Python API (`qkv_addmm`, not `linear_addmm`).
             names.update(
-                (id(m), n) for n, m in mod.named_modules(remove_duplicate=False)
+                (id(m), n)
+                for n, m in mod.named_modules(remove_duplicate=False)
                 if id(m) not in names
             )
         name = names.get(id(mod), type(mod).__name__.lower())
@@ -611,7 +617,27 @@ def _output_meta(x: Any, ids: _Ids) -> TensorMeta | None:
 # in the program's interface, so validation still compares the IR's outputs with the
 # real program's, end to end; constants lifted after the divergence are matched by
 # shape and dtype, and a mismatch shows up as a failed validation, never a silent pass.
-# The report notes the divergence (`RealValues.diverged`).
+# Values needed by call position (a random draw, an uncovered op's outputs) are kept by
+# op and occurrence (the k-th ``bernoulli_`` of the real run is the k-th of the
+# capture): identical to the call index while the runs agree, and still found after
+# the divergence (a transformers model in training mode: its mask is built differently,
+# its dropout draws are the same). A kept call the real run never made, or made with
+# other shapes, is E0506. The report notes the divergence (`RealValues.diverged`).
+
+
+def _occurrences(targets: Sequence[str], keep: frozenset[int]) -> dict[tuple[str, int], int]:
+    """``(target, k) -> index`` of each kept call, the ``k``-th call of its target.
+
+    >>> _occurrences(("a", "b", "a", "a"), frozenset({2, 3}))
+    {('a', 1): 2, ('a', 2): 3}
+    """
+    seen: dict[str, int] = {}
+    sites: dict[tuple[str, int], int] = {}
+    for index, target in enumerate(targets):
+        if index in keep:
+            sites[(target, seen.get(target, 0))] = index
+        seen[target] = seen.get(target, 0) + 1
+    return sites
 
 
 @dataclass(frozen=True, slots=True)
@@ -666,6 +692,7 @@ def replay_values(capture: TorchCapture, *, keep: frozenset[int] = frozenset()) 
             f"the real run made {len(rec.calls)} calls, the capture {len(capture.calls)}",
             code="E0506",
         )
+    _check_kept(capture, keep, rec)
     out_leaves, _ = tree_flatten(plain_outputs(out))
     outputs = tuple(to_numpy(x) if isinstance(x, torch.Tensor) else None for x in out_leaves)
     constants: dict[str, np.ndarray] = {}
@@ -677,6 +704,26 @@ def replay_values(capture: TorchCapture, *, keep: frozenset[int] = frozenset()) 
         if real_const.value is not None:
             constants[cap_const.name] = real_const.value
     return RealValues(inputs, params, constants, outputs, rec.kept, rec.diverged)
+
+
+def _check_kept(capture: TorchCapture, keep: frozenset[int], rec: _Recorder) -> None:
+    """E0506 unless the real run made every kept call, with the captured shapes."""
+    for index in sorted(keep):
+        values = rec.kept.get(index)
+        call = capture.calls[index]
+        shapes = [m.shape if m is not None else None for m in call.outputs]
+        got = [tuple(v.shape) if v is not None else None for v in values or ()]
+        if values is None or any(
+            s is not None and g is not None and tuple(s) != g
+            for s, g in zip(shapes, got, strict=False)
+        ):
+            raise FrontendError(
+                f"the real run diverged from the capture {rec.diverged or ''}, and call {index} "
+                f"({call.target}), whose values the program needs, "
+                + ("never ran" if values is None else f"made shapes {got}, not {shapes}"),
+                code="E0506",
+                notes=("the program's control flow depends on tensor values",),
+            )
 
 
 def _match_constants(

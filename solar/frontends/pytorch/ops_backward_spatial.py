@@ -4,7 +4,8 @@ Contract: as ops_backward.py (one kernel per call, eager's formulas):
 ``convolution_backward`` (input gradient = the transposed convolution of the output
 gradient through `emit_conv`, weight gradient = the correlation of the output gradient
 with the input, bias gradient = a sum; one launch for all three),
-``avg_pool{1,2,3}d_backward`` (windows of a constant size), ``embedding_dense_backward``,
+``avg_pool{1,2,3}d_backward`` and ``_adaptive_avg_pool{2,3}d_backward`` (the
+forward's windows and divisors, `ops_pool`), ``embedding_dense_backward``,
 ``select_backward`` and ``slice_backward`` (zeros, then the gradient into the part).
 """
 
@@ -22,6 +23,7 @@ from solar.frontends.kit import (
     guard,
     iadd,
     imul,
+    nest,
     range_guard,
 )
 from solar.frontends.pytorch.lowering_utils import (
@@ -34,6 +36,14 @@ from solar.frontends.pytorch.lowering_utils import (
 )
 from solar.frontends.pytorch.ops_backward import OneKernel
 from solar.frontends.pytorch.ops_conv import ConvSpec, emit_conv
+from solar.frontends.pytorch.ops_pool import (
+    DivisorFn,
+    WindowFn,
+    adaptive_divisors,
+    adaptive_windows,
+    avg_divisors,
+    strided_windows,
+)
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
 from solar.ir import Assign, Binary, Expr, If, IntLit, Reduce, Stmt, lit
 
@@ -119,8 +129,9 @@ def _weight_grad(
     kb = ctx.kernel("conv_backward_weight")
     dt = accumulate_dtype(dw.dtype)
     a_name, b_name, spatial = names
-    outer = Nest(kb, [groups, a_per, b_per, *dw.shape[2:]],
-                 ["g", a_name, b_name, *("r", "s", "t")[:nd]])
+    outer = Nest(
+        kb, [groups, a_per, b_per, *dw.shape[2:]], ["g", a_name, b_name, *("r", "s", "t")[:nd]]
+    )
     inner = Nest(kb, [dense.shape[0], *dense.shape[2:]], ["n", *spatial[:nd]])
     gi, ai, bi, taps = outer.idx[0], outer.idx[1], outer.idx[2], outer.idx[3:]
     n, osp = inner.idx[0], inner.idx[1:]
@@ -206,47 +217,64 @@ def _select_slice_backward(ctx: LowerCtx, call: OpCall) -> None:
     kb.emit(*part.wrap([Assign(ctx.write(out, dst), cast(ctx.read(g, src), g.dtype, out.dtype))]))
 
 
+def _emit_avg_backward(
+    ctx: LowerCtx,
+    g: TensorInfo,
+    out: TensorInfo,
+    nd: int,
+    windows: WindowFn,
+    divisor: DivisorFn,
+) -> None:
+    """Zeros, then each output's gradient, divided once by its window's divisor (the
+    forward's, `ops_pool`), added to every input of its window."""
+    dt = accumulate_dtype(out.dtype)
+    kb, _ = _zero_then(ctx, out)
+    lead = g.rank - nd
+    scaled = kb.local(dt, g.shape, "scaled")
+    outer = Nest(kb, g.shape, ["i"] * lead + ["oh", "ow", "od"][:nd])
+    win = windows(kb, outer)
+    const, den = 1, None
+    for v in divisor(outer):
+        if isinstance(v, int):
+            const *= v
+        else:
+            den = v if den is None else Binary("*", den, v)
+    if den is None:
+        den = lit(float(const))
+    elif const != 1:
+        den = Binary("*", lit(const), den)
+    sg = scaled[tuple(outer.idx)]
+    dst = [*outer.idx[:lead], *(a.expr() for a in win.src)]
+    kb.emit(
+        *outer.wrap(
+            [
+                Assign(sg, binop("/", cast(ctx.read(g, outer.idx), g.dtype, dt), den)),
+                *nest(
+                    win.loops,
+                    guard(win.conds, [Reduce(ctx.write(out, dst), "+", cast(sg, dt, out.dtype))]),
+                ),
+            ]
+        )
+    )
+
+
 def _avg_pool_backward(nd: int) -> Callable[[LowerCtx, OpCall], None]:
     def lower(ctx: LowerCtx, call: OpCall) -> None:
         """``avg_pool{nd}d_backward(grad, self, kernel, stride, padding, ceil_mode,
-        count_include_pad, divisor_override)``: each output's gradient, divided once, added
-        to every input of its window (windows of a constant size only)."""
+        count_include_pad, divisor_override)``: the forward's windows and divisors
+        (``ceil_mode`` and excluded padding give windows of varying size)."""
         g, out = tensor_arg(call, 0, "grad_output"), out0(call)
         kernel = _expand(call.arg(2, "kernel_size"), nd)
         stride = _expand(call.arg(3, "stride") or kernel, nd)
         padding = _expand(call.arg(4, "padding"), nd)
-        ceil_mode, include_pad = (
-            bool(call.arg(5, "ceil_mode")),
-            bool(call.arg(6, "count_include_pad")),
-        )
+        include_pad = bool(call.arg(6, "count_include_pad"))
         override = call.arg(7, "divisor_override")
-        if override is None and (ceil_mode or (any(padding) and not include_pad)):
-            raise UnsupportedOpError("avg_pool backward with windows of varying size")
-        div = float(override) if override is not None else float(math.prod(kernel))
-        dt = accumulate_dtype(out.dtype)
-        kb, _ = _zero_then(ctx, out)
-        lead = g.rank - nd
-        scaled = kb.local(dt, g.shape, "scaled")
-        outer = Nest(kb, g.shape, ["i"] * lead + ["oh", "ow", "od"][:nd])
-        taps = Nest(kb, kernel, ["r", "s", "t"][:nd])
-        conds: list[Expr] = []
-        dst: list[Expr] = list(outer.idx[:lead])
-        for d in range(nd):
-            a = outer.aff(lead + d, stride[d]).plus(taps.aff(d))
-            a = Aff(a.terms, a.const - padding[d])
-            conds += range_guard(a, out.shape[lead + d])
-            dst.append(a.expr())
-        sg = scaled[tuple(outer.idx)]
-        kb.emit(
-            *outer.wrap(
-                [
-                    Assign(sg, binop("/", cast(ctx.read(g, outer.idx), g.dtype, dt), lit(div))),
-                    *taps.wrap(
-                        guard(conds, [Reduce(ctx.write(out, dst), "+", cast(sg, dt, out.dtype))])
-                    ),
-                ]
-            )
+        in_sp = out.shape[out.rank - nd :]
+        windows = strided_windows(nd, in_sp, kernel, stride, padding, (1,) * nd)
+        divisor = avg_divisors(
+            kernel, stride, padding, in_sp, include_pad=include_pad, override=override
         )
+        _emit_avg_backward(ctx, g, out, nd, windows, divisor)
 
     return lower
 
@@ -290,16 +318,17 @@ for _nd in (2, 3):
 
 def _adaptive_avg_backward(nd: int) -> Callable[[LowerCtx, OpCall], None]:
     def lower(ctx: LowerCtx, call: OpCall) -> None:
-        """``_adaptive_avg_pool{nd}d_backward(grad, self)`` when every window has one size
-        (input extents multiples of the output's): ``g[o // k] / prod(k)`` per input."""
+        """``_adaptive_avg_pool{nd}d_backward(grad, self)``: ``g[o // k] / prod(k)`` per
+        input when every window has one size (input extents multiples of the output's),
+        else the forward's windows (`ops_pool`) scattered as for ``avg_pool``."""
         g, out = tensor_arg(call, 0, "grad_output"), out0(call)
         lead = out.rank - nd
-        ks = []
-        for d in range(nd):
-            n_in, n_out = out.shape[lead + d], g.shape[lead + d]
-            if n_in % n_out:
-                raise UnsupportedOpError("adaptive pooling backward with windows of varying size")
-            ks.append(n_in // n_out)
+        in_sp, out_sp = out.shape[lead:], g.shape[lead:]
+        if any(i % o for i, o in zip(in_sp, out_sp, strict=True)):
+            windows = adaptive_windows(nd, in_sp, out_sp)
+            _emit_avg_backward(ctx, g, out, nd, windows, adaptive_divisors(in_sp, out_sp))
+            return
+        ks = [i // o for i, o in zip(in_sp, out_sp, strict=True)]
         dt = accumulate_dtype(out.dtype)
         kb = ctx.kernel()
         full = Nest(kb, out.shape, "i")

@@ -45,7 +45,15 @@ from solar.frontends.pytorch.lowering_utils import accumulate_dtype, cast
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, LoweringFn, OpCall
 from solar.ir import Assign, Binary, Expr, If, Name, Reduce, Stmt, Unary, lit
 
-__all__: list[str] = []
+__all__ = [
+    "DivisorFn",
+    "Window",
+    "WindowFn",
+    "adaptive_divisors",
+    "adaptive_windows",
+    "avg_divisors",
+    "strided_windows",
+]
 
 _SP = ("d", "h", "w")
 _TAPS = ("r", "s", "t")
@@ -122,7 +130,7 @@ def _emit_max(
     kb.emit(*outer.wrap(body))
 
 
-def _strided(
+def strided_windows(
     nd: int,
     in_sp: Sequence[int],
     kernel: Sequence[int],
@@ -130,6 +138,8 @@ def _strided(
     padding: Sequence[int],
     dilation: Sequence[int],
 ) -> WindowFn:
+    """A strided, padded, dilated window of constant extent (taps on padding guarded)."""
+
     def windows(kb: KernelBuilder, outer: Nest) -> Window:
         taps = Nest(kb, kernel, list(_TAPS[:nd]))
         lead = len(outer.extents) - nd
@@ -158,7 +168,7 @@ def _max_pool(nd: int) -> LoweringFn:
         kernel, stride, padding, in_sp = _pool_params(call, nd, x)
         dilation = expand_param(call.arg(4, "dilation", 1), nd, "dilation", 1)
         kb = ctx.kernel(f"max_pool{nd}d")
-        win = _strided(nd, in_sp, kernel, stride, padding, dilation)
+        win = strided_windows(nd, in_sp, kernel, stride, padding, dilation)
         _emit_max(ctx, kb, x, out, idx, nd, win)
 
     return lower
@@ -232,6 +242,42 @@ def _emit_avg(
     )
 
 
+DivisorFn = Callable[[Nest], list[int | Expr]]
+"""An average window's divisor per pooled dim (ints when constant) for a `Nest`'s outputs."""
+
+
+def avg_divisors(
+    kernel: Sequence[int],
+    stride: Sequence[int],
+    padding: Sequence[int],
+    in_sp: Sequence[int],
+    *,
+    include_pad: bool,
+    override: int | None,
+) -> DivisorFn:
+    """Torch's ``avg_pool`` divisor (the forward's and the backward's)."""
+    nd = len(kernel)
+
+    def divisor(outer: Nest) -> list[int | Expr]:
+        if override:
+            return [int(override)]
+        lead = len(outer.extents) - nd
+        return [
+            _avg_divisor_dim(
+                outer.aff(lead + d),
+                outer.extents[lead + d],
+                kernel[d],
+                stride[d],
+                padding[d],
+                in_sp[d],
+                include_pad,
+            )
+            for d in range(nd)
+        ]
+
+    return divisor
+
+
 def _avg_pool(nd: int) -> LoweringFn:
     def lower(ctx: LowerCtx, call: OpCall) -> None:
         x, out, _ = _io(call, nd)
@@ -239,25 +285,8 @@ def _avg_pool(nd: int) -> LoweringFn:
         incl = bool(call.arg(5, "count_include_pad", True))
         override = call.arg(6, "divisor_override") if nd > 1 else None
         kb = ctx.kernel(f"avg_pool{nd}d")
-        win = _strided(nd, in_sp, kernel, stride, padding, (1,) * nd)
-
-        def divisor(outer: Nest) -> list[int | Expr]:
-            if override:
-                return [int(override)]
-            lead = len(outer.extents) - nd
-            return [
-                _avg_divisor_dim(
-                    outer.aff(lead + d),
-                    outer.extents[lead + d],
-                    kernel[d],
-                    stride[d],
-                    padding[d],
-                    in_sp[d],
-                    incl,
-                )
-                for d in range(nd)
-            ]
-
+        win = strided_windows(nd, in_sp, kernel, stride, padding, (1,) * nd)
+        divisor = avg_divisors(kernel, stride, padding, in_sp, include_pad=incl, override=override)
         _emit_avg(ctx, kb, x, out, nd, win, divisor)
 
     return lower
@@ -274,7 +303,10 @@ def _adaptive_bounds(o: Expr, n_in: int, n_out: int) -> tuple[Expr, Expr]:
     return lo, hi
 
 
-def _adaptive(nd: int, in_sp: Sequence[int], out_sp: Sequence[int]) -> WindowFn:
+def adaptive_windows(nd: int, in_sp: Sequence[int], out_sp: Sequence[int]) -> WindowFn:
+    """Adaptive pooling's windows (module docstring): loop bounds with ``//`` when
+    ``Out`` does not divide ``In``."""
+
     def windows(kb: KernelBuilder, outer: Nest) -> Window:
         lead = len(outer.extents) - nd
         loops: list[Loop] = []
@@ -296,24 +328,31 @@ def _adaptive(nd: int, in_sp: Sequence[int], out_sp: Sequence[int]) -> WindowFn:
     return windows
 
 
+def adaptive_divisors(in_sp: Sequence[int], out_sp: Sequence[int]) -> DivisorFn:
+    """Adaptive average pooling's window sizes (the forward's and the backward's)."""
+    nd = len(in_sp)
+
+    def divisor(outer: Nest) -> list[int | Expr]:
+        lead = len(outer.extents) - nd
+        sizes: list[int | Expr] = []
+        for d in range(nd):
+            if in_sp[d] % out_sp[d] == 0:
+                sizes.append(in_sp[d] // out_sp[d])
+            else:
+                lo, hi = _adaptive_bounds(outer.idx[lead + d], in_sp[d], out_sp[d])
+                sizes.append(Binary("-", hi, lo))
+        return sizes
+
+    return divisor
+
+
 def _adaptive_avg(nd: int) -> LoweringFn:
     def lower(ctx: LowerCtx, call: OpCall) -> None:
         x, out, _ = _io(call, nd)
         in_sp, out_sp = x.shape[x.rank - nd :], out.shape[out.rank - nd :]
         kb = ctx.kernel(f"adaptive_avg_pool{nd}d")
-
-        def divisor(outer: Nest) -> list[int | Expr]:
-            lead = len(outer.extents) - nd
-            sizes: list[int | Expr] = []
-            for d in range(nd):
-                if in_sp[d] % out_sp[d] == 0:
-                    sizes.append(in_sp[d] // out_sp[d])
-                else:
-                    lo, hi = _adaptive_bounds(outer.idx[lead + d], in_sp[d], out_sp[d])
-                    sizes.append(Binary("-", hi, lo))
-            return sizes
-
-        _emit_avg(ctx, kb, x, out, nd, _adaptive(nd, in_sp, out_sp), divisor)
+        divisor = adaptive_divisors(in_sp, out_sp)
+        _emit_avg(ctx, kb, x, out, nd, adaptive_windows(nd, in_sp, out_sp), divisor)
 
     return lower
 
@@ -323,7 +362,7 @@ def _adaptive_max(nd: int) -> LoweringFn:
         x, out, idx = _io(call, nd)
         in_sp, out_sp = x.shape[x.rank - nd :], out.shape[out.rank - nd :]
         kb = ctx.kernel(f"adaptive_max_pool{nd}d")
-        _emit_max(ctx, kb, x, out, idx, nd, _adaptive(nd, in_sp, out_sp))
+        _emit_max(ctx, kb, x, out, idx, nd, adaptive_windows(nd, in_sp, out_sp))
 
     return lower
 

@@ -148,18 +148,30 @@ def test_select_and_slice_backward() -> None:
 
 
 @pytest.mark.parametrize(
-    ("shape", "kernel", "stride", "padding", "include_pad"),
-    [((2, 3, 8, 8), [2, 2], [2, 2], [0, 0], True), ((1, 2, 7, 6), [3, 3], [2, 1], [1, 1], True)],
+    ("shape", "kernel", "stride", "padding", "ceil", "include_pad", "override"),
+    [
+        ((2, 3, 8, 8), [2, 2], [2, 2], [0, 0], False, True, None),
+        ((1, 2, 7, 6), [3, 3], [2, 1], [1, 1], False, True, None),
+        # windows of varying size: padding excluded from the count, ceil_mode's last
+        # window hanging over the edge (timm's ResNet-D shortcut), both, an override
+        ((1, 2, 7, 6), [3, 3], [2, 1], [1, 1], False, False, None),
+        ((2, 3, 7, 5), [2, 2], [2, 2], [0, 0], True, False, None),
+        ((1, 2, 9, 7), [3, 2], [2, 2], [1, 1], True, True, None),
+        ((1, 2, 9, 7), [3, 3], [2, 2], [1, 0], True, False, None),
+        ((1, 2, 7, 6), [3, 3], [2, 2], [1, 1], True, False, 5),
+    ],
 )
 def test_avg_pool2d_backward(
     shape: tuple[int, ...],
     kernel: list[int],
     stride: list[int],
     padding: list[int],
+    ceil: bool,
     include_pad: bool,
+    override: int | None,
 ) -> None:
     x = torch.randn(*shape)
-    y = A.avg_pool2d.default(x, kernel, stride, padding, False, include_pad, None)
+    y = A.avg_pool2d.default(x, kernel, stride, padding, ceil, include_pad, override)
     check_op(
         A.avg_pool2d_backward.default,
         torch.randn_like(y),
@@ -167,10 +179,51 @@ def test_avg_pool2d_backward(
         kernel,
         stride,
         padding,
-        False,
+        ceil,
         include_pad,
-        None,
+        override,
     )
+
+
+@pytest.mark.parametrize(
+    ("shape", "kernel", "stride", "padding", "ceil", "include_pad"),
+    [
+        ((1, 2, 4, 5, 6), [2, 2, 2], [2, 2, 2], [0, 0, 0], False, True),
+        ((1, 2, 5, 5, 6), [3, 2, 3], [2, 2, 2], [1, 0, 1], True, False),
+    ],
+)
+def test_avg_pool3d_backward(
+    shape: tuple[int, ...],
+    kernel: list[int],
+    stride: list[int],
+    padding: list[int],
+    ceil: bool,
+    include_pad: bool,
+) -> None:
+    x = torch.randn(*shape)
+    y = A.avg_pool3d.default(x, kernel, stride, padding, ceil, include_pad, None)
+    args = (kernel, stride, padding, ceil, include_pad, None)
+    check_op(A.avg_pool3d_backward.default, torch.randn_like(y), x, *args)
+
+
+@pytest.mark.parametrize(
+    ("op", "x_shape", "out_size"),
+    [
+        (A._adaptive_avg_pool2d_backward.default, (2, 3, 8, 6), (2, 3)),
+        (A._adaptive_avg_pool2d_backward.default, (2, 3, 5, 7), (1, 1)),
+        # windows of varying size (and overlapping): 7 -> 3, 5 -> 2, 6 -> 4
+        (A._adaptive_avg_pool2d_backward.default, (2, 3, 7, 5), (3, 2)),
+        (A._adaptive_avg_pool2d_backward.default, (1, 2, 6, 6), (4, 3)),
+        (A._adaptive_avg_pool3d_backward.default, (1, 2, 5, 4, 6), (2, 2, 4)),
+    ],
+)
+def test_adaptive_avg_pool_backward(
+    op: object, x_shape: tuple[int, ...], out_size: tuple[int, ...]
+) -> None:
+    x = torch.randn(*x_shape)
+    fwd = A._adaptive_avg_pool2d if len(out_size) == 2 else A._adaptive_avg_pool3d
+    y = fwd.default(x, list(out_size))
+    check_op(op, torch.randn_like(y), x)
 
 
 @pytest.mark.parametrize(("causal", "masked"), [(False, False), (True, False), (False, True)])
@@ -227,8 +280,6 @@ def test_max_pool2d_backward(
         (A.softplus_backward.default, (_r(4, 6), _r(4, 6) * 10, 2.0, 5.0)),
         (A.elu_backward.default, (_r(4, 6), 1.0, 1.0, 1.0, False, _r(4, 6))),
         (A.elu_backward.default, (_r(4, 6), 1.5, 1.05, 1.0, True, _r(4, 6))),
-        (A._adaptive_avg_pool2d_backward.default, (_r(2, 3, 2, 3), _r(2, 3, 8, 6))),
-        (A._adaptive_avg_pool2d_backward.default, (_r(2, 3, 1, 1), _r(2, 3, 5, 7))),
     ],
 )
 def test_more_backward_ops(op: object, args: tuple[object, ...]) -> None:
