@@ -16,6 +16,10 @@ CPU dispatch (torch 2.13): ``F.interpolate`` (and ``nn.Upsample``) reach
 ``upsample_linear1d``, ``upsample_bilinear2d``, ``upsample_trilinear3d``,
 ``upsample_bicubic2d`` (``mode="area"`` is ``_adaptive_avg_pool2d``; ``antialias=True``
 reaches ``_upsample_bilinear2d_aa``/``_upsample_bicubic2d_aa``, not lowered).
+
+Backward (``upsample_*_backward``, a training step): the same taps and weight tables,
+transposed: zeros, then each output gradient times each tap's weight added into the
+input element the tap reads (one kernel; docs/training.md).
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from solar.frontends.kit import (
 )
 from solar.frontends.pytorch.lowering_utils import accumulate_dtype, cast
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, LoweringFn, OpCall
-from solar.ir import Assign, Binary, DType, Expr, Stmt, lit
+from solar.ir import Assign, Binary, DType, Expr, Reduce, Stmt, lit
 
 __all__ = ["fit_floor_div"]
 
@@ -330,3 +334,83 @@ for _nd, _name in (
 LOWERINGS.register("aten.upsample_bicubic2d.default", "aten.upsample_bicubic2d.vec")(
     _interp_op(2, True)
 )
+
+
+def _emit_backward(
+    ctx: LowerCtx,
+    call: OpCall,
+    nd: int,
+    make: Callable[[KernelBuilder, int, int, int, DType], _Taps],
+) -> None:
+    """``grad_input = 0``, then ``grad_input[taps(o)] += w(o) * grad_output[o]`` (the
+    forward's taps for an input of ``grad_input``'s extents)."""
+    g, out = call.arg(0, "grad_output"), call.outputs[0]
+    if not isinstance(g, TensorInfo) or out is None or g.rank < nd + 1:
+        raise UnsupportedOpError(f"{call.target}: expected a tensor of rank >= {nd + 1}")
+    kb = ctx.kernel(call.op.lstrip("_"))
+    acc = accumulate_dtype(out.dtype)
+    lead = g.rank - nd
+    dims = [make(kb, d, out.shape[lead + d], g.shape[lead + d], acc) for d in range(nd)]
+    for t in dims:
+        kb.emit(*t.setup)
+    init = Nest(kb, out.shape, "i")
+    kb.emit(*init.wrap([Assign(ctx.write(out, init.idx), lit(0.0))]))
+    outer = Nest(kb, g.shape, ["i"] * lead + list(("d", "h", "w")[3 - nd :]))
+    taps: list[tuple[list[Expr], Expr | None]] = [([], None)]
+    for d, t in enumerate(dims):
+        o = outer.idx[lead + d]
+        subs = t.index(o)
+        weights: list[Expr | None] = list(t.weights(o)) if t.weights else [None] * len(subs)
+        taps = [
+            ([*prefix, s], w if pw is None else (pw if w is None else Binary("*", pw, w)))
+            for prefix, pw in taps
+            for s, w in zip(subs, weights, strict=True)
+        ]
+    gv = kb.local(acc, [], "g").scalar()
+    body: list[Stmt] = [Assign(gv, cast(ctx.read(g, outer.idx), g.dtype, acc))]
+    for subs, w in taps:
+        val: Expr = gv if w is None else Binary("*", w, gv)
+        body.append(
+            Reduce(ctx.write(out, [*outer.idx[:lead], *subs]), "+", cast(val, acc, out.dtype))
+        )
+    kb.emit(*outer.wrap(body))
+
+
+def _nearest_backward(nd: int, exact: bool) -> LoweringFn:
+    def lower(ctx: LowerCtx, call: OpCall) -> None:
+        scales = _scales(call, 3, nd)
+        _emit_backward(
+            ctx,
+            call,
+            nd,
+            lambda kb, d, n_in, n_out, acc: _nearest(kb, n_in, n_out, scales[d], exact),
+        )
+
+    return lower
+
+
+def _interp_backward(nd: int, cubic: bool) -> LoweringFn:
+    def lower(ctx: LowerCtx, call: OpCall) -> None:
+        align = bool(call.arg(3, "align_corners"))
+        scales = _scales(call, 4, nd)
+        maker = _cubic if cubic else _linear
+        _emit_backward(
+            ctx,
+            call,
+            nd,
+            lambda kb, d, n_in, n_out, acc: maker(kb, n_in, n_out, align, scales[d], acc),
+        )
+
+    return lower
+
+
+for _nd in (1, 2, 3):
+    for _exact, _name in ((False, "upsample_nearest"), (True, "_upsample_nearest_exact")):
+        LOWERINGS.register(f"aten.{_name}{_nd}d_backward.default")(_nearest_backward(_nd, _exact))
+for _nd, _name in (
+    (1, "upsample_linear1d"),
+    (2, "upsample_bilinear2d"),
+    (3, "upsample_trilinear3d"),
+):
+    LOWERINGS.register(f"aten.{_name}_backward.default")(_interp_backward(_nd, False))
+LOWERINGS.register("aten.upsample_bicubic2d_backward.default")(_interp_backward(2, True))

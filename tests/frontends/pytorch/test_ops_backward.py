@@ -354,3 +354,31 @@ def test_group_norm_backward(shape: tuple[int, ...], groups: int, affine: bool) 
         rtol=1e-4,
         atol=1e-4,
     )
+
+
+@pytest.mark.parametrize(
+    ("op", "out_size", "in_size", "extra"),
+    [
+        # (bi/tri)linear and bicubic: align_corners on/off, up and down, scale factors given
+        (A.upsample_bilinear2d_backward.default, [8, 12], [2, 3, 4, 6], (False, None, None)),
+        (A.upsample_bilinear2d_backward.default, [8, 12], [2, 3, 4, 6], (True, None, None)),
+        (A.upsample_bilinear2d_backward.default, [5, 3], [1, 2, 7, 6], (False, None, None)),
+        (A.upsample_bilinear2d_backward.default, [10, 9], [1, 2, 4, 3], (False, 2.5, 3.0)),
+        (A.upsample_linear1d_backward.default, [11], [2, 3, 4], (False, None)),
+        (A.upsample_linear1d_backward.default, [11], [2, 3, 4], (True, None)),
+        (A.upsample_trilinear3d_backward.default, [4, 6, 5], [1, 2, 2, 3, 4], (False,)),
+        (A.upsample_bicubic2d_backward.default, [7, 9], [1, 2, 3, 4], (False, None, None)),
+        (A.upsample_bicubic2d_backward.default, [7, 9], [1, 2, 3, 4], (True, None, None)),
+        # nearest and nearest-exact
+        (A.upsample_nearest2d_backward.default, [8, 12], [2, 3, 4, 6], ()),
+        (A.upsample_nearest2d_backward.default, [7, 5], [1, 2, 3, 4], ()),
+        (A.upsample_nearest1d_backward.default, [9], [2, 3, 4], ()),
+        (A._upsample_nearest_exact2d_backward.default, [7, 5], [1, 2, 3, 4], ()),
+        (A.upsample_nearest3d_backward.default, [4, 6, 4], [1, 2, 2, 3, 2], ()),
+    ],
+)
+def test_upsample_backward(
+    op: object, out_size: list[int], in_size: list[int], extra: tuple[object, ...]
+) -> None:
+    grad = torch.randn(*in_size[:2], *out_size)
+    check_op(op, grad, out_size, in_size, *extra, rtol=1e-5, atol=1e-5)
