@@ -202,12 +202,25 @@ class TrainRow:
 
 
 def _batched(x: Any, batch: int) -> Any:
-    """``x`` repeated to ``batch`` along its first axis (a batch-1 zoo input)."""
+    """``x`` (a batch-1 zoo input) grown to ``batch`` distinct samples: fresh seeded
+    normals for floats, the ids rolled along the sequence for integers (the same
+    vocabulary). Repeating one sample would make a training-mode batch norm normalise
+    identical values wherever a map has collapsed to one value per sample (GoogLeNet's
+    3x3 pools over a 2x2 map): its gradients would be rounding noise on both sides."""
     import torch
 
-    if isinstance(x, torch.Tensor) and x.dim() > 0 and x.shape[0] == 1:
-        return x.repeat(batch, *([1] * (x.dim() - 1)))
-    return x
+    if not (isinstance(x, torch.Tensor) and x.dim() > 0 and x.shape[0] == 1):
+        return x
+    gen = torch.Generator().manual_seed(1)
+    rows = [x]
+    for k in range(1, batch):
+        if x.is_floating_point():
+            rows.append(torch.randn(x.shape, generator=gen, dtype=x.dtype))
+        elif x.dim() > 1:
+            rows.append(x.roll(k, dims=-1))
+        else:
+            rows.append(x)
+    return torch.cat(rows)
 
 
 def _fused(archs: Any) -> float:
@@ -215,11 +228,12 @@ def _fused(archs: Any) -> float:
 
 
 # Note [Deep fp32 steps]: the gradients of a deep fp32 network reach its first layers
-# through dozens of batch norms, each of whose backward subtracts means of nearly equal
-# terms at batch 2; two correct fp32 implementations (numpy's and torch's summation
-# orders) then differ far beyond the tolerance policy, which grows with reduction
-# length, not with depth (ResNet-50: conv1's weight gradient off by 30%, while the same
-# step in float64 agrees to 1e-10 and a 1-1-1-1 ResNet-50 passes in fp32). So a zoo
+# through dozens of training-mode batch norms, each of whose backward subtracts means
+# of nearly equal terms over a few values (batch 2, maps of 2x2 at the last stage); two
+# correct fp32 implementations (numpy's and torch's summation orders) then differ
+# beyond the tolerance policy, which grows with reduction length, not with depth
+# (ResNet-50's step: 254 of 645 outputs, a few elements each; the same step in float64
+# agrees to 1e-10, and a ResNet-50 with one block per stage passes in fp32). So a zoo
 # step whose fp32 validation fails is analysed again with the model and inputs in
 # float64: the same ops through the same lowerings, where rounding cannot hide a wrong
 # lowering. The bounds and FLOPs in the table are always the fp32 run's.

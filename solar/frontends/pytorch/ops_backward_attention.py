@@ -10,7 +10,14 @@ with ``P`` and ``dS`` kernel-local (never in DRAM, as a flash backward keeps the
 then per key row ``j``: ``dK[j] = scale * sum_i dS[i, j] q[i]`` and ``dV[j] = sum_i P[i, j]
 dO[i]``: five matmul-sized contractions, the count of a flash backward. Causal attention
 (top-left aligned, ``j <= i``) runs triangular loops, so masked entries cost nothing.
-Grouped-query heads, boolean masks and ``dropout_p > 0`` are not lowered (uncovered).
+
+Note [Grouped-query heads]: with ``H`` query heads and ``Hk`` key/value heads (``H`` a
+multiple of ``Hk``; eager's CPU kernel takes them unexpanded under ``enable_gqa``),
+query head ``h`` reads key head ``h // (H/Hk)``, and ``dK``/``dV`` of key head ``hk`` sum
+over the query rows of its ``H/Hk`` query heads (the FLOPs of the expanded attention,
+the bytes of the unexpanded keys). ``dropout_p > 0`` is not lowered (uncovered; CPU SDPA
+runs attention dropout on the math path, so it does not reach this op, nor do boolean
+masks, which SDPA turns into additive float masks first).
 """
 
 from __future__ import annotations
@@ -18,13 +25,23 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from solar.frontends.kit import KernelBuilder, Nest, TensorInfo, UnsupportedOpError, iadd, nest
+from solar.frontends.kit import (
+    KernelBuilder,
+    Nest,
+    TensorInfo,
+    UnsupportedOpError,
+    iadd,
+    imul,
+    nest,
+)
 from solar.frontends.pytorch.lowering_utils import accumulate_dtype, cast
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
 from solar.ir import Assign as Set
 from solar.ir import Binary, Call, DType, Expr, IntLit, Name, Reduce, Stmt, lit
 
 __all__: list[str] = []
+
+Loop = tuple[Name, Expr] | tuple[Name, Expr, Expr]
 
 
 def _t(call: OpCall, pos: int, name: str) -> TensorInfo:
@@ -51,8 +68,7 @@ def _flash_cpu_backward(ctx: LowerCtx, call: OpCall) -> None:
     mask = call.kwargs.get("attn_mask")
     if mask is not None and (not isinstance(mask, TensorInfo) or mask.dtype == DType.BOOL):
         raise UnsupportedOpError("attention backward with a boolean mask")
-    if q.rank < 2 or q.shape[:-2] != k.shape[:-2] or k.shape[:-2] != v.shape[:-2]:
-        raise UnsupportedOpError("attention backward: grouped-query or mismatched heads")
+    group = _query_group(q, k, v)
     lead, n_q, e_dim = list(q.shape[:-2]), q.shape[-2], q.shape[-1]
     n_k, ev = k.shape[-2], v.shape[-1]
     if causal and n_q != n_k:
@@ -74,6 +90,8 @@ def _flash_cpu_backward(ctx: LowerCtx, call: OpCall) -> None:
     def mul(a: Expr, c: Expr) -> Expr:
         return Binary("*", a, c)
 
+    # Note [Grouped-query heads]: query head h reads key/value head h // group
+    bk = [*b[:-1], Binary("//", b[-1], IntLit(group))] if group > 1 else b
     (i,) = kb.fresh_vars(1, "i")
     j_hi: Expr = iadd(i, 1) if causal else lit(n_k)
     j1, j2, j3 = kb.fresh_vars(3, "j")
@@ -95,7 +113,8 @@ def _flash_cpu_backward(ctx: LowerCtx, call: OpCall) -> None:
             [
                 Set(p_ij, lit(0.0)),
                 *nest(
-                    [(e1, e_dim)], [Reduce(p_ij, "+", mul(rd(q, [*b, i, e1]), rd(k, [*b, j1, e1])))]
+                    [(e1, e_dim)],
+                    [Reduce(p_ij, "+", mul(rd(q, [*b, i, e1]), rd(k, [*bk, j1, e1])))],
                 ),
                 Set(p_ij, Call("exp", (Binary("-", logit, rd(lse, lse_idx)),))),
             ],
@@ -107,7 +126,7 @@ def _flash_cpu_backward(ctx: LowerCtx, call: OpCall) -> None:
             [
                 Set(ds_ij, lit(0.0)),
                 *nest(
-                    [(e3, ev)], [Reduce(ds_ij, "+", mul(rd(g, [*b, i, e3]), rd(v, [*b, j2, e3])))]
+                    [(e3, ev)], [Reduce(ds_ij, "+", mul(rd(g, [*b, i, e3]), rd(v, [*bk, j2, e3])))]
                 ),
                 Set(ds_ij, mul(p[(*b, i, j2)], Binary("-", ds_ij, d_i))),
             ],
@@ -119,49 +138,69 @@ def _flash_cpu_backward(ctx: LowerCtx, call: OpCall) -> None:
             kb,
             dq,
             [*b, i],
-            j3,
-            j_hi,
+            [(j3, j_hi)],
             e_dim,
             scale,
-            lambda e: mul(ds[(*b, i, j3)], rd(k, [*b, j3, e])),
+            lambda e: mul(ds[(*b, i, j3)], rd(k, [*bk, j3, e])),
             acc,
         )
-    stmts: list[Stmt] = nest([(i, n_q)], rows)
+    kb.emit(*outer.wrap(nest([(i, n_q)], rows)))
+    # per key row j (of key head hk): dK, dV sum over the query rows of its query heads
+    kouter = Nest(kb, list(k.shape[:-2]), "hk")
+    hk = list(kouter.idx)
     (jj,) = kb.fresh_vars(1, "jk")
-    (ii,) = kb.fresh_vars(1, "iq")
     i_lo: Expr = jj if causal else lit(0)
+
+    def query_rows(name: str) -> tuple[list[Loop], list[Expr]]:
+        """The reduction loops over (query head in the group,) query row; the query
+        head's subscripts."""
+        (ii,) = kb.fresh_vars(1, name)
+        rows_loop: Loop = (ii, i_lo, lit(n_q)) if causal else (ii, lit(n_q))
+        if group == 1:
+            return [rows_loop], [*hk, ii]
+        (r,) = kb.fresh_vars(1, "r")
+        return [(r, lit(group)), rows_loop], [*hk[:-1], iadd(imul(hk[-1], group), r), ii]
+
     key_rows: list[Stmt] = []
     if dk is not None:
+        loops, qi = query_rows("iq")
         key_rows += _contract(
             ctx,
             kb,
             dk,
-            [*b, jj],
-            ii,
-            lit(n_q),
+            [*hk, jj],
+            loops,
             e_dim,
             scale,
-            lambda e: mul(ds[(*b, ii, jj)], rd(q, [*b, ii, e])),
+            lambda e: mul(ds[(*qi, jj)], rd(q, [*qi, e])),
             acc,
-            lo=i_lo,
         )
     if dv is not None:
-        (ii2,) = kb.fresh_vars(1, "iq")
+        loops, qi2 = query_rows("iq")
         key_rows += _contract(
             ctx,
             kb,
             dv,
-            [*b, jj],
-            ii2,
-            lit(n_q),
+            [*hk, jj],
+            loops,
             ev,
             None,
-            lambda e: mul(p[(*b, ii2, jj)], rd(g, [*b, ii2, e])),
+            lambda e: mul(p[(*qi2, jj)], rd(g, [*qi2, e])),
             acc,
-            lo=jj if causal else lit(0),
         )
-    stmts += nest([(jj, n_k)], key_rows)
-    kb.emit(*outer.wrap(stmts))
+    kb.emit(*kouter.wrap(nest([(jj, n_k)], key_rows)))
+
+
+def _query_group(q: TensorInfo, k: TensorInfo, v: TensorInfo) -> int:
+    """Query heads per key/value head (1 without grouped-query attention)."""
+    if q.rank < 3 or k.rank != q.rank or v.rank != q.rank:
+        raise UnsupportedOpError("attention backward: operands of different ranks")
+    if q.shape[:-3] != k.shape[:-3] or k.shape[:-2] != v.shape[:-2]:
+        raise UnsupportedOpError("attention backward: mismatched batch or heads")
+    h, hk = q.shape[-3], k.shape[-3]
+    if h % hk:
+        raise UnsupportedOpError("attention backward: query heads not a multiple of key heads")
+    return h // hk
 
 
 def _contract(
@@ -169,25 +208,21 @@ def _contract(
     kb: KernelBuilder,
     out: TensorInfo,
     row: list[Expr],
-    red: Name,
-    red_hi: Expr,
+    loops: list[Loop],
     width: int,
     scale: float | None,
     term: Callable[[Name], Expr],
     acc: DType,
-    *,
-    lo: Expr | None = None,
 ) -> list[Stmt]:
-    """``out[row, e] = (scale *) sum_red term(e)`` for every ``e`` (an f32 accumulator)."""
+    """``out[row, e] = (scale *) sum_loops term(e)`` for every ``e`` (an f32 accumulator)."""
     (e,) = kb.fresh_vars(1, "e")
     a = kb.local(acc, [], "acc").scalar()
-    loop = (red, red_hi) if lo is None else (red, lo, red_hi)
     value: Expr = a if scale is None else Binary("*", a, lit(scale))
     return nest(
         [(e, width)],
         [
             Set(a, lit(0.0)),
-            *nest([loop], [Reduce(a, "+", term(e))]),
+            *nest(loops, [Reduce(a, "+", term(e))]),
             Set(ctx.write(out, [*row, e]), cast(value, acc, out.dtype)),
         ],
     )

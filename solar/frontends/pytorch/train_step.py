@@ -365,8 +365,8 @@ def training_instance(inst: Instance, step: TrainStep, *, fake_mode: Any = None)
             under it too).
 
     Returns:
-        The instance of the step: its callable takes ``(*inputs, *targets)``; its state
-        adds the optimizer state.
+        The instance of the step: its callable takes ``(*inputs, *targets, **keyword
+        inputs)``; its state adds the optimizer state.
 
     Raises:
         FrontendError: E0501 (user code), E0503 (hooks returned the wrong thing), E0540
@@ -398,14 +398,14 @@ def training_instance(inst: Instance, step: TrainStep, *, fake_mode: Any = None)
     backward, optimizer = _phase_module("Backward"), _phase_module("Optimizer")
     base = inst.fn
 
-    def step_fn(*args: Any) -> tuple[Any, ...]:
+    def step_fn(*args: Any, **kwargs: Any) -> tuple[Any, ...]:
         model_args, extra = args[:n_inputs], args[n_inputs:]
         tensors = [p for _, p in params]
         leaves = [t for t in (*tensors, *grad_inputs) if t.is_leaf]
         for t in leaves:
             t.grad = None
         with torch.enable_grad(), _backward_marked(backward), _rnn_decomposed(inst.module):
-            out = base(*model_args)
+            out = base(*model_args, **kwargs)
             with user_code("the loss"):
                 loss = loss_fn(out, *extra) if loss_fn is not None else _default_loss(out)
             if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
@@ -425,7 +425,7 @@ def training_instance(inst: Instance, step: TrainStep, *, fake_mode: Any = None)
     )
     return Instance(
         step_fn, inst.module, (*inst.args, *targets), state, inst.sizes, inst.attr_names,
-        namespace=namespace,
+        inst.kwargs, namespace=namespace,
     )
 
 

@@ -226,10 +226,25 @@ def test_adaptive_avg_pool_backward(
     check_op(op, torch.randn_like(y), x)
 
 
-@pytest.mark.parametrize(("causal", "masked"), [(False, False), (True, False), (False, True)])
-def test_flash_attention_backward(causal: bool, masked: bool) -> None:
-    q, k, v = torch.randn(2, 3, 6, 8), torch.randn(2, 3, 6, 8), torch.randn(2, 3, 6, 8)
-    mask = torch.randn(6, 6) if masked else None
+@pytest.mark.parametrize(
+    ("causal", "masked", "heads", "kv_heads", "n_k"),
+    [
+        (False, False, 3, 3, 6),
+        (True, False, 3, 3, 6),
+        (False, True, 3, 3, 6),
+        (False, False, 3, 3, 5),  # cross attention, L != S
+        # grouped-query heads (enable_gqa): 4 query heads over 2 or 1 key/value heads
+        (False, False, 4, 2, 6),
+        (True, False, 4, 2, 6),
+        (False, True, 4, 1, 7),
+    ],
+)
+def test_flash_attention_backward(
+    causal: bool, masked: bool, heads: int, kv_heads: int, n_k: int
+) -> None:
+    q = torch.randn(2, heads, 6, 8)
+    k, v = torch.randn(2, kv_heads, n_k, 8), torch.randn(2, kv_heads, n_k, 8)
+    mask = torch.randn(6, n_k) if masked else None
     out, lse = A._scaled_dot_product_flash_attention_for_cpu.default(
         q, k, v, 0.0, causal, attn_mask=mask
     )

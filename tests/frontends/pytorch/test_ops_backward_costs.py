@@ -93,6 +93,18 @@ def _attention() -> object:
     )
 
 
+def _gqa_attention() -> object:
+    q, k, v = torch.randn(2, 4, 6, 8), torch.randn(2, 2, 6, 8), torch.randn(2, 2, 6, 8)
+    out, lse = A._scaled_dot_product_flash_attention_for_cpu.default(q, k, v, 0.0, False)
+    g = torch.randn_like(out)
+    return check_op(
+        A._scaled_dot_product_flash_attention_for_cpu_backward.default,
+        *(g, q, k, v, out, lse, 0.0, False),
+        rtol=1e-4,
+        atol=1e-4,
+    )
+
+
 def _layer_norm() -> object:
     x, w, b = torch.randn(4, 6), torch.rand(6) + 0.5, torch.randn(6)
     _, mean, rstd = A.native_layer_norm.default(x, [6], w, b, 1e-5)
@@ -138,6 +150,15 @@ CASES: list[tuple[str, Callable[[], object], float, float]] = [
         _attention,
         _B * _H * (10 * _L * _L * _E + 5 * _L * _L + 2 * _L * _E + _L * _E + _L * _E),
         F32 * _B * _H * (5 * _L * _E + _L + 3 * _L * _E),
+    ),
+    # grouped-query (4 query heads over 2 key heads): the expanded attention's work per
+    # query head, dK scaled once per key element; q, dO, O, dQ, lse per query head and
+    # k, v, dK, dV per key head, each once
+    (
+        "attention_gqa",
+        _gqa_attention,
+        _B * 4 * (10 * _L * _L * _E + 5 * _L * _L + 2 * _L * _E + _L * _E) + _B * 2 * _L * _E,
+        F32 * (_B * 4 * (4 * _L * _E + _L) + _B * 2 * 4 * _L * _E),
     ),
     # per element: a (2), b (5: gw, xhat 2, mul, combine), dx (9), dW (4), db (1)
     ("layer_norm", _layer_norm, 21 * 24, F32 * (24 + 24 + 4 + 4 + 6 + 24 + 6 + 6)),
