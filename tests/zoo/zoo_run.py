@@ -19,6 +19,7 @@ for its ``(M, K) x (G, K, N)`` form, in `grouped_mm_flop`.
 
 from __future__ import annotations
 
+import re
 import resource
 import time
 from dataclasses import dataclass
@@ -269,11 +270,9 @@ def run_zoo_train(
     start = time.monotonic()
     report = analyze(torch.float32)
     wall = time.monotonic() - start
-    val = report.validation
-    validation = f"{val.status}/{val.strategy}"
-    if val.status == "failed":  # Note [Deep fp32 steps]
-        val64 = analyze(torch.float64).validation
-        validation += f"; f64: {val64.status}/{val64.strategy}"
+    validation = _status(report.validation)
+    if report.validation.status == "failed":  # Note [Deep fp32 steps]
+        validation += f"; f64: {_status(analyze(torch.float64).validation)}"
     training = report.training
     assert training is not None
     phases = {p.phase: p for p in training.phases}
@@ -293,6 +292,14 @@ def run_zoo_train(
         validation=validation,
         wall_s=wall,
     )
+
+
+def _status(val: Any) -> str:
+    """``passed/full``; a skip with its diagnostic code (``skipped (E0511)``)."""
+    if val.status == "skipped":
+        codes = re.findall(r"error\[(E\d+)\]", val.reason or "")
+        return f"skipped ({codes[0]})" if codes else "skipped"
+    return f"{val.status}/{val.strategy}"
 
 
 def _as(x: Any, dtype: Any) -> Any:

@@ -9,6 +9,8 @@ exactly one group), and the expert weights read are those of the groups used. Ro
 ``offs[G-1]`` (none in an MoE layer, where the groups cover every routed token) would
 take the last group; validation would then disagree with eager, never silently pass.
 ``_grouped_mm(a, b)`` with 3-D ``a`` and ``b`` and no ``offs`` is a batched matmul.
+The backward's weight gradient ``_grouped_mm(a: (K, M), b: (M, N), offs) -> (G, K, N)``
+(the groups split the shared ``M``) scatters each row's outer product into its group.
 
 Selection ops of the routing (``topk``, ``sort``, ``histc``, ``bincount``) are lowered
 from the real run's values by the driver (`driver.ORDER_OPS`).
@@ -16,7 +18,7 @@ from the real run's values by the driver (`driver.ORDER_OPS`).
 
 from __future__ import annotations
 
-from solar.frontends.kit import TensorInfo, UnsupportedOpError, nest
+from solar.frontends.kit import KernelBuilder, TensorInfo, UnsupportedOpError, nest
 from solar.frontends.pytorch.lowering_utils import (
     accumulate_dtype,
     binop,
@@ -26,7 +28,7 @@ from solar.frontends.pytorch.lowering_utils import (
     tensor_arg,
 )
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
-from solar.ir import Assign, Binary, DType, IntLit, Reduce, Stmt, lit
+from solar.ir import Assign, Binary, DType, Expr, IntLit, Name, Reduce, Stmt, lit
 
 __all__: list[str] = []
 
@@ -57,23 +59,59 @@ def _grouped_mm(ctx: LowerCtx, call: OpCall) -> None:
         ]
         kb.emit(*nest([(g, out.shape[0]), (i, out.shape[1]), (n, out.shape[2])], body))
         return
-    if not isinstance(offs, TensorInfo) or a.rank != 2 or b.rank != 3 or offs.rank != 1:
-        raise UnsupportedOpError("_grouped_mm: only 2-D x 3-D with offs (MoE experts)")
+    if not isinstance(offs, TensorInfo) or a.rank != 2 or b.rank not in (2, 3) or offs.rank != 1:
+        raise UnsupportedOpError("_grouped_mm: only 2-D x 3-D or 2-D x 2-D with offs")
+    if b.rank == 2:
+        _grouped_weight_grad(ctx, kb, a, b, offs, out)
+        return
     rows, inner = a.shape
     groups, cols = b.shape[0], b.shape[2]
     i, n = ctx.vars(kb, 2)
     (k,) = ctx.vars(kb, 1, "k")
-    (gv,) = ctx.vars(kb, 1, "g")
-    grp_ref = kb.local(DType.I64, [rows], "grp")
-    grp = grp_ref[(i,)]
-    find: list[Stmt] = [Assign(grp, IntLit(0))]
-    if groups > 1:
-        ends = cast(offs.at((gv,)), offs.dtype, DType.I64)
-        step = sel(binop("<=", ends, i), IntLit(1), IntLit(0))
-        find += nest([(gv, groups - 1)], [Reduce(grp, "+", step)])
+    find, grp = _group_of_row(ctx, kb, offs, i, rows, groups)
     prod = Binary(
         "*", cast(a.at((i, k)), a.dtype, acc_dtype), cast(b.at((grp, k, n)), b.dtype, acc_dtype)
     )
     tgt = out.at((i, n))
     mm = nest([(n, cols)], [Assign(tgt, lit(0.0)), *nest([(k, inner)], [Reduce(tgt, "+", prod)])])
     kb.emit(*nest([(i, rows)], [*find, *mm]))
+
+
+def _group_of_row(
+    ctx: LowerCtx, kb: KernelBuilder, offs: TensorInfo, i: Name, rows: int, groups: int
+) -> tuple[list[Stmt], Expr]:
+    """``g(i) = #{g < G-1 : offs[g] <= i}`` into a kernel-local; its statements and value."""
+    (gv,) = ctx.vars(kb, 1, "g")
+    grp = kb.local(DType.I64, [rows], "grp")[(i,)]
+    find: list[Stmt] = [Assign(grp, IntLit(0))]
+    if groups > 1:
+        ends = cast(offs.at((gv,)), offs.dtype, DType.I64)
+        step = sel(binop("<=", ends, i), IntLit(1), IntLit(0))
+        find += nest([(gv, groups - 1)], [Reduce(grp, "+", step)])
+    return find, grp
+
+
+def _grouped_weight_grad(
+    ctx: LowerCtx,
+    kb: KernelBuilder,
+    a: TensorInfo,
+    b: TensorInfo,
+    offs: TensorInfo,
+    out: TensorInfo,
+) -> None:
+    """``_grouped_mm(a (K, M), b (M, N), offs) -> (G, K, N)``, the experts' weight gradient
+    (groups split the shared ``M``): zeros, then each shared row ``i`` adds its outer
+    product into its group, ``out[g(i), k, n] += a[k, i] * b[i, n]`` (``2 K M N`` FLOPs)."""
+    acc_dtype = accumulate_dtype(out.dtype)
+    groups, inner, cols = out.shape
+    rows = a.shape[1]
+    z = ctx.vars(kb, 3)
+    kb.emit(*nest(list(zip(z, out.shape, strict=True)), [Assign(out.at(tuple(z)), lit(0.0))]))
+    i, n = ctx.vars(kb, 2)
+    (k,) = ctx.vars(kb, 1, "k")
+    find, grp = _group_of_row(ctx, kb, offs, i, rows, groups)
+    prod = Binary(
+        "*", cast(a.at((k, i)), a.dtype, acc_dtype), cast(b.at((i, n)), b.dtype, acc_dtype)
+    )
+    scatter = Reduce(out.at((grp, k, n)), "+", prod)
+    kb.emit(*nest([(i, rows)], [*find, *nest([(k, inner), (n, cols)], [scatter])]))

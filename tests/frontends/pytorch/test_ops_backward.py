@@ -397,3 +397,24 @@ def test_upsample_backward(
 ) -> None:
     grad = torch.randn(*in_size[:2], *out_size)
     check_op(op, grad, out_size, in_size, *extra, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("k", "m", "n", "offs"),
+    [
+        (8, 12, 4, [4, 4, 12]),  # an empty group
+        (4, 16, 8, [16]),  # one group
+        (8, 10, 4, [3, 6, 8, 10]),
+    ],
+)
+def test_grouped_mm_weight_grad(k: int, m: int, n: int, offs: list[int]) -> None:
+    """The MoE experts' weight gradient: ``_grouped_mm(a.T (K, M), g (M, N), offs)``."""
+    a = torch.randn(m, k).t()  # column-major, as autograd passes the transposed input
+    check_op(
+        A._grouped_mm.default,
+        a,
+        torch.randn(m, n),
+        torch.tensor(offs, dtype=torch.int32),
+        rtol=1e-5,
+        atol=1e-5,
+    )
