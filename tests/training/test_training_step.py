@@ -158,3 +158,62 @@ def test_backward_without_train_says_to_use_train(tmp_path: Path) -> None:
     assert err.value.code == "E0501"
     assert any("--train" in n for n in err.value.notes)
     assert analyze(src, AnalyzeOptions(train_step=True)).validation.status == "passed"
+
+
+class _UnloweredBackward(torch.autograd.Function):
+    """Forward ``2 h`` (lowered); backward ``i0e(g) * h``: ``special_i0e`` has no lowering,
+    on purpose, and it reads the input-gradient matmul's output."""
+
+    @staticmethod
+    def forward(ctx: object, h: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(h)  # type: ignore[attr-defined]
+        return h * 2.0
+
+    @staticmethod
+    def backward(ctx: object, g: torch.Tensor) -> torch.Tensor:
+        (h,) = ctx.saved_tensors  # type: ignore[attr-defined]
+        return torch.special.i0e(g) * h
+
+
+def test_an_unlowered_backward_op_is_uncovered_and_its_neighbours_kept() -> None:
+    """The issue's case: the input-gradient matmul feeding an uncovered backward op and
+    the weight-gradient matmul reading its result both stay in the bound."""
+    h = 48
+
+    class Net(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc1, self.fc2 = torch.nn.Linear(K, h), torch.nn.Linear(h, N)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.fc2(_UnloweredBackward.apply(self.fc1(x)))  # type: ignore[no-any-return]
+
+    torch.manual_seed(0)
+    r = analyze_module(Net(), [torch.randn(M, K)], AnalyzeOptions(train_step=True, cache="cold"))
+    (unc,) = r.coverage.uncovered
+    assert unc.op == "aten.special_i0e.default"
+    assert unc.count == 1
+    assert 0.0 < unc.bytes_share < 0.1
+    assert not r.coverage.complete
+    # dW2 = dY^T h2, dH2 = dY W2 (feeds i0e), dW1 = (i0e(dH2) * h)^T x (reads its result)
+    assert _phases(r)["backward"].flops >= 2 * M * N * h * 2 + 2 * M * K * h
+    assert r.validation.status == "passed", r.validation.reason
+
+
+def test_keyword_inputs_reach_the_step() -> None:
+    """A model called with keyword inputs (transformers' ``decoder_input_ids``) keeps
+    them in the training step."""
+
+    class Net(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = torch.nn.Linear(K, N)
+
+        def forward(self, x: torch.Tensor, *, shift: torch.Tensor) -> torch.Tensor:
+            return self.fc(x + shift)  # type: ignore[no-any-return]
+
+    torch.manual_seed(0)
+    options = AnalyzeOptions(train_step=True, cache="cold")
+    r = analyze_module(Net(), [torch.randn(M, K)], options, kwargs={"shift": torch.randn(K)})
+    assert r.validation.status == "passed", r.validation.reason
+    assert r.coverage.complete
