@@ -40,6 +40,7 @@ from solar.options import (
     DEFAULT_ARCH,
     CacheState,
     FrontendChoice,
+    OptimizerChoice,
     PrecisionPolicy,
     ValidateMode,
 )
@@ -97,8 +98,9 @@ class BatchOptions:
 
     Attributes:
         archs: hardware specs (names or YAML paths); one row per file and arch.
-        precision, cache, frontend, sizes, validate, time_budget_s, entry, train: as for
-            `solar.pipeline.AnalyzeOptions`.
+        precision, cache, frontend, sizes, validate, time_budget_s, entry, train,
+            train_step, optimizer: as for `solar.pipeline.AnalyzeOptions` (``train``: a
+            training-mode forward; ``train_step``: one training step, docs/training.md).
         timeout_s: wall-clock limit per file (``None``: none).
         max_rss_mib: memory limit per file in MiB (``None``: none).
         resume: reuse finished files whose row record has the same key (Note [Resume key]).
@@ -116,6 +118,8 @@ class BatchOptions:
     time_budget_s: float = 60.0
     entry: str | None = None
     train: bool = False
+    train_step: bool = False
+    optimizer: OptimizerChoice = "auto"
     timeout_s: float | None = 900.0
     max_rss_mib: float | None = None
     resume: bool = False
@@ -151,6 +155,8 @@ class BatchOptions:
             "time_budget_s": self.time_budget_s,
             "entry": self.entry,
             "train": self.train,
+            "train_step": self.train_step,
+            "optimizer": self.optimizer,
         }
 
     def analyze_options(self) -> AnalyzeOptions:
@@ -166,7 +172,9 @@ class BatchOptions:
             validate=self.validate,
             time_budget_s=self.time_budget_s,
             entry=self.entry,
-            train=self.train,
+            train=self.train or self.train_step,
+            train_step=self.train_step,
+            optimizer=self.optimizer,
         )
 
     @classmethod
@@ -192,6 +200,8 @@ class BatchOptions:
             time_budget_s=float(budget),
             entry=entry,
             train=bool(data["train"]),
+            train_step=bool(data.get("train_step", False)),
+            optimizer=data.get("optimizer", "auto"),  # type: ignore[arg-type]
         )
 
 

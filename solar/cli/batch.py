@@ -20,6 +20,7 @@ from solar.options import (
     CacheState,
     EngineName,
     FrontendChoice,
+    OptimizerChoice,
     PrecisionPolicy,
     ValidateMode,
 )
@@ -55,6 +56,17 @@ def batch(
         typer.Option(help="Dask scheduler address (tcp://host:8786); default: a LocalCluster."),
     ] = None,
     validate: Annotated[ValidateMode, typer.Option(help="Validation mode.")] = "auto",
+    train: Annotated[
+        bool,
+        typer.Option(help="Bound one training step of each file (as `solar analyze --train`)."),
+    ] = False,
+    optimizer: Annotated[
+        OptimizerChoice,
+        typer.Option(help="The training step's update (auto: the file's get_optimizer, else sgd)."),
+    ] = "auto",
+    train_mode: Annotated[
+        bool, typer.Option(help="Analyse each forward with the module in training mode.")
+    ] = False,
     resume: Annotated[
         bool, typer.Option(help="Reuse files finished with the same input and options.")
     ] = False,
@@ -79,6 +91,9 @@ def batch(
         validate=validate,
         time_budget_s=time_budget,
         entry=entry,
+        train=train_mode,
+        train_step=train,
+        optimizer=optimizer,
         timeout_s=timeout if timeout != 0 else None,
         max_rss_mib=max_rss,
         resume=resume,

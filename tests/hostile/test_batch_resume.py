@@ -79,6 +79,9 @@ def test_the_key_covers_version_options_and_specs(
         replace(base, validate="off"),
         replace(base, sizes={"N": 8}),
         replace(base, entry="f"),
+        replace(base, train=True),
+        replace(base, train_step=True),
+        replace(base, optimizer="adamw"),
     ):
         assert resume_key("0" * 64, changed) != key, changed
     assert resume_key("1" * 64, base) != key

@@ -52,3 +52,17 @@ def test_train_text_summary_shows_the_phases(capsys: pytest.CaptureFixture[str])
 def test_a_bad_optimizer_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     r = run_cli(capsys, "analyze", MLP_SGD, "--train", "--optimizer", "lamb")
     assert r.code == 2
+
+
+def test_batch_bounds_training_steps(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """``solar batch --train --optimizer`` passes the step options to every file."""
+    out = tmp_path / "out"
+    r = run_cli(
+        capsys, "batch", MLP_SGD, "--train", "--optimizer", "adamw", "--out", str(out),
+        "--validate", "off", "--workers", "1",
+    )  # fmt: skip
+    assert r.code == 0, r.err
+    (row,) = json.loads((out / "summary.json").read_text())
+    report = Report.model_validate_json(Path(row["report"]).read_text())
+    assert report.training is not None
+    assert report.training.optimizer.startswith("adamw(")

@@ -298,7 +298,7 @@ def _status(val: Any) -> str:
     """``passed/full``; a skip with its diagnostic code (``skipped (E0511)``)."""
     if val.status == "skipped":
         codes = re.findall(r"error\[(E\d+)\]", val.reason or "")
-        return f"skipped ({codes[0]})" if codes else "skipped"
+        return f"skipped ({codes[0] if codes else (val.reason or '?')[:60]})"
     return f"{val.status}/{val.strategy}"
 
 
