@@ -6,6 +6,7 @@ validation mode, and torch's FlopCounterMode on the same inputs.
 
     .venv/bin/python benchmarks/zoo.py [--slow] [--validate MODE] [NAME_SUBSTRING ...]
     .venv/bin/python benchmarks/zoo.py --train [--optimizer adamw] [--slow] [NAME ...]
+    .venv/bin/python benchmarks/zoo.py --train --samples
 
 Columns: IR kernels, SOLAR's GFLOP, FlopCounterMode's GFLOP, the same without conv taps
 on padding (`zoo_run.unpadded_conv_flop`, SOLAR's floor) and SOLAR's ratio to it, the
@@ -14,7 +15,9 @@ process's peak RSS.
 
 ``--train`` bounds one training step of each model instead (`zoo_run.run_zoo_train`:
 batch 2, default loss, AdamW unless ``--optimizer``, H100_SXM, cold cache) and prints
-the phases' FLOPs and fused bounds, the saved activations, coverage and validation.
+the phases' FLOPs and fused bounds, the saved activations, coverage and validation;
+``--train --samples`` does the same for ``samples/torch/train_*.py`` (each file's own
+loss and optimizer, `zoo_run.run_sample_train`).
 """
 
 from __future__ import annotations
@@ -33,8 +36,11 @@ ZOO_DIR = ROOT / "tests" / "zoo"
 def _one(name: str, validate: str | None, optimizer: str | None) -> None:
     sys.path[:0] = [str(ROOT), str(ZOO_DIR)]
     from catalogue import ZOO
-    from zoo_run import run_zoo_model, run_zoo_train
+    from zoo_run import run_sample_train, run_zoo_model, run_zoo_train
 
+    if name.endswith(".py"):  # a training sample (--train --samples)
+        print(json.dumps(asdict(run_sample_train(name))))
+        return
     model = next(z for z in ZOO if z.name == name)
     if optimizer is not None:
         print(json.dumps(asdict(run_zoo_train(model, optimizer=optimizer, validate=validate))))
@@ -111,6 +117,11 @@ def main() -> None:
     parser.add_argument("--validate", default=None, help="override each model's validation mode")
     parser.add_argument("--train", action="store_true", help="bound one training step")
     parser.add_argument("--optimizer", default="adamw", help="the step's update (--train)")
+    parser.add_argument(
+        "--samples",
+        action="store_true",
+        help="--train: the PyTorch training samples (their own loss and optimizer) instead",
+    )
     parser.add_argument("--one", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     optimizer = args.optimizer if args.train else None
@@ -122,6 +133,10 @@ def main() -> None:
 
     if optimizer is not None:
         print(TRAIN_HEADER)
+        if args.samples:
+            for path in sorted((ROOT / "samples" / "torch").glob("train_*.py")):
+                print(_train_row(str(path.relative_to(ROOT)), args.validate, optimizer), flush=True)
+            return
         for z in ZOO:
             if (z.slow and not args.slow) or (
                 args.names and not any(n in z.name for n in args.names)

@@ -273,12 +273,17 @@ def run_zoo_train(
     validation = _status(report.validation)
     if report.validation.status == "failed":  # Note [Deep fp32 steps]
         validation += f"; f64: {_status(analyze(torch.float64).validation)}"
+    return train_row(model.name, report, validation, wall)
+
+
+def train_row(name: str, report: Any, validation: str, wall_s: float) -> TrainRow:
+    """The `TrainRow` of a training-step report (H100_SXM first, fused bounds)."""
     training = report.training
     assert training is not None
     phases = {p.phase: p for p in training.phases}
     order = ("forward", "backward", "optimizer")
     return TrainRow(
-        name=model.name,
+        name=name,
         optimizer=training.optimizer,
         phase_flops=tuple(phases[p].flops if p in phases else 0.0 for p in order),  # type: ignore[arg-type]
         phase_time_s=tuple(_fused(phases[p].archs) if p in phases else 0.0 for p in order),  # type: ignore[arg-type]
@@ -290,8 +295,20 @@ def run_zoo_train(
             f"{u.op} x{u.count} ({u.bytes_share:.2%})" for u in report.coverage.uncovered
         ),
         validation=validation,
-        wall_s=wall,
+        wall_s=wall_s,
     )
+
+
+def run_sample_train(path: str) -> TrainRow:
+    """``solar analyze PATH --train --cache cold`` (the file's own loss and optimizer)."""
+    from pathlib import Path
+
+    from solar.pipeline import AnalyzeOptions, analyze
+
+    start = time.monotonic()
+    report = analyze(Path(path), AnalyzeOptions(train_step=True, train=True, cache="cold"))
+    wall = time.monotonic() - start
+    return train_row(Path(path).name, report, _status(report.validation), wall)
 
 
 def _status(val: Any) -> str:
