@@ -45,7 +45,7 @@ from solar.frontends.pytorch.ops_pool import (
     strided_windows,
 )
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
-from solar.ir import Assign, Binary, Expr, If, IntLit, Reduce, Stmt, lit
+from solar.ir import Assign, Binary, DType, Expr, If, IntLit, Reduce, Stmt, lit
 
 __all__: list[str] = []
 
@@ -168,22 +168,30 @@ def _expand(v: object, nd: int) -> tuple[int, ...]:
 @LOWERINGS.register("aten.embedding_dense_backward.default")
 def _embedding_dense_backward(ctx: LowerCtx, call: OpCall) -> None:
     """``embedding_dense_backward(grad, indices, num_weights, padding_idx, scale_grad_by_freq)``:
-    zeros, then ``dW[idx[i], d] += G[i, d]`` (rows at ``padding_idx`` skipped)."""
+    zeros, then ``dW[idx[i], d] += G[i, d]`` (rows at ``padding_idx`` skipped); with
+    ``scale_grad_by_freq`` each term is divided by its row's count in the batch, counted
+    first into a kernel-local (as eager counts before it scatters)."""
     g, ids, out = tensor_arg(call, 0, "grad_output"), tensor_arg(call, 1, "indices"), out0(call)
     pad = int(call.arg(3, "padding_idx", -1))
-    if bool(call.arg(4, "scale_grad_by_freq", False)):
-        raise UnsupportedOpError("embedding backward with scale_grad_by_freq")
     kb = ctx.kernel()
     init = Nest(kb, out.shape, "i")
     kb.emit(*init.wrap([Assign(ctx.write(out, init.idx), lit(0.0))]))
+    counts = None
+    if bool(call.arg(4, "scale_grad_by_freq", False)):
+        counts = kb.local(DType.I64, [out.shape[0]], "count")
+        zero = Nest(kb, [out.shape[0]], "w")
+        seen = Nest(kb, ids.shape, "i")
+        kb.emit(
+            *zero.wrap([Assign(counts[zero.idx[0]], IntLit(0))]),
+            *seen.wrap([Reduce(counts[ctx.read(ids, seen.idx)], "+", IntLit(1))]),
+        )
     rows = Nest(kb, ids.shape, "i")
     cols = Nest(kb, [out.shape[1]], "d")
     row = ctx.read(ids, rows.idx)
-    stmt: Stmt = Reduce(
-        ctx.write(out, [row, cols.idx[0]]),
-        "+",
-        cast(ctx.read(g, [*rows.idx, cols.idx[0]]), g.dtype, out.dtype),
-    )
+    value: Expr = cast(ctx.read(g, [*rows.idx, cols.idx[0]]), g.dtype, out.dtype)
+    if counts is not None:
+        value = binop("/", value, cast(counts[row], DType.I64, out.dtype))
+    stmt: Stmt = Reduce(ctx.write(out, [row, cols.idx[0]]), "+", value)
     if pad >= 0:
         stmt = If(binop("!=", row, lit(pad)), (stmt,))
     kb.emit(*rows.wrap(cols.wrap([stmt])))

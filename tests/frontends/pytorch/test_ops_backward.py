@@ -135,10 +135,13 @@ def test_convolution_backward(
     )
 
 
-@pytest.mark.parametrize("padding_idx", [-1, 2])
-def test_embedding_dense_backward(padding_idx: int) -> None:
+@pytest.mark.parametrize(
+    ("padding_idx", "by_freq"), [(-1, False), (2, False), (-1, True), (2, True), (5, True)]
+)
+def test_embedding_dense_backward(padding_idx: int, by_freq: bool) -> None:
     ids = torch.tensor([[0, 2, 5], [2, 2, 1]])
-    check_op(A.embedding_dense_backward.default, torch.randn(2, 3, 4), ids, 7, padding_idx, False)
+    g = torch.randn(2, 3, 4)
+    check_op(A.embedding_dense_backward.default, g, ids, 7, padding_idx, by_freq)
 
 
 def test_select_and_slice_backward() -> None:
