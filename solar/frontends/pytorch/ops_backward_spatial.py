@@ -291,13 +291,14 @@ for _nd in (1, 2, 3):
     LOWERINGS.register(f"aten.avg_pool{_nd}d_backward.default")(_avg_pool_backward(_nd))
 
 
-def _max_pool_backward(nd: int) -> Callable[[LowerCtx, OpCall], None]:
+def _max_pool_backward(nd: int, indices_pos: int = 7) -> Callable[[LowerCtx, OpCall], None]:
     def lower(ctx: LowerCtx, call: OpCall) -> None:
         """``max_pool{nd}d_with_indices_backward(grad, self, kernel, stride, padding,
-        dilation, ceil_mode, indices)``: zeros, then each output's gradient added at its
-        argmax (``indices`` are flat over the pooled plane)."""
+        dilation, ceil_mode, indices)`` and ``adaptive_max_pool{nd}d_backward(grad, self,
+        indices)``: zeros, then each output's gradient added at its argmax (``indices``
+        are flat over the pooled plane)."""
         g, out = tensor_arg(call, 0, "grad_output"), out0(call)
-        idx = tensor_arg(call, 7, "indices")
+        idx = tensor_arg(call, indices_pos, "indices")
         lead = g.rank - nd
         plane = out.shape[lead:]
         kb, _ = _zero_then(ctx, out)
@@ -321,6 +322,9 @@ def _max_pool_backward(nd: int) -> Callable[[LowerCtx, OpCall], None]:
 for _nd in (2, 3):
     LOWERINGS.register(f"aten.max_pool{_nd}d_with_indices_backward.default")(
         _max_pool_backward(_nd)
+    )
+    LOWERINGS.register(f"aten.adaptive_max_pool{_nd}d_backward.default")(
+        _max_pool_backward(_nd, indices_pos=2)
     )
 
 

@@ -421,3 +421,52 @@ def test_grouped_mm_weight_grad(k: int, m: int, n: int, offs: list[int]) -> None
         rtol=1e-5,
         atol=1e-5,
     )
+
+
+def _g(reduction: int, *shape: int) -> object:
+    return torch.tensor(0.7) if reduction else torch.randn(*shape)
+
+
+@pytest.mark.parametrize("reduction", [0, 1, 2])
+@pytest.mark.parametrize(
+    ("op", "extra"),
+    [
+        (A.huber_loss_backward.default, (1.0,)),
+        (A.huber_loss_backward.default, (0.3,)),
+        (A.smooth_l1_loss_backward.default, (1.0,)),
+        (A.smooth_l1_loss_backward.default, (0.4,)),
+        (A.soft_margin_loss_backward.default, ()),
+    ],
+)
+def test_loss_backward(op: object, extra: tuple[object, ...], reduction: int) -> None:
+    x, t = torch.randn(4, 6), torch.randn(4, 6)
+    if op is A.soft_margin_loss_backward.default:
+        t = torch.sign(t)
+    check_op(op, _g(reduction, 4, 6), x, t, reduction, *extra)
+
+
+@pytest.mark.parametrize(("reduction", "weighted"), [(0, False), (1, False), (1, True), (2, True)])
+def test_binary_cross_entropy_backward(reduction: int, weighted: bool) -> None:
+    x = torch.rand(4, 6) * 0.98 + 0.01
+    t, w = torch.rand(4, 6), (torch.rand(6) + 0.5 if weighted else None)
+    check_op(A.binary_cross_entropy_backward.default, _g(reduction, 4, 6), x, t, w, reduction)
+
+
+@pytest.mark.parametrize(("shape", "dim"), [((4, 6), -1), ((4, 6), 0), ((2, 4, 3), 1)])
+def test_glu_backward(shape: tuple[int, ...], dim: int) -> None:
+    x = torch.randn(*shape)
+    y = A.glu.default(x, dim)
+    check_op(A.glu_backward.default, torch.randn_like(y), x, dim)
+
+
+@pytest.mark.parametrize(
+    ("x_shape", "out_size"),
+    [((2, 3, 8, 6), (2, 3)), ((1, 2, 7, 5), (3, 2)), ((1, 2, 5, 4, 6), (2, 3, 4))],
+)
+def test_adaptive_max_pool_backward(x_shape: tuple[int, ...], out_size: tuple[int, ...]) -> None:
+    x = torch.randn(*x_shape)
+    nd = len(out_size)
+    fwd = A.adaptive_max_pool2d if nd == 2 else A.adaptive_max_pool3d
+    bwd = A.adaptive_max_pool2d_backward if nd == 2 else A.adaptive_max_pool3d_backward
+    y, idx = fwd.default(x, list(out_size))
+    check_op(bwd.default, torch.randn_like(y), x, idx)

@@ -1,0 +1,154 @@
+"""Lowerings of more loss and gated-activation backward ops (docs/training.md).
+
+Contract: as ops_backward.py (one kernel per call, eager's CPU formulas; ``norm`` is
+``1/numel`` for the mean reduction, else 1):
+
+* ``huber_loss_backward``: ``norm g clamp(x - t, -delta, delta)``;
+* ``smooth_l1_loss_backward``: ``norm g clamp((x - t) / beta, -1, 1)`` (``beta > 0``);
+* ``soft_margin_loss_backward``: ``-norm g t z / (1 + z)``, ``z = exp(-t x)``;
+* ``binary_cross_entropy_backward``: ``norm w g (x - t) / max(x (1 - x), 1e-12)``;
+* ``glu_backward``: for ``x = [a, b]`` along ``dim``: ``da = g s``, ``db = g a s (1 - s)``,
+  ``s = sigmoid(b)``; one nest over the halves writes both.
+"""
+
+from __future__ import annotations
+
+from solar.frontends.kit import Nest, UnsupportedOpError, fmax, fmin, iadd
+from solar.frontends.pytorch.lowering_utils import (
+    accumulate_dtype,
+    binop,
+    cast,
+    elementwise,
+    fn,
+    norm_dim,
+    operand,
+    out0,
+    tensor_arg,
+)
+from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
+from solar.ir import Assign, Expr, Name, Unary, lit
+
+__all__: list[str] = []
+
+_BCE_EPS = 1e-12
+"""Eager's ``EPSILON`` in ``binary_cross_entropy_backward``."""
+
+
+def _norm(call: OpCall, reduction_pos: int, numel: int) -> float:
+    return 1.0 / numel if int(call.arg(reduction_pos, "reduction", 1)) == 1 else 1.0
+
+
+def _clamped_loss(ctx: LowerCtx, call: OpCall, lo_hi: float, scale: float) -> None:
+    """``norm g clamp(scale (x - t), -lo_hi, lo_hi)``."""
+    g, x, t, out = (
+        call.arg(0, "grad_output"),
+        call.arg(1, "self"),
+        call.arg(2, "target"),
+        out0(call),
+    )
+    norm = _norm(call, 3, out.numel)
+    dt = accumulate_dtype(out.dtype)
+
+    def value(idx: tuple[Name, ...]) -> Expr:
+        diff = binop("-", operand(x, idx, out.shape, dt), operand(t, idx, out.shape, dt))
+        if scale != 1.0:
+            diff = binop("*", diff, lit(scale))
+        clamped = fmin(fmax(diff, lit(-lo_hi)), lit(lo_hi))
+        return cast(
+            binop("*", binop("*", lit(norm), clamped), operand(g, idx, out.shape, dt)),
+            dt,
+            out.dtype,
+        )
+
+    elementwise(ctx, out, value)
+
+
+@LOWERINGS.register("aten.huber_loss_backward")
+def _huber_loss_backward(ctx: LowerCtx, call: OpCall) -> None:
+    """``huber_loss_backward(grad, self, target, reduction, delta)``."""
+    delta = float(call.arg(4, "delta", 1.0))
+    _clamped_loss(ctx, call, delta, 1.0)
+
+
+@LOWERINGS.register("aten.smooth_l1_loss_backward")
+def _smooth_l1_loss_backward(ctx: LowerCtx, call: OpCall) -> None:
+    """``smooth_l1_loss_backward(grad, self, target, reduction, beta)``."""
+    beta = float(call.arg(4, "beta", 1.0))
+    if beta <= 0.0:
+        raise UnsupportedOpError("smooth_l1_loss_backward with beta 0 (an L1 gradient)")
+    _clamped_loss(ctx, call, 1.0, 1.0 / beta)
+
+
+@LOWERINGS.register("aten.soft_margin_loss_backward")
+def _soft_margin_loss_backward(ctx: LowerCtx, call: OpCall) -> None:
+    """``soft_margin_loss_backward(grad, self, target, reduction)``."""
+    g, x, t, out = (
+        call.arg(0, "grad_output"),
+        call.arg(1, "self"),
+        call.arg(2, "target"),
+        out0(call),
+    )
+    norm = _norm(call, 3, out.numel)
+    dt = accumulate_dtype(out.dtype)
+
+    def value(idx: tuple[Name, ...]) -> Expr:
+        tv = operand(t, idx, out.shape, dt)
+        z = fn("exp", Unary("-", binop("*", tv, operand(x, idx, out.shape, dt))))
+        frac = binop("/", binop("*", tv, z), binop("+", lit(1.0), z))
+        scaled = binop("*", lit(-norm), binop("*", frac, operand(g, idx, out.shape, dt)))
+        return cast(scaled, dt, out.dtype)
+
+    elementwise(ctx, out, value)
+
+
+@LOWERINGS.register("aten.binary_cross_entropy_backward")
+def _bce_backward(ctx: LowerCtx, call: OpCall) -> None:
+    """``binary_cross_entropy_backward(grad, self, target, weight, reduction)``."""
+    g, x, t, out = (
+        call.arg(0, "grad_output"),
+        call.arg(1, "self"),
+        call.arg(2, "target"),
+        out0(call),
+    )
+    w = call.arg(3, "weight")
+    norm = _norm(call, 4, out.numel)
+    dt = accumulate_dtype(out.dtype)
+
+    def value(idx: tuple[Name, ...]) -> Expr:
+        xv = operand(x, idx, out.shape, dt)
+        den = fmax(binop("*", binop("-", lit(1.0), xv), xv), lit(_BCE_EPS))
+        v = binop("/", binop("-", xv, operand(t, idx, out.shape, dt)), den)
+        v = binop("*", binop("*", lit(norm), v), operand(g, idx, out.shape, dt))
+        if w is not None:
+            v = binop("*", v, operand(w, idx, out.shape, dt))
+        return cast(v, dt, out.dtype)
+
+    elementwise(ctx, out, value)
+
+
+@LOWERINGS.register("aten.glu_backward")
+def _glu_backward(ctx: LowerCtx, call: OpCall) -> None:
+    """``glu_backward(grad, self, dim)``: both halves' gradients in one nest."""
+    g, x, out = tensor_arg(call, 0, "grad_output"), tensor_arg(call, 1, "self"), out0(call)
+    dim = norm_dim(call.arg(2, "dim", -1), out.rank)
+    half = out.shape[dim] // 2
+    dt = accumulate_dtype(out.dtype)
+    kb = ctx.kernel()
+    loops = Nest(kb, g.shape, "i")
+    idx = list(loops.idx)
+    second = list(idx)
+    second[dim] = iadd(idx[dim], half)
+    s = kb.local(dt, [], "s").scalar()
+    a = cast(ctx.read(x, idx), x.dtype, dt)
+    gv = cast(ctx.read(g, idx), g.dtype, dt)
+    da = binop("*", gv, s)
+    db = binop("*", binop("*", da, a), binop("-", lit(1.0), s))
+    kb.emit(
+        *loops.wrap(
+            [
+                Assign(s, fn("sigmoid", cast(ctx.read(x, second), x.dtype, dt))),
+                Assign(ctx.write(out, idx), cast(da, dt, out.dtype)),
+                Assign(ctx.write(out, second), cast(db, dt, out.dtype)),
+            ]
+        )
+    )
