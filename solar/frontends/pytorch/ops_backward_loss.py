@@ -1,4 +1,4 @@
-"""Lowerings of more loss and gated-activation backward ops (docs/training.md).
+"""Lowerings of more loss and activation backward ops (docs/training.md).
 
 Contract: as ops_backward.py (one kernel per call, eager's CPU formulas; ``norm`` is
 ``1/numel`` for the mean reduction, else 1):
@@ -8,7 +8,9 @@ Contract: as ops_backward.py (one kernel per call, eager's CPU formulas; ``norm`
 * ``soft_margin_loss_backward``: ``-norm g t z / (1 + z)``, ``z = exp(-t x)``;
 * ``binary_cross_entropy_backward``: ``norm w g (x - t) / max(x (1 - x), 1e-12)``;
 * ``glu_backward``: for ``x = [a, b]`` along ``dim``: ``da = g s``, ``db = g a s (1 - s)``,
-  ``s = sigmoid(b)``; one nest over the halves writes both.
+  ``s = sigmoid(b)``; one nest over the halves writes both;
+* ``_prelu_kernel_backward``: ``dx = x > 0 ? g : w g`` and ``dw = x > 0 ? 0 : x g``, one
+  nest (``dw`` of the input's shape, as eager returns it).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from solar.frontends.pytorch.lowering_utils import (
     norm_dim,
     operand,
     out0,
+    sel,
     tensor_arg,
 )
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
@@ -152,3 +155,31 @@ def _glu_backward(ctx: LowerCtx, call: OpCall) -> None:
             ]
         )
     )
+
+
+@LOWERINGS.register("aten._prelu_kernel_backward")
+def _prelu_backward(ctx: LowerCtx, call: OpCall) -> None:
+    """``_prelu_kernel_backward(grad, self, weight) -> (dx, dw)``, both of the input's
+    shape (autograd sums ``dw`` to the weight's): ``dx = x > 0 ? g : w g``,
+    ``dw = x > 0 ? 0 : x g``."""
+    g, x, w = tensor_arg(call, 0, "grad_output"), tensor_arg(call, 1, "self"), call.arg(2, "weight")
+    dx, dw = [*call.outputs, None, None][:2]
+    if dx is None:
+        raise UnsupportedOpError("_prelu_kernel_backward without the input gradient")
+    dt = accumulate_dtype(dx.dtype)
+
+    def parts(idx: tuple[Name, ...]) -> tuple[Expr, Expr, Expr]:
+        xv, gv = operand(x, idx, dx.shape, dt), operand(g, idx, dx.shape, dt)
+        return binop(">", xv, lit(0.0)), xv, gv
+
+    def grad_input(idx: tuple[Name, ...]) -> Expr:
+        pos, _, gv = parts(idx)
+        return cast(sel(pos, gv, binop("*", operand(w, idx, dx.shape, dt), gv)), dt, dx.dtype)
+
+    def grad_weight(idx: tuple[Name, ...]) -> Expr:
+        pos, xv, gv = parts(idx)
+        assert dw is not None
+        return cast(sel(pos, lit(0.0), binop("*", xv, gv)), dt, dw.dtype)
+
+    extra = [(dw, grad_weight)] if dw is not None else []
+    elementwise(ctx, dx, grad_input, extra_outputs=extra)

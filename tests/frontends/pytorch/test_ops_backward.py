@@ -470,3 +470,9 @@ def test_adaptive_max_pool_backward(x_shape: tuple[int, ...], out_size: tuple[in
     bwd = A.adaptive_max_pool2d_backward if nd == 2 else A.adaptive_max_pool3d_backward
     y, idx = fwd.default(x, list(out_size))
     check_op(bwd.default, torch.randn_like(y), x, idx)
+
+
+@pytest.mark.parametrize(("shape", "w_shape"), [((4, 3, 5), (1, 3, 1)), ((4, 6), (1,))])
+def test_prelu_backward(shape: tuple[int, ...], w_shape: tuple[int, ...]) -> None:
+    x, w = torch.randn(*shape), torch.rand(*w_shape)
+    check_op(A._prelu_kernel_backward.default, torch.randn(*shape), x, w)
