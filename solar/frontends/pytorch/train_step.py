@@ -424,8 +424,14 @@ def training_instance(inst: Instance, step: TrainStep, *, fake_mode: Any = None)
         describe_optimizer(spec),
     )
     return Instance(
-        step_fn, inst.module, (*inst.args, *targets), state, inst.sizes, inst.attr_names,
-        inst.kwargs, namespace=namespace,
+        step_fn,
+        inst.module,
+        (*inst.args, *targets),
+        state,
+        inst.sizes,
+        inst.attr_names,
+        inst.kwargs,
+        namespace=namespace,
     )
 
 
