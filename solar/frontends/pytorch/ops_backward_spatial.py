@@ -6,7 +6,8 @@ gradient through `emit_conv`, weight gradient = the correlation of the output gr
 with the input, bias gradient = a sum; one launch for all three),
 ``avg_pool{1,2,3}d_backward`` and ``_adaptive_avg_pool{2,3}d_backward`` (the
 forward's windows and divisors, `ops_pool`), ``embedding_dense_backward``,
-``select_backward`` and ``slice_backward`` (zeros, then the gradient into the part).
+``select_backward``, ``slice_backward`` and ``diagonal_backward`` (zeros, then the
+gradient into the part), ``unfold_backward`` (zeros, then each window added back).
 """
 
 from __future__ import annotations
@@ -223,6 +224,51 @@ def _select_slice_backward(ctx: LowerCtx, call: OpCall) -> None:
         dst = list(src)
         dst[dim] = part.aff(dim, step).plus(Aff((), start)).expr()
     kb.emit(*part.wrap([Assign(ctx.write(out, dst), cast(ctx.read(g, src), g.dtype, out.dtype))]))
+
+
+@LOWERINGS.register("aten.diagonal_backward.default")
+def _diagonal_backward(ctx: LowerCtx, call: OpCall) -> None:
+    """``diagonal_backward(grad, input_sizes, offset, dim1, dim2)``: zeros, then ``grad``
+    (the other dims in order, the diagonal last) onto the diagonal."""
+    g, out = tensor_arg(call, 0, "grad_output"), out0(call)
+    offset = int(call.arg(2, "offset", 0))
+    d1, d2 = norm_dim(call.arg(3, "dim1"), out.rank), norm_dim(call.arg(4, "dim2"), out.rank)
+    if d1 == d2:
+        raise UnsupportedOpError("diagonal_backward with dim1 == dim2")
+    kb, _ = _zero_then(ctx, out)
+    part = Nest(kb, g.shape, "j")
+    rest = list(part.idx[:-1])
+    first = part.aff(g.rank - 1).plus(max(-offset, 0))
+    second = part.aff(g.rank - 1).plus(max(offset, 0))
+    dst: list[Expr] = []
+    for d in range(out.rank):
+        if d == d1:
+            dst.append(first.expr())
+        elif d == d2:
+            dst.append(second.expr())
+        else:
+            dst.append(rest.pop(0))
+    kb.emit(
+        *part.wrap([Assign(ctx.write(out, dst), cast(ctx.read(g, part.idx), g.dtype, out.dtype))])
+    )
+
+
+@LOWERINGS.register("aten.unfold_backward.default")
+def _unfold_backward(ctx: LowerCtx, call: OpCall) -> None:
+    """``unfold_backward(grad, input_sizes, dim, size, step)``: zeros, then each window's
+    gradient added back, ``dX[.., w step + k, ..] += G[.., w, .., k]``."""
+    g, out = tensor_arg(call, 0, "grad_in"), out0(call)
+    dim = norm_dim(call.arg(2, "dim"), out.rank) if out.rank else 0
+    step = int(call.arg(4, "step"))
+    kb, _ = _zero_then(ctx, out)
+    part = Nest(kb, g.shape, "j")
+    dst: list[Expr] = list(part.idx[: out.rank])
+    if out.rank:
+        dst[dim] = part.aff(dim, step).plus(part.aff(g.rank - 1)).expr()
+    else:
+        dst = []
+    value = cast(ctx.read(g, part.idx), g.dtype, out.dtype)
+    kb.emit(*part.wrap([Reduce(ctx.write(out, dst), "+", value)]))
 
 
 def _emit_avg_backward(

@@ -476,3 +476,33 @@ def test_adaptive_max_pool_backward(x_shape: tuple[int, ...], out_size: tuple[in
 def test_prelu_backward(shape: tuple[int, ...], w_shape: tuple[int, ...]) -> None:
     x, w = torch.randn(*shape), torch.rand(*w_shape)
     check_op(A._prelu_kernel_backward.default, torch.randn(*shape), x, w)
+
+
+@pytest.mark.parametrize(
+    ("sizes", "offset", "dim1", "dim2"),
+    [
+        ([4, 5], 0, 0, 1),
+        ([4, 5], 2, 0, 1),
+        ([4, 5], -1, 0, 1),
+        ([3, 4, 5], 1, 2, 0),
+        ([2, 3, 3, 2], 0, 1, 2),
+    ],
+)
+def test_diagonal_backward(sizes: list[int], offset: int, dim1: int, dim2: int) -> None:
+    y = torch.diagonal(torch.zeros(*sizes), offset, dim1, dim2)
+    check_op(A.diagonal_backward.default, torch.randn_like(y), sizes, offset, dim1, dim2)
+
+
+@pytest.mark.parametrize(
+    ("sizes", "dim", "size", "step"),
+    [
+        ([10], 0, 3, 2),
+        ([4, 9], 1, 3, 3),
+        ([4, 9], 1, 4, 1),
+        ([7, 3], 0, 2, 3),
+        ([2, 8, 3], -2, 5, 2),
+    ],
+)
+def test_unfold_backward(sizes: list[int], dim: int, size: int, step: int) -> None:
+    y = torch.zeros(*sizes).unfold(dim, size, step)
+    check_op(A.unfold_backward.default, torch.randn_like(y), sizes, dim, size, step)
