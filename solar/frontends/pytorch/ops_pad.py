@@ -5,7 +5,9 @@ Contract: one kernel per call whose loop nests partition the output into regions
 which the source index is affine (no ``select`` or data-dependent guards): a padded
 dim splits into left border / interior / right border, a rolled dim into two shifted
 ranges, a repeated dim into (copy, position) loop pairs. So every output element is
-written exactly once and no element outside the source is ever read.
+written exactly once and no element outside the source is ever read. The reflect and
+replicate pads' backward (``*_pad{n}d_backward``) walks the same regions, adding each
+gradient element at the source the forward read.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from solar.frontends.pytorch.lowering_utils import (
 )
 from solar.frontends.pytorch.ops_movement import iadd_const_last, imul_const_last
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
-from solar.ir import Assign, Expr, If, IntLit, Name, Stmt, Unary
+from solar.ir import Assign, Expr, If, IntLit, Name, Reduce, Stmt, Unary
 
 __all__ = ["Segment"]
 
@@ -115,32 +117,66 @@ def _constant_pad(ctx: LowerCtx, call: OpCall) -> None:
     _emit_regions(ctx, kb, x, out, [[s] for s in interior], fill)
 
 
+def _border_segments(
+    mode: str, shape: Sequence[int], pads: dict[int, tuple[int, int]]
+) -> list[list[Segment]]:
+    """Per dim of the padded output: left border, interior, right border (reflect or
+    replicate sources)."""
+    segments: list[list[Segment]] = []
+    for d, n in enumerate(shape):
+        lo, hi = pads.get(d, (0, 0))
+        if (lo, hi) == (0, 0):
+            segments.append([Segment(0, n, _identity)])
+            continue
+        if lo < 0 or hi < 0:
+            raise UnsupportedOpError(f"{mode} pad with negative padding")
+        if mode == "reflect":
+            left, right = _mirror(lo), _mirror(2 * (n - 1) + lo)
+        else:
+            left, right = _const(0), _const(n - 1)
+        segments.append(
+            [
+                Segment(0, lo, left),
+                Segment(lo, lo + n, _shift(-lo)),
+                Segment(lo + n, lo + n + hi, right),
+            ]
+        )
+    return segments
+
+
 def _border_pad(mode: str) -> Callable[[LowerCtx, OpCall], None]:
     def lower(ctx: LowerCtx, call: OpCall) -> None:
         x, out = tensor_arg(call, 0, "self"), out0(call)
-        pads = _pairs(call.arg(1, "padding"), x.rank)
-        segments: list[list[Segment]] = []
-        for d in range(x.rank):
-            lo, hi = pads.get(d, (0, 0))
-            n = x.shape[d]
-            if (lo, hi) == (0, 0):
-                segments.append([Segment(0, n, _identity)])
-                continue
-            if lo < 0 or hi < 0:
-                raise UnsupportedOpError(f"{mode} pad with negative padding")
-            if mode == "reflect":
-                left, right = _mirror(lo), _mirror(2 * (n - 1) + lo)
-            else:
-                left, right = _const(0), _const(n - 1)
-            segments.append(
-                [
-                    Segment(0, lo, left),
-                    Segment(lo, lo + n, _shift(-lo)),
-                    Segment(lo + n, lo + n + hi, right),
-                ]
-            )
+        segments = _border_segments(mode, x.shape, _pairs(call.arg(1, "padding"), x.rank))
         kb = ctx.kernel()
         _emit_regions(ctx, kb, x, out, segments, None)
+
+    return lower
+
+
+def _border_pad_backward(mode: str) -> Callable[[LowerCtx, OpCall], None]:
+    def lower(ctx: LowerCtx, call: OpCall) -> None:
+        """``{reflection,replication}_pad{n}d_backward(grad, self, padding)``: zeros, then
+        each output element's gradient added at the source the forward read (the same
+        regions, so every gradient element is read once)."""
+        g, out = tensor_arg(call, 0, "grad_output"), out0(call)
+        segments = _border_segments(mode, out.shape, _pairs(call.arg(2, "padding"), out.rank))
+        kb = ctx.kernel()
+        zero = ctx.vars(kb, out.rank)
+        kb.emit(
+            *nest(
+                list(zip(zero, out.shape, strict=True)),
+                [Assign(ctx.write(out, zero), scalar_lit(0, out.dtype))],
+            )
+        )
+        for combo in itertools.product(*segments):
+            if any(seg.hi <= seg.lo for seg in combo):
+                continue
+            idx = ctx.vars(kb, out.rank)
+            src = [seg.src(v) for seg, v in zip(combo, idx, strict=True)]  # type: ignore[misc]
+            value = cast(ctx.read(g, idx), g.dtype, out.dtype)
+            dims = [(v, seg.lo, seg.hi) for v, seg in zip(idx, combo, strict=True)]
+            kb.emit(*nest(dims, [Reduce(ctx.write(out, src), "+", value)]))
 
     return lower
 
@@ -148,6 +184,8 @@ def _border_pad(mode: str) -> Callable[[LowerCtx, OpCall], None]:
 for _d in (1, 2, 3):
     LOWERINGS.register(f"aten.reflection_pad{_d}d")(_border_pad("reflect"))
     LOWERINGS.register(f"aten.replication_pad{_d}d")(_border_pad("replicate"))
+    LOWERINGS.register(f"aten.reflection_pad{_d}d_backward")(_border_pad_backward("reflect"))
+    LOWERINGS.register(f"aten.replication_pad{_d}d_backward")(_border_pad_backward("replicate"))
 
 
 @LOWERINGS.register("aten.flip")

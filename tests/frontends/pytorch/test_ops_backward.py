@@ -506,3 +506,22 @@ def test_diagonal_backward(sizes: list[int], offset: int, dim1: int, dim2: int) 
 def test_unfold_backward(sizes: list[int], dim: int, size: int, step: int) -> None:
     y = torch.zeros(*sizes).unfold(dim, size, step)
     check_op(A.unfold_backward.default, torch.randn_like(y), sizes, dim, size, step)
+
+
+@pytest.mark.parametrize(
+    ("fwd", "bwd", "shape", "pad"),
+    [
+        (A.reflection_pad1d, A.reflection_pad1d_backward, (2, 3, 6), [2, 3]),
+        (A.reflection_pad2d, A.reflection_pad2d_backward, (1, 2, 5, 6), [1, 2, 3, 0]),
+        (A.reflection_pad3d, A.reflection_pad3d_backward, (1, 2, 3, 4, 5), [1, 1, 2, 0, 1, 2]),
+        (A.replication_pad1d, A.replication_pad1d_backward, (2, 3, 4), [3, 1]),
+        (A.replication_pad2d, A.replication_pad2d_backward, (1, 2, 5, 6), [2, 2, 0, 3]),
+        (A.replication_pad3d, A.replication_pad3d_backward, (1, 2, 3, 4, 2), [1, 2, 1, 1, 0, 2]),
+    ],
+)
+def test_border_pad_backward(
+    fwd: object, bwd: object, shape: tuple[int, ...], pad: list[int]
+) -> None:
+    x = torch.randn(*shape)
+    y = fwd.default(x, pad)  # type: ignore[attr-defined]
+    check_op(bwd.default, torch.randn_like(y), x, pad)  # type: ignore[attr-defined]
