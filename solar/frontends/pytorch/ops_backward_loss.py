@@ -10,12 +10,13 @@ Contract: as ops_backward.py (one kernel per call, eager's CPU formulas; ``norm`
 * ``glu_backward``: for ``x = [a, b]`` along ``dim``: ``da = g s``, ``db = g a s (1 - s)``,
   ``s = sigmoid(b)``; one nest over the halves writes both;
 * ``_prelu_kernel_backward``: ``dx = x > 0 ? g : w g`` and ``dw = x > 0 ? 0 : x g``, one
-  nest (``dw`` of the input's shape, as eager returns it).
+  nest (``dw`` of the input's shape, as eager returns it);
+* ``_cdist_backward`` (``p`` 1 or 2): ``x1``'s gradient, a sum over ``x2``'s rows.
 """
 
 from __future__ import annotations
 
-from solar.frontends.kit import Nest, UnsupportedOpError, fmax, fmin, iadd
+from solar.frontends.kit import Nest, UnsupportedOpError, fmax, fmin, iadd, nest
 from solar.frontends.pytorch.lowering_utils import (
     accumulate_dtype,
     binop,
@@ -29,7 +30,7 @@ from solar.frontends.pytorch.lowering_utils import (
     tensor_arg,
 )
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
-from solar.ir import Assign, Expr, Name, Unary, lit
+from solar.ir import Assign, Expr, Name, Reduce, Unary, lit
 
 __all__: list[str] = []
 
@@ -183,3 +184,42 @@ def _prelu_backward(ctx: LowerCtx, call: OpCall) -> None:
 
     extra = [(dw, grad_weight)] if dw is not None else []
     elementwise(ctx, dx, grad_input, extra_outputs=extra)
+
+
+@LOWERINGS.register("aten._cdist_backward")
+def _cdist_backward(ctx: LowerCtx, call: OpCall) -> None:
+    """``_cdist_backward(grad, x1, x2, p, cdist)``, the gradient of ``x1`` (eager calls it
+    again with the operands swapped for ``x2``): ``sum_j g[i, j] (x1[i] - x2[j]) /
+    cdist[i, j]`` for ``p = 2`` (0 where the distance is 0), ``sum_j g[i, j] sign(x1[i] -
+    x2[j])`` for ``p = 1``."""
+    g, x1, x2 = tensor_arg(call, 0, "grad"), tensor_arg(call, 1, "x1"), tensor_arg(call, 2, "x2")
+    dist, out = tensor_arg(call, 4, "cdist"), out0(call)
+    p = float(call.arg(3, "p"))
+    if p not in (1.0, 2.0) or x1.rank != x2.rank or x1.rank < 2:
+        raise UnsupportedOpError(f"_cdist_backward with p={p:g}")
+    dt = accumulate_dtype(out.dtype)
+    kb = ctx.kernel()
+    rows = Nest(kb, out.shape, "i")
+    (j,) = ctx.vars(kb, 1, "j")
+    lead, i, m = list(rows.idx[:-2]), rows.idx[-2], rows.idx[-1]
+    diff = binop(
+        "-",
+        cast(ctx.read(x1, [*lead, i, m]), x1.dtype, dt),
+        cast(ctx.read(x2, [*lead, j, m]), x2.dtype, dt),
+    )
+    gv = cast(ctx.read(g, [*lead, i, j]), g.dtype, dt)
+    if p == 2.0:
+        d = cast(ctx.read(dist, [*lead, i, j]), dist.dtype, dt)
+        term = sel(binop("==", d, lit(0.0)), lit(0.0), binop("/", binop("*", gv, diff), d))
+    else:
+        term = binop("*", gv, fn("sign", diff))
+    acc = kb.local(dt, [], "acc").scalar()
+    kb.emit(
+        *rows.wrap(
+            [
+                Assign(acc, lit(0.0)),
+                *nest([(j, x2.shape[-2])], [Reduce(acc, "+", term)]),
+                Assign(ctx.write(out, rows.idx), cast(acc, dt, out.dtype)),
+            ]
+        )
+    )

@@ -525,3 +525,14 @@ def test_border_pad_backward(
     x = torch.randn(*shape)
     y = fwd.default(x, pad)  # type: ignore[attr-defined]
     check_op(bwd.default, torch.randn_like(y), x, pad)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("s1", "s2", "p"),
+    [((4, 3), (5, 3), 2.0), ((2, 4, 3), (2, 5, 3), 2.0), ((2, 4, 3), (2, 6, 3), 1.0)],
+)
+def test_cdist_backward(s1: tuple[int, ...], s2: tuple[int, ...], p: float) -> None:
+    x1, x2 = torch.randn(*s1), torch.randn(*s2)
+    x2[..., 0, :] = x1[..., 0, :]  # a zero distance: its term is 0
+    d = A._cdist_forward.default(x1, x2, p, None)
+    check_op(A._cdist_backward.default, torch.randn_like(d), x1, x2, p, d)
