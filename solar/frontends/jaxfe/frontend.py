@@ -108,6 +108,9 @@ class JaxFrontend:
             notes = (*notes, "--train: the program takes no gradient (no jax.grad, "
                      "value_and_grad or vjp in its function), so it has no training-step "
                      "phases; it is bounded as a whole")
+        if options.train_step and options.optimizer != "auto":
+            notes = (*notes, f"--optimizer {options.optimizer}: a JAX step's update is the "
+                     "file's own (its function's optax or hand-written update)")
         program, sym_notes = _symbolic(lowered.program, capture.sizes, path, options, progress)
         return FrontendResult(
             name="jax",
