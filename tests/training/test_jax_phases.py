@@ -194,3 +194,34 @@ def test_gradient_without_update() -> None:
     assert [p.phase for p in t.phases] == ["forward", "backward"]
     assert t.optimizer_state_bytes == 0
     assert any(n.startswith("backward_") for n in _kernel_names(r))
+
+
+def test_flax_nnx_step_with_an_optax_chain() -> None:
+    """nnx split/merge around ``jax.value_and_grad``; gradient clipping is the optimizer's."""
+    nnx = pytest.importorskip("flax.nnx")
+
+    class MLP(nnx.Module):  # type: ignore[misc]
+        def __init__(self, rngs: Any) -> None:
+            self.l1 = nnx.Linear(4, 8, rngs=rngs)
+            self.l2 = nnx.Linear(8, 2, rngs=rngs)
+
+        def __call__(self, x: Any) -> Any:
+            return self.l2(nnx.relu(self.l1(x)))
+
+    graphdef, params = nnx.split(MLP(nnx.Rngs(0)), nnx.Param)
+    opt = optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(1e-3))
+
+    def step(p: Any, state: Any, x: Any, y: Any) -> Any:
+        def loss(q: Any) -> Any:
+            return jnp.mean((nnx.merge(graphdef, q)(x) - y) ** 2)
+
+        value, g = jax.value_and_grad(loss)(p)
+        updates, state = opt.update(g, state, p)
+        return value, optax.apply_updates(p, updates), state
+
+    x, y = np.ones((3, 4), np.float32), np.ones((3, 2), np.float32)
+    by = _by_phase(_phases(step, params, opt.init(params), x, y))
+    assert sum(n.startswith("dot_general") for n in by["forward"]) == 2
+    assert sum("dot_general" in n for n in by["backward"]) == 3  # dW2, dX2, dW1
+    assert any(n.startswith("optimizer_sqrt") for n in by["optimizer"])  # the global norm
+    assert not any("dot_general" in n for n in by["optimizer"])
