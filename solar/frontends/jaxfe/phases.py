@@ -50,8 +50,9 @@ __all__ = ["AD_BACKWARD", "AD_FORWARD", "step_phases"]
 AD_BACKWARD = frozenset({"transpose"})
 """Name-stack transforms of equations autodiff's transpose emitted (the backward)."""
 
-AD_FORWARD = frozenset({"jvp", "linearize"})
-"""Name-stack transforms of the linearised forward (primal values and residuals)."""
+AD_FORWARD = frozenset({"jvp"})
+"""Name-stack transforms of the linearised forward (primal values and residuals;
+``jax.linearize`` traces under ``jvp`` too, jax 0.10)."""
 
 _ValueId = tuple[Any, ...]
 
