@@ -41,6 +41,7 @@ __all__ = [
     "PhaseProgram",
     "StepInfo",
     "StepMemory",
+    "phase_of_kernel",
     "split_phases",
     "step_memory",
 ]
@@ -49,6 +50,19 @@ Phase: TypeAlias = Literal["forward", "backward", "optimizer"]
 """The phases of a training step, in order."""
 
 PHASES: Final[tuple[Phase, ...]] = ("forward", "backward", "optimizer")
+
+
+def phase_of_kernel(name: str) -> Phase:
+    """The phase of a kernel that a frontend named after it (``backward_<op>``,
+    ``optimizer_<op>``; any other kernel is the forward's).
+
+    >>> phase_of_kernel("backward_dot_general"), phase_of_kernel("Dense_0_add")
+    ('backward', 'forward')
+    """
+    for phase in PHASES[1:]:
+        if name.startswith(f"{phase}_"):
+            return phase
+    return "forward"
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,8 +98,10 @@ class StepMemory:
     """Bytes resident during a training step (all figures at the analysed sizes).
 
     Attributes:
-        parameter_bytes: parameters (and buffers) the forward reads.
-        optimizer_state_bytes: state only the update reads (moments, momentum buffers).
+        parameter_bytes: parameters (and buffers) the forward reads; in a functional
+            step (JAX), the inputs both the forward or backward and the update read.
+        optimizer_state_bytes: state only the update reads (moments, momentum buffers;
+            in a functional step, the inputs only the update reads).
         saved_activation_bytes: values the forward writes and the backward reads (what
             autograd saves for the backward).
         gradient_bytes: the gradients the backward hands on (outputs, or values the update
@@ -229,7 +245,9 @@ def step_memory(
     for d in program.tensors:
         w, r = writers.get(d.name, set()), readers.get(d.name, set())
         size = _nbytes(d, sizes)
-        if d.role == "param":
+        # A functional step (JAX) takes its parameters and optimizer state as inputs:
+        # an input the update reads is one or the other, as a parameter is.
+        if d.role == "param" or (d.role == "input" and "optimizer" in r):
             if r & {"forward", "backward"}:
                 params += size
             elif r:

@@ -1,5 +1,11 @@
 """A training step in PyTorch (twin of samples/jax/train_mlp_sgd.py): Linear-ReLU-Linear,
-loss = sum(output * target), SGD; `solar analyze samples/torch/train_mlp_sgd.py --train`."""
+loss = sum(output * target), SGD; `solar analyze samples/torch/train_mlp_sgd.py --train`.
+
+The ReLU is ``where(h > 0, h, 0)``: its backward selects with the saved mask of its input,
+as JAX's ``jax.nn.relu`` does (derivative ``select(x > 0, g, 0)``, the mask computed in
+the forward). ``torch.relu``'s backward tests its saved output instead
+(``threshold_backward``): the same step FLOPs, split differently between the phases.
+"""
 
 import torch
 import torch.nn as nn
@@ -27,7 +33,8 @@ class Model(nn.Module):
         self.fc2 = Linear(HIDDEN, OUT)
 
     def forward(self, x):
-        return self.fc2(torch.relu(self.fc1(x)))
+        h = self.fc1(x)
+        return self.fc2(torch.where(h > 0, h, 0.0))
 
 
 def get_inputs():

@@ -12,7 +12,9 @@ only. Three steps turn it into guards the counters understand:
    under complementary affine conditions, as ``tril`` lowers) is a formula of its
    indices. Its reads are replaced by the formula (``t9[i, j]`` ->
    ``select(j <= i, 1.0, 0.0)``), and comparisons of such selects with literals fold
-   (``select(j <= i, 1.0, 0.0) == 0.0`` -> ``i + 1 <= j``). Its kernel then has no reader
+   (``select(j <= i, 1.0, 0.0) == 0.0`` -> ``i + 1 <= j``), as do products with the
+   literal 1 (``ones_like(loss) * target`` -> ``target``: a backward's seed cotangent
+   multiplies nothing; exact in IEEE arithmetic). Its kernel then has no reader
    and dead-code elimination removes it: an implementation can compute the mask from
    indices instead of reading it.
 2. **Constant regions (forward).** ``X[v] = select(P, c, Y)`` with ``P`` affine in the
@@ -186,6 +188,11 @@ def _lit(e: Expr) -> float | bool | None:
     return None
 
 
+def _is_one(e: Expr) -> bool:
+    """True for the float literal 1 (not ``true``: a mask times a value is a select)."""
+    return isinstance(e, FloatLit) and e.value == 1.0
+
+
 def _fold(e: Expr) -> Expr | None:
     """One folding step at the root of ``e`` (children already folded)."""
     match e:
@@ -198,6 +205,8 @@ def _fold(e: Expr) -> Expr | None:
                                    _fold(Cast(e.dtype, b)) or Cast(e.dtype, b)))
         case Call(func="select", args=(BoolLit(value=v), a, b)):
             return a if v else b
+        case Binary(op="*", lhs=a, rhs=b) if _is_one(a) or _is_one(b):
+            return b if _is_one(a) else a  # x * 1 is x exactly: no operation
         case Binary(op="==" | "!=", lhs=Call(func="select", args=(c, a, b)), rhs=r):
             la, lb, lr = _lit(a), _lit(b), _lit(r)
             if la is None or lb is None or lr is None:

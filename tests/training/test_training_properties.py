@@ -58,3 +58,46 @@ def test_phases_partition_the_step(m: int, k: int, h: int, n: int, kind: str) ->
     fwd_mm = 2 * m * (k * h + h * n)
     bwd = _flops(parts[1].program)
     assert bwd >= 2 * fwd_mm
+
+
+@_FEW
+@given(
+    st.integers(1, 6), st.integers(1, 9), st.integers(1, 9), st.integers(1, 5),
+    st.sampled_from(["sgd", "momentum", "adamw"]),
+)
+def test_jax_phases_partition_the_step(m: int, k: int, h: int, n: int, kind: str) -> None:
+    """The JAX twin of the property above: a functional step split by its jaxpr's markers."""
+    jax = pytest.importorskip("jax")
+    optax = pytest.importorskip("optax")
+    import numpy as np
+
+    from solar.frontends.jaxfe import lower_jaxpr, trace_function
+    from solar.training import phase_of_kernel
+
+    jnp = jax.numpy
+    opt = {"sgd": optax.sgd(0.1), "momentum": optax.sgd(0.1, momentum=0.9),
+           "adamw": optax.adamw(1e-3)}[kind]
+
+    def step(p: dict[str, object], state: object, x: object) -> object:
+        def loss(q: dict[str, object]) -> object:
+            return jnp.mean(jnp.tanh(x @ q["w1"] + q["b1"]) @ q["w2"] + q["b2"])
+
+        value, g = jax.value_and_grad(loss)(p)
+        updates, state = opt.update(g, state, p)
+        return value, optax.apply_updates(p, updates), state
+
+    rng = np.random.default_rng(0)
+    params = {name: rng.standard_normal(shape, dtype=np.float32)
+              for name, shape in (("w1", (k, h)), ("b1", (h,)), ("w2", (h, n)), ("b2", (n,)))}
+    x = rng.standard_normal((m, k), dtype=np.float32)
+    lowered = lower_jaxpr(trace_function(step, [params, opt.init(params), x]))
+    assert lowered.fully_covered
+    program = eliminate_dead_code(lowered.program)
+    parts = split_phases(program, phase_of_kernel)
+    assert [p.phase for p in parts] == ["forward", "backward", "optimizer"]
+    for p in parts:
+        verify_program(p.program)
+    assert sum(_flops(p.program) for p in parts) == _flops(program)
+    assert sum(_compulsory(p.program) for p in parts) >= _compulsory(program)
+    # the backward's matmuls: dW1 (x needs no gradient), dW2 and dX2
+    assert _flops(parts[1].program) >= 2 * m * k * h + 2 * 2 * m * h * n

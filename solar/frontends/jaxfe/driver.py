@@ -59,6 +59,7 @@ from solar.frontends.kit import (
     uncovered_name,
 )
 from solar.ir import Access, Assign, Binary, DType, Expr, If, Kernel
+from solar.training import Phase
 
 __all__ = ["Lowerer", "NestedSink"]
 
@@ -89,6 +90,9 @@ class Lowerer(LoweringDriver):
     Attributes:
         constants: ``(IR name, value)`` of the jaxpr constants declared as parameters.
         cond_regions: the top-level conds lowered so far (see `CondRegion`).
+        step_phases: the training-step phase of each equation path
+            (`solar.frontends.jaxfe.phases.step_phases`); kernels of backward and
+            optimizer equations are named ``backward_<...>`` and ``optimizer_<...>``.
     """
 
     def __init__(self, name: str, *, strip_root: bool = False) -> None:
@@ -106,6 +110,9 @@ class Lowerer(LoweringDriver):
         self._live: set[Any] = set()
         self._counter: dict[str, int] = {}
         self._frames: list[_Frame] = []
+        self.step_phases: Mapping[tuple[int, ...], Phase] = {}
+        self._phase: Phase = "forward"
+        self._body_depth = 0
 
     def fresh(self, prefix: str) -> str:
         """A numbered name ``prefix0, prefix1, ...`` not used yet."""
@@ -137,6 +144,8 @@ class Lowerer(LoweringDriver):
         if self.sink is not None:
             return self.sink
         name = f"{self.scope}_{hint}" if self.scope else hint
+        if self._phase != "forward":  # Note [JAX step phases]: named like a PyTorch step's
+            name = f"{self._phase}_{name}"
         kb = self.pb.kernel(name)
         self._pending.append(kb)
         return kb
@@ -242,7 +251,11 @@ class Lowerer(LoweringDriver):
         Raises:
             UnsupportedOpError: a result is not representable (it comes from a PRNG op...).
         """
-        outs = self.lower_jaxpr(jaxpr, consts, args, dest=dest, pinned=pinned)
+        self._body_depth += 1  # a body's equations belong to its equation's phase
+        try:
+            outs = self.lower_jaxpr(jaxpr, consts, args, dest=dest, pinned=pinned)
+        finally:
+            self._body_depth -= 1
         ops: list[EqnOperand] = []
         for o in outs:
             if isinstance(o, Opaque):
@@ -290,6 +303,8 @@ class Lowerer(LoweringDriver):
 
     def _lower_one(self, eqn: Any, ins: Sequence[Value], path: tuple[int, ...]) -> list[Value]:
         body = inline_body(eqn)
+        if not self._body_depth:  # a path of the program's walk, not of a loop/branch body
+            self._phase = self.step_phases.get(path, "forward")
         with self._scoped(eqn):
             if body is not None:
                 jaxpr, consts = body

@@ -30,6 +30,7 @@ from solar.options import FrontendName
 if TYPE_CHECKING:
     from solar.ir import Program
     from solar.measure import Timing
+    from solar.training import StepInfo
 
 __all__ = ["JaxFrontend"]
 
@@ -102,9 +103,14 @@ class JaxFrontend:
         if tf32:
             notes = (*notes, "JAX runs fp32 matmuls at DEFAULT precision (TF32 on GPUs, one "
                      "bf16 pass on TPUs): precision policy tf32")
-        if options.train_step:  # docs/training.md: a JAX file writes its own step
-            notes = (*notes, "--train: a JAX program is its own training step (value_and_grad "
-                     "and an optax update in the file's function); it is bounded as a whole")
+        step = _training_step(lowered.program) if options.train_step else None
+        if options.train_step and step is None:
+            notes = (*notes, "--train: the program takes no gradient (no jax.grad, "
+                     "value_and_grad or vjp in its function), so it has no training-step "
+                     "phases; it is bounded as a whole")
+        if options.train_step and options.optimizer != "auto":
+            notes = (*notes, f"--optimizer {options.optimizer}: a JAX step's update is the "
+                     "file's own (its function's optax or hand-written update)")
         program, sym_notes = _symbolic(lowered.program, capture.sizes, path, options, progress)
         return FrontendResult(
             name="jax",
@@ -121,6 +127,7 @@ class JaxFrontend:
             uncovered_values=tuple(v.name for v in lowered.uncovered_values),
             xla_cost_analysis=xla,
             xla_unavailable=unavailable,
+            step=step,
         )
 
 
@@ -145,6 +152,18 @@ def _symbolic(
 
     sym = symbolize_sizes(program, sizes, capture_at, fixed=options.sizes)
     return sym.program, symbolic_notes(sym)
+
+
+def _training_step(program: Program) -> StepInfo | None:
+    """The step's phases (Note [JAX step phases]), or ``None`` without a gradient."""
+    from solar.training import StepInfo, phase_of_kernel
+
+    phases = {phase_of_kernel(k.name) for k in program.kernels}
+    if "backward" not in phases:
+        return None
+    update = "the file's own update" if "optimizer" in phases else "none in the function"
+    return StepInfo("the file's own (its function's jax.grad / value_and_grad)", update,
+                    phase_of_kernel)
 
 
 # jax_default_matmul_precision values that ask for fp32-accurate matmuls

@@ -30,6 +30,7 @@ from solar.frontends.jaxfe import (  # noqa: F401 - importing registers the lowe
 from solar.frontends.jaxfe.capture import JaxCapture
 from solar.frontends.jaxfe.core import EqnOperand, Opaque, Value, ir_dtype
 from solar.frontends.jaxfe.driver import Lowerer
+from solar.frontends.jaxfe.phases import step_phases
 from solar.frontends.jaxfe.walk import is_var
 from solar.frontends.kit import LoweredProgram, TensorInfo, UnsupportedOpError
 from solar.ir import (
@@ -64,6 +65,7 @@ def lower_jaxpr(capture: JaxCapture) -> LoweredProgram:
     """
     lw = Lowerer(capture.name, strip_root=capture.kind != "function")
     jaxpr = capture.closed_jaxpr.jaxpr
+    lw.step_phases = step_phases(jaxpr)
     args: list[Value] = [Opaque((), "") for _ in jaxpr.invars]
     order = [*range(capture.n_params, len(jaxpr.invars)), *range(capture.n_params)]
     for k in order:

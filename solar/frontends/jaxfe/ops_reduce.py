@@ -6,6 +6,7 @@ Contract: ``EqnCtx -> None``; each equation emits one kernel:
   (16/8-bit float outputs accumulate in an f32 kernel-local, as XLA does), the same
   structure as the PyTorch frontend's reductions, so both count the same FLOPs.
   ``reduce_and/or`` on bools count the true elements (``cnt += i64(x)``) and compare.
+  Over size-1 axes only, ``reduce_sum/max/min/prod`` is a free view (a squeeze).
 * ``argmax``/``argmin``: the extreme value into a local, then the first index that
   attains it (``if x == m { out min= i }``): two passes, one kernel.
 * ``cumsum/cumprod/cummax/cummin/cumlogsumexp``: ``seq`` recurrences over the scanned
@@ -94,6 +95,17 @@ def _reduce(ctx: EqnCtx) -> tuple[EqnOperand, ...] | None:
             return (Lit(x.value, dtype, ctx.out_shape(0)),)
         if op == "+" and dtype.is_float:
             return (Lit(float(x.value) * n, dtype, ctx.out_shape(0)),)
+    elif all(x.shape[a] == 1 for a in axes) and dtype == x.dtype:
+        # Over size-1 axes only, a reduction combines each element with the identity
+        # alone: no operation, a squeeze of ``x`` (XLA's algebraic simplifier turns it
+        # into a bitcast). Autodiff emits it for the gradient of a broadcast bias.
+        rank = x.rank
+
+        def index_map(idx: tuple[Expr, ...]) -> tuple[Expr, ...]:
+            it = iter(idx)
+            return tuple(IntLit(0) if k in axes else next(it) for k in range(rank))
+
+        return (x.view(ctx.out_shape(0), index_map),)
     emit_reduce(ctx, x, axes, op, lambda idx: read(x, idx))
     return None
 

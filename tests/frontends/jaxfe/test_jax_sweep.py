@@ -168,8 +168,9 @@ def test_max_pool_gradient_select_and_scatter_add(window: Any, strides: Any, pad
 
     flops = _kernel_flops(f, X)
     windows = np.prod(nn.max_pool(X, window, strides, padding).shape)
-    # One compare per in-bounds tap (the forward reduce_window's count) + one add per window.
-    assert flops["select_and_scatter_add"] == flops["reduce_window_max"] + windows
+    # One compare per in-bounds tap (the forward reduce_window's count) + one add per window
+    # (the gradient's kernel is named after its phase, backward: docs/training.md § JAX).
+    assert flops["backward_select_and_scatter_add"] == flops["reduce_window_max"] + windows
 
 
 def test_max_pool_gradient_ties_and_min_pool() -> None:
