@@ -83,28 +83,41 @@ def main() -> None:
     compileall.compile_dir(ROOT / "solar", quiet=1)
     files = _files(args.files)[:: args.every]
     rows: list[dict[str, object]] = []
-    print(f"{'file':<34} {'base s':>6} {'off s':>6} {'off CPU':>7} {'ratio':>5} {'CPU r':>5} "
-          f"{'on s':>6} {'on CPU':>6} {'RSS MiB':>7}  rc")
+    print(
+        f"{'file':<34} {'base s':>6} {'off s':>6} {'off CPU':>7} {'ratio':>5} {'CPU r':>5} "
+        f"{'on s':>6} {'on CPU':>6} {'RSS MiB':>7}  rc"
+    )
     for f in files:
         framework = "jax" if f.parent.name == "jax" else "torch"
         base = run_child(["-c", f"import {framework}"])
         off = run_child(_analyze(f, False))
         on = None if args.no_validate else run_child(_analyze(f, True))
         row: dict[str, object] = {
-            "file": f"{f.parent.name}/{f.name}", "framework": framework,
-            "base_wall_s": base.wall_s, "base_cpu_s": base.cpu_s,
-            "off_wall_s": off.wall_s, "off_cpu_s": off.cpu_s, "off_rss_mib": off.rss_mib,
+            "file": f"{f.parent.name}/{f.name}",
+            "framework": framework,
+            "base_wall_s": base.wall_s,
+            "base_cpu_s": base.cpu_s,
+            "off_wall_s": off.wall_s,
+            "off_cpu_s": off.cpu_s,
+            "off_rss_mib": off.rss_mib,
             "off_rc": off.rc,
         }
         if on is not None:
-            row |= {"on_wall_s": on.wall_s, "on_cpu_s": on.cpu_s, "on_rss_mib": on.rss_mib,
-                    "on_rc": on.rc}
+            row |= {
+                "on_wall_s": on.wall_s,
+                "on_cpu_s": on.cpu_s,
+                "on_rss_mib": on.rss_mib,
+                "on_rc": on.rc,
+            }
         rows.append(row)
         on_txt = f"{on.wall_s:6.1f} {on.cpu_s:6.1f}" if on is not None else f"{'-':>6} {'-':>6}"
         rss = max(off.rss_mib, on.rss_mib if on is not None else 0.0)
-        print(f"{row['file']!s:<34} {base.wall_s:6.2f} {off.wall_s:6.2f} {off.cpu_s:7.2f} "
-              f"{off.wall_s / base.wall_s:5.2f} {off.cpu_s / base.cpu_s:5.2f} {on_txt} "
-              f"{rss:7.0f}  {off.rc}/{on.rc if on is not None else '-'}", flush=True)
+        print(
+            f"{row['file']!s:<34} {base.wall_s:6.2f} {off.wall_s:6.2f} {off.cpu_s:7.2f} "
+            f"{off.wall_s / base.wall_s:5.2f} {off.cpu_s / base.cpu_s:5.2f} {on_txt} "
+            f"{rss:7.0f}  {off.rc}/{on.rc if on is not None else '-'}",
+            flush=True,
+        )
     if args.csv is not None:
         with args.csv.open("w", newline="") as out:
             writer = csv.DictWriter(out, fieldnames=list(rows[0]))
@@ -124,12 +137,16 @@ def _summary(rows: list[dict[str, object]]) -> None:
             continue
         wall = [a / b for a, b in zip(col("off_wall_s", sub), col("base_wall_s", sub), strict=True)]
         cpu = [a / b for a, b in zip(col("off_cpu_s", sub), col("base_cpu_s", sub), strict=True)]
-        print(f"\n{fw}: {len(sub)} files, --validate off / import {fw}: wall median "
-              f"{med(wall):.2f}x (import {med(col('base_wall_s', sub)):.2f} s, analyze "
-              f"{med(col('off_wall_s', sub)):.2f} s), CPU median {med(cpu):.2f}x")
+        print(
+            f"\n{fw}: {len(sub)} files, --validate off / import {fw}: wall median "
+            f"{med(wall):.2f}x (import {med(col('base_wall_s', sub)):.2f} s, analyze "
+            f"{med(col('off_wall_s', sub)):.2f} s), CPU median {med(cpu):.2f}x"
+        )
     worst_off = max(rows, key=lambda r: float(r["off_wall_s"]))  # type: ignore[arg-type]
-    print(f"slowest, validation off: {worst_off['file']} {float(worst_off['off_wall_s']):.1f} s "  # type: ignore[arg-type]
-          "(target < 30 s)")
+    print(
+        f"slowest, validation off: {worst_off['file']} {float(worst_off['off_wall_s']):.1f} s "  # type: ignore[arg-type]
+        "(target < 30 s)"
+    )
     rss = max(col("off_rss_mib") + col("on_rss_mib"))
     print(f"largest peak RSS of one file: {rss:.0f} MiB (target < 1024 MiB)")
     bad = [r["file"] for r in rows if r["off_rc"] not in (0, 1) or r.get("on_rc", 0) not in (0, 1)]
@@ -137,14 +154,18 @@ def _summary(rows: list[dict[str, object]]) -> None:
     if "on_wall_s" not in rows[0]:
         return
     worst_on = max(rows, key=lambda r: float(r["on_wall_s"]))  # type: ignore[arg-type]
-    print(f"slowest, validation on: {worst_on['file']} {float(worst_on['on_wall_s']):.1f} s "  # type: ignore[arg-type]
-          "(target < 120 s)")
+    print(
+        f"slowest, validation on: {worst_on['file']} {float(worst_on['on_wall_s']):.1f} s "  # type: ignore[arg-type]
+        "(target < 120 s)"
+    )
     n = len(rows)
     cpu_min = BATCH_FILES * statistics.fmean(col("on_cpu_s")) / CORES / 60
     wall_min = BATCH_FILES * statistics.fmean(col("on_wall_s")) / CORES / 60
-    print(f"validated batch of {BATCH_FILES} files on {CORES} cores, from these {n}: "
-          f"{cpu_min:.1f} min by CPU time, {wall_min:.1f} min by wall time "
-          "(target < 45 min)")
+    print(
+        f"validated batch of {BATCH_FILES} files on {CORES} cores, from these {n}: "
+        f"{cpu_min:.1f} min by CPU time, {wall_min:.1f} min by wall time "
+        "(target < 45 min)"
+    )
 
 
 if __name__ == "__main__":

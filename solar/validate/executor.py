@@ -204,6 +204,10 @@ class _Machine:
     def reduce(self, stmt: Reduce, domain: Domain) -> None:
         if domain.is_empty():
             return
+        with parallel.blas_threads_for(domain.volume):
+            self._reduce(stmt, domain)
+
+    def _reduce(self, stmt: Reduce, domain: Domain) -> None:
         ev = self.evaluator(domain, stmt)
         plan = target_axes(ev, stmt.target)
         if stmt.op == "+" and plan is not None:

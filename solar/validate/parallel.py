@@ -15,7 +15,10 @@ thread per core). Two pieces that both call BLAS (a matrix-vector sum, a matmul)
 each ask that pool for every core: four busy threads on two cores, and calls that queue
 on the pool's lock; a 4096x1024 row sum took 40 ms instead of 2 ms. While pieces run
 concurrently, BLAS is set to one thread (each piece is then one core's work, as torch
-splits it), and restored afterwards. Where OpenBLAS cannot be found (another BLAS, a
+splits it), and restored afterwards. A statement too small to split (a recurrence
+step's ``10x128 @ 128x768``) also runs BLAS on one thread (`blas_threads_for`): waking
+the pool costs more than the product (a 2-layer GRU's check took 9.8 s instead of 1.0 s
+on a loaded 2-core machine). Where OpenBLAS cannot be found (another BLAS, a
 numpy without it) nothing is changed.
 """
 
@@ -30,7 +33,15 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import TypeVar
 
-__all__ = ["PARALLEL_MIN_POINTS", "WORKERS", "run_all", "run_blocks", "split_evenly"]
+__all__ = [
+    "BLAS_PARALLEL_MIN_POINTS",
+    "PARALLEL_MIN_POINTS",
+    "WORKERS",
+    "blas_threads_for",
+    "run_all",
+    "run_blocks",
+    "split_evenly",
+]
 
 T = TypeVar("T")
 
@@ -116,6 +127,22 @@ def split_evenly(n: int, parts: int) -> list[tuple[int, int]]:
     parts = max(1, min(parts, n))
     bounds = [round(k * n / parts) for k in range(parts + 1)]
     return [(bounds[k], bounds[k + 1]) for k in range(parts) if bounds[k + 1] > bounds[k]]
+
+
+BLAS_PARALLEL_MIN_POINTS = 1 << 23
+"""Smallest statement (iteration points, i.e. multiply-adds of a contraction) whose BLAS
+calls may use OpenBLAS's own threads."""
+
+
+@contextlib.contextmanager
+def blas_threads_for(points: int) -> Iterator[None]:
+    """BLAS on one thread for a statement of fewer than `BLAS_PARALLEL_MIN_POINTS`
+    points (Note [One BLAS thread per piece]); unchanged otherwise."""
+    if points >= BLAS_PARALLEL_MIN_POINTS:
+        yield
+        return
+    with _one_blas_thread():
+        yield
 
 
 _BlasThreads = tuple[Callable[[int], None], Callable[[], int]]

@@ -179,8 +179,8 @@ def _literal_ints(tree: ast.Module) -> dict[str, int]:
     out: dict[str, int] = {}
     for stmt in tree.body:
         for target, value, _ in _int_assignments(stmt):
-            assert isinstance(value, ast.Constant)
-            out[target] = int(value.value)
+            if isinstance(value, ast.Constant) and type(value.value) is int:
+                out[target] = value.value
     return out
 
 

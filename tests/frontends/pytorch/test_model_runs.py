@@ -19,7 +19,7 @@ from solar.pipeline import AnalyzeOptions, analyze
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.torch
 
-COUNTED = '''
+COUNTED = """
 import torch
 import torch.nn as nn
 
@@ -53,7 +53,7 @@ def get_inputs():
 
 def get_init_inputs():
     return [HIDDEN]
-'''
+"""
 
 
 def _model(tmp_path: Path, extra: str = "") -> tuple[Path, Path]:
