@@ -204,10 +204,6 @@ class _Machine:
     def reduce(self, stmt: Reduce, domain: Domain) -> None:
         if domain.is_empty():
             return
-        with parallel.blas_threads_for(domain.volume):
-            self._reduce(stmt, domain)
-
-    def _reduce(self, stmt: Reduce, domain: Domain) -> None:
         ev = self.evaluator(domain, stmt)
         plan = target_axes(ev, stmt.target)
         if stmt.op == "+" and plan is not None:
@@ -407,7 +403,8 @@ def run_program(
             span=program.span,
         )
     tensors = allocate_tensors(program, bound, inputs)
-    _Machine(prepared, bound, tensors, cache, deadline=deadline, restrict=restrict).run()
+    with parallel.one_blas_thread():  # Note [One BLAS thread per piece]
+        _Machine(prepared, bound, tensors, cache, deadline=deadline, restrict=restrict).run()
     outputs: dict[str, np.ndarray] = {}
     written: dict[str, np.ndarray | None] = {}
     for decl in program.tensors_with_role("output"):

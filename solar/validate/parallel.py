@@ -15,11 +15,12 @@ thread per core). Two pieces that both call BLAS (a matrix-vector sum, a matmul)
 each ask that pool for every core: four busy threads on two cores, and calls that queue
 on the pool's lock; a 4096x1024 row sum took 40 ms instead of 2 ms. While pieces run
 concurrently, BLAS is set to one thread (each piece is then one core's work, as torch
-splits it), and restored afterwards. A statement too small to split (a recurrence
-step's ``10x128 @ 128x768``) also runs BLAS on one thread (`blas_threads_for`): waking
-the pool costs more than the product (a 2-layer GRU's check took 9.8 s instead of 1.0 s
-on a loaded 2-core machine). Where OpenBLAS cannot be found (another BLAS, a
-numpy without it) nothing is changed.
+splits it), and restored afterwards. The executor holds BLAS on one thread for its whole
+run (`one_blas_thread`): a statement too small to split (a recurrence step's ``10x128
+@ 128x768``) gains nothing from the pool and pays for waking it (a 2-layer GRU's check
+took 9.8 s instead of 0.8 s on a loaded 2-core machine), and switching the pool back on
+between statements costs its restart (tens of milliseconds) at the next BLAS call.
+Where OpenBLAS cannot be found (another BLAS, a numpy without it) nothing is changed.
 """
 
 from __future__ import annotations
@@ -34,10 +35,9 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import TypeVar
 
 __all__ = [
-    "BLAS_PARALLEL_MIN_POINTS",
     "PARALLEL_MIN_POINTS",
     "WORKERS",
-    "blas_threads_for",
+    "one_blas_thread",
     "run_all",
     "run_blocks",
     "split_evenly",
@@ -94,7 +94,7 @@ def run_all(tasks: Sequence[Callable[[], None]]) -> None:
         for task in tasks:
             task()
         return
-    with _one_blas_thread():
+    with one_blas_thread():
         futures: list[Future[None]] = [_pool().submit(_guarded(t)) for t in tasks[1:]]
         try:
             _guarded(tasks[0])()
@@ -127,22 +127,6 @@ def split_evenly(n: int, parts: int) -> list[tuple[int, int]]:
     parts = max(1, min(parts, n))
     bounds = [round(k * n / parts) for k in range(parts + 1)]
     return [(bounds[k], bounds[k + 1]) for k in range(parts) if bounds[k + 1] > bounds[k]]
-
-
-BLAS_PARALLEL_MIN_POINTS = 1 << 23
-"""Smallest statement (iteration points, i.e. multiply-adds of a contraction) whose BLAS
-calls may use OpenBLAS's own threads."""
-
-
-@contextlib.contextmanager
-def blas_threads_for(points: int) -> Iterator[None]:
-    """BLAS on one thread for a statement of fewer than `BLAS_PARALLEL_MIN_POINTS`
-    points (Note [One BLAS thread per piece]); unchanged otherwise."""
-    if points >= BLAS_PARALLEL_MIN_POINTS:
-        yield
-        return
-    with _one_blas_thread():
-        yield
 
 
 _BlasThreads = tuple[Callable[[int], None], Callable[[], int]]
@@ -184,7 +168,7 @@ def _find_openblas() -> _BlasThreads | None:
 
 
 @contextlib.contextmanager
-def _one_blas_thread() -> Iterator[None]:
+def one_blas_thread() -> Iterator[None]:
     """OpenBLAS on one thread while pieces run concurrently (Note [One BLAS thread per
     piece])."""
     blas = _openblas()

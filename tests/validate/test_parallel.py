@@ -72,5 +72,7 @@ def test_blas_runs_one_thread_per_piece_and_is_restored() -> None:
     before = get_threads()
     seen: list[int] = []
     parallel.run_all([lambda: seen.append(get_threads()), lambda: seen.append(get_threads())])
-    assert seen == [1, 1]
+    with parallel.one_blas_thread():
+        seen.append(get_threads())
+    assert seen == [1, 1, 1]
     assert get_threads() == before
