@@ -27,7 +27,8 @@ reference (full or reduced size: the search only estimates, and the reference ru
 the sizes it settles on) and ``--measure`` takes that build (timing does not depend on parameter
 values, while the reference must see a pristine one, so it always comes first); the LLM
 frontend builds it once for its reference, its check and ``--measure``; the JAX
-frontend's capture holds the function and its inputs.
+frontend's capture holds the function and its inputs, and it imports the file again at
+other sizes (``jax.jit`` traces made at import would keep the old ones).
 """
 
 from __future__ import annotations

@@ -56,6 +56,7 @@ def import_model_file(
     code: str,
     user_code: UserCode,
     overrides: Iterable[tuple[str, int]] = (),
+    rebind: bool = True,
 ) -> types.ModuleType:
     """Execute a program file as a fresh module and rebind its size constants.
 
@@ -66,6 +67,10 @@ def import_model_file(
         user_code: the frontend's guard, around the execution of the file.
         overrides: ``(name, value)`` module-level int constants to rebind (Note
             [Rebinding sizes]).
+        rebind: a module imported before may stand for other sizes (Note [One import
+            per file]); ``False`` reuses it at the same sizes only (JAX: a ``jax.jit``
+            made at import caches traces by argument shapes, so a constant read inside
+            it would be stale at other sizes).
 
     Returns:
         The module.
@@ -85,7 +90,7 @@ def import_model_file(
         raise FrontendError(f"cannot read {path}: {err.strerror}", code=code) from err
     key = (str(path.resolve()), hashlib.sha256(source).hexdigest())
     cached = _IMPORTED.get(key)
-    if cached is not None and (cached.rebindable or cached.overrides == wanted):
+    if cached is not None and ((rebind and cached.rebindable) or cached.overrides == wanted):
         return cached.reuse(wanted, path.name)
     name = f"solar_user_{path.stem}_{next(_counter)}"
     spec = importlib.util.spec_from_file_location(name, path)
@@ -124,7 +129,9 @@ class _Imported:
     once per analysis and every later build (the symbolic re-captures, the reduced-size
     search, the reference, ``--measure``) rebinds its constants instead. Any other
     file is executed again whenever the sizes change (Note [Rebinding sizes]), and
-    reused only at the same sizes.
+    reused only at the same sizes. The JAX frontend asks for the latter always
+    (``rebind=False``): a ``jax.jit`` function made at import caches its traces by
+    argument shapes, and a constant it reads would keep its first value.
     """
 
     module: types.ModuleType
