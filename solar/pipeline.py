@@ -60,7 +60,6 @@ from solar.ir import (
     elide_masked_work,
     eliminate_dead_code,
     fill_generated,
-    parse_program,
     print_program,
     resolve_sizes,
     treat_as_intermediates,
@@ -279,6 +278,8 @@ def prepare_program(
         )
     if options.ir_file is not None:
         text = read_text(options.ir_file, max_bytes=MAX_IR_BYTES)
+        from solar.ir import parse_program  # lark loads only when IR text is parsed
+
         program = parse_program(text, filename=str(options.ir_file))
         notes = (*notes, f"bounds computed from hand-written IR {options.ir_file}")
         reference = _reference_for(program, front.reference)

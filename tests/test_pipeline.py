@@ -238,7 +238,10 @@ def test_measure_reuses_the_reference_build(
     )
     plain = run_cli(capsys, "analyze", str(src), "--format", "json", "-q")
     imports_plain = len(runs.read_text())
+    assert imports_plain == 1  # Note [One import per file]
     runs.write_text("")
+    # an edited file is a new file: this process's import of the old one is not reused
+    src.write_text(src.read_text() + "# edited\n")
     timed = run_cli(capsys, "analyze", str(src), "--measure", "--format", "json", "-q")
     assert plain.code == 0 and timed.code == 0, plain.err + timed.err
     assert json.loads(timed.out)["validation"]["status"] == "passed"

@@ -7,6 +7,7 @@ does, and the child reports which heavy modules ended up in ``sys.modules``.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -31,10 +32,11 @@ sys.exit(code)
 MATMUL = str(SAMPLES / "ir" / "matmul.alir")
 
 
-def _loaded(*args: str) -> dict[str, bool]:
+def _loaded(*args: str, env: dict[str, str] | None = None) -> dict[str, bool]:
     proc = subprocess.run(
         [sys.executable, "-c", _PROBE, *args],
         cwd=ROOT,
+        env={**os.environ, **(env or {})},
         capture_output=True,
         text=True,
         check=False,
@@ -65,3 +67,19 @@ def test_commands_without_a_framework_import_neither_torch_nor_jax(args: tuple[s
 
 def test_help_imports_nothing_heavy() -> None:
     assert not any(_loaded("--help").values())
+
+
+def test_torch_analysis_imports_no_parser_and_no_jax() -> None:
+    # a traced program is built as IR nodes: lark (and the `regex` module it loads,
+    # about 0.15 s) is for IR text only; no fork, so the probe sees the analysis' imports
+    loaded = _loaded(
+        "analyze",
+        str(SAMPLES / "torch" / "layernorm.py"),
+        "--validate",
+        "off",
+        "-q",
+        env={"SOLAR_NO_FORK": "1"},
+    )
+    assert loaded["torch"]
+    assert not loaded["lark"]
+    assert not loaded["jax"]

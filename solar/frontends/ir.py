@@ -18,7 +18,6 @@ from solar.frontends.protocol import (
     ReferenceCheck,
     ValidationPlan,
 )
-from solar.ir import parse_program
 from solar.options import FrontendName
 
 __all__ = ["IRFrontend", "load_npz"]
@@ -47,6 +46,8 @@ class IRFrontend:
             UsageError: the IR or reference file is missing or unreadable (E0901, E0902),
                 or the reference is not a valid ``.npz`` archive (E0942).
         """
+        from solar.ir import parse_program  # lark loads only when IR text is parsed
+
         program = parse_program(read_text(path, max_bytes=MAX_IR_BYTES), filename=str(path))
         if options.reference_file is None:
             return FrontendResult(

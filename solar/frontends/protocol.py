@@ -11,18 +11,24 @@ only matters for the frontend that needs it.
 
 Note [Model-file runs]
 ~~~~~~~~~~~~~~~~~~~~~~
-A model file is executed as a *fresh module* whenever the program must be built at
-new sizes or in a new mode: each capture attempt (meta, fake, real), and each halving
-step of the reduced-size reference search (`solar.frontends.kit.reduced_reference`,
-which starts from the capture already made), because sizes are module constants
-rebound before the entry points run, and a module that ran once may hold state
-derived from them. Where the sizes do not change, one build is reused: the PyTorch
-frontend builds the program for real once for the full-size reference and
-``--measure`` (the measurer takes the reference's build; timing does not depend on
-parameter values, while the reference must see a pristine one, so it always comes
-first), the LLM frontend builds it once for its reference, its check and
-``--measure``, and the JAX frontend imports the file once at full size (its capture
-holds the function and its inputs).
+A model file is *imported* (its top level executed) once per analysis: every later
+build of the program at other sizes (the symbolic re-captures, each halving step of the
+reduced-size reference search in `solar.frontends.kit.reduced_reference`, the reference
+and ``--measure``) takes the same module with its size constants rebound (Note [One
+import per file] in `solar.frontends.kit.loader`). A file that derives values from its
+sizes while it is imported (``HIDDEN = 4 * D``, a shape tuple, a default argument) is
+executed again as a fresh module whenever the sizes change, because a module that ran
+once holds state derived from them; at the same sizes it is reused. Each capture
+attempt (meta, fake, real) builds the model again from the module's entry points, over
+meta or fake tensors, which allocates nothing. The program runs on *real* tensors for
+the reference once per analysis (besides a capture that needs real values, and the
+timed runs of ``--measure``): the PyTorch frontend builds it for real once for the
+reference (full or reduced size: the search only estimates, and the reference runs at
+the sizes it settles on) and ``--measure`` takes that build (timing does not depend on parameter
+values, while the reference must see a pristine one, so it always comes first); the LLM
+frontend builds it once for its reference, its check and ``--measure``; the JAX
+frontend's capture holds the function and its inputs, and it imports the file again at
+other sizes (``jax.jit`` traces made at import would keep the old ones).
 """
 
 from __future__ import annotations

@@ -10,8 +10,10 @@ from __future__ import annotations
 import functools
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from lark import Lark
+if TYPE_CHECKING:
+    from lark import Lark
 
 __all__ = ["GRAMMAR_FILE", "grammar_dir", "grammar_text", "ir_parser"]
 
@@ -38,6 +40,8 @@ def grammar_text() -> str:
 @functools.cache
 def ir_parser() -> Lark:
     """Build (once) the strict LALR parser for the Affine Loop IR."""
+    from lark import Lark  # imported here: a torch or jax analysis never parses IR text
+
     return Lark.open(
         str(grammar_dir() / GRAMMAR_FILE),
         start="program",

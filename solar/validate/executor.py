@@ -403,7 +403,8 @@ def run_program(
             span=program.span,
         )
     tensors = allocate_tensors(program, bound, inputs)
-    _Machine(prepared, bound, tensors, cache, deadline=deadline, restrict=restrict).run()
+    with parallel.one_blas_thread():  # Note [One BLAS thread per piece]
+        _Machine(prepared, bound, tensors, cache, deadline=deadline, restrict=restrict).run()
     outputs: dict[str, np.ndarray] = {}
     written: dict[str, np.ndarray | None] = {}
     for decl in program.tensors_with_role("output"):

@@ -60,3 +60,19 @@ def test_run_all_reraises_first_failure_in_order() -> None:
 
     with pytest.raises(ValueError, match="first"):
         parallel.run_all([ok, lambda: bad("first"), lambda: bad("second")])
+
+
+def test_blas_runs_one_thread_per_piece_and_is_restored() -> None:
+    # Note [One BLAS thread per piece]: concurrent pieces that call BLAS must not each
+    # ask OpenBLAS for every core
+    blas = parallel._openblas()
+    if blas is None:
+        pytest.skip("numpy is not linked to OpenBLAS here")
+    _, get_threads = blas
+    before = get_threads()
+    seen: list[int] = []
+    parallel.run_all([lambda: seen.append(get_threads()), lambda: seen.append(get_threads())])
+    with parallel.one_blas_thread():
+        seen.append(get_threads())
+    assert seen == [1, 1, 1]
+    assert get_threads() == before

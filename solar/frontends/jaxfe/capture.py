@@ -265,6 +265,7 @@ def trace_jax_file(
         code="E0520",
         user_code=user_code,
         overrides=(overrides or {}).items(),
+        rebind=False,  # jit caches made at import would keep the old sizes
     )
     target = _resolve_entry(module, path, entry)
     get_inputs = getattr(module, "get_inputs", None)

@@ -1,8 +1,10 @@
 """Import the user's program file, for every frontend that runs one.
 
 Contract: ``path -> types.ModuleType``. `import_model_file` executes the file as a fresh
-module (a unique module name, so two runs never share state; Note [Model-file runs] in
-`solar.frontends.protocol`), with its folder on ``sys.path`` (so its sibling imports
+module (a unique module name; Note [Model-file runs] in `solar.frontends.protocol`) the
+first time, and hands that module back for every later build of the same file, its
+constants rebound, where that is exact (Note [One import per file]); with its folder on
+``sys.path`` (so its sibling imports
 work), with the module-level size constants the caller overrides rebound *where they
 are assigned* (Note [Rebinding sizes]; `module_int_constants` reads them back). An
 override that names no integer constant of the file is a usage error (E0913) listing
@@ -16,6 +18,8 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import copy
+import hashlib
 import importlib.util
 import itertools
 import sys
@@ -23,6 +27,7 @@ import traceback
 import types
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from pathlib import Path
 
 from solar.diagnostics import FrontendError, UsageError
@@ -51,6 +56,7 @@ def import_model_file(
     code: str,
     user_code: UserCode,
     overrides: Iterable[tuple[str, int]] = (),
+    rebind: bool = True,
 ) -> types.ModuleType:
     """Execute a program file as a fresh module and rebind its size constants.
 
@@ -61,6 +67,10 @@ def import_model_file(
         user_code: the frontend's guard, around the execution of the file.
         overrides: ``(name, value)`` module-level int constants to rebind (Note
             [Rebinding sizes]).
+        rebind: a module imported before may stand for other sizes (Note [One import
+            per file]); ``False`` reuses it at the same sizes only (JAX: a ``jax.jit``
+            made at import caches traces by argument shapes, so a constant read inside
+            it would be stale at other sizes).
 
     Returns:
         The module.
@@ -74,6 +84,14 @@ def import_model_file(
     wanted = dict(overrides)
     if not path.is_file() or path.suffix != ".py":
         raise FrontendError(f"{kind} {path} does not exist or is not a .py file", code=code)
+    try:
+        source = path.read_bytes()
+    except OSError as err:
+        raise FrontendError(f"cannot read {path}: {err.strerror}", code=code) from err
+    key = (str(path.resolve()), hashlib.sha256(source).hexdigest())
+    cached = _IMPORTED.get(key)
+    if cached is not None and ((rebind and cached.rebindable) or cached.overrides == wanted):
+        return cached.reuse(wanted, path.name)
     name = f"solar_user_{path.stem}_{next(_counter)}"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
@@ -83,7 +101,8 @@ def import_model_file(
     if folder not in sys.path:
         sys.path.insert(0, folder)
     sys.modules[name] = module
-    rebound, code_obj = _rebound_code(path, wanted)
+    tree = _parse(source, path)
+    rebound, code_obj = _rebound_code(tree, path, wanted)
     with user_code(f"importing {path.name}"):
         if code_obj is None:
             spec.loader.exec_module(module)
@@ -91,9 +110,121 @@ def import_model_file(
             exec(code_obj, module.__dict__)
     # the names the file assigns at top level were rebound in place; what remains (a
     # constant set in a loop, imported...) is checked and set on the module
-    return check_overrides(
+    module = check_overrides(
         module, {k: v for k, v in wanted.items() if k not in rebound}, path.name
     )
+    _IMPORTED[key] = _Imported.of(module, tree, wanted)
+    return module
+
+
+@dataclass(slots=True)
+class _Imported:
+    """A model file executed once, and whether it may stand for other sizes.
+
+    Note [One import per file]: a file whose size constants are only *read when its
+    functions run* (``get_inputs``, ``get_init_inputs``, ``forward``; never at import
+    time by another top-level statement, a class body, a default argument or a
+    decorator) and never assigned by them (no ``global``) behaves exactly like a fresh
+    import at other sizes once its constants are set to them: the module is executed
+    once per analysis and every later build (the symbolic re-captures, the reduced-size
+    search, the reference, ``--measure``) rebinds its constants instead. Any other
+    file is executed again whenever the sizes change (Note [Rebinding sizes]), and
+    reused only at the same sizes. The JAX frontend asks for the latter always
+    (``rebind=False``): a ``jax.jit`` function made at import caches its traces by
+    argument shapes, and a constant it reads would keep its first value.
+    """
+
+    module: types.ModuleType
+    overrides: dict[str, int]
+    defaults: dict[str, int]
+    rebindable: bool
+
+    @classmethod
+    def of(
+        cls, module: types.ModuleType, tree: ast.Module | None, overrides: dict[str, int]
+    ) -> _Imported:
+        """The record of ``module`` just executed from ``tree`` with ``overrides``."""
+        defaults = module_int_constants(module)
+        literals = _literal_ints(tree) if tree is not None else {}
+        for k in overrides:
+            defaults.pop(k, None)
+            if k in literals:
+                defaults[k] = literals[k]
+        rebindable = (
+            tree is not None
+            and all(k in defaults for k in overrides)
+            and not (_names_read_at_import(tree) & set(defaults))
+        )
+        return cls(module, dict(overrides), defaults, rebindable)
+
+    def reuse(self, overrides: Mapping[str, int], where: str) -> types.ModuleType:
+        """The module with its constants at the file's values, then ``overrides``.
+
+        Raises:
+            UsageError: E0913, an override names no integer constant of the file.
+        """
+        if self.rebindable:
+            for k, v in self.defaults.items():
+                setattr(self.module, k, v)
+            self.overrides = dict(overrides)
+        return check_overrides(self.module, overrides, where)
+
+
+_IMPORTED: dict[tuple[str, str], _Imported] = {}
+"""The model files this process executed, by resolved path and content hash."""
+
+
+def _parse(source: bytes, path: Path) -> ast.Module | None:
+    try:
+        return ast.parse(source, filename=str(path))
+    except (SyntaxError, ValueError):
+        return None  # the import reports it
+
+
+def _literal_ints(tree: ast.Module) -> dict[str, int]:
+    """The top-level ``NAME = <int literal>`` values of the file."""
+    out: dict[str, int] = {}
+    for stmt in tree.body:
+        for target, value, _ in _int_assignments(stmt):
+            if isinstance(value, ast.Constant) and type(value.value) is int:
+                out[target] = value.value
+    return out
+
+
+def _names_read_at_import(tree: ast.Module) -> set[str]:
+    """Names the file's top level reads while it executes (function bodies excluded),
+    plus every name a ``global`` statement declares (it may be assigned later)."""
+    read: set[str] = set()
+    todo: list[ast.AST] = [tree]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Global):
+            read.update(node.names)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            read.add(node.id)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            # decorators, defaults and annotations run at import; the body later
+            todo.extend(node.decorator_list)
+            todo.extend(node.args.defaults)
+            todo.extend(d for d in node.args.kw_defaults if d is not None)
+            args = node.args
+            todo.extend(a.annotation for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)
+                        if a.annotation is not None)
+            if node.returns is not None:
+                todo.append(node.returns)
+            todo.extend(_globals_in(node.body))
+            continue
+        if isinstance(node, ast.Lambda):
+            todo.extend(node.args.defaults)
+            todo.extend(d for d in node.args.kw_defaults if d is not None)
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+    return read
+
+
+def _globals_in(body: list[ast.stmt]) -> list[ast.AST]:
+    """The ``global`` statements anywhere in a function body."""
+    return [n for s in body for n in ast.walk(s) if isinstance(n, ast.Global)]
 
 
 def check_overrides(
@@ -119,7 +250,7 @@ def check_overrides(
 
 
 def _rebound_code(
-    path: Path, overrides: Mapping[str, int]
+    tree: ast.Module | None, path: Path, overrides: Mapping[str, int]
 ) -> tuple[set[str], types.CodeType | None]:
     """The file compiled with its top-level ``NAME = <int>`` assignments of ``overrides``
     replaced by the new values.
@@ -131,12 +262,9 @@ def _rebound_code(
     literal are rewritten; anything else falls back to setting the attribute afterwards.
     A file that does not parse is left to the normal import (which reports the error).
     """
-    if not overrides:
+    if not overrides or tree is None:
         return set(), None
-    try:
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    except (SyntaxError, UnicodeDecodeError, ValueError, OSError):
-        return set(), None
+    tree = copy.deepcopy(tree)  # the caller keeps the file's own tree
     rebound: set[str] = set()
     for stmt in tree.body:
         for target, value, put in _int_assignments(stmt):

@@ -138,27 +138,46 @@ def dynamo_import_deferred() -> Iterator[None]:
     """
     patched: list[Any] = []
     if "torch._dynamo" not in sys.modules:
-        try:
-            import torch._compile as tc
-
-            probe = tc._disable_dynamo(lambda: None)
-            code = probe.__code__
-            slot = code.co_freevars.index("fn")
-        except (ImportError, AttributeError, ValueError):
-            code = None
-        if code is not None:
-            for obj in gc.get_objects():
-                if type(obj) is type(probe) and obj.__code__ is code and obj.__closure__:
-                    fn = obj.__closure__[slot].cell_contents
-                    if getattr(fn, "__dynamo_disable", None) is None:
-                        try:
-                            fn.__dynamo_disable = fn
-                        except (AttributeError, TypeError):
-                            continue
-                        patched.append(fn)
+        for fn in _disabled_functions():
+            if getattr(fn, "__dynamo_disable", None) is None:
+                try:
+                    fn.__dynamo_disable = fn
+                except (AttributeError, TypeError):
+                    continue
+                patched.append(fn)
     try:
         yield
     finally:
         for done in patched:
             if getattr(done, "__dynamo_disable", None) is done:
                 delattr(done, "__dynamo_disable")
+
+
+_SCANNED: list[tuple[int, list[Any]]] = []  # (len(sys.modules) at the scan, functions)
+
+
+def _disabled_functions() -> list[Any]:
+    """The functions behind every ``torch._disable_dynamo`` wrapper that exists.
+
+    Finding them walks every object of the heap (tens of milliseconds), so the result
+    is kept until a module is imported (wrappers are made when torch's modules are
+    defined); a wrapper made some other way is simply not patched, and its first call
+    imports ``torch._dynamo`` as it would without this context.
+    """
+    if _SCANNED and _SCANNED[0][0] == len(sys.modules):
+        return _SCANNED[0][1]
+    try:
+        import torch._compile as tc
+
+        probe = tc._disable_dynamo(lambda: None)
+        code = probe.__code__
+        slot = code.co_freevars.index("fn")
+    except (ImportError, AttributeError, ValueError):
+        return []
+    found = [
+        obj.__closure__[slot].cell_contents
+        for obj in gc.get_objects()
+        if type(obj) is type(probe) and obj.__code__ is code and obj.__closure__
+    ]
+    _SCANNED[:] = [(len(sys.modules), found)]
+    return found
