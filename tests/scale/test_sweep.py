@@ -89,6 +89,46 @@ def test_every_row_equals_solar_analyze_at_its_binding(tmp_path: Path) -> None:
         assert saved["sizes"] == report.sizes and saved["flops"] == report.flops
 
 
+def test_sweep_reports_are_solar_analyze_set_reports(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A handful of points (the captured one and re-bound ones, two archs, two policies):
+    each sweep report, rendered as `solar analyze -o` renders, is byte-identical to
+    ``solar analyze --set`` at that binding, and each table row holds its numbers."""
+    from solar.report import Report
+
+    out = tmp_path / "sweep"
+    done = run_cli(capsys, "sweep", str(BLOCK), "--set", "B=1,8", "--set", "T=16,64",
+                   "--set", "H=4,8", "--arch", "H100_SXM", "--arch", "B200",
+                   "--precision", "default,bf16", "--out", str(out), "--table", "csv")  # fmt: skip
+    assert done.code == 0, done.err
+    rows = json.loads((out / "sweep.json").read_text())["rows"]
+    assert len(rows) == 8 * 2 * 2
+    for point in (0, 5, 7):  # B=1 T=16 H=4 (captured); B=8 T=16 H=8; B=8 T=64 H=8
+        for precision in ("default", "bf16"):
+            mine = [r for r in rows if r["point"] == point and r["precision"] == precision]
+            sizes = {n: mine[0][f"size_{n}"] for n in ("B", "T", "H")}
+            path = tmp_path / f"a{point}-{precision}.json"
+            ran = run_cli(capsys, "analyze", str(BLOCK),
+                          *(a for n, v in sizes.items() for a in ("--set", f"{n}={v}")),
+                          "--arch", "H100_SXM", "--arch", "B200", "--precision", precision,
+                          "-o", str(path), "-q")  # fmt: skip
+            assert ran.code == 0, ran.err
+            report = Report.model_validate_json(Path(str(mine[0]["report"])).read_text())
+            assert report.to_json() == path.read_text()
+            assert [r["arch"] for r in mine] == ["H100_SXM", "B200"]
+            for row, arch in zip(mine, report.archs, strict=True):
+                assert row["binding"] == ("captured" if point == 0 else "symbolic")
+                assert (row["flops"], row["fused_dram_bytes"]) == (
+                    report.flops,
+                    report.fused_dram_bytes,
+                )
+                assert row["coverage"] == report.coverage.covered_bytes_fraction
+                assert {b.model: b.time_s for b in arch.bounds} == {
+                    m: row[f"{m}_s"] for m in ("unfused", "fused", "cache-aware")
+                }
+
+
 def test_a_sweep_file_and_its_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "m.alir").write_text((SAMPLES / "ir" / "matmul.alir").read_text())
     sweep = tmp_path / "sweep.yaml"
