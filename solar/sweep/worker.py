@@ -73,6 +73,7 @@ def _capture(job: Mapping[str, object]) -> dict[str, object]:
         validate_front,
     )
     from solar.report import InputInfo
+    from solar.sweep.journal import report_name
 
     opts = dict(job["options"])  # type: ignore[call-overload]
     capture = {str(k): int(v) for k, v in dict(job["capture"]).items()}  # type: ignore[call-overload]
@@ -126,7 +127,7 @@ def _capture(job: Mapping[str, object]) -> dict[str, object]:
                     continue
                 name = None
                 if job.get("reports", True):  # compact JSON: the report schema, unrounded
-                    name = f"p{int(index):06d}-{precision}.json"
+                    name = report_name(int(index), precision)
                     report = report_at(base, sizes, replace(options, precision=used), point=at)
                     reports.write(f"{name}\t{report.model_dump_json()}\n")
                 rows.extend(

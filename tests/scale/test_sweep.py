@@ -7,9 +7,12 @@ PyTorch program (concrete sizes) is re-captured per binding, on the Dask engine 
 
 from __future__ import annotations
 
+import csv
 import json
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -250,3 +253,70 @@ def test_an_invalid_binding_is_that_points_error(tmp_path: Path) -> None:
     ]
     assert "E0221" in str(summary.rows[-1]["error"])
     assert summary.failed == 2
+
+
+_REPEAT_MODEL = """
+import torch
+
+N = 16
+REPEAT = 1
+
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        for _ in range(REPEAT):  # the structure changes with REPEAT: one capture each
+            x = torch.relu(x * 2.0)
+        return x
+
+
+def get_inputs():
+    return [torch.randn(N)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_a_killed_sweep_resumes_and_every_point_lands_once(tmp_path: Path) -> None:
+    """SIGTERM a sweep once its first capture landed; ``--resume`` binds only the rest."""
+    pytest.importorskip("torch")
+    model = tmp_path / "model.py"
+    model.write_text(_REPEAT_MODEL)
+    out = tmp_path / "out"
+    args = ["--set", "REPEAT=1,2,3", "--set", "N=16,32", "--out", str(out), "--table", "csv",
+            "--workers", "1", "--validate", "off"]  # fmt: skip
+    run = subprocess.Popen(
+        [sys.executable, "-m", "solar", "sweep", str(model), *args],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    journal = out / "sweep.journal.jsonl"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and run.poll() is None:
+        if journal.is_file() and journal.read_text().count("\n") >= 1:
+            break
+        time.sleep(0.1)
+    run.send_signal(signal.SIGTERM)
+    _, err = run.communicate(timeout=120)
+    assert run.returncode == 143, err
+    assert "stopped by SIGTERM" in err
+    first = [json.loads(line) for line in journal.read_text().splitlines()]
+    done = {r["point"] for e in first for r in e["rows"]}
+    assert done and len(done) < 6  # one capture serves the 2 values of N, not REPEAT
+
+    spec = SweepSpec(model, axes=(("REPEAT", (1, 2, 3)), ("N", (16, 32))), validate="off")
+    again = run_sweep(spec, out, limits=SweepLimits(table="csv"), resume=True)
+    assert again.resumed == len(done)
+    assert sorted(r["point"] for r in again.rows) == list(range(6))  # every point once
+    assert all(r["status"] == "ok" for r in again.rows)
+    assert {r["point"] for r in again.rows if r["resumed"]} == done
+    assert min(c.index for c in again.captures) > max(e["capture"] for e in first)
+    lines = [json.loads(line) for line in journal.read_text().splitlines()]
+    landed = [r["point"] for e in lines for r in e["rows"]]
+    assert sorted(landed) == list(range(6))  # each point landed in exactly one capture
+    for row in again.rows:
+        assert Path(str(row["report"])).is_file()
+    table = list(csv.DictReader((out / "sweep.csv").read_text().splitlines()))
+    assert sorted(int(r["point"]) for r in table if r["resumed"] == "yes") == sorted(done)
