@@ -645,9 +645,10 @@ def analyze_front(
 class ReportBase:
     """What a report needs that no size binding or precision policy changes.
 
-    Built once per program by `report_base` (lift, compile, formulas, IR text,
-    validation); `report_at` then bounds it at any binding of its free sizes in about
-    a millisecond, so a sweep over sizes costs one capture (docs/scale.md).
+    Built once per program by `report_base` (lift, compile, formulas, IR text, its
+    hash and statement count, validation); `bounds_at` then bounds it at any binding
+    of its free sizes in a fraction of a millisecond and `report_at` dresses that as a
+    report, so a sweep over sizes costs one capture (docs/scale.md).
     """
 
     prepared: PreparedProgram
