@@ -64,7 +64,7 @@ def sweep(
         float | None, typer.Option("--max-rss", help="Memory limit per capture in MiB.")
     ] = None,
     resume: Annotated[
-        bool, typer.Option("--resume", help="Keep the points an earlier run into --out finished.")
+        bool, typer.Option(help="Keep the points an earlier run into --out finished.")
     ] = False,
 ) -> None:
     """Sweep one model: each distinct program captured once, sizes re-bound symbolically."""
