@@ -99,6 +99,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AnalyzeOptions",
+    "PointBounds",
     "PreparedProgram",
     "ReboundCosts",
     "ReportBase",
@@ -106,6 +107,7 @@ __all__ = [
     "analyze_front",
     "analyze_module",
     "bound_arch",
+    "bounds_at",
     "check_against_reference",
     "costs_at",
     "effective_precision",
@@ -644,9 +646,10 @@ def analyze_front(
 class ReportBase:
     """What a report needs that no size binding or precision policy changes.
 
-    Built once per program by `report_base` (lift, compile, formulas, IR text,
-    validation); `report_at` then bounds it at any binding of its free sizes in about
-    a millisecond, so a sweep over sizes costs one capture (docs/scale.md).
+    Built once per program by `report_base` (lift, compile, formulas, IR text, its
+    hash and statement count, validation); `bounds_at` then bounds it at any binding
+    of its free sizes in a fraction of a millisecond and `report_at` dresses that as a
+    report, so a sweep over sizes costs one capture (docs/scale.md).
     """
 
     prepared: PreparedProgram
@@ -659,6 +662,8 @@ class ReportBase:
     fused_bytes_formula: str
     ir_text: str
     training: TrainingInfo | None = None
+    ir_sha256: str = ""
+    statements: int = 0
 
 
 def report_base(
@@ -675,7 +680,8 @@ def report_base(
     return ReportBase(
         prepared, source, tuple(specs), validation, measurement,
         compile_costs(prepared.graph), costs.flops, costs.fused_bytes,
-        print_program(prepared.program), training,
+        (ir_text := print_program(prepared.program)), training,
+        _sha256(ir_text.encode()), _count_statements(prepared.program),
     )  # fmt: skip
 
 
@@ -684,36 +690,84 @@ def effective_precision(front: FrontendResult, requested: PrecisionPolicy) -> Pr
     return front.precision_hint if front.precision_hint and requested == "default" else requested
 
 
-def report_at(base: ReportBase, sizes: Mapping[str, int], options: AnalyzeOptions) -> Report:
-    """The report of ``base`` at the binding ``sizes`` (every size of the program,
-    `resolve_sizes`) under ``options.precision`` (already the effective policy).
+@dataclass(frozen=True, slots=True)
+class PointBounds:
+    """Every bound of a `ReportBase` at one binding and policy (`bounds_at`): what a
+    sweep's table row reads, and what `report_at` dresses as a report.
+
+    Attributes:
+        sizes: the binding (every size of the program).
+        precision: the policy the bounds use (already the effective one).
+        bounds: per device of ``base.specs``, its bounds in report order.
+        work: the cold fused bound on the first device (the report's FLOPs and
+            compulsory bytes, device independent).
+        coverage: the report's coverage section at this binding.
+    """
+
+    sizes: Mapping[str, int]
+    precision: PrecisionPolicy
+    bounds: tuple[tuple[Bound, ...], ...]
+    work: Bound
+    coverage: CoverageInfo
+
+
+def bounds_at(
+    base: ReportBase, sizes: Mapping[str, int], *, precision: PrecisionPolicy, cache: CacheState
+) -> PointBounds:
+    """The bounds of ``base`` at the binding ``sizes`` (see `report_at`), without the
+    report around them.
 
     Raises:
         BoundError: no usable peak for the policy on a device (E0452).
     """
-    prepared, specs = base.prepared, base.specs
-    front, program, compiled = prepared.front, prepared.program, base.compiled
+    prepared, compiled = base.prepared, base.compiled
+    front = prepared.front
     start = time.monotonic()
-    bound_sets = [
-        _bound_set(compiled, spec, precision=options.precision, sizes=sizes, cache=options.cache)
-        for spec in specs
-    ]
-    archs = tuple(
-        build_arch_bounds(spec, bounds, precision_policy=options.precision, cache=options.cache,
-                          measurement=base.measurement)
-        for spec, bounds in zip(specs, bound_sets, strict=True)
+    bound_sets = tuple(
+        _bound_set(compiled, spec, precision=precision, sizes=sizes, cache=cache)
+        for spec in base.specs
     )
     # The report's work line uses the cold compulsory traffic (device independent).
-    fused = _work_bound(compiled, specs[0], bound_sets[0], precision=options.precision,
-                        sizes=sizes, cache=options.cache)
+    fused = _work_bound(compiled, base.specs[0], bound_sets[0], precision=precision,
+                        sizes=sizes, cache=cache)
     log.debug("bounds took %.4f s", time.monotonic() - start)
-    validation = base.validation
     at_analysed = dict(sizes) == dict(prepared.sizes)
     coverage = coverage_info(
         front.ops_total, front.uncovered,
         counted_flops=front.counted_flops if at_analysed else None,
         padding_flops=front.padding_flops, solar_flops=fused.flops,
     )
+    return PointBounds(sizes, precision, bound_sets, fused, coverage)
+
+
+def report_at(
+    base: ReportBase,
+    sizes: Mapping[str, int],
+    options: AnalyzeOptions,
+    *,
+    point: PointBounds | None = None,
+) -> Report:
+    """The report of ``base`` at the binding ``sizes`` (every size of the program,
+    `resolve_sizes`) under ``options.precision`` (already the effective policy).
+
+    ``point``: ``bounds_at`` of the same binding, policy and cache, when the caller
+    has it.
+
+    Raises:
+        BoundError: no usable peak for the policy on a device (E0452).
+    """
+    prepared, specs = base.prepared, base.specs
+    front, program = prepared.front, prepared.program
+    if point is None:
+        point = bounds_at(base, sizes, precision=options.precision, cache=options.cache)
+    archs = tuple(
+        build_arch_bounds(spec, bounds, precision_policy=options.precision, cache=options.cache,
+                          measurement=base.measurement)
+        for spec, bounds in zip(specs, point.bounds, strict=True)
+    )
+    fused, coverage = point.work, point.coverage
+    validation = base.validation
+    at_analysed = dict(sizes) == dict(prepared.sizes)
     warnings = _coverage_warnings(coverage)
     if validation.status != "passed":
         warnings.append(
@@ -729,10 +783,10 @@ def report_at(base: ReportBase, sizes: Mapping[str, int], options: AnalyzeOption
         ),
         program=program.name,
         ir=IRInfo(
-            sha256=_sha256(base.ir_text.encode()),
+            sha256=base.ir_sha256,
             path=str(options.save_ir) if options.save_ir else None,
             kernels=len(program.kernels),
-            statements=_count_statements(program),
+            statements=base.statements,
             alias_kernels=sum(1 for k in program.kernels if k.alias),
             dead_kernels=max(0, len(program.kernels) - len(prepared.graph.kernels)),
             text=base.ir_text if options.include_ir else None,

@@ -64,6 +64,7 @@ __all__ = [
     "file_sha256",
     "resume_key",
     "rows_from_report",
+    "spec_sha256",
 ]
 
 BatchStatus: TypeAlias = Literal[
@@ -271,6 +272,16 @@ def _spec_identity(arch: str) -> tuple[str, str]:
 
     spec = load_hardware_spec(arch)
     return spec.name, hashlib.sha256(spec.model_dump_json().encode()).hexdigest()
+
+
+def spec_sha256(arch: str) -> str:
+    """The SHA-256 of the resolved hardware spec an ``--arch`` value names (it enters
+    resume keys by content).
+
+    Raises:
+        HardwareSpecError: unknown or malformed spec.
+    """
+    return _spec_identity(arch)[1]
 
 
 def arch_label(arch: str) -> str:

@@ -118,14 +118,34 @@ class CompiledCosts:
     _index: np.ndarray
     _slices: Mapping[str, slice]
     alternatives: tuple[str, ...] = ()
+    _memo: dict[object, object] = field(default_factory=dict, compare=False, repr=False)
 
     def evaluate(self, sizes: Mapping[str, int] | None = None) -> CostArrays:
         """Evaluate every count at a binding of the graph's free sizes.
+
+        The last binding's arrays are kept (read-only): the bound models of one report
+        each evaluate the same binding (Note [Per-binding memo]).
 
         Raises:
             IRVerifyError: a size binding is invalid (E0220/E0221).
             CountOverflowError: a count overflows a float (E0455).
         """
+        key = None if sizes is None else tuple(sorted(sizes.items()))
+        last = self._memo.get("evaluate")
+        if last is not None and last[0] == key:  # type: ignore[index]
+            return cast("CostArrays", last[1])  # type: ignore[index]
+        arrays = self._evaluate(sizes)
+        self._memo["evaluate"] = (key, arrays)
+        return arrays
+
+    def memo(self, key: object, make: Callable[[], object]) -> object:
+        """``make()``, computed once per ``key`` for this graph (binding-independent
+        tables such as a device's pipes; Note [Per-binding memo])."""
+        if key not in self._memo:
+            self._memo[key] = make()
+        return self._memo[key]
+
+    def _evaluate(self, sizes: Mapping[str, int] | None) -> CostArrays:
         graph = self.graph
         env = graph.size_env(sizes)
         exact = self.exact
@@ -145,8 +165,17 @@ class CompiledCosts:
                 notes=(_sizes_note(env),),
             )
         full = values[self._index] if len(self._index) else np.zeros(0)
+        full.flags.writeable = False  # shared by every reader of the memo
         arrays = {name: full[sl] for name, sl in self._slices.items()}
         return CostArrays(sizes=env, exact=exact, **arrays)
+
+
+# Note [Per-binding memo]: a report at one binding runs four bound evaluations (unfused,
+# fused, cache-aware, the cold work line), each reading the same counts and, per device,
+# the same pipe table. A sweep re-binds thousands of times, so `CompiledCosts` keeps the
+# last binding's arrays (read-only, so no reader can change another's) and each
+# (device, policy) pipe table. Both are pure functions of their keys; the memo changes
+# no result, only how often it is computed.
 
 
 def _sizes_note(env: Mapping[str, int]) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, TypeAlias, overload
+from typing import Literal, TypeAlias, cast, overload
 
 import numpy as np
 
@@ -201,11 +201,20 @@ class PipeTable:
 
 
 def pipe_table(compiled: CompiledCosts, spec: HardwareSpec, policy: PrecisionPolicy) -> PipeTable:
-    """Resolve every FLOP group's pipe (once per distinct kind of work).
+    """Resolve every FLOP group's pipe (once per distinct kind of work; kept per device
+    and policy, Note [Per-binding memo] in `solar.bounds.costs`).
 
     Raises:
         BoundError: E0452 the spec has no usable peak for some work.
     """
+    # keyed by the spec's identity (it holds dicts, so no hash); the entry keeps the
+    # spec alive, so its id cannot be reused while the entry exists
+    held = compiled.memo(("pipes", id(spec), policy),
+                         lambda: (spec, _pipe_table(compiled, spec, policy)))
+    return cast("tuple[HardwareSpec, PipeTable]", held)[1]
+
+
+def _pipe_table(compiled: CompiledCosts, spec: HardwareSpec, policy: PrecisionPolicy) -> PipeTable:
     index: dict[str, int] = {}
     resolved: list[ResolvedPipe] = []
     kind_pipe: list[int] = []

@@ -63,6 +63,9 @@ def sweep(
     max_rss: Annotated[
         float | None, typer.Option("--max-rss", help="Memory limit per capture in MiB.")
     ] = None,
+    resume: Annotated[
+        bool, typer.Option(help="Keep the points an earlier run into --out finished.")
+    ] = False,
 ) -> None:
     """Sweep one model: each distinct program captured once, sizes re-bound symbolically."""
     from solar.batch import EngineOptions
@@ -122,13 +125,17 @@ def sweep(
 
     previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        summary = run_sweep(spec, out, limits=limits, engine=engines, progress=progress, stop=stop)
+        summary = run_sweep(
+            spec, out, limits=limits, engine=engines, progress=progress, stop=stop, resume=resume
+        )
     finally:
         for s, old in previous.items():
             signal.signal(s, old)
     counts = ", ".join(f"{n} {s}" for s, n in sorted(summary.counts.items()))
+    resumed = f" ({summary.resumed} resumed)" if summary.resumed else ""
     typer.echo(
-        f"{summary.points} points, {len(summary.captures)} capture(s), {len(summary.rows)} rows "
+        f"{summary.points} points{resumed}, {len(summary.captures)} capture(s), "
+        f"{len(summary.rows)} rows "
         f"({counts}) in {summary.wall_s:.1f} s; re-bound symbolically: "
         f"{', '.join(summary.rebindable) or 'none'}; table: {summary.table_path}"
     )

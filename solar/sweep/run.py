@@ -35,6 +35,7 @@ from solar.batch.engine import EngineOptions, TaskFailure, TaskRunner, task_runn
 from solar.batch.job import BatchStatus
 from solar.batch.remote import ShippedFile
 from solar.diagnostics import UsageError
+from solar.sweep.journal import Finished, Journal, read_finished, sweep_key
 from solar.sweep.spec import SweepSpec, sweep_points
 from solar.sweep.table import TableFormat, write_json, write_table
 from solar.sweep.task import CaptureOutcome, CaptureTask, run_capture
@@ -94,6 +95,7 @@ class SweepSummary:
     wall_s: float
     stopped: bool = False
     counts: Mapping[str, int] = field(default_factory=dict)
+    resumed: int = 0
 
     @property
     def failed(self) -> int:
@@ -136,12 +138,16 @@ class _Sweep:
         points: Sequence[Mapping[str, int]],
         out_dir: Path,
         progress: Progress | None,
+        journal: Journal,
+        finished: Finished,
     ) -> None:
         self.spec, self.points, self.out_dir, self.progress = spec, points, out_dir, progress
-        self.rows: list[dict[str, object]] = []
+        self.journal = journal
+        self.first = finished.last_capture + 1  # Note [Sweep resume]: after the journal's
+        self.rows: list[dict[str, object]] = [r for rs in finished.rows.values() for r in rs]
         self.captures: list[CaptureRecord] = []
         self.rebindable: frozenset[str] | None = None
-        self.served = 0
+        self.served = len(finished.rows)
 
     def round(
         self,
@@ -172,7 +178,7 @@ class _Sweep:
 
     def land(self, group: Sequence[int], outcome: CaptureOutcome | TaskFailure) -> tuple[int, ...]:
         """Write one capture's reports and log, keep its rows; its unserved points."""
-        index, out_dir = len(self.captures), self.out_dir
+        index, out_dir = self.first + len(self.captures), self.out_dir
         if isinstance(outcome, TaskFailure):
             outcome = CaptureOutcome(_TASK_STATUS[outcome.kind], outcome.cause)
         (out_dir / "logs" / f"capture-{index}.log").write_bytes(outcome.log)
@@ -181,7 +187,9 @@ class _Sweep:
         if outcome.status == "ok":
             free = frozenset(outcome.rebindable)
             self.rebindable = free if self.rebindable is None else self.rebindable & free
-            self.rows.extend(_row(self.spec, self.points, r, index, out_dir) for r in outcome.rows)
+            rows = [_row(self.spec, self.points, r, index, out_dir) for r in outcome.rows]
+            self.rows.extend(rows)
+            self.journal.record(index, rows, outcome.reports or {})  # after its reports
             done = len(group) - len(outcome.unserved)
         else:
             self.rows.extend(_failed_rows(self.spec, self.points, group, index, outcome))
@@ -205,11 +213,16 @@ def run_sweep(
     engine: EngineOptions | None = None,
     progress: Progress | None = None,
     stop: threading.Event | None = None,
+    resume: bool = False,
 ) -> SweepSummary:
     """Run ``spec`` (see the module docstring); never raises for the model's faults.
 
+    With ``resume``, the points an earlier run into ``out_dir`` finished under the same
+    key are taken over, not bound again (Note [Sweep resume] in `solar.sweep.journal`).
+
     Raises:
         UsageError: E0901 the model file cannot be read; E0908/E0932 the engine.
+        HardwareSpecError: an arch that does not load.
         OSError: ``out_dir`` cannot be written.
     """
     limits, engine = limits or SweepLimits(), engine or EngineOptions()
@@ -218,12 +231,17 @@ def run_sweep(
     points = sweep_points(spec)
     try:
         shipped = ShippedFile.of(spec.model)
+        key = sweep_key(spec)
     except OSError as err:
         raise UsageError(f"cannot read {spec.model}: {err.strerror}", code="E0901") from None
     for sub in ("reports", "logs"):
         (out_dir / sub).mkdir(parents=True, exist_ok=True)
-    state = _Sweep(spec, points, out_dir, progress)
-    remaining: list[int] = list(range(len(points)))
+    finished = (
+        read_finished(out_dir, key, spec, points, reports=limits.reports)
+        if resume else Finished({}, -1, [])
+    )  # fmt: skip
+    state = _Sweep(spec, points, out_dir, progress, Journal(out_dir, key, finished.lines), finished)
+    remaining = [i for i in range(len(points)) if i not in finished.rows]
     with task_runner(engine) as runner:
         while remaining and not stop.is_set():
             remaining = state.round(runner, shipped, limits, remaining, stop)
@@ -246,6 +264,7 @@ def run_sweep(
         "archs": list(spec.archs),
         "precisions": list(spec.precisions),
         "points": len(points),
+        "resumed": len(finished.rows),
         "rebindable": sorted(rebindable or ()),
         "captures": [
             {"index": c.index, "sizes": dict(c.sizes), "status": c.status, "error": c.error,
@@ -261,7 +280,7 @@ def run_sweep(
     json_path = write_json(summary, out_dir)
     return SweepSummary(
         len(points), tuple(rows), tuple(captures), tuple(sorted(rebindable or ())),
-        table, json_path, wall, stopped, counts,
+        table, json_path, wall, stopped, counts, len(finished.rows),
     )  # fmt: skip
 
 
@@ -283,6 +302,7 @@ def _row(
         "file": str(spec.model),
         **{f"size_{k}": v for k, v in points[index].items()},
         "capture": capture,
+        "resumed": False,
         **{k: v for k, v in row.items() if k not in ("bounds_s", "point", "report")},
         **{f"{m}_s": v for m, v in bounds.items()},  # type: ignore[attr-defined]
     }
@@ -306,6 +326,7 @@ def _failed_rows(
             **{f"size_{k}": v for k, v in points[i].items()},
             "precision": p, "arch": arch_label(a),
             "status": outcome.status, "capture": capture, "error": outcome.error,
+            "resumed": False,
         }
         for i in group
         for p in spec.precisions

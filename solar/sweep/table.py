@@ -26,6 +26,7 @@ _TAIL: Final = (
     "precision",
     "arch",
     "status",
+    "resumed",
     "binding",
     "capture",
     "precision_used",
@@ -39,6 +40,7 @@ _TAIL: Final = (
     "error",
 )
 _INTS: Final = frozenset({"point", "capture"})
+_BOOLS: Final = frozenset({"resumed"})
 _FLOATS: Final = frozenset(
     {"coverage", "flops", "fused_dram_bytes", *(f"{m}_s" for m in BOUND_MODEL_NAMES)}
 )
@@ -81,7 +83,7 @@ def write_table(
         ) from None
     fields = [
         pa.field(c, pa.int64() if c in _INTS or c.startswith("size_") else
-                 pa.float64() if c in _FLOATS else pa.string())
+                 pa.float64() if c in _FLOATS else pa.bool_() if c in _BOOLS else pa.string())
         for c in cols
     ]  # fmt: skip
     table = pa.Table.from_pylist([{c: row.get(c) for c in cols} for row in rows], pa.schema(fields))
@@ -93,8 +95,10 @@ def write_table(
 
 
 def _cell(value: object) -> str:
-    if value is None:
+    if value is None or value is False:
         return ""
+    if value is True:  # `resumed`, as in `solar batch`'s summary.csv
+        return "yes"
     if isinstance(value, float):
         return f"{value:.6g}"
     return str(value)

@@ -93,8 +93,7 @@ def run_capture(task: CaptureTask, stop: threading.Event) -> CaptureOutcome:
         materialize(task.shipped) as (path, display),
         tempfile.TemporaryDirectory(prefix="solar-sweep-") as tmp,
     ):
-        reports_dir, log = Path(tmp) / "reports", Path(tmp) / "capture.log"
-        reports_dir.mkdir()
+        reports_path, log = Path(tmp) / "reports.tsv", Path(tmp) / "capture.log"
         job = {
             "format": SWEEP_JOB_FORMAT,
             "file": str(path),
@@ -104,7 +103,7 @@ def run_capture(task: CaptureTask, stop: threading.Event) -> CaptureOutcome:
             "precisions": list(task.precisions),
             "capture": dict(task.capture),
             "points": [[i, dict(p)] for i, p in task.points],
-            "reports_dir": str(reports_dir),
+            "reports_path": str(reports_path),
             "reports": task.reports,
         }
         try:
@@ -134,8 +133,7 @@ def run_capture(task: CaptureTask, stop: threading.Event) -> CaptureOutcome:
                 cause = cause.replace(str(path), display)
             return CaptureOutcome(status, cause, log=tail, wall_s=ended.wall_s, peak_rss_mib=peak)
         rows = tuple(r for r in result["rows"] if isinstance(r, dict))  # type: ignore[attr-defined]
-        names = {str(r["report"]) for r in rows if r.get("report")}
-        reports = {name: (reports_dir / name).read_bytes() for name in sorted(names)}
+        reports = _split_reports(reports_path)
     return CaptureOutcome(
         "ok",
         None,
@@ -149,3 +147,14 @@ def run_capture(task: CaptureTask, stop: threading.Event) -> CaptureOutcome:
         bind_s=float(result["bind_s"]),  # type: ignore[arg-type]
         peak_rss_mib=peak,
     )
+
+
+def _split_reports(path: Path) -> dict[str, bytes]:
+    """The child's reports file (Note [Reports in one file] in `solar.sweep.worker`)."""
+    if not path.is_file():
+        return {}
+    out: dict[str, bytes] = {}
+    for line in path.read_bytes().splitlines():
+        name, _, data = line.partition(b"\t")
+        out[name.decode()] = data
+    return out

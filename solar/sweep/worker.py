@@ -5,10 +5,11 @@ binding to capture at, the points to bound, the archs and precision policies),
 captures and prepares the program once (`solar.pipeline.load_program`,
 `prepare_program`), validates it once, compiles its costs once
 (`solar.pipeline.report_base`), then bounds every point it can serve by re-binding
-sizes (`solar.pipeline.report_at`, about a millisecond each; Note [Symbolic
-re-binding]), writing one report per point and precision into the job's
-``reports_dir``. The result lists the rows, the points it could not serve (they need
-another capture) and the sizes it could re-bind. Process setup, limits and the
+sizes (`solar.pipeline.bounds_at`, a fraction of a millisecond each; Note [Symbolic
+re-binding]) and, when asked, building each point's report (`solar.pipeline.report_at`)
+into the job's ``reports_path`` (Note [Reports in one file]). The result lists the
+rows, the points it could not serve (they need another capture) and the sizes it
+could re-bind. Process setup, limits and the
 catch-all boundary are `solar.batch.worker`'s (`serve`, `guard_user_code`).
 
 Note [Symbolic re-binding]
@@ -20,6 +21,15 @@ any value): IR files always; traced PyTorch/JAX programs for the module-level si
 constants their frontend declares as IR sizes. An LLM-written program's size names
 carry no such promise, so it is re-captured per binding. A point whose re-bound
 sizes are invalid (E0221, a derived size not positive) is that point's ``error``.
+
+Note [Reports in one file]
+~~~~~~~~~~~~~~~~~~~~~~~~~~
+A symbolic sweep binds a point in a fraction of a millisecond, so a thousand report
+files made and read back in a scratch folder would cost more than the points. The
+child writes them as lines of one file instead (``NAME<TAB>compact JSON``: compact
+JSON holds no raw newline or tab), which `solar.sweep.task` splits; only the client
+writes ``reports/NAME``. The table rows come from the same bounds (`PointBounds`), so
+a row and its report always agree; without reports no report is built at all.
 """
 
 from __future__ import annotations
@@ -54,6 +64,7 @@ def _capture(job: Mapping[str, object]) -> dict[str, object]:
     from solar.ir import resolve_sizes
     from solar.pipeline import (
         AnalyzeOptions,
+        bounds_at,
         effective_precision,
         load_program,
         prepare_program,
@@ -62,6 +73,7 @@ def _capture(job: Mapping[str, object]) -> dict[str, object]:
         validate_front,
     )
     from solar.report import InputInfo
+    from solar.sweep.journal import report_name
 
     opts = dict(job["options"])  # type: ignore[call-overload]
     capture = {str(k): int(v) for k, v in dict(job["capture"]).items()}  # type: ignore[call-overload]
@@ -87,47 +99,47 @@ def _capture(job: Mapping[str, object]) -> dict[str, object]:
     base = report_base(prepared, source, specs, validation)
     capture_s = time.monotonic() - start
     free = rebindable_sizes(front.name, prepared.program)
-    reports_dir = Path(str(job["reports_dir"]))
+    status = "validation-failed" if validation.status in ("failed", "error") else "ok"
+    error = validation.reason if status != "ok" else None
     rows: list[dict[str, object]] = []
     unserved: list[int] = []
     start = time.monotonic()
-    for index, point in job["points"]:  # type: ignore[attr-defined]
-        changed = {k: int(v) for k, v in point.items() if capture.get(k) != int(v)}
-        if not set(changed) <= free:
-            unserved.append(int(index))
-            continue
-        for precision in job["precisions"]:  # type: ignore[attr-defined]
-            used = effective_precision(front, precision)
-            name = f"p{int(index):06d}-{precision}.json"
-            try:
-                sizes = resolve_sizes(prepared.program, {**front.ir_sizes, **changed})
-                report = report_at(base, sizes, replace(options, precision=used))
-            except SolarError as err:  # this binding only (E0221: a size not positive)
-                error = err.render().splitlines()[0]
-                rows.extend(
-                    {"point": index, "precision": precision, "arch": spec.name,
-                     "status": "error", "error": error, "binding": "symbolic"}
-                    for spec in specs
-                )  # fmt: skip
+    # Note [Reports in one file]: every report of the capture, one line each
+    with Path(str(job["reports_path"])).open("w", encoding="utf-8") as reports:
+        for index, point in job["points"]:  # type: ignore[attr-defined]
+            changed = {k: int(v) for k, v in point.items() if capture.get(k) != int(v)}
+            if not set(changed) <= free:
+                unserved.append(int(index))
                 continue
-            if job.get("reports", True):  # compact JSON: the report schema, unrounded floats
-                (reports_dir / name).write_text(report.model_dump_json(), encoding="utf-8")
-            else:
-                name = ""
-            status = "validation-failed" if validation.status in ("failed", "error") else "ok"
-            for arch in report.archs:
-                rows.append({
-                    "point": index, "precision": precision, "arch": arch.arch, "status": status,
-                    "binding": "symbolic" if changed else "captured",
-                    "precision_used": arch.precision_policy,
-                    "frontend": report.frontend.name,
-                    "coverage": report.coverage.covered_bytes_fraction,
-                    "validation": validation.status,
-                    "flops": report.flops, "fused_dram_bytes": report.fused_dram_bytes,
-                    "bounds_s": {b.model: b.time_s for b in arch.bounds},
-                    "report": name or None,
-                    "error": validation.reason if status != "ok" else None,
-                })  # fmt: skip
+            binding = "symbolic" if changed else "captured"
+            for precision in job["precisions"]:  # type: ignore[attr-defined]
+                used = effective_precision(front, precision)
+                try:
+                    sizes = resolve_sizes(prepared.program, {**front.ir_sizes, **changed})
+                    at = bounds_at(base, sizes, precision=used, cache=options.cache)
+                except SolarError as err:  # this binding only (E0221: a size not positive)
+                    line = err.render().splitlines()[0]
+                    rows.extend(
+                        {"point": index, "precision": precision, "arch": spec.name,
+                         "status": "error", "error": line, "binding": "symbolic"}
+                        for spec in specs
+                    )  # fmt: skip
+                    continue
+                name = None
+                if job.get("reports", True):  # compact JSON: the report schema, unrounded
+                    name = report_name(int(index), precision)
+                    report = report_at(base, sizes, replace(options, precision=used), point=at)
+                    reports.write(f"{name}\t{report.model_dump_json()}\n")
+                rows.extend(
+                    {"point": index, "precision": precision, "arch": spec.name, "status": status,
+                     "binding": binding, "precision_used": used, "frontend": front.name,
+                     "coverage": at.coverage.covered_bytes_fraction,
+                     "validation": validation.status,
+                     "flops": at.work.flops, "fused_dram_bytes": at.work.dram_bytes,
+                     "bounds_s": {b.model: b.time_s for b in bounds},
+                     "report": name, "error": error}
+                    for spec, bounds in zip(specs, at.bounds, strict=True)
+                )  # fmt: skip
     return {
         "status": "ok",
         "error": None,

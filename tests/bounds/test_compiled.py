@@ -44,6 +44,25 @@ def test_bound_set_equals_one_model_at_a_time(text: str, cache: str) -> None:
     assert [b.model for b in both] == list(BOUND_MODELS)
 
 
+@pytest.mark.parametrize("cache", ["warm", "cold"])
+def test_the_per_binding_memo_changes_no_bound(cache: str) -> None:
+    """Note [Per-binding memo]: alternating bindings on one compiled graph (as a sweep
+    does) give the bounds a fresh compile gives, and the shared arrays are read-only."""
+    g = graph(matmul_text("bf16"))
+    shared = compile_costs(g)
+    for m in (64, 4096, 64, 128, 128):
+        sizes = dict(g.size_env({"M": m}))
+        again = compute_bound_set(shared, h100(), sizes=sizes, cache=cache)  # type: ignore[arg-type]
+        fresh = compute_bound_set(compile_costs(g), h100(), sizes=sizes, cache=cache)  # type: ignore[arg-type]
+        assert [(b.model, b.time_s, b.flops, b.dram_bytes) for b in again] == [
+            (b.model, b.time_s, b.flops, b.dram_bytes) for b in fresh
+        ]
+        assert again[0].flops == 2 * m * 4096 * 4096
+    arrays = shared.evaluate(dict(g.size_env({"M": 64})))
+    with pytest.raises(ValueError, match="read-only"):
+        arrays.group_flops[0] = 0.0
+
+
 def test_bound_set_keeps_the_requested_order() -> None:
     bounds = compute_bound_set(graph(LINEAR_GELU), h100(), models=("cache-aware", "unfused"))
     assert [b.model for b in bounds] == ["cache-aware", "unfused"]

@@ -7,9 +7,12 @@ PyTorch program (concrete sizes) is re-captured per binding, on the Dask engine 
 
 from __future__ import annotations
 
+import csv
 import json
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -87,6 +90,46 @@ def test_every_row_equals_solar_analyze_at_its_binding(tmp_path: Path) -> None:
         assert row["cache-aware_s"] == bounds["cache-aware"]
         saved = json.loads(Path(row["report"]).read_text())
         assert saved["sizes"] == report.sizes and saved["flops"] == report.flops
+
+
+def test_sweep_reports_are_solar_analyze_set_reports(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A handful of points (the captured one and re-bound ones, two archs, two policies):
+    each sweep report, rendered as `solar analyze -o` renders, is byte-identical to
+    ``solar analyze --set`` at that binding, and each table row holds its numbers."""
+    from solar.report import Report
+
+    out = tmp_path / "sweep"
+    done = run_cli(capsys, "sweep", str(BLOCK), "--set", "B=1,8", "--set", "T=16,64",
+                   "--set", "H=4,8", "--arch", "H100_SXM", "--arch", "B200",
+                   "--precision", "default,bf16", "--out", str(out), "--table", "csv")  # fmt: skip
+    assert done.code == 0, done.err
+    rows = json.loads((out / "sweep.json").read_text())["rows"]
+    assert len(rows) == 8 * 2 * 2
+    for point in (0, 5, 7):  # B=1 T=16 H=4 (captured); B=8 T=16 H=8; B=8 T=64 H=8
+        for precision in ("default", "bf16"):
+            mine = [r for r in rows if r["point"] == point and r["precision"] == precision]
+            sizes = {n: mine[0][f"size_{n}"] for n in ("B", "T", "H")}
+            path = tmp_path / f"a{point}-{precision}.json"
+            ran = run_cli(capsys, "analyze", str(BLOCK),
+                          *(a for n, v in sizes.items() for a in ("--set", f"{n}={v}")),
+                          "--arch", "H100_SXM", "--arch", "B200", "--precision", precision,
+                          "-o", str(path), "-q")  # fmt: skip
+            assert ran.code == 0, ran.err
+            report = Report.model_validate_json(Path(str(mine[0]["report"])).read_text())
+            assert report.to_json() == path.read_text()
+            assert [r["arch"] for r in mine] == ["H100_SXM", "B200"]
+            for row, arch in zip(mine, report.archs, strict=True):
+                assert row["binding"] == ("captured" if point == 0 else "symbolic")
+                assert (row["flops"], row["fused_dram_bytes"]) == (
+                    report.flops,
+                    report.fused_dram_bytes,
+                )
+                assert row["coverage"] == report.coverage.covered_bytes_fraction
+                assert {b.model: b.time_s for b in arch.bounds} == {
+                    m: row[f"{m}_s"] for m in ("unfused", "fused", "cache-aware")
+                }
 
 
 def test_a_sweep_file_and_its_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -210,3 +253,70 @@ def test_an_invalid_binding_is_that_points_error(tmp_path: Path) -> None:
     ]
     assert "E0221" in str(summary.rows[-1]["error"])
     assert summary.failed == 2
+
+
+_REPEAT_MODEL = """
+import torch
+
+N = 16
+REPEAT = 1
+
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        for _ in range(REPEAT):  # the structure changes with REPEAT: one capture each
+            x = torch.relu(x * 2.0)
+        return x
+
+
+def get_inputs():
+    return [torch.randn(N)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_a_killed_sweep_resumes_and_every_point_lands_once(tmp_path: Path) -> None:
+    """SIGTERM a sweep once its first capture landed; ``--resume`` binds only the rest."""
+    pytest.importorskip("torch")
+    model = tmp_path / "model.py"
+    model.write_text(_REPEAT_MODEL)
+    out = tmp_path / "out"
+    args = ["--set", "REPEAT=1,2,3", "--set", "N=16,32", "--out", str(out), "--table", "csv",
+            "--workers", "1", "--validate", "off"]  # fmt: skip
+    run = subprocess.Popen(
+        [sys.executable, "-m", "solar", "sweep", str(model), *args],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    journal = out / "sweep.journal.jsonl"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and run.poll() is None:
+        if journal.is_file() and journal.read_text().count("\n") >= 1:
+            break
+        time.sleep(0.1)
+    run.send_signal(signal.SIGTERM)
+    _, err = run.communicate(timeout=120)
+    assert run.returncode == 143, err
+    assert "stopped by SIGTERM" in err
+    first = [json.loads(line) for line in journal.read_text().splitlines()]
+    done = {r["point"] for e in first for r in e["rows"]}
+    assert done and len(done) < 6  # one capture serves the 2 values of N, not REPEAT
+
+    spec = SweepSpec(model, axes=(("REPEAT", (1, 2, 3)), ("N", (16, 32))), validate="off")
+    again = run_sweep(spec, out, limits=SweepLimits(table="csv"), resume=True)
+    assert again.resumed == len(done)
+    assert sorted(r["point"] for r in again.rows) == list(range(6))  # every point once
+    assert all(r["status"] == "ok" for r in again.rows)
+    assert {r["point"] for r in again.rows if r["resumed"]} == done
+    assert min(c.index for c in again.captures) > max(e["capture"] for e in first)
+    lines = [json.loads(line) for line in journal.read_text().splitlines()]
+    landed = [r["point"] for e in lines for r in e["rows"]]
+    assert sorted(landed) == list(range(6))  # each point landed in exactly one capture
+    for row in again.rows:
+        assert Path(str(row["report"])).is_file()
+    table = list(csv.DictReader((out / "sweep.csv").read_text().splitlines()))
+    assert sorted(int(r["point"]) for r in table if r["resumed"] == "yes") == sorted(done)
