@@ -198,10 +198,10 @@ def test_batch_isolates_a_broken_file(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "ok (resumed)" in again.err
 
 
-def test_plot_writes_png_and_svg(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_plot_writes_png_svg_and_pdf(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("matplotlib")
     report = _report(tmp_path, capsys, measured_ms=4.0)
-    for suffix in ("png", "svg"):
+    for suffix in ("png", "svg", "pdf"):
         target = tmp_path / f"roofline.{suffix}"
         r = run_cli(capsys, "plot", str(report), "-o", str(target))
         assert r.code == 0, r.err
