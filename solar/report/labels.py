@@ -1,7 +1,7 @@
 """Greedy placement of point labels on a matplotlib axes, without overlaps.
 
-Contract: ``(axes, anchors, obstacles) -> labels drawn, their boxes returned``. No new dependency: a small
-adjustText-like search in display coordinates.
+Contract: ``(axes, anchors, obstacles) -> labels drawn, their boxes returned``. No new
+dependency: a small adjustText-like search in display coordinates.
 
 Note [Label placement]
 ~~~~~~~~~~~~~~~~~~~~~~
