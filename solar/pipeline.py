@@ -90,6 +90,7 @@ from solar.report import (
     build_arch_bounds,
     coverage_info,
     skipped_validation,
+    tiny_bound_warnings,
     validation_info,
 )
 
@@ -773,6 +774,7 @@ def report_at(
         warnings.append(
             f"validation {validation.status}: the IR is not confirmed to be the program"
         )
+    warnings.extend(tiny_bound_warnings(archs))
     if any(h.violation for a in archs for h in a.headroom):
         warnings.append("VIOLATION: a bound is above the measured time; this is a bug to report")
     return Report(

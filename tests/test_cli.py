@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 from cli_helpers import run_cli
 from conftest import ROOT, SAMPLES, ir_samples
+from sample_sizes import small_ir_path, small_ir_text
 
 from solar.report import Report, report_json_schema
 
-MATMUL = str(SAMPLES / "ir" / "matmul.alir")
+MATMUL = str(small_ir_path("matmul"))  # the sample at its small test sizes
 
 
 def _masked(report_json: str) -> str:
@@ -182,7 +183,7 @@ def test_batch_isolates_a_broken_file(tmp_path: Path, capsys: pytest.CaptureFixt
     src = tmp_path / "models"
     src.mkdir()
     for name in ("matmul", "softmax"):
-        (src / f"{name}.alir").write_text((SAMPLES / "ir" / f"{name}.alir").read_text())
+        (src / f"{name}.alir").write_text(small_ir_text(SAMPLES / "ir" / f"{name}.alir"))
     (src / "broken.alir").write_text("solar-ir 1\nprogram b\nkernel k { A[ = 1 }\n")
     out = tmp_path / "out"
     r = run_cli(capsys, "batch", str(src), "--out", str(out), "--workers", "2")
@@ -198,10 +199,10 @@ def test_batch_isolates_a_broken_file(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "ok (resumed)" in again.err
 
 
-def test_plot_writes_png_and_svg(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_plot_writes_png_svg_and_pdf(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("matplotlib")
     report = _report(tmp_path, capsys, measured_ms=4.0)
-    for suffix in ("png", "svg"):
+    for suffix in ("png", "svg", "pdf"):
         target = tmp_path / f"roofline.{suffix}"
         r = run_cli(capsys, "plot", str(report), "-o", str(target))
         assert r.code == 0, r.err

@@ -4,11 +4,11 @@ and sequence-first cross-attention (different key/value lengths)."""
 import torch
 import torch.nn as nn
 
-BATCH = 2
-SEQ = 6
-KV_SEQ = 4
-EMBED = 16
-HEADS = 4
+BATCH = 8
+SEQ = 2048
+KV_SEQ = 2048
+EMBED = 1024
+HEADS = 16
 
 
 class Model(nn.Module):

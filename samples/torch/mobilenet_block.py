@@ -4,9 +4,9 @@ depthwise-separable block with Hardswish and squeeze-and-excitation."""
 import torch
 import torch.nn as nn
 
-BATCH = 2
-CHANNELS = 8
-SIZE = 10
+BATCH = 32
+CHANNELS = 32
+SIZE = 56
 
 
 class Model(nn.Module):

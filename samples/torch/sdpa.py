@@ -5,10 +5,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-BATCH = 2
-HEADS = 3
-SEQ = 8
-HEAD_DIM = 16
+BATCH = 8
+HEADS = 16
+SEQ = 2048
+HEAD_DIM = 64
 
 
 class Model(nn.Module):

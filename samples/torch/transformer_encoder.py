@@ -3,11 +3,11 @@
 import torch
 import torch.nn as nn
 
-BATCH = 2
-SEQ = 6
-D_MODEL = 16
-HEADS = 4
-FFN = 32
+BATCH = 8
+SEQ = 2048
+D_MODEL = 1024
+HEADS = 16
+FFN = 4096
 
 
 class Model(nn.Module):

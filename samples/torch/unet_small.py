@@ -5,9 +5,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-BATCH = 1
+BATCH = 8
 CHANNELS = 3
-SIZE = 16
+SIZE = 256
 
 
 def block(c_in: int, c_out: int) -> nn.Sequential:

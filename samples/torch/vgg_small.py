@@ -3,10 +3,10 @@
 import torch
 import torch.nn as nn
 
-BATCH = 2
+BATCH = 32
 CHANNELS = 3
-SIZE = 16
-CLASSES = 10
+SIZE = 224
+CLASSES = 1000
 
 
 class Model(nn.Module):

@@ -100,7 +100,7 @@ def gate(
 @app.command("plot")
 def plot(
     report: Annotated[Path, typer.Argument(help="Report JSON written by `solar analyze`.")],
-    output: Annotated[Path, typer.Option("-o", "--output", help="PNG or SVG file.")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="PNG, SVG or PDF file.")],
     arch: Annotated[str | None, typer.Option(help="Architecture to draw (default: first).")] = None,
 ) -> None:
     """Draw a roofline chart and per-kernel bound bars."""

@@ -13,7 +13,13 @@ from solar.report.gate import (
     render_junit,
     render_markdown,
 )
-from solar.report.render import format_bytes, format_flops, format_time, render_text
+from solar.report.render import (
+    format_bytes,
+    format_flops,
+    format_time,
+    render_text,
+    tiny_bound_warnings,
+)
 from solar.report.rows import build_arch_bounds, build_bound_result, build_kernel_row
 from solar.report.schema import (
     REPORT_SCHEMA_VERSION,
@@ -87,6 +93,7 @@ __all__ = [
     "render_junit",
     "render_markdown",
     "render_text",
+    "tiny_bound_warnings",
     "report_json_schema",
     "skipped_validation",
     "validation_info",

@@ -19,6 +19,8 @@ most of the bound, the summary suggests ``--precision bf16`` to see that bound.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from solar.report.schema import ArchBounds, KernelRow, Report, TrainingInfo
 
 __all__ = [
@@ -29,6 +31,7 @@ __all__ = [
     "format_time",
     "next_step",
     "render_text",
+    "tiny_bound_warnings",
 ]
 
 TOP_KERNELS = 8
@@ -210,6 +213,45 @@ def _wrap(text: str, width: int) -> list[str]:
     return textwrap.wrap(text, width) or [""]
 
 
+def tiny_bound_warnings(archs: Sequence[ArchBounds]) -> list[str]:
+    """A warning per device whose fused bound is below one kernel launch (Note [Tiny bounds]).
+
+    Note [Tiny bounds]: such a bound is still a lower bound, but no implementation gets
+    near it; at these sizes launch overhead, not the roofline, decides the time.
+    """
+    out = []
+    for arch in archs:
+        fused = next((b for b in arch.bounds if b.model == "fused"), None)
+        if fused is not None and 0 < fused.time_s < LAUNCH_LATENCY_S:
+            out.append(
+                f"fused bound {format_time(fused.time_s)} on {arch.arch} is below one kernel "
+                f"launch (~{LAUNCH_LATENCY_S * 1e6:.0f} µs): launch overhead decides"
+            )
+    return out
+
+
+def _bound_notes(arch: ArchBounds, report: Report) -> list[str]:
+    """What the bounds table alone does not say (Note [Tiny bounds], Note [Next steps])."""
+    by_model = {b.model: b for b in arch.bounds}
+    fused, unfused = by_model.get("fused"), by_model.get("unfused")
+    lines = []  # a bound below one launch is a report warning (`tiny_bound_warnings`)
+    if fused is not None and fused.dram_bytes == 0 and report.fused_dram_bytes > 0:
+        lines.append(
+            f"  note: DRAM bytes 0 B: the program's {format_bytes(report.fused_dram_bytes)} fit "
+            "in the L2 under the warm-cache\n        assumption (repeated runs); "
+            "--cache cold charges them to DRAM once"
+        )
+    if fused is not None and unfused is not None and unfused.time_s > fused.time_s:
+        gain = unfused.time_s - fused.time_s
+        share = gain / unfused.time_s
+        lines.append(
+            f"  fusion: gains at most {format_time(gain)} ({share:.0%} of unfused)"
+            + (": fuse the memory-bound kernels" if share >= 0.2
+               else "; the compute roof is the bigger lever")
+        )
+    return lines
+
+
 def _arch_block(arch: ArchBounds, report: Report, top: int) -> list[str]:
     lines = [
         f"{arch.display_name} [{arch.arch}]"
@@ -225,13 +267,7 @@ def _arch_block(arch: ArchBounds, report: Report, top: int) -> list[str]:
             f"{format_time(b.memory_time_s):>12} {format_bytes(b.dram_bytes):>11} "
             f"{_intensity(b.arithmetic_intensity_flops_per_byte):>8}  {b.bottleneck}"
         )
-    fused = next((b for b in arch.bounds if b.model == "fused"), None)
-    if fused is not None and 0 < fused.time_s < LAUNCH_LATENCY_S:
-        lines.append(
-            f"  note: the fused bound {format_time(fused.time_s)} is below one kernel launch "
-            f"(~{LAUNCH_LATENCY_S * 1e6:.0f} µs):\n        at these sizes launch overhead, "
-            "not the roofline, decides the time"
-        )
+    lines.extend(_bound_notes(arch, report))
     lines.extend(_headroom_lines(arch, report))
     lines.extend(_kernel_lines(arch, top))
     lines.extend(_precision_hint(arch))

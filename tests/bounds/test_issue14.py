@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from sample_sizes import small_ir_text
 
 from solar.bounds import (
     BOUND_MODELS,
@@ -31,7 +32,7 @@ REL = 1e-9
 
 @functools.cache
 def _sample(name: str) -> EinsumGraph:
-    return lift_to_einsum(parse_program((ROOT / "samples" / "ir" / f"{name}.alir").read_text()))
+    return lift_to_einsum(parse_program(small_ir_text(ROOT / "samples" / "ir" / f"{name}.alir")))
 
 
 @functools.cache
@@ -223,7 +224,7 @@ def _variants() -> list[HardwareSpec]:
 
 PROGRAMS = st.sampled_from(
     [matmul_text(), matmul_text("bf16"), ADD, LINEAR_GELU, SOFTMAX,
-     *((ROOT / "samples" / "ir" / f"{n}.alir").read_text()
+     *(small_ir_text(ROOT / "samples" / "ir" / f"{n}.alir")
        for n in ("attention", "conv2d", "layernorm", "lstm_cell", "batchnorm"))])
 
 
@@ -313,6 +314,6 @@ def test_pooling_flags_only_overlapping_windows() -> None:
     # is disjoint: nothing to share
     (line,) = alternative_algorithms(_sample("avgpool2d"))
     assert line.startswith("window reduction in `avgpool2d`")
-    disjoint = (ROOT / "samples" / "ir" / "avgpool2d.alir").read_text().replace(
+    disjoint = small_ir_text(ROOT / "samples" / "ir" / "avgpool2d.alir").replace(
         "0 .. 3", "0 .. 2")
     assert alternative_algorithms(lift_to_einsum(parse_program(disjoint))) == ()

@@ -29,6 +29,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sample_sizes import small_ir_text
 
 from solar.bounds import BOUND_MODELS, compute_bound_set, evaluate_costs
 from solar.einsum import EinsumGraph, lift_to_einsum
@@ -315,7 +316,7 @@ SAMPLE_NAMES = sorted(p.stem for p in (ROOT / "samples" / "ir").glob("*.alir"))
 
 @functools.cache
 def _sample(name: str) -> Program:
-    return parse_program((ROOT / "samples" / "ir" / f"{name}.alir").read_text())
+    return parse_program(small_ir_text(ROOT / "samples" / "ir" / f"{name}.alir"))
 
 
 def _duplicated(program: Program, source: str) -> Program:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from sample_sizes import small_ir_text
 
 from solar.einsum import EinsumGraph, flops_per_point, lift_to_einsum
 from solar.ir import Program, Reduce, parse_program, resolve_sizes, walk_stmts
@@ -21,7 +22,7 @@ SAMPLES = sorted((ROOT / "samples" / "ir").glob("*.alir"))
 
 @functools.cache
 def sample(name: str) -> tuple[Program, EinsumGraph]:
-    program = parse_program((ROOT / "samples" / "ir" / f"{name}.alir").read_text(),
+    program = parse_program(small_ir_text(ROOT / "samples" / "ir" / f"{name}.alir"),
                             filename=f"{name}.alir")
     return program, lift_to_einsum(program)
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from cli_helpers import run_cli
 from conftest import SAMPLES
+from sample_sizes import small_ir_text
 
 from solar.batch import BatchOptions, FileResult, expand_sources, run_batch
 
@@ -62,7 +63,7 @@ def test_every_fault_is_recorded_and_every_good_file_lands(tmp_path: Path) -> No
         (src / f"{name}.py").write_text(f"SPARSE = {str(sparse)!r}\n" + body + ENTRY_POINTS)
     (src / "helpers.py").write_text("def block(x):\n    return x\n")
     for name in ("matmul", "softmax", "conv2d"):
-        (src / f"{name}.alir").write_text((SAMPLES / "ir" / f"{name}.alir").read_text())
+        (src / f"{name}.alir").write_text(small_ir_text(SAMPLES / "ir" / f"{name}.alir"))
     options = BatchOptions(
         archs=("H100_SXM", "B200"), validate="off", timeout_s=120, max_rss_mib=700
     )
@@ -105,7 +106,7 @@ def test_a_file_that_never_finishes_stops_at_the_timeout(tmp_path: Path) -> None
     src = tmp_path / "models"
     src.mkdir()
     (src / "loops_forever.py").write_text(LOOPS_FOREVER + ENTRY_POINTS)
-    (src / "matmul.alir").write_text((SAMPLES / "ir" / "matmul.alir").read_text())
+    (src / "matmul.alir").write_text(small_ir_text(SAMPLES / "ir" / "matmul.alir"))
     start = time.monotonic()
     summary = run_batch(
         expand_sources(str(src)),
@@ -127,7 +128,7 @@ def test_a_resumed_run_redoes_failed_files_only(
 ) -> None:
     src = tmp_path / "models"
     src.mkdir()
-    (src / "matmul.alir").write_text((SAMPLES / "ir" / "matmul.alir").read_text())
+    (src / "matmul.alir").write_text(small_ir_text(SAMPLES / "ir" / "matmul.alir"))
     (src / "broken.alir").write_text("solar-ir 1\nprogram b\nkernel k { A[ = 1 }\n")
     out = tmp_path / "out"
     first = run_cli(capsys, "batch", str(src), "--out", str(out), "--validate", "off")

@@ -16,8 +16,9 @@ import numpy as np
 import pytest
 from cli_helpers import CliResult, run_cli
 from conftest import SAMPLES
+from sample_sizes import small_ir_path
 
-MATMUL = SAMPLES / "ir" / "matmul.alir"
+MATMUL = small_ir_path("matmul")  # the sample at its small test sizes
 
 
 def assert_diagnostic(r: CliResult, code: str, exit_code: int) -> None:

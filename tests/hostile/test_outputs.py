@@ -17,12 +17,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from cli_helpers import CliResult, run_cli
-from conftest import SAMPLES
+from sample_sizes import small_ir_path
 
 from solar.diagnostics import UsageError
 from solar.files import atomic_output, write_atomic
 
-MATMUL = str(SAMPLES / "ir" / "matmul.alir")
+MATMUL = str(small_ir_path("matmul"))  # the sample at its small test sizes
 
 
 def assert_diagnostic(r: CliResult, code: str, exit_code: int) -> None:

@@ -10,6 +10,7 @@ from types import ModuleType
 
 import numpy as np
 import pytest
+from sample_sizes import small_ir_text
 
 from solar.ir import parse_program, print_program, verify_program
 from solar.ir.traversal import eval_int, resolve_sizes
@@ -68,7 +69,7 @@ def test_sample_verifies(path: Path) -> None:
 @pytest.mark.parametrize("path", SAMPLES, ids=IDS)
 def test_reference_matches_declarations(path: Path) -> None:
     refs = _load_references()
-    program = parse_program(path.read_text(encoding="utf-8"))
+    program = parse_program(small_ir_text(path))
     sizes = resolve_sizes(program)
     inputs = refs.make_inputs(path.stem, program, np.random.default_rng(0))
     for decl in program.tensors_with_role("input", "param"):
@@ -87,7 +88,7 @@ def test_reference_matches_declarations(path: Path) -> None:
 def test_make_inputs_draws_valid_gather_indices() -> None:
     refs = _load_references()
     path = ROOT / "samples" / "ir" / "embedding.alir"
-    program = parse_program(path.read_text(encoding="utf-8"))
+    program = parse_program(small_ir_text(path))
     vocab = resolve_sizes(program)["V"]
     idx = refs.make_inputs("embedding", program, np.random.default_rng(0))["idx"]
     assert idx.min() >= 0

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from cli_helpers import run_cli
 from conftest import SAMPLES
+from sample_sizes import small_ir_text
 
 from solar.batch import BatchOptions, BatchRow, EngineOptions, FileResult, run_batch
 
@@ -71,7 +72,7 @@ def _ir_files(folder: Path, names: tuple[str, ...]) -> list[Path]:
     out = []
     for name in names:
         path = folder / f"{name}.alir"
-        path.write_text((SAMPLES / "ir" / f"{name}.alir").read_text())
+        path.write_text(small_ir_text(SAMPLES / "ir" / f"{name}.alir"))
         out.append(path)
     return out
 
@@ -236,7 +237,7 @@ def test_a_shipped_copy_runs_where_the_file_is_not_and_names_the_original(
 ) -> None:
     from solar.batch.remote import ShippedFile, run_shipped_file
 
-    text = (SAMPLES / "ir" / "matmul.alir").read_text()
+    text = small_ir_text(SAMPLES / "ir" / "matmul.alir")
     shipped = ShippedFile.of(_ir_files(tmp_path / "client", ("matmul",))[0])
     elsewhere = replace(shipped, given="models/matmul.alir", absolute="/nonexistent/matmul.alir")
     options = BatchOptions(validate="off")

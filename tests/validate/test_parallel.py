@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from sample_sizes import small_ir_text
 
 from solar.ir import parse_program
 from solar.validate import execute_program, grids, parallel
@@ -27,7 +28,7 @@ def tiny_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.parametrize("path", SAMPLES, ids=[p.stem for p in SAMPLES])
 def test_parallel_equals_serial(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    program = parse_program(path.read_text(encoding="utf-8"))
+    program = parse_program(small_ir_text(path))
     inputs = make_inputs(path.stem, program, np.random.default_rng(3))
     serial = execute_program(program, inputs)
     monkeypatch.setattr(parallel, "WORKERS", 2)

@@ -1,0 +1,59 @@
+"""What the summary says beyond the bounds table (issue 16): DRAM 0 B, fusion, tiny bounds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from solar.pipeline import AnalyzeOptions, analyze
+from solar.report import Report, render_text
+
+# a matmul then an elementwise copy of its result: fusing them saves C's round trip
+MM_COPY = """solar-ir 1
+program mm_copy
+size N = {n}
+input A : f32[N, N]
+input B : f32[N, N]
+temp C : f32[N, N]
+output D : f32[N, N]
+kernel mm {{ for i in 0 .. N {{ for j in 0 .. N {{ C[i, j] = 0.0
+  for k in 0 .. N {{ C[i, j] += A[i, k] * B[k, j] }} }} }} }}
+kernel copy {{ for i in 0 .. N {{ for j in 0 .. N {{ D[i, j] = C[i, j] * 2.0 }} }} }}
+"""
+
+
+def _report(tmp_path: Path, n: int, cache: str = "warm") -> Report:
+    path = tmp_path / f"mm_copy_{n}.alir"
+    path.write_text(MM_COPY.format(n=n))
+    return analyze(path, AnalyzeOptions(archs=("H100_SXM",), validate="off", cache=cache))  # type: ignore[arg-type]
+
+
+def test_zero_dram_bytes_are_explained(tmp_path: Path) -> None:
+    # 3 x 1024^2 x 4 B = 12.6 MB fit in H100's 50 MiB L2: warm, no DRAM byte moves
+    warm = render_text(_report(tmp_path, 1024))
+    assert "note: DRAM bytes 0 B: the program's 12.6 MB fit in the L2" in warm
+    assert "--cache cold charges them to DRAM once" in warm
+    cold = render_text(_report(tmp_path, 1024, cache="cold"))
+    assert "DRAM bytes 0 B" not in cold
+
+
+@pytest.mark.parametrize(("n", "lever"), [
+    (4096, "; the compute roof is the bigger lever"),  # the matmul dominates
+    (128, ": fuse the memory-bound kernels"),  # the copy's round trip is a large share
+])  # fmt: skip
+def test_summary_says_what_fusion_can_gain(tmp_path: Path, n: int, lever: str) -> None:
+    report = _report(tmp_path, n)
+    bounds = {b.model: b.time_s for b in report.archs[0].bounds}
+    text = render_text(report)
+    line = next(x for x in text.splitlines() if x.startswith("  fusion: gains at most"))
+    share = (bounds["unfused"] - bounds["fused"]) / bounds["unfused"]
+    assert f"({share:.0%} of unfused)" in line
+    assert line.endswith(lever)
+
+
+def test_a_bound_below_one_launch_is_a_report_warning(tmp_path: Path) -> None:
+    report = _report(tmp_path, 8)
+    assert any("is below one kernel launch (~2 µs)" in w for w in report.warnings)
+    assert "warning: fused bound" in render_text(report)
+    assert not any("kernel launch" in w for w in _report(tmp_path, 4096).warnings)
