@@ -68,10 +68,10 @@ def ir_fmt(
     file: Annotated[Path, typer.Argument(help="IR file to print canonically.")],
 ) -> None:
     """Print the canonical form of an IR file on stdout, keeping its comments."""
-    from solar.ir import parse_program, print_program
+    from solar.ir import format_program
 
     text = read_text(file, max_bytes=MAX_IR_BYTES)
-    typer.echo(print_program(parse_program(text, filename=str(file))), nl=False)
+    typer.echo(format_program(text, filename=str(file)), nl=False)
 
 
 def _load_checked(file: Path) -> Program:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from solar.ir.affine import Lin, linear_form
 from solar.ir.aliases import alias_problems, alias_targets
+from solar.ir.comments import format_program
 from solar.ir.grammar import grammar_text
 from solar.ir.masks import constant_params, elide_masked_work
 from solar.ir.nodes import (
@@ -47,27 +48,25 @@ from solar.ir.traversal import accesses, eval_int, map_exprs, resolve_sizes, wal
 from solar.ir.verify import VerifyInfo, collect_errors, verify_program
 
 __all__ = [
-    "constant_params",
-    "elide_masked_work",
-    "BINARY_OPS",
-    "COMPARISON_OPS",
-    "DTYPE_BYTES",
-    "FUNCTIONS",
-    "IR_VERSION",
-    "KEYWORDS",
     "Access",
     "Assign",
+    "BINARY_OPS",
     "Binary",
     "BoolLit",
+    "COMPARISON_OPS",
     "Call",
     "Cast",
+    "DTYPE_BYTES",
     "DType",
     "Expr",
+    "FUNCTIONS",
     "FloatLit",
     "For",
+    "IR_VERSION",
     "If",
     "IndexName",
     "IntLit",
+    "KEYWORDS",
     "Kernel",
     "Lin",
     "Name",
@@ -86,9 +85,12 @@ __all__ = [
     "alias_problems",
     "alias_targets",
     "collect_errors",
-    "eval_int",
+    "constant_params",
+    "elide_masked_work",
     "eliminate_dead_code",
+    "eval_int",
     "fill_generated",
+    "format_program",
     "grammar_text",
     "linear_form",
     "lit",
@@ -99,8 +101,8 @@ __all__ = [
     "print_program",
     "print_stmt",
     "resolve_sizes",
-    "verify_program",
     "treat_as_intermediates",
+    "verify_program",
     "walk_exprs",
     "walk_stmts",
 ]
