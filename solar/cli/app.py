@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeAlias, TypeVar
 
 import typer
-from typer.core import TyperCommand, TyperGroup
+from typer.core import TyperArgument, TyperCommand, TyperGroup
 
 from solar import __version__
 from solar.diagnostics import (
@@ -115,11 +115,20 @@ def deprecated_alias(old: str, new: str, value: T) -> T:
 
 def _untyped_flags(params: list[Any]) -> list[Any]:
     """Note [Flag metavars]: typer tags every option with its Python type (``<bool>``);
-    a flag takes no value, so its type column is left empty (``--help`` included)."""
+    a flag takes no value, so its type column is left empty (``--help`` included), and
+    a variadic argument is described by its metavar alone."""
     for param in params:
         if getattr(param, "is_flag", False) and param.metavar is None:
             param.metavar = ""
+        elif isinstance(param, TyperArgument) and param.nargs != 1:
+            # typer shows `<list[Path]>` for a variadic argument whatever its metavar; the
+            # metavar (`FILE...`) already says it all
+            setattr(param, "display_type_rich", _no_type)  # noqa: B010 (a method, shadowed)
     return params
+
+
+def _no_type(ctx: Any) -> None:
+    del ctx
 
 
 class SolarCommand(TyperCommand):
