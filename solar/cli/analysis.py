@@ -272,7 +272,8 @@ def analyze(
     text = report.to_json()
     if output is not None:
         write_atomic(output, text)
-    typer.echo(text if format_ == "json" else render_text(report, top=top), nl=False)
+    shown = text if format_ == "json" else render_text(report, top=top)
+    typer.echo(shown, nl=not shown.endswith("\n"))  # the shell prompt starts a new line
     raise_for_validation(report.validation)
 
 
@@ -305,6 +306,7 @@ def _lift(
     def work() -> PreparedProgram:
         # stdout is the command's table alone
         with stage_progress(quiet=quiet) as progress, user_stdout_to_stderr():
+            progress(f"loading {source} ({frontend} frontend)")
             return lift_source(source, options, progress=progress)
 
     # In this process: a prepared program holds closures that do not pickle, so a
