@@ -334,6 +334,7 @@ def bounds(
     quiet: QuietOption = False,
 ) -> None:
     """The three SOL bounds of a program on one or more devices (no validation)."""
+    from solar.cli.tables import print_table
     from solar.hw import load_hardware_spec
     from solar.pipeline import bound_arch
     from solar.report import dumps_deterministic, format_bytes, format_flops, format_time
@@ -354,13 +355,21 @@ def bounds(
         )
         return
     typer.echo("sizes: " + (", ".join(f"{k}={v}" for k, v in sorted(shown.items())) or "-"))
-    typer.echo(f"{'arch':<18} {'model':<12} {'bound':>12} {'FLOPs':>14} {'DRAM':>10}  bottleneck")
-    for r in rows:
-        for b in r.bounds:
-            typer.echo(
-                f"{r.arch:<18} {b.model:<12} {format_time(b.time_s):>12} "
-                f"{format_flops(b.flops):>14} {format_bytes(b.dram_bytes):>10}  {b.bottleneck}"
+    print_table(
+        ("arch", "model", "bound>", "FLOPs>", "DRAM>", "bottleneck"),
+        [
+            (
+                r.arch,
+                b.model,
+                format_time(b.time_s),
+                format_flops(b.flops),
+                format_bytes(b.dram_bytes),
+                b.bottleneck,
             )
+            for r in rows
+            for b in r.bounds
+        ],
+    )
 
 
 @app.command(

@@ -19,19 +19,24 @@ def _fmt_flops(value: float | None) -> str:
 @specs_app.command("list", epilog=examples("solar specs list"))
 def specs_list() -> None:
     """List the bundled hardware specs (dense peaks, TFLOP/s)."""
+    from solar.cli.tables import print_table
     from solar.hw import Precision, list_hardware_specs
 
-    header = (
-        f"{'name':<18} {'fp32 vec':>9} {'tf32':>8} {'bf16':>9} {'fp8':>9} {'DRAM TB/s':>10}  device"
+    print_table(
+        ("name", "fp32 vec>", "tf32>", "bf16>", "fp8>", "DRAM TB/s>", "device"),
+        [
+            (
+                s.name,
+                _fmt_flops(s.peak_for(Precision.FP32, "vector")),
+                _fmt_flops(s.peak_for(Precision.TF32)),
+                _fmt_flops(s.peak_for(Precision.BF16)),
+                _fmt_flops(s.peak_for(Precision.FP8)),
+                f"{s.dram_bandwidth_bytes_per_s / 1e12:.3f}",
+                s.display_name,
+            )
+            for s in list_hardware_specs()
+        ],
     )
-    typer.echo(header)
-    for s in list_hardware_specs():
-        fp32 = _fmt_flops(s.peak_for(Precision.FP32, "vector"))
-        tf32, bf16 = _fmt_flops(s.peak_for(Precision.TF32)), _fmt_flops(s.peak_for(Precision.BF16))
-        fp8, bw = _fmt_flops(s.peak_for(Precision.FP8)), s.dram_bandwidth_bytes_per_s / 1e12
-        typer.echo(
-            f"{s.name:<18} {fp32:>9} {tf32:>8} {bf16:>9} {fp8:>9} {bw:>10.3f}  {s.display_name}"
-        )
 
 
 @specs_app.command(
