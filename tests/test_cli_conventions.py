@@ -101,6 +101,7 @@ def test_analyze_shows_stages_from_the_start_and_quiet_silences_them(
     first = r.err.splitlines()[0]
     assert re.fullmatch(r"\[\s+0\.\ds\] loading .*matmul\.alir \(auto frontend\)", first), r.err
     assert "computing bounds" in r.err
+    assert r.out.endswith("\n")  # the shell prompt starts on a line of its own
     quiet = run_cli(capsys, "analyze", MATMUL, "-q")
     assert quiet.code == 0 and quiet.err == "" and quiet.out == r.out
 

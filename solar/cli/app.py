@@ -79,7 +79,7 @@ def examples(*commands: str, exit_codes: str = EXIT_CODES) -> str:
     <BLANKLINE>
     Exit codes: 0 done ...
     """
-    lines = "\n\n".join(f"  $ {c}" for c in commands)  # one paragraph each: rich keeps them
+    lines = "\n".join(f"  $ {c}" for c in commands)
     return f"Examples:\n\n{lines}\n\n{exit_codes}"
 
 
