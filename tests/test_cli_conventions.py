@@ -98,8 +98,9 @@ def test_analyze_shows_stages_from_the_start_and_quiet_silences_them(
 ) -> None:
     r = run_cli(capsys, "analyze", MATMUL)
     assert r.code == 0, r.err
-    first = r.err.splitlines()[0]
-    assert re.fullmatch(r"\[\s+0\.\ds\] loading .*matmul\.alir \(auto frontend\)", first), r.err
+    first, second = r.err.splitlines()[:2]
+    assert re.fullmatch(r"\[\s+0\.0s\] analysing .*matmul\.alir", first), r.err
+    assert re.fullmatch(r"\[\s+\d+\.\ds\] loading .*matmul\.alir \(auto frontend\)", second)
     assert "computing bounds" in r.err
     assert r.out.endswith("\n")  # the shell prompt starts on a line of its own
     quiet = run_cli(capsys, "analyze", MATMUL, "-q")

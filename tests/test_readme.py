@@ -175,9 +175,8 @@ def main(argv: list[str] | None = None) -> int:
         README.write_text(update(text), encoding="utf-8")
         print(f"updated {len(parse_examples(text))} example(s) in {README}")
         return 0
-    stale = [
-        e for e in parse_examples(text) if normalise(run_example(e.command)) != normalise(e.expected)
-    ]
+    examples = parse_examples(text)
+    stale = [e for e in examples if normalise(run_example(e.command)) != normalise(e.expected)]
     for e in stale:
         print(f"README.md:{e.line}: `{e.command}` output differs", file=sys.stderr)
     return 1 if stale else 0

@@ -212,7 +212,10 @@ def analyze(
     Exit 1 when validation failed or could not run (E0310, E0300), after the report
     is written and shown.
     """
-    from solar.cli.progress import stage_progress
+    from solar.cli.progress import announce_start, stage_progress
+
+    # the first stage is shown before the slow imports (Note [Progress from the first second])
+    start = announce_start(f"analysing {source if source is not None else entry}", quiet=quiet)
     from solar.files import prepare_output, write_atomic
     from solar.frontends.inputs import parse_input_shape
     from solar.frontends.kit.loader import user_stdout_to_stderr
@@ -265,7 +268,7 @@ def analyze(
 
     def work() -> Report:
         # stdout is the report's alone (Note [User output]); stages go to stderr at once
-        with stage_progress(quiet=quiet) as progress, user_stdout_to_stderr():
+        with stage_progress(quiet=quiet, start=start) as progress, user_stdout_to_stderr():
             return run_analyze(source, options, progress=progress)
 
     report = run_guarded(work, time_limit_s=time_limit)
@@ -291,7 +294,9 @@ def _lift(
     The user's program runs under `solar.guard.run_guarded` in this process: the default
     time limit, and ``sys.exit`` or ``KeyboardInterrupt`` in the model as diagnostics.
     """
-    from solar.cli.progress import stage_progress
+    from solar.cli.progress import announce_start, stage_progress
+
+    start = announce_start(f"loading {source} ({frontend} frontend)", quiet=quiet)
     from solar.frontends.kit.loader import user_stdout_to_stderr
     from solar.guard import run_guarded
     from solar.pipeline import AnalyzeOptions, lift_source
@@ -305,8 +310,7 @@ def _lift(
     )
     def work() -> PreparedProgram:
         # stdout is the command's table alone
-        with stage_progress(quiet=quiet) as progress, user_stdout_to_stderr():
-            progress(f"loading {source} ({frontend} frontend)")
+        with stage_progress(quiet=quiet, start=start) as progress, user_stdout_to_stderr():
             return lift_source(source, options, progress=progress)
 
     # In this process: a prepared program holds closures that do not pickle, so a

@@ -14,6 +14,7 @@ stdout is the report's alone.
 from __future__ import annotations
 
 import contextlib
+import sys
 import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
@@ -22,16 +23,29 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.progress import Progress, TaskID
 
-__all__ = ["StageProgress", "stage_progress"]
+__all__ = ["StageProgress", "announce_start", "stage_progress"]
+
+
+def announce_start(message: str, *, quiet: bool) -> float:
+    """Print the first stage before the slow imports (plain, no spinner: the work may
+    run in a forked child, which must own the spinner); return the clock's start."""
+    start = time.monotonic()
+    if not quiet:
+        sys.stderr.write(f"[{0.0:6.1f}s] {message}\n")
+        sys.stderr.flush()
+    return start
 
 
 class StageProgress:
     """The pipeline's progress callback: one line per stage, plus a spinner on a terminal."""
 
-    def __init__(self, *, quiet: bool, console: Console | None = None) -> None:
-        """Show nothing when ``quiet``; ``console`` defaults to rich's on stderr."""
+    def __init__(
+        self, *, quiet: bool, start: float | None = None, console: Console | None = None
+    ) -> None:
+        """Show nothing when ``quiet``; times count from ``start`` (default: now);
+        ``console`` defaults to rich's on stderr."""
         self.quiet = quiet
-        self.start = time.monotonic()
+        self.start = time.monotonic() if start is None else start
         self._console = console
         self._spinner: Progress | None = None
         self._task: TaskID | None = None
@@ -74,9 +88,11 @@ class StageProgress:
 
 
 @contextlib.contextmanager
-def stage_progress(*, quiet: bool) -> Iterator[Callable[[str], None]]:
+def stage_progress(
+    *, quiet: bool, start: float | None = None
+) -> Iterator[Callable[[str], None]]:
     """A `StageProgress` whose spinner stops when the block ends, however it ends."""
-    progress = StageProgress(quiet=quiet)
+    progress = StageProgress(quiet=quiet, start=start)
     try:
         yield progress
     finally:
