@@ -6,7 +6,7 @@ Contract: `stage_progress(quiet=...)` is a context manager yielding a
 Note [Progress from the first second]: every stage is shown as it starts, from the
 first one on; a run that says nothing for seconds (a JAX import, a capture) looks hung.
 On a terminal each stage is a line ``[  1.2s] capturing ...`` and a transient spinner
-shows the running stage and its elapsed time; elsewhere (CI logs, pipes, tests) each
+shows the running stage and the time spent in it; elsewhere (CI logs, pipes, tests) each
 stage is one plain line. ``--quiet`` shows nothing. Data never goes through here:
 stdout is the report's alone.
 """
@@ -78,7 +78,7 @@ class StageProgress:
             self._spinner.start()
             self._task = self._spinner.add_task(message, total=None)
         elif self._task is not None:
-            self._spinner.update(self._task, description=message)
+            self._spinner.reset(self._task, description=message)  # the stage's own clock
 
     def close(self) -> None:
         """Stop the spinner (it leaves no line behind)."""
