@@ -12,7 +12,7 @@ cd "$root"
 one() {
   f=$1; name=$(echo "$f" | tr '/' '_')
   extra=()
-  case "$f" in samples/llm/*) extra=(--frontend llm --model recorded --cache-dir samples/llm/cache);; esac
+  case "$f" in samples/llm/*) extra=(--frontend llm --model recorded --llm-cache-dir samples/llm/cache);; esac
   PYTHONPATH="$root" OPENAI_BASE_URL=http://127.0.0.1:9 OPENAI_API_KEY=x \
     "$py" -m solar analyze "$f" --arch H100_SXM --arch A100_SXM_80GB "${extra[@]}" \
     --output "$out/$name.json" >/dev/null 2>"$out/$name.err"; echo "rc=$?" >> "$out/$name.err"

@@ -139,7 +139,7 @@ def test_llm_sample_offline_from_recorded_cache(
     pytest.importorskip("openai")
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens there
     r = run_cli(capsys, "analyze", str(SAMPLES / "llm" / "blocked_rmsnorm.py"), "--frontend",
-                "llm", "--model", "recorded", "--cache-dir", str(SAMPLES / "llm" / "cache"),
+                "llm", "--model", "recorded", "--llm-cache-dir", str(SAMPLES / "llm" / "cache"),
                 "--format", "json", "-q")
     assert r.code == 0, r.err
     data = json.loads(r.out)

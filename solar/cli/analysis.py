@@ -6,6 +6,7 @@ preparation path]), so they agree with `solar analyze` on sizes and precision.
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -13,10 +14,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from solar.cli.app import (
+    ArchOption,
+    QuietOption,
+    SetOption,
     app,
     cache_app,
     check_positive,
+    deprecated_alias,
     echo_err,
+    examples,
     parse_sets,
     raise_for_validation,
 )
@@ -73,33 +79,23 @@ def _llm_config(
     return LLMConfig(**fields)
 
 
-class _Progress:
-    """Progress lines on stderr for steps slower than a second (silenced by --quiet)."""
-
-    def __init__(self, quiet: bool, verbose: bool) -> None:
-        import time
-
-        self._clock = time.monotonic
-        self.quiet, self.verbose = quiet, verbose
-        self.start = self._clock()
-
-    def __call__(self, message: str) -> None:
-        if self.quiet:
-            return
-        now = self._clock()
-        if self.verbose or now - self.start > 1.0:
-            echo_err(f"[{now - self.start:6.1f}s] {message}")
-
-
-@app.command("analyze")
+@app.command(
+    "analyze",
+    epilog=examples(
+        "solar analyze samples/torch/gpt_block.py  # bounds on H100_SXM, validated",
+        "solar analyze model.py --arch H100_SXM --arch B200 -o report.json",
+        "solar analyze model.py --set SEQ=4096 --top 3 --format json",
+        "solar analyze examples/tinynet.py --entry TinyNet --input-shape x=2,8",
+        "solar analyze model.py --inputs inputs.npz  # arr_0.. positional, other names keyword",
+        "solar analyze samples/torch/train_cnn.py --train  # one training step",
+    ),
+)
 def analyze(
     source: Annotated[
         Path | None,
         typer.Argument(help="Model file (.py) or IR file (.alir); omit with --entry pkg.mod:attr."),
     ] = None,
-    arch: Annotated[
-        list[str] | None, typer.Option("--arch", help="Hardware spec name or YAML (repeatable).")
-    ] = None,
+    arch: ArchOption = None,
     precision: Annotated[PrecisionPolicy, typer.Option(help="Precision policy.")] = "default",
     cache: Annotated[
         CacheState, typer.Option(help="Cache state: warm (repeated runs) or cold (first run).")
@@ -108,20 +104,24 @@ def analyze(
     ir: Annotated[
         Path | None, typer.Option("--ir", help="Analyse this hand-written IR against the model.")
     ] = None,
-    set_: Annotated[
-        list[str] | None, typer.Option("--set", help="Rebind a size: NAME=VALUE (repeatable).")
-    ] = None,
+    set_: SetOption = None,
     validate: Annotated[ValidateMode, typer.Option(help="Validation mode.")] = "auto",
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write the JSON report here.")
     ] = None,
     save_ir: Annotated[Path | None, typer.Option(help="Write the IR here.")] = None,
-    include_ir: Annotated[bool, typer.Option(help="Embed the IR text in the report.")] = False,
-    format_: Annotated[OutputFormat, typer.Option("--format", help="Stdout format.")] = "text",
+    include_ir: Annotated[
+        bool, typer.Option("--include-ir", help="Embed the IR text in the report.")
+    ] = False,
+    format_: Annotated[
+        OutputFormat, typer.Option("--format", help="Stdout: a summary (text) or the JSON report.")
+    ] = "text",
     measured_ms: Annotated[
         float | None, typer.Option(help="A measured time (ms) from elsewhere.")
     ] = None,
-    measure: Annotated[bool, typer.Option(help="Time the program on the local device.")] = False,
+    measure: Annotated[
+        bool, typer.Option("--measure", help="Time the program on the local device.")
+    ] = False,
     entry: Annotated[
         str | None,
         typer.Option(
@@ -132,14 +132,17 @@ def analyze(
     inputs: Annotated[
         Path | None,
         typer.Option(
-            help="Inputs file: .pt (torch.load weights_only; tensor, list or dict) or .npz "
-            "(arr_0.. positional, other names keyword)."
+            metavar="FILE",
+            help="Inputs file instead of get_inputs(): .pt (torch.load weights_only: a tensor, a "
+            "list of positional inputs or a dict of keyword inputs) or .npz (arrays arr_0, "
+            "arr_1.. positional, other names keyword).",
         ),
     ] = None,
     input_shape: Annotated[
         list[str] | None,
         typer.Option(
             "--input-shape",
+            metavar="SHAPE",
             help="An input by shape, [NAME=]D0,D1,...[:DTYPE], e.g. x=2,3,224,224:f32 "
             "(repeatable; random values, seeded).",
         ),
@@ -149,14 +152,17 @@ def analyze(
     ] = None,
     train: Annotated[
         bool,
-        typer.Option(help="Bound one training step: forward, loss, backward, optimizer update."),
+        typer.Option(
+            "--train", help="Bound one training step: forward, loss, backward, optimizer update."
+        ),
     ] = False,
     optimizer: Annotated[
         OptimizerChoice,
         typer.Option(help="The training step's update (auto: the file's get_optimizer, else sgd)."),
     ] = "auto",
     train_mode: Annotated[
-        bool, typer.Option(help="Analyse the forward with the module in training mode.")
+        bool,
+        typer.Option("--train-mode", help="Analyse the forward with the module in training mode."),
     ] = False,
     time_budget: Annotated[float, typer.Option(help="Validation time budget (s).")] = 60.0,
     reference_budget: Annotated[
@@ -170,10 +176,23 @@ def analyze(
     temperature: Annotated[float | None, typer.Option(help="LLM temperature.")] = None,
     max_attempts: Annotated[int | None, typer.Option(help="LLM repair attempts.")] = None,
     timeout: Annotated[float | None, typer.Option(help="LLM request timeout (s).")] = None,
-    cache_dir: Annotated[Path | None, typer.Option(help="LLM cache directory.")] = None,
-    no_cache: Annotated[bool, typer.Option(help="Do not read the LLM cache.")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="All progress output.")] = False,
+    llm_cache_dir: Annotated[
+        Path | None, typer.Option("--llm-cache-dir", help="LLM translation cache directory.")
+    ] = None,
+    llm_cache: Annotated[
+        bool,
+        typer.Option(
+            "--llm-cache/--no-llm-cache",
+            help="Read cached LLM translations (--no-llm-cache asks again and refreshes them).",
+            show_default=False,
+        ),
+    ] = True,
+    old_cache_dir: Annotated[Path | None, typer.Option("--cache-dir", hidden=True)] = None,
+    old_no_cache: Annotated[bool, typer.Option("--no-cache", hidden=True)] = False,
+    quiet: QuietOption = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Also log each pass's details on stderr.")
+    ] = False,
     time_limit: Annotated[
         float,
         typer.Option(help="Stop the analysis after this many seconds (E0950, exit 1)."),
@@ -184,12 +203,19 @@ def analyze(
 ) -> None:
     """Analyse a program: frontend → validate → bounds → report.
 
+    Prints a summary (or the JSON report with --format json) on stdout and progress on
+    stderr; exit 1 when validation failed or could not run, after the report is shown.
+    \f
     The user's program runs under `solar.guard.run_guarded` (Note [Guarded run]): a
     time limit, and a process of its own, so that ``sys.exit``, ``os._exit``, a
     segfault or an endless loop in the model end in a diagnostic (E0530-E0532, E0950).
     Exit 1 when validation failed or could not run (E0310, E0300), after the report
     is written and shown.
     """
+    from solar.cli.progress import announce_start, stage_progress
+
+    # the first stage is shown before the slow imports (Note [Progress from the first second])
+    start = announce_start(f"analysing {source if source is not None else entry}", quiet=quiet)
     from solar.files import prepare_output, write_atomic
     from solar.frontends.inputs import parse_input_shape
     from solar.frontends.kit.loader import user_stdout_to_stderr
@@ -228,19 +254,29 @@ def analyze(
         optimizer=optimizer,
         include_ir=include_ir,
         save_ir=save_ir,
-        llm=_llm_config(model, temperature, max_attempts, timeout, cache_dir, no_cache),
+        llm=_llm_config(
+            model,
+            temperature,
+            max_attempts,
+            timeout,
+            deprecated_alias("--cache-dir", "--llm-cache-dir", old_cache_dir) or llm_cache_dir,
+            not llm_cache or bool(deprecated_alias("--no-cache", "--no-llm-cache", old_no_cache)),
+        ),
     )
-    progress = _Progress(quiet, verbose)
+    if verbose:
+        logging.getLogger("solar").setLevel(logging.INFO)
 
     def work() -> Report:
-        with user_stdout_to_stderr():  # stdout is the report's alone (Note [User output])
+        # stdout is the report's alone (Note [User output]); stages go to stderr at once
+        with stage_progress(quiet=quiet, start=start) as progress, user_stdout_to_stderr():
             return run_analyze(source, options, progress=progress)
 
     report = run_guarded(work, time_limit_s=time_limit)
     text = report.to_json()
     if output is not None:
         write_atomic(output, text)
-    typer.echo(text if format_ == "json" else render_text(report, top=top), nl=False)
+    shown = text if format_ == "json" else render_text(report, top=top)
+    typer.echo(shown, nl=not shown.endswith("\n"))  # the shell prompt starts a new line
     raise_for_validation(report.validation)
 
 
@@ -250,12 +286,17 @@ def _lift(
     set_: list[str] | None,
     entry: str | None,
     precision: PrecisionPolicy,
+    *,
+    quiet: bool = False,
 ) -> PreparedProgram:
     """The program's einsum graph, sizes and precision policy, as `solar analyze` has them.
 
     The user's program runs under `solar.guard.run_guarded` in this process: the default
     time limit, and ``sys.exit`` or ``KeyboardInterrupt`` in the model as diagnostics.
     """
+    from solar.cli.progress import announce_start, stage_progress
+
+    start = announce_start(f"loading {source} ({frontend} frontend)", quiet=quiet)
     from solar.frontends.kit.loader import user_stdout_to_stderr
     from solar.guard import run_guarded
     from solar.pipeline import AnalyzeOptions, lift_source
@@ -268,38 +309,48 @@ def _lift(
         precision=precision,
     )
     def work() -> PreparedProgram:
-        with user_stdout_to_stderr():  # stdout is the command's table alone
-            return lift_source(source, options)
+        # stdout is the command's table alone
+        with stage_progress(quiet=quiet, start=start) as progress, user_stdout_to_stderr():
+            return lift_source(source, options, progress=progress)
 
     # In this process: a prepared program holds closures that do not pickle, so a
     # segfault or `os._exit` is not contained here (it is in `solar analyze`).
     return run_guarded(work, isolate=False)
 
 
-@app.command("bounds")
+@app.command(
+    "bounds",
+    epilog=examples(
+        "solar bounds samples/ir/matmul.alir --set M=8192",
+        "solar bounds samples/torch/gpt_block.py --arch H100_SXM --arch B200 --format json",
+    ),
+)
 def bounds(
     source: Annotated[Path, typer.Argument(help="IR file (.alir) or model file (.py).")],
-    arch: Annotated[list[str] | None, typer.Option("--arch", help="Spec (repeatable).")] = None,
-    set_: Annotated[
-        list[str] | None, typer.Option("--set", help="NAME=VALUE (repeatable).")
-    ] = None,
+    arch: ArchOption = None,
+    set_: SetOption = None,
     precision: Annotated[PrecisionPolicy, typer.Option(help="Precision policy.")] = "default",
     frontend: Annotated[FrontendChoice, typer.Option(help="Frontend.")] = "auto",
-    json_: Annotated[bool, typer.Option("--json", help="JSON on stdout.")] = False,
+    format_: Annotated[
+        OutputFormat, typer.Option("--format", help="Stdout: a table (text) or JSON.")
+    ] = "text",
+    json_: Annotated[bool, typer.Option("--json", hidden=True)] = False,
+    quiet: QuietOption = False,
 ) -> None:
     """The three SOL bounds of a program on one or more devices (no validation)."""
+    from solar.cli.tables import print_table
     from solar.hw import load_hardware_spec
     from solar.pipeline import bound_arch
     from solar.report import dumps_deterministic, format_bytes, format_flops, format_time
 
-    prepared = _lift(source, frontend, set_, None, precision)
+    prepared = _lift(source, frontend, set_, None, precision, quiet=quiet)
     sizes = prepared.sizes
     shown = dict(prepared.front.source_sizes or sizes)  # a model file: its size constants
     rows = [
         bound_arch(prepared.graph, load_hardware_spec(a), precision=prepared.precision, sizes=sizes)
         for a in (arch or [DEFAULT_ARCH])
     ]
-    if json_:
+    if deprecated_alias("--json", "--format json", json_) or format_ == "json":
         typer.echo(
             dumps_deterministic(
                 {"sizes": shown, "archs": [r.model_dump(mode="json") for r in rows]}
@@ -308,28 +359,44 @@ def bounds(
         )
         return
     typer.echo("sizes: " + (", ".join(f"{k}={v}" for k, v in sorted(shown.items())) or "-"))
-    typer.echo(f"{'arch':<18} {'model':<12} {'bound':>12} {'FLOPs':>14} {'DRAM':>10}  bottleneck")
-    for r in rows:
-        for b in r.bounds:
-            typer.echo(
-                f"{r.arch:<18} {b.model:<12} {format_time(b.time_s):>12} "
-                f"{format_flops(b.flops):>14} {format_bytes(b.dram_bytes):>10}  {b.bottleneck}"
+    print_table(
+        ("arch", "model", "bound>", "FLOPs>", "DRAM>", "bottleneck"),
+        [
+            (
+                r.arch,
+                b.model,
+                format_time(b.time_s),
+                format_flops(b.flops),
+                format_bytes(b.dram_bytes),
+                b.bottleneck,
             )
+            for r in rows
+            for b in r.bounds
+        ],
+    )
 
 
-@app.command("compare")
+@app.command(
+    "compare",
+    epilog=examples(
+        "solar compare samples/ir/matmul.alir --set M=4096 --set N=4096 --set K=4096",
+        "solar compare model.py --arch H100_SXM --arch MI300X --arch TPU_v5p --format json",
+    ),
+)
 def compare(
     source: Annotated[Path, typer.Argument(help="Model file or IR file.")],
     arch: Annotated[
-        list[str] | None, typer.Option("--arch", help="Spec (repeatable; default all).")
+        list[str] | None,
+        typer.Option(
+            "--arch", metavar="SPEC", help="Hardware spec (repeatable). Default: every bundled one."
+        ),
     ] = None,
-    set_: Annotated[
-        list[str] | None, typer.Option("--set", help="NAME=VALUE (repeatable).")
-    ] = None,
+    set_: SetOption = None,
     precision: Annotated[PrecisionPolicy, typer.Option(help="Precision policy.")] = "default",
     frontend: Annotated[FrontendChoice, typer.Option(help="Frontend.")] = "auto",
     entry: Annotated[str | None, typer.Option(help="module:function to analyse.")] = None,
     format_: Annotated[OutputFormat, typer.Option("--format", help="Stdout format.")] = "text",
+    quiet: QuietOption = False,
 ) -> None:
     """Cross-platform table: the same program's bounds on several devices.
 
@@ -340,7 +407,7 @@ def compare(
     from solar.cli.device_tables import compare_json, compare_text
     from solar.hw import list_hardware_specs, load_hardware_spec
 
-    prepared = _lift(source, frontend, set_, entry, precision)
+    prepared = _lift(source, frontend, set_, entry, precision, quiet=quiet)
     specs = [load_hardware_spec(a) for a in arch] if arch else list(list_hardware_specs())
     rows = cross_platform(
         prepared.graph, specs, precision_policy=prepared.precision, sizes=prepared.sizes
@@ -350,20 +417,28 @@ def compare(
     typer.echo(text, nl=False)
 
 
-@app.command("provision")
+@app.command(
+    "provision",
+    epilog=examples(
+        "solar provision samples/torch/gpt_block.py --target-ms 2.0",
+        "solar provision model.py --target-ms 0.5 --model unfused --format json",
+    ),
+)
 def provision(
     source: Annotated[Path, typer.Argument(help="Model file or IR file.")],
     target_ms: Annotated[float, typer.Option(help="Target run time in milliseconds.")],
     model: Annotated[BoundModel, typer.Option(help="Bound model.")] = "fused",
     arch: Annotated[
-        list[str] | None, typer.Option("--arch", help="Devices to check (default all).")
+        list[str] | None,
+        typer.Option(
+            "--arch", metavar="SPEC", help="Device (repeatable). Default: every bundled spec."
+        ),
     ] = None,
-    set_: Annotated[
-        list[str] | None, typer.Option("--set", help="NAME=VALUE (repeatable).")
-    ] = None,
+    set_: SetOption = None,
     precision: Annotated[PrecisionPolicy, typer.Option(help="Precision policy.")] = "default",
     frontend: Annotated[FrontendChoice, typer.Option(help="Frontend.")] = "auto",
     format_: Annotated[OutputFormat, typer.Option("--format", help="Stdout format.")] = "text",
+    quiet: QuietOption = False,
 ) -> None:
     """Inverse roofline: the bandwidth and throughput a device needs to hit a target time.
 
@@ -374,7 +449,7 @@ def provision(
     from solar.cli.device_tables import provision_json, provision_text
     from solar.hw import list_hardware_specs, load_hardware_spec
 
-    prepared = _lift(source, frontend, set_, None, precision)
+    prepared = _lift(source, frontend, set_, None, precision, quiet=quiet)
     specs = [load_hardware_spec(a) for a in arch] if arch else list(list_hardware_specs())
     inv = inverse_roofline(
         prepared.graph,
@@ -389,9 +464,20 @@ def provision(
     typer.echo(text, nl=False)
 
 
-@cache_app.command("clear")
+@cache_app.command(
+    "clear",
+    epilog=examples("solar cache clear", "solar cache clear --llm-cache-dir samples/llm/cache"),
+)
 def cache_clear(
-    cache_dir: Annotated[Path | None, typer.Option(help="Cache directory.")] = None,
+    cache_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--llm-cache-dir",
+            "--cache-dir",
+            help="LLM translation cache directory. Default: $SOLAR_CACHE_DIR/llm, else "
+            "./.solar-cache/llm.",
+        ),
+    ] = None,
 ) -> None:
     """Delete every cached LLM translation."""
     from solar.frontends.llm import clear_cache, default_cache_dir

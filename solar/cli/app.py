@@ -18,9 +18,10 @@ import sys
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any, TypeAlias, TypeVar
 
 import typer
+from typer.core import TyperArgument, TyperCommand, TyperGroup
 
 from solar import __version__
 from solar.diagnostics import (
@@ -30,32 +31,159 @@ from solar.diagnostics import (
     ValidationMismatchError,
 )
 from solar.guard import InternalError, InterruptedRunError
+from solar.options import DEFAULT_ARCH
 
 if TYPE_CHECKING:
     from solar.report import ValidationInfo
 
 __all__ = [
+    "ARCH_HELP",
+    "EXIT_CODES",
+    "QUIET_HELP",
+    "SET_HELP",
+    "ArchOption",
+    "QuietOption",
+    "SetOption",
     "app",
     "cache_app",
     "check_positive",
+    "deprecated_alias",
     "echo_err",
+    "examples",
     "ir_app",
     "main",
     "parse_sets",
     "raise_for_validation",
     "read_text",
     "specs_app",
+    "use_solar_commands",
 ]
+
+T = TypeVar("T")
+
+EXIT_CODES = (
+    "Exit codes: 0 done (validation, if any, passed); 1 the input is at fault (IR error, "
+    "validation mismatch, model error, failed gate); 2 usage, configuration or internal "
+    "error; 128+N stopped by signal N."
+)
+"""The exit-code line every help page ends with (the package docstring has the contract)."""
+
+
+def examples(*commands: str, exit_codes: str = EXIT_CODES) -> str:
+    """A help page's epilog: ``$ command`` lines (``#`` starts a remark), then the exit codes.
+
+    >>> print(examples("solar ir fmt a.alir  # canonical text"))
+    Examples:
+    <BLANKLINE>
+      $ solar ir fmt a.alir  # canonical text
+    <BLANKLINE>
+    Exit codes: 0 done ...
+    """
+    lines = "\n".join(f"  $ {c}" for c in commands)
+    return f"Examples:\n\n{lines}\n\n{exit_codes}"
+
+
+ARCH_HELP = (
+    f"Hardware spec: a name from `solar specs list` or a YAML file (repeatable). "
+    f"Default: {DEFAULT_ARCH}."
+)
+QUIET_HELP = "No progress on stderr (stages are shown as they start otherwise)."
+SET_HELP = "Rebind a size constant of the file: NAME=VALUE (repeatable)."
+
+ArchOption: TypeAlias = Annotated[
+    list[str] | None, typer.Option("--arch", metavar="SPEC", help=ARCH_HELP)
+]
+"""``--arch`` of the commands that bound one program (default `DEFAULT_ARCH`)."""
+SetOption: TypeAlias = Annotated[
+    list[str] | None, typer.Option("--set", metavar="NAME=VALUE", help=SET_HELP)
+]
+"""``--set NAME=VALUE`` (parsed by `parse_sets`)."""
+QuietOption: TypeAlias = Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)]
+"""``--quiet`` of the commands that show stage progress (`solar.cli.progress`)."""
+
+
+def deprecated_alias(old: str, new: str, value: T) -> T:
+    """``value`` of a hidden, deprecated option spelling; a one-line note when it was used.
+
+    >>> deprecated_alias("--no-cache", "--no-llm-cache", False)
+    False
+    """
+    if value:
+        echo_err(f"warning: {old} is deprecated; use {new}")
+    return value
+
+
+def _untyped_flags(params: list[Any]) -> list[Any]:
+    """Note [Flag metavars]: typer tags every option with its Python type (``<bool>``);
+    a flag takes no value, so its type column is left empty (``--help`` included), and
+    a variadic argument is described by its metavar alone."""
+    for param in params:
+        if getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""
+        elif isinstance(param, TyperArgument) and param.nargs != 1:
+            # typer shows `<list[Path]>` for a variadic argument whatever its metavar; the
+            # metavar (`FILE...`) already says it all
+            setattr(param, "display_type_rich", _no_type)  # noqa: B010 (a method, shadowed)
+    return params
+
+
+def _no_type(ctx: Any) -> None:
+    del ctx
+
+
+class SolarCommand(TyperCommand):
+    """A command whose help shows flags without a type tag (Note [Flag metavars])."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _untyped_flags(super().get_params(ctx))
+
+
+class SolarGroup(TyperGroup):
+    """A command group whose help shows flags without a type tag."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _untyped_flags(super().get_params(ctx))
+
+
+def use_solar_commands(typer_app: typer.Typer) -> None:
+    """Build every command of ``typer_app`` (and its groups) as a `SolarCommand`."""
+    for info in typer_app.registered_commands:
+        if info.cls in (None, TyperCommand):  # typer's default: nobody asked for another
+            info.cls = SolarCommand
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            use_solar_commands(group.typer_instance)
+
+
+def _group(help_text: str, epilog: str | None = None) -> typer.Typer:
+    return typer.Typer(no_args_is_help=True, help=help_text, epilog=epilog, cls=SolarGroup)
+
 
 app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    cls=SolarGroup,
     help="SOLAR: speed-of-light bounds for PyTorch and JAX programs.",
+    epilog=examples(
+        "solar analyze samples/torch/gpt_block.py  # bounds on the default H100_SXM",
+        "solar analyze model.py --arch A100_SXM_80GB --format json -o report.json",
+        "solar ir fmt samples/ir/matmul.alir",
+        "solar COMMAND --help  # each command's options and examples",
+    ),
 )
-ir_app = typer.Typer(no_args_is_help=True, help="Check, format and run Affine Loop IR files.")
-specs_app = typer.Typer(no_args_is_help=True, help="Browse the hardware spec library.")
-cache_app = typer.Typer(no_args_is_help=True, help="Manage the LLM translation cache.")
+ir_app = _group(
+    "Check, format and run Affine Loop IR files.",
+    examples("solar ir check samples/ir/*.alir", "solar ir run samples/ir/matmul.alir"),
+)
+specs_app = _group(
+    "Browse the hardware spec library.",
+    examples("solar specs list", "solar specs show H100_SXM"),
+)
+cache_app = _group(
+    "Manage the LLM translation cache.",
+    examples("solar cache clear", "solar cache clear --llm-cache-dir samples/llm/cache"),
+)
 app.add_typer(ir_app, name="ir")
 app.add_typer(specs_app, name="specs")
 app.add_typer(cache_app, name="cache")

@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from solar.cli.app import app, echo_err, parse_sets
+from solar.cli.app import ArchOption, SetOption, app, echo_err, examples, parse_sets
 from solar.diagnostics import UsageError
 from solar.options import (
     DEFAULT_ARCH,
@@ -28,19 +28,26 @@ from solar.options import (
 __all__ = ["batch"]
 
 
-@app.command("batch")
+@app.command(
+    "batch",
+    epilog=examples(
+        "solar batch samples/torch --workers 2 --out reports/",
+        "solar batch 'models/*.py' --arch A100_SXM_80GB --timeout 300 --max-rss 8000 --resume",
+        "solar batch models/ --engine dask --scheduler tcp://head:8786",
+        exit_codes="Exit codes: 0 every file passed; 1 a file failed or failed validation; "
+        "2 usage; 128+N stopped by signal N (after the summaries are written).",
+    ),
+)
 def batch(
     sources: Annotated[str, typer.Argument(help="Directory or glob of model/IR files.")],
     out: Annotated[
         Path, typer.Option("--out", help="Directory for reports, logs and summaries.")
     ] = Path("solar-reports"),
-    arch: Annotated[list[str] | None, typer.Option("--arch", help="Spec (repeatable).")] = None,
+    arch: ArchOption = None,
     precision: Annotated[PrecisionPolicy, typer.Option(help="Precision policy.")] = "default",
     cache: Annotated[CacheState, typer.Option(help="Cache state: warm or cold.")] = "warm",
     frontend: Annotated[FrontendChoice, typer.Option(help="Frontend.")] = "auto",
-    set_: Annotated[
-        list[str] | None, typer.Option("--set", help="Rebind a size: NAME=VALUE (repeatable).")
-    ] = None,
+    set_: SetOption = None,
     entry: Annotated[str | None, typer.Option(help="Function to analyse in each file.")] = None,
     workers: Annotated[
         int,
@@ -68,7 +75,7 @@ def batch(
         bool, typer.Option(help="Analyse each forward with the module in training mode.")
     ] = False,
     resume: Annotated[
-        bool, typer.Option(help="Reuse files finished with the same input and options.")
+        bool, typer.Option("--resume", help="Reuse files finished with the same input and options.")
     ] = False,
     time_budget: Annotated[float, typer.Option(help="Validation budget per file (s).")] = 60.0,
     timeout: Annotated[

@@ -7,7 +7,15 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from solar.cli.app import check_positive, echo_err, ir_app, parse_sets, read_text
+from solar.cli.app import (
+    SetOption,
+    check_positive,
+    echo_err,
+    examples,
+    ir_app,
+    parse_sets,
+    read_text,
+)
 from solar.diagnostics import SolarError
 from solar.files import MAX_IR_BYTES
 
@@ -17,9 +25,18 @@ if TYPE_CHECKING:
 __all__ = ["ir_check", "ir_fmt", "ir_run", "ir_validate"]
 
 
-@ir_app.command("check")
+@ir_app.command(
+    "check",
+    epilog=examples(
+        "solar ir check samples/ir/*.alir",
+        exit_codes="Exit codes: 0 every file is valid; 1 a file has a syntax or verify error "
+        "(each one's diagnostic on stderr); 2 usage or unreadable file.",
+    ),
+)
 def ir_check(
-    files: Annotated[list[Path], typer.Argument(help="IR files (.alir) to verify.")],
+    files: Annotated[
+        list[Path], typer.Argument(metavar="FILE...", help="IR files (.alir) to verify.")
+    ],
 ) -> None:
     """Parse and verify IR files; diagnostics go to stderr."""
     from solar.ir import parse_program, verify_program
@@ -40,15 +57,21 @@ def ir_check(
     echo_err(f"{len(files)} file(s) ok")
 
 
-@ir_app.command("fmt")
+@ir_app.command(
+    "fmt",
+    epilog=examples(
+        "solar ir fmt samples/ir/conv2d.alir",
+        "solar ir fmt my.alir > my.fmt.alir  # comments are kept",
+    ),
+)
 def ir_fmt(
     file: Annotated[Path, typer.Argument(help="IR file to print canonically.")],
 ) -> None:
-    """Print the canonical form of an IR file on stdout."""
-    from solar.ir import parse_program, print_program
+    """Print the canonical form of an IR file on stdout, keeping its comments."""
+    from solar.ir import format_program
 
     text = read_text(file, max_bytes=MAX_IR_BYTES)
-    typer.echo(print_program(parse_program(text, filename=str(file))), nl=False)
+    typer.echo(format_program(text, filename=str(file)), nl=False)
 
 
 def _load_checked(file: Path) -> Program:
@@ -59,15 +82,25 @@ def _load_checked(file: Path) -> Program:
     return program
 
 
-@ir_app.command("run")
+@ir_app.command(
+    "run",
+    epilog=examples(
+        "solar ir run samples/ir/matmul.alir  # seeded random inputs",
+        "solar ir run samples/ir/matmul.alir --inputs samples/ir/matmul_inputs.npz",
+        "solar ir run samples/ir/matmul.alir --set M=64 -o outputs.npz",
+    ),
+)
 def ir_run(
     file: Annotated[Path, typer.Argument(help="IR file to execute.")],
     inputs: Annotated[
-        Path | None, typer.Option(help=".npz with one array per input/param (default: random).")
+        Path | None,
+        typer.Option(
+            metavar="FILE",
+            help=".npz with one array per input/param, named as the IR declares them "
+            "(default: seeded random values).",
+        ),
     ] = None,
-    set_: Annotated[
-        list[str] | None, typer.Option("--set", help="NAME=VALUE (repeatable).")
-    ] = None,
+    set_: SetOption = None,
     output: Annotated[
         Path | None,
         typer.Option("-o", "--output", help="Write the outputs to this exact path (.npz format)."),
@@ -126,15 +159,22 @@ def _check_memory(program: Program, sizes: dict[str, int]) -> None:
         )
 
 
-@ir_app.command("validate")
+@ir_app.command(
+    "validate",
+    epilog=examples(
+        "solar ir validate my.alir --reference ref.npz  # ref.npz: inputs and outputs by name",
+        exit_codes="Exit codes: 0 outputs match; 1 mismatch or an IR error; 2 usage.",
+    ),
+)
 def ir_validate(
     file: Annotated[Path, typer.Argument(help="IR file to validate.")],
     reference: Annotated[
-        Path, typer.Option(help=".npz with the inputs/params and the expected outputs by name.")
+        Path,
+        typer.Option(
+            metavar="FILE", help=".npz with the inputs/params and the expected outputs by name."
+        ),
     ],
-    set_: Annotated[
-        list[str] | None, typer.Option("--set", help="NAME=VALUE (repeatable).")
-    ] = None,
+    set_: SetOption = None,
     time_budget: Annotated[float, typer.Option(help="Time budget (s).")] = 60.0,
 ) -> None:
     """Execute IR on reference inputs and compare with reference outputs (exit 1 on mismatch)."""

@@ -8,13 +8,13 @@ from typing import Annotated
 
 import typer
 
-from solar.cli.app import app, echo_err
+from solar.cli.app import app, echo_err, examples
 from solar.options import BoundModel
 
 __all__ = ["gate", "plot", "schema"]
 
 
-@app.command("schema")
+@app.command("schema", epilog=examples("solar schema > report.schema.json"))
 def schema() -> None:
     """Print the JSON Schema of the analysis report."""
     from solar.report import report_json_schema
@@ -22,7 +22,14 @@ def schema() -> None:
     typer.echo(report_json_schema(), nl=False)
 
 
-@app.command("gate")
+@app.command(
+    "gate",
+    epilog=examples(
+        "solar gate report.json --max-headroom 3 --bound fused --require-validated",
+        "solar gate report.json --baseline main.json --max-regression 10 --junit gate.xml",
+        exit_codes="Exit codes: 0 gate passed; 1 gate failed or the report is rejected; 2 usage.",
+    ),
+)
 def gate(
     report: Annotated[Path, typer.Argument(help="Report JSON written by `solar analyze`.")],
     max_headroom: Annotated[
@@ -37,6 +44,7 @@ def gate(
     allow_input_change: Annotated[
         bool,
         typer.Option(
+            "--allow-input-change",
             help="Accept a baseline analysed from another version of the input file "
             "(program, sizes and architectures must still match)."
         ),
@@ -44,7 +52,9 @@ def gate(
     min_coverage: Annotated[
         float | None, typer.Option(help="Fail when coverage is below PCT percent.")
     ] = None,
-    require_validated: Annotated[bool, typer.Option(help="Fail unless validation passed.")] = False,
+    require_validated: Annotated[
+        bool, typer.Option("--require-validated", help="Fail unless validation passed.")
+    ] = False,
     summary: Annotated[
         Path | None,
         typer.Option(help="Append a markdown summary here (default $GITHUB_STEP_SUMMARY)."),
@@ -97,7 +107,13 @@ def gate(
         raise typer.Exit(1)
 
 
-@app.command("plot")
+@app.command(
+    "plot",
+    epilog=examples(
+        "solar analyze samples/torch/gpt_block.py -o r.json && solar plot r.json -o roofline.png",
+        "solar plot r.json -o roofline.svg --arch A100_SXM_80GB",
+    ),
+)
 def plot(
     report: Annotated[Path, typer.Argument(help="Report JSON written by `solar analyze`.")],
     output: Annotated[Path, typer.Option("-o", "--output", help="PNG, SVG or PDF file.")],

@@ -16,7 +16,7 @@ from typing import Annotated
 
 import typer
 
-from solar.cli.app import app, echo_err
+from solar.cli.app import ArchOption, app, echo_err, examples
 from solar.options import (
     CacheState,
     EngineName,
@@ -28,13 +28,27 @@ from solar.options import (
 __all__ = ["sweep"]
 
 
-@app.command("sweep")
+@app.command(
+    "sweep",
+    epilog=examples(
+        "solar sweep samples/ir/transformer_block.alir --set B=1,8,64 --set T=512,2048 "
+        "--precision default,bf16",
+        "solar sweep model.py --set SEQ=512..4096:512 --table csv --out sweep/",
+        "solar sweep sweep.yaml --engine dask",
+        exit_codes="Exit codes: 0 every point analysed; 1 a capture failed or failed "
+        "validation; 2 usage; 130/143 stopped by SIGINT/SIGTERM (after the table is written).",
+    ),
+)
 def sweep(
     source: Annotated[Path, typer.Argument(help="Model/IR file, or a YAML sweep file.")],
-    arch: Annotated[list[str] | None, typer.Option("--arch", help="Spec (repeatable).")] = None,
+    arch: ArchOption = None,
     set_: Annotated[
         list[str] | None,
-        typer.Option("--set", help="Sweep a size: NAME=1,8,64 or NAME=LO..HI:STEP (repeatable)."),
+        typer.Option(
+            "--set",
+            metavar="NAME=VALUES",
+            help="Sweep a size: NAME=1,8,64 or NAME=LO..HI:STEP (repeatable).",
+        ),
     ] = None,
     precision: Annotated[
         str | None, typer.Option(help="Precision policies, comma-separated (default,bf16).")

@@ -6,11 +6,21 @@ throughput per precision from dense matrix products (numpy/BLAS for fp64/fp32,
 torch for bf16/fp16 when installed). The best of several trials is kept: the
 figures are *achievable* peaks of this machine, which is what makes SOLAR useful
 on a CPU-only box; the spec says so in its notes and sources.
+
+Note [No floor is a measurement]: a spec holds figures within plausible ranges
+(`solar.hw.spec`: at least 1 GFLOP/s and 1 GB/s). A matmul measured below that is
+left out of the spec, with a note saying what was measured (no roof for that
+precision: the bounds then use a faster peak, which keeps them lower bounds); a
+bandwidth below it is refused (E0404): every bound needs a measured one. A value
+is never raised to the floor and written as if measured. The one adjusted figure,
+fp32 raised to a faster fp64 (noise; an fp32 pipe is never slower), lowers bounds
+and is recorded in the notes.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import math
 import os
 import platform
 import socket
@@ -20,10 +30,26 @@ from pathlib import Path
 
 import numpy as np
 
+from solar.diagnostics import HardwareSpecError
 from solar.hw.loader import validate_hardware_spec
 from solar.hw.spec import HardwareSpec
 
-__all__ = ["calibrate_machine", "measure_bandwidth_bytes_per_s", "measure_matmul_flops_per_s"]
+__all__ = [
+    "MIN_MEASURED_BYTES_PER_S",
+    "MIN_MEASURED_FLOPS_PER_S",
+    "calibrate_machine",
+    "measure_bandwidth_bytes_per_s",
+    "measure_matmul_flops_per_s",
+]
+
+MIN_MEASURED_FLOPS_PER_S = 1e9
+"""The smallest FLOP rate a spec may hold (`solar.hw.spec`'s plausible range)."""
+MIN_MEASURED_BYTES_PER_S = 1e9
+"""The smallest bandwidth a spec may hold (`solar.hw.spec`'s plausible range)."""
+
+
+def _quiet(message: str) -> None:
+    del message
 
 
 def _best_of(fn: Callable[[], object], trials: int) -> float:
@@ -98,25 +124,59 @@ def _memory_bytes() -> float:
     return 16e9
 
 
-def calibrate_machine(*, name: str | None = None, quick: bool = False) -> HardwareSpec:
+def calibrate_machine(
+    *,
+    name: str | None = None,
+    quick: bool = False,
+    progress: Callable[[str], None] = _quiet,
+) -> HardwareSpec:
     """Measure this machine and return a validated, ``measured`` spec.
 
     Args:
         name: spec id; defaults to ``local_<hostname>``.
         quick: smaller arrays and fewer trials (for tests).
+        progress: called with each stage as it starts and each figure as it is measured.
+
+    Raises:
+        HardwareSpecError: E0404, the measured bandwidth is below what a spec may hold
+            (Note [No floor is a measurement]).
     """
     array_bytes = (32 if quick else 256) * 2**20
     n = 256 if quick else 1024
     trials = 2 if quick else 5
+    progress(f"memory bandwidth: STREAM copy and triad over {array_bytes // 2**20} MiB arrays")
     bw = measure_bandwidth_bytes_per_s(array_bytes=array_bytes, trials=trials)
+    progress(f"  {bw / 1e9:.1f} GB/s")
+    if bw < MIN_MEASURED_BYTES_PER_S:
+        raise HardwareSpecError(
+            f"measured memory bandwidth {bw / 1e9:.3g} GB/s is below the 1 GB/s a spec may hold; "
+            "no spec written",
+            code="E0404",
+            notes=("run it again on an idle machine",),
+        )
     vector: dict[str, float] = {}
+    notes: list[str] = []
     for prec in ("fp64", "fp32", "bf16", "fp16"):
+        progress(f"{prec} matmul throughput: {n}x{n}x{n} products")
         value = measure_matmul_flops_per_s(prec, n=n, trials=max(2, trials - 2))
-        if value is not None:
-            vector[prec] = max(value, 1e9)
-    if "fp64" in vector and "fp32" in vector:
+        if value is None:
+            progress(f"  {prec}: no kernel on this machine (left out)")
+        elif value < MIN_MEASURED_FLOPS_PER_S:
+            progress(f"  {value / 1e9:.3g} GFLOP/s: below 1 GFLOP/s, left out of the spec")
+            notes.append(
+                f"{prec} matmuls measured {value / 1e9:.3g} GFLOP/s, below the 1 GFLOP/s a spec "
+                f"may hold: left out (no {prec} roof; bounds use a faster peak)."
+            )
+        else:
+            progress(f"  {value / 1e9:.1f} GFLOP/s")
+            vector[prec] = value
+    if vector.get("fp32", math.inf) < vector.get("fp64", 0.0):
         # Measurement noise can invert the two; an fp32 pipe is never slower than fp64.
-        vector["fp32"] = max(vector["fp32"], vector["fp64"])
+        notes.append(
+            f"fp32 measured {vector['fp32'] / 1e9:.1f} GFLOP/s, below fp64 (noise): raised to "
+            f"fp64's {vector['fp64'] / 1e9:.1f} GFLOP/s, which only lowers bounds."
+        )
+        vector["fp32"] = vector["fp64"]
     host = socket.gethostname() or "localhost"
     spec_name = name or "local_" + "".join(ch if ch.isalnum() else "_" for ch in host)
     if not spec_name[0].isalpha():
@@ -131,7 +191,7 @@ def calibrate_machine(*, name: str | None = None, quick: bool = False) -> Hardwa
         "peak_flops_per_s": {},
         "vector_flops_per_s": vector,
         "dram_capacity_bytes": _memory_bytes(),
-        "dram_bandwidth_bytes_per_s": max(bw, 1e9),
+        "dram_bandwidth_bytes_per_s": bw,
         "l2_capacity_bytes": _cache_bytes(),
         "sm_count": os.cpu_count() or 1,
         "notes": [
@@ -140,6 +200,7 @@ def calibrate_machine(*, name: str | None = None, quick: bool = False) -> Hardwa
             "precision. These are achievable figures of this machine, so a tuned kernel "
             "may run slightly faster than bounds computed from them.",
             f"array size {array_bytes // 2**20} MiB, matmul n={n}",
+            *notes,
         ],
         "sources": [
             {

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from solar.ir.affine import Lin, linear_form
 from solar.ir.aliases import alias_problems, alias_targets
+from solar.ir.comments import format_program
 from solar.ir.grammar import grammar_text
 from solar.ir.masks import constant_params, elide_masked_work
 from solar.ir.nodes import (
@@ -56,27 +57,25 @@ if TYPE_CHECKING:
     from solar.ir.parser import parse_expr, parse_program
 
 __all__ = [
-    "constant_params",
-    "elide_masked_work",
-    "BINARY_OPS",
-    "COMPARISON_OPS",
-    "DTYPE_BYTES",
-    "FUNCTIONS",
-    "IR_VERSION",
-    "KEYWORDS",
     "Access",
     "Assign",
+    "BINARY_OPS",
     "Binary",
     "BoolLit",
+    "COMPARISON_OPS",
     "Call",
     "Cast",
+    "DTYPE_BYTES",
     "DType",
     "Expr",
+    "FUNCTIONS",
     "FloatLit",
     "For",
+    "IR_VERSION",
     "If",
     "IndexName",
     "IntLit",
+    "KEYWORDS",
     "Kernel",
     "Lin",
     "Name",
@@ -95,9 +94,12 @@ __all__ = [
     "alias_problems",
     "alias_targets",
     "collect_errors",
-    "eval_int",
+    "constant_params",
+    "elide_masked_work",
     "eliminate_dead_code",
+    "eval_int",
     "fill_generated",
+    "format_program",
     "grammar_text",
     "linear_form",
     "lit",
@@ -108,8 +110,8 @@ __all__ = [
     "print_program",
     "print_stmt",
     "resolve_sizes",
-    "verify_program",
     "treat_as_intermediates",
+    "verify_program",
     "walk_exprs",
     "walk_stmts",
 ]

@@ -310,7 +310,7 @@ def test_cli_shows_a_tampered_entry_as_a_solar_warning(
             "llm",
             "--model",
             "recorded",
-            "--cache-dir",
+            "--llm-cache-dir",
             str(cache),
             "--timeout",
             "20",
