@@ -81,7 +81,11 @@ class TrafficLayout:
         input_order: input/param entries sorted by (tensor, kernel).
         input_group_start: per sorted entry, the position of its tensor's first entry.
         input_tensor_index: per sorted entry, the tensor's index in ``graph.tensors``.
-        final_write: per entry, whether it is the last write of a program output.
+        final_write: per entry, whether it is the last write of a program output, or of
+            a temp an output views (Note [Alias kernels]: its elements must be in memory
+            when the program ends).
+        final_tensor_index: per entry, its tensor's index in ``graph.tensors``; a final
+            write moves at most that tensor's compulsory written bytes.
     """
 
     kernel: np.ndarray
@@ -89,6 +93,7 @@ class TrafficLayout:
     input_group_start: np.ndarray
     input_tensor_index: np.ndarray
     final_write: np.ndarray
+    final_tensor_index: np.ndarray
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -217,16 +222,18 @@ def _traffic_layout(graph: EinsumGraph) -> TrafficLayout:
     starts: list[int] = []
     for pos, e in enumerate(order):
         starts.append(pos if pos == 0 or tensor[order[pos - 1]] != tensor[e] else starts[-1])
+    viewed = {tindex[t.name] for t in graph.tensors
+              if t.role == "temp" and not t.compulsory_written_elems.is_zero}
     last_writer: dict[int, int] = {}
     for e in range(n):
-        if writes[e] and role[e] == "output":
+        if writes[e] and (role[e] == "output" or tensor[e] in viewed):
             last_writer[tensor[e]] = e
     final = np.zeros(n, dtype=bool)
     final[list(last_writer.values())] = True
     return TrafficLayout(
         np.array(kernel, dtype=np.int64), np.array(order, dtype=np.int64),
         np.array(starts, dtype=np.int64), np.array([tensor[e] for e in order], dtype=np.int64),
-        final,
+        final, np.array(tensor, dtype=np.int64),
     )
 
 

@@ -17,7 +17,8 @@ so at least ``warm reads - C`` and ``warm writes - C`` bytes go through DRAM. Th
 rest is served by L2 (`KernelBound.l2_bytes`), and the L2 term counts every byte the
 kernel moves, DRAM bytes included (Note [L2 pass]; free when the spec has no L2
 bandwidth); C unknown means unlimited, under either cache state. An output's last
-writer writes it to DRAM.
+writer writes it to DRAM, and so does the last writer of a temp that an output views
+(an alias kernel's output has no storage of its own; Note [Alias kernels]).
 """
 
 from __future__ import annotations
@@ -95,7 +96,9 @@ def kernel_traffic(compiled: CompiledCosts, costs: CostArrays, *,
         prior = excl - excl[lay.input_group_start]
         size = costs.tensor_bytes[lay.input_tensor_index]
         share[lay.input_order] = np.maximum(0.0, rs - np.minimum(size, prior))
-    final = np.where(lay.final_write, w, 0.0)
+    # An output's storage may be a temp the output views: its last writer writes it back.
+    final = np.where(lay.final_write,
+                     np.minimum(w, costs.compulsory_written_bytes[lay.final_tensor_index]), 0.0)
     return KernelTraffic(per_kernel(share), per_kernel(final), per_kernel(r - share),
                          per_kernel(w - final))
 
@@ -170,6 +173,11 @@ def unfused_bound(
     # The time is the sum of per-kernel times; the bottleneck, the larger summed term.
     time = total_time
     _, bottleneck = roofline_time(compute_s, memory_s)
+    if dram_b < fused.dram_bytes:
+        notes.append("DRAM bytes below the fused model's: each kernel's share is a per-kernel "
+                     "guarantee (it may start with the L2 full of its inputs and end with it "
+                     "full of its writes), weaker in sum than the whole-program guarantee; "
+                     "every execution moves at least the fused DRAM bytes")
     if fused.time_s > total_time:
         time, bottleneck = fused.time_s, fused.bottleneck
         notes.append("raised to the fused bound, which bounds every execution")

@@ -86,7 +86,7 @@ def _load_checked(file: Path) -> Program:
     "run",
     epilog=examples(
         "solar ir run samples/ir/matmul.alir  # seeded random inputs",
-        "solar ir run samples/ir/matmul.alir --inputs samples/ir/matmul_inputs.npz",
+        "solar ir run samples/ir/matmul.alir --inputs examples/matmul_inputs.npz  # sizes: shapes",
         "solar ir run samples/ir/matmul.alir --set M=64 -o outputs.npz",
     ),
 )
@@ -97,7 +97,8 @@ def ir_run(
         typer.Option(
             metavar="FILE",
             help=".npz with one array per input/param, named as the IR declares them "
-            "(default: seeded random values).",
+            "(default: seeded random values); a dimension declared as a bare size "
+            "(`f32[M, K]`) takes the array's extent unless --set binds it.",
         ),
     ] = None,
     set_: SetOption = None,
@@ -111,7 +112,7 @@ def ir_run(
     import numpy as np
 
     from solar.files import atomic_output, load_npz, prepare_output
-    from solar.ir import resolve_sizes
+    from solar.ir import resolve_sizes, sizes_from_shapes
     from solar.validate import execute_program, random_inputs
 
     program = _load_checked(file)
@@ -120,6 +121,7 @@ def ir_run(
         prepare_output(output)
     if inputs is not None:
         data = load_npz(inputs)
+        sizes = sizes_from_shapes(program, {k: np.shape(v) for k, v in data.items()}, sizes)
     else:
         _check_memory(program, sizes)  # before drawing the inputs, not after
         data = random_inputs(program, resolve_sizes(program, sizes), np.random.default_rng(seed))
@@ -178,18 +180,23 @@ def ir_validate(
     time_budget: Annotated[float, typer.Option(help="Time budget (s).")] = 60.0,
 ) -> None:
     """Execute IR on reference inputs and compare with reference outputs (exit 1 on mismatch)."""
+    import numpy as np
+
     from solar.files import load_npz
+    from solar.ir import sizes_from_shapes
     from solar.validate import validate
 
     check_positive("--time-budget", time_budget)
     program = _load_checked(file)
     data = load_npz(reference)
     outs = {t.name for t in program.tensors if t.role == "output"}
+    given = {k: v for k, v in data.items() if k not in outs}
     result = validate(
         program,
-        {k: v for k, v in data.items() if k not in outs},
+        given,
         {k: v for k, v in data.items() if k in outs},
-        sizes=parse_sets(set_) or None,
+        sizes=sizes_from_shapes(program, {k: np.shape(v) for k, v in given.items()},
+                                parse_sets(set_)) or None,
         time_budget_s=time_budget,
     )
     for o in result.outputs:

@@ -50,7 +50,15 @@ from solar.ir.nodes import (
 )
 from solar.ir.passes import eliminate_dead_code, fill_generated, treat_as_intermediates
 from solar.ir.printer import print_expr, print_program, print_stmt
-from solar.ir.traversal import accesses, eval_int, map_exprs, resolve_sizes, walk_exprs, walk_stmts
+from solar.ir.traversal import (
+    accesses,
+    eval_int,
+    map_exprs,
+    resolve_sizes,
+    sizes_from_shapes,
+    walk_exprs,
+    walk_stmts,
+)
 from solar.ir.verify import VerifyInfo, collect_errors, verify_program
 
 if TYPE_CHECKING:
@@ -110,6 +118,7 @@ __all__ = [
     "print_program",
     "print_stmt",
     "resolve_sizes",
+    "sizes_from_shapes",
     "treat_as_intermediates",
     "verify_program",
     "walk_exprs",

@@ -36,6 +36,7 @@ __all__ = [
     "expr_children",
     "map_exprs",
     "resolve_sizes",
+    "sizes_from_shapes",
     "walk_exprs",
     "walk_stmts",
 ]
@@ -221,3 +222,31 @@ def resolve_sizes(program: Program, overrides: Mapping[str, int] | None = None) 
                 span=decl.span,
             )
     return env
+
+
+def sizes_from_shapes(program: Program, shapes: Mapping[str, tuple[int, ...]],
+                      explicit: Mapping[str, int] | None = None) -> dict[str, int]:
+    """Free sizes read off the shapes of the caller's inputs, plus ``explicit``.
+
+    A dimension declared as a bare free size (``input A : f32[M, K]``) binds that size to
+    the array's extent, unless ``explicit`` binds it already or an earlier tensor did;
+    derived dimensions are left to `resolve_sizes` and the shape check (E0304), which
+    reports any disagreement with the declared shape.
+
+    >>> from solar.ir import parse_program
+    >>> p = parse_program("solar-ir 1\\nprogram p\\nsize M = 4\\nsize K = 4\\n"
+    ...     "input A : f32[M, K]\\noutput B : f32[M]\\n"
+    ...     "kernel k {\\n  for i in 0 .. M {\\n    B[i] = A[i, 0]\\n  }\\n}\\n")
+    >>> sizes_from_shapes(p, {"A": (3, 5)}, {"K": 5})
+    {'K': 5, 'M': 3}
+    """
+    free = {d.name for d in program.sizes if isinstance(d.value, IntLit)}
+    out = dict(explicit or {})
+    for decl in program.tensors_with_role("input", "param"):
+        shape = shapes.get(decl.name)
+        if shape is None or len(shape) != len(decl.shape):
+            continue
+        for dim, extent in zip(decl.shape, shape, strict=True):
+            if isinstance(dim, Name) and dim.name in free and dim.name not in out:
+                out[dim.name] = int(extent)
+    return out

@@ -215,6 +215,25 @@ def test_a_slice_of_a_temp_charges_the_slice_only() -> None:
     assert float(c.compulsory_written_bytes.sum()) == 4 * 512
 
 
+@pytest.mark.parametrize("cache", ["cold", "warm"])
+def test_a_viewed_temp_reaches_dram_in_the_unfused_model_too(cache: str) -> None:
+    """The temp an output views is that output's storage: under a cold cache its last
+    writer writes the viewed 64 x 8 elements back (not the whole 64 x 64 product), so the
+    unfused DRAM bytes equal the fused ones instead of falling below them (a training
+    step's transposed weight gradients were dropped from the unfused bytes)."""
+    program = _program(
+        "input x0 : f32[64, 64]\ntemp t0 : f32[64, 64]\noutput y0 : f32[64, 8]\n",
+        _kernel("mul", "t0[i0, i1] = x0[i0, i1] * 2.0", 64, 64),
+        _alias("y0_copy", "y0[i0, i1]", "t0[i0, i1]", 64, 8),
+    )
+    bounds = {b.model: b for b in compute_bound_set(lift_to_einsum(program), h100(),
+                                                    cache=cache)}
+    if cache == "cold":
+        assert bounds["unfused"].dram_bytes == bounds["fused"].dram_bytes == 4 * (4096 + 512)
+    else:  # everything fits the 50 MiB L2
+        assert bounds["unfused"].dram_bytes == bounds["fused"].dram_bytes == 0.0
+
+
 def test_the_graph_lists_alias_kernels_as_no_launch() -> None:
     text = lift_to_einsum(CASES["chunk"][0]).to_text()
     assert "kernel y0_copy [alias]: no launch" in text
