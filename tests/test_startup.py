@@ -69,6 +69,7 @@ def test_help_imports_nothing_heavy() -> None:
     assert not any(_loaded("--help").values())
 
 
+@pytest.mark.torch
 def test_torch_analysis_imports_no_parser_and_no_jax() -> None:
     # a traced program is built as IR nodes: lark (and the `regex` module it loads,
     # about 0.15 s) is for IR text only; no fork, so the probe sees the analysis' imports
