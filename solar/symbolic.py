@@ -227,9 +227,10 @@ def _sample_value(name: str, positive: bool, k: int) -> int:
     lo = 1 if positive else 0
     if k == 0:
         return lo
-    # Small values often decide an order (a factor ``H_p1 - 1`` is 0 only at H_p1 = 1).
+    # Small values often decide an order (a factor ``H_p1 - 1`` is 0 only at H_p1 = 1), large
+    # ones the leading terms (``(B - 3)*(W - 4)`` against ``(B - 2)*(W - 2)``).
     rng = random.Random(f"{name}/{k}")
-    return lo + rng.choice((0, 0, 1, 2, rng.randrange(3, 64)))
+    return lo + rng.choice((0, 0, 1, 2, rng.randrange(3, 64), rng.randrange(64, 1 << 20)))
 
 
 def free_size_names(expr: SymExpr) -> frozenset[str]:
@@ -351,7 +352,36 @@ def inline_derived_sizes(expr: SymExpr, decls: Iterable[SizeDecl]) -> str:
     if not derived:
         return sym_to_str(expr)
     subs = {size_symbol(n): e for n, e in derived.items()}
-    return sym_to_str(sympy.expand(sympy.sympify(expr).xreplace(subs)))
+    return sym_to_str(_expand(_xreplace(sympy.sympify(expr), subs)))
+
+
+# Note [Max by sampling] applies to rebuilding too: ``xreplace`` and ``expand`` rebuild
+# every Max/Min whose arguments change with ``Max(*args)``, ordering all pairs again. These
+# two rebuild them through `_min_max` (the same expression, fewer sympy queries).
+
+
+def _xreplace(expr: SymExpr, subs: Mapping[SymExpr, SymExpr]) -> SymExpr:
+    """``expr.xreplace(subs)``."""
+    if expr in subs:
+        return subs[expr]
+    if not expr.args:
+        return expr
+    args = [_xreplace(a, subs) for a in expr.args]
+    if all(a is b for a, b in zip(args, expr.args, strict=True)):
+        return expr
+    if isinstance(expr, sympy.Max | sympy.Min):
+        return _min_max(type(expr), args)
+    return expr.func(*args)
+
+
+def _expand(expr: SymExpr) -> SymExpr:
+    """``sympy.expand(expr)``, each Min/Max argument expanded first."""
+    if not expr.has(sympy.Max, sympy.Min):
+        return sympy.expand(expr)
+    args = [_expand(a) for a in expr.args]
+    if isinstance(expr, sympy.Max | sympy.Min):
+        return _min_max(type(expr), args)
+    return sympy.expand(expr.func(*args))
 
 
 def evaluate_formula(formula: str, bindings: Mapping[str, int]) -> float:
