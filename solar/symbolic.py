@@ -169,7 +169,7 @@ def smin_all(exprs: Iterable[SymExpr | int]) -> SymExpr:
 # place sympy would give them (it drops only an argument it orders below another), so the
 # result is the very expression ``sympy.Max`` builds, at a fraction of the queries.
 
-_SAMPLE_POINTS = 24
+_SAMPLE_POINTS = 32
 
 
 def _min_max(cls: type[sympy.Max] | type[sympy.Min], exprs: Iterable[SymExpr | int]) -> SymExpr:
@@ -230,7 +230,7 @@ def _sample_value(name: str, positive: bool, k: int) -> int:
     # Small values often decide an order (a factor ``H_p1 - 1`` is 0 only at H_p1 = 1), large
     # ones the leading terms (``(B - 3)*(W - 4)`` against ``(B - 2)*(W - 2)``).
     rng = random.Random(f"{name}/{k}")
-    return lo + rng.choice((0, 0, 1, 2, rng.randrange(3, 64), rng.randrange(64, 1 << 20)))
+    return lo + rng.choice((0, 0, 0, 1, 2, rng.randrange(3, 64), rng.randrange(64, 1 << 20)))
 
 
 def free_size_names(expr: SymExpr) -> frozenset[str]:

@@ -24,8 +24,14 @@ from solar.bounds import compute_bound_set, evaluate_costs
 from solar.einsum import ENUMERATION_LIMIT, Domain, LoopDim, lift_to_einsum
 from solar.einsum.counter import CountContext
 from solar.hw import load_hardware_spec
-from solar.ir import parse_expr, parse_program
-from solar.symbolic import count_symbol, size_symbol, smax_all, smin_all
+from solar.ir import IntLit, SizeDecl, parse_expr, parse_program
+from solar.symbolic import (
+    count_symbol,
+    inline_derived_sizes,
+    size_symbol,
+    smax_all,
+    smin_all,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 B, C, H, W = (size_symbol(n) for n in ("B", "C", "H", "W"))
@@ -76,6 +82,15 @@ _terms = st.builds(
 @given(st.lists(_terms, min_size=1, max_size=5))
 def test_max_of_random_terms_is_sympys(args: list[sympy.Expr]) -> None:
     assert smax_all(args) == sympy.Max(*args)
+
+
+def test_inlining_derived_sizes_in_a_max_is_sympys() -> None:
+    decls = [SizeDecl(n, IntLit(4)) for n in ("B", "C", "H", "W")] + [
+        SizeDecl(f"{d}_p{k}", parse_expr(f"{d} + {k}")) for d in "CHW" for k in (1, 2)
+    ]
+    expr = 4 * sympy.Max(*_pad_pieces(2)) + B * C
+    subs = {size_symbol(f"{d}_p{k}"): size_symbol(d) + k for d in "CHW" for k in (1, 2)}
+    assert inline_derived_sizes(expr, decls) == str(sympy.expand(expr.xreplace(subs)))
 
 
 @contextmanager
