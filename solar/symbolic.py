@@ -8,8 +8,10 @@ evaluated at any size binding with `evaluate`.
 from __future__ import annotations
 
 import functools
+import random
 import re
 from collections.abc import Iterable, Mapping
+from fractions import Fraction
 from typing import TypeAlias
 
 import sympy
@@ -32,7 +34,9 @@ __all__ = [
     "has_unevaluated_sum",
     "size_symbol",
     "smax",
+    "smax_all",
     "smin",
+    "smin_all",
     "summation",
     "sym_to_str",
     "to_sympy",
@@ -128,13 +132,105 @@ def product(factors: Iterable[SymExpr | int]) -> SymExpr:
 
 
 def smin(a: SymExpr | int, b: SymExpr | int) -> SymExpr:
-    """Symbolic minimum."""
-    return sympy.Min(a, b)
+    """Symbolic minimum (`smin_all` of the two)."""
+    return smin_all((a, b))
 
 
 def smax(a: SymExpr | int, b: SymExpr | int) -> SymExpr:
-    """Symbolic maximum."""
-    return sympy.Max(a, b)
+    """Symbolic maximum (`smax_all` of the two)."""
+    return smax_all((a, b))
+
+
+def smax_all(exprs: Iterable[SymExpr | int]) -> SymExpr:
+    """Symbolic maximum of several expressions, the same expression as ``sympy.Max(*exprs)``.
+
+    >>> M, N = size_symbol("M"), size_symbol("N")
+    >>> smax_all([M, N, M + N, 2 * M])
+    Max(2*M, M + N)
+    """
+    return _min_max(sympy.Max, exprs)
+
+
+def smin_all(exprs: Iterable[SymExpr | int]) -> SymExpr:
+    """Symbolic minimum of several expressions, the same expression as ``sympy.Min(*exprs)``."""
+    return _min_max(sympy.Min, exprs)
+
+
+# Note [Max by sampling]: sympy's Max(a, b, ...) keeps the arguments it cannot order,
+# trying every pair with up to a dozen assumption queries (``x >= y``, ``x <= y``, then
+# again on ``factor_terms(x - y)``), tens of milliseconds per pair for products of sizes;
+# a union folded one image at a time re-tries every pair at each step (cubic). Most pairs
+# are not orderable at all: the pieces of a padded or concatenated tensor
+# (``B*(W_p1 - 1)`` against ``B*(H_p1 - 1)``). Evaluating both at a few points that satisfy
+# every symbol's assumptions (integer and positive or non-negative) and finding one point
+# where each is strictly larger proves sympy can prove no order: its proofs use only those
+# assumptions, so any order it proved would hold at every such point. Such a pair is left
+# to sympy only if some other pair needs it; the arguments no pair needs keep exactly the
+# place sympy would give them (it drops only an argument it orders below another), so the
+# result is the very expression ``sympy.Max`` builds, at a fraction of the queries.
+
+_SAMPLE_POINTS = 32
+
+
+def _min_max(cls: type[sympy.Max] | type[sympy.Min], exprs: Iterable[SymExpr | int]) -> SymExpr:
+    """``cls(*exprs)``, leaving sympy only the pairs sampling cannot separate."""
+    args: dict[SymExpr, None] = {}
+    for e in exprs:
+        s = sympy.sympify(e)
+        for a in (s.args if s.func == cls else (s,)):
+            args[a] = None
+    items = list(args)
+    if len(items) < 2 or any(a.is_number or isinstance(a, sympy.Max | sympy.Min) for a in items):
+        # Sympy's own argument collapsing looks at numbers and nested Min/Max.
+        return cls(*items)
+    samples = [_samples(a) for a in items]
+    tied: set[int] = set()
+    for i, si in enumerate(samples):
+        for j in range(i + 1, len(items)):
+            sj = samples[j]
+            if si is None or sj is None or not (
+                any(x > y for x, y in zip(si, sj, strict=True))
+                and any(x < y for x, y in zip(si, sj, strict=True))
+            ):
+                tied.update((i, j))
+    if not tied:
+        return cls(*items, evaluate=False)
+    rest = cls(*(items[i] for i in sorted(tied)))
+    free = [a for i, a in enumerate(items) if i not in tied]
+    kept = rest.args if rest.func == cls else (rest,)
+    return cls(*free, *kept, evaluate=False)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _samples(expr: SymExpr) -> tuple[Fraction, ...] | None:
+    """``expr`` at `_SAMPLE_POINTS` fixed points that satisfy its symbols' assumptions.
+
+    None if a symbol is not a (positive or non-negative) integer or a value is not rational.
+    """
+    syms = sorted(expr.free_symbols, key=str)
+    for s in syms:
+        if not (s.is_integer and s.is_nonnegative):
+            return None
+    out = []
+    for k in range(_SAMPLE_POINTS):
+        v = expr.xreplace({s: sympy.Integer(_sample_value(str(s), bool(s.is_positive), k))
+                           for s in syms})
+        if not v.is_Rational:
+            return None
+        out.append(Fraction(int(v.p), int(v.q)))
+    return tuple(out)
+
+
+@functools.cache
+def _sample_value(name: str, positive: bool, k: int) -> int:
+    """The value of symbol ``name`` at sample point ``k`` (the smallest one at point 0)."""
+    lo = 1 if positive else 0
+    if k == 0:
+        return lo
+    # Small values often decide an order (a factor ``H_p1 - 1`` is 0 only at H_p1 = 1), large
+    # ones the leading terms (``(B - 3)*(W - 4)`` against ``(B - 2)*(W - 2)``).
+    rng = random.Random(f"{name}/{k}")
+    return lo + rng.choice((0, 0, 0, 1, 2, rng.randrange(3, 64), rng.randrange(64, 1 << 20)))
 
 
 def free_size_names(expr: SymExpr) -> frozenset[str]:
@@ -256,7 +352,36 @@ def inline_derived_sizes(expr: SymExpr, decls: Iterable[SizeDecl]) -> str:
     if not derived:
         return sym_to_str(expr)
     subs = {size_symbol(n): e for n, e in derived.items()}
-    return sym_to_str(sympy.expand(sympy.sympify(expr).xreplace(subs)))
+    return sym_to_str(_expand(_xreplace(sympy.sympify(expr), subs)))
+
+
+# Note [Max by sampling] applies to rebuilding too: ``xreplace`` and ``expand`` rebuild
+# every Max/Min whose arguments change with ``Max(*args)``, ordering all pairs again. These
+# two rebuild them through `_min_max` (the same expression, fewer sympy queries).
+
+
+def _xreplace(expr: SymExpr, subs: Mapping[SymExpr, SymExpr]) -> SymExpr:
+    """``expr.xreplace(subs)``."""
+    if expr in subs:
+        return subs[expr]
+    if not expr.args:
+        return expr
+    args = [_xreplace(a, subs) for a in expr.args]
+    if all(a is b for a, b in zip(args, expr.args, strict=True)):
+        return expr
+    if isinstance(expr, sympy.Max | sympy.Min):
+        return _min_max(type(expr), args)
+    return expr.func(*args)
+
+
+def _expand(expr: SymExpr) -> SymExpr:
+    """``sympy.expand(expr)``, each Min/Max argument expanded first."""
+    if not expr.has(sympy.Max, sympy.Min):
+        return sympy.expand(expr)
+    args = [_expand(a) for a in expr.args]
+    if isinstance(expr, sympy.Max | sympy.Min):
+        return _min_max(type(expr), args)
+    return sympy.expand(expr.func(*args))
 
 
 def evaluate_formula(formula: str, bindings: Mapping[str, int]) -> float:

@@ -11,7 +11,7 @@ them.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -22,7 +22,7 @@ from solar.einsum.enumeration import (
     count_points_numeric,
 )
 from solar.ir import Expr, print_expr
-from solar.symbolic import SymExpr, evaluate, integer, smax, sym_to_str
+from solar.symbolic import SymExpr, evaluate, integer, smax, smax_all, sym_to_str
 
 __all__ = ["Count", "DeferredCount"]
 
@@ -150,6 +150,18 @@ class Count:
         """``max(self, other)``; ``exact`` defaults to both being exact."""
         ex = (self.exact and other.exact) if exact is None else exact
         return Count(smax(self.expr, other.expr), self._merge(other), ex)
+
+    @staticmethod
+    def max_of(counts: Sequence[Count], *, exact: bool | None = None) -> Count:
+        """The maximum of one or more counts, built in one step (`solar.symbolic.smax_all`).
+
+        ``exact`` defaults to all being exact; deferred counts are merged in order.
+        """
+        out = counts[0]
+        for c in counts[1:]:
+            out = Count(out.expr, out._merge(c), out.exact and c.exact)
+        ex = out.exact if exact is None else exact
+        return Count(smax_all([c.expr for c in counts]), out.deferred, ex)
 
     def clamp0(self) -> Count:
         """``max(0, self)``."""

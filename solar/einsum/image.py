@@ -165,9 +165,7 @@ def union_images(items: Sequence[AccessImage]) -> tuple[Count, AccessImage | Non
         for img in survivors[1:]:
             out = out + img.count
         return out, None
-    for img in survivors[1:]:
-        out = out.maximum(img.count, exact=False)
-    return out, None
+    return Count.max_of([img.count for img in survivors], exact=False), None
 
 
 def union_by_key(items: Sequence[tuple[Count, str]]) -> Count:
@@ -176,10 +174,7 @@ def union_by_key(items: Sequence[tuple[Count, str]]) -> Count:
     if not by_key:
         return _ZERO
     counts = list(by_key.values())
-    out = counts[0]
-    for c in counts[1:]:
-        out = out.maximum(c, exact=False)
-    return out
+    return counts[0] if len(counts) == 1 else Count.max_of(counts, exact=False)
 
 
 def _offset(e: Expr) -> tuple[str | None, int] | None:
