@@ -52,6 +52,7 @@ from solar.ir.passes import eliminate_dead_code, fill_generated, treat_as_interm
 from solar.ir.printer import print_expr, print_program, print_stmt
 from solar.ir.traversal import accesses, eval_int, map_exprs, resolve_sizes, walk_exprs, walk_stmts
 from solar.ir.verify import VerifyInfo, collect_errors, verify_program
+from solar.ir.widen import float_dtypes, widen_to_f64
 
 if TYPE_CHECKING:
     from solar.ir.parser import parse_expr, parse_program
@@ -99,6 +100,7 @@ __all__ = [
     "eliminate_dead_code",
     "eval_int",
     "fill_generated",
+    "float_dtypes",
     "format_program",
     "grammar_text",
     "linear_form",
@@ -114,6 +116,7 @@ __all__ = [
     "verify_program",
     "walk_exprs",
     "walk_stmts",
+    "widen_to_f64",
 ]
 
 

@@ -29,6 +29,8 @@ from solar.frontends.protocol import (
 from solar.options import FrontendName
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from solar.frontends.kit import LoweredProgram
     from solar.frontends.pytorch.capture import TorchCapture
     from solar.frontends.pytorch.loader import Instance, ProgramSource
@@ -250,6 +252,32 @@ class _RealBuild:
         return inst if step is None else training_instance(inst, step)
 
 
+def _float64_values(
+    lowered: LoweredProgram, capture: TorchCapture, budget: int
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """The real run of ``capture`` again in float64 (Note [Float64 re-check] in
+    solar/pipeline.py): a float64 copy of the model, the same inputs, parameters,
+    optimizer state and seeded draws, cast; ``(inputs, outputs)`` by IR name.
+
+    Raises:
+        FrontendError: E0511 when the float64 run (twice the bytes) exceeds ``budget``;
+            the reference run's own errors.
+    """
+    from solar.frontends.pytorch.reference import program_bytes, reference_values
+    from solar.validate.reduced import format_bytes
+
+    need = 2 * program_bytes(capture)
+    if need > budget:
+        raise FrontendError(
+            f"the float64 run needs about {format_bytes(need)}, over the reference "
+            f"budget ({format_bytes(budget)})",
+            code="E0511",
+        )
+    wide = replace(capture, source=replace(capture.source, float64=True))
+    inputs, outputs, _ = reference_values(lowered, wide)
+    return inputs, outputs
+
+
 def _result(
     capture: TorchCapture,
     lowered: LoweredProgram,
@@ -289,7 +317,13 @@ def _result(
                 else ""
             )
             return ValidationPlan(
-                lowered.program, inputs, outputs, "full", note, sizes=dict(info.sizes)
+                lowered.program,
+                inputs,
+                outputs,
+                "full",
+                note,
+                sizes=dict(info.sizes),
+                float64=lambda: _float64_values(lowered, capture, budget),
             )
 
         if fits_bytes and executor_seconds(lowered.program) <= seconds:
