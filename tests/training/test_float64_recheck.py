@@ -10,6 +10,7 @@ widened to f64 matches the model run in float64. A wrong IR fails both checks.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import textwrap
 from pathlib import Path
 
@@ -27,8 +28,8 @@ from solar.ir import (
     print_program,
     walk_stmts,
 )
-from solar.pipeline import AnalyzeOptions, analyze
-from solar.report import Report
+from solar.pipeline import AnalyzeOptions, analyze, analyze_module
+from solar.report import Report, render_text
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.torch
@@ -98,6 +99,25 @@ def test_a_deep_bn_step_fails_fp32_and_passes_the_float64_recheck(report: Report
     assert fp32.max_abs_error is not None and fp32.max_abs_error > 0
     assert "conditioning" in fp32.not_accepted
     assert v.reason is not None and v.reason.startswith("checked in float64")
+    assert "validation: PASSED (full, in float64: the fp32 check failed" in render_text(report)
+
+
+def test_a_reduced_batch_plan_is_rechecked_at_its_own_batch(model_file: Path) -> None:
+    spec = importlib.util.spec_from_file_location("deep_bn_cnn", model_file)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    torch.manual_seed(0)
+    # batch 4 takes about 160 KiB: a 150 KiB budget cuts it to 3, in fp32 and in float64
+    options = AnalyzeOptions(
+        train_step=True, optimizer="sgd", reference_budget_bytes=150 * 1024
+    )
+    v = analyze_module(mod.Model(), (torch.randn(4, 3, 3, 3),), options).validation
+    assert v.strategy == "reduced-batch"
+    assert v.status == "passed"
+    assert v.dtype == "float64"
+    assert v.fp32_check is not None and v.fp32_check.failed_outputs
+    assert "cut the inputs' batch 4->" in (v.reason or "")
 
 
 @pytest.fixture(scope="module")

@@ -77,12 +77,15 @@ def reference_budget_bytes(requested: int | None = None) -> int:
 
 
 class ReducedReference(NamedTuple):
-    """A program lowered at reduced sizes with its reference data."""
+    """A program lowered at reduced sizes with its reference data, and the tracer's
+    capture it came from (``built``: a tracer may run it again, in float64 for the
+    pipeline's re-check, Note [Float64 re-check] in solar/pipeline.py)."""
 
     lowered: LoweredProgram
     inputs: Arrays
     outputs: Arrays
     description: str
+    built: object = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,7 +172,7 @@ def reduced_reference(
             ),
         )
     lowered, inputs, outputs = recapture.reference(found.built)
-    return ReducedReference(lowered, inputs, outputs, found.description)
+    return ReducedReference(lowered, inputs, outputs, found.description, found.built)
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,7 +242,7 @@ def reduced_batch_reference(
                     f"cut the inputs' batch {n}->{b} "
                     f"(program {format_bytes(full_bytes)} -> {format_bytes(cost)})"
                 )
-                return ReducedReference(lowered, inputs, outputs, description)
+                return ReducedReference(lowered, inputs, outputs, description, built)
             if b == 1:
                 break
             b //= 2
