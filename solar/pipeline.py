@@ -420,25 +420,26 @@ def validate_front(
 # ~~~~~~~~~~~~~~~~~~~~~~~
 # The tolerance policy (docs/validation.md) scales with the longest reduction feeding an
 # output, not with how much the computation amplifies rounding. A deep stack of
-# training-mode batch norms over a small batch (ResNet-50's step at batch 2: the last
-# stage normalises 8 values per channel, and each backward subtracts means of nearly
-# equal terms) amplifies the rounding of every layer below, so two correct fp32
-# implementations (numpy's and torch's summation orders) differ beyond it, on a few
-# elements of a few outputs. That is a property of the program's conditioning, not of
-# the IR, and the way to tell the two apart is to take the rounding away: when the fp32
-# comparison of a program whose floating types are all f32 fails, the frontend runs the
-# program again in float64 (a float64 copy of the model, the same inputs, parameters,
-# optimizer state and seeded draws, cast exactly), the IR is widened to f64
+# training-mode batch norms over a small batch (ResNet-50's step at batch 2 on 64x64
+# images: the last stage normalises 8 values per channel, and each backward subtracts
+# means of nearly equal terms) amplifies the rounding of every layer below, so two
+# correct fp32 implementations (numpy's and torch's summation orders) differ beyond it,
+# on a few elements of many outputs (ResNet-50: 254 of 645). That is the program's
+# conditioning, not the IR, and taking the rounding away tells the two apart: when the
+# fp32 comparison of a program whose floating types are all f32 fails, the frontend runs
+# the program again in float64 (a float64 copy of the model, the same inputs,
+# parameters, optimizer state and seeded draws, cast exactly), the IR is widened to f64
 # (`widen_to_f64`: the same statements, every f32 made f64) and the two are compared at
 # the float64 tolerance (base rtol 1e-9: rounding ~1e-16 amplified as in fp32 stays far
-# below it, while a wrong lowering still differs by O(1) relative). The report then
-# describes the float64 check (``dtype: float64``, its outputs, tolerances, errors,
+# below it, while a wrong lowering still differs by its own relative error). The report
+# then describes the float64 check (``dtype: float64``, its outputs, tolerances, errors,
 # sizes) and keeps the fp32 one (``fp32_check``: its errors, failing outputs and why it
 # was not accepted). A program with a narrower type (f16, bf16, f8) rounds on purpose and
 # is not re-checked: widening it would change what it computes. Why not validate such
 # steps in float64 directly: the fp32 check is the evidence for the program as it runs,
 # and 25 of the zoo's 33 steps pass it; the re-check costs a second real run and check
-# only where fp32 fails (a wrong IR pays it too, and fails twice).
+# only where fp32 fails (a wrong IR pays it too, and fails twice). docs/validation.md
+# § Float64 re-check has the rest.
 
 
 def _recheck_in_float64(
