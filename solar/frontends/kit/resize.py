@@ -260,7 +260,9 @@ def reduced_batch_reference(
                 tried.append(f"batch {b}: {err.message}")
                 break
             cost, seconds = recapture.program_bytes(built), recapture.seconds(built)
-            tried.append(f"batch {b}: {format_bytes(cost)}, about {seconds:.3g} s to check")
+            check = (f"about {seconds:.3g} s to check" if math.isfinite(seconds)
+                     else "its check over the executor's memory budget")
+            tried.append(f"batch {b}: {format_bytes(cost)}, {check}")
             if cost <= budget_bytes and seconds <= budget_seconds:
                 lowered, inputs, outputs = recapture.reference(built)
                 description = (
