@@ -14,8 +14,10 @@ import importlib.util
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from solar.frontends import ValidationPlan
 from solar.ir import (
     Assign,
     Binary,
@@ -28,8 +30,8 @@ from solar.ir import (
     print_program,
     walk_stmts,
 )
-from solar.pipeline import AnalyzeOptions, analyze, analyze_module
-from solar.report import Report, render_text
+from solar.pipeline import AnalyzeOptions, _recheck_in_float64, analyze, analyze_module
+from solar.report import Report, ValidationInfo, render_text
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.torch
@@ -162,3 +164,28 @@ def test_a_wrong_ir_fails_in_fp32_and_in_float64(model_file: Path, shallow_ir: P
     assert v.fp32_check is not None
     assert v.fp32_check.failed_outputs
     assert "fails too" in v.fp32_check.not_accepted
+
+
+@pytest.mark.parametrize(("dtype", "rechecked"), [("f32", True), ("bf16", False)])
+def test_only_programs_without_narrow_floats_are_rechecked(dtype: str, rechecked: bool) -> None:
+    # a bf16 program rounds on purpose: widening it would change what it computes
+    program = parse_program(
+        "solar-ir 1\nprogram p\n"
+        f"input x : {dtype}[2]\noutput y : {dtype}[2]\n"
+        "kernel k {\n  for i in 0 .. 2 {\n    y[i] = x[i] * 2.0\n  }\n}\n"
+    )
+    x = np.array([1.0, 2.0])
+    calls: list[int] = []
+
+    def float64() -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        calls.append(1)
+        return {"x": x}, {"y": 2.0 * x}
+
+    plan = ValidationPlan(program, {"x": x}, {"y": x}, float64=float64)
+    fp32 = ValidationInfo(
+        status="failed", strategy="full", sizes={}, fraction_checked=1.0, reason="differs"
+    )
+    v = _recheck_in_float64(plan, fp32, "auto", AnalyzeOptions(), lambda _: None)
+    assert bool(calls) is rechecked
+    assert v.dtype == ("float64" if rechecked else "as-captured")
+    assert v.status == ("passed" if rechecked else "failed")
