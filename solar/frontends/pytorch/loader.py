@@ -473,7 +473,13 @@ def _as_float64(inst: Instance) -> Instance:
     kwargs = {k: tree_map(_float64_tensor, v) for k, v in inst.kwargs.items()}
     if not isinstance(inst.module, torch.nn.Module) or inst.fn is not inst.module:
         return dataclasses.replace(inst, args=args, kwargs=kwargs)
-    module = copy.deepcopy(inst.module).to(torch.float64)
+    try:
+        module = copy.deepcopy(inst.module).to(torch.float64)
+    except (TypeError, RuntimeError, copy.Error) as err:  # an attribute deepcopy refuses
+        raise FrontendError(
+            f"the model cannot be copied to float64: {type(err).__name__}: {err}",
+            code="E0501",
+        ) from err
     return dataclasses.replace(
         inst,
         fn=module,
