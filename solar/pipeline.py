@@ -435,7 +435,8 @@ def validate_front(
 # then describes the float64 check (``dtype: float64``, its outputs, tolerances, errors,
 # sizes) and keeps the fp32 one (``fp32_check``: its errors, failing outputs and why it
 # was not accepted). A program with a type narrower than f32 (f16, bf16, f8) rounds on
-# purpose and is not re-checked: widening it would change what it computes. Why not validate such
+# purpose and is not re-checked: widening it would change what it computes; nor is a
+# mismatch that is not finite (an fp32 overflow the wider range would hide). Why not validate such
 # steps in float64 directly: the fp32 check is the evidence for the program as it runs,
 # and 25 of the zoo's 33 steps pass it; the re-check costs a second real run and check
 # only where fp32 fails (a wrong IR pays it too, and fails twice). docs/validation.md
@@ -455,11 +456,16 @@ def _recheck_in_float64(
         return fp32
     from solar.validate import validate
 
-    progress("fp32 validation failed: re-checking in float64")
-
     def unchecked(why: str) -> ValidationInfo:
         reason = "; ".join(p for p in (fp32.reason, f"float64 re-check not run: {why}") if p)
         return fp32.model_copy(update={"reason": reason})
+
+    if any(o.max_abs_error is None for o in fp32.outputs if not o.passed):
+        # an overflow or NaN where the program has a finite value (or a missing output)
+        # is no rounding error, and float64 could hide an fp32 overflow
+        return unchecked("the fp32 mismatch is not finite (overflow, NaN or a missing "
+                         "output), which rounding does not explain")
+    progress("fp32 validation failed: re-checking in float64")
 
     try:
         inputs, outputs = plan.float64()

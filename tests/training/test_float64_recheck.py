@@ -31,7 +31,7 @@ from solar.ir import (
     walk_stmts,
 )
 from solar.pipeline import AnalyzeOptions, _recheck_in_float64, analyze, analyze_module
-from solar.report import Report, ValidationInfo, render_text
+from solar.report import OutputCheck, Report, ValidationInfo, render_text
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.torch
@@ -166,9 +166,16 @@ def test_a_wrong_ir_fails_in_fp32_and_in_float64(model_file: Path, shallow_ir: P
     assert "fails too" in v.fp32_check.not_accepted
 
 
-@pytest.mark.parametrize(("dtype", "rechecked"), [("f32", True), ("bf16", False)])
-def test_only_programs_without_narrow_floats_are_rechecked(dtype: str, rechecked: bool) -> None:
-    # a bf16 program rounds on purpose: widening it would change what it computes
+@pytest.mark.parametrize(
+    ("dtype", "error", "rechecked"),
+    [("f32", 1e-3, True), ("bf16", 1e-3, False), ("f32", None, False)],
+    ids=["f32", "bf16", "f32-not-finite"],
+)
+def test_only_rounding_like_mismatches_of_wide_programs_are_rechecked(
+    dtype: str, error: float | None, rechecked: bool
+) -> None:
+    # a bf16 program rounds on purpose: widening it would change what it computes; an
+    # fp32 overflow (a mismatch that is not finite) is no rounding error
     program = parse_program(
         "solar-ir 1\nprogram p\n"
         f"input x : {dtype}[2]\noutput y : {dtype}[2]\n"
@@ -182,8 +189,12 @@ def test_only_programs_without_narrow_floats_are_rechecked(dtype: str, rechecked
         return {"x": x}, {"y": 2.0 * x}
 
     plan = ValidationPlan(program, {"x": x}, {"y": x}, float64=float64)
+    failed = OutputCheck(
+        name="y", passed=False, max_abs_error=error, max_rel_error=error, rtol=1e-5, atol=1e-6
+    )
     fp32 = ValidationInfo(
-        status="failed", strategy="full", sizes={}, fraction_checked=1.0, reason="differs"
+        status="failed", strategy="full", sizes={}, fraction_checked=1.0, reason="differs",
+        outputs=(failed,),
     )
     v = _recheck_in_float64(plan, fp32, "auto", AnalyzeOptions(), lambda _: None)
     assert bool(calls) is rechecked
