@@ -145,6 +145,11 @@ class ValidationPlan:
             reduced_reference`, `solar.frontends.kit.reduced_batch_reference`).
         description: for a reduced plan, what was scaled (the report shows it).
         sizes: the sizes the reference was produced at, for the report.
+        float64: the same real run again with the model, its parameters, inputs and
+            optimizer state in float64 (same seeds, same draws): ``(inputs, outputs)``
+            for `program` widened to f64, the pipeline's re-check of an fp32 comparison
+            that failed (Note [Float64 re-check] in solar/pipeline.py); ``None`` where
+            the frontend cannot run its program in float64.
     """
 
     program: Program
@@ -153,6 +158,7 @@ class ValidationPlan:
     strategy: PlanStrategy = "full"
     description: str = ""
     sizes: Mapping[str, int] = field(default_factory=dict)
+    float64: Callable[[], tuple[Arrays, Arrays]] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,6 +60,7 @@ from solar.ir.traversal import (
     walk_stmts,
 )
 from solar.ir.verify import VerifyInfo, collect_errors, verify_program
+from solar.ir.widen import float_dtypes, widen_to_f64
 
 if TYPE_CHECKING:
     from solar.ir.parser import parse_expr, parse_program
@@ -107,6 +108,7 @@ __all__ = [
     "eliminate_dead_code",
     "eval_int",
     "fill_generated",
+    "float_dtypes",
     "format_program",
     "grammar_text",
     "linear_form",
@@ -123,6 +125,7 @@ __all__ = [
     "verify_program",
     "walk_exprs",
     "walk_stmts",
+    "widen_to_f64",
 ]
 
 

@@ -26,6 +26,7 @@ from solar.report.schema import (
     ArchBounds,
     BoundResult,
     CoverageInfo,
+    Fp32Check,
     FrontendInfo,
     Headroom,
     IndependentFlops,
@@ -49,6 +50,7 @@ from solar.report.schema import (
 from solar.report.sections import (
     UncoveredRow,
     coverage_info,
+    float64_validation,
     skipped_validation,
     validation_info,
 )
@@ -69,6 +71,7 @@ __all__ = [
     "KernelRow",
     "KernelTiming",
     "Measurement",
+    "Fp32Check",
     "OutputCheck",
     "PhaseArchBounds",
     "PhaseBound",
@@ -95,6 +98,7 @@ __all__ = [
     "render_text",
     "tiny_bound_warnings",
     "report_json_schema",
+    "float64_validation",
     "skipped_validation",
     "validation_info",
 ]

@@ -100,6 +100,8 @@ def _validation_line(report: Report) -> str:
     tol = v.outputs[0] if v.outputs else None
     tol_text = f", rtol {tol.rtol:.1e} atol {tol.atol:.1e}" if tol else ""
     head = f"validation: {v.status.upper()} ({v.strategy}"
+    if v.dtype == "float64":  # Note [Float64 re-check] in solar/pipeline.py
+        head += ", in float64: the fp32 check failed"
     if v.fraction_checked < 1.0:
         head += f", {v.fraction_checked:.1%} of outputs checked"
     head += f"{tol_text}, max abs err {worst:.2e}, {v.wall_time_s:.2f} s)"

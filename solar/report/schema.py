@@ -22,6 +22,7 @@ __all__ = [
     "BoundResult",
     "CoverageInfo",
     "FrontendInfo",
+    "Fp32Check",
     "Headroom",
     "InputInfo",
     "IRInfo",
@@ -42,7 +43,7 @@ __all__ = [
     "report_json_schema",
 ]
 
-REPORT_SCHEMA_VERSION = "1.1"
+REPORT_SCHEMA_VERSION = "1.2"
 
 _FROZEN = ConfigDict(extra="forbid", frozen=True)
 
@@ -144,6 +145,20 @@ class OutputCheck(BaseModel):
     atol: float
 
 
+class Fp32Check(BaseModel):
+    """The fp32 comparison that a float64 re-check followed (Note [Float64 re-check]
+    in solar/pipeline.py): kept, with why it was not accepted."""
+
+    model_config = _FROZEN
+    status: Literal["failed"] = "failed"
+    max_abs_error: float | None
+    max_rel_error: float | None
+    outputs_checked: int
+    failed_outputs: tuple[OutputCheck, ...]
+    mismatch: str
+    not_accepted: str
+
+
 class ValidationInfo(BaseModel):
     """What was validated, exactly."""
 
@@ -155,6 +170,14 @@ class ValidationInfo(BaseModel):
     outputs: tuple[OutputCheck, ...] = ()
     wall_time_s: float = 0.0
     reason: str | None = None
+    dtype: Literal["as-captured", "float64"] = Field(
+        default="as-captured",
+        description="the precision of the check `outputs` describe: the program's own "
+        "dtypes, or float64 (the IR widened to f64 against the program run in float64)",
+    )
+    fp32_check: Fp32Check | None = Field(
+        default=None, description="the fp32 comparison a float64 re-check followed"
+    )
 
 
 class KernelRow(BaseModel):

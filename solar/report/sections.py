@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from solar.report.schema import (
     CoverageInfo,
+    Fp32Check,
     IndependentFlops,
     OutputCheck,
     UncoveredOpInfo,
@@ -28,6 +29,7 @@ __all__ = [
     "FLOP_SHORTFALL_TOLERANCE",
     "UncoveredRow",
     "coverage_info",
+    "float64_validation",
     "skipped_validation",
     "validation_info",
 ]
@@ -172,6 +174,56 @@ def validation_info(
         outputs=outputs,
         wall_time_s=float(result.wall_time_s),
         reason="; ".join(reason_parts) or None,
+    )
+
+
+def float64_validation(fp32: ValidationInfo, wide: ValidationInfo) -> ValidationInfo:
+    """The section of a float64 re-check ``wide`` run after the fp32 check ``fp32``
+    failed (Note [Float64 re-check] in solar/pipeline.py): ``wide``'s status, outputs and
+    tolerances, with the fp32 check kept in ``fp32_check`` and why it was not accepted.
+
+    Args:
+        fp32: the failed fp32 check.
+        wide: the check of the IR widened to f64 against the program run in float64.
+    """
+    failed = tuple(o for o in fp32.outputs if not o.passed)
+    worst = max(
+        failed, key=lambda o: (o.max_abs_error or math.inf) / max(o.atol, 1e-300), default=None
+    )
+    where = (
+        f" (worst `{worst.name}`: max abs error {worst.max_abs_error:.3g} against rtol "
+        f"{worst.rtol:.2g}, atol {worst.atol:.2g})"
+        if worst is not None and worst.max_abs_error is not None
+        else ""
+    )
+    beyond = f"{len(failed)} of {len(fp32.outputs)} outputs beyond the fp32 tolerance{where}"
+    if wide.status == "passed":
+        why = (
+            f"{beyond}; not accepted as a failure because the same program in float64 "
+            "agrees within the float64 tolerance: the fp32 differences are rounding "
+            "amplified by the program's conditioning, not the IR"
+        )
+    else:
+        why = f"{beyond}; the float64 re-check fails too: the IR computes something else"
+    errors = [o.max_abs_error for o in fp32.outputs if o.max_abs_error is not None]
+    rel = [o.max_rel_error for o in fp32.outputs if o.max_rel_error is not None]
+    check = Fp32Check(
+        max_abs_error=max(errors, default=None),
+        max_rel_error=max(rel, default=None),
+        outputs_checked=len(fp32.outputs),
+        failed_outputs=failed,
+        mismatch=fp32.reason or "",
+        not_accepted=why,
+    )
+    head = "checked in float64 (the IR widened to f64 against the program run in float64)"
+    reason = "; ".join(p for p in (head, wide.reason, f"fp32 check: {why}") if p)
+    return wide.model_copy(
+        update={
+            "dtype": "float64",
+            "fp32_check": check,
+            "reason": reason,
+            "wall_time_s": fp32.wall_time_s + wide.wall_time_s,
+        }
     )
 
 

@@ -135,7 +135,7 @@ def reference_at_reduced_sizes(
     else ``Model``).
 
     Returns:
-        ``(lowered, inputs, outputs, description)``; the description says which
+        ``(lowered, inputs, outputs, description, built)``; the description says which
         constants were scaled (or that the full size fits).
 
     Raises:

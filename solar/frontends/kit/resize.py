@@ -77,12 +77,15 @@ def reference_budget_bytes(requested: int | None = None) -> int:
 
 
 class ReducedReference(NamedTuple):
-    """A program lowered at reduced sizes with its reference data."""
+    """A program lowered at reduced sizes with its reference data, and the tracer's
+    capture it came from (``built``: a tracer may run it again, in float64 for the
+    pipeline's re-check, Note [Float64 re-check] in solar/pipeline.py)."""
 
     lowered: LoweredProgram
     inputs: Arrays
     outputs: Arrays
     description: str
+    built: object = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,13 +109,38 @@ class Recapture(Generic[B]):
     seconds: Callable[[B], float] | None = None
 
 
-def executor_seconds(program: Program) -> float:
+def executor_seconds(program: Program, *, memory_budget: int | None = None) -> float:
     """The validator's predicted time to execute ``program`` (`solar.validate.
     estimate_workload`), which a reference must also fit (Note [Reference budget]):
-    a reference the executor cannot check in its time budget is no use."""
-    from solar.validate import estimate_workload
+    a reference the executor cannot check in its time budget is no use. Infinite when
+    the check's predicted memory exceeds ``memory_budget`` (default: the validator's,
+    half of ``MemAvailable``): the validator would not run it at all, so the plan must
+    be cut (a training step's parameters, gradients and moments, and every saved
+    activation, are live at once: ViT-B/16's step at batch 2 needs about 8.5 GiB).
 
-    return estimate_workload(program).seconds
+    >>> from solar.ir import parse_program
+    >>> p = parse_program(_DOC_PROGRAM)
+    >>> executor_seconds(p) < 1.0, executor_seconds(p, memory_budget=16)
+    (True, inf)
+    """
+    from solar.validate import estimate_workload
+    from solar.validate.memory import memory_budget_bytes
+
+    work = estimate_workload(program)
+    budget = memory_budget if memory_budget is not None else memory_budget_bytes()
+    return work.seconds if work.memory_bytes <= budget else math.inf
+
+
+_DOC_PROGRAM = """solar-ir 1
+program p
+input x : f32[64]
+output y : f32[64]
+kernel k {
+  for i in 0 .. 64 {
+    y[i] = x[i] * 2.0
+  }
+}
+"""
 
 
 def reduced_reference(
@@ -169,7 +197,7 @@ def reduced_reference(
             ),
         )
     lowered, inputs, outputs = recapture.reference(found.built)
-    return ReducedReference(lowered, inputs, outputs, found.description)
+    return ReducedReference(lowered, inputs, outputs, found.description, found.built)
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,14 +260,16 @@ def reduced_batch_reference(
                 tried.append(f"batch {b}: {err.message}")
                 break
             cost, seconds = recapture.program_bytes(built), recapture.seconds(built)
-            tried.append(f"batch {b}: {format_bytes(cost)}, about {seconds:.3g} s to check")
+            check = (f"about {seconds:.3g} s to check" if math.isfinite(seconds)
+                     else "its check over the executor's memory budget")
+            tried.append(f"batch {b}: {format_bytes(cost)}, {check}")
             if cost <= budget_bytes and seconds <= budget_seconds:
                 lowered, inputs, outputs = recapture.reference(built)
                 description = (
                     f"cut the inputs' batch {n}->{b} "
                     f"(program {format_bytes(full_bytes)} -> {format_bytes(cost)})"
                 )
-                return ReducedReference(lowered, inputs, outputs, description)
+                return ReducedReference(lowered, inputs, outputs, description, built)
             if b == 1:
                 break
             b //= 2

@@ -686,7 +686,8 @@ def replay_values(capture: TorchCapture, *, keep: frozenset[int] = frozenset()) 
     ids = _Ids()
     _register(inst, ids)
     rec = _Recorder(ids, inst.attr_names, keep, tuple(c.target for c in capture.calls))
-    out = _run(inst, rec, None)
+    with _default_dtype(torch.float64 if capture.source.float64 else None):
+        out = _run(inst, rec, None)
     if rec.diverged is None and len(rec.calls) != len(capture.calls):
         raise FrontendError(
             f"the real run made {len(rec.calls)} calls, the capture {len(capture.calls)}",
@@ -704,6 +705,23 @@ def replay_values(capture: TorchCapture, *, keep: frozenset[int] = frozenset()) 
         if real_const.value is not None:
             constants[cap_const.name] = real_const.value
     return RealValues(inputs, params, constants, outputs, rec.kept, rec.diverged)
+
+
+@contextlib.contextmanager
+def _default_dtype(dtype: Any) -> Iterator[None]:
+    """``dtype`` as torch's default floating type meanwhile (``None``: unchanged): a
+    float64 replay's own factories (``torch.zeros(n)`` in a forward) make float64."""
+    import torch
+
+    if dtype is None:
+        yield
+        return
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(before)
 
 
 def _check_kept(capture: TorchCapture, keep: frozenset[int], rec: _Recorder) -> None:

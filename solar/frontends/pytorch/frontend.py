@@ -29,7 +29,9 @@ from solar.frontends.protocol import (
 from solar.options import FrontendName
 
 if TYPE_CHECKING:
-    from solar.frontends.kit import LoweredProgram
+    import numpy as np
+
+    from solar.frontends.kit import LoweredProgram, ReducedReference
     from solar.frontends.pytorch.capture import TorchCapture
     from solar.frontends.pytorch.loader import Instance, ProgramSource
     from solar.frontends.pytorch.registry import OpFallback
@@ -97,7 +99,8 @@ class TorchFrontend:
                 capture=capture,
             )
             return ValidationPlan(
-                red.lowered.program, red.inputs, red.outputs, "reduced-sizes", red.description
+                red.lowered.program, red.inputs, red.outputs, "reduced-sizes", red.description,
+                float64=_float64_rerun(red, budget),
             )
 
         if path is None:  # an imported module: no size constants to rebind
@@ -250,6 +253,48 @@ class _RealBuild:
         return inst if step is None else training_instance(inst, step)
 
 
+def _float64_values(
+    lowered: LoweredProgram, capture: TorchCapture, budget: int
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """The real run of ``capture`` again in float64 (Note [Float64 re-check] in
+    solar/pipeline.py): a float64 copy of the model, the same inputs, parameters,
+    optimizer state and seeded draws, cast; ``(inputs, outputs)`` by IR name.
+
+    The float64 run touches twice the fp32 run's bytes; it may use twice the reference
+    budget (by default half of ``MemAvailable``, the executor's own share), since the
+    fp32 run has finished.
+
+    Raises:
+        FrontendError: E0511 when the float64 run exceeds twice ``budget``; the
+            reference run's own errors.
+    """
+    from solar.frontends.pytorch.reference import program_bytes, reference_values
+    from solar.validate.reduced import format_bytes
+
+    need = 2 * program_bytes(capture)
+    if need > 2 * budget:
+        raise FrontendError(
+            f"the float64 run needs about {format_bytes(need)}, over twice the reference "
+            f"budget ({format_bytes(budget)})",
+            code="E0511",
+        )
+    wide = replace(capture, source=replace(capture.source, float64=True))
+    inputs, outputs, _ = reference_values(lowered, wide)
+    return inputs, outputs
+
+
+def _float64_rerun(
+    red: ReducedReference, budget: int
+) -> Callable[[], tuple[dict[str, np.ndarray], dict[str, np.ndarray]]] | None:
+    """`_float64_values` of a reduced plan's own capture, if it kept one."""
+    from solar.frontends.pytorch.capture import TorchCapture
+
+    built = red.built
+    if not isinstance(built, TorchCapture):
+        return None
+    return lambda: _float64_values(red.lowered, built, budget)
+
+
 def _result(
     capture: TorchCapture,
     lowered: LoweredProgram,
@@ -289,7 +334,13 @@ def _result(
                 else ""
             )
             return ValidationPlan(
-                lowered.program, inputs, outputs, "full", note, sizes=dict(info.sizes)
+                lowered.program,
+                inputs,
+                outputs,
+                "full",
+                note,
+                sizes=dict(info.sizes),
+                float64=lambda: _float64_values(lowered, capture, budget),
             )
 
         if fits_bytes and executor_seconds(lowered.program) <= seconds:
@@ -313,7 +364,7 @@ def _result(
         else:
             return ValidationPlan(
                 red.lowered.program, red.inputs, red.outputs, "reduced-batch", red.description,
-                sizes=dict(info.sizes),
+                sizes=dict(info.sizes), float64=_float64_rerun(red, budget),
             )
         if fits_bytes:
             return full()

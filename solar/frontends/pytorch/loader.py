@@ -19,6 +19,7 @@ file unreadable.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import random
 import re
@@ -77,6 +78,9 @@ class ProgramSource:
             them (`solar.frontends.pytorch.batch`; ``None``: as built).
         step: analyse one training step around the program (solar.frontends.pytorch.
             train_step); implies ``train``.
+        float64: build a real instance in float64 (a copy of the module, its floating
+            inputs and a step's targets and optimizer state cast, values unchanged), for
+            validation's float64 re-check (Note [Float64 re-check] in solar/pipeline.py).
     """
 
     name: str
@@ -92,6 +96,7 @@ class ProgramSource:
     batch: int | None = None
     step: TrainStep | None = None
     namespace: Any = field(default=None, compare=False)
+    float64: bool = False
 
 
 @dataclass(slots=True)
@@ -433,11 +438,57 @@ def instantiate(
         from solar.frontends.pytorch.batch import cut_batch
 
         inst = cut_batch(inst, source.batch)
+    if source.float64 and fake_mode is None:
+        inst = _as_float64(inst)
     if source.step is None:
         return inst
     from solar.frontends.pytorch.train_step import training_instance
 
-    return training_instance(inst, source.step, fake_mode=fake_mode)
+    n_inputs = len(inst.args)
+    inst = training_instance(inst, source.step, fake_mode=fake_mode)
+    if source.float64 and fake_mode is None:  # the targets the step appended
+        targets = tuple(_float64_tensor(a) for a in inst.args[n_inputs:])
+        inst = dataclasses.replace(inst, args=(*inst.args[:n_inputs], *targets))
+    return inst
+
+
+def _float64_tensor(x: Any) -> Any:
+    """A floating tensor as float64 (a new leaf, same ``requires_grad``); else ``x``."""
+    import torch
+
+    if isinstance(x, torch.Tensor) and x.is_floating_point():
+        return x.detach().to(torch.float64).requires_grad_(x.requires_grad)
+    return x
+
+
+def _as_float64(inst: Instance) -> Instance:
+    """``inst`` in float64: a float64 copy of its module (the caller's module is left
+    as it is) and its floating inputs cast; a function's own tensors stay as they are."""
+    import copy
+
+    import torch
+    from torch.utils._pytree import tree_map
+
+    args = tuple(tree_map(_float64_tensor, a) for a in inst.args)
+    kwargs = {k: tree_map(_float64_tensor, v) for k, v in inst.kwargs.items()}
+    if not isinstance(inst.module, torch.nn.Module) or inst.fn is not inst.module:
+        return dataclasses.replace(inst, args=args, kwargs=kwargs)
+    try:
+        module = copy.deepcopy(inst.module).to(torch.float64)
+    except (TypeError, RuntimeError, copy.Error) as err:  # an attribute deepcopy refuses
+        raise FrontendError(
+            f"the model cannot be copied to float64: {type(err).__name__}: {err}",
+            code="E0501",
+        ) from err
+    return dataclasses.replace(
+        inst,
+        fn=module,
+        module=module,
+        args=args,
+        kwargs=kwargs,
+        state=_state(module),
+        attr_names=_tensor_attrs(module),
+    )
 
 
 def _instantiate(source: ProgramSource, *, fake_mode: Any, real_fallback: bool) -> Instance:

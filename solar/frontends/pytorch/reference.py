@@ -141,7 +141,7 @@ def reference_at_reduced_sizes(
     executor's predicted time to check the program must fit it too.
 
     Returns:
-        ``(lowered, inputs, outputs, description)``; the description says which
+        ``(lowered, inputs, outputs, description, built)``; the description says which
         constants were scaled (or that the full size fits).
 
     Raises:

@@ -53,7 +53,7 @@ def test_reduced_sizes_fit_the_budget_and_validate(tmp_path: Path) -> None:
     path = tmp_path / "attn.py"
     path.write_text(MODEL)
     red = reference_at_reduced_sizes(path, 256 * 1024)
-    lowered, inputs, outputs, description = red
+    lowered, inputs, outputs, description = red.lowered, red.inputs, red.outputs, red.description
     assert "batch_size 64->" in description
     assert "seq_len 32->" in description
     assert "num_heads" not in description
