@@ -51,7 +51,13 @@ from solar.validate.grids import (
 from solar.validate.memory import memory_budget_bytes, workload_of
 from solar.validate.prepare import KernelPlan, PreparedProgram, prepare_program
 from solar.validate.scan import ScanMatch, match_scan, run_scan
-from solar.validate.state import TensorState, allocate_tensors, tensor_shape
+from solar.validate.state import (
+    TensorState,
+    allocate_tensors,
+    allocate_unwritten,
+    temp_lifetimes,
+    tensor_shape,
+)
 from solar.validate.writes import assign, reduce_into, target_axes
 
 __all__ = ["CHUNK_POINTS", "RunResult", "execute_program", "run_program"]
@@ -98,13 +104,27 @@ class _Machine:
 
     # ---- driving ------------------------------------------------------------------
     def run(self) -> None:
+        program = self.prepared.program
+        lifetimes = temp_lifetimes(program)  # Note [Temp lifetimes]
+        born: dict[int, list[str]] = {}
+        dies: dict[int, list[str]] = {}
+        for name, (first, last) in lifetimes.items():
+            born.setdefault(first, []).append(name)
+            dies.setdefault(last, []).append(name)
+        decls = {d.name: d for d in program.tensors}
         try:
             with np.errstate(all="ignore"):
                 for index, (kernel, plan) in enumerate(
-                    zip(self.prepared.program.kernels, self.prepared.plans, strict=True)
+                    zip(program.kernels, self.prepared.plans, strict=True)
                 ):
                     self.kernel_index = index
+                    for name in born.get(index, ()):
+                        self.tensors[name] = allocate_unwritten(decls[name], self.sizes)
                     self.run_kernel(kernel, plan)
+                    for name in dies.get(index, ()):
+                        self.tensors.pop(name, None)
+                        for key in [k for k in self.cache.padded if k[0] == name]:
+                            del self.cache.padded[key]  # a padded copy of it
         finally:
             self.cache.padded.clear()
 

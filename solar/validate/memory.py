@@ -39,6 +39,7 @@ from solar.validate.dtypes import storage_dtype
 from solar.validate.grids import CHUNK_POINTS
 from solar.validate.prepare import PreparedProgram, prepare_program
 from solar.validate.scan import match_scan
+from solar.validate.state import temp_lifetimes
 
 __all__ = [
     "FALLBACK_BUDGET_BYTES",
@@ -170,24 +171,35 @@ def _walk(
 
 
 def _tensor_bytes(prepared: PreparedProgram, sizes: Mapping[str, int]) -> int:
+    """Inputs, params and outputs for the whole run; temps and locals at the peak of the
+    live set over the kernels (Note [Temp lifetimes] in `solar.validate.state`)."""
     program = prepared.program
     total = largest = 0
+    temp_bytes: dict[str, int] = {}
     for decl in program.tensors:
         n = math.prod(eval_int(d, sizes) for d in decl.shape)
         item = storage_dtype(decl.dtype).itemsize
-        total += n * item
-        if decl.role in ("output", "temp"):
-            total += n + n * item  # written mask + the returned copy
         largest = max(largest, n * item)
-    local_peak = 0
-    for kernel in program.kernels:
+        if decl.role == "temp":
+            temp_bytes[decl.name] = n + n * item  # data + written mask
+        else:
+            total += n * item
+            if decl.role == "output":
+                total += n + n * item  # written mask + the returned copy
+    live = [0] * (len(program.kernels) + 1)  # difference array over kernel indices
+    for name, (first, last) in temp_lifetimes(program).items():
+        live[first] += temp_bytes[name]
+        live[last + 1] -= temp_bytes[name]
+    peak = running = 0
+    for index, kernel in enumerate(program.kernels):
+        running += live[index]
         kernel_bytes = 0
         for decl in kernel.locals:
             n = math.prod(eval_int(d, sizes) for d in decl.shape)
             kernel_bytes += n * (storage_dtype(decl.dtype).itemsize + 1)
             largest = max(largest, n * storage_dtype(decl.dtype).itemsize)
-        local_peak = max(local_peak, kernel_bytes)
-    return total + local_peak + largest
+        peak = max(peak, running + kernel_bytes)
+    return total + peak + largest
 
 
 def workload_of(prepared: PreparedProgram, bound: Mapping[str, int]) -> Workload:

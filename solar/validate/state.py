@@ -5,7 +5,8 @@ dtype (`solar.validate.dtypes`); ``written`` is a boolean array of the same shap
 ``None`` once every element has been written (inputs and params start that way).
 ``version`` increases on every write, so derived data (padded copies, finiteness)
 can be cached per version. `allocate_tensors` binds the caller's inputs (checked: E0304)
-and allocates every output and temp, unwritten.
+and allocates every output, unwritten; a temp lives only from the first kernel that
+touches it to the last (`temp_lifetimes`, `allocate_unwritten`; Note [Temp lifetimes]).
 """
 
 from __future__ import annotations
@@ -16,10 +17,29 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from solar.diagnostics import ExecutionError, IRVerifyError
-from solar.ir import Program, TensorDecl, eval_int
+from solar.ir import (
+    Access,
+    Assign,
+    Expr,
+    For,
+    If,
+    Program,
+    Reduce,
+    TensorDecl,
+    eval_int,
+    walk_exprs,
+)
+from solar.ir.traversal import walk_stmts
 from solar.validate.dtypes import round_to_dtype, storage_dtype
 
-__all__ = ["TensorState", "allocate_tensors", "bind_input", "tensor_shape"]
+__all__ = [
+    "TensorState",
+    "allocate_unwritten",
+    "allocate_tensors",
+    "bind_input",
+    "temp_lifetimes",
+    "tensor_shape",
+]
 
 
 @dataclass(slots=True)
@@ -109,10 +129,54 @@ def bind_input(decl: TensorDecl, value: object, shape: tuple[int, ...]) -> np.nd
     return data
 
 
+# Note [Temp lifetimes]
+# A training step's IR holds every activation, gradient and optimizer intermediate as
+# a program-level temp; allocating them all for the whole run made the executor's
+# footprint the sum of every temp (ViT-B/16's AdamW step: one parameter-sized temp per
+# update kernel, ~8.5 GiB at batch 2). Kernels run in launch order, so a temp is
+# allocated (unwritten) before the first kernel that touches it and dropped after the
+# last; the memory estimate (`solar.validate.memory`) charges the peak of the live set.
+
+
+def temp_lifetimes(program: Program) -> dict[str, tuple[int, int]]:
+    """Per temp, the first and the last kernel (launch order) that reads or writes it.
+
+    A temp no kernel touches is absent: it is never allocated.
+    """
+    temps = {d.name for d in program.tensors_with_role("temp")}
+    out: dict[str, tuple[int, int]] = {}
+    for index, kernel in enumerate(program.kernels):
+        for stmt, _ in walk_stmts(kernel.body):
+            roots: tuple[Expr, ...]
+            match stmt:
+                case Assign(target=t, value=v) | Reduce(target=t, value=v):
+                    roots = (t, v)
+                case For(lo=lo, hi=hi):
+                    roots = (lo, hi)
+                case If(cond=c):
+                    roots = (c,)
+            for root in roots:
+                for e in walk_exprs(root):
+                    if isinstance(e, Access) and e.tensor in temps:
+                        first = out.get(e.tensor, (index, index))[0]
+                        out[e.tensor] = (first, index)
+    return out
+
+
+def allocate_unwritten(decl: TensorDecl, sizes: Mapping[str, int]) -> TensorState:
+    """An output or temp, zeroed and unwritten (Note [Temp lifetimes])."""
+    shape = tensor_shape(decl, sizes)
+    return TensorState(decl, np.zeros(shape, dtype=storage_dtype(decl.dtype)),
+                       np.zeros(shape, dtype=bool))
+
+
 def allocate_tensors(
     program: Program, sizes: Mapping[str, int], inputs: Mapping[str, object]
 ) -> dict[str, TensorState]:
-    """Bind inputs/params (checked, E0304) and allocate unwritten outputs and temps."""
+    """Bind inputs/params (checked, E0304) and allocate unwritten outputs.
+
+    Temps are left to the executor, which allocates each for its lifetime.
+    """
     tensors: dict[str, TensorState] = {}
     known = {d.name for d in program.tensors_with_role("input", "param")}
     unknown = sorted(set(inputs) - known)
@@ -130,7 +194,6 @@ def allocate_tensors(
                     f"missing {decl.role} `{decl.name}`", code="E0304", span=decl.span
                 )
             tensors[decl.name] = TensorState(decl, bind_input(decl, inputs[decl.name], shape), None)
-        else:
-            data = np.zeros(shape, dtype=storage_dtype(decl.dtype))
-            tensors[decl.name] = TensorState(decl, data, np.zeros(shape, dtype=bool))
+        elif decl.role == "output":
+            tensors[decl.name] = allocate_unwritten(decl, sizes)
     return tensors
