@@ -2,9 +2,9 @@
 
 Contract: pure functions ``(Program, sizes) -> numbers``, computed from declarations and
 loop bounds (interval arithmetic) without allocating anything. `estimate_memory_bytes`
-is what the executor checks against its budget before it allocates (E0305): every
-tensor in its storage dtype, the written masks, the largest kernel's locals, one
-padded copy, and the largest per-statement working set (an index grid of at most
+is what the executor checks against its budget before it allocates (E0305): inputs,
+params and outputs in their storage dtypes, the peak of the live temps and locals over
+the kernels (Note [Temp lifetimes]), the written masks, one padded copy, and the largest per-statement working set (an index grid of at most
 `CHUNK_POINTS` points, or the operands of a recognised contraction). `estimate_workload`
 adds a conservative wall-time prediction that `validate` uses to pick reduced sizes.
 """
