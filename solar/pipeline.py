@@ -403,10 +403,20 @@ def validate_front(
         plan.outputs,
         strategy=strategy,
         time_budget_s=options.time_budget_s,
+        memory_budget_bytes=_executor_budget(options.reference_budget_bytes),
     )
     return validation_info(
         result, planned_strategy=plan.strategy, description=plan.description, sizes=plan.sizes
     )
+
+
+def _executor_budget(reference_bytes: int | None) -> int:
+    """The executor's memory budget for a plan made within ``reference_bytes`` (Note
+    [Validation memory])."""
+    from solar.frontends.kit import reference_budget_bytes
+    from solar.validate.memory import executor_budget_bytes
+
+    return executor_budget_bytes(reference_budget_bytes(reference_bytes))
 
 
 # ---------------------------------------------------------------------------- bounds

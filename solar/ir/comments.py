@@ -23,7 +23,6 @@ from typing import assert_never
 
 from solar.diagnostics import Span
 from solar.ir.nodes import Assign, For, If, Kernel, Program, Reduce, Stmt
-from solar.ir.parser import parse_program
 from solar.ir.printer import INDENT, print_program
 
 __all__ = ["format_program"]
@@ -101,6 +100,8 @@ def format_program(text: str, *, filename: str = "<string>") -> str:
     Raises:
         IRSyntaxError: ``text`` does not parse.
     """
+    from solar.ir.parser import parse_program  # lark only when IR text is formatted
+
     program = parse_program(text, filename=filename)
     printed = print_program(program)
     source_anchors = _anchors(program, text)

@@ -75,10 +75,18 @@ class JaxFrontend:
 
         def reference() -> ValidationPlan:
             from solar.frontends.jaxfe.reference import program_bytes
-            from solar.frontends.kit import reference_budget_bytes
+            from solar.frontends.kit import (
+                EXECUTOR_TIME_SHARE,
+                executor_seconds,
+                reference_budget_bytes,
+            )
 
             budget = reference_budget_bytes(options.reference_budget_bytes)
-            if program_bytes(capture) <= budget:
+            seconds = options.time_budget_s * EXECUTOR_TIME_SHARE
+            if (
+                program_bytes(capture) <= budget
+                and executor_seconds(lowered.program, budget) <= seconds
+            ):
                 inputs, outputs = jaxfe.reference_data(capture, lowered=lowered)
                 return ValidationPlan(lowered.program, inputs, outputs, "full")
             red = jaxfe.reference_at_reduced_sizes(
@@ -87,6 +95,7 @@ class JaxFrontend:
                 entry=options.entry,
                 start=dict(options.sizes),
                 capture=capture,
+                budget_seconds=seconds,
             )
             return ValidationPlan(
                 red.lowered.program, red.inputs, red.outputs, "reduced-sizes", red.description

@@ -106,13 +106,20 @@ class Recapture(Generic[B]):
     seconds: Callable[[B], float] | None = None
 
 
-def executor_seconds(program: Program) -> float:
+def executor_seconds(program: Program, reference_bytes: int) -> float:
     """The validator's predicted time to execute ``program`` (`solar.validate.
     estimate_workload`), which a reference must also fit (Note [Reference budget]):
-    a reference the executor cannot check in its time budget is no use."""
+    a reference the executor cannot check in its time budget is no use. Infinite
+    where the executor's memory estimate is over its budget for a reference budget of
+    ``reference_bytes`` (`solar.validate.memory.executor_budget_bytes`, Note
+    [Validation memory]): it would refuse the run."""
     from solar.validate import estimate_workload
+    from solar.validate.memory import executor_budget_bytes
 
-    return estimate_workload(program).seconds
+    work = estimate_workload(program)
+    if work.memory_bytes > executor_budget_bytes(reference_bytes):
+        return math.inf
+    return work.seconds
 
 
 def reduced_reference(
@@ -223,7 +230,7 @@ def reduced_batch_reference(
     tried: list[str] = []
     if fixed < budget_bytes and n > 1:
         b = max(1, min(n - 1, (budget_bytes - fixed) // per_item))
-        if seconds_per_item > 0 and math.isfinite(budget_seconds):
+        if 0 < seconds_per_item < math.inf and math.isfinite(budget_seconds):
             b = max(1, min(b, int(budget_seconds / seconds_per_item)))
         while True:
             try:
@@ -232,7 +239,12 @@ def reduced_batch_reference(
                 tried.append(f"batch {b}: {err.message}")
                 break
             cost, seconds = recapture.program_bytes(built), recapture.seconds(built)
-            tried.append(f"batch {b}: {format_bytes(cost)}, about {seconds:.3g} s to check")
+            check = (
+                f"about {seconds:.3g} s to check"
+                if math.isfinite(seconds)
+                else "over the executor's memory budget"
+            )
+            tried.append(f"batch {b}: {format_bytes(cost)}, {check}")
             if cost <= budget_bytes and seconds <= budget_seconds:
                 lowered, inputs, outputs = recapture.reference(built)
                 description = (

@@ -292,7 +292,7 @@ def _result(
                 lowered.program, inputs, outputs, "full", note, sizes=dict(info.sizes)
             )
 
-        if fits_bytes and executor_seconds(lowered.program) <= seconds:
+        if fits_bytes and executor_seconds(lowered.program, budget) <= seconds:
             return full()
         tried: list[str] = []
         if reduced is not None and info.sizes:
