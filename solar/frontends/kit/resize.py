@@ -17,9 +17,10 @@ re-captures the program with the leading (batch) dimension of its inputs cut, th
 smallest cut first estimated from how the bytes scale, then halved until it fits.
 
 The budget (Note [Reference budget]): what a real run may touch, by default
-`REFERENCE_MEMORY_FRACTION` of the machine's available memory (``MemAvailable``), not
-a fixed figure: the reference run, the arrays it keeps and the executor's own run
-(guarded by its own budget, half of ``MemAvailable`` when it starts) share the machine.
+`REFERENCE_MEMORY_FRACTION` of the validation memory (Note [Validation memory] in
+`solar.validate.memory`: 1 GiB, or ``MemAvailable`` when less): the reference run, the
+arrays it keeps and the executor's own run (guarded by its own budget, half of it)
+share the process. A plan must also fit the executor (`executor_seconds`).
 
 Error codes: E0511 no reduced size fits the budget; E0514 no reduced batch fits.
 """
@@ -51,7 +52,7 @@ __all__ = [
 ]
 
 REFERENCE_MEMORY_FRACTION = 0.25
-"""Share of ``MemAvailable`` a real reference run may touch by default."""
+"""Share of the validation memory a real reference run may touch by default."""
 
 EXECUTOR_TIME_SHARE = 0.5
 """Share of the validation time budget the executor's predicted check may take (the
@@ -62,7 +63,7 @@ Arrays = dict[str, np.ndarray]
 
 
 def reference_budget_bytes(requested: int | None = None) -> int:
-    """``requested``, or `REFERENCE_MEMORY_FRACTION` of the available memory.
+    """``requested``, or `REFERENCE_MEMORY_FRACTION` of the validation memory.
 
     >>> reference_budget_bytes(1 << 20)
     1048576
