@@ -44,7 +44,7 @@ __all__ = [
 
 REPORT_SCHEMA_VERSION = "1.1"
 
-_FROZEN = ConfigDict(extra="forbid", frozen=True)
+_FROZEN = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class ToolInfo(BaseModel):
