@@ -111,6 +111,27 @@ class SymbolicProgram:
 
 
 # ---------------------------------------------------------------------------- structure
+_FIELDS: dict[type, tuple[str, ...] | None] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...] | None:
+    """The fields of a dataclass node type but its span (``None``: not a dataclass),
+    looked up once per type: ``dataclasses.fields`` per node was a tenth of a warm
+    analysis."""
+    names = _FIELDS.get(cls, ())
+    if names == ():
+        names = (
+            tuple(f.name for f in fields(cls) if f.name != "span") if is_dataclass(cls) else None
+        )
+        _FIELDS[cls] = names
+    return names
+
+
+def _same_tuple(old: tuple[Any, ...], new: list[Any]) -> tuple[Any, ...]:
+    """``old`` when ``new`` holds the very same items, else ``tuple(new)``."""
+    return old if all(a is b for a, b in zip(old, new, strict=True)) else tuple(new)
+
+
 def _skeleton(node: Any, ints: list[int]) -> Any:
     """``node`` with its int literals zeroed (values appended to ``ints``) and float
     literals zeroed, so two captures compare equal iff only literals differ."""
@@ -120,16 +141,15 @@ def _skeleton(node: Any, ints: list[int]) -> Any:
     if isinstance(node, FloatLit):
         return FloatLit(0.0)
     if isinstance(node, tuple):
-        return tuple(_skeleton(x, ints) for x in node)
-    if is_dataclass(node) and not isinstance(node, type):
+        return _same_tuple(node, [_skeleton(x, ints) for x in node])
+    names = _field_names(type(node))
+    if names is not None:
         changes = {}
-        for f in fields(node):
-            if f.name == "span":
-                continue
-            old = getattr(node, f.name)
+        for name in names:
+            old = getattr(node, name)
             new = _skeleton(old, ints)
             if new is not old:
-                changes[f.name] = new
+                changes[name] = new
         return replace(node, **changes) if changes else node
     return node
 
@@ -141,16 +161,15 @@ def _substitute(node: Any, exprs: Mapping[int, Any], counter: list[int]) -> Any:
         counter[0] += 1
         return exprs.get(n, node)
     if isinstance(node, tuple):
-        return tuple(_substitute(x, exprs, counter) for x in node)
-    if is_dataclass(node) and not isinstance(node, type) and not isinstance(node, FloatLit):
+        return _same_tuple(node, [_substitute(x, exprs, counter) for x in node])
+    names = None if isinstance(node, FloatLit) else _field_names(type(node))
+    if names is not None:
         changes = {}
-        for f in fields(node):
-            if f.name == "span":
-                continue
-            old = getattr(node, f.name)
+        for name in names:
+            old = getattr(node, name)
             new = _substitute(old, exprs, counter)
             if new is not old:
-                changes[f.name] = new
+                changes[name] = new
         return replace(node, **changes) if changes else node
     return node
 
