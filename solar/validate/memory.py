@@ -131,13 +131,14 @@ def validation_memory_bytes() -> int | None:
     Note [Validation memory]: validation's memory is bounded by a fixed figure, 1 GiB by
     default, not only by the machine's ``MemAvailable``: the executor may use half of it
     and a real reference run a quarter (`solar.frontends.kit.reference_budget_bytes`),
-    so that with the process's own ~400 MiB (torch, numpy, sympy) one file's analysis
+    so that with the process's own ~330 MiB (torch, numpy, sympy) one file's analysis
     stays under about 1 GiB of peak RSS wherever it runs (issue 17). A larger program is
     checked at reduced sizes or batch, or sampled, as when it exceeds the machine. Full
     size checks of large programs: ``SOLAR_VALIDATION_MEMORY=available`` (the old
     default: shares of ``MemAvailable``), or a figure in MiB; ``--reference-budget``
     sets the reference's share alone and lifts the executor's cap to twice it
-    (`executor_budget_bytes`). A reference plan must fit both: its real run the
+    (`executor_budget_bytes`); a reference file (``--reference``) fixes the sizes, so
+    its check may use half of ``MemAvailable``. A reference plan must fit both: its real run the
     reference budget, and the executor's estimate for checking it the executor's
     (`solar.frontends.kit.executor_seconds` is infinite where it would not).
 
