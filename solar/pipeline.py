@@ -424,8 +424,8 @@ def _executor_budget(options: AnalyzeOptions) -> int:
     """The executor's memory budget for a plan made within the reference budget (Note
     [Validation memory]); with ``--reference FILE`` half of MemAvailable: the user's
     data fixes the sizes, so there is nothing smaller to check."""
+    from solar.budget import executor_budget_bytes, memory_budget_bytes
     from solar.frontends.kit import reference_budget_bytes
-    from solar.validate.memory import executor_budget_bytes, memory_budget_bytes
 
     if options.reference_file is not None:
         return memory_budget_bytes(capped=False)

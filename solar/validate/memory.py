@@ -7,22 +7,25 @@ tensor in its storage dtype, the written masks, the largest kernel's locals, one
 padded copy, and the largest per-statement working set (an index grid of at most
 `CHUNK_POINTS` points, or the operands of a recognised contraction). `estimate_workload`
 adds a conservative wall-time prediction that `validate` uses to pick reduced sizes.
-`memory_budget_bytes` is the default budget of the executor (and, through
-`solar.frontends.kit.reference_budget_bytes`, of a real reference run): a share of the
-validation memory (Note [Validation memory]).
-
-Error codes: E0905 a malformed ``SOLAR_VALIDATION_MEMORY``.
+`memory_budget_bytes` (from `solar.budget`, re-exported) is the default budget of the
+executor (and, through `solar.frontends.kit.reference_budget_bytes`, of a real reference
+run): a share of the validation memory (Note [Validation memory]).
 """
 
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final
 
-from solar.diagnostics import UsageError
+from solar.budget import (
+    FALLBACK_BUDGET_BYTES,
+    VALIDATION_MEMORY_BYTES,
+    VALIDATION_MEMORY_ENV,
+    executor_budget_bytes,
+    memory_budget_bytes,
+    validation_memory_bytes,
+)
 from solar.ir import (
     Access,
     Assign,
@@ -60,14 +63,6 @@ __all__ = [
     "workload_of",
 ]
 
-FALLBACK_BUDGET_BYTES = 4 * 2**30
-
-VALIDATION_MEMORY_BYTES: Final = 2**30
-"""The memory validation plans within by default (Note [Validation memory])."""
-
-VALIDATION_MEMORY_ENV: Final = "SOLAR_VALIDATION_MEMORY"
-"""Overrides `VALIDATION_MEMORY_BYTES`: MiB, or ``available`` for no cap."""
-
 # Conservative throughput model of the executor on a small CPU (2 cores).
 _SECONDS_PER_POINT_OP = 3e-9
 _FLOPS_PER_SECOND = 2e10
@@ -90,97 +85,6 @@ class Workload:
     points: int
     flops: int
     seconds: float
-
-
-def memory_budget_bytes(fraction: float = 0.5, *, capped: bool = True) -> int:
-    """A safe default budget: ``fraction`` of the validation memory, at most ``fraction``
-    of MemAvailable (4 GiB when unknown) (Note [Validation memory]).
-
-    Args:
-        fraction: the share.
-        capped: ``False``: of MemAvailable alone.
-
-    Raises:
-        UsageError: E0905 when ``SOLAR_VALIDATION_MEMORY`` is malformed.
-
-    >>> memory_budget_bytes() > 0
-    True
-    """
-    cap = validation_memory_bytes() if capped else None
-    available = _available_bytes()
-    if cap is not None:
-        available = min(available, cap)
-    return int(available * fraction)
-
-
-def executor_budget_bytes(reference_bytes: int) -> int:
-    """The executor's budget for checking a reference that may touch ``reference_bytes``:
-    its default (`memory_budget_bytes`), raised to twice the reference's budget (within
-    half of MemAvailable) when that is larger, so a reference the user let run at
-    a size (``--reference-budget``) is also checked there (Note [Validation memory]).
-
-    >>> executor_budget_bytes(1) == memory_budget_bytes()
-    True
-    """
-    return max(memory_budget_bytes(), min(2 * reference_bytes, memory_budget_bytes(capped=False)))
-
-
-def validation_memory_bytes() -> int | None:
-    """The memory validation plans within, ``None`` for all that is available.
-
-    Note [Validation memory]: validation's memory is bounded by a fixed figure, 1 GiB by
-    default, not only by the machine's ``MemAvailable``: the executor may use half of it
-    and a real reference run a quarter (`solar.frontends.kit.reference_budget_bytes`),
-    so that with the process's own ~330 MiB (torch, numpy, sympy) one file's analysis
-    stays under about 1 GiB of peak RSS wherever it runs (issue 17). A larger program is
-    checked at reduced sizes or batch, or sampled, as when it exceeds the machine. Full
-    size checks of large programs: ``SOLAR_VALIDATION_MEMORY=available`` (the old
-    default: shares of ``MemAvailable``), or a figure in MiB; ``--reference-budget``
-    sets the reference's share alone and lifts the executor's cap to twice it
-    (`executor_budget_bytes`); a reference file (``--reference``) fixes the sizes, so
-    its check may use half of ``MemAvailable``. A reference plan must fit both: its real run the
-    reference budget, and the executor's estimate for checking it the executor's
-    (`solar.frontends.kit.executor_seconds` is infinite where it would not).
-
-    Raises:
-        UsageError: E0905 when ``SOLAR_VALIDATION_MEMORY`` is not a positive number
-            of MiB or ``available``.
-    """
-    raw = os.environ.get(VALIDATION_MEMORY_ENV, "").strip().lower()
-    if not raw:
-        return VALIDATION_MEMORY_BYTES
-    if raw == "available":
-        return None
-    try:
-        mib = float(raw)
-    except ValueError:
-        mib = math.nan
-    if not (0 < mib < 2**40 and math.isfinite(mib)):
-        raise UsageError(
-            f"{VALIDATION_MEMORY_ENV}={raw!r}: expected a positive number of MiB or "
-            "`available`",
-            code="E0905",
-        )
-    return int(mib * 2**20)
-
-
-def _available_bytes() -> int:
-    """MemAvailable (else the free physical pages, else `FALLBACK_BUDGET_BYTES`)."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    if hasattr(os, "sysconf"):
-        try:
-            pages, page = os.sysconf("SC_AVPHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
-            if pages > 0 and page > 0:
-                return int(pages * page)
-        except (OSError, ValueError):
-            pass
-    return FALLBACK_BUDGET_BYTES
 
 
 def _ops(expr: Expr) -> int:

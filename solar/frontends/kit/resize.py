@@ -18,7 +18,7 @@ smallest cut first estimated from how the bytes scale, then halved until it fits
 
 The budget (Note [Reference budget]): what a real run may touch, by default
 `REFERENCE_MEMORY_FRACTION` of the validation memory (Note [Validation memory] in
-`solar.validate.memory`: 1 GiB, or ``MemAvailable`` when less): the reference run, the
+`solar.budget`: 1 GiB, or ``MemAvailable`` when less): the reference run, the
 arrays it keeps and the executor's own run (guarded by its own budget, half of it)
 share the process. A plan must also fit the executor (`executor_seconds`).
 
@@ -72,7 +72,7 @@ def reference_budget_bytes(requested: int | None = None) -> int:
     """
     if requested is not None:
         return requested
-    from solar.validate.memory import memory_budget_bytes  # the one MemAvailable reader
+    from solar.budget import memory_budget_bytes  # the one MemAvailable reader
 
     return memory_budget_bytes(REFERENCE_MEMORY_FRACTION)
 
@@ -112,10 +112,10 @@ def executor_seconds(program: Program, reference_bytes: int) -> float:
     estimate_workload`), which a reference must also fit (Note [Reference budget]):
     a reference the executor cannot check in its time budget is no use. Infinite
     where the executor's memory estimate is over its budget for a reference budget of
-    ``reference_bytes`` (`solar.validate.memory.executor_budget_bytes`, Note
+    ``reference_bytes`` (`solar.budget.executor_budget_bytes`, Note
     [Validation memory]): it would refuse the run."""
+    from solar.budget import executor_budget_bytes
     from solar.validate import estimate_workload
-    from solar.validate.memory import executor_budget_bytes
 
     work = estimate_workload(program)
     if work.memory_bytes > executor_budget_bytes(reference_bytes):
