@@ -12,7 +12,10 @@ Every measurement is a fresh process, interleaved with its baseline in the same 
     .venv/bin/python benchmarks/startup.py [--repeat 3] [--limit N] [--every N] [--only NAME ...]
 
 Wall times on a shared machine swing with the other load; the CPU time of each child
-(user + system) is reported beside them and is the steadier ratio.
+(user + system) is reported beside them and is the steadier ratio. The bytecode of
+``solar`` is compiled first (``compileall``), as in `benchmarks/per_file.py`: an
+installed package has it, and ``PYTHONDONTWRITEBYTECODE`` (set on some machines) would
+otherwise make every child compile SOLAR's sources again.
 
 Targets (issue: Speed): median ``analyze`` / ``import torch`` <= 1.3 over the samples;
 ``analyze`` at most ~0.5 s beyond ``import torch``.
@@ -21,6 +24,7 @@ Targets (issue: Speed): median ``analyze`` / ``import torch`` <= 1.3 over the sa
 from __future__ import annotations
 
 import argparse
+import compileall
 import os
 import statistics
 import subprocess
@@ -60,6 +64,7 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", default=[], help="sample stems")
     parser.add_argument("--every", type=int, default=1, help="every N-th sample only")
     args = parser.parse_args()
+    compileall.compile_dir(ROOT / "solar", quiet=1)
     files = sorted((ROOT / "samples" / "torch").glob("*.py"))
     if args.only:
         files = [f for f in files if f.stem in args.only]

@@ -1,19 +1,37 @@
-"""A memory budget for user code that allocates for real, enforced before it allocates.
+"""Memory budgets: the validation memory and its shares, and a limit for user code.
 
-Contract: ``with memory_budget(n):`` lets the block allocate about ``n`` more bytes;
+Contract: `memory_budget_bytes` is a share of the validation memory (Note [Validation
+memory]), the one reader of ``MemAvailable`` and ``SOLAR_VALIDATION_MEMORY``; it imports
+nothing heavy, so a frontend may ask before anything is validated.
+``with memory_budget(n):`` lets the block allocate about ``n`` more bytes;
 `is_allocation_failure` recognises the error an allocation past it raises (numpy's
 ``MemoryError``, torch's ``RuntimeError: ... can't allocate memory``). Used by the torch
 frontend's real build (`solar.frontends.pytorch.loader.build_real_within_budget`).
+
+Error codes: E0905 a malformed ``SOLAR_VALIDATION_MEMORY``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
+import os
 import resource
 from collections.abc import Iterator
 from typing import Final
 
-__all__ = ["is_allocation_failure", "memory_budget"]
+from solar.diagnostics import UsageError
+
+__all__ = [
+    "FALLBACK_BUDGET_BYTES",
+    "VALIDATION_MEMORY_BYTES",
+    "VALIDATION_MEMORY_ENV",
+    "executor_budget_bytes",
+    "is_allocation_failure",
+    "memory_budget",
+    "memory_budget_bytes",
+    "validation_memory_bytes",
+]
 
 _ALLOCATION_FAILURES: Final = (
     "Cannot allocate memory",
@@ -76,3 +94,103 @@ def is_allocation_failure(err: BaseException | None) -> bool:
             return True
         err, seen = err.__cause__, seen + 1
     return False
+
+
+FALLBACK_BUDGET_BYTES = 4 * 2**30
+
+VALIDATION_MEMORY_BYTES: Final = 2**30
+"""The memory validation plans within by default (Note [Validation memory])."""
+
+VALIDATION_MEMORY_ENV: Final = "SOLAR_VALIDATION_MEMORY"
+"""Overrides `VALIDATION_MEMORY_BYTES`: MiB, or ``available`` for no cap."""
+
+
+def memory_budget_bytes(fraction: float = 0.5, *, capped: bool = True) -> int:
+    """A safe default budget: ``fraction`` of the validation memory, at most ``fraction``
+    of MemAvailable (4 GiB when unknown) (Note [Validation memory]).
+
+    Args:
+        fraction: the share.
+        capped: ``False``: of MemAvailable alone.
+
+    Raises:
+        UsageError: E0905 when ``SOLAR_VALIDATION_MEMORY`` is malformed.
+
+    >>> memory_budget_bytes() > 0
+    True
+    """
+    cap = validation_memory_bytes() if capped else None
+    available = _available_bytes()
+    if cap is not None:
+        available = min(available, cap)
+    return int(available * fraction)
+
+
+def executor_budget_bytes(reference_bytes: int) -> int:
+    """The executor's budget for checking a reference that may touch ``reference_bytes``:
+    its default (`memory_budget_bytes`), raised to twice the reference's budget (within
+    half of MemAvailable) when that is larger, so a reference the user let run at
+    a size (``--reference-budget``) is also checked there (Note [Validation memory]).
+
+    >>> executor_budget_bytes(1) == memory_budget_bytes()
+    True
+    """
+    return max(memory_budget_bytes(), min(2 * reference_bytes, memory_budget_bytes(capped=False)))
+
+
+def validation_memory_bytes() -> int | None:
+    """The memory validation plans within, ``None`` for all that is available.
+
+    Note [Validation memory]: validation's memory is bounded by a fixed figure, 1 GiB by
+    default, not only by the machine's ``MemAvailable``: the executor may use half of it
+    and a real reference run a quarter (`solar.frontends.kit.reference_budget_bytes`),
+    so that with the process's own ~330 MiB (torch, numpy, sympy) one file's analysis
+    stays under about 1 GiB of peak RSS wherever it runs (issue 17). A larger program is
+    checked at reduced sizes or batch, or sampled, as when it exceeds the machine. Full
+    size checks of large programs: ``SOLAR_VALIDATION_MEMORY=available`` (the old
+    default: shares of ``MemAvailable``), or a figure in MiB; ``--reference-budget``
+    sets the reference's share alone and lifts the executor's cap to twice it
+    (`executor_budget_bytes`); a reference file (``--reference``) fixes the sizes, so
+    its check may use half of ``MemAvailable``. A reference plan must fit both: its real run the
+    reference budget, and the executor's estimate for checking it the executor's
+    (`solar.frontends.kit.executor_seconds` is infinite where it would not).
+
+    Raises:
+        UsageError: E0905 when ``SOLAR_VALIDATION_MEMORY`` is not a positive number
+            of MiB or ``available``.
+    """
+    raw = os.environ.get(VALIDATION_MEMORY_ENV, "").strip().lower()
+    if not raw:
+        return VALIDATION_MEMORY_BYTES
+    if raw == "available":
+        return None
+    try:
+        mib = float(raw)
+    except ValueError:
+        mib = math.nan
+    if not (0 < mib < 2**40 and math.isfinite(mib)):
+        raise UsageError(
+            f"{VALIDATION_MEMORY_ENV}={raw!r}: expected a positive number of MiB or "
+            "`available`",
+            code="E0905",
+        )
+    return int(mib * 2**20)
+
+
+def _available_bytes() -> int:
+    """MemAvailable (else the free physical pages, else `FALLBACK_BUDGET_BYTES`)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    if hasattr(os, "sysconf"):
+        try:
+            pages, page = os.sysconf("SC_AVPHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
+            if pages > 0 and page > 0:
+                return int(pages * page)
+        except (OSError, ValueError):
+            pass
+    return FALLBACK_BUDGET_BYTES

@@ -394,8 +394,11 @@ def validate_front(
         # the report says why it was not validated. ``--validate full`` insists.
         if options.validate != "auto":
             raise
+        notes = list(err.notes)
+        if err.code in ("E0511", "E0514") and options.reference_budget_bytes is None:
+            notes.append(_MORE_MEMORY)
         return skipped_validation(
-            f"no reference run: error[{err.code}]: {'; '.join((err.message, *err.notes))}"
+            f"no reference run: error[{err.code}]: {'; '.join((err.message, *notes))}"
         )
     progress(f"validating IR ({plan.strategy})")
     strategy: Literal["auto", "full", "sampled"] = "auto"
@@ -407,6 +410,7 @@ def validate_front(
         plan.outputs,
         strategy=strategy,
         time_budget_s=options.time_budget_s,
+        memory_budget_bytes=_executor_budget(options),
     )
     info = validation_info(
         result, planned_strategy=plan.strategy, description=plan.description, sizes=plan.sizes
@@ -484,6 +488,25 @@ def _recheck_in_float64(
         result, planned_strategy=plan.strategy, description=plan.description, sizes=plan.sizes
     )
     return float64_validation(fp32, wide)
+
+
+_MORE_MEMORY = (
+    "the budget is a share of the validation memory (Note [Validation memory]): "
+    "SOLAR_VALIDATION_MEMORY=MiB (default 1024) or =available, or --reference-budget MiB, "
+    "allows more"
+)
+
+
+def _executor_budget(options: AnalyzeOptions) -> int:
+    """The executor's memory budget for a plan made within the reference budget (Note
+    [Validation memory]); with ``--reference FILE`` half of MemAvailable: the user's
+    data fixes the sizes, so there is nothing smaller to check."""
+    from solar.budget import executor_budget_bytes, memory_budget_bytes
+    from solar.frontends.kit import reference_budget_bytes
+
+    if options.reference_file is not None:
+        return memory_budget_bytes(capped=False)
+    return executor_budget_bytes(reference_budget_bytes(options.reference_budget_bytes))
 
 
 # ---------------------------------------------------------------------------- bounds

@@ -34,11 +34,22 @@ def test_torch_sample_end_to_end(capsys: pytest.CaptureFixture[str], golden: obj
 
 
 @pytest.mark.torch
-def test_torch_large_sizes_validate_at_reduced_sizes(capsys: pytest.CaptureFixture[str]) -> None:
+def test_torch_large_sizes_validate_at_reduced_sizes(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     pytest.importorskip("torch")
-    r = run_cli(capsys, "analyze", str(SAMPLES / "torch" / "gpt_block.py"), "--set", "BATCH=16",
-                "--set", "SEQ=4096", "--set", "D_MODEL=2048", "--set", "HEADS=16",
-                "--format", "json", "-q")
+    args = ("analyze", str(SAMPLES / "torch" / "gpt_block.py"), "--set", "BATCH=16",
+            "--set", "SEQ=4096", "--set", "D_MODEL=2048", "--set", "HEADS=16",
+            "--format", "json", "-q")
+    # 192 MiB of parameters (D_MODEL is no reducible size): within the default 1 GiB of
+    # validation memory no reduced program fits, and the reason says how to allow more
+    r = run_cli(capsys, *args)
+    assert r.code == 0, r.err
+    skipped = Report.model_validate_json(r.out).validation
+    assert skipped.status == "skipped"
+    assert skipped.reason is not None and "SOLAR_VALIDATION_MEMORY" in skipped.reason
+    monkeypatch.setenv("SOLAR_VALIDATION_MEMORY", "available")
+    r = run_cli(capsys, *args)
     assert r.code == 0, r.err
     report = Report.model_validate_json(r.out)
     assert report.validation.status == "passed"

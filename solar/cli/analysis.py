@@ -169,7 +169,8 @@ def analyze(
         float | None,
         typer.Option(
             help="Memory (MiB) a real reference run may touch; above it the program is "
-            "validated at reduced sizes or batch (default: a quarter of MemAvailable)."
+            "validated at reduced sizes or batch (default: a quarter of "
+            "$SOLAR_VALIDATION_MEMORY, 1024 MiB, or of MemAvailable if less)."
         ),
     ] = None,
     model: Annotated[str | None, typer.Option(help="LLM model name (LLM frontend).")] = None,

@@ -107,7 +107,7 @@ class FrontendOptions:
             update (docs/training.md); implies ``train``.
         optimizer: the update of a training step (``auto``: the file's own, else SGD).
         reference_budget_bytes: a real run above this is re-captured at reduced sizes;
-            ``None``: a share of the available memory (`solar.frontends.kit.
+            ``None``: a share of the validation memory (`solar.frontends.kit.
             reference_budget_bytes`, Note [Reference budget]).
         time_budget_s: budget of each check a frontend runs through `ReferenceCheck`.
         llm: the LLM to use (the ``llm`` frontend, the per-op fallback).

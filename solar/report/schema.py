@@ -45,7 +45,7 @@ __all__ = [
 
 REPORT_SCHEMA_VERSION = "1.2"
 
-_FROZEN = ConfigDict(extra="forbid", frozen=True)
+_FROZEN = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class ToolInfo(BaseModel):

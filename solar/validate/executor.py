@@ -404,7 +404,7 @@ def run_program(
         inputs: one array per input and param.
         sizes: overrides of free sizes (default bindings otherwise).
         memory_budget_bytes: refuse (E0305) when the estimate exceeds this; ``None``
-            uses `memory_budget_bytes` (a safe share of available memory).
+            uses `memory_budget_bytes` (half of the validation memory).
         deadline: ``time.monotonic()`` value after which to stop (E0308).
         restrict: ``(kernel index, statement position) -> values``: run that top-level
             loop of that kernel over these values only (sampled validation).
@@ -484,8 +484,8 @@ def execute_program(
         inputs: one array per ``input`` and ``param`` tensor, by IR name, of the
             declared shape at the size binding (bf16/fp8 as float32 or ml_dtypes).
         sizes: overrides of free sizes (default bindings otherwise).
-        memory_budget_bytes: the most memory the run may need (default: half of the
-            available memory, 4 GiB when unknown).
+        memory_budget_bytes: the most memory the run may need (default:
+            `memory_budget_bytes`, half of the validation memory).
 
     Returns:
         Output name -> array: float64/float32/float16 for f64/f32/f16, float32 holding

@@ -4,18 +4,29 @@ Contract: pure functions ``(Program, sizes) -> numbers``, computed from declarat
 loop bounds (interval arithmetic) without allocating anything. `estimate_memory_bytes`
 is what the executor checks against its budget before it allocates (E0305): inputs,
 params and outputs in their storage dtypes, the peak of the live temps and locals over
-the kernels (Note [Temp lifetimes]), the written masks, one padded copy, and the largest per-statement working set (an index grid of at most
-`CHUNK_POINTS` points, or the operands of a recognised contraction). `estimate_workload`
+the kernels (Note [Temp lifetimes]), the written masks, one padded copy, and the
+largest per-statement working set (an index grid of at most `CHUNK_POINTS` points, or
+the operands of a recognised contraction). `estimate_workload`
 adds a conservative wall-time prediction that `validate` uses to pick reduced sizes.
+`memory_budget_bytes` (from `solar.budget`, re-exported) is the default budget of the
+executor (and, through `solar.frontends.kit.reference_budget_bytes`, of a real reference
+run): a share of the validation memory (Note [Validation memory]).
 """
 
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from solar.budget import (
+    FALLBACK_BUDGET_BYTES,
+    VALIDATION_MEMORY_BYTES,
+    VALIDATION_MEMORY_ENV,
+    executor_budget_bytes,
+    memory_budget_bytes,
+    validation_memory_bytes,
+)
 from solar.ir import (
     Access,
     Assign,
@@ -43,14 +54,16 @@ from solar.validate.state import temp_lifetimes
 
 __all__ = [
     "FALLBACK_BUDGET_BYTES",
+    "VALIDATION_MEMORY_BYTES",
+    "VALIDATION_MEMORY_ENV",
     "Workload",
     "estimate_memory_bytes",
     "estimate_workload",
+    "executor_budget_bytes",
     "memory_budget_bytes",
+    "validation_memory_bytes",
     "workload_of",
 ]
-
-FALLBACK_BUDGET_BYTES = 4 * 2**30
 
 # Conservative throughput model of the executor on a small CPU (2 cores).
 _SECONDS_PER_POINT_OP = 3e-9
@@ -74,29 +87,6 @@ class Workload:
     points: int
     flops: int
     seconds: float
-
-
-def memory_budget_bytes(fraction: float = 0.5) -> int:
-    """A safe default budget: ``fraction`` of MemAvailable, or 4 GiB when unknown.
-
-    >>> memory_budget_bytes() > 0
-    True
-    """
-    try:
-        with open("/proc/meminfo", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(int(line.split()[1]) * 1024 * fraction)
-    except (OSError, ValueError, IndexError):
-        pass
-    if hasattr(os, "sysconf"):
-        try:
-            pages, page = os.sysconf("SC_AVPHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
-            if pages > 0 and page > 0:
-                return int(pages * page * fraction)
-        except (OSError, ValueError):
-            pass
-    return FALLBACK_BUDGET_BYTES
 
 
 def _ops(expr: Expr) -> int:

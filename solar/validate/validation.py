@@ -310,7 +310,8 @@ def validate(
             ``reference_at`` is not charged); execution stops past it (``skipped``).
         reference_at: ``sizes -> (inputs, outputs)`` for the reduced-sizes strategy;
             it may raise `SolarError` (the result is then ``skipped``).
-        memory_budget_bytes: memory budget (default: half of available memory).
+        memory_budget_bytes: memory budget (default: half of the validation memory,
+            `solar.validate.memory.memory_budget_bytes`).
         sample_fraction: share of the sampled loops' iterations to run (default: what
             the time budget allows).
         seed: seed of the sampled strategy's choice of iterations.

@@ -79,6 +79,26 @@ def test_follows_every_size_and_tells_coincident_literals_apart() -> None:
     assert sizes["D_per_H"] == 12 and sizes["B_S"] == 120 and sizes["D_x3"] == 288
 
 
+def test_large_check_inputs_are_checked_at_halved_sizes() -> None:
+    # X is 2*8*32 f32 = 2 KiB at the base and 27x that at 3x: over a 4 KiB budget the
+    # check capture halves every size (B = 2 is tripled: halving it would reach 1)
+    seen: list[Mapping[str, int]] = []
+    tracer = _tracer()
+
+    def capture_at(binding: Mapping[str, int]) -> tuple[Program, Mapping[str, int]]:
+        seen.append(dict(binding))
+        return tracer(binding)
+
+    program, _ = capture_at({})
+    plain = symbolize_sizes(program, BASE, _tracer())
+    small = symbolize_sizes(program, BASE, capture_at, verify_input_bytes=4096)
+    assert seen[-1] == {"B": 6, "D": 16, "H": 2, "S": 4}
+    assert small.checked_at == "B=6, D=16, H=2, S=4" and plain.checked_at == "3x"
+    assert print_program(small.program) == print_program(plain.program)
+    roomy = symbolize_sizes(program, BASE, capture_at, verify_input_bytes=27 * 2048)
+    assert roomy.checked_at == "3x" and seen[-1] == {"B": 6, "D": 96, "H": 12, "S": 24}
+
+
 def test_a_literal_with_no_simple_formula_leaves_its_size_constant() -> None:
     # ceil(D / 5): neither a monomial nor affine in D
     capture_at = _tracer(lambda f: -(-f["D"] // 5))

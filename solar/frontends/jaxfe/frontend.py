@@ -75,10 +75,18 @@ class JaxFrontend:
 
         def reference() -> ValidationPlan:
             from solar.frontends.jaxfe.reference import program_bytes
-            from solar.frontends.kit import reference_budget_bytes
+            from solar.frontends.kit import (
+                EXECUTOR_TIME_SHARE,
+                executor_seconds,
+                reference_budget_bytes,
+            )
 
             budget = reference_budget_bytes(options.reference_budget_bytes)
-            if program_bytes(capture) <= budget:
+            seconds = options.time_budget_s * EXECUTOR_TIME_SHARE
+            if (
+                program_bytes(capture) <= budget
+                and executor_seconds(lowered.program, budget) <= seconds
+            ):
                 inputs, outputs = jaxfe.reference_data(capture, lowered=lowered)
                 return ValidationPlan(lowered.program, inputs, outputs, "full")
             red = jaxfe.reference_at_reduced_sizes(
@@ -87,6 +95,7 @@ class JaxFrontend:
                 entry=options.entry,
                 start=dict(options.sizes),
                 capture=capture,
+                budget_seconds=seconds,
             )
             return ValidationPlan(
                 red.lowered.program, red.inputs, red.outputs, "reduced-sizes", red.description
@@ -140,7 +149,7 @@ def _symbolic(
 ) -> tuple[Program, tuple[str, ...]]:
     """``program`` symbolic in the file's sizes where that holds, and what to note."""
     from solar.frontends import jaxfe
-    from solar.frontends.kit import symbolic_notes, symbolize_sizes
+    from solar.frontends.kit import reference_budget_bytes, symbolic_notes, symbolize_sizes
 
     if not options.symbolic_sizes or not sizes:
         return program, ()
@@ -150,7 +159,12 @@ def _symbolic(
         other = jaxfe.trace_jax_file(path, entry=options.entry, overrides=binding)
         return jaxfe.lower_jaxpr(other).program, other.sizes
 
-    sym = symbolize_sizes(program, sizes, capture_at, fixed=options.sizes)
+    # the re-captures run get_inputs() for real (numpy arrays): the check capture may
+    # build what a reference run may (Note [Symbolic sizes by re-binding])
+    budget = reference_budget_bytes(options.reference_budget_bytes)
+    sym = symbolize_sizes(
+        program, sizes, capture_at, fixed=options.sizes, verify_input_bytes=budget
+    )
     return sym.program, symbolic_notes(sym)
 
 

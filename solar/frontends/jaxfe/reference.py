@@ -28,7 +28,13 @@ import numpy as np
 
 from solar.frontends.jaxfe.capture import JaxCapture, require_jax, trace_jax_file, user_code
 from solar.frontends.jaxfe.walk import inline_args, inline_body, is_var
-from solar.frontends.kit import LoweredProgram, Recapture, ReducedReference, reduced_reference
+from solar.frontends.kit import (
+    LoweredProgram,
+    Recapture,
+    ReducedReference,
+    executor_seconds,
+    reduced_reference,
+)
 
 __all__ = [
     "eval_with_taps",
@@ -127,12 +133,15 @@ def reference_at_reduced_sizes(
     entry: str | None = None,
     start: Mapping[str, int] | None = None,
     capture: JaxCapture | None = None,
+    budget_seconds: float | None = None,
 ) -> ReducedReference:
     """Lower a program file at sizes whose real run (`program_bytes`) fits ``budget_bytes``.
 
     `reduced_reference` over the file's size constants (``path``, ``budget_bytes``,
     ``start``, ``capture``: as there); ``entry`` is what to capture (default ``f``,
-    else ``Model``).
+    else ``Model``). With ``budget_seconds``, the executor's predicted check of the
+    program must fit it, and its memory estimate the executor's budget
+    (`solar.frontends.kit.executor_seconds`).
 
     Returns:
         ``(lowered, inputs, outputs, description, built)``; the description says which
@@ -151,8 +160,15 @@ def reference_at_reduced_sizes(
         lowered = lower_jaxpr(cap)
         return (lowered, *reference_data(cap, lowered=lowered))
 
-    recapture = Recapture(capture_with, _sizes, program_bytes, lowered_reference)
-    return reduced_reference(Path(path), recapture, budget_bytes, start=start, capture=capture)
+    def check_seconds(cap: JaxCapture) -> float:
+        return executor_seconds(lower_jaxpr(cap).program, budget_bytes)
+
+    seconds = check_seconds if budget_seconds is not None else None
+    recapture = Recapture(capture_with, _sizes, program_bytes, lowered_reference, seconds)
+    return reduced_reference(
+        Path(path), recapture, budget_bytes, start=start, capture=capture,
+        budget_seconds=budget_seconds if budget_seconds is not None else math.inf,
+    )
 
 
 def _sizes(capture: JaxCapture) -> Mapping[str, int]:

@@ -17,9 +17,10 @@ re-captures the program with the leading (batch) dimension of its inputs cut, th
 smallest cut first estimated from how the bytes scale, then halved until it fits.
 
 The budget (Note [Reference budget]): what a real run may touch, by default
-`REFERENCE_MEMORY_FRACTION` of the machine's available memory (``MemAvailable``), not
-a fixed figure: the reference run, the arrays it keeps and the executor's own run
-(guarded by its own budget, half of ``MemAvailable`` when it starts) share the machine.
+`REFERENCE_MEMORY_FRACTION` of the validation memory (Note [Validation memory] in
+`solar.budget`: 1 GiB, or ``MemAvailable`` when less): the reference run, the
+arrays it keeps and the executor's own run (guarded by its own budget, half of it)
+share the process. A plan must also fit the executor (`executor_seconds`).
 
 Error codes: E0511 no reduced size fits the budget; E0514 no reduced batch fits.
 """
@@ -51,7 +52,7 @@ __all__ = [
 ]
 
 REFERENCE_MEMORY_FRACTION = 0.25
-"""Share of ``MemAvailable`` a real reference run may touch by default."""
+"""Share of the validation memory a real reference run may touch by default."""
 
 EXECUTOR_TIME_SHARE = 0.5
 """Share of the validation time budget the executor's predicted check may take (the
@@ -62,7 +63,7 @@ Arrays = dict[str, np.ndarray]
 
 
 def reference_budget_bytes(requested: int | None = None) -> int:
-    """``requested``, or `REFERENCE_MEMORY_FRACTION` of the available memory.
+    """``requested``, or `REFERENCE_MEMORY_FRACTION` of the validation memory.
 
     >>> reference_budget_bytes(1 << 20)
     1048576
@@ -71,7 +72,7 @@ def reference_budget_bytes(requested: int | None = None) -> int:
     """
     if requested is not None:
         return requested
-    from solar.validate.memory import memory_budget_bytes  # the one MemAvailable reader
+    from solar.budget import memory_budget_bytes  # the one MemAvailable reader
 
     return memory_budget_bytes(REFERENCE_MEMORY_FRACTION)
 
@@ -109,38 +110,20 @@ class Recapture(Generic[B]):
     seconds: Callable[[B], float] | None = None
 
 
-def executor_seconds(program: Program, *, memory_budget: int | None = None) -> float:
+def executor_seconds(program: Program, reference_bytes: int) -> float:
     """The validator's predicted time to execute ``program`` (`solar.validate.
     estimate_workload`), which a reference must also fit (Note [Reference budget]):
-    a reference the executor cannot check in its time budget is no use. Infinite when
-    the check's predicted memory exceeds ``memory_budget`` (default: the validator's,
-    half of ``MemAvailable``): the validator would not run it at all, so the plan must
-    be cut (a training step's parameters, gradients and moments, and every saved
-    activation, are live at once: ViT-B/16's step at batch 2 needs about 8.5 GiB).
-
-    >>> from solar.ir import parse_program
-    >>> p = parse_program(_DOC_PROGRAM)
-    >>> executor_seconds(p) < 1.0, executor_seconds(p, memory_budget=16)
-    (True, inf)
-    """
+    a reference the executor cannot check in its time budget is no use. Infinite
+    where the executor's memory estimate is over its budget for a reference budget of
+    ``reference_bytes`` (`solar.budget.executor_budget_bytes`, Note
+    [Validation memory]): it would refuse the run."""
+    from solar.budget import executor_budget_bytes
     from solar.validate import estimate_workload
-    from solar.validate.memory import memory_budget_bytes
 
     work = estimate_workload(program)
-    budget = memory_budget if memory_budget is not None else memory_budget_bytes()
-    return work.seconds if work.memory_bytes <= budget else math.inf
-
-
-_DOC_PROGRAM = """solar-ir 1
-program p
-input x : f32[64]
-output y : f32[64]
-kernel k {
-  for i in 0 .. 64 {
-    y[i] = x[i] * 2.0
-  }
-}
-"""
+    if work.memory_bytes > executor_budget_bytes(reference_bytes):
+        return math.inf
+    return work.seconds
 
 
 def reduced_reference(
@@ -251,7 +234,7 @@ def reduced_batch_reference(
     tried: list[str] = []
     if fixed < budget_bytes and n > 1:
         b = max(1, min(n - 1, (budget_bytes - fixed) // per_item))
-        if seconds_per_item > 0 and math.isfinite(budget_seconds):
+        if 0 < seconds_per_item < math.inf and math.isfinite(budget_seconds):
             b = max(1, min(b, int(budget_seconds / seconds_per_item)))
         while True:
             try:
@@ -260,8 +243,11 @@ def reduced_batch_reference(
                 tried.append(f"batch {b}: {err.message}")
                 break
             cost, seconds = recapture.program_bytes(built), recapture.seconds(built)
-            check = (f"about {seconds:.3g} s to check" if math.isfinite(seconds)
-                     else "its check over the executor's memory budget")
+            check = (
+                f"about {seconds:.3g} s to check"
+                if math.isfinite(seconds)
+                else "over the executor's memory budget"
+            )
             tried.append(f"batch {b}: {format_bytes(cost)}, {check}")
             if cost <= budget_bytes and seconds <= budget_seconds:
                 lowered, inputs, outputs = recapture.reference(built)

@@ -24,7 +24,11 @@ features, not ``3 * D_MODEL``. We recover the expressions by capturing again:
    some literal cannot be fitted in is left constant, and the fit is redone without it.
 3. *Verify*: capture a third time with every remaining size tripled, and require that
    every fitted literal reproduces that capture's literal exactly (a literal that fails
-   gets its other form tried). Any failure leaves the whole program constant.
+   gets its other form tried). Any failure leaves the whole program constant. A tracer
+   whose re-captures build real inputs (JAX: ``get_inputs()`` returns numpy arrays) may
+   give a byte budget: when the inputs the fits predict at 3x exceed it (27x the bytes
+   for three sizes), each size is halved instead where it is even and stays above 1
+   (tripled otherwise), so the check capture stays small (issue 17: peak RSS).
 
 Float literals (``x / 32.0`` in a mean) carry values, not costs: they keep their
 captured values, so the symbolic program re-bound elsewhere has exact shapes, loop
@@ -35,6 +39,7 @@ so such a size leaves no literal to follow.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, is_dataclass, replace
@@ -96,6 +101,7 @@ class SymbolicProgram:
         constant: sizes left constant, each with the reason.
         reason: why the program stayed constant, when it did (``None`` otherwise).
         derived: constants the file computes from other sizes (they follow them).
+        checked_at: the verification binding, in words (``3x``, or the halved sizes).
     """
 
     program: Program
@@ -103,6 +109,7 @@ class SymbolicProgram:
     constant: dict[str, str]
     reason: str | None = None
     derived: tuple[str, ...] = ()
+    checked_at: str = "3x"
 
     @property
     def symbolic(self) -> bool:
@@ -111,6 +118,27 @@ class SymbolicProgram:
 
 
 # ---------------------------------------------------------------------------- structure
+_FIELDS: dict[type, tuple[str, ...] | None] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...] | None:
+    """The fields of a dataclass node type but its span (``None``: not a dataclass),
+    looked up once per type: ``dataclasses.fields`` per node was a tenth of a warm
+    analysis."""
+    names = _FIELDS.get(cls, ())
+    if names == ():
+        names = (
+            tuple(f.name for f in fields(cls) if f.name != "span") if is_dataclass(cls) else None
+        )
+        _FIELDS[cls] = names
+    return names
+
+
+def _same_tuple(old: tuple[Any, ...], new: list[Any]) -> tuple[Any, ...]:
+    """``old`` when ``new`` holds the very same items, else ``tuple(new)``."""
+    return old if all(a is b for a, b in zip(old, new, strict=True)) else tuple(new)
+
+
 def _skeleton(node: Any, ints: list[int]) -> Any:
     """``node`` with its int literals zeroed (values appended to ``ints``) and float
     literals zeroed, so two captures compare equal iff only literals differ."""
@@ -120,16 +148,15 @@ def _skeleton(node: Any, ints: list[int]) -> Any:
     if isinstance(node, FloatLit):
         return FloatLit(0.0)
     if isinstance(node, tuple):
-        return tuple(_skeleton(x, ints) for x in node)
-    if is_dataclass(node) and not isinstance(node, type):
+        return _same_tuple(node, [_skeleton(x, ints) for x in node])
+    names = _field_names(type(node))
+    if names is not None:
         changes = {}
-        for f in fields(node):
-            if f.name == "span":
-                continue
-            old = getattr(node, f.name)
+        for name in names:
+            old = getattr(node, name)
             new = _skeleton(old, ints)
             if new is not old:
-                changes[f.name] = new
+                changes[name] = new
         return replace(node, **changes) if changes else node
     return node
 
@@ -141,16 +168,15 @@ def _substitute(node: Any, exprs: Mapping[int, Any], counter: list[int]) -> Any:
         counter[0] += 1
         return exprs.get(n, node)
     if isinstance(node, tuple):
-        return tuple(_substitute(x, exprs, counter) for x in node)
-    if is_dataclass(node) and not isinstance(node, type) and not isinstance(node, FloatLit):
+        return _same_tuple(node, [_substitute(x, exprs, counter) for x in node])
+    names = None if isinstance(node, FloatLit) else _field_names(type(node))
+    if names is not None:
         changes = {}
-        for f in fields(node):
-            if f.name == "span":
-                continue
-            old = getattr(node, f.name)
+        for name in names:
+            old = getattr(node, name)
             new = _substitute(old, exprs, counter)
             if new is not old:
-                changes[f.name] = new
+                changes[name] = new
         return replace(node, **changes) if changes else node
     return node
 
@@ -273,6 +299,7 @@ def symbolize_sizes(
     capture_at: CaptureAt,
     *,
     fixed: Mapping[str, int] | None = None,
+    verify_input_bytes: int | None = None,
 ) -> SymbolicProgram:
     """The captured ``program`` made symbolic in ``binding``'s sizes (Note [Symbolic
     sizes by re-binding]).
@@ -286,6 +313,8 @@ def symbolize_sizes(
         capture_at: captures and lowers the program with some constants overridden.
         fixed: the overrides the capture of ``program`` used (the user's ``--set``);
             every re-capture applies them too.
+        verify_input_bytes: the most input bytes the check capture may build (the
+            fits predict them); above it the check halves the sizes instead.
 
     Returns:
         The symbolic program, or ``program`` unchanged with the reason.
@@ -320,18 +349,24 @@ def symbolize_sizes(
     if fits is None or not moved:
         return SymbolicProgram(program, {}, constant, "no size constant could be followed")
     names = sorted(moved)
-    check = {**binding, **{s: binding[s] * _VERIFY for s in names}}
+    at = {s: binding[s] * _VERIFY for s in names}
+    where = "3x"
+    if verify_input_bytes is not None and (
+        _input_bytes(program, fits, {**binding, **at}) > verify_input_bytes
+    ):
+        at = {s: v // 2 if v % 2 == 0 and v >= 4 else v * _VERIFY for s, v in
+              ((s, binding[s]) for s in names)}
+        where = ", ".join(f"{s}={v}" for s, v in at.items())
+    check = {**binding, **at}
     try:
-        checked, verify_sizes = capture_at(
-            {**fixed, **{s: binding[s] * _VERIFY for s in names}}
-        )
+        checked, verify_sizes = capture_at({**fixed, **at})
     except SolarError as err:
         return SymbolicProgram(program, {}, constant,
-                               f"the check capture at 3x the sizes failed: {err.message}")
+                               f"the check capture at {where} failed: {err.message}")
     verify_ints = _literals(checked)
     if verify_ints[0] != skel:
         return SymbolicProgram(program, {}, constant,
-                               "the program's structure changes at 3x the sizes")
+                               f"the program's structure changes at {where}")
     check.update({k: v for k, v in verify_sizes.items() if k in check})
     chosen: dict[int, SizeFit] = {}
     for n, options in fits.items():
@@ -343,7 +378,29 @@ def symbolize_sizes(
                 "in the sizes",
             )
         chosen[n] = good[0]
-    return replace(_build(program, binding, chosen, constant), derived=follows)
+    return replace(
+        _build(program, binding, chosen, constant), derived=follows, checked_at=where
+    )
+
+
+def _input_bytes(
+    program: Program, fits: Mapping[int, list[SizeFit]], at: Mapping[str, int]
+) -> int:
+    """Bytes of ``program``'s inputs at ``at``, their dimensions as the fits predict (the
+    literals are numbered as `_literals` numbers them: tensor declarations first)."""
+    n = total = 0
+    for decl in program.tensors:
+        dims: list[int] = []
+        for e in decl.shape:
+            ints: list[int] = []
+            _skeleton(e, ints)
+            options = fits.get(n)
+            if isinstance(e, IntLit):
+                dims.append(options[0].value(at) if options else e.value)
+            n += len(ints)
+        if decl.role == "input" and len(dims) == len(decl.shape):
+            total += math.prod(dims) * decl.dtype.itemsize_bytes
+    return total
 
 
 def _fit_all(
@@ -423,7 +480,7 @@ def symbolic_notes(result: SymbolicProgram) -> tuple[str, ...]:
         names = ", ".join(result.sizes)
         notes.append(
             f"formulas are symbolic in {names} (derived by re-capturing at 2x each size, "
-            "checked exactly at 3x)"
+            f"checked exactly at {result.checked_at})"
         )
     elif result.reason is not None:
         notes.append(f"formulas are constants at the captured sizes: {result.reason}")

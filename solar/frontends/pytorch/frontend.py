@@ -343,7 +343,7 @@ def _result(
                 float64=lambda: _float64_values(lowered, capture, budget),
             )
 
-        if fits_bytes and executor_seconds(lowered.program) <= seconds:
+        if fits_bytes and executor_seconds(lowered.program, budget) <= seconds:
             return full()
         tried: list[str] = []
         if reduced is not None and info.sizes:

@@ -159,10 +159,12 @@ _SCANNED: list[tuple[int, list[Any]]] = []  # (len(sys.modules) at the scan, fun
 def _disabled_functions() -> list[Any]:
     """The functions behind every ``torch._disable_dynamo`` wrapper that exists.
 
-    Finding them walks every object of the heap (tens of milliseconds), so the result
-    is kept until a module is imported (wrappers are made when torch's modules are
-    defined); a wrapper made some other way is simply not patched, and its first call
-    imports ``torch._dynamo`` as it would without this context.
+    The wrappers are the functions whose code is the wrapper's: `gc.get_referrers` of
+    that code object finds them in one walk of the heap in C (about 30 ms; a Python loop
+    over `gc.get_objects` took twice that), and the result is kept until a module is
+    imported (wrappers are made when torch's modules are defined); a wrapper made some
+    other way is simply not patched, and its first call imports ``torch._dynamo`` as it
+    would without this context.
     """
     if _SCANNED and _SCANNED[0][0] == len(sys.modules):
         return _SCANNED[0][1]
@@ -176,7 +178,7 @@ def _disabled_functions() -> list[Any]:
         return []
     found = [
         obj.__closure__[slot].cell_contents
-        for obj in gc.get_objects()
+        for obj in gc.get_referrers(code)
         if type(obj) is type(probe) and obj.__code__ is code and obj.__closure__
     ]
     _SCANNED[:] = [(len(sys.modules), found)]

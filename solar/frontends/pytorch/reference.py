@@ -21,6 +21,7 @@ E0514 no reduced batch fits.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from pathlib import Path
@@ -164,7 +165,7 @@ def reference_at_reduced_sizes(
         lowered = lower_capture(cap, op_fallback=op_fallback)
         return (lowered, *reference_data(lowered, cap))
 
-    seconds = _check_seconds if budget_seconds is not None else None
+    seconds = None if budget_seconds is None else functools.partial(_check_seconds, budget_bytes)
     recapture = Recapture(capture_with, _sizes, program_bytes, lowered_reference, seconds)
     return reduced_reference(
         Path(path), recapture, budget_bytes, start=start, capture=capture,
@@ -172,10 +173,11 @@ def reference_at_reduced_sizes(
     )
 
 
-def _check_seconds(capture: TorchCapture) -> float:
+def _check_seconds(budget_bytes: int, capture: TorchCapture) -> float:
     """The executor's predicted time to check ``capture``'s program (lowered without
-    any LLM fallback: an uncovered op is an input, which costs it nothing)."""
-    return executor_seconds(lower_capture(capture).program)
+    any LLM fallback: an uncovered op is an input, which costs it nothing), infinite
+    over its memory budget for a reference budget of ``budget_bytes``."""
+    return executor_seconds(lower_capture(capture).program, budget_bytes)
 
 
 def _sizes(capture: TorchCapture) -> Mapping[str, int]:
@@ -214,7 +216,8 @@ def reference_at_reduced_batch(
         return (lowered, *reference_data(lowered, cap))
 
     recapture = BatchRecapture(
-        batch, capture_at, program_bytes, _fixed_bytes, lowered_reference, _check_seconds
+        batch, capture_at, program_bytes, _fixed_bytes, lowered_reference,
+        functools.partial(_check_seconds, budget_bytes),
     )
     return reduced_batch_reference(capture.name, recapture, capture, budget_bytes, budget_seconds)
 
