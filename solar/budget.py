@@ -14,6 +14,7 @@ Error codes: E0905 a malformed ``SOLAR_VALIDATION_MEMORY``.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import math
 import os
 import resource
@@ -27,6 +28,8 @@ __all__ = [
     "VALIDATION_MEMORY_BYTES",
     "VALIDATION_MEMORY_ENV",
     "executor_budget_bytes",
+    "memory_pool_is_default",
+    "uncapped_validation_memory",
     "is_allocation_failure",
     "memory_budget",
     "memory_budget_bytes",
@@ -151,7 +154,12 @@ def validation_memory_bytes() -> int | None:
     default: shares of ``MemAvailable``), or a figure in MiB; ``--reference-budget``
     sets the reference's share alone and lifts the executor's cap to twice it
     (`executor_budget_bytes`); a reference file (``--reference``) fixes the sizes, so
-    its check may use half of ``MemAvailable``. A reference plan must fit both: its real run the
+    its check may use half of ``MemAvailable``. A program that cannot be checked within
+    the default at all (nothing smaller fits: a model whose parameters alone exceed the
+    reference's share) is planned again within ``MemAvailable``'s shares
+    (`uncapped_validation_memory`) rather than skipped, and the report says so: the 1 GiB
+    holds for every program that can be checked within it, and validation is not given up
+    for the others. A reference plan must fit both: its real run the
     reference budget, and the executor's estimate for checking it the executor's
     (`solar.frontends.kit.executor_seconds` is infinite where it would not).
 
@@ -161,7 +169,7 @@ def validation_memory_bytes() -> int | None:
     """
     raw = os.environ.get(VALIDATION_MEMORY_ENV, "").strip().lower()
     if not raw:
-        return VALIDATION_MEMORY_BYTES
+        return None if _UNCAPPED.get() else VALIDATION_MEMORY_BYTES
     if raw == "available":
         return None
     try:
@@ -194,3 +202,25 @@ def _available_bytes() -> int:
         except (OSError, ValueError):
             pass
     return FALLBACK_BUDGET_BYTES
+
+
+_UNCAPPED: contextvars.ContextVar[bool] = contextvars.ContextVar("solar_uncapped", default=False)
+
+
+def memory_pool_is_default() -> bool:
+    """True when neither ``SOLAR_VALIDATION_MEMORY`` nor `uncapped_validation_memory`
+    sets the validation memory (the 1 GiB default applies)."""
+    return not os.environ.get(VALIDATION_MEMORY_ENV, "").strip() and not _UNCAPPED.get()
+
+
+@contextlib.contextmanager
+def uncapped_validation_memory() -> Iterator[None]:
+    """Within the block the default validation memory is ``MemAvailable``'s shares (as
+    ``SOLAR_VALIDATION_MEMORY=available``); an explicit setting still wins. The pipeline
+    uses it for a program that cannot be checked within the default (Note [Validation
+    memory])."""
+    token = _UNCAPPED.set(True)
+    try:
+        yield
+    finally:
+        _UNCAPPED.reset(token)

@@ -376,7 +376,36 @@ def _bounds_program(front: FrontendResult, program: Program) -> tuple[Program, b
 def validate_front(
     prepared: PreparedProgram, options: AnalyzeOptions, progress: Progress
 ) -> ValidationInfo:
-    """Run the IR against the source program's own outputs, as the options say."""
+    """Run the IR against the source program's own outputs, as the options say.
+
+    A program that cannot be checked within the default validation memory is planned
+    again within ``MemAvailable``'s shares (Note [Validation memory] in `solar.budget`).
+    """
+    from solar.budget import memory_pool_is_default, uncapped_validation_memory
+
+    info = _validate_once(prepared, options, progress)
+    reason = (info.reason or "").lower()
+    if not (info.status == "skipped" and options.validate != "off"
+            and prepared.reference is not None and memory_pool_is_default()
+            and options.reference_budget_bytes is None
+            and any(w in reason for w in ("e0511", "e0514", "e0305", "memory"))):
+        return info
+    progress("over the 1 GiB validation memory: planning again within MemAvailable")
+    if isinstance(prepared.reference, _RememberedReference):
+        prepared.reference.plan = None
+    with uncapped_validation_memory():
+        wide = _validate_once(prepared, options, progress)
+    if wide.status == "skipped":
+        return info
+    note = ("checked within MemAvailable: the program does not fit the 1 GiB validation "
+            "memory (SOLAR_VALIDATION_MEMORY=1024 keeps the cap and skips)")
+    return wide.model_copy(update={"reason": f"{wide.reason}; {note}" if wide.reason
+                                   else note})
+
+
+def _validate_once(
+    prepared: PreparedProgram, options: AnalyzeOptions, progress: Progress
+) -> ValidationInfo:
     if options.validate == "off":
         return skipped_validation("validation disabled (--validate off)")
     if prepared.reference is None:

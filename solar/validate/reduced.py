@@ -71,6 +71,7 @@ _SIZE_WORDS = (
     "n_",
     "ffn",
     "intermediate",
+    "model",
 )
 _FIXED_WORDS = (
     "kernel",

@@ -98,7 +98,8 @@ class JaxFrontend:
                 budget_seconds=seconds,
             )
             return ValidationPlan(
-                red.lowered.program, red.inputs, red.outputs, "reduced-sizes", red.description
+                red.lowered.program, red.inputs, red.outputs, "reduced-sizes", red.description,
+                sizes=dict(red.sizes or {}),
             )
 
         def measure() -> Timing:

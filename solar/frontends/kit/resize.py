@@ -87,6 +87,8 @@ class ReducedReference(NamedTuple):
     outputs: Arrays
     description: str
     built: object = None
+    sizes: Mapping[str, int] | None = None
+    """Every size constant at the reduced binding (``None``: the inputs were cut)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,7 +182,8 @@ def reduced_reference(
             ),
         )
     lowered, inputs, outputs = recapture.reference(found.built)
-    return ReducedReference(lowered, inputs, outputs, found.description, found.built)
+    return ReducedReference(lowered, inputs, outputs, found.description, found.built,
+                            dict(found.sizes))
 
 
 @dataclass(frozen=True, slots=True)

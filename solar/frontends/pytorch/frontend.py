@@ -100,7 +100,7 @@ class TorchFrontend:
             )
             return ValidationPlan(
                 red.lowered.program, red.inputs, red.outputs, "reduced-sizes", red.description,
-                float64=_float64_rerun(red, budget),
+                sizes=dict(red.sizes or {}), float64=_float64_rerun(red, budget),
             )
 
         if path is None:  # an imported module: no size constants to rebind
