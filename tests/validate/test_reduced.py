@@ -50,12 +50,12 @@ CASES: list[tuple[str, dict[str, int], int, Check | None, bool, dict[str, int] |
         {"batch_size": 32, "seq_len": 16, "dim": 24},
     ),
     (
-        "several halvings",
+        "several halvings, a model width too",
         {"BATCH": 64, "SEQ": 4096, "D_MODEL": 64},
         4 * 64 * 64 * 64,
         None,
         False,
-        {"BATCH": 8, "SEQ": 512},
+        {"BATCH": 16, "SEQ": 1024, "D_MODEL": 16},
     ),
     (
         "a constraint: the batch alone halves when both cannot",
