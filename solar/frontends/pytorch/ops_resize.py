@@ -292,10 +292,13 @@ def _scales(call: OpCall, first: int, nd: int) -> list[float | None]:
     return [call.arg(first + d, "scales") for d in range(nd)]
 
 
-def _nearest_op(nd: int, exact: bool) -> LoweringFn:
+def _nearest_op(nd: int, exact: bool, *, backward: bool = False) -> LoweringFn:
+    """``upsample_nearest*`` (or its backward: ``grad_output`` first, then the sizes)."""
+    emit, first = (_emit_backward, 3) if backward else (_emit, 2)
+
     def lower(ctx: LowerCtx, call: OpCall) -> None:
-        scales = _scales(call, 2, nd)
-        _emit(
+        scales = _scales(call, first, nd)
+        emit(
             ctx,
             call,
             nd,
@@ -305,12 +308,15 @@ def _nearest_op(nd: int, exact: bool) -> LoweringFn:
     return lower
 
 
-def _interp_op(nd: int, cubic: bool) -> LoweringFn:
+def _interp_op(nd: int, cubic: bool, *, backward: bool = False) -> LoweringFn:
+    """``upsample_{linear,bilinear,trilinear,bicubic}*`` (or their backward)."""
+    emit, first = (_emit_backward, 3) if backward else (_emit, 2)
+
     def lower(ctx: LowerCtx, call: OpCall) -> None:
-        align = bool(call.arg(2, "align_corners"))
-        scales = _scales(call, 3, nd)
+        align = bool(call.arg(first, "align_corners"))
+        scales = _scales(call, first + 1, nd)
         maker = _cubic if cubic else _linear
-        _emit(
+        emit(
             ctx,
             call,
             nd,
@@ -376,41 +382,15 @@ def _emit_backward(
     kb.emit(*outer.wrap(body))
 
 
-def _nearest_backward(nd: int, exact: bool) -> LoweringFn:
-    def lower(ctx: LowerCtx, call: OpCall) -> None:
-        scales = _scales(call, 3, nd)
-        _emit_backward(
-            ctx,
-            call,
-            nd,
-            lambda kb, d, n_in, n_out, acc: _nearest(kb, n_in, n_out, scales[d], exact),
-        )
-
-    return lower
-
-
-def _interp_backward(nd: int, cubic: bool) -> LoweringFn:
-    def lower(ctx: LowerCtx, call: OpCall) -> None:
-        align = bool(call.arg(3, "align_corners"))
-        scales = _scales(call, 4, nd)
-        maker = _cubic if cubic else _linear
-        _emit_backward(
-            ctx,
-            call,
-            nd,
-            lambda kb, d, n_in, n_out, acc: maker(kb, n_in, n_out, align, scales[d], acc),
-        )
-
-    return lower
-
-
 for _nd in (1, 2, 3):
     for _exact, _name in ((False, "upsample_nearest"), (True, "_upsample_nearest_exact")):
-        LOWERINGS.register(f"aten.{_name}{_nd}d_backward.default")(_nearest_backward(_nd, _exact))
+        LOWERINGS.register(f"aten.{_name}{_nd}d_backward.default")(
+            _nearest_op(_nd, _exact, backward=True)
+        )
 for _nd, _name in (
     (1, "upsample_linear1d"),
     (2, "upsample_bilinear2d"),
     (3, "upsample_trilinear3d"),
 ):
-    LOWERINGS.register(f"aten.{_name}_backward.default")(_interp_backward(_nd, False))
-LOWERINGS.register("aten.upsample_bicubic2d_backward.default")(_interp_backward(2, True))
+    LOWERINGS.register(f"aten.{_name}_backward.default")(_interp_op(_nd, False, backward=True))
+LOWERINGS.register("aten.upsample_bicubic2d_backward.default")(_interp_op(2, True, backward=True))
