@@ -63,7 +63,7 @@ class ExecCache:
     holds the latest padded copy of a tensor during a run and is cleared after it.
     """
 
-    __slots__ = ("forms", "guarded", "padded", "roots", "scans")
+    __slots__ = ("forms", "guarded", "lifetimes", "padded", "roots", "scans")
 
     def __init__(self) -> None:
         self.forms: dict[int, tuple[Lin, ...] | None] = {}
@@ -72,6 +72,8 @@ class ExecCache:
         self.scans: dict[int, object] = {}
         self.roots: dict[int, Domain] = {}
         """Root domain per kernel index (Note [Domain reuse] in `solar.validate.grids`)."""
+        self.lifetimes: dict[str, tuple[int, int]] | None = None
+        """Per temp, its first and last kernel (Note [Temp lifetimes])."""
 
 
 class Evaluator:

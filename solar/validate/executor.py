@@ -105,7 +105,9 @@ class _Machine:
     # ---- driving ------------------------------------------------------------------
     def run(self) -> None:
         program = self.prepared.program
-        lifetimes = temp_lifetimes(program)  # Note [Temp lifetimes]
+        if self.cache.lifetimes is None:  # Note [Temp lifetimes]
+            self.cache.lifetimes = temp_lifetimes(program)
+        lifetimes = self.cache.lifetimes
         born: dict[int, list[str]] = {}
         dies: dict[int, list[str]] = {}
         for name, (first, last) in lifetimes.items():
