@@ -367,3 +367,34 @@ def test_in_process_analyze_of_a_model_that_exits(
 def test_a_bad_time_limit_is_a_usage_error(value: str, capsys: pytest.CaptureFixture[str]) -> None:
     r = run_cli(capsys, "analyze", "missing.alir", "--time-limit", value)
     assert_diagnostic(r, "E0905", 2)
+
+
+COMPILED_MODEL = """\
+import torch, torch.nn as nn
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = nn.Linear(16, 16)
+    @torch.compile
+    def forward(self, x):
+        return torch.nn.functional.gelu(self.l(x))
+def get_inputs():
+    return [torch.randn(4, 16)]
+"""
+
+
+@pytest.mark.torch
+def test_a_compiled_forward_leaves_nothing_on_stderr_at_exit(tmp_path: Path) -> None:
+    # Capturing a torch.compile'd forward once left half-built StorageWeakRefs whose
+    # finaliser printed "Exception ignored ... _free_weak_ref" when the process ended.
+    model = tmp_path / "compiled.py"
+    model.write_text(COMPILED_MODEL)
+    proc = subprocess.run(
+        [sys.executable, "-m", "solar", "analyze", str(model), "-q", "--validate", "off"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "coverage: complete" in proc.stdout
+    assert "Exception ignored" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr

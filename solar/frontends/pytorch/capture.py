@@ -114,7 +114,11 @@ class _Ids:
         from torch.multiprocessing.reductions import StorageWeakRef
 
         try:
-            key = StorageWeakRef(t.untyped_storage())  # type: ignore[no-untyped-call]
+            # The weak reference is taken before any StorageWeakRef exists: one whose
+            # ``__init__`` raised is still finalised, and its ``__del__`` then prints
+            # "Exception ignored ... no attribute '_free_weak_ref'" at exit.
+            cdata = t.untyped_storage()._weak_ref()
+            key = StorageWeakRef.from_weakref(cdata)  # type: ignore[no-untyped-call]
             sid = self._storages.setdefault(key, len(self._storages))
         except (RuntimeError, NotImplementedError):
             sid = -1
