@@ -644,12 +644,16 @@ def _coverage_warnings(coverage: CoverageInfo) -> list[str]:
     """Partial coverage, and SOLAR's FLOPs short of the independent count (loudly)."""
     out = []
     if not coverage.complete:
-        flops = ""
+        flops = unknown = ""
         if coverage.uncovered_flops_fraction is not None:
             flops = f" and {coverage.uncovered_flops_fraction:.1%} of its counted FLOPs"
+            uncounted = [u.op for u in coverage.uncovered if u.counted_flops is None]
+            if uncounted:
+                unknown = f" ({', '.join(uncounted)}: no FLOP count, their work is unknown)"
         out.append(
             f"partial coverage: {1 - coverage.covered_bytes_fraction:.1%} of the program's "
-            f"tensor bytes{flops} are in ops SOLAR could not lower; bounds cover the rest only"
+            f"tensor bytes{flops} are in ops SOLAR could not lower{unknown}; bounds cover the "
+            "rest only"
         )
     ind = coverage.independent_flops
     if ind is not None and ind.shortfall:

@@ -298,12 +298,20 @@ def _coverage_lines(report: Report) -> list[str]:
         lines = [f"coverage: complete ({cov.ops_total} ops)"]
     else:
         flops_text = "" if flops is None else f" and {_share(1 - flops)} of counted FLOPs"
+        uncounted = sum(u.counted_flops is None for u in cov.uncovered)
+        unknown = ""
+        if flops is not None and uncounted:
+            unknown = f" ({uncounted} uncovered op{'s' * (uncounted > 1)} with no FLOP count)"
         lines = [
             f"coverage: PARTIAL — {_share(cov.covered_bytes_fraction)} of tensor bytes"
-            f"{flops_text} covered; bounds cover the lowered part only"
+            f"{flops_text} covered{unknown}; bounds cover the lowered part only"
         ]
         for u in cov.uncovered:
-            counted = "" if u.counted_flops is None else f", {format_flops(u.counted_flops)}"
+            counted = (
+                ", FLOPs not counted"
+                if u.counted_flops is None
+                else f", {format_flops(u.counted_flops)}"
+            )
             lines.append(
                 f"  uncovered: {u.op} ×{u.count} ({_share(u.bytes_share)} of bytes{counted})"
             )

@@ -57,3 +57,28 @@ def test_a_bound_below_one_launch_is_a_report_warning(tmp_path: Path) -> None:
     assert any("is below one kernel launch (~2 µs)" in w for w in report.warnings)
     assert "warning: fused bound" in render_text(report)
     assert not any("kernel launch" in w for w in _report(tmp_path, 4096).warnings)
+
+
+FFT_MODEL = """\
+import torch, torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.fft.rfft(x, dim=-1).abs() + 1
+def get_inputs():
+    return [torch.randn(8, 64)]
+"""
+
+
+@pytest.mark.torch
+def test_an_uncovered_op_without_a_flop_count_is_unknown_not_zero(tmp_path: Path) -> None:
+    # FlopCounterMode has no formula for an FFT: its share of FLOPs is unknown, not 0%.
+    path = tmp_path / "fft.py"
+    path.write_text(FFT_MODEL)
+    report = analyze(path, AnalyzeOptions(archs=("H100_SXM",), validate="off"))
+    fft = next(u for u in report.coverage.uncovered if "fft" in u.op)
+    assert fft.counted_flops is None and fft.bytes_share > 0
+    text = render_text(report)
+    assert f"uncovered: {fft.op} ×1 (" in text and "of bytes, FLOPs not counted)" in text
+    assert "uncovered ops with no FLOP count" in text
+    warning = next(w for w in report.warnings if w.startswith("partial coverage"))
+    assert f"{fft.op}" in warning and "their work is unknown" in warning

@@ -114,6 +114,7 @@ def _scalars(call: OpCall, beta_pos: int, alpha_pos: int) -> tuple[float, float]
 
 
 @LOWERINGS.register("aten.mm")
+@LOWERINGS.register("aten._int_mm")  # int8 x int8 -> int32: the reads widen, as mm's do
 def _mm(ctx: LowerCtx, call: OpCall) -> None:
     a, b, out = tensor_arg(call, 0, "self"), tensor_arg(call, 1, "mat2"), out0(call)
     dt = accumulate_dtype(out.dtype)

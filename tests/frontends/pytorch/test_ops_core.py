@@ -29,6 +29,18 @@ def test_mm_bmm_match_torch(m: int, k: int, n: int, b: int) -> None:
     check_program(torch.bmm, torch.randn(b, m, k), torch.randn(b, k, n))
 
 
+@pytest.mark.parametrize(("m", "k", "n"), [(32, 16, 8), (17, 24, 40)])
+def test_int_mm_is_an_int8_contraction(m: int, k: int, n: int) -> None:
+    # torch._int_mm (int8 x int8 -> int32) is mm with widening reads: exact, 2*m*k*n ops.
+    from solar.einsum import lift_to_einsum
+
+    a = torch.randint(-128, 128, (m, k), dtype=torch.int8)
+    b = torch.randint(-128, 128, (k, n), dtype=torch.int8)
+    lowered = check_program(torch._int_mm, a, b, rtol=0, atol=0)
+    graph = lift_to_einsum(lowered.program)
+    assert sum(node.flops.evaluate({}) for node in graph.nodes) == 2 * m * k * n
+
+
 @settings(max_examples=10)
 @given(m=side, k=side, n=side, alpha=scalar, beta=scalar, bias_rank=st.integers(0, 2))
 def test_addmm_alpha_beta(
