@@ -62,6 +62,7 @@ from solar.ir import (
     eliminate_dead_code,
     fill_generated,
     float_dtypes,
+    forward_copies,
     print_program,
     resolve_sizes,
     treat_as_intermediates,
@@ -254,6 +255,8 @@ class PreparedProgram:
         precision: the precision policy the bounds use (the program's own hint when the
             user left ``default``).
         graph: the einsum graph of the program the bounds see.
+        copy_kernels: kernels of ``program`` that only copy a view and are read through
+            for the bounds (Note [Copies] in `solar.ir.passes`).
     """
 
     front: FrontendResult
@@ -263,6 +266,7 @@ class PreparedProgram:
     sizes: dict[str, int]
     precision: PrecisionPolicy
     graph: EinsumGraph
+    copy_kernels: int = 0
 
 
 def prepare_program(
@@ -294,13 +298,13 @@ def prepare_program(
     sizes = resolve_sizes(program, front.ir_sizes)
     precision = effective_precision(front, options.precision)
     (progress or _quiet)("lifting to einsum graph")
-    bounds_program, masked = _bounds_program(front, program)
+    bounds_program, masked, copies = _bounds_program(front, program)
     if masked:
         notes = (*notes, _MASK_NOTE)
     graph = lift_to_einsum(bounds_program)
     if reference is not None:
         reference = _RememberedReference(reference)
-    return PreparedProgram(front, program, reference, notes, sizes, precision, graph)
+    return PreparedProgram(front, program, reference, notes, sizes, precision, graph, copies)
 
 
 _MASK_NOTE = (
@@ -335,7 +339,7 @@ def _with_constant_params(prepared: PreparedProgram) -> PreparedProgram:
     program = constant_params(prepared.program, plan.inputs)
     if program is prepared.program:
         return prepared
-    bounds_program, masked = _bounds_program(prepared.front, program)
+    bounds_program, masked, copies = _bounds_program(prepared.front, program)
     notes = prepared.notes
     if masked and _MASK_NOTE not in notes:
         notes = (*notes, _MASK_NOTE)
@@ -344,7 +348,8 @@ def _with_constant_params(prepared: PreparedProgram) -> PreparedProgram:
                                      and any(p.name == t.name and p.role == "param"
                                              for p in prepared.program.tensors))
              + ") are computed from indices, not read")
-    return replace(prepared, notes=notes, graph=lift_to_einsum(bounds_program))
+    graph = lift_to_einsum(bounds_program)
+    return replace(prepared, notes=notes, graph=graph, copy_kernels=copies)
 
 
 def _reference_for(
@@ -361,15 +366,23 @@ def _reference_for(
     return substituted
 
 
-def _bounds_program(front: FrontendResult, program: Program) -> tuple[Program, bool]:
+def _bounds_program(front: FrontendResult, program: Program) -> tuple[Program, bool, int]:
     """The program the bounds see: random draws as writes only, work a constant mask hides
-    skipped, dead work removed, uncovered values as intermediates; and whether a mask
-    applied."""
+    skipped, copies read through, dead work removed, uncovered values as intermediates;
+    whether a mask applied; and how many copy kernels were read through."""
     # masks first: a draw filled with zeros would read as a constant mask
     unmasked = elide_masked_work(program, keep=frozenset(front.keep_live))
     filled = fill_generated(unmasked, front.generated_values)
-    p = eliminate_dead_code(filled, keep=front.keep_live)
-    return treat_as_intermediates(p, front.uncovered_values), unmasked is not program
+    copied = forward_copies(filled, keep=frozenset(front.keep_live))  # Note [Copies]
+    p = eliminate_dead_code(copied, keep=front.keep_live)
+    copies = 0
+    if copied is not filled:  # the kernels dead only once their copies were read through
+        copies = len(eliminate_dead_code(filled, keep=front.keep_live).kernels) - len(p.kernels)
+    return (
+        treat_as_intermediates(p, front.uncovered_values),
+        unmasked is not program,
+        copies,
+    )
 
 
 # ---------------------------------------------------------------------------- validation
@@ -923,7 +936,10 @@ def report_at(
             kernels=len(program.kernels),
             statements=base.statements,
             alias_kernels=sum(1 for k in program.kernels if k.alias),
-            dead_kernels=max(0, len(program.kernels) - len(prepared.graph.kernels)),
+            dead_kernels=max(
+                0, len(program.kernels) - len(prepared.graph.kernels) - prepared.copy_kernels
+            ),
+            copy_kernels=prepared.copy_kernels,
             text=base.ir_text if options.include_ir else None,
         ),
         # a model file's own size constants, unless hand-written IR replaced its program
@@ -956,7 +972,7 @@ def _training_info(
 
     step = front.step
     assert step is not None
-    program, _ = _bounds_program(front, prepared.program)
+    program, _, _ = _bounds_program(front, prepared.program)
     phases = []
     for part in split_phases(program, step.phase_of):
         compiled = compile_costs(lift_to_einsum(part.program))

@@ -48,7 +48,12 @@ from solar.ir.nodes import (
     Unary,
     lit,
 )
-from solar.ir.passes import eliminate_dead_code, fill_generated, treat_as_intermediates
+from solar.ir.passes import (
+    eliminate_dead_code,
+    fill_generated,
+    forward_copies,
+    treat_as_intermediates,
+)
 from solar.ir.printer import print_expr, print_program, print_stmt
 from solar.ir.traversal import (
     accesses,
@@ -106,6 +111,7 @@ __all__ = [
     "constant_params",
     "elide_masked_work",
     "eliminate_dead_code",
+    "forward_copies",
     "eval_int",
     "fill_generated",
     "float_dtypes",

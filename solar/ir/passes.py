@@ -5,6 +5,7 @@ Contract: ``Program -> Program`` with the same outputs for the same inputs.
 PyTorch computes max-pool indices, saved batch-norm statistics or an LSTM's
 workspace whether or not anything reads them); the bounds are computed on the
 result, so dead work is never charged (Note [Dead code] in docs/bounds.md).
+`forward_copies` reads through kernels that only move data (Note [Copies]).
 """
 
 from __future__ import annotations
@@ -16,7 +17,10 @@ from typing import assert_never
 from solar.ir.nodes import (
     Access,
     Assign,
+    Binary,
     BoolLit,
+    Call,
+    Cast,
     DType,
     Expr,
     FloatLit,
@@ -24,13 +28,16 @@ from solar.ir.nodes import (
     If,
     IntLit,
     Kernel,
+    Name,
     Program,
     Reduce,
     Stmt,
+    TensorDecl,
+    Unary,
 )
-from solar.ir.traversal import walk_exprs
+from solar.ir.traversal import expr_children, map_exprs, walk_exprs, walk_stmts
 
-__all__ = ["eliminate_dead_code", "fill_generated", "treat_as_intermediates"]
+__all__ = ["eliminate_dead_code", "fill_generated", "forward_copies", "treat_as_intermediates"]
 
 
 def _reads(expr_sources: tuple[object, ...]) -> set[str]:
@@ -197,3 +204,161 @@ def fill_generated(program: Program, names: Collection[str]) -> Program:
         dataclasses.replace(k, body=tuple(fill(s) for s in k.body)) for k in program.kernels
     )
     return dataclasses.replace(program, kernels=kernels)
+
+
+# Note [Copies]
+# ~~~~~~~~~~~~~
+# Eager PyTorch materialises a view it cannot express with strides: ``x.transpose(1,
+# 2).reshape(n, -1)`` or ``.contiguous()`` runs a copy kernel ``T[i...] = X[f(i...)]``,
+# and the frontend lowers it as one. Its readers may use only part of T
+# (``[:, ::2]`` keeps half): charged as written, the copy reads all of X, so the fused
+# model would charge X's unused half, which an implementation reading through the view
+# never touches, and the bound could exceed a real time. `forward_copies` rewrites every
+# read ``T[e...]`` as ``X[f(e...)]`` and the copy, now dead, goes with
+# `eliminate_dead_code`: reads of X are then exactly the elements used, and no model
+# charges the copy's own traffic (a copy is data movement, not work the program asks
+# for). Only exact rewrites qualify: T is a temp written by that one kernel, a perfect
+# loop nest over all of T's elements (``T[i0, i1...]`` with ``i_k in 0 .. shape_k``),
+# whose value is one access of a program tensor of T's dtype with subscripts that read no
+# tensor; no kernel after the copy writes X, so X holds the copied values wherever T is
+# read; T is not read by an alias kernel (an output would become a view of X) and is not
+# kept for an uncovered op.
+
+
+def _substitute(expr: Expr, env: dict[str, Expr]) -> Expr:
+    """``expr`` with each loop variable in ``env`` replaced by its expression."""
+    match expr:
+        case Name(name=n):
+            return env.get(n, expr)
+        case IntLit() | FloatLit() | BoolLit():
+            return expr
+        case Access(indices=idx):
+            return dataclasses.replace(expr, indices=tuple(_substitute(i, env) for i in idx))
+        case Unary(operand=o) | Cast(operand=o):
+            return dataclasses.replace(expr, operand=_substitute(o, env))
+        case Binary(lhs=a, rhs=b):
+            return dataclasses.replace(expr, lhs=_substitute(a, env), rhs=_substitute(b, env))
+        case Call(args=args):
+            return dataclasses.replace(expr, args=tuple(_substitute(a, env) for a in args))
+        case _:
+            assert_never(expr)
+
+
+def _copy_of(
+    kernel: Kernel, decls: dict[str, TensorDecl]
+) -> tuple[str, tuple[str, ...], Access] | None:
+    """``(T, loop variables, source access)`` when ``kernel`` is a whole-tensor copy."""
+    if kernel.alias or kernel.locals:
+        return None
+    loops: list[For] = []
+    body = kernel.body
+    while len(body) == 1 and isinstance(body[0], For):
+        loop = body[0]
+        if loop.step != 1 or loop.seq or loop.lo != IntLit(0):
+            return None
+        loops.append(loop)
+        body = loop.body
+    if len(body) != 1 or not isinstance(body[0], Assign):
+        return None
+    target, value = body[0].target, body[0].value
+    if not isinstance(value, Access):
+        return None
+    dst, src = decls.get(target.tensor), decls.get(value.tensor)
+    if dst is None or src is None or src.name == dst.name:
+        return None
+    variables = tuple(loop.var for loop in loops)
+    if (
+        dst.role != "temp"
+        or src.dtype != dst.dtype
+        or target.indices != tuple(Name(v) for v in variables)
+        or tuple(loop.hi for loop in loops) != dst.shape
+        or any(isinstance(e, Access) for i in value.indices for e in walk_exprs(i))
+    ):
+        return None
+    return dst.name, variables, value
+
+
+def forward_copies(program: Program, *, keep: Collection[str] = ()) -> Program:
+    """Read through kernels that only copy a view (Note [Copies]); the copies become dead.
+
+    Returns the same object when no copy qualifies. Run `eliminate_dead_code` after it.
+
+    >>> from solar.ir import parse_program, print_program
+    >>> p = parse_program('''solar-ir 1
+    ... program p
+    ... input X : f32[4, 6]
+    ... temp T : f32[6, 4]
+    ... output Y : f32[6, 2]
+    ... kernel copy { for i in 0 .. 6 { for j in 0 .. 4 { T[i, j] = X[j, i] } } }
+    ... kernel half { for i in 0 .. 6 { for j in 0 .. 2 { Y[i, j] = T[i, 2 * j] * 2.0 } } }
+    ... ''')
+    >>> print(print_program(eliminate_dead_code(forward_copies(p))).strip().splitlines()[-4])
+          Y[i, j] = X[2 * j, i] * 2.0
+    """
+    decls = {t.name: t for t in program.tensors}
+    writers: dict[str, set[int]] = {}
+    alias_reads: set[str] = set()
+    for index, kernel in enumerate(program.kernels):
+        for stmt, _ in walk_stmts(kernel.body):
+            if isinstance(stmt, Assign | Reduce):
+                writers.setdefault(stmt.target.tensor, set()).add(index)
+                if kernel.alias:
+                    alias_reads |= _leaf_uses(stmt, ())
+    copies: dict[str, tuple[tuple[str, ...], Expr]] = {}
+    copy_kernels: set[int] = set()
+    for index, kernel in enumerate(program.kernels):
+        found = _copy_of(kernel, decls)
+        if found is None:
+            continue
+        name, variables, source = found
+        if (
+            name in keep
+            or name in alias_reads
+            or writers.get(name) != {index}
+            or any(w > index for w in writers.get(source.tensor, ()))
+        ):
+            continue
+        copies[name] = (variables, _through(source, copies))
+        copy_kernels.add(index)
+    if not copies:
+        return program
+
+    def rewrite(expr: Expr) -> Expr:
+        return _through(expr, copies)
+
+    kernels = tuple(
+        k
+        if index in copy_kernels
+        else dataclasses.replace(k, body=tuple(map_exprs(s, rewrite) for s in k.body))
+        for index, k in enumerate(program.kernels)
+    )
+    return dataclasses.replace(program, kernels=kernels)
+
+
+def _through(expr: Expr, copies: dict[str, tuple[tuple[str, ...], Expr]]) -> Expr:
+    """``expr`` with every read of a copied tensor replaced by a read of its source."""
+    if not any(isinstance(e, Access) and e.tensor in copies for e in walk_exprs(expr)):
+        return expr
+    match expr:
+        case Access(tensor=t, indices=idx):
+            inner = tuple(_through(i, copies) for i in idx)
+            if t not in copies:
+                return dataclasses.replace(expr, indices=inner)
+            variables, source = copies[t]
+            return _substitute(source, dict(zip(variables, inner, strict=True)))
+        case _:
+            children = expr_children(expr)
+            mapped = {id(c): _through(c, copies) for c in children}
+            return _rebuild(expr, mapped)
+
+
+def _rebuild(expr: Expr, mapped: dict[int, Expr]) -> Expr:
+    match expr:
+        case Unary(operand=o) | Cast(operand=o):
+            return dataclasses.replace(expr, operand=mapped[id(o)])
+        case Binary(lhs=a, rhs=b):
+            return dataclasses.replace(expr, lhs=mapped[id(a)], rhs=mapped[id(b)])
+        case Call(args=args):
+            return dataclasses.replace(expr, args=tuple(mapped[id(a)] for a in args))
+        case _:
+            return expr

@@ -353,11 +353,14 @@ def _ir_line(report: Report) -> str:
     ir = report.ir
     line = f"IR: {ir.kernels} kernels, {ir.statements} statements"
     why = []
+    removed = ir.dead_kernels + ir.copy_kernels
+    if removed:
+        why.append(f"{ir.kernels - removed} bounded")
     if ir.dead_kernels:
-        why.append(
-            f"{ir.kernels - ir.dead_kernels} bounded; {ir.dead_kernels} compute values "
-            "no output needs"
-        )
+        why.append(f"{ir.dead_kernels} compute values no output needs")
+    if ir.copy_kernels:
+        plural = "ies" if ir.copy_kernels != 1 else "y"
+        why.append(f"{ir.copy_kernels} cop{plural} of a view, read through")
     if ir.alias_kernels:
         why.append(f"{ir.alias_kernels} free view" + ("s" if ir.alias_kernels != 1 else ""))
     if why:

@@ -43,7 +43,7 @@ __all__ = [
     "report_json_schema",
 ]
 
-REPORT_SCHEMA_VERSION = "1.2"
+REPORT_SCHEMA_VERSION = "1.3"
 
 _FROZEN = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
@@ -85,6 +85,11 @@ class IRInfo(BaseModel):
     alias_kernels: int = Field(default=0, description="kernels that only alias (views): free")
     dead_kernels: int = Field(
         default=0, description="kernels no output depends on: removed before bounding"
+    )
+    copy_kernels: int = Field(
+        default=0,
+        description="kernels that only copy a view: their readers read through them, and "
+        "they are removed before bounding (1.3)",
     )
     text: str | None = None
 

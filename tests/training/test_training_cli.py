@@ -9,7 +9,7 @@ import pytest
 from cli_helpers import run_cli
 from conftest import SAMPLES
 
-from solar.report import Report
+from solar.report import REPORT_SCHEMA_VERSION, Report
 
 pytest.importorskip("torch")
 pytestmark = pytest.mark.torch
@@ -34,7 +34,7 @@ def test_train_golden_report(capsys: pytest.CaptureFixture[str], golden: object)
     assert r.code == 0, r.err
     golden.check("training/train_mlp_sgd_report.json", _masked(r.out))  # type: ignore[attr-defined]
     report = Report.model_validate_json(r.out)
-    assert report.schema_version == "1.2"
+    assert report.schema_version == REPORT_SCHEMA_VERSION
     assert report.training is not None
     assert report.training.optimizer == "sgd(lr=0.001)"
     assert report.training.loss == "loss_fn of the model file"

@@ -167,3 +167,51 @@ def test_a_contiguous_copy_is_still_charged() -> None:
     low = check_program(lambda x: x.t().contiguous(), torch.randn(N, N))
     assert not any(k.alias for k in low.program.kernels)
     assert _costs(low.program)[1:] == (2 * 4 * N * N, 2 * 4 * N * N)
+
+
+# Copies eager makes of a view (Note [Copies] in solar.ir.passes): readers read through them.
+# name: (program, k in k * 4E bytes for both models once read through, copies read through)
+COPIES: dict[str, tuple[Callable[..., Any], int, int]] = {
+    # x.t().reshape(-1) copies; [::2] keeps the even rows of x: read E/2, write E/2
+    "reshape_of_transpose_half": (lambda x: x.t().reshape(-1)[::2] * 2, 1, 1),
+    # the whole copy is used: read E, write E (eager: the copy's 2E on top, unfused)
+    "contiguous_then_add": (lambda x: x.t().contiguous() + 1, 2, 1),
+    # a broadcast copy summed back: each element of x read once, E written
+    "expand_contiguous_sum": (lambda x: x.expand(3, N, N).contiguous().sum(0), 2, 1),
+    # a copy of a copy: both read through
+    "two_copies": (lambda x: x.t().contiguous().t().contiguous()[: N // 2] - 1, 1, 2),
+}
+
+
+@pytest.mark.parametrize("case", list(COPIES))
+def test_copies_of_views_are_read_through(case: str) -> None:
+    from solar.ir import eliminate_dead_code, forward_copies
+
+    fn, k, copies = COPIES[case]
+    low = check_program(fn, torch.randn(N, N))  # validation runs the copies as eager does
+    bounds_program = eliminate_dead_code(forward_copies(low.program))
+    assert len(low.program.kernels) - len(bounds_program.kernels) == copies
+    _, unfused, fused = _costs(bounds_program)
+    assert (unfused, fused) == (k * 4 * N * N, k * 4 * N * N)
+    # never more than charging the copies (reading through only removes traffic)
+    _, unfused_before, fused_before = _costs(low.program)
+    assert unfused <= unfused_before and fused <= fused_before
+
+
+def test_the_report_counts_copies_read_through(tmp_path: Any) -> None:
+    from solar.pipeline import AnalyzeOptions, analyze
+
+    path = tmp_path / "half.py"
+    path.write_text(
+        "import torch, torch.nn as nn\n"
+        "class Model(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        return x.transpose(1, 2).reshape(x.shape[0], -1)[:, ::2] * 2\n"
+        "def get_inputs():\n"
+        "    return [torch.randn(64, 128, 256)]\n"
+    )
+    report = analyze(path, AnalyzeOptions(archs=("H100_SXM",), cache="cold"))
+    assert report.validation.status == "passed"
+    assert (report.ir.kernels, report.ir.copy_kernels, report.ir.dead_kernels) == (2, 1, 0)
+    fused = next(b for b in report.archs[0].bounds if b.model == "fused")
+    assert fused.dram_bytes == 2 * 4 * 64 * 128 * 256 // 2  # half of x read, half written
