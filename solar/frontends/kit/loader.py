@@ -326,13 +326,15 @@ def module_int_constants(module: types.ModuleType) -> dict[str, int]:
 def user_frames(err: BaseException) -> tuple[str, ...]:
     """The last three frames of ``err``'s traceback that are the user's code, as notes.
 
-    Frames of SOLAR and of installed packages are left out.
+    Frames of SOLAR, of installed packages and of the interpreter's import machinery
+    (``<frozen importlib._bootstrap>``) are left out.
     """
     frames = traceback.extract_tb(err.__traceback__)
     keep = [
         f
         for f in frames
-        if not f.filename.startswith(_SOLAR_DIR) and "site-packages" not in f.filename
+        if not f.filename.startswith((_SOLAR_DIR, "<frozen "))
+        and "site-packages" not in f.filename
     ]
     return tuple(
         f"at {f.filename}:{f.lineno} in {f.name}: {(f.line or '').strip()}" for f in keep[-3:]

@@ -82,6 +82,7 @@ def test_bad_model_files(tmp_path: Path, text: str, code: str, needle: str) -> N
     err = info.value
     assert err.code == code
     assert needle in err.render()
+    assert "<frozen" not in err.render()  # the import machinery's frames are noise
 
 
 def test_user_traceback_is_summarised(tmp_path: Path) -> None:
