@@ -58,6 +58,7 @@ from solar.ir.printer import print_expr, print_program, print_stmt
 from solar.ir.traversal import (
     accesses,
     eval_int,
+    map_expr,
     map_exprs,
     resolve_sizes,
     sizes_from_shapes,
@@ -119,6 +120,7 @@ __all__ = [
     "grammar_text",
     "linear_form",
     "lit",
+    "map_expr",
     "map_exprs",
     "parse_expr",
     "parse_program",

@@ -17,10 +17,7 @@ from typing import assert_never
 from solar.ir.nodes import (
     Access,
     Assign,
-    Binary,
     BoolLit,
-    Call,
-    Cast,
     DType,
     Expr,
     FloatLit,
@@ -33,9 +30,8 @@ from solar.ir.nodes import (
     Reduce,
     Stmt,
     TensorDecl,
-    Unary,
 )
-from solar.ir.traversal import expr_children, map_exprs, walk_exprs, walk_stmts
+from solar.ir.traversal import map_expr, map_exprs, walk_exprs, walk_stmts
 
 __all__ = ["eliminate_dead_code", "fill_generated", "forward_copies", "treat_as_intermediates"]
 
@@ -227,21 +223,7 @@ def fill_generated(program: Program, names: Collection[str]) -> Program:
 
 def _substitute(expr: Expr, env: dict[str, Expr]) -> Expr:
     """``expr`` with each loop variable in ``env`` replaced by its expression."""
-    match expr:
-        case Name(name=n):
-            return env.get(n, expr)
-        case IntLit() | FloatLit() | BoolLit():
-            return expr
-        case Access(indices=idx):
-            return dataclasses.replace(expr, indices=tuple(_substitute(i, env) for i in idx))
-        case Unary(operand=o) | Cast(operand=o):
-            return dataclasses.replace(expr, operand=_substitute(o, env))
-        case Binary(lhs=a, rhs=b):
-            return dataclasses.replace(expr, lhs=_substitute(a, env), rhs=_substitute(b, env))
-        case Call(args=args):
-            return dataclasses.replace(expr, args=tuple(_substitute(a, env) for a in args))
-        case _:
-            assert_never(expr)
+    return map_expr(expr, lambda e: env.get(e.name) if isinstance(e, Name) else None)
 
 
 def _copy_of(
@@ -337,28 +319,11 @@ def forward_copies(program: Program, *, keep: Collection[str] = ()) -> Program:
 
 def _through(expr: Expr, copies: dict[str, tuple[tuple[str, ...], Expr]]) -> Expr:
     """``expr`` with every read of a copied tensor replaced by a read of its source."""
-    if not any(isinstance(e, Access) and e.tensor in copies for e in walk_exprs(expr)):
-        return expr
-    match expr:
-        case Access(tensor=t, indices=idx):
-            inner = tuple(_through(i, copies) for i in idx)
-            if t not in copies:
-                return dataclasses.replace(expr, indices=inner)
-            variables, source = copies[t]
-            return _substitute(source, dict(zip(variables, inner, strict=True)))
-        case _:
-            children = expr_children(expr)
-            mapped = {id(c): _through(c, copies) for c in children}
-            return _rebuild(expr, mapped)
 
+    def read_source(e: Expr) -> Expr | None:
+        if not isinstance(e, Access) or e.tensor not in copies:
+            return None
+        variables, source = copies[e.tensor]
+        return _substitute(source, dict(zip(variables, e.indices, strict=True)))
 
-def _rebuild(expr: Expr, mapped: dict[int, Expr]) -> Expr:
-    match expr:
-        case Unary(operand=o) | Cast(operand=o):
-            return dataclasses.replace(expr, operand=mapped[id(o)])
-        case Binary(lhs=a, rhs=b):
-            return dataclasses.replace(expr, lhs=mapped[id(a)], rhs=mapped[id(b)])
-        case Call(args=args):
-            return dataclasses.replace(expr, args=tuple(mapped[id(a)] for a in args))
-        case _:
-            return expr
+    return map_expr(expr, read_source)

@@ -34,6 +34,7 @@ __all__ = [
     "accesses",
     "eval_int",
     "expr_children",
+    "map_expr",
     "map_exprs",
     "resolve_sizes",
     "sizes_from_shapes",
@@ -57,6 +58,39 @@ def expr_children(expr: Expr) -> tuple[Expr, ...]:
             return args
         case _:
             assert_never(expr)
+
+
+def map_expr(expr: Expr, fn: Callable[[Expr], Expr | None]) -> Expr:
+    """Rewrite ``expr`` bottom-up: ``fn`` sees each node with its children already
+    rewritten and returns a replacement, or ``None`` to keep it. Unchanged subtrees are
+    returned as the same objects (spans kept).
+
+    >>> from solar.ir import parse_expr, print_expr
+    >>> e = map_expr(parse_expr("A[i + 1] * i"), lambda x: Name("j") if x == Name("i") else None)
+    >>> print_expr(e)
+    'A[j + 1] * j'
+    """
+    match expr:
+        case Access(indices=idx):
+            new_idx = tuple(map_expr(i, fn) for i in idx)
+            changed = any(a is not b for a, b in zip(new_idx, idx, strict=True))
+            new: Expr = dataclasses.replace(expr, indices=new_idx) if changed else expr
+        case Binary(lhs=a, rhs=b):
+            na, nb = map_expr(a, fn), map_expr(b, fn)
+            new = expr if na is a and nb is b else dataclasses.replace(expr, lhs=na, rhs=nb)
+        case Unary(operand=o) | Cast(operand=o):
+            no = map_expr(o, fn)
+            new = expr if no is o else dataclasses.replace(expr, operand=no)
+        case Call(args=args):
+            new_args = tuple(map_expr(a, fn) for a in args)
+            changed = any(a is not b for a, b in zip(new_args, args, strict=True))
+            new = dataclasses.replace(expr, args=new_args) if changed else expr
+        case IntLit() | FloatLit() | BoolLit() | Name():
+            new = expr
+        case _:
+            assert_never(expr)
+    out = fn(new)
+    return new if out is None else out
 
 
 def walk_exprs(expr: Expr) -> Iterator[Expr]:

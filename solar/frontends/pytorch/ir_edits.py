@@ -14,9 +14,6 @@ from solar.frontends.pytorch.registry import LowerCtx
 from solar.ir import (
     Access,
     Assign,
-    Binary,
-    Call,
-    Cast,
     Expr,
     For,
     If,
@@ -27,9 +24,15 @@ from solar.ir import (
     Role,
     Stmt,
     TensorDecl,
-    Unary,
 )
-from solar.ir.traversal import accesses, eval_int, resolve_sizes, walk_exprs, walk_stmts
+from solar.ir.traversal import (
+    accesses,
+    eval_int,
+    map_expr,
+    resolve_sizes,
+    walk_exprs,
+    walk_stmts,
+)
 
 __all__ = [
     "aliases_last",
@@ -39,25 +42,6 @@ __all__ = [
     "rename_tensors",
     "splice_program",
 ]
-
-
-def map_expr(expr: Expr, fn: Callable[[Expr], Expr | None]) -> Expr:
-    """Rewrite ``expr`` bottom-up: ``fn`` returns a replacement or ``None`` to keep the node."""
-    match expr:
-        case Access(tensor=t, indices=idx):
-            new: Expr = Access(t, tuple(map_expr(i, fn) for i in idx))
-        case Binary(op=op, lhs=a, rhs=b):
-            new = Binary(op, map_expr(a, fn), map_expr(b, fn))
-        case Unary(op=op, operand=o):
-            new = Unary(op, map_expr(o, fn))
-        case Call(func=f, args=args):
-            new = Call(f, tuple(map_expr(a, fn) for a in args))
-        case Cast(dtype=d, operand=o):
-            new = Cast(d, map_expr(o, fn))
-        case _:
-            new = expr
-    out = fn(new)
-    return new if out is None else out
 
 
 def map_stmt(
