@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -215,3 +216,29 @@ def test_the_report_counts_copies_read_through(tmp_path: Any) -> None:
     assert (report.ir.kernels, report.ir.copy_kernels, report.ir.dead_kernels) == (2, 1, 0)
     fused = next(b for b in report.archs[0].bounds if b.model == "fused")
     assert fused.dram_bytes == 2 * 4 * 64 * 128 * 256 // 2  # half of x read, half written
+
+
+@settings(max_examples=15, deadline=None)
+@given(view_chains(), st.integers(1, 3))
+def test_reading_through_copies_keeps_every_output(
+    ops: list[tuple[str, tuple[int, ...]]], step: int
+) -> None:
+    # a random chain of views, made contiguous (a copy), then partly used: the program
+    # forward_copies makes computes the same outputs and never charges more
+    from solar.ir import eliminate_dead_code, forward_copies, verify_program
+    from solar.validate import execute_program
+
+    view = _chain(ops)
+    x = torch.randn(4, 6, 5)
+    low = check_program(lambda x: view(x).contiguous().reshape(-1)[::step] + 1, x)
+    through = eliminate_dead_code(forward_copies(low.program))
+    verify_program(through)
+    inputs = {low.inputs[0]: x.numpy()}
+    want = execute_program(low.program, inputs)
+    got = execute_program(through, inputs)
+    assert want.keys() == got.keys()
+    for name, value in want.items():
+        np.testing.assert_array_equal(got[name], value)
+    _, unfused_before, fused_before = _costs(low.program)
+    _, unfused, fused = _costs(through)
+    assert unfused <= unfused_before and fused <= fused_before
