@@ -90,6 +90,7 @@ def trace_model_file(
     train: bool = False,
     input_shapes: tuple[InputShape, ...] = (),
     step: TrainStep | None = None,
+    meta_only: bool = False,
 ) -> TorchCapture:
     """Capture a model file at ATen level.
 
@@ -105,6 +106,7 @@ def trace_model_file(
         train: keep the model in training mode (default: ``eval()``).
         input_shapes: inputs given by shape instead (``--input-shape``).
         step: capture one training step around the model (train_step.py).
+        meta_only: capture on the meta device or fail (Note [Meta re-captures]).
 
     Returns:
         The capture.
@@ -123,7 +125,7 @@ def trace_model_file(
         input_shapes=input_shapes,
         step=step,
     )
-    return capture_program(source, real=real)
+    return capture_program(source, real=real, meta_only=meta_only)
 
 
 def trace_module(

@@ -414,12 +414,15 @@ def _fake_blocked_errors() -> tuple[type[BaseException], ...]:
     )
 
 
-def capture_program(source: ProgramSource, *, real: bool = False) -> TorchCapture:
+def capture_program(
+    source: ProgramSource, *, real: bool = False, meta_only: bool = False
+) -> TorchCapture:
     """Capture ``source`` at ATen level (fake tensors unless ``real`` or forced).
 
     Args:
         source: the program.
         real: capture with real tensors from the start.
+        meta_only: capture on the meta device or fail (Note [Meta re-captures]).
 
     Returns:
         The capture.
@@ -433,6 +436,13 @@ def capture_program(source: ProgramSource, *, real: bool = False) -> TorchCaptur
         meta = _capture_on_meta(source)
         if meta is not None:
             return meta
+        if meta_only:
+            raise FrontendError(
+                f"{source.name} does not run on the meta device at these sizes",
+                code="E0501",
+                notes=("a program captured on meta is captured again there only "
+                       "(Note [Meta re-captures])",),
+            )
         from torch._subclasses.fake_tensor import FakeTensorMode
 
         fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
@@ -486,6 +496,15 @@ def _quiet_fake_tensors() -> Iterator[None]:
         logger.disabled = old
 
 
+# Note [Meta re-captures]
+# ~~~~~~~~~~~~~~~~~~~~~~~
+# Symbolic formulas capture the program again at other sizes (Note [Symbolic sizes by
+# re-binding]). When the first capture ran on the meta device, the program runs there:
+# a re-capture that fails on meta fails because of its sizes (a doubled size that breaks
+# a shape constraint), and the fake-tensor path would fail the same way after importing
+# torch._dynamo (about 0.7 s) for nothing. Such re-captures pass ``meta_only`` and the
+# size simply stays constant, as it would after the fake path failed too.
+
 _META_ERRORS = (RuntimeError, NotImplementedError, TypeError, ValueError, AttributeError)
 """What meta execution raises for what it cannot do (besides user-code `FrontendError` E0501)."""
 
@@ -532,6 +551,7 @@ def _finish(
         counted_flops=sum(c.counted_flops or 0 for c in rec.calls),
         padding_flops=sum(c.padding_flops for c in rec.calls),
         train_step=getattr(inst.fn, "solar_train_step", None),
+        on_meta=isinstance(fake_mode, MetaMode),
     )
     return TorchCapture(
         source.name,

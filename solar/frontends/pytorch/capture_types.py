@@ -127,6 +127,7 @@ class CaptureInfo:
             give the captured forward (``None``: not counted).
         padding_flops: of those, the multiply-adds over zero padding.
         train_step: for a training step, ``(loss, optimizer)`` in words.
+        on_meta: captured on the meta device (Note [Meta capture] in meta_mode.py).
     """
 
     used_real_values: bool
@@ -138,6 +139,7 @@ class CaptureInfo:
     counted_flops: int | None = None
     padding_flops: int = 0
     train_step: tuple[str, str] | None = None
+    on_meta: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -177,7 +177,8 @@ def _symbolic(
 
     def capture_at(binding: Mapping[str, int]) -> tuple[Program, Mapping[str, int]]:
         other = tfe.trace_model_file(path, entry=options.entry, overrides=dict(binding),
-                                     train=options.train, step=_train_step(options))
+                                     train=options.train, step=_train_step(options),
+                                     meta_only=capture.info.on_meta)
         return tfe.lower_capture(other, op_fallback=fallback).program, other.info.sizes
 
     sym = symbolize_sizes(lowered.program, sizes, capture_at, fixed=options.sizes)

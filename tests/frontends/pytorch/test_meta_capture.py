@@ -93,3 +93,35 @@ def test_meta_capture_does_not_import_dynamo_and_restores_torch() -> None:
         check=False,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+_SPLIT_MODEL = """\
+import torch, torch.nn as nn
+D = 8
+class Model(nn.Module):
+    def forward(self, x):
+        a, b = torch.split(x, [3, 5], dim=-1)  # D = 16 breaks the split: a shape error
+        return a.sum(-1) + b.sum(-1)
+def get_inputs():
+    return [torch.randn(4, D)]
+"""
+
+_RECAPTURES = """
+import sys
+from solar.pipeline import AnalyzeOptions, analyze
+from pathlib import Path
+report = analyze(Path(sys.argv[1]), AnalyzeOptions(archs=("H100_SXM",), validate="off"))
+assert report.coverage.complete
+assert "torch._dynamo" not in sys.modules, "a failed re-capture fell back to fake tensors"
+"""
+
+
+def test_a_recapture_that_fails_on_meta_stays_there(tmp_path: Path) -> None:
+    # Note [Meta re-captures]: doubling D breaks the split on meta; the fake path would
+    # fail the same way after importing torch._dynamo (about 0.7 s)
+    model = tmp_path / "split.py"
+    model.write_text(_SPLIT_MODEL)
+    proc = subprocess.run(
+        [sys.executable, "-c", _RECAPTURES, str(model)], capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
