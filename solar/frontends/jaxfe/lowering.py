@@ -7,7 +7,7 @@ is an input, a view, a literal, a repeated variable or an uncovered op's result.
 one ``output_copy`` kernel writes it: an alias kernel (run by validation, free in the
 bounds) when the output is an alias of a tensor the program holds, a plain kernel for
 a literal. Note [JAX output layouts]: a kernel that only moves data into outputs
-(``transpose``, ``slice``, ``rev``, ``split`` of a held tensor; one strided read per
+(a ``rev`` of a held tensor; one strided read per
 output) becomes an alias kernel too, since a JAX array has no user-visible layout. The
 equations are lowered by `Lowerer` (`solar.frontends.jaxfe.driver`); importing this
 module registers every lowering.
@@ -147,9 +147,9 @@ def alias_output_moves(program: Program) -> Program:
     """Turn kernels that only move held data into outputs into alias kernels, moved last.
 
     Note [JAX output layouts]: a JAX array has no user-visible layout, so an output
-    that is a transpose, slice, reversal or split piece of a tensor the program holds
-    may be returned as a strided view of it (numpy does; XLA's layout assignment makes
-    a transpose a bitcast when the result layout is free). A kernel qualifies when every
+    that is a reversal of a tensor the program holds may be returned as a strided view
+    of it (transposes, slices and split pieces are views already, Note [Free views]).
+    A kernel qualifies when every
     statement is ``Out[i...] = Src[s...]`` with ``s`` affine in the loop variables (a
     strided read), one statement per output, ``Src`` a program-level tensor of
     ``Out``'s dtype that no later kernel writes, and no kernel reads ``Out`` (so moving
