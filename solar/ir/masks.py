@@ -716,6 +716,12 @@ def _tri_pattern(v: object) -> tuple[bool, int, float | bool, float | bool] | No
     if not (arr == arr[:1]).all():
         return None
     m = arr[0]
+    if (m == m.flat[0]).all():
+        # Note [Uniform parameters]: one value everywhere is an initializer's (zeros, ones),
+        # not a mask: a trainable weight that starts at zero (LoRA's B, a zero-initialised
+        # projection, stacked biases) still does its work at every later step, and a
+        # select between equal values would only add FLOPs at every read.
+        return None
     rows, cols = m.shape
     i, j = np.indices(m.shape)
     a = m[0, 0].item()
