@@ -53,17 +53,20 @@ from solar.ir import (
 __all__ = ["alias_output_moves", "lower_jaxpr"]
 
 
-def lower_jaxpr(capture: JaxCapture) -> LoweredProgram:
+def lower_jaxpr(capture: JaxCapture, *, count_uncovered: bool = False) -> LoweredProgram:
     """Lower a captured program to Affine Loop IR, one kernel per jaxpr equation.
 
     Args:
         capture: from `trace_jax_file`.
+        count_uncovered: give each uncovered equation XLA's FLOPs for it alone
+            (``counted_flops`` of its coverage row; one XLA lowering per equation).
 
     Returns:
         The program with its interface names, coverage and notes. Uncovered equations
         never raise: they are reported in ``coverage`` and their outputs become inputs.
     """
     lw = Lowerer(capture.name, strip_root=capture.kind != "function")
+    lw.count_uncovered = count_uncovered
     jaxpr = capture.closed_jaxpr.jaxpr
     lw.step_phases = step_phases(jaxpr)
     args: list[Value] = [Opaque((), "") for _ in jaxpr.invars]
