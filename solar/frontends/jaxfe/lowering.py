@@ -36,21 +36,29 @@ from solar.frontends.kit import LoweredProgram, TensorInfo, UnsupportedOpError
 from solar.ir import (
     Access,
     Assign,
+    BoolLit,
+    DType,
+    Expr,
     For,
     If,
+    IntLit,
     Kernel,
+    Name,
     Program,
     Reduce,
     Role,
+    Stmt,
     TensorDecl,
     accesses,
+    eval_int,
     linear_form,
+    lit,
     resolve_sizes,
     walk_exprs,
     walk_stmts,
 )
 
-__all__ = ["alias_output_moves", "lower_jaxpr"]
+__all__ = ["alias_output_moves", "lower_jaxpr", "write_empty_outputs"]
 
 
 def lower_jaxpr(capture: JaxCapture, *, count_uncovered: bool = False) -> LoweredProgram:
@@ -121,7 +129,7 @@ def lower_jaxpr(capture: JaxCapture, *, count_uncovered: bool = False) -> Lowere
         lw.copy_into(kb, out, value)
         lw.finish_kernel(kb)
     return lw.lowered(
-        alias_output_moves(lw.pb.build()),
+        alias_output_moves(write_empty_outputs(lw.pb.build())),
         inputs=capture.arg_names[capture.n_params :],
         params=tuple((name, name) for name in capture.param_names),
         outputs=tuple(o.ref.name if o is not None else None for o in outputs),
@@ -144,6 +152,60 @@ def _is_alias(lw: Lowerer, out: TensorInfo, value: EqnOperand) -> bool:
 def _declare(lw: Lowerer, role: Role, var: Any, name: str) -> TensorInfo:
     shape = tuple(int(d) for d in var.aval.shape)
     return lw.declare(role, ir_dtype(var.aval.dtype), shape, name, exact=True)
+
+
+def write_empty_outputs(program: Program) -> Program:
+    """Give every zero-size output that no kernel writes an empty write, first.
+
+    A lowering skips loop nests that run no iteration, so ``jnp.zeros((0, 3)) @ w``
+    leaves its (empty) output unwritten, which the verifier rejects (E0217). The new
+    ``empty_output`` kernel writes it under its zero-trip loops, as the PyTorch
+    frontend's kernels do: no work, no traffic.
+
+    >>> from solar.ir import parse_program, print_program
+    >>> p = write_empty_outputs(parse_program('''solar-ir 1
+    ... program t
+    ... input x0 : f32[3]
+    ... output y0 : f32[0, 3]
+    ... output y1 : f32[3]
+    ... kernel k { for i in 0 .. 3 { y1[i] = x0[i] } }'''))
+    >>> print(print_program(p).split("kernel")[1].strip())
+    empty_output {
+      for i0 in 0 .. 0 {
+        for i1 in 0 .. 3 {
+          y0[i0, i1] = 0.0
+        }
+      }
+    }
+    """
+    written = {
+        accesses(stmt)[1].tensor
+        for kernel in program.kernels
+        for stmt, _ctx in walk_stmts(kernel.body)
+        if isinstance(stmt, Assign | Reduce)
+    }
+    sizes = resolve_sizes(program)
+    body: list[Stmt] = []
+    for t in program.tensors:
+        if t.role != "output" or t.name in written:
+            continue
+        if all(eval_int(s, sizes) != 0 for s in t.shape):
+            continue
+        idx = tuple(Name(f"i{k}") for k in range(len(t.shape)))
+        stmt: Stmt = Assign(Access(t.name, idx), _zero(t.dtype))
+        for k in reversed(range(len(t.shape))):
+            stmt = For(f"i{k}", IntLit(0), t.shape[k], (stmt,))
+        body.append(stmt)
+    if not body:
+        return program
+    kernel = Kernel("empty_output", (), tuple(body))
+    return dataclasses.replace(program, kernels=(kernel, *program.kernels))
+
+
+def _zero(dtype: DType) -> Expr:
+    if dtype == DType.BOOL:
+        return BoolLit(False)
+    return lit(0.0) if dtype.is_float else IntLit(0)
 
 
 def alias_output_moves(program: Program) -> Program:

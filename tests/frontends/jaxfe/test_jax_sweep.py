@@ -115,6 +115,29 @@ CASES: list[tuple[str, Callable[..., Any], tuple[Any, ...]]] = [
 ]
 
 
+EMPTY = np.zeros((0, 4), dtype=np.float32)
+
+# Zero-size outputs: lowerings skip zero-trip nests, which left the output unwritten
+# (E0217) and the executor's written mask of an empty tensor never cleared (validation
+# "not fully written"). Each output is written by an `empty_output` kernel: no FLOPs.
+EMPTY_CASES: list[tuple[str, Callable[..., Any], tuple[Any, ...]]] = [
+    ("matmul", lambda w: jnp.zeros((0, 3)) @ w, (rand(3, 4),)),
+    ("elementwise", lambda e: e * 2.0, (EMPTY,)),
+    ("sum_and_transpose", lambda e: (e.sum(axis=0), e.T), (EMPTY,)),
+    ("concat_with_empty", lambda e, x: (jnp.concatenate([e, x]), e + 1.0), (EMPTY, rand(2, 4))),
+]
+
+
+@pytest.mark.parametrize(("name", "fn", "inputs"), EMPTY_CASES, ids=[c[0] for c in EMPTY_CASES])
+def test_zero_size_outputs_are_written_and_validate(
+    name: str, fn: Callable[..., Any], inputs: Any
+) -> None:
+    lowered = check_fn(fn, *inputs)
+    assert lowered.program.kernels[0].name == "empty_output"
+    # no arithmetic on an empty operand; only the empty sum's 4 zeros are written
+    assert program_costs(lowered.program)[:2] == (0.0, 16.0 * (name == "sum_and_transpose"))
+
+
 @pytest.mark.parametrize(("name", "fn", "inputs"), CASES, ids=[c[0] for c in CASES])
 def test_sweep_case_lowers_and_validates(name: str, fn: Callable[..., Any], inputs: Any) -> None:
     lowered = check_fn(fn, *inputs, rtol=1e-4, atol=1e-4)
