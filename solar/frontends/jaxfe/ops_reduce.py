@@ -202,19 +202,27 @@ def _argextreme(ctx: EqnCtx) -> None:
         idx[axis] = r
         return idx
 
-    m_t = kb.local(x.dtype, [shape[k] for k in kept], "m")
+    # max=/min= are not defined on bools (E0213): a bool operand (jnp.select's argmax
+    # over its stacked conditions) is compared as 0/1 integers.
+    vdt = DType.I32 if x.dtype == DType.BOOL else x.dtype
+
+    def value(r: Expr) -> Expr:
+        v = read(x, at(r))
+        return Cast(vdt, v) if vdt != x.dtype else v
+
+    m_t = kb.local(vdt, [shape[k] for k in kept], "m")
     m = m_t[tuple(outer.idx)] if kept else m_t.scalar()
     tgt = Access(out.ref.name, out.storage_index(outer.idx))
     body: list[Stmt] = [
-        Assign(m, reduce_init(op, x.dtype)),
-        For(r1.name, IntLit(0), lit(n), (Reduce(m, op, read(x, at(r1))),)),
+        Assign(m, reduce_init(op, vdt)),
+        For(r1.name, IntLit(0), lit(n), (Reduce(m, op, value(r1)),)),
         # The first index attaining the extreme (every candidate is <= n - 1).
         Assign(tgt, lit(n - 1)),
         For(
             r2.name,
             IntLit(0),
             lit(n),
-            (If(Binary("==", read(x, at(r2)), m), (Reduce(tgt, "min", r2),)),),
+            (If(Binary("==", value(r2), m), (Reduce(tgt, "min", r2),)),),
         ),
     ]
     kb.emit(*outer.wrap(body))

@@ -107,6 +107,17 @@ CASES: list[tuple[str, Callable[..., Any], tuple[Any, ...]]] = [
         lambda a: (jnp.linalg.inv(a), jnp.linalg.det(a), jnp.linalg.slogdet(a)),
         (A5,),
     ),
+    # argmax/argmin over bools emitted `max=` into a bool local (E0213, no report)
+    (
+        "jnp_select_argmax_over_bools",
+        lambda x: jnp.select([x > 1, x < -1], [x * 2, x * 3], default=0.0),
+        (rand(6, 6) * 2,),
+    ),
+    (
+        "argmax_argmin_bool",
+        lambda x: (jnp.argmax(x > 0.3, axis=1), jnp.argmin(x > 0, axis=0)),
+        (rand(6, 5),),
+    ),
     (
         "cho_solve",
         lambda s, b: jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(s), b),
