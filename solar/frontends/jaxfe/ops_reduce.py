@@ -87,6 +87,10 @@ def _reduce(ctx: EqnCtx) -> tuple[EqnOperand, ...] | None:
             raise UnsupportedOpError(f"bitwise `{ctx.prim}` on integers has no IR operator")
         _emit_bool_reduce(ctx, x, axes, every=ctx.prim == "reduce_and")
         return None
+    if dtype == DType.BOOL and op in ("max", "min") and not isinstance(x, Lit):
+        # jnp.max/min of bools is any/all; max=/min= are not defined on bools (E0213)
+        _emit_bool_reduce(ctx, x, axes, every=op == "min")
+        return None
     if isinstance(x, Lit):
         n = 1
         for a in axes:
@@ -210,6 +214,12 @@ def _argextreme(ctx: EqnCtx) -> None:
         v = read(x, at(r))
         return Cast(vdt, v) if vdt != x.dtype else v
 
+    def attains(r: Expr) -> Expr:
+        # JAX's argmax/argmin return the first NaN when there is one (the extreme is then
+        # NaN, which equals nothing): a NaN candidate attains it too.
+        hit = Binary("==", value(r), m)
+        return Binary("or", hit, Binary("!=", value(r), value(r))) if vdt.is_float else hit
+
     m_t = kb.local(vdt, [shape[k] for k in kept], "m")
     m = m_t[tuple(outer.idx)] if kept else m_t.scalar()
     tgt = Access(out.ref.name, out.storage_index(outer.idx))
@@ -222,7 +232,7 @@ def _argextreme(ctx: EqnCtx) -> None:
             r2.name,
             IntLit(0),
             lit(n),
-            (If(Binary("==", value(r2), m), (Reduce(tgt, "min", r2),)),),
+            (If(attains(r2), (Reduce(tgt, "min", r2),)),),
         ),
     ]
     kb.emit(*outer.wrap(body))

@@ -118,6 +118,16 @@ CASES: list[tuple[str, Callable[..., Any], tuple[Any, ...]]] = [
         lambda x: (jnp.argmax(x > 0.3, axis=1), jnp.argmin(x > 0, axis=0)),
         (rand(6, 5),),
     ),
+    ("max_min_of_bools", lambda x: (jnp.max(x > 0, axis=1), jnp.min(x > 0, axis=0)), (rand(5, 6),)),
+    # JAX's argmax/argmin return the first NaN; the lowering returned the last index
+    (
+        "argmax_argmin_with_nans",
+        lambda x: (
+            jnp.argmax(jnp.where(x > 1, jnp.nan, x), axis=1),
+            jnp.argmin(jnp.where(x < -1, jnp.nan, x), axis=0),
+        ),
+        (rand(6, 7) * 2,),
+    ),
     (
         "cho_solve",
         lambda s, b: jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(s), b),
