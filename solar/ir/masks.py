@@ -52,6 +52,7 @@ from solar.ir.nodes import (
     BoolLit,
     Call,
     Cast,
+    DType,
     Expr,
     FloatLit,
     For,
@@ -218,7 +219,46 @@ def _fold(e: Expr) -> Expr | None:
                 return BoolLit(False)
             return c if ta else Unary("not", c)
         case _:
+            return _fold_boolean(e)
+
+
+def _fold_boolean(e: Expr) -> Expr | None:
+    """Note [Boolean identities]: a mask formula substituted at its reads keeps the
+    re-encodings JAX wraps around it (``select(c, true, false)``, ``true and c``,
+    ``bool(f32(c))``, ``f32(c) != 0.0``); folded to ``c``, it is an affine guard again, and
+    it costs what the read it replaced did, not more."""
+    match e:
+        case Cast(dtype=DType.BOOL, operand=Cast(operand=b)) if _is_boolean(b):
+            return b  # a mask stored as 0.0/1.0 and read back as bool (flax)
+        case Binary(op="==" | "!=", lhs=Cast(dtype=dt, operand=m), rhs=r) if _is_boolean(m):
+            one: Expr = FloatLit(1.0) if dt.is_float else IntLit(1)
+            zero: Expr = FloatLit(0.0) if dt.is_float else IntLit(0)
+            return _fold(Binary(e.op, Call("select", (m, one, zero)), r))  # `mask != 0`
+        case Call(func="select", args=(c, BoolLit(value=True), BoolLit(value=False))):
+            return c  # jax.nn.dot_product_attention's causal mask
+        case Call(func="select", args=(c, BoolLit(value=False), BoolLit(value=True))):
+            return Unary("not", c)
+        case Binary(op="and" | "or", lhs=BoolLit(value=v), rhs=x) | Binary(
+            op="and" | "or", lhs=x, rhs=BoolLit(value=v)
+        ):
+            if v == (e.op == "and"):
+                return x  # true and x, false or x
+            return BoolLit(v)  # false and x, true or x
+        case _:
             return None
+
+
+def _is_boolean(e: Expr) -> bool:
+    """True if ``e`` is boolean-valued by construction (a comparison or logic)."""
+    match e:
+        case BoolLit():
+            return True
+        case Binary(op=op):
+            return op in ("<", "<=", ">", ">=", "==", "!=", "and", "or")
+        case Unary(op="not"):
+            return True
+        case _:
+            return False
 
 
 def _fold_all(e: Expr, loop_vars: frozenset[str]) -> Expr:
@@ -227,9 +267,28 @@ def _fold_all(e: Expr, loop_vars: frozenset[str]) -> Expr:
         if isinstance(out, Unary) and out.op == "not":
             p = _pred(out, loop_vars)
             return out if p is None else _pred_expr(p)
+        cand = x if out is None else out
+        if isinstance(cand, Binary) and cand.op in ("<=", "<", ">=", ">"):
+            # an iota's value is its index: `i32(i) >= i32(j)` is the guard `i >= j`
+            bare = Binary(cand.op, _uncast(cand.lhs, loop_vars), _uncast(cand.rhs, loop_vars))
+            if bare != cand:
+                p = _pred(bare, loop_vars)
+                return out if p is None else _pred_expr(p)
         return out
 
     return _map(e, step)
+
+
+def _uncast(e: Expr, loop_vars: frozenset[str]) -> Expr:
+    """An integer cast of an affine index expression is the expression (indices fit)."""
+    if (
+        isinstance(e, Cast)
+        and not e.dtype.is_float
+        and e.dtype != DType.BOOL
+        and linear_form(e.operand, {}, loop_vars=loop_vars) is not None
+    ):
+        return e.operand
+    return e
 
 
 def _const_value(e: Expr, finite: Callable[[Access], bool]) -> float | None:
@@ -716,6 +775,12 @@ def _tri_pattern(v: object) -> tuple[bool, int, float | bool, float | bool] | No
     if not (arr == arr[:1]).all():
         return None
     m = arr[0]
+    if (m == m.flat[0]).all():
+        # Note [Uniform parameters]: one value everywhere is an initializer's (zeros, ones),
+        # not a mask: a trainable weight that starts at zero (LoRA's B, a zero-initialised
+        # projection, stacked biases) still does its work at every later step, and a
+        # select between equal values would only add FLOPs at every read.
+        return None
     rows, cols = m.shape
     i, j = np.indices(m.shape)
     a = m[0, 0].item()

@@ -86,6 +86,10 @@ def coverage_info(
     >>> c = coverage_info(0, (), counted_flops=1000, solar_flops=900.0)
     >>> c.uncovered_flops_fraction, c.independent_flops.shortfall
     (0.0, True)
+    >>> from solar.frontends.kit import UncoveredOp
+    >>> coverage_info(9, (UncoveredOp("sort", 1, 0.2, "", 100),), solar_flops=300.0
+    ...               ).uncovered_flops_fraction
+    0.25
     """
     rows = tuple(
         UncoveredOpInfo(
@@ -99,6 +103,12 @@ def coverage_info(
     share = sum(r.bytes_share for r in rows)
     independent = None
     flops_share = None
+    known = [r.counted_flops for r in rows if r.counted_flops is not None]
+    if counted_flops is None and rows and len(known) == len(rows) and solar_flops is not None:
+        # No whole-program counter (JAX), but every uncovered op has its own count (XLA's,
+        # per equation): their share of SOLAR's FLOPs plus theirs.
+        total = float(solar_flops) + sum(known)
+        flops_share = sum(known) / total if total > 0 else 0.0
     if counted_flops is not None:
         total = float(counted_flops)
         missing = sum(r.counted_flops or 0.0 for r in rows)

@@ -166,8 +166,9 @@ def temp_lifetimes(program: Program) -> dict[str, tuple[int, int]]:
 def allocate_unwritten(decl: TensorDecl, sizes: Mapping[str, int]) -> TensorState:
     """An output or temp, zeroed and unwritten (Note [Temp lifetimes])."""
     shape = tensor_shape(decl, sizes)
-    return TensorState(decl, np.zeros(shape, dtype=storage_dtype(decl.dtype)),
-                       np.zeros(shape, dtype=bool))
+    data = np.zeros(shape, dtype=storage_dtype(decl.dtype))
+    # a zero-size tensor has no element left to write: fully written from the start
+    return TensorState(decl, data, np.zeros(shape, dtype=bool) if data.size else None)
 
 
 def allocate_tensors(

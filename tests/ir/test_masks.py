@@ -176,6 +176,22 @@ kernel mf { for b in 0 .. 4 { for i in 0 .. 6 { for j in 0 .. 6 {
     assert constant_params(p, {"mask": noise}) is p
 
 
+@pytest.mark.parametrize("fill", [0.0, 1.0, -2.5])
+def test_uniform_parameters_stay_parameters(fill: float) -> None:
+    """Note [Uniform parameters]: a zero- or one-initialised weight is no mask; its matmul
+    keeps its FLOPs and the program is unchanged."""
+    text = """solar-ir 1
+program lora
+input X : f32[4, 6]
+param B : f32[6, 6]
+output Y : f32[4, 6]
+kernel mm { for i in 0 .. 4 { for j in 0 .. 6 { Y[i, j] = 0.0
+  for k in 0 .. 6 { Y[i, j] += X[i, k] * B[k, j] } } } }
+"""
+    p = parse_program(text)
+    assert constant_params(p, {"B": np.full((6, 6), fill, dtype=np.float32)}) is p
+
+
 def test_a_read_outside_the_mask_keeps_the_work() -> None:
     # S is also read, unmasked, by a value-dependent `if` (a count of positive scores):
     # its upper triangle is live, so Q K^T stays dense

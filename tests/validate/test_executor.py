@@ -420,3 +420,17 @@ def test_rank0_inputs_and_outputs() -> None:
     assert got["Y"].shape == ()
     assert float(got["Y"]) == 3.0
     assert float(got["Z"]) == 1.5
+
+
+@pytest.mark.parametrize("shape", ["0", "0, 3", "3, 0"])
+def test_zero_size_output_is_fully_written(shape: str) -> None:
+    """An empty output has no element left to write (it was reported as not fully written)."""
+    dims = [int(d) for d in shape.split(", ")]
+    loops = " ".join(f"for i{k} in 0 .. {d} {{" for k, d in enumerate(dims))
+    idx = ", ".join(f"i{k}" for k in range(len(dims)))
+    text = (
+        f"solar-ir 1\nprogram e\noutput y : f32[{shape}]\n"
+        f"kernel k {{ {loops} y[{idx}] = 0.0 {'}' * len(dims)} }}"
+    )
+    out = execute_program(parse_program(text), {})
+    assert out["y"].shape == tuple(dims)

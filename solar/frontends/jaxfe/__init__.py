@@ -43,12 +43,13 @@ __all__ = [
 ]
 
 
-def lower_jaxpr(capture: JaxCapture) -> LoweredProgram:
+def lower_jaxpr(capture: JaxCapture, *, count_uncovered: bool = False) -> LoweredProgram:
     """Lower a capture to Affine Loop IR, one kernel per jaxpr equation.
 
     The lowering modules (every ``ops_*`` table entry) load on the first call, so
     ``import solar.frontends.jaxfe`` (``--frontend auto`` detection) stays cheap.
+    ``count_uncovered`` gives each uncovered equation XLA's FLOPs for it alone.
     """
     from solar.frontends.jaxfe.lowering import lower_jaxpr as lower
 
-    return lower(capture)
+    return lower(capture, count_uncovered=count_uncovered)

@@ -420,8 +420,18 @@ def _bind_linen(
     names = _unique([_path_name(p, "params") for p, _ in with_paths])
     abstract = tuple(leaf for _, leaf in with_paths)
 
+    # Note [Mutable collections]: a module that updates a non-``params`` collection as it
+    # runs (BatchNorm in training mode updates ``batch_stats``) raises on an immutable
+    # apply; the updated collections are a side effect, not an output, as in nnx (whose
+    # call updates the module's state in place), so they are dropped (dead work).
+    mutable = [c for c in variables if c != "params"]
+
     def call(params: tuple[Any, ...], args: tuple[Any, ...]) -> Any:
-        return model.apply(jax.tree_util.tree_unflatten(vtree, list(params)), *args)
+        v = jax.tree_util.tree_unflatten(vtree, list(params))
+        if not mutable:
+            return model.apply(v, *args)
+        out, _updated = model.apply(v, *args, mutable=mutable)
+        return out
 
     def concrete() -> tuple[Any, ...]:
         # Initialisers are PRNG-heavy; LLVM -O0 compiles them ~10x faster, same values.

@@ -8,12 +8,16 @@ jax: shapes, dtypes and parameters are plain Python values or jax parameter obje
 read by attribute. A variant a lowering cannot express raises `UnsupportedOpError`, which the
 driver turns into an uncovered op (its outputs become program inputs).
 
-Views (Note [Free views]): ``reshape``, ``squeeze``, ``expand_dims`` and
-``broadcast_in_dim`` move no data in XLA (they are layout metadata or fuse into their
-consumer) and are free views here, as ``view``/``expand`` are in the PyTorch frontend:
-the view is a `TensorInfo` with an index map, and consumers read through it. Ops that
-produce new values element by element (``transpose``, ``slice``, ``pad``, ``concatenate``,
-``gather``...) are kernels, because an unfused executor materialises them.
+Views (Note [Free views]): ``reshape``, ``squeeze``, ``expand_dims``,
+``broadcast_in_dim``, ``tile``, ``transpose``, ``slice``, ``split`` and ``unstack`` move
+no data in XLA (they are layout metadata, fold into a dot's dimension numbers, or fuse
+into their consumer's indexing) and are free views here, as ``view``/``expand``/
+``permute``/slicing/``split``/``unbind`` are in the PyTorch frontend: the view is a
+`TensorInfo` with an index map (affine for all but a reshape's ``//`` and ``%``), and
+consumers read through it. Charging a copy kernel for them would put the JAX bound of
+``x.T @ w`` above the PyTorch bound of ``x.t() @ w``, and above what XLA runs. Ops that
+produce new values element by element (``rev``, ``pad``, ``concatenate``, ``gather``...)
+are kernels, because an unfused executor materialises them.
 """
 
 from __future__ import annotations

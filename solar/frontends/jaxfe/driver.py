@@ -45,6 +45,7 @@ from solar.frontends.jaxfe.walk import (
     live_equations,
     sanitize_scope,
 )
+from solar.frontends.jaxfe.xla import equation_flops
 from solar.frontends.kit import (
     CondRegion,
     KernelBuilder,
@@ -93,6 +94,8 @@ class Lowerer(LoweringDriver):
         step_phases: the training-step phase of each equation path
             (`solar.frontends.jaxfe.phases.step_phases`); kernels of backward and
             optimizer equations are named ``backward_<...>`` and ``optimizer_<...>``.
+        count_uncovered: give each uncovered equation XLA's FLOPs for it alone
+            (`solar.frontends.jaxfe.xla.equation_flops`; one XLA lowering each).
     """
 
     def __init__(self, name: str, *, strip_root: bool = False) -> None:
@@ -113,6 +116,7 @@ class Lowerer(LoweringDriver):
         self.step_phases: Mapping[tuple[int, ...], Phase] = {}
         self._phase: Phase = "forward"
         self._body_depth = 0
+        self.count_uncovered = False
 
     def fresh(self, prefix: str) -> str:
         """A numbered name ``prefix0, prefix1, ...`` not used yet."""
@@ -373,7 +377,8 @@ class Lowerer(LoweringDriver):
         self, eqn: Any, ins: Sequence[Value], path: tuple[int, ...], reason: str, nbytes: int
     ) -> list[Value]:
         prim = eqn.primitive.name
-        self.uncover(prim, nbytes, reason, ins)
+        counted = equation_flops(eqn) if self.count_uncovered else None
+        self.uncover(prim, nbytes, reason, ins, counted)
         outs: list[Value] = []
         for k, v in enumerate(eqn.outvars):
             shape = tuple(int(d) for d in v.aval.shape)

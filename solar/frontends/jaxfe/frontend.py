@@ -65,7 +65,7 @@ class JaxFrontend:
         capture = jaxfe.trace_jax_file(
             path, entry=options.entry, overrides=dict(options.sizes) or None
         )
-        lowered = jaxfe.lower_jaxpr(capture)
+        lowered = jaxfe.lower_jaxpr(capture, count_uncovered=True)
         xla: dict[str, dict[str, float]] | None = None
         unavailable = None
         try:

@@ -7,7 +7,7 @@ is an input, a view, a literal, a repeated variable or an uncovered op's result.
 one ``output_copy`` kernel writes it: an alias kernel (run by validation, free in the
 bounds) when the output is an alias of a tensor the program holds, a plain kernel for
 a literal. Note [JAX output layouts]: a kernel that only moves data into outputs
-(``transpose``, ``slice``, ``rev``, ``split`` of a held tensor; one strided read per
+(a ``rev`` of a held tensor; one strided read per
 output) becomes an alias kernel too, since a JAX array has no user-visible layout. The
 equations are lowered by `Lowerer` (`solar.frontends.jaxfe.driver`); importing this
 module registers every lowering.
@@ -36,34 +36,45 @@ from solar.frontends.kit import LoweredProgram, TensorInfo, UnsupportedOpError
 from solar.ir import (
     Access,
     Assign,
+    BoolLit,
+    DType,
+    Expr,
     For,
     If,
+    IntLit,
     Kernel,
+    Name,
     Program,
     Reduce,
     Role,
+    Stmt,
     TensorDecl,
     accesses,
+    eval_int,
     linear_form,
+    lit,
     resolve_sizes,
     walk_exprs,
     walk_stmts,
 )
 
-__all__ = ["alias_output_moves", "lower_jaxpr"]
+__all__ = ["alias_output_moves", "lower_jaxpr", "write_empty_outputs"]
 
 
-def lower_jaxpr(capture: JaxCapture) -> LoweredProgram:
+def lower_jaxpr(capture: JaxCapture, *, count_uncovered: bool = False) -> LoweredProgram:
     """Lower a captured program to Affine Loop IR, one kernel per jaxpr equation.
 
     Args:
         capture: from `trace_jax_file`.
+        count_uncovered: give each uncovered equation XLA's FLOPs for it alone
+            (``counted_flops`` of its coverage row; one XLA lowering per equation).
 
     Returns:
         The program with its interface names, coverage and notes. Uncovered equations
         never raise: they are reported in ``coverage`` and their outputs become inputs.
     """
     lw = Lowerer(capture.name, strip_root=capture.kind != "function")
+    lw.count_uncovered = count_uncovered
     jaxpr = capture.closed_jaxpr.jaxpr
     lw.step_phases = step_phases(jaxpr)
     args: list[Value] = [Opaque((), "") for _ in jaxpr.invars]
@@ -118,7 +129,7 @@ def lower_jaxpr(capture: JaxCapture) -> LoweredProgram:
         lw.copy_into(kb, out, value)
         lw.finish_kernel(kb)
     return lw.lowered(
-        alias_output_moves(lw.pb.build()),
+        alias_output_moves(write_empty_outputs(lw.pb.build())),
         inputs=capture.arg_names[capture.n_params :],
         params=tuple((name, name) for name in capture.param_names),
         outputs=tuple(o.ref.name if o is not None else None for o in outputs),
@@ -143,13 +154,67 @@ def _declare(lw: Lowerer, role: Role, var: Any, name: str) -> TensorInfo:
     return lw.declare(role, ir_dtype(var.aval.dtype), shape, name, exact=True)
 
 
+def write_empty_outputs(program: Program) -> Program:
+    """Give every zero-size output that no kernel writes an empty write, first.
+
+    A lowering skips loop nests that run no iteration, so ``jnp.zeros((0, 3)) @ w``
+    leaves its (empty) output unwritten, which the verifier rejects (E0217). The new
+    ``empty_output`` kernel writes it under its zero-trip loops, as the PyTorch
+    frontend's kernels do: no work, no traffic.
+
+    >>> from solar.ir import parse_program, print_program
+    >>> p = write_empty_outputs(parse_program('''solar-ir 1
+    ... program t
+    ... input x0 : f32[3]
+    ... output y0 : f32[0, 3]
+    ... output y1 : f32[3]
+    ... kernel k { for i in 0 .. 3 { y1[i] = x0[i] } }'''))
+    >>> print(print_program(p).split("kernel")[1].strip())
+    empty_output {
+      for i0 in 0 .. 0 {
+        for i1 in 0 .. 3 {
+          y0[i0, i1] = 0.0
+        }
+      }
+    }
+    """
+    written = {
+        accesses(stmt)[1].tensor
+        for kernel in program.kernels
+        for stmt, _ctx in walk_stmts(kernel.body)
+        if isinstance(stmt, Assign | Reduce)
+    }
+    sizes = resolve_sizes(program)
+    body: list[Stmt] = []
+    for t in program.tensors:
+        if t.role != "output" or t.name in written:
+            continue
+        if all(eval_int(s, sizes) != 0 for s in t.shape):
+            continue
+        idx = tuple(Name(f"i{k}") for k in range(len(t.shape)))
+        stmt: Stmt = Assign(Access(t.name, idx), _zero(t.dtype))
+        for k in reversed(range(len(t.shape))):
+            stmt = For(f"i{k}", IntLit(0), t.shape[k], (stmt,))
+        body.append(stmt)
+    if not body:
+        return program
+    kernel = Kernel("empty_output", (), tuple(body))
+    return dataclasses.replace(program, kernels=(kernel, *program.kernels))
+
+
+def _zero(dtype: DType) -> Expr:
+    if dtype == DType.BOOL:
+        return BoolLit(False)
+    return lit(0.0) if dtype.is_float else IntLit(0)
+
+
 def alias_output_moves(program: Program) -> Program:
     """Turn kernels that only move held data into outputs into alias kernels, moved last.
 
     Note [JAX output layouts]: a JAX array has no user-visible layout, so an output
-    that is a transpose, slice, reversal or split piece of a tensor the program holds
-    may be returned as a strided view of it (numpy does; XLA's layout assignment makes
-    a transpose a bitcast when the result layout is free). A kernel qualifies when every
+    that is a reversal of a tensor the program holds may be returned as a strided view
+    of it (transposes, slices and split pieces are views already, Note [Free views]).
+    A kernel qualifies when every
     statement is ``Out[i...] = Src[s...]`` with ``s`` affine in the loop variables (a
     strided read), one statement per output, ``Src`` a program-level tensor of
     ``Out``'s dtype that no later kernel writes, and no kernel reads ``Out`` (so moving

@@ -8,9 +8,9 @@ Contract: ``EqnCtx -> None`` (or the outputs, for ``cond``).
   free views, writing ``ys[t]``, and copying the new carries back (snapshotting carries
   that feed other carries first). ``reverse`` walks ``t`` from the end.
 * ``while`` is lowered the same way when its trip count is static: the condition is
-  ``i < n`` / ``i <= n`` / ``i != n`` on a carry ``i`` that starts at a literal and that
-  the body increments by one, against a literal bound (or a constant carry). Otherwise
-  it is uncovered.
+  one comparison (``<``, ``<=``, ``>``, ``>=``, ``!=``, either way round) of a carry ``i``
+  that starts at a literal and that the body steps by a nonzero integer literal, against
+  a literal bound (or a constant carry). Otherwise it is uncovered.
 * ``cond``/``switch`` at kernel level: each branch's equations are lowered as kernels
   under a value-dependent guard ``if pred[] == k { ... }``, writing the cond's outputs
   directly; the driver records a `CondRegion` per cond (see docs/jax.md, "cond"). Inside
@@ -30,7 +30,7 @@ from solar.frontends.jaxfe.walk import is_var
 from solar.frontends.kit import CondRegion, IndexMap, TensorInfo, UnsupportedOpError
 from solar.ir import Binary, Cast, DType, Expr, For, If, IntLit, Stmt, lit
 
-__all__ = ["static_trip_count"]
+__all__ = ["static_trip_count", "trip_count"]
 
 
 def _same_storage(a: EqnOperand, b: EqnOperand) -> bool:
@@ -148,10 +148,17 @@ def _literal_int(x: Any) -> int | None:
 def static_trip_count(
     cond: Any, body: Any, cond_consts: Sequence[EqnOperand], init: Sequence[EqnOperand]
 ) -> int | None:
-    """The trip count of a ``while`` whose condition compares a unit-step counter to a constant.
+    """The trip count of a ``while`` whose condition compares a constant-step counter to a
+    constant.
+
+    The condition is one comparison (``<``, ``<=``, ``>``, ``>=``, ``!=``, the counter on
+    either side) of a carry that starts at a literal and that the body steps by a nonzero
+    integer literal (``i + s``, ``i - s``), against a literal bound, a condition constant
+    or a loop-invariant carry (Note [Static trip counts]).
 
     Returns:
-        The number of iterations, or ``None`` when the pattern does not match.
+        The number of iterations, or ``None`` when the pattern does not match or the loop
+        would not terminate.
     """
     cj, bj = cond.jaxpr, body.jaxpr
     if len(cj.eqns) != 1 or len(cj.outvars) != 1 or cj.eqns[0].outvars[0] is not cj.outvars[0]:
@@ -161,23 +168,46 @@ def static_trip_count(
     if op not in ("lt", "le", "gt", "ge", "ne"):
         return None
     a, b = eqn.invars
-    if op in ("gt", "ge"):
-        a, b = b, a
-        op = {"gt": "lt", "ge": "le"}[op]
     n_cc = len(cond_consts)
     carries = cj.invars[n_cc:]
-    if not is_var(a) or a not in carries:
+    if not (is_var(a) and a in carries):
+        a, b = b, a
+        op = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "ne": "ne"}[op]
+    if not (is_var(a) and a in carries):
         return None
     k = carries.index(a)
     start = _literal_int(init[k])
     bound = _bound_value(b, cj, cond_consts, carries, init, bj)
-    if start is None or bound is None or not _increments(bj, k):
+    step = _step(bj, k)
+    if start is None or bound is None or step is None:
         return None
-    if op == "lt":
-        return max(0, bound - start)
-    if op == "le":
-        return max(0, bound - start + 1)
-    return bound - start if bound >= start else None
+    return trip_count(op, start, bound, step)
+
+
+def trip_count(op: str, start: int, bound: int, step: int) -> int | None:
+    """Iterations of ``i = start; while i OP bound: i += step`` (``None``: endless).
+
+    Note [Static trip counts]: the loop runs while the comparison holds; a loop whose
+    condition holds at the start and that steps away from its bound never ends (``None``,
+    uncovered: XLA would spin too).
+
+    >>> trip_count("lt", 0, 5, 1), trip_count("le", 1, 6, 2), trip_count("gt", 4, 0, -1)
+    (5, 3, 4)
+    >>> trip_count("ge", 3, 0, -2), trip_count("ne", 0, 6, 2), trip_count("lt", 7, 5, 1)
+    (2, 3, 0)
+    >>> trip_count("ne", 0, 5, 2) is None, trip_count("lt", 0, 5, -1) is None
+    (True, True)
+    """
+    if op == "ne":
+        span = bound - start
+        return span // step if span % step == 0 and span // step >= 0 else None
+    holds = {"lt": start < bound, "le": start <= bound, "gt": start > bound, "ge": start >= bound}
+    if not holds[op]:
+        return 0
+    if (op in ("lt", "le")) != (step > 0):
+        return None
+    span = abs(bound - start) + (1 if op in ("le", "ge") else 0)
+    return -(-span // abs(step))
 
 
 def _bound_value(
@@ -201,17 +231,24 @@ def _bound_value(
     return None
 
 
-def _increments(bj: Any, k: int) -> bool:
-    """True if body output ``k`` is ``carry_k + 1``."""
+def _step(bj: Any, k: int) -> int | None:
+    """``s`` if body output ``k`` is ``carry_k + s`` or ``carry_k - (-s)`` (``s != 0``)."""
     n_bc = len(bj.invars) - len(bj.outvars)
     carry = bj.invars[n_bc + k]
     out = bj.outvars[k]
     for eqn in bj.eqns:
-        if eqn.outvars[0] is out and eqn.primitive.name == "add":
-            x, y = eqn.invars
-            one = [v for v in (x, y) if not is_var(v) and int(v.val) == 1]
-            return bool(one) and (x is carry or y is carry)
-    return False
+        if eqn.outvars[0] is not out or eqn.primitive.name not in ("add", "sub"):
+            continue
+        x, y = eqn.invars
+        if eqn.primitive.name == "add" and not is_var(x):
+            x, y = y, x
+        if x is not carry or is_var(y):
+            return None
+        value = y.val
+        if not float(value).is_integer() or int(value) == 0:
+            return None
+        return int(value) if eqn.primitive.name == "add" else -int(value)
+    return None
 
 
 @LOWERINGS.register("cond")

@@ -87,6 +87,10 @@ def _reduce(ctx: EqnCtx) -> tuple[EqnOperand, ...] | None:
             raise UnsupportedOpError(f"bitwise `{ctx.prim}` on integers has no IR operator")
         _emit_bool_reduce(ctx, x, axes, every=ctx.prim == "reduce_and")
         return None
+    if dtype == DType.BOOL and op in ("max", "min") and not isinstance(x, Lit):
+        # jnp.max/min of bools is any/all; max=/min= are not defined on bools (E0213)
+        _emit_bool_reduce(ctx, x, axes, every=op == "min")
+        return None
     if isinstance(x, Lit):
         n = 1
         for a in axes:
@@ -202,19 +206,33 @@ def _argextreme(ctx: EqnCtx) -> None:
         idx[axis] = r
         return idx
 
-    m_t = kb.local(x.dtype, [shape[k] for k in kept], "m")
+    # max=/min= are not defined on bools (E0213): a bool operand (jnp.select's argmax
+    # over its stacked conditions) is compared as 0/1 integers.
+    vdt = DType.I32 if x.dtype == DType.BOOL else x.dtype
+
+    def value(r: Expr) -> Expr:
+        v = read(x, at(r))
+        return Cast(vdt, v) if vdt != x.dtype else v
+
+    def attains(r: Expr) -> Expr:
+        # JAX's argmax/argmin return the first NaN when there is one (the extreme is then
+        # NaN, which equals nothing): a NaN candidate attains it too.
+        hit = Binary("==", value(r), m)
+        return Binary("or", hit, Binary("!=", value(r), value(r))) if vdt.is_float else hit
+
+    m_t = kb.local(vdt, [shape[k] for k in kept], "m")
     m = m_t[tuple(outer.idx)] if kept else m_t.scalar()
     tgt = Access(out.ref.name, out.storage_index(outer.idx))
     body: list[Stmt] = [
-        Assign(m, reduce_init(op, x.dtype)),
-        For(r1.name, IntLit(0), lit(n), (Reduce(m, op, read(x, at(r1))),)),
+        Assign(m, reduce_init(op, vdt)),
+        For(r1.name, IntLit(0), lit(n), (Reduce(m, op, value(r1)),)),
         # The first index attaining the extreme (every candidate is <= n - 1).
         Assign(tgt, lit(n - 1)),
         For(
             r2.name,
             IntLit(0),
             lit(n),
-            (If(Binary("==", read(x, at(r2)), m), (Reduce(tgt, "min", r2),)),),
+            (If(attains(r2), (Reduce(tgt, "min", r2),)),),
         ),
     ]
     kb.emit(*outer.wrap(body))

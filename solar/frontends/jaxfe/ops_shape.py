@@ -1,9 +1,10 @@
 """Lowerings of shape primitives: free views, and data-moving copies (one kernel each).
 
-Contract: ``reshape``, ``squeeze``, ``expand_dims``, ``broadcast_in_dim`` and ``tile`` return views
-(Note [Free views] in `solar.frontends.jaxfe.core`); ``transpose``, ``rev``, ``slice``,
-``pad``, ``concatenate``, ``stack``, ``split``, ``unstack``, ``iota``, ``dynamic_slice`` and
-``dynamic_update_slice`` emit one kernel that writes every output element once.
+Contract: ``reshape``, ``squeeze``, ``expand_dims``, ``broadcast_in_dim``, ``tile``,
+``transpose``, ``slice``, ``split`` and ``unstack`` return views (Note [Free views] in
+`solar.frontends.jaxfe.core`); ``rev``, ``pad``, ``concatenate``, ``stack``, ``iota``,
+``dynamic_slice`` and ``dynamic_update_slice`` emit one kernel that writes every output
+element once.
 Literal inputs (``jnp.zeros`` is a broadcast literal) stay literals through views and
 copies, so constant fills cost nothing. ``dynamic_update_slice`` updates its operand in
 place when XLA can (the operand is an intermediate that is dead afterwards), so only
@@ -112,17 +113,21 @@ def _copy_kernel(
 
 
 @LOWERINGS.register("transpose")
-def _transpose(ctx: EqnCtx) -> tuple[EqnOperand, ...] | None:
-    perm = tuple(ctx.params["permutation"])
+def _transpose(ctx: EqnCtx) -> tuple[EqnOperand, ...]:
+    """A free view permuting the indices (Note [Free views]: PyTorch's ``permute``)."""
+    perm = tuple(int(p) for p in ctx.params["permutation"])
     x = ctx.ins[0]
+    shape = ctx.out_shape(0)
+    if isinstance(x, Lit):
+        return (x.reshaped(shape),)
 
-    def source(idx: list[Expr]) -> Expr:
+    def index_map(idx: tuple[Expr, ...]) -> tuple[Expr, ...]:
         src: list[Expr] = [IntLit(0)] * len(perm)
         for k, p in enumerate(perm):
             src[p] = idx[k]
-        return read(x, src)
+        return tuple(src)
 
-    return _copy_kernel(ctx, source)
+    return (x.view(shape, index_map),)
 
 
 @LOWERINGS.register("rev")
@@ -140,17 +145,19 @@ def _rev(ctx: EqnCtx) -> tuple[EqnOperand, ...] | None:
 
 
 @LOWERINGS.register("slice")
-def _slice(ctx: EqnCtx) -> tuple[EqnOperand, ...] | None:
-    starts = tuple(ctx.params["start_indices"])
-    strides = tuple(ctx.params["strides"] or (1,) * len(starts))
+def _slice(ctx: EqnCtx) -> tuple[EqnOperand, ...]:
+    """A free strided view (Note [Free views]: PyTorch's basic slicing)."""
+    starts = tuple(int(s) for s in ctx.params["start_indices"])
+    strides = tuple(int(s) for s in ctx.params["strides"] or (1,) * len(starts))
     x = ctx.ins[0]
+    shape = ctx.out_shape(0)
+    if isinstance(x, Lit):
+        return (x.reshaped(shape),)
 
-    def source(idx: list[Expr]) -> Expr:
-        return read(
-            x, [iadd(imul(st, e), s) for e, s, st in zip(idx, starts, strides, strict=True)]
-        )
+    def index_map(idx: tuple[Expr, ...]) -> tuple[Expr, ...]:
+        return tuple(iadd(imul(st, e), s) for e, s, st in zip(idx, starts, strides, strict=True))
 
-    return _copy_kernel(ctx, source)
+    return (x.view(shape, index_map),)
 
 
 @LOWERINGS.register("pad")
@@ -226,24 +233,29 @@ def _stack(ctx: EqnCtx) -> tuple[EqnOperand, ...] | None:
 
 
 @LOWERINGS.register("split")
-def _split(ctx: EqnCtx) -> tuple[EqnOperand, ...] | None:
+def _split(ctx: EqnCtx) -> tuple[EqnOperand, ...]:
+    """Free views of consecutive pieces along ``axis`` (PyTorch's ``split``)."""
     axis = int(ctx.params["axis"])
     x = ctx.ins[0]
-    n = len(ctx.eqn.outvars)
-    if isinstance(x, Lit):
-        return tuple(x.reshaped(ctx.out_shape(k)) for k in range(n))
-    kb = ctx.kernel()
+    outs: list[EqnOperand] = []
     offset = 0
-    for k in range(n):
+    for k in range(len(ctx.eqn.outvars)):
         shape = ctx.out_shape(k)
-        out = ctx.out(k)
-        nest = Nest(kb, shape)
-        if not nest.empty:
-            src = list(nest.idx)
-            src[axis] = iadd(src[axis], offset)
-            kb.emit(*nest.wrap([Assign(write(out, nest.idx), read(x, src))]))
+        if isinstance(x, Lit):
+            outs.append(x.reshaped(shape))
+        else:
+            outs.append(x.view(shape, _offset_map(axis, offset)))
         offset += shape[axis]
-    return None
+    return tuple(outs)
+
+
+def _offset_map(axis: int, offset: int) -> Callable[[tuple[Expr, ...]], tuple[Expr, ...]]:
+    def index_map(idx: tuple[Expr, ...]) -> tuple[Expr, ...]:
+        src = list(idx)
+        src[axis] = iadd(src[axis], offset)
+        return tuple(src)
+
+    return index_map
 
 
 @LOWERINGS.register("tile")
@@ -275,21 +287,25 @@ def _tile(ctx: EqnCtx) -> tuple[EqnOperand, ...]:
 
 
 @LOWERINGS.register("unstack")
-def _unstack(ctx: EqnCtx) -> tuple[EqnOperand, ...] | None:
-    """``jnp.unstack``: one kernel writing every slice along ``axis`` (as ``split``)."""
+def _unstack(ctx: EqnCtx) -> tuple[EqnOperand, ...]:
+    """``jnp.unstack``: free views of each slice along ``axis`` (PyTorch's ``unbind``)."""
     axis = int(ctx.params["axis"])
     x = ctx.ins[0]
-    n = len(ctx.eqn.outvars)
-    if isinstance(x, Lit):
-        return tuple(x.reshaped(ctx.out_shape(k)) for k in range(n))
-    kb = ctx.kernel()
-    for k in range(n):
-        out = ctx.out(k)
-        nest = Nest(kb, ctx.out_shape(k))
-        if not nest.empty:
-            src = [*nest.idx[:axis], lit(k), *nest.idx[axis:]]
-            kb.emit(*nest.wrap([Assign(write(out, nest.idx), read(x, src))]))
-    return None
+    outs: list[EqnOperand] = []
+    for k in range(len(ctx.eqn.outvars)):
+        shape = ctx.out_shape(k)
+        if isinstance(x, Lit):
+            outs.append(x.reshaped(shape))
+        else:
+            outs.append(x.view(shape, _unstack_map(axis, k)))
+    return tuple(outs)
+
+
+def _unstack_map(axis: int, k: int) -> Callable[[tuple[Expr, ...]], tuple[Expr, ...]]:
+    def index_map(idx: tuple[Expr, ...]) -> tuple[Expr, ...]:
+        return (*idx[:axis], lit(k), *idx[axis:])
+
+    return index_map
 
 
 _UNSIGNED_IOTA = {"uint32": DType.I32, "uint64": DType.I64}

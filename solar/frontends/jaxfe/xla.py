@@ -16,7 +16,13 @@ from typing import Any
 from solar.diagnostics import FrontendError
 from solar.frontends.jaxfe.capture import JaxCapture, require_jax, user_code
 
-__all__ = ["XlaCost", "XlaCrossCheck", "xla_cost_analysis", "xla_cross_check"]
+__all__ = [
+    "XlaCost",
+    "XlaCrossCheck",
+    "equation_flops",
+    "xla_cost_analysis",
+    "xla_cross_check",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,3 +107,48 @@ def xla_cost_analysis(capture: JaxCapture) -> dict[str, dict[str, float]]:
                 "bytes_accessed": cost.bytes_accessed,
             }
     return out
+
+
+def equation_flops(eqn: Any) -> int | None:
+    """XLA's unoptimised FLOPs for one jaxpr equation alone (flops + transcendentals).
+
+    The independent count of an equation SOLAR could not lower, so that the coverage
+    report gives uncovered ops a FLOP figure, not only a bytes share. XLA's HLO cost
+    analysis costs a loop body once and gives library calls (``custom_call``) no FLOPs:
+    a ``while``, ``scan``, ``eigh`` or ``qr`` count is then unknown or a floor.
+
+    Returns:
+        The FLOPs, or ``None`` when the equation cannot be lowered alone or XLA gives
+        no (or a negative) estimate.
+    """
+    jax = require_jax()
+    avals = [jax.ShapeDtypeStruct(v.aval.shape, v.aval.dtype) for v in eqn.invars]
+
+    def alone(*args: Any) -> Any:
+        return eqn.primitive.bind(*args, **eqn.params)
+
+    if eqn.primitive.name in _BODY_ONCE:
+        return None
+    try:
+        with user_code(f"lowering `{eqn.primitive.name}` alone with XLA"):
+            lowered = jax.jit(alone).lower(*avals)
+            raw = lowered.cost_analysis()
+            library_call = "custom_call" in lowered.as_text()
+    except FrontendError:
+        return None
+    cost = _cost(raw)
+    if cost is None or library_call or "flops" not in _first(raw):
+        return None  # no estimate (top_k) is not zero FLOPs
+    if cost.flops < 0 or cost.transcendentals < 0:
+        return None
+    return int(cost.flops + cost.transcendentals)
+
+
+def _first(raw: Any) -> dict[str, Any]:
+    if isinstance(raw, list | tuple):
+        raw = raw[0] if raw else None
+    return raw if isinstance(raw, dict) else {}
+
+
+_BODY_ONCE = frozenset({"while", "scan", "cond"})
+"""Primitives whose XLA count covers one body (or one branch), not the work that runs."""

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from jax_check import ROOT, check_capture
+from jax_check import ROOT, check_capture, program_costs
 
 from solar.diagnostics import FrontendError
 from solar.frontends.jaxfe import is_jax_file, lower_jaxpr, trace_function, trace_jax_file
@@ -109,6 +109,51 @@ def test_linen_model_params_and_init_inputs(tmp_path: Path) -> None:
     lowered = check_capture(capture, rtol=1e-4, atol=1e-5)
     assert tuple(name for _, name in lowered.params) == capture.param_names
     assert any(k.name.startswith("proj_") for k in lowered.program.kernels)
+
+
+TRAIN_MODE_BATCHNORM = {
+    "linen": """
+        import flax.linen as nn
+        import numpy as np
+
+        class Model(nn.Module):
+            @nn.compact
+            def __call__(self, x):
+                return nn.relu(nn.BatchNorm(use_running_average=False)(nn.Dense(8)(x)))
+
+        def get_inputs():
+            return [np.random.randn(6, 4).astype(np.float32)]
+    """,
+    "nnx": """
+        from flax import nnx
+        import numpy as np
+
+        class Model(nnx.Module):
+            def __init__(self, *, rngs):
+                self.lin = nnx.Linear(4, 8, rngs=rngs)
+                self.bn = nnx.BatchNorm(8, use_running_average=False, rngs=rngs)
+
+            def __call__(self, x):
+                return nnx.relu(self.bn(self.lin(x)))
+
+        def get_inputs():
+            return [np.random.randn(6, 4).astype(np.float32)]
+    """,
+}
+
+
+@pytest.mark.parametrize("kind", list(TRAIN_MODE_BATCHNORM))
+def test_train_mode_batchnorm_updates_are_side_effects(tmp_path: Path, kind: str) -> None:
+    """Note [Mutable collections]: linen's ``batch_stats`` is mutable during the call (it
+    raised ModifyScopeVariableError), and both kinds return the output only."""
+    pytest.importorskip("flax")
+    capture = trace_jax_file(_write(tmp_path, TRAIN_MODE_BATCHNORM[kind]))
+    assert capture.kind == kind
+    assert capture.output_names == ("y0",)
+    lowered = check_capture(capture, rtol=1e-4, atol=1e-5)
+    flops = program_costs(lowered.program)[0]
+    # the dense layer (2 * 6 * 4 * 8 + bias 48) and the batch statistics over 6 rows
+    assert 2 * 6 * 4 * 8 + 48 + 2 * 6 * 8 < flops < 2 * (2 * 6 * 4 * 8 + 48 + 2 * 6 * 8)
 
 
 def test_nnx_model(tmp_path: Path) -> None:

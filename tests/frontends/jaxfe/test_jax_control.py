@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from jax_check import check_fn, program_costs, rand, run_lowered
 
-from solar.frontends.jaxfe import reference_data, trace_function
+from solar.frontends.jaxfe import lower_jaxpr, reference_data, trace_function
 from solar.ir import For, If, print_program
 
 jax = pytest.importorskip("jax")
@@ -105,6 +105,41 @@ def test_while_static_trip_count(cond: Any) -> None:
     lowered = check_fn(f, V)
     (loop,) = _seq_loops(lowered)
     assert loop.hi == lax_lit(5)
+
+
+# (start, condition, step, trips): counters stepping by any constant, either direction,
+# the counter on either side of the comparison.
+STEPPED_WHILES = [
+    (1, lambda i: i <= 6, 2, 3),
+    (0, lambda i: i < 7, 3, 3),
+    (4, lambda i: i > 0, -1, 4),
+    (9, lambda i: 0 <= i, -3, 4),  # noqa: SIM300
+    (0, lambda i: i != 8, 2, 4),
+    (5, lambda i: i < 2, 1, 0),
+    (2, lambda i: 10 > i, 4, 2),  # noqa: SIM300
+]
+
+
+@pytest.mark.parametrize(("start", "cond", "step", "trips"), STEPPED_WHILES)
+def test_while_constant_step_trip_count(start: int, cond: Any, step: int, trips: int) -> None:
+    def f(v: Any) -> Any:
+        return lax.while_loop(
+            lambda s: cond(s[0]), lambda s: (s[0] + step, jnp.sin(s[1]) * 1.5), (start, v)
+        )[1]
+
+    lowered = check_fn(f, V)
+    loops = _seq_loops(lowered)
+    assert [lp.hi for lp in loops] == ([lax_lit(trips)] if trips else [])
+    flops = program_costs(lowered.program)[0]
+    assert flops == trips * (2 * V.size + 1)  # sin and multiply per element, the counter step
+
+
+def test_while_stepping_away_from_its_bound_is_uncovered() -> None:
+    def f(v: Any) -> Any:
+        return lax.while_loop(lambda s: s[0] < 5, lambda s: (s[0] - 1, s[1] * 2.0), (0, v))[1]
+
+    lowered = lower_jaxpr(trace_function(f, (V,)))
+    assert [u.target for u in lowered.coverage] == ["while"]
 
 
 def test_while_bound_in_carry() -> None:

@@ -64,3 +64,42 @@ def test_effects_free_dead_code_is_skipped() -> None:
     lowered = check_fn(f, rand(5))
     assert lowered.fully_covered
     assert len(lowered.program.kernels) == 1
+
+
+# (name, function, input, counted): an uncovered equation gets XLA's count for it alone
+# (its exact value is XLA's, version-dependent: sort 210 and erf_inv 1365 on jax 0.10.2);
+# loops (XLA costs one body) and library calls (no FLOPs in XLA's analysis) stay
+# unknown, as does an op XLA gives no estimate for.
+COUNTED: list[tuple[str, Any, np.ndarray, bool]] = [
+    ("sort", lambda x: jnp.sort(x, axis=-1), rand(5, 7), True),
+    ("erf_inv", lambda x: jax.lax.erf_inv(jnp.tanh(x) * 0.5), rand(5, 7), True),
+    ("top_k", lambda x: jax.lax.top_k(x, 3)[0], rand(5, 7), False),
+    ("eigh", lambda x: jnp.linalg.eigh(x @ x.T)[0], rand(5, 5), False),
+    (
+        "while",
+        lambda x: jax.lax.while_loop(lambda s: s.sum() < 100.0, lambda s: s * 2.0, x),
+        np.abs(rand(5, 7)) + 1.0,
+        False,
+    ),
+]
+
+
+@pytest.mark.parametrize(("target", "fn", "x", "counted"), COUNTED, ids=[c[0] for c in COUNTED])
+def test_uncovered_ops_get_xla_flops_for_them_alone(
+    target: str, fn: Any, x: np.ndarray, counted: bool
+) -> None:
+    from solar.report.sections import coverage_info
+
+    lowered = lower_jaxpr(trace_function(fn, (x,)), count_uncovered=True)
+    (op,) = [u for u in lowered.coverage if u.target == target]
+    share = coverage_info(lowered.ops_seen, lowered.coverage, solar_flops=100.0)
+    if not counted:
+        assert op.counted_flops is None
+        assert share.uncovered_flops_fraction is None
+    else:
+        assert op.counted_flops is not None
+        assert op.counted_flops >= x.size  # at least one operation per element
+        flops = op.counted_flops
+        assert share.uncovered_flops_fraction == pytest.approx(flops / (100.0 + flops))
+    # the default lowering (symbolic re-captures) does not ask XLA
+    assert all(u.counted_flops is None for u in lower_jaxpr(trace_function(fn, (x,))).coverage)

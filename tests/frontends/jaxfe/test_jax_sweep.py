@@ -107,12 +107,56 @@ CASES: list[tuple[str, Callable[..., Any], tuple[Any, ...]]] = [
         lambda a: (jnp.linalg.inv(a), jnp.linalg.det(a), jnp.linalg.slogdet(a)),
         (A5,),
     ),
+    # argmax/argmin over bools emitted `max=` into a bool local (E0213, no report)
+    (
+        "jnp_select_argmax_over_bools",
+        lambda x: jnp.select([x > 1, x < -1], [x * 2, x * 3], default=0.0),
+        (rand(6, 6) * 2,),
+    ),
+    (
+        "argmax_argmin_bool",
+        lambda x: (jnp.argmax(x > 0.3, axis=1), jnp.argmin(x > 0, axis=0)),
+        (rand(6, 5),),
+    ),
+    ("max_min_of_bools", lambda x: (jnp.max(x > 0, axis=1), jnp.min(x > 0, axis=0)), (rand(5, 6),)),
+    # JAX's argmax/argmin return the first NaN; the lowering returned the last index
+    (
+        "argmax_argmin_with_nans",
+        lambda x: (
+            jnp.argmax(jnp.where(x > 1, jnp.nan, x), axis=1),
+            jnp.argmin(jnp.where(x < -1, jnp.nan, x), axis=0),
+        ),
+        (rand(6, 7) * 2,),
+    ),
     (
         "cho_solve",
         lambda s, b: jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(s), b),
         (SPD5, B53),
     ),
 ]
+
+
+EMPTY = np.zeros((0, 4), dtype=np.float32)
+
+# Zero-size outputs: lowerings skip zero-trip nests, which left the output unwritten
+# (E0217) and the executor's written mask of an empty tensor never cleared (validation
+# "not fully written"). Each output is written by an `empty_output` kernel: no FLOPs.
+EMPTY_CASES: list[tuple[str, Callable[..., Any], tuple[Any, ...]]] = [
+    ("matmul", lambda w: jnp.zeros((0, 3)) @ w, (rand(3, 4),)),
+    ("elementwise", lambda e: e * 2.0, (EMPTY,)),
+    ("sum_and_transpose", lambda e: (e.sum(axis=0), e.T), (EMPTY,)),
+    ("concat_with_empty", lambda e, x: (jnp.concatenate([e, x]), e + 1.0), (EMPTY, rand(2, 4))),
+]
+
+
+@pytest.mark.parametrize(("name", "fn", "inputs"), EMPTY_CASES, ids=[c[0] for c in EMPTY_CASES])
+def test_zero_size_outputs_are_written_and_validate(
+    name: str, fn: Callable[..., Any], inputs: Any
+) -> None:
+    lowered = check_fn(fn, *inputs)
+    assert lowered.program.kernels[0].name == "empty_output"
+    # no arithmetic on an empty operand; only the empty sum's 4 zeros are written
+    assert program_costs(lowered.program)[:2] == (0.0, 16.0 * (name == "sum_and_transpose"))
 
 
 @pytest.mark.parametrize(("name", "fn", "inputs"), CASES, ids=[c[0] for c in CASES])
