@@ -10,9 +10,20 @@ Contract: pure helpers over `solar.ir` expressions. The rules, used everywhere:
   loop-invariant constants (literals and sizes: constant-folded) are 0;
 * a Reduce adds 1 for its combine op; a plain copy or ``= 0.0`` is 0;
 * guards restrict counts to the points that execute. A ``select`` on an affine
-  (index-only) condition charges each branch only where it is taken; on a
-  value-dependent condition it charges the cheaper branch everywhere, and reads
-  only the accesses both branches share (a lower bound either way).
+  (index-only) condition charges each branch only where it is taken, and nothing for
+  the condition or the select itself (Note [Index-only selects]); on a
+  value-dependent condition it charges 1 for the select, the condition, and the
+  cheaper branch everywhere, and reads only the accesses both branches share (a lower
+  bound either way).
+
+Note [Index-only selects]
+    ``select(j <= i, S[i, j], -inf)`` (a causal mask) or ``select(0 <= h + r - 1 and
+    h + r - 1 < H, X[..], 0.0)`` (zero padding) depend on loop indices and sizes only.
+    An implementation splits the loop at the boundary (or pads once): it never
+    compares indices per point, so charging the comparisons and the select at every
+    point would count work the program need not do, above a real time. As index
+    arithmetic inside subscripts, they are free; each branch still costs its own
+    FLOPs, charged where it is taken.
 """
 
 from __future__ import annotations
@@ -171,14 +182,15 @@ def analyse_value(
                 add(1 if op in _ARITH | _COMPARE and not _invariant(e, lv) else 0, g)
                 go(a, g)
                 go(b, g)
+            case Call(func="select", args=(c, a, b)) if is_affine_condition(c, lv):
+                # Note [Index-only selects]: the condition splits the iteration space, so
+                # an implementation evaluates neither it nor the select per point.
+                go(a, (*g, *_conjuncts(c)))
+                go(b, (*g, *_conjuncts(negate_condition(c))))
             case Call(func="select", args=(c, a, b)):
                 add(0 if _invariant(e, lv) else 1, g)
                 go(c, g)
-                if is_affine_condition(c, lv):
-                    go(a, (*g, *_conjuncts(c)))
-                    go(b, (*g, *_conjuncts(negate_condition(c))))
-                else:
-                    _value_select(a, b, g)
+                _value_select(a, b, g)
             case Call(func=f, args=args):
                 add(0 if _invariant(e, lv) else FUNCTIONS[f][1], g)
                 for x in args:
