@@ -1,4 +1,4 @@
-"""Lowerings of padding and rearranging copies: constant/reflect/replicate pads, flip,
+"""Lowerings of padding and rearranging copies: constant/reflect/replicate/circular pads, flip,
 roll, repeat, tril/triu, diag, pixel_shuffle/pixel_unshuffle.
 
 Contract: one kernel per call whose loop nests partition the output into regions on
@@ -132,6 +132,10 @@ def _border_segments(
             raise UnsupportedOpError(f"{mode} pad with negative padding")
         if mode == "reflect":
             left, right = _mirror(lo), _mirror(2 * (n - 1) + lo)
+        elif mode == "circular":  # wraps around: out[o] = x[(o - lo) mod n]
+            if lo > n or hi > n:
+                raise UnsupportedOpError("circular pad wider than its dim")
+            left, right = _shift(n - lo), _shift(-lo - n)
         else:
             left, right = _const(0), _const(n - 1)
         segments.append(
@@ -181,6 +185,7 @@ def _border_pad_backward(mode: str) -> Callable[[LowerCtx, OpCall], None]:
     return lower
 
 
+LOWERINGS.register("aten._pad_circular")(_border_pad("circular"))  # Note [Whole circular pad]
 for _d in (1, 2, 3):
     LOWERINGS.register(f"aten.reflection_pad{_d}d")(_border_pad("reflect"))
     LOWERINGS.register(f"aten.replication_pad{_d}d")(_border_pad("replicate"))

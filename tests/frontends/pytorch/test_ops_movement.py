@@ -6,16 +6,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solar.diagnostics import ExecutionError
-from solar.frontends.pytorch import lower_capture, reference_data, trace_module
+from solar.frontends.pytorch import trace_module
 from solar.frontends.pytorch.ops_movement import reshape_map_const_last
 from solar.ir import Name, print_expr
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
+from nn_opcheck import check_op  # noqa: E402
 from strategies import shapes  # noqa: E402
-from torch_check import check_program, run_lowered  # noqa: E402
+from torch_check import check_program  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
@@ -167,21 +167,34 @@ def test_pads_and_rearranging_copies(fn: object) -> None:
     check_program(fn, torch.randn(2, 4, 3, 3))
 
 
-def test_circular_pad_decomposes_into_slice_copies() -> None:
-    check_program(lambda x: F.pad(x, (1, 2), mode="circular"), torch.randn(2, 3, 5))
+@pytest.mark.parametrize(
+    ("shape", "pad"),
+    [
+        ((2, 3, 5), (1, 2)),
+        ((2, 3, 5), (0, 5)),
+        ((1, 2, 3, 4), (1, 2, 1, 1)),
+        ((1, 2, 3, 4), (4, 0, 3, 3)),
+        ((1, 2, 3, 4, 2), (1, 1, 0, 2, 2, 1)),
+        ((3, 4), (2, 1)),
+    ],
+)
+def test_circular_pad_is_one_call(shape: tuple[int, ...], pad: tuple[int, ...]) -> None:
+    """Note [Whole circular pad]: recorded as one ``_pad_circular`` (eager's slice copies
+    read the uninitialised corners), one kernel that writes each element once."""
+    x = torch.randn(*shape)
+    fn = lambda t: F.pad(t, pad, mode="circular")  # noqa: E731
+    assert [c.target for c in trace_module(fn, (x,)).calls] == ["aten._pad_circular.default"]
+    low = check_program(fn, x)
+    assert len(low.program.kernels) == 1
+    check_op(torch.ops.aten._pad_circular.default, x, list(pad))
 
 
-def test_circular_pad_2d_reads_uninitialised_corners_like_eager() -> None:
-    """Eager pads the last dim first, copying not-yet-written border rows (corners are
-    rewritten later); the IR reproduces that read, which validation reports."""
-    capture = trace_module(
-        lambda x: F.pad(x, (1, 2, 1, 1), mode="circular"), (torch.randn(1, 2, 3, 4),)
-    )
-    lowered = lower_capture(capture)
-    assert lowered.fully_covered
-    inputs, _ = reference_data(lowered, capture)
-    with pytest.raises(ExecutionError, match="never-written"):
-        run_lowered(lowered, inputs)
+def test_circular_pad_conv_and_cropping() -> None:
+    """``padding_mode="circular"`` convolutions pad whole; a negative (cropping) circular
+    pad keeps eager's decomposition."""
+    conv = torch.nn.Conv2d(2, 3, 3, padding=(1, 2), padding_mode="circular")
+    check_program(conv, torch.randn(1, 2, 5, 6), atol=1e-4)
+    check_program(lambda t: F.pad(t, (-1, 2), mode="circular"), torch.randn(2, 3, 5))
 
 
 def test_constant_pad_partitions_output() -> None:
