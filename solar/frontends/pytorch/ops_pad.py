@@ -1,5 +1,5 @@
 """Lowerings of padding and rearranging copies: constant/reflect/replicate/circular pads, flip,
-roll, repeat, tril/triu, diag, pixel_shuffle/pixel_unshuffle.
+roll, repeat, tril/triu, diag, pixel_shuffle/pixel_unshuffle, channel_shuffle.
 
 Contract: one kernel per call whose loop nests partition the output into regions on
 which the source index is affine (no ``select`` or data-dependent guards): a padded
@@ -336,3 +336,22 @@ def _shuffle(unshuffle: bool) -> Callable[[LowerCtx, OpCall], None]:
 
 LOWERINGS.register("aten.pixel_shuffle")(_shuffle(False))
 LOWERINGS.register("aten.pixel_unshuffle")(_shuffle(True))
+
+
+@LOWERINGS.register("aten.channel_shuffle", "aten.native_channel_shuffle")
+def _channel_shuffle(ctx: LowerCtx, call: OpCall) -> None:
+    """``channel_shuffle(self, groups)`` on ``[N, C, *]``: output channel ``i * groups + g``
+    is input channel ``g * (C / groups) + i``."""
+    x, out = tensor_arg(call, 0, "self"), out0(call)
+    groups = int(call.arg(1, "groups"))
+    if x.rank < 2 or groups <= 0 or x.shape[1] % groups:
+        raise UnsupportedOpError("channel_shuffle needs [N, C, *] with C divisible by groups")
+    per = x.shape[1] // groups
+    kb = ctx.kernel()
+    nv, iv, gv = ctx.vars(kb, 3, "c")
+    rest = ctx.vars(kb, x.rank - 2, "s")
+    dst = [nv, iadd_const_last(imul_const_last(iv, groups), gv), *rest]
+    src = [nv, iadd_const_last(imul_const_last(gv, per), iv), *rest]
+    stmt = Assign(ctx.write(out, dst), cast(ctx.read(x, src), x.dtype, out.dtype))
+    dims = [(nv, x.shape[0]), (iv, per), (gv, groups), *zip(rest, x.shape[2:], strict=True)]
+    kb.emit(*nest(dims, [stmt]))

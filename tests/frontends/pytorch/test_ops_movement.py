@@ -159,6 +159,10 @@ REARRANGE = [
     lambda x: F.pixel_shuffle(x, 2),
     lambda x: F.pixel_unshuffle(x[:, :, :2, :2], 2),
     lambda x: F.pixel_unshuffle(x, 1),
+    lambda x: F.channel_shuffle(x, 2),
+    lambda x: F.channel_shuffle(x, 4),
+    lambda x: F.channel_shuffle(x[:, :, 0], 1),
+    lambda x: torch.nn.ChannelShuffle(2)(x.unsqueeze(-1)),
 ]
 
 
