@@ -206,3 +206,18 @@ def test_constant_pad_partitions_output() -> None:
     low = check_program(lambda x: F.pad(x, (1, 2, 3, 0)), torch.randn(2, 3))
     (kernel,) = low.program.kernels
     assert len(kernel.body) == 4  # left, right, top borders + interior
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: x[:, [-1, 0]],
+        lambda x: x[torch.tensor([-2, 1, -2])],
+        lambda x: x[torch.tensor([[0, -1]]), torch.tensor([[-3], [2]])],
+        lambda x: x.index_put((torch.tensor([-1, 0]),), torch.ones(2, 5)),
+        lambda x: x.index_put((torch.tensor([-1, -1]),), torch.ones(5), accumulate=True),
+    ],
+)
+def test_advanced_index_negative_indices(fn: object) -> None:
+    """Negative indices count from the end (transformers: ``input_ids[:, [-1, 0]]``)."""
+    check_program(fn, torch.randn(4, 5))
