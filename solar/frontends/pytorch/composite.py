@@ -117,12 +117,16 @@ def _has_data(t: Any) -> bool:
 
 
 @contextlib.contextmanager
-def composite_calls(rec: _Sink) -> Iterator[None]:
-    """Record the calls of `COMPOSITE_RNNS` whole into ``rec`` (module docstring).
+def composite_calls(rec: _Sink, *, rnns: bool = True) -> Iterator[None]:
+    """Record circular pads and (with ``rnns``) the calls of `COMPOSITE_RNNS` whole into
+    ``rec`` (module docstring).
 
     Args:
         rec: the recorder; its ``suspended`` flag is set while the outputs are made, so
             the calls making them are not recorded.
+        rnns: record the RNNs whole too (off for a training step, which differentiates
+            through their per-step ops; a circular pad's decomposition still runs, so
+            autograd records its backward).
     """
     import torch
     from torch import _VF
@@ -162,7 +166,7 @@ def composite_calls(rec: _Sink) -> Iterator[None]:
     missing = object()
     saved: list[tuple[Any, str, Any]] = []
     for owner in (_VF, torch):  # nn.RNNBase calls ``_VF.gru``; users may call ``torch.gru``
-        for name in sorted(COMPOSITE_RNNS):
+        for name in sorted(COMPOSITE_RNNS) if rnns else ():
             saved.append((owner, name, vars(owner).get(name, missing)))
             setattr(owner, name, wrap(name, getattr(owner, name)))
     pad = torch._C._nn.pad

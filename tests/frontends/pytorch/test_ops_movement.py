@@ -201,6 +201,21 @@ def test_circular_pad_conv_and_cropping() -> None:
     check_program(lambda t: F.pad(t, (-1, 2), mode="circular"), torch.randn(2, 3, 5))
 
 
+@pytest.mark.parametrize("conv", [False, True])
+def test_circular_pad_training_step(conv: bool) -> None:
+    """A training step records the pad whole too; autograd records its backward."""
+    import solar
+
+    torch.manual_seed(0)
+    if conv:
+        model = torch.nn.Conv2d(2, 3, 3, padding=(1, 2), padding_mode="circular")
+    else:
+        model = torch.nn.Sequential(torch.nn.CircularPad2d((1, 2, 2, 0)), torch.nn.Conv2d(2, 2, 1))
+    report = solar.analyze(model, (torch.randn(2, 2, 5, 6),), train=True)
+    assert report.coverage.complete, report.coverage.uncovered
+    assert report.validation.status == "passed", report.validation.reason
+
+
 def test_constant_pad_partitions_output() -> None:
     """Every output element is written exactly once: no element is written twice."""
     low = check_program(lambda x: F.pad(x, (1, 2, 3, 0)), torch.randn(2, 3))
