@@ -149,8 +149,14 @@ def round_to_dtype(value: np.ndarray | float | bool, dtype: DType) -> np.ndarray
     [2, -1]
     >>> round_to_dtype(np.array([70000.0]), DType.F16).tolist()
     [inf]
+    >>> type(round_to_dtype(np.asarray(2.5), DType.BF16)).__name__  # 0-d stays an array
+    'ndarray'
     """
-    arr = np.asarray(value)
+    # numpy ufuncs and comparisons turn a 0-d array into a numpy scalar
+    return np.asarray(_rounded(np.asarray(value), dtype))
+
+
+def _rounded(arr: np.ndarray, dtype: DType) -> np.ndarray:
     store = STORAGE_DTYPES[dtype]
     if arr.dtype == store and dtype in _EXACT:
         return arr

@@ -37,7 +37,7 @@ from solar.diagnostics import ExecutionError
 from solar.ir import Assign, For, If, Kernel, Program, Reduce, Stmt, print_stmt, resolve_sizes
 from solar.validate import parallel
 from solar.validate.contraction import plan_contraction, run_contraction
-from solar.validate.dtypes import output_array, storage_dtype
+from solar.validate.dtypes import output_array
 from solar.validate.evaluate import Evaluator, ExecCache, Value
 from solar.validate.faults import raise_fault, raise_resource
 from solar.validate.grids import (
@@ -56,7 +56,6 @@ from solar.validate.state import (
     allocate_tensors,
     allocate_unwritten,
     temp_lifetimes,
-    tensor_shape,
 )
 from solar.validate.writes import assign, reduce_into, target_axes
 
@@ -133,9 +132,7 @@ class _Machine:
     def run_kernel(self, kernel: Kernel, plan: KernelPlan) -> None:
         self.plan = plan
         for decl in kernel.locals:
-            shape = tensor_shape(decl, self.sizes)
-            data = np.zeros(shape, dtype=storage_dtype(decl.dtype))
-            self.tensors[decl.name] = TensorState(decl, data, np.zeros(shape, dtype=bool))
+            self.tensors[decl.name] = allocate_unwritten(decl, self.sizes)
         try:
             root = self.cache.roots.get(self.kernel_index)
             if root is None or root.ndim != plan.ndim:

@@ -164,10 +164,10 @@ def temp_lifetimes(program: Program) -> dict[str, tuple[int, int]]:
 
 
 def allocate_unwritten(decl: TensorDecl, sizes: Mapping[str, int]) -> TensorState:
-    """An output or temp, zeroed and unwritten (Note [Temp lifetimes])."""
+    """An output, temp or kernel-local, zeroed and unwritten (Note [Temp lifetimes]);
+    an empty one (a zero extent) is already fully written: it has nothing to write."""
     shape = tensor_shape(decl, sizes)
     data = np.zeros(shape, dtype=storage_dtype(decl.dtype))
-    # a zero-size tensor has no element left to write: fully written from the start
     return TensorState(decl, data, np.zeros(shape, dtype=bool) if data.size else None)
 
 

@@ -107,3 +107,31 @@ def test_bf16_inputs_accepted_from_ml_dtypes() -> None:
     got = execute_program(parse_program(text), {"X": x})["Y"]
     assert got.dtype == np.float32
     assert got.tolist() == [3.0, 4.5]
+
+
+@pytest.mark.parametrize(
+    ("dtype", "value", "want"),
+    [
+        (DType.BF16, np.asarray(2.5), 2.5),
+        (DType.I64, np.asarray(2.7), 2),
+        (DType.I32, np.asarray(np.float32(-1.5)), -1),
+        (DType.BOOL, np.asarray(3), True),
+        (DType.F32, np.asarray(True), 1.0),
+    ],
+)
+def test_zero_dim_values_stay_arrays(dtype: DType, value: np.ndarray, want: float) -> None:
+    """numpy turns a 0-d array into a scalar in ufuncs and comparisons."""
+    got = round_to_dtype(value, dtype)
+    assert isinstance(got, np.ndarray)
+    assert got.shape == ()
+    assert got.item() == want
+
+
+def test_zero_dim_bf16_input() -> None:
+    """The executor marks inputs read-only: a 0-d bf16 input once became a scalar."""
+    text = (
+        "solar-ir 1\nprogram c\ninput X : bf16[]\noutput Y : f32[]\nkernel k {\n"
+        "  Y[] = f32(X[]) * 2.0\n}\n"
+    )
+    out = execute_program(parse_program(text), {"X": np.asarray(1.5, dtype=np.float32)})["Y"]
+    assert out.item() == 3.0

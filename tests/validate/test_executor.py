@@ -434,3 +434,22 @@ def test_zero_size_output_is_fully_written(shape: str) -> None:
     )
     out = execute_program(parse_program(text), {})
     assert out["y"].shape == tuple(dims)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "for i in 0 .. 0 {\n    E[i] = X[i]\n  }",  # a loop over nothing
+        "Y[0] = X[0]",  # no statement writes E at all
+    ],
+)
+def test_empty_outputs_are_fully_written(body: str) -> None:
+    """An output with a zero extent has nothing to write (transformers returns empty
+    tensors, e.g. Reformer's unused buckets): it is complete, not E0306."""
+    text = (
+        "solar-ir 1\nprogram e\ninput X : f32[2]\noutput E : f32[0]\noutput Y : f32[1]\n"
+        f"kernel k {{\n  {body}\n  Y[0] = X[1]\n}}\n"
+    )
+    out = execute_program(parse_program(text), {"X": np.array([1.0, 2.0], dtype=np.float32)})
+    assert out["E"].shape == (0,)
+    assert out["Y"].tolist() == [2.0]

@@ -198,6 +198,25 @@ def _hf_vit() -> Built:
     return transformers.ViTForImageClassification(cfg), _image(1, 32), {}
 
 
+def _hf_wav2vec2() -> Built:
+    import torch
+
+    ensure_torchvision()
+    import transformers
+
+    torch.manual_seed(0)
+    cfg = transformers.Wav2Vec2Config(
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=128,
+        conv_dim=(32,) * 7,
+        num_conv_pos_embeddings=16,
+        num_conv_pos_embedding_groups=4,
+    )
+    return transformers.Wav2Vec2Model(cfg), (torch.randn(1, 4000),), {}
+
+
 ZOO: tuple[ZooModel, ...] = (
     # torchvision classifiers
     ZooModel("torchvision/resnet18", _tv("resnet18")),
@@ -225,6 +244,16 @@ ZOO: tuple[ZooModel, ...] = (
     ZooModel("timm/mobilevit_xxs", _timm("mobilevit_xxs")),
     ZooModel("timm/poolformer_s12", _timm("poolformer_s12")),
     ZooModel("timm/levit_128s", _timm("levit_128s", img_size=64)),
+    ZooModel(
+        "timm/volo_d1_224",
+        _timm("volo_d1_224", img_size=64),
+        note="outlook attention folds its windows back (F.fold: col2im)",
+    ),
+    ZooModel(
+        "timm/coat_lite_tiny",
+        _timm("coat_lite_tiny", img_size=64),
+        note="position encodings shared by two module paths (Note [Shared submodules])",
+    ),
     # transformers, shrunk
     ZooModel(
         "transformers/gpt2",
@@ -255,4 +284,9 @@ ZOO: tuple[ZooModel, ...] = (
     ZooModel("transformers/t5", _hf_t5),
     ZooModel("transformers/whisper", _hf_whisper),
     ZooModel("transformers/vit", _hf_vit),
+    ZooModel(
+        "transformers/wav2vec2",
+        _hf_wav2vec2,
+        note="weight-normed positional convolution (_weight_norm_interface)",
+    ),
 )

@@ -309,8 +309,8 @@ def _same_elements(
 
 @contextlib.contextmanager
 def _recording(rec: _Recorder, root: Any, *, composites: bool = True) -> Iterator[None]:
-    """Push the dispatch mode and the module-path hooks (and, with ``composites``, record
-    whole RNN calls: composite.py)."""
+    """Push the dispatch mode and the module-path hooks, record circular pads whole and,
+    with ``composites``, whole RNN calls (composite.py)."""
     import torch
     from torch.nn.modules import module as nn_module
     from torch.utils._python_dispatch import TorchDispatchMode
@@ -360,8 +360,7 @@ def _recording(rec: _Recorder, root: Any, *, composites: bool = True) -> Iterato
     h1 = nn_module.register_module_forward_pre_hook(pre_hook)
     h2 = nn_module.register_module_forward_hook(post_hook, always_call=True)
     try:
-        whole = composite_calls(rec) if composites else contextlib.nullcontext()
-        with Mode(), whole:  # type: ignore[no-untyped-call]
+        with Mode(), composite_calls(rec, rnns=composites):  # type: ignore[no-untyped-call]
             yield
     finally:
         h1.remove()

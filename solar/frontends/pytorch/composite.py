@@ -21,6 +21,9 @@ records the same calls. On CPU ``nn.LSTM`` reaches one ``mkldnn_rnn_layer`` per 
 and direction, already whole-sequence, but that CPU kernel is device-dependent (a meta
 capture would record something else), so it is recorded whole too, as
 ``aten.lstm.input``: the capture can then stay on ``meta``.
+
+Circular padding is recorded whole too, as ``aten._pad_circular`` (Note [Whole circular
+pad]).
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any, Protocol
 
-__all__ = ["COMPOSITE_RNNS", "composite_calls", "is_composite_call"]
+__all__ = ["COMPOSITE_RNNS", "composite_calls", "is_composite_call", "is_whole_circular_pad"]
 
 COMPOSITE_RNNS = frozenset({"lstm", "gru", "rnn_tanh", "rnn_relu"})
 """Torch functions recorded whole (their ``.input`` overload)."""
@@ -58,6 +61,38 @@ def is_composite_call(func: Any, args: tuple[Any, ...]) -> bool:
     return len(args[2]) == int(args[4]) * dirs * per and getattr(args[0], "ndim", 0) == 3
 
 
+# Note [Whole circular pad]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``F.pad(x, pad, mode="circular")`` (and ``padding_mode="circular"`` convolutions)
+# reach ``_pad_circular``, which eager decomposes above the dispatcher into
+# ``new_empty`` plus slice copies that fill the output in place: the interior first,
+# then each dim's borders from slices of the output itself. Those border copies read
+# elements of the uninitialised output that a later copy overwrites (the corners), so
+# the captured program reads memory nothing wrote and validation stops there (E0302).
+# While the capture runs, ``torch._C._nn.pad`` (what ``F.pad`` calls) is wrapped: a
+# circular pad with paddings in ``[0, size]`` is recorded as one ``_pad_circular`` call
+# (ops_pad.py lowers it to one kernel of wrapped-around copies) and its decomposition
+# runs unrecorded; any other pad is left alone.
+
+
+def is_whole_circular_pad(x: Any, pad: Any, mode: Any) -> bool:
+    """True for a circular ``pad(x, pad, mode)`` recorded whole: every padding in
+    ``[0, size]`` of its dim (negative paddings crop: left to the decomposition).
+
+    >>> import torch
+    >>> is_whole_circular_pad(torch.empty(1, 2, 3), [1, 3], "circular")
+    True
+    >>> is_whole_circular_pad(torch.empty(1, 2, 3), [1, 4], "circular")
+    False
+    """
+    if mode != "circular" or not isinstance(pad, list | tuple) or len(pad) % 2:
+        return False
+    shape = tuple(getattr(x, "shape", ()))
+    if len(pad) // 2 > len(shape):
+        return False
+    return all(0 <= int(p) <= shape[len(shape) - 1 - k // 2] for k, p in enumerate(pad))
+
+
 def _outputs(args: tuple[Any, ...]) -> tuple[Any, ...]:
     """``(output, h_n[, c_n])`` of the call without running it (shapes from the arguments)."""
     import torch
@@ -82,12 +117,16 @@ def _has_data(t: Any) -> bool:
 
 
 @contextlib.contextmanager
-def composite_calls(rec: _Sink) -> Iterator[None]:
-    """Record the calls of `COMPOSITE_RNNS` whole into ``rec`` (module docstring).
+def composite_calls(rec: _Sink, *, rnns: bool = True) -> Iterator[None]:
+    """Record circular pads and (with ``rnns``) the calls of `COMPOSITE_RNNS` whole into
+    ``rec`` (module docstring).
 
     Args:
         rec: the recorder; its ``suspended`` flag is set while the outputs are made, so
             the calls making them are not recorded.
+        rnns: record the RNNs whole too (off for a training step, which differentiates
+            through their per-step ops; a circular pad's decomposition still runs, so
+            autograd records its backward).
     """
     import torch
     from torch import _VF
@@ -109,15 +148,30 @@ def composite_calls(rec: _Sink) -> Iterator[None]:
         whole.__name__ = name
         return whole
 
+    def whole_pad(*args: Any, **kwargs: Any) -> Any:
+        call = _pad_args(args, kwargs)
+        if rec.suspended or call is None or not is_whole_circular_pad(*call):
+            return pad(*args, **kwargs)
+        rec.suspended = True
+        try:
+            out = pad(*args, **kwargs)
+        finally:
+            rec.suspended = False
+        rec.record(torch.ops.aten._pad_circular.default, (call[0], list(call[1])), {}, out)
+        return out
+
     # Note [Composite RNN capture]: patched, not intercepted by a TorchFunctionMode: an
     # active mode makes ``has_torch_function`` true, which turns off the fast paths eager
     # takes (``nn.MultiheadAttention``, ``nn.TransformerEncoderLayer``).
     missing = object()
     saved: list[tuple[Any, str, Any]] = []
     for owner in (_VF, torch):  # nn.RNNBase calls ``_VF.gru``; users may call ``torch.gru``
-        for name in sorted(COMPOSITE_RNNS):
+        for name in sorted(COMPOSITE_RNNS) if rnns else ():
             saved.append((owner, name, vars(owner).get(name, missing)))
             setattr(owner, name, wrap(name, getattr(owner, name)))
+    pad = torch._C._nn.pad
+    saved.append((torch._C._nn, "pad", pad))
+    torch._C._nn.pad = whole_pad
     try:
         yield
     finally:
@@ -126,3 +180,15 @@ def composite_calls(rec: _Sink) -> Iterator[None]:
                 delattr(owner, name)  # ``_VF`` resolves it through ``__getattr__`` again
             else:
                 setattr(owner, name, old)
+
+
+def _pad_args(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, Any] | None:
+    """``(input, pad, mode)`` of a ``pad(input, pad, mode="constant", value=None)`` call
+    (``None`` when it does not bind)."""
+    names = ("input", "pad", "mode", "value")
+    if len(args) > len(names) or any(k not in names for k in kwargs):
+        return None
+    bound = {**dict(zip(names, args, strict=False)), **kwargs}
+    if "input" not in bound or "pad" not in bound:
+        return None
+    return bound["input"], bound["pad"], bound.get("mode", "constant")

@@ -281,7 +281,7 @@ class _Lowerer(LoweringDriver):
             if m is not None:
                 self.layouts[m.id] = (m.stride, m.storage_offset)
         result = (
-            self.attempt(lambda: self._apply(fn, opcall))
+            self.attempt_lowering(fn, opcall, call, inline=inline)
             if fn is not None
             else Unsupported("no lowering")
         )
@@ -305,8 +305,12 @@ class _Lowerer(LoweringDriver):
                 if x is not None and x.rank > 0:
                     seen = kb.local(x.dtype, x.shape, "seen")
                     idx = kb.fresh_vars(x.rank)
-                    kb.emit(*nest(list(zip(idx, x.shape, strict=True)),
-                                  [Assign(seen[tuple(idx)], x.at(idx))]))
+                    kb.emit(
+                        *nest(
+                            list(zip(idx, x.shape, strict=True)),
+                            [Assign(seen[tuple(idx)], x.at(idx))],
+                        )
+                    )
                     self.seen_locals.append(seen.name)
         for pos, (m, out) in enumerate(zip(call.outputs, outs, strict=True)):
             if m is None or out is None:
@@ -321,6 +325,26 @@ class _Lowerer(LoweringDriver):
         self.pb.finish_kernel(kb)
         self.coverage.lowered += 1
         self.bind_outputs(call, outs, None)
+
+    def attempt_lowering(
+        self, fn: LoweringFn, opcall: OpCall, call: RecordedCall, *, inline: bool
+    ) -> Any:
+        """``fn`` on ``opcall``; rejected, on the call with its 0-d constants as tensors.
+
+        A 0-d constant is inlined as a number (``x[:, 0] = 0.0`` lifts ``tensor(0.)``),
+        which is what an operand slot wants; a lowering that needs a tensor there
+        (``torch.sqrt(torch.tensor(c))``: RAFT's correlation scale) gets the tensor.
+        """
+        result = self.attempt(lambda: self._apply(fn, opcall))
+        if not isinstance(result, Unsupported) or not inline:
+            return result
+        args = tuple(self.resolve(a, inline=False) for a in call.args)
+        kwargs = {k: self.resolve(v, inline=False) for k, v in call.kwargs.items() if k != "out"}
+        if args == opcall.args and kwargs == dict(opcall.kwargs):
+            return result
+        plain = dataclasses.replace(opcall, args=args, kwargs=kwargs)
+        retry = self.attempt(lambda: self._apply(fn, plain))
+        return result if isinstance(retry, Unsupported) else retry
 
     def _apply(self, fn: LoweringFn, call: OpCall) -> Any:
         """Run a lowering; its kernels join the program only if it returns."""
@@ -501,9 +525,7 @@ class _Lowerer(LoweringDriver):
             else:
                 self._copy_out(info, name, rename)
             out_names.append(name)
-        program = aliases_last(
-            prune_unused(rename_tensors(self.pb.build(), rename, role="output"))
-        )
+        program = aliases_last(prune_unused(rename_tensors(self.pb.build(), rename, role="output")))
         kept = {t.name for t in program.tensors}
         cap = self.capture
         lowered = self.lowered(

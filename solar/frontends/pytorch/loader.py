@@ -104,7 +104,7 @@ class Instance:
     """A built program ready to run.
 
     Attributes:
-        fn: the callable to run (a module, a function, or a functional_call wrapper).
+        fn: the callable to run (a module, a function, or a state-swapping wrapper).
         module: the root ``nn.Module`` if any (for module-path names).
         args: positional inputs.
         state: parameters and buffers by state_dict name (tensors as passed to ``fn``).
@@ -162,8 +162,11 @@ def user_code(what: str) -> Iterator[None]:
             raise  # a SOLAR bug inside a dispatch hook, not the user's fault
         notes = (*user_frames(err), f"{type(err).__name__}: {err}")
         if "does not require grad" in str(err):  # a backward under the inference capture
-            notes = (*notes, "the program runs a backward: bound a training step with --train "
-                     "(docs/training.md)")
+            notes = (
+                *notes,
+                "the program runs a backward: bound a training step with --train "
+                "(docs/training.md)",
+            )
         raise FrontendError(
             f"{what} raised {type(err).__name__}", code="E0501", notes=notes
         ) from err
@@ -392,7 +395,8 @@ def _entry_inputs(
 def _fake_wrap(inst: Instance, fake_mode: Any) -> Instance:
     """Turn a real instance into a fake one: params and inputs via ``from_tensor``."""
     import torch
-    from torch.func import functional_call
+
+    from solar.frontends.pytorch.reparam import swapped_state
 
     def conv(x: Any) -> Any:
         return fake_mode.from_tensor(x) if isinstance(x, torch.Tensor) else x
@@ -400,16 +404,27 @@ def _fake_wrap(inst: Instance, fake_mode: Any) -> Instance:
     args = tuple(torch.utils._pytree.tree_map(conv, a) for a in inst.args)
     kwargs = {k: torch.utils._pytree.tree_map(conv, v) for k, v in inst.kwargs.items()}
     if not inst.state:
-        return Instance(inst.fn, inst.module, args, {}, inst.sizes, inst.attr_names, kwargs,
-                        namespace=inst.namespace)
+        return Instance(
+            inst.fn,
+            inst.module,
+            args,
+            {},
+            inst.sizes,
+            inst.attr_names,
+            kwargs,
+            namespace=inst.namespace,
+        )
     state = {k: conv(v) for k, v in inst.state.items()}
-    module = inst.module
+    module, originals = inst.module, dict(inst.state)
 
     def run(*a: Any, **kw: Any) -> Any:
-        return functional_call(module, state, a, kw)
+        # not torch.func.functional_call: Note [Shared submodules] in reparam.py
+        with swapped_state(module, originals, state):
+            return module(*a, **kw)
 
-    return Instance(run, module, args, state, inst.sizes, inst.attr_names, kwargs,
-                    namespace=inst.namespace)
+    return Instance(
+        run, module, args, state, inst.sizes, inst.attr_names, kwargs, namespace=inst.namespace
+    )
 
 
 def instantiate(
@@ -498,13 +513,16 @@ def _instantiate(source: ProgramSource, *, fake_mode: Any, real_fallback: bool) 
         target = source.target
         if isinstance(target, torch.nn.Module) and not (source.train or source.step):
             target.eval()
+
         # Clone the example inputs so a program that mutates its inputs leaves the
         # caller's tensors (and later replays) untouched.
         def clone(a: Any) -> Any:
             return torch.utils._pytree.tree_map(
-                lambda t: t.detach().clone().requires_grad_(t.requires_grad)
-                if isinstance(t, torch.Tensor)
-                else t,
+                lambda t: (
+                    t.detach().clone().requires_grad_(t.requires_grad)
+                    if isinstance(t, torch.Tensor)
+                    else t
+                ),
                 a,
             )
 
@@ -512,7 +530,13 @@ def _instantiate(source: ProgramSource, *, fake_mode: Any, real_fallback: bool) 
         kwargs = {k: clone(v) for k, v in source.example_kwargs}
         module = target if isinstance(target, torch.nn.Module) else None
         inst = Instance(
-            target, module, args, _state(target), {}, _tensor_attrs(target), kwargs,
+            target,
+            module,
+            args,
+            _state(target),
+            {},
+            _tensor_attrs(target),
+            kwargs,
             namespace=source.namespace,
         )
         return _fake_wrap(inst, fake_mode) if fake_mode is not None else inst

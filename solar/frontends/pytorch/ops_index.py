@@ -19,6 +19,7 @@ from solar.frontends.pytorch.lowering_utils import (
     bcast_index,
     binop,
     cast,
+    fn,
     norm_dim,
     operand,
     out0,
@@ -29,7 +30,7 @@ from solar.frontends.pytorch.lowering_utils import (
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
 from solar.ir import Access, Assign, DType, Expr, IntLit, Name, Reduce, Stmt, lit
 
-__all__ = ["advanced_index"]
+__all__ = ["advanced_index", "wrap_negative"]
 
 IndexFn = Callable[[Sequence[Expr]], list[Expr]]
 
@@ -89,10 +90,24 @@ def _check_index(t: TensorInfo) -> None:
         raise UnsupportedOpError("boolean-mask indexing has a data-dependent shape")
 
 
+def wrap_negative(index: Expr, extent: int) -> Expr:
+    """``index`` with negative values counted from the end (``-1`` is ``extent - 1``), as
+    advanced indexing reads them (transformers indexes ``input_ids[:, [-1, 0]]``).
+
+    Index arithmetic inside a subscript costs no FLOPs (solar.einsum.cost).
+
+    >>> from solar.ir import print_expr
+    >>> print_expr(wrap_negative(Name("i"), 4))
+    'select(i < 0, i + 4, i)'
+    """
+    return fn("select", binop("<", index, IntLit(0)), binop("+", index, IntLit(extent)), index)
+
+
 def advanced_index(
     shape: Sequence[int], indices: Sequence[TensorInfo | None]
 ) -> tuple[tuple[int, ...], IndexFn]:
-    """Result shape and index map of ``x[indices]`` (NumPy advanced indexing rules).
+    """Result shape and index map of ``x[indices]`` (NumPy advanced indexing rules;
+    negative indices count from the end, `wrap_negative`).
 
     Returns:
         The result shape and a function from result indices to ``x`` indices (with
@@ -132,7 +147,7 @@ def advanced_index(
             out[k] = idx[nb + brank + j]
         for k, t in zip(pos, tensors, strict=True):
             assert t is not None
-            out[k] = LowerCtx.read(t, bcast_index(t.shape, bshape, bidx))
+            out[k] = wrap_negative(LowerCtx.read(t, bcast_index(t.shape, bshape, bidx)), shape[k])
         return out
 
     return tuple(result), index_fn

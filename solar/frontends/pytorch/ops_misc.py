@@ -1,8 +1,10 @@
-"""Lowerings of ``im2col`` (``F.unfold``), ``trace`` and ``_cdist_forward`` (``torch.cdist``).
+"""Lowerings of ``im2col`` (``F.unfold``), ``col2im`` (``F.fold``), ``trace`` and
+``_cdist_forward`` (``torch.cdist``).
 
 Contract: one kernel per call. ``im2col`` writes every column element (zero first where
 a window overhangs the padding, then the in-bounds taps under an affine guard, so
-only in-bounds input elements are read); ``trace`` sums the diagonal; ``cdist``
+only in-bounds input elements are read); ``col2im`` zeroes the image and adds each
+in-bounds tap of each column under the same guard; ``trace`` sums the diagonal; ``cdist``
 reduces over the feature dim per pair of rows (vector work: ``|a - b|^p`` is not a
 product of two operands), for ``p`` in 1, 2, inf or any other positive value.
 """
@@ -59,6 +61,51 @@ def _im2col(ctx: LowerCtx, call: OpCall) -> None:
         body.append(Assign(dst, scalar_lit(0, out.dtype)))
     body += guard(conds, [Assign(dst, cast(src, x.dtype, out.dtype))])
     kb.emit(*nest.wrap(body))
+
+
+@LOWERINGS.register("aten.col2im")
+def _col2im(ctx: LowerCtx, call: OpCall) -> None:
+    """``col2im(self, output_size, kernel_size, dilation, padding, stride)`` (``F.fold``):
+    zeros, then each in-bounds tap of each column added at its image position (taps on
+    the padding are never read: the guard skips them)."""
+    x, out = tensor_arg(call, 0, "self"), out0(call)
+    if x.rank not in (2, 3):
+        raise UnsupportedOpError("col2im of a tensor that is not (N, )C*kh*kw, L")
+    h_ext, w_ext = expand_param(call.arg(1, "output_size"), 2, "output_size")
+    kh, kw = expand_param(call.arg(2, "kernel_size"), 2, "kernel_size")
+    dh, dw = expand_param(call.arg(3, "dilation"), 2, "dilation", default=1)
+    ph, pw = expand_param(call.arg(4, "padding"), 2, "padding", default=0)
+    sh, sw = expand_param(call.arg(5, "stride"), 2, "stride", default=1)
+    batched = x.rank == 3
+    n_ext = x.shape[0] if batched else 1
+    c_ext = x.shape[-2] // (kh * kw)
+    oh_ext = (h_ext + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+    ow_ext = (w_ext + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    if c_ext * kh * kw != x.shape[-2] or oh_ext * ow_ext != x.shape[-1]:
+        raise UnsupportedOpError("col2im input size disagrees with its parameters")
+    kb = ctx.kernel()
+    zero = Nest(kb, (n_ext, c_ext, h_ext, w_ext), ("n", "c", "h", "w"))
+    zn, zc, zh, zw = zero.idx
+    kb.emit(
+        *zero.wrap(
+            [
+                Assign(
+                    ctx.write(out, [zn, zc, zh, zw] if batched else [zc, zh, zw]),
+                    scalar_lit(0, out.dtype),
+                )
+            ]
+        )
+    )
+    nest = Nest(kb, (n_ext, c_ext, kh, kw, oh_ext, ow_ext), ("n", "c", "r", "s", "oh", "ow"))
+    n, c, r, s, oh, ow = nest.idx
+    h = Aff.of((sh, oh, oh_ext), (dh, r, kh), const=-ph)
+    w = Aff.of((sw, ow, ow_ext), (dw, s, kw), const=-pw)
+    row = iadd_const_last(iadd_const_last(imul_const_last(c, kh * kw), imul_const_last(r, kw)), s)
+    col = iadd_const_last(imul_const_last(oh, ow_ext), ow)
+    src = ctx.read(x, [n, row, col] if batched else [row, col])
+    dst = ctx.write(out, [n, c, h.expr(), w.expr()] if batched else [c, h.expr(), w.expr()])
+    conds = range_guard(h, h_ext) + range_guard(w, w_ext)
+    kb.emit(*nest.wrap(guard(conds, [Reduce(dst, "+", cast(src, x.dtype, out.dtype))])))
 
 
 @LOWERINGS.register("aten.trace")

@@ -1,4 +1,4 @@
-"""Lowerings of ATen normalisations (batch, layer, group, RMS): one kernel each.
+"""Lowerings of ATen normalisations (batch, layer, group, RMS, weight norm): one kernel each.
 
 Contract: ``(LowerCtx, OpCall) -> None``; each call emits one kernel. Statistics live in
 kernel-locals (in f32 for 16-bit inputs). Batch and group norm accumulate ``s1 += x;
@@ -366,4 +366,55 @@ def _native_group_norm(ctx: LowerCtx, call: OpCall) -> None:
             )
         ]
     )
+    kb.emit(*outer.wrap(body))
+
+
+@LOWERINGS.register("aten._weight_norm_interface.default")
+def _weight_norm_interface(ctx: LowerCtx, call: OpCall) -> None:
+    """``_weight_norm_interface(v, g, dim=0) -> (w, norms)``: ``w = v * (g / ||v||)`` with
+    the 2-norm over every dim but ``dim`` (eager's fused kernel: ``dim`` is the first or
+    the last; ``norms`` has ``g``'s keep-dim shape, f32 for 16-bit ``v``)."""
+    v, g = call.arg(0, "v"), call.arg(1, "g")
+    dim = int(call.arg(2, "dim", 0))
+    out = call.outputs[0]
+    if not isinstance(v, TensorInfo) or not isinstance(g, TensorInfo) or out is None:
+        raise UnsupportedOpError(f"{call.target}: tensor v and g expected")
+    dim = dim % v.rank if v.rank else 0
+    norms_out = ([*call.outputs[1:], None])[0]
+    kb = ctx.kernel("weight_norm")
+    acc = accumulate_dtype(v.dtype)
+    outer = Nest(kb, [v.shape[dim]], "c")
+    (c,) = outer.idx
+    rest = [e for d, e in enumerate(v.shape) if d != dim]
+
+    def at(inner: Sequence[Expr]) -> list[Expr]:
+        idx = list(inner)
+        idx.insert(dim, c)
+        return idx
+
+    keep: list[Expr] = [c if d == dim else lit(0) for d in range(v.rank)]
+
+    def per_channel(t: TensorInfo) -> list[Expr]:
+        if t.rank == v.rank:
+            return keep
+        if t.rank == 1 and t.numel == v.shape[dim]:
+            return [c]
+        raise UnsupportedOpError(f"{call.target}: g of shape {t.shape} for v of {v.shape}")
+
+    norm = kb.local(acc, [v.shape[dim]], "norm")
+    scale = kb.local(acc, [v.shape[dim]], "scale")
+    red = Nest(kb, rest, "j")
+    vv = cast(ctx.read(v, at(red.idx)), v.dtype, acc)
+    gv = cast(ctx.read(g, per_channel(g)), g.dtype, acc)
+    body: list[Stmt] = [
+        Assign(norm[c], lit(0.0)),
+        *red.wrap([Reduce(norm[c], "+", _mul(vv, vv))]),
+        Assign(norm[c], Call("sqrt", (norm[c],))),
+        Assign(scale[c], Binary("/", gv, norm[c])),
+    ]
+    if norms_out is not None:
+        body.append(Assign(ctx.write(norms_out, per_channel(norms_out)), norm[c]))
+    full = Nest(kb, rest, "j")
+    vo = cast(ctx.read(v, at(full.idx)), v.dtype, acc)
+    body += full.wrap([Assign(ctx.write(out, at(full.idx)), _mul(vo, scale[c]))])
     kb.emit(*outer.wrap(body))

@@ -1,5 +1,5 @@
-"""Lowerings of padding and rearranging copies: constant/reflect/replicate pads, flip,
-roll, repeat, tril/triu, diag, pixel_shuffle/pixel_unshuffle.
+"""Lowerings of padding and rearranging copies: constant/reflect/replicate/circular pads, flip,
+roll, repeat, tril/triu, diag, pixel_shuffle/pixel_unshuffle, channel_shuffle.
 
 Contract: one kernel per call whose loop nests partition the output into regions on
 which the source index is affine (no ``select`` or data-dependent guards): a padded
@@ -132,6 +132,10 @@ def _border_segments(
             raise UnsupportedOpError(f"{mode} pad with negative padding")
         if mode == "reflect":
             left, right = _mirror(lo), _mirror(2 * (n - 1) + lo)
+        elif mode == "circular":  # wraps around: out[o] = x[(o - lo) mod n]
+            if lo > n or hi > n:
+                raise UnsupportedOpError("circular pad wider than its dim")
+            left, right = _shift(n - lo), _shift(-lo - n)
         else:
             left, right = _const(0), _const(n - 1)
         segments.append(
@@ -181,6 +185,7 @@ def _border_pad_backward(mode: str) -> Callable[[LowerCtx, OpCall], None]:
     return lower
 
 
+LOWERINGS.register("aten._pad_circular")(_border_pad("circular"))  # Note [Whole circular pad]
 for _d in (1, 2, 3):
     LOWERINGS.register(f"aten.reflection_pad{_d}d")(_border_pad("reflect"))
     LOWERINGS.register(f"aten.replication_pad{_d}d")(_border_pad("replicate"))
@@ -331,3 +336,22 @@ def _shuffle(unshuffle: bool) -> Callable[[LowerCtx, OpCall], None]:
 
 LOWERINGS.register("aten.pixel_shuffle")(_shuffle(False))
 LOWERINGS.register("aten.pixel_unshuffle")(_shuffle(True))
+
+
+@LOWERINGS.register("aten.channel_shuffle", "aten.native_channel_shuffle")
+def _channel_shuffle(ctx: LowerCtx, call: OpCall) -> None:
+    """``channel_shuffle(self, groups)`` on ``[N, C, *]``: output channel ``i * groups + g``
+    is input channel ``g * (C / groups) + i``."""
+    x, out = tensor_arg(call, 0, "self"), out0(call)
+    groups = int(call.arg(1, "groups"))
+    if x.rank < 2 or groups <= 0 or x.shape[1] % groups:
+        raise UnsupportedOpError("channel_shuffle needs [N, C, *] with C divisible by groups")
+    per = x.shape[1] // groups
+    kb = ctx.kernel()
+    nv, iv, gv = ctx.vars(kb, 3, "c")
+    rest = ctx.vars(kb, x.rank - 2, "s")
+    dst = [nv, iadd_const_last(imul_const_last(iv, groups), gv), *rest]
+    src = [nv, iadd_const_last(imul_const_last(gv, per), iv), *rest]
+    stmt = Assign(ctx.write(out, dst), cast(ctx.read(x, src), x.dtype, out.dtype))
+    dims = [(nv, x.shape[0]), (iv, per), (gv, groups), *zip(rest, x.shape[2:], strict=True)]
+    kb.emit(*nest(dims, [stmt]))

@@ -208,6 +208,28 @@ LOWERINGS.register("aten.max", "aten.amax")(_extreme("max"))
 LOWERINGS.register("aten.min", "aten.amin")(_extreme("min"))
 
 
+@LOWERINGS.register("aten.aminmax")
+def _aminmax(ctx: LowerCtx, call: OpCall) -> None:
+    """``aminmax(self, *, dim=None, keepdim=False) -> (min, max)``: both in one pass."""
+    x = tensor_arg(call, 0, "self")
+    lo_out, hi_out = (*call.outputs, None, None)[:2]
+    if lo_out is None or hi_out is None:
+        raise UnsupportedOpError("aminmax without both outputs")
+    dim = call.arg(1, "dim")
+    dims = tuple(range(x.rank)) if dim is None else (norm_dim(dim, x.rank),)
+    keep = bool(call.arg(2, "keepdim", False))
+    nest = RowNest(ctx, x, dims)
+    lo, hi = nest.write(lo_out, keep), nest.write(hi_out, keep)
+    value = nest.read(lo_out.dtype)
+    nest.emit(
+        [
+            Assign(lo, _extreme_init("min", lo_out.dtype)),
+            Assign(hi, _extreme_init("max", hi_out.dtype)),
+            *nest.over_reduced(Reduce(lo, "min", value), Reduce(hi, "max", value)),
+        ]
+    )
+
+
 def _extreme_dim(ctx: LowerCtx, call: OpCall, op: ReduceOp) -> None:
     """``max.dim``/``min.dim``: values and first index of the extremum."""
     x = tensor_arg(call, 0, "self")

@@ -179,3 +179,45 @@ def test_module_function_entry_without_file(
     cap = trace_model_file(None, entry="solar_entry_mod:scaled_softmax")
     assert cap.name == "scaled_softmax"
     assert lower_capture(cap).fully_covered
+
+
+class _SharedBlock(torch.nn.Module):
+    """One conv reachable by two paths (``pos`` and ``blocks.k.pos``, as timm's CoaT
+    shares its position encodings), plus a tied linear weight, plus a buffer."""
+
+    def __init__(self, *, sdpa: bool) -> None:
+        super().__init__()
+        self.pos = torch.nn.Conv1d(4, 4, 3, padding=1, groups=4)
+        self.blocks = torch.nn.ModuleList(torch.nn.ModuleDict({"pos": self.pos}) for _ in range(2))
+        self.a = torch.nn.Linear(4, 4)
+        self.b = torch.nn.Linear(4, 4)
+        self.b.weight = self.a.weight
+        self.register_buffer("shift", torch.full((4,), 0.5))
+        self.sdpa = sdpa
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for blk in self.blocks:
+            x = x + blk["pos"](x)
+        h = self.b(self.a(x.transpose(1, 2))) + self.shift
+        if self.sdpa:  # device-sensitive: captured over FakeTensors, not on meta
+            h = torch.nn.functional.scaled_dot_product_attention(h, h, h)
+        return h
+
+
+@pytest.mark.parametrize("sdpa", [False, True])
+def test_live_module_keeps_its_state(sdpa: bool) -> None:
+    """Note [Shared submodules] (reparam.py): the capture swaps fake tensors into every
+    slot once and puts the originals back, so the live module is untouched."""
+    import solar
+
+    torch.manual_seed(0)
+    model = _SharedBlock(sdpa=sdpa)
+    before = {k: v.clone() for k, v in model.state_dict(keep_vars=True).items()}
+    report = solar.analyze(model, (torch.randn(2, 4, 6),))
+    assert report.validation.status == "passed", report.validation.reason
+    after = model.state_dict(keep_vars=True)
+    for name, value in before.items():
+        assert after[name].device.type == "cpu", name
+        assert torch.equal(after[name], value), name
+    assert model.b.weight is model.a.weight
+    assert isinstance(model.pos.weight, torch.nn.Parameter)

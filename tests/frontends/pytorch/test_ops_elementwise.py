@@ -210,3 +210,16 @@ def test_inplace_chain_creates_versions() -> None:
 
 def test_inf_literal_roundtrips() -> None:
     check_program(lambda a: a.masked_fill(a > 0, -math.inf).exp(), torch.randn(4))
+
+
+@pytest.mark.parametrize(
+    "unary",
+    [torch.sqrt, torch.exp, torch.log, torch.rsqrt, torch.sigmoid, torch.tanh, torch.neg],
+)
+@pytest.mark.parametrize("value", [4, 2.5])
+def test_unary_of_a_zero_dim_constant(unary: Any, value: float) -> None:
+    """A 0-d constant is inlined as a number where an operand may be one; a unary op
+    needs its tensor (RAFT scales its correlation by ``torch.sqrt(torch.tensor(C))``)."""
+    check_program(
+        lambda x: x / unary(torch.tensor(value)) + unary(torch.tensor(value)), torch.randn(2, 3)
+    )

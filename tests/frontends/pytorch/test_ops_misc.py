@@ -1,4 +1,4 @@
-"""ops_misc.py against torch: im2col (F.unfold), trace, cdist."""
+"""ops_misc.py against torch: im2col (F.unfold), col2im (F.fold), trace, cdist."""
 
 from __future__ import annotations
 
@@ -19,6 +19,16 @@ CASES: dict[str, tuple[Callable[..., Any], tuple[tuple[int, ...], ...]]] = {
         ((2, 3, 5, 6),),
     ),
     "unfold_unbatched": (lambda m: F.unfold(m, 2, padding=1), ((3, 4, 4),)),
+    "fold": (lambda m: F.fold(m, (4, 5), 2), ((2, 12, 12),)),
+    "fold_padded_strided_dilated": (
+        lambda m: F.fold(m, (5, 6), (3, 2), dilation=(1, 2), padding=1, stride=(2, 1)),
+        ((2, 18, 18),),
+    ),
+    "fold_overlapping_unbatched": (lambda m: F.fold(m, 4, 3, padding=1), ((18, 16),)),
+    "fold_of_unfold": (
+        lambda m: F.fold(F.unfold(m, 3, stride=2), (7, 7), 3, stride=2),
+        ((1, 2, 7, 7),),
+    ),
     "trace_wide": (lambda x: torch.trace(x), ((4, 6),)),
     "trace_tall": (lambda x: torch.trace(x), ((6, 4),)),
     "cdist_p2": (lambda x, y: torch.cdist(x, y), ((4, 6), (5, 6))),
@@ -34,3 +44,14 @@ def test_lowering_matches_torch(name: str) -> None:
     fn, shapes = CASES[name]
     lowered = check_program(fn, *(torch.randn(*s) for s in shapes))
     assert lowered.coverage == ()
+
+
+def test_fold_adds_only_in_bounds_taps() -> None:
+    """Taps on the padding are neither read nor added: the reductions run once per
+    in-bounds tap (folding ones counts them)."""
+    from nn_opcheck import reduce_points
+
+    cols = torch.ones(1, 2 * 3 * 3, 9)
+    lowered = check_program(lambda m: F.fold(m, (5, 5), 3, padding=1, stride=2), cols)
+    taps = int(F.fold(cols, (5, 5), 3, padding=1, stride=2).sum())
+    assert reduce_points(lowered.program) == taps < cols.numel()

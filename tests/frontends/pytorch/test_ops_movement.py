@@ -6,16 +6,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solar.diagnostics import ExecutionError
-from solar.frontends.pytorch import lower_capture, reference_data, trace_module
+from solar.frontends.pytorch import trace_module
 from solar.frontends.pytorch.ops_movement import reshape_map_const_last
 from solar.ir import Name, print_expr
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
+from nn_opcheck import check_op  # noqa: E402
 from strategies import shapes  # noqa: E402
-from torch_check import check_program, run_lowered  # noqa: E402
+from torch_check import check_program  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
@@ -159,6 +159,10 @@ REARRANGE = [
     lambda x: F.pixel_shuffle(x, 2),
     lambda x: F.pixel_unshuffle(x[:, :, :2, :2], 2),
     lambda x: F.pixel_unshuffle(x, 1),
+    lambda x: F.channel_shuffle(x, 2),
+    lambda x: F.channel_shuffle(x, 4),
+    lambda x: F.channel_shuffle(x[:, :, 0], 1),
+    lambda x: torch.nn.ChannelShuffle(2)(x.unsqueeze(-1)),
 ]
 
 
@@ -167,21 +171,49 @@ def test_pads_and_rearranging_copies(fn: object) -> None:
     check_program(fn, torch.randn(2, 4, 3, 3))
 
 
-def test_circular_pad_decomposes_into_slice_copies() -> None:
-    check_program(lambda x: F.pad(x, (1, 2), mode="circular"), torch.randn(2, 3, 5))
+@pytest.mark.parametrize(
+    ("shape", "pad"),
+    [
+        ((2, 3, 5), (1, 2)),
+        ((2, 3, 5), (0, 5)),
+        ((1, 2, 3, 4), (1, 2, 1, 1)),
+        ((1, 2, 3, 4), (4, 0, 3, 3)),
+        ((1, 2, 3, 4, 2), (1, 1, 0, 2, 2, 1)),
+        ((3, 4), (2, 1)),
+    ],
+)
+def test_circular_pad_is_one_call(shape: tuple[int, ...], pad: tuple[int, ...]) -> None:
+    """Note [Whole circular pad]: recorded as one ``_pad_circular`` (eager's slice copies
+    read the uninitialised corners), one kernel that writes each element once."""
+    x = torch.randn(*shape)
+    fn = lambda t: F.pad(t, pad, mode="circular")  # noqa: E731
+    assert [c.target for c in trace_module(fn, (x,)).calls] == ["aten._pad_circular.default"]
+    low = check_program(fn, x)
+    assert len(low.program.kernels) == 1
+    check_op(torch.ops.aten._pad_circular.default, x, list(pad))
 
 
-def test_circular_pad_2d_reads_uninitialised_corners_like_eager() -> None:
-    """Eager pads the last dim first, copying not-yet-written border rows (corners are
-    rewritten later); the IR reproduces that read, which validation reports."""
-    capture = trace_module(
-        lambda x: F.pad(x, (1, 2, 1, 1), mode="circular"), (torch.randn(1, 2, 3, 4),)
-    )
-    lowered = lower_capture(capture)
-    assert lowered.fully_covered
-    inputs, _ = reference_data(lowered, capture)
-    with pytest.raises(ExecutionError, match="never-written"):
-        run_lowered(lowered, inputs)
+def test_circular_pad_conv_and_cropping() -> None:
+    """``padding_mode="circular"`` convolutions pad whole; a negative (cropping) circular
+    pad keeps eager's decomposition."""
+    conv = torch.nn.Conv2d(2, 3, 3, padding=(1, 2), padding_mode="circular")
+    check_program(conv, torch.randn(1, 2, 5, 6), atol=1e-4)
+    check_program(lambda t: F.pad(t, (-1, 2), mode="circular"), torch.randn(2, 3, 5))
+
+
+@pytest.mark.parametrize("conv", [False, True])
+def test_circular_pad_training_step(conv: bool) -> None:
+    """A training step records the pad whole too; autograd records its backward."""
+    import solar
+
+    torch.manual_seed(0)
+    if conv:
+        model = torch.nn.Conv2d(2, 3, 3, padding=(1, 2), padding_mode="circular")
+    else:
+        model = torch.nn.Sequential(torch.nn.CircularPad2d((1, 2, 2, 0)), torch.nn.Conv2d(2, 2, 1))
+    report = solar.analyze(model, (torch.randn(2, 2, 5, 6),), train=True)
+    assert report.coverage.complete, report.coverage.uncovered
+    assert report.validation.status == "passed", report.validation.reason
 
 
 def test_constant_pad_partitions_output() -> None:
@@ -189,3 +221,18 @@ def test_constant_pad_partitions_output() -> None:
     low = check_program(lambda x: F.pad(x, (1, 2, 3, 0)), torch.randn(2, 3))
     (kernel,) = low.program.kernels
     assert len(kernel.body) == 4  # left, right, top borders + interior
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: x[:, [-1, 0]],
+        lambda x: x[torch.tensor([-2, 1, -2])],
+        lambda x: x[torch.tensor([[0, -1]]), torch.tensor([[-3], [2]])],
+        lambda x: x.index_put((torch.tensor([-1, 0]),), torch.ones(2, 5)),
+        lambda x: x.index_put((torch.tensor([-1, -1]),), torch.ones(5), accumulate=True),
+    ],
+)
+def test_advanced_index_negative_indices(fn: object) -> None:
+    """Negative indices count from the end (transformers: ``input_ids[:, [-1, 0]]``)."""
+    check_program(fn, torch.randn(4, 5))

@@ -43,6 +43,8 @@ MULTI_DIM = {
     "min_dim": lambda x, d, k: x.min(d[0], keepdim=k),
     "argmax": lambda x, d, k: x.argmax(d[0], keepdim=k),
     "argmin": lambda x, d, k: x.argmin(d[0], keepdim=k),
+    "aminmax": lambda x, d, k: torch.aminmax(x, dim=d[0], keepdim=k),
+    "aminmax_int": lambda x, d, k: torch.aminmax((x * 3).int(), dim=d[0], keepdim=k),
     "int_sum": lambda x, d, k: (x * 3).int().sum(d, keepdim=k),
     "bool_sum": lambda x, d, k: (x > 0).sum(d, keepdim=k),
     "sum_f64": lambda x, d, k: x.sum(d, keepdim=k, dtype=torch.float64),
@@ -77,6 +79,8 @@ FULL = [
     lambda x: torch.count_nonzero(x > 0),
     lambda x: torch.var_mean(x),
     lambda x: x.amax(),
+    lambda x: torch.aminmax(x),
+    lambda x: torch.aminmax(x, keepdim=True),
 ]
 
 
