@@ -17,6 +17,7 @@ from typing import assert_never
 from solar.ir.nodes import (
     Access,
     Assign,
+    Binary,
     BoolLit,
     DType,
     Expr,
@@ -215,8 +216,9 @@ def fill_generated(program: Program, names: Collection[str]) -> Program:
 # charges the copy's own traffic (a copy is data movement, not work the program asks
 # for). Only exact rewrites qualify: T is a temp written by that one kernel, a perfect
 # loop nest over all of T's elements (``T[i0, i1...]`` with ``i_k in 0 .. shape_k``),
-# whose value is one access of a program tensor of T's dtype with subscripts that read no
-# tensor; no kernel after the copy writes X, so X holds the copied values wherever T is
+# whose value is one access of a program tensor of T's dtype whose subscripts move whole
+# indices (a permutation, broadcast or offset slice: `_moves_whole_indices`); no kernel
+# after the copy writes X, so X holds the copied values wherever T is
 # read; T is not read by an alias kernel (an output would become a view of X) and is not
 # kept for an uncovered op.
 
@@ -254,10 +256,33 @@ def _copy_of(
         or src.dtype != dst.dtype
         or target.indices != tuple(Name(v) for v in variables)
         or tuple(loop.hi for loop in loops) != dst.shape
-        or any(isinstance(e, Access) for i in value.indices for e in walk_exprs(i))
+        or not _moves_whole_indices(value.indices, variables)
     ):
         return None
     return dst.name, variables, value
+
+
+def _moves_whole_indices(indices: tuple[Expr, ...], variables: tuple[str, ...]) -> bool:
+    """Each subscript is a literal, or one loop variable plus a constant, each variable at
+    most once: a permutation, broadcast or offset slice (Note [Copies]).
+
+    A reader's subscripts then land whole in the source's positions, so its access keeps
+    the shape the counter already handles; composing through a reshape (``T[i, j] =
+    X[i * N + j]``) would nest the reader's ``//`` and ``%`` inside new ones and leave
+    only enumeration to count the footprint (seconds per kernel at realistic sizes).
+    """
+    seen: set[str] = set()
+    for index in indices:
+        match index:
+            case IntLit():
+                continue
+            case Name(name=v) | Binary(op="+" | "-", lhs=Name(name=v), rhs=IntLit()):
+                if v not in variables or v in seen:
+                    return False
+                seen.add(v)
+            case _:
+                return False
+    return True
 
 
 def forward_copies(program: Program, *, keep: Collection[str] = ()) -> Program:
