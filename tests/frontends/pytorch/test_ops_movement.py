@@ -236,3 +236,30 @@ def test_constant_pad_partitions_output() -> None:
 def test_advanced_index_negative_indices(fn: object) -> None:
     """Negative indices count from the end (transformers: ``input_ids[:, [-1, 0]]``)."""
     check_program(fn, torch.randn(4, 5))
+
+
+ROT90 = [
+    (1, (0, 1)),
+    (2, (0, 1)),
+    (3, (0, 1)),
+    (0, (1, 2)),
+    (4, (1, 2)),
+    (-1, (1, 2)),
+    (5, (2, 0)),
+    (1, (-1, -3)),
+    (-2, (0, 2)),
+    (3, (2, 1)),
+]
+
+
+@pytest.mark.parametrize(("k", "dims"), ROT90)
+def test_rot90_is_a_free_copy(k: int, dims: tuple[int, int]) -> None:
+    """``rot90`` (any ``k``, any dims pair, on non-square dims) is one copying kernel: no
+    FLOPs, each element read and written once."""
+    from solar.einsum import lift_to_einsum
+
+    x = torch.randn(2, 3, 4)
+    low = check_program(lambda t: torch.rot90(t, k, dims), x)
+    graph = lift_to_einsum(low.program)
+    assert sum(node.flops.evaluate({}) for node in graph.nodes) == 0
+    assert len(low.program.kernels) == 1
