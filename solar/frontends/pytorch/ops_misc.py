@@ -1,24 +1,36 @@
-"""Lowerings of ``im2col`` (``F.unfold``), ``col2im`` (``F.fold``), ``trace`` and
-``_cdist_forward`` (``torch.cdist``).
+"""Lowerings of ``im2col`` (``F.unfold``), ``col2im`` (``F.fold``), ``trace``,
+``_cdist_forward`` (``torch.cdist``) and ``linalg_cross`` (``torch.linalg.cross``).
 
 Contract: one kernel per call. ``im2col`` writes every column element (zero first where
 a window overhangs the padding, then the in-bounds taps under an affine guard, so
 only in-bounds input elements are read); ``col2im`` zeroes the image and adds each
 in-bounds tap of each column under the same guard; ``trace`` sums the diagonal; ``cdist``
 reduces over the feature dim per pair of rows (vector work: ``|a - b|^p`` is not a
-product of two operands), for ``p`` in 1, 2, inf or any other positive value.
+product of two operands), for ``p`` in 1, 2, inf or any other positive value;
+``linalg_cross`` writes the three components of each (broadcast) vector pair, two
+products and a difference each (9 FLOPs per vector).
 """
 
 from __future__ import annotations
 
 import math
 
-from solar.frontends.kit import Aff, Nest, UnsupportedOpError, expand_param, guard, range_guard
+from solar.frontends.kit import (
+    Aff,
+    Nest,
+    TensorInfo,
+    UnsupportedOpError,
+    expand_param,
+    guard,
+    range_guard,
+)
 from solar.frontends.pytorch.lowering_utils import (
     accumulate_dtype,
+    bcast_index,
     binop,
     cast,
     fn,
+    norm_dim,
     out0,
     scalar_lit,
     tensor_arg,
@@ -157,3 +169,30 @@ def _cdist(ctx: LowerCtx, call: OpCall) -> None:
     if finish is not None:
         body.append(Assign(dst, finish))
     kb.emit(*pairs.wrap(body))
+
+
+@LOWERINGS.register("aten.linalg_cross")
+def _cross(ctx: LowerCtx, call: OpCall) -> None:
+    """``linalg_cross(self, other, dim=-1)``: both operands broadcast to the output;
+    ``out[.., c, ..] = a[.., c+1, ..] * b[.., c+2, ..] - a[.., c+2, ..] * b[.., c+1, ..]``
+    (components mod 3) for each vector along ``dim``."""
+    a, b, out = tensor_arg(call, 0, "self"), tensor_arg(call, 1, "other"), out0(call)
+    dim = norm_dim(call.arg(2, "dim", -1), out.rank)
+    if out.shape[dim] != 3:
+        raise UnsupportedOpError("linalg_cross along a dim of size other than 3")
+    kb = ctx.kernel()
+    batch = Nest(kb, [1 if k == dim else n for k, n in enumerate(out.shape)])
+
+    def at(t: TensorInfo, c: int) -> Expr:
+        idx = list(batch.idx)
+        idx[dim] = lit(c)
+        return cast(ctx.read(t, bcast_index(t.shape, out.shape, idx)), t.dtype, out.dtype)
+
+    body: list[Stmt] = []
+    for c in range(3):
+        j, k = (c + 1) % 3, (c + 2) % 3
+        idx = list(batch.idx)
+        idx[dim] = lit(c)
+        value = binop("-", binop("*", at(a, j), at(b, k)), binop("*", at(a, k), at(b, j)))
+        body.append(Assign(ctx.write(out, idx), value))
+    kb.emit(*batch.wrap(body))

@@ -1,4 +1,4 @@
-"""ops_misc.py against torch: im2col (F.unfold), col2im (F.fold), trace, cdist."""
+"""ops_misc.py against torch: im2col (F.unfold), col2im (F.fold), trace, cdist, cross."""
 
 from __future__ import annotations
 
@@ -36,6 +36,16 @@ CASES: dict[str, tuple[Callable[..., Any], tuple[tuple[int, ...], ...]]] = {
     "cdist_p3": (lambda x, y: torch.cdist(x, y, p=3.0), ((4, 6), (5, 6))),
     "cdist_pinf": (lambda x, y: torch.cdist(x, y, p=float("inf")), ((4, 6), (5, 6))),
     "cdist_batched": (lambda x, y: torch.cdist(x, y), ((2, 3, 4), (2, 5, 4))),
+    "cross_last": (lambda x, y: torch.linalg.cross(x, y), ((4, 3), (4, 3))),
+    "cross_vector": (lambda x, y: torch.linalg.cross(x, y), ((3,), (3,))),
+    "cross_dim0": (lambda x, y: torch.linalg.cross(x, y, dim=0), ((3, 4, 2), (3, 4, 2))),
+    "cross_middle_negative": (
+        lambda x, y: torch.linalg.cross(x, y, dim=-2),
+        ((2, 3, 5), (2, 3, 5)),
+    ),
+    "cross_broadcast": (lambda x, y: torch.linalg.cross(x, y), ((2, 1, 3), (1, 4, 3))),
+    "cross_broadcast_both": (lambda x, y: torch.linalg.cross(x, y, dim=1), ((1, 3, 5), (2, 3, 1))),
+    "cross_legacy": (lambda x, y: torch.cross(x, y, dim=1), ((2, 3), (2, 3))),
 }
 
 
@@ -55,3 +65,19 @@ def test_fold_adds_only_in_bounds_taps() -> None:
     lowered = check_program(lambda m: F.fold(m, (5, 5), 3, padding=1, stride=2), cols)
     taps = int(F.fold(cols, (5, 5), 3, padding=1, stride=2).sum())
     assert reduce_points(lowered.program) == taps < cols.numel()
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "dim"),
+    [((4, 3), (4, 3), -1), ((2, 1, 3), (1, 4, 3), -1), ((3, 5), (3, 1), 0), ((3,), (3,), 0)],
+)
+def test_cross_flops_are_six_products_three_differences(
+    a: tuple[int, ...], b: tuple[int, ...], dim: int
+) -> None:
+    from solar.einsum import lift_to_einsum
+
+    x, y = torch.randn(*a), torch.randn(*b)
+    out = torch.linalg.cross(x, y, dim=dim)
+    lowered = check_program(lambda p, q: torch.linalg.cross(p, q, dim=dim), x, y)
+    graph = lift_to_einsum(lowered.program)
+    assert sum(node.flops.evaluate({}) for node in graph.nodes) == 9 * (out.numel() // 3)
