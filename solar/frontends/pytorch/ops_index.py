@@ -5,9 +5,11 @@ Contract: one kernel per call. Reads through index tensors are indirect accesses
 (``W[idx[b, s], d]``); scatter-like ops write through them (``out[idx[i], j] += src[i, j]``).
 A functional scatter first copies ``self`` into the output in the same kernel; when
 the output *is* ``self`` (the in-place variant, see driver.INPLACE_PARTIAL_OPS) only the
-scattered elements are written, as eager does. Negative index values are not wrapped
-(models index with non-negative tensors); boolean-mask indexing has a data-dependent
-shape and is left uncovered.
+scattered elements are written, as eager does. ``scatter_reduce`` without ``self``
+starts each target from the reduction's identity (``-inf`` for ``amax``...); its
+``mean`` keeps a sum and a count per target (Note [Scatter mean division]). Negative
+index values are not wrapped (models index with non-negative tensors); boolean-mask
+indexing has a data-dependent shape and is left uncovered.
 """
 
 from __future__ import annotations

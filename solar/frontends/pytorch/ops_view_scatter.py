@@ -48,16 +48,17 @@ def _copy_range(
     dim ``dim`` (full loops elsewhere); nothing when some range is empty."""
     if any(hi <= lo for lo, hi in ranges) or same_value(x, out):
         return
-    idx = ctx.vars(kb, out.rank)
-    inner = ctx.vars(kb, len(ranges), "q")
-    pos: list[Expr] = list(idx)
-    pos[dim] = position(inner)
+    pos: list[Expr] = []
     loops: list[tuple[Name, int] | tuple[Name, int, int]] = []
-    for k, v in enumerate(idx):
+    for k, n in enumerate(out.shape):
         if k == dim:
+            inner = ctx.vars(kb, len(ranges), "q")
+            pos.append(position(inner))
             loops += [(q, lo, hi) for q, (lo, hi) in zip(inner, ranges, strict=True)]
         else:
-            loops.append((v, out.shape[k]))
+            (v,) = ctx.vars(kb, 1)
+            pos.append(v)
+            loops.append((v, n))
     stmt = Assign(ctx.write(out, pos), cast(ctx.read(x, pos), x.dtype, out.dtype))
     kb.emit(*nest(loops, [stmt]))
 
