@@ -140,8 +140,8 @@ def test_scatter_reduce_with_duplicates(reduce: str, include_self: bool, dtype: 
     """Every reduction of ``scatter_reduce.two``, with and without ``self``, on targets hit
     several times (mean divides by the count, floor for integers) and targets never hit."""
     idx = torch.tensor([[0, 0, 2, 0], [3, 1, 1, 1]])
-    a = (torch.randn(2, 5) * 10).to(dtype)  # type: ignore[call-overload]
-    s = (torch.randn(2, 4) * 10).to(dtype)  # type: ignore[call-overload]
+    a = (torch.randn(2, 5) * 10).to(dtype)
+    s = (torch.randn(2, 4) * 10).to(dtype)
     check_program(lambda x, y: x.scatter_reduce(1, idx, y, reduce, include_self=include_self), a, s)
     check_program(
         lambda x, y: x.clone().scatter_reduce_(1, idx, y, reduce, include_self=include_self),
