@@ -5,13 +5,16 @@ Contract: one kernel per call. Reads through index tensors are indirect accesses
 (``W[idx[b, s], d]``); scatter-like ops write through them (``out[idx[i], j] += src[i, j]``).
 A functional scatter first copies ``self`` into the output in the same kernel; when
 the output *is* ``self`` (the in-place variant, see driver.INPLACE_PARTIAL_OPS) only the
-scattered elements are written, as eager does. Negative index values are not wrapped
-(models index with non-negative tensors); boolean-mask indexing has a data-dependent
-shape and is left uncovered.
+scattered elements are written, as eager does. ``scatter_reduce`` without ``self``
+starts each target from the reduction's identity (``-inf`` for ``amax``...); its
+``mean`` keeps a sum and a count per target (Note [Scatter mean division]). Negative
+index values are not wrapped (models index with non-negative tensors); boolean-mask
+indexing has a data-dependent shape and is left uncovered.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 from solar.frontends.kit import KernelBuilder, TensorInfo, UnsupportedOpError, nest
@@ -28,7 +31,7 @@ from solar.frontends.pytorch.lowering_utils import (
     tensor_arg,
 )
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
-from solar.ir import Access, Assign, DType, Expr, IntLit, Name, Reduce, Stmt, lit
+from solar.ir import Access, Assign, DType, Expr, If, IntLit, Name, Reduce, Stmt, lit
 
 __all__ = ["advanced_index", "wrap_negative"]
 
@@ -215,7 +218,18 @@ def _embedding(ctx: LowerCtx, call: OpCall) -> None:
 # -- scatter family --------------------------------------------------------------------
 
 _REDUCE = {"sum": "+", "add": "+", "prod": "*", "multiply": "*", "amax": "max", "amin": "min"}
-_IDENTITY = {"+": 0, "*": 1}
+
+
+def _identity(op: str, dt: DType) -> Expr:
+    """The value a reduction starts from when ``self`` is excluded (``include_self=False``)."""
+    if op in ("+", "*"):
+        return scalar_lit(0 if op == "+" else 1, dt)
+    if dt.is_float:
+        return lit(-math.inf) if op == "max" else lit(math.inf)
+    if dt == DType.BOOL:
+        return lit(op == "min")
+    bits = {DType.I8: 7, DType.I32: 31, DType.I64: 63}[dt]
+    return lit(-(2**bits)) if op == "max" else lit(2**bits - 1)
 
 
 def _start(ctx: LowerCtx, call: OpCall, x: TensorInfo, out: TensorInfo) -> KernelBuilder:
@@ -244,14 +258,17 @@ def _scatter(ctx: LowerCtx, call: OpCall) -> None:
     x, index, out = tensor_arg(call, 0, "self"), tensor_arg(call, 2, "index"), out0(call)
     dim = norm_dim(call.arg(1, "dim"), x.rank)
     src = call.arg(3, "src" if "value" not in call.target else "value")
+    include_self = call.arg(5, "include_self", True)
     if "scatter_add" in call.target:
         op: str | None = "+"
     else:
         reduce = call.arg(4, "reduce")
+        if reduce == "mean":
+            _scatter_mean(ctx, call, x, index, out, dim, include_self)
+            return
         op = None if reduce is None else _REDUCE.get(reduce)
         if reduce is not None and op is None:
             raise UnsupportedOpError(f"scatter reduce={reduce!r}")
-    include_self = call.arg(5, "include_self", True)
     kb = _start(ctx, call, x, out)
 
     def target(idx: tuple[Name, ...]) -> Access:
@@ -260,14 +277,8 @@ def _scatter(ctx: LowerCtx, call: OpCall) -> None:
         return ctx.write(out, t)
 
     if not include_self and op is not None:
-        init = _IDENTITY.get(op)
-        if init is None:
-            raise UnsupportedOpError("scatter_reduce amax/amin with include_self=False")
-        kb.emit(
-            *_nest(
-                kb, ctx, index.shape, lambda idx: [Assign(target(idx), scalar_lit(init, out.dtype))]
-            )
-        )
+        init = _identity(op, out.dtype)
+        kb.emit(*_nest(kb, ctx, index.shape, lambda idx: [Assign(target(idx), init)]))
     kb.emit(
         *_nest(
             kb,
@@ -342,3 +353,72 @@ LOWERINGS.register("aten.index_copy")(_dim_scatter(None))
 LOWERINGS.register("aten.index_fill")(_dim_scatter(None, fill=True))
 
 _ = lit
+
+
+def _scatter_mean(
+    ctx: LowerCtx,
+    call: OpCall,
+    x: TensorInfo,
+    index: TensorInfo,
+    out: TensorInfo,
+    dim: int,
+    include_self: bool,
+) -> None:
+    """``scatter_reduce(.., "mean", include_self)``: per target the sum and a count
+    (kernel-locals; the count starts at 1 where ``self`` is included), then each target
+    divided by its count (floor division for integers, as eager's ``div_``).
+
+    Note [Scatter mean division]: which elements are targets depends on the index
+    values, so the division runs under a value-dependent guard on a local ``hit`` flag
+    (set at each target): the bound charges no division (at least one per distinct
+    target is executed, a number the program does not fix) and no comparison (reading a
+    flag is free), where eager compares and divides every element of the output."""
+    src = tensor_arg(call, 3, "src")
+    kb = _start(ctx, call, x, out)
+    count = kb.local(out.dtype, out.shape, "count")
+    hit = kb.local(DType.BOOL, out.shape, "hit")
+    kb.emit(
+        *_nest(
+            kb,
+            ctx,
+            out.shape,
+            lambda idx: [
+                Assign(count[idx], scalar_lit(1 if include_self else 0, out.dtype)),
+                Assign(hit[idx], lit(False)),
+            ],
+        )
+    )
+
+    def targets(idx: tuple[Name, ...]) -> tuple[Expr, ...]:
+        t: list[Expr] = list(idx)
+        t[dim] = ctx.read(index, idx)
+        return tuple(t)
+
+    if not include_self:
+        zero = scalar_lit(0, out.dtype)
+        kb.emit(
+            *_nest(kb, ctx, index.shape, lambda idx: [Assign(ctx.write(out, targets(idx)), zero)])
+        )
+    kb.emit(
+        *_nest(
+            kb,
+            ctx,
+            index.shape,
+            lambda idx: [
+                Reduce(
+                    ctx.write(out, targets(idx)),
+                    "+",
+                    cast(ctx.read(src, idx), src.dtype, out.dtype),
+                ),
+                Reduce(count[targets(idx)], "+", scalar_lit(1, out.dtype)),
+                Assign(hit[targets(idx)], lit(True)),
+            ],
+        )
+    )
+    div = "/" if out.dtype.is_float else "//"
+
+    def finish(idx: tuple[Name, ...]) -> list[Stmt]:
+        dst = ctx.write(out, idx)
+        return [If(hit[idx], (Assign(dst, binop(div, dst, count[idx])),))]
+
+    kb.emit(*_nest(kb, ctx, out.shape, finish))

@@ -1,31 +1,45 @@
-"""Lowerings of ``im2col`` (``F.unfold``), ``col2im`` (``F.fold``), ``trace`` and
-``_cdist_forward`` (``torch.cdist``).
+"""Lowerings of ``im2col`` (``F.unfold``), ``col2im`` (``F.fold``), ``trace``,
+``_cdist_forward`` (``torch.cdist``), ``_pdist_forward`` (``torch.pdist``) and
+``linalg_cross`` (``torch.linalg.cross``).
 
 Contract: one kernel per call. ``im2col`` writes every column element (zero first where
 a window overhangs the padding, then the in-bounds taps under an affine guard, so
 only in-bounds input elements are read); ``col2im`` zeroes the image and adds each
 in-bounds tap of each column under the same guard; ``trace`` sums the diagonal; ``cdist``
 reduces over the feature dim per pair of rows (vector work: ``|a - b|^p`` is not a
-product of two operands), for ``p`` in 1, 2, inf or any other positive value.
+product of two operands), for ``p`` in 1, 2, inf or any other positive value;
+``pdist`` likewise per pair ``i < j`` of rows (``p = 0`` too, Note [pdist rows]);
+``linalg_cross`` writes the three components of each (broadcast) vector pair, two
+products and a difference each (9 FLOPs per vector).
 """
 
 from __future__ import annotations
 
 import math
 
-from solar.frontends.kit import Aff, Nest, UnsupportedOpError, expand_param, guard, range_guard
+from solar.frontends.kit import (
+    Aff,
+    Nest,
+    TensorInfo,
+    UnsupportedOpError,
+    expand_param,
+    guard,
+    range_guard,
+)
 from solar.frontends.pytorch.lowering_utils import (
     accumulate_dtype,
+    bcast_index,
     binop,
     cast,
     fn,
+    norm_dim,
     out0,
     scalar_lit,
     tensor_arg,
 )
 from solar.frontends.pytorch.ops_movement import iadd_const_last, imul_const_last
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
-from solar.ir import Assign, Expr, Reduce, Stmt, lit
+from solar.ir import Access, Assign, Cast, DType, Expr, Reduce, Stmt, lit
 
 __all__: list[str] = []
 
@@ -142,18 +156,92 @@ def _cdist(ctx: LowerCtx, call: OpCall) -> None:
         cast(ctx.read(b, [*bi, j, k]), b.dtype, dt),
     )
     dst = ctx.write(out, [*bi, i, j])
+    kb.emit(*pairs.wrap(_p_norm(dst, diff, p, feat, out.dtype)))
+
+
+def _p_norm(dst: Access, diff: Expr, p: float, feat: Nest, dtype: DType) -> list[Stmt]:
+    """``dst = ||diff||_p`` over the loops of ``feat`` (``p`` = 0 counts the nonzeros)."""
     finish: Expr | None = None
     if p == 2.0:
-        term, finish = binop("*", diff, diff), fn("sqrt", dst)
+        # ``pow(d, 2)``, not ``d * d``: the IR has no common subexpressions, and the
+        # product would count the difference twice (4 FLOPs per feature, not 3).
+        term, finish = fn("pow", diff, lit(2.0)), fn("sqrt", dst)
     elif p == 1.0 or math.isinf(p):
         term = fn("abs", diff)
+    elif p == 0.0:
+        term = Cast(dtype, binop("!=", diff, lit(0.0)))
     else:
         term = fn("pow", fn("abs", diff), lit(p))
         finish = fn("pow", dst, lit(1.0 / p))
     body: list[Stmt] = [
-        Assign(dst, scalar_lit(0, out.dtype)),
+        Assign(dst, scalar_lit(0, dtype)),
         *feat.wrap([Reduce(dst, "max" if math.isinf(p) else "+", term)]),
     ]
     if finish is not None:
         body.append(Assign(dst, finish))
-    kb.emit(*pairs.wrap(body))
+    return body
+
+
+_PDIST_MAX_ROWS = 256
+"""Note [pdist rows]: the most rows ``_pdist_forward`` is lowered for (one nest per row)."""
+
+
+@LOWERINGS.register("aten._pdist_forward")
+def _pdist(ctx: LowerCtx, call: OpCall) -> None:
+    """``_pdist_forward(self, p=2)`` (``torch.pdist``): the distance of each pair ``i < j``
+    of rows, at position ``i N - i (i + 1) / 2 + j - i - 1`` of the output.
+
+    Note [pdist rows]: that position is quadratic in ``i``, and IR subscripts are affine,
+    so each row ``i`` is its own nest ``out[off_i + t] = ||x[i] - x[i + 1 + t]||_p``
+    (exact reads and writes, ``N - 1`` nests); above `_PDIST_MAX_ROWS` rows the op is
+    left uncovered rather than emit thousands of nests.
+    """
+    x, out = tensor_arg(call, 0, "self"), out0(call)
+    p = float(call.arg(1, "p", 2.0))
+    n_rows, m = x.shape if x.rank == 2 else (0, 0)
+    if x.rank != 2 or m == 0 or p < 0 or not out.dtype.is_float:
+        raise UnsupportedOpError(f"_pdist_forward of shape {x.shape} with p={p}")
+    if n_rows > _PDIST_MAX_ROWS:
+        raise UnsupportedOpError(f"_pdist_forward of more than {_PDIST_MAX_ROWS} rows")
+    kb = ctx.kernel()
+    dt = accumulate_dtype(out.dtype)
+    offset = 0
+    for i in range(n_rows - 1):
+        pairs = Nest(kb, (n_rows - 1 - i,), "t")
+        feat = Nest(kb, (m,), "k")
+        t, k = pairs.idx[0], feat.idx[0]
+        diff = binop(
+            "-",
+            cast(ctx.read(x, [lit(i), k]), x.dtype, dt),
+            cast(ctx.read(x, [iadd_const_last(t, i + 1), k]), x.dtype, dt),
+        )
+        dst = ctx.write(out, [iadd_const_last(t, offset)])
+        kb.emit(*pairs.wrap(_p_norm(dst, diff, p, feat, out.dtype)))
+        offset += n_rows - 1 - i
+
+
+@LOWERINGS.register("aten.linalg_cross")
+def _cross(ctx: LowerCtx, call: OpCall) -> None:
+    """``linalg_cross(self, other, dim=-1)``: both operands broadcast to the output;
+    ``out[.., c, ..] = a[.., c+1, ..] * b[.., c+2, ..] - a[.., c+2, ..] * b[.., c+1, ..]``
+    (components mod 3) for each vector along ``dim``."""
+    a, b, out = tensor_arg(call, 0, "self"), tensor_arg(call, 1, "other"), out0(call)
+    dim = norm_dim(call.arg(2, "dim", -1), out.rank)
+    if out.shape[dim] != 3:
+        raise UnsupportedOpError("linalg_cross along a dim of size other than 3")
+    kb = ctx.kernel()
+    batch = Nest(kb, [1 if k == dim else n for k, n in enumerate(out.shape)])
+
+    def at(t: TensorInfo, c: int) -> Expr:
+        idx = list(batch.idx)
+        idx[dim] = lit(c)
+        return cast(ctx.read(t, bcast_index(t.shape, out.shape, idx)), t.dtype, out.dtype)
+
+    body: list[Stmt] = []
+    for c in range(3):
+        j, k = (c + 1) % 3, (c + 2) % 3
+        idx = list(batch.idx)
+        idx[dim] = lit(c)
+        value = binop("-", binop("*", at(a, j), at(b, k)), binop("*", at(a, k), at(b, j)))
+        body.append(Assign(ctx.write(out, idx), value))
+    kb.emit(*batch.wrap(body))

@@ -1,5 +1,5 @@
 """Lowerings of padding and rearranging copies: constant/reflect/replicate/circular pads, flip,
-roll, repeat, tril/triu, diag, pixel_shuffle/pixel_unshuffle, channel_shuffle.
+rot90, roll, repeat, tril/triu, diag, pixel_shuffle/pixel_unshuffle, channel_shuffle.
 
 Contract: one kernel per call whose loop nests partition the output into regions on
 which the source index is affine (no ``select`` or data-dependent guards): a padded
@@ -201,6 +201,28 @@ def _flip(ctx: LowerCtx, call: OpCall) -> None:
         [Segment(0, n, _mirror(n - 1) if d in dims else _identity)] for d, n in enumerate(x.shape)
     ]
     _emit_regions(ctx, ctx.kernel(), x, out, segs, None)
+
+
+@LOWERINGS.register("aten.rot90")
+def _rot90(ctx: LowerCtx, call: OpCall) -> None:
+    """``rot90(self, k, dims)``: a fresh tensor (eager flips, then transposes), so one
+    copy kernel whose source index mirrors and swaps the two dims; ``k % 4 == 0`` is a
+    plain copy."""
+    x, out = tensor_arg(call, 0, "self"), out0(call)
+    k = int(call.arg(1, "k", 1)) % 4
+    d0, d1 = (norm_dim(d, x.rank) for d in call.arg(2, "dims", (0, 1)))
+    n0, n1 = x.shape[d0], x.shape[d1]
+    kb = ctx.kernel()
+    idx = ctx.vars(kb, out.rank)
+    src: list[Expr] = list(idx)
+    if k == 1:  # out[.., a, .., b, ..] = x[.., b, .., n1 - 1 - a, ..]
+        src[d0], src[d1] = idx[d1], _mirror(n1 - 1)(idx[d0])
+    elif k == 2:
+        src[d0], src[d1] = _mirror(n0 - 1)(idx[d0]), _mirror(n1 - 1)(idx[d1])
+    elif k == 3:  # out[.., a, .., b, ..] = x[.., n0 - 1 - b, .., a, ..]
+        src[d0], src[d1] = _mirror(n0 - 1)(idx[d1]), idx[d0]
+    stmt = Assign(ctx.write(out, idx), cast(ctx.read(x, src), x.dtype, out.dtype))
+    kb.emit(*nest(list(zip(idx, out.shape, strict=True)), [stmt]))
 
 
 @LOWERINGS.register("aten.roll")

@@ -15,7 +15,8 @@ CPU dispatch (torch 2.13): ``F.interpolate`` (and ``nn.Upsample``) reach
 ``upsample_nearest{1,2,3}d``, ``_upsample_nearest_exact{1,2,3}d``,
 ``upsample_linear1d``, ``upsample_bilinear2d``, ``upsample_trilinear3d``,
 ``upsample_bicubic2d`` (``mode="area"`` is ``_adaptive_avg_pool2d``; ``antialias=True``
-reaches ``_upsample_bilinear2d_aa``/``_upsample_bicubic2d_aa``, not lowered).
+reaches ``_upsample_bilinear2d_aa``/``_upsample_bicubic2d_aa``, lowered in
+ops_resize_aa.py; their backward is not lowered).
 
 Backward (``upsample_*_backward``, a training step): the same taps and weight tables,
 transposed: zeros, then each output gradient times each tap's weight added into the

@@ -1,4 +1,5 @@
-"""Lowering of ``grid_sampler_2d`` (``F.grid_sample`` on 4-D inputs): one kernel.
+"""Lowerings of ``grid_sampler_2d`` (``F.grid_sample`` on 4-D inputs) and
+``affine_grid_generator`` (``F.affine_grid``, 2-D and 3-D): one kernel each.
 
 Contract: ``(LowerCtx, OpCall) -> None``. Per output position the kernel unnormalises
 the grid's ``(x, y)`` (``align_corners`` either way; ``padding_mode="border"`` clamps it
@@ -13,11 +14,23 @@ CPU dispatch (torch 2.13): ``F.grid_sample`` on a 4-D input reaches
 ``grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners)`` with
 modes as integers (interpolation 0 bilinear, 1 nearest, 2 bicubic; padding 0 zeros,
 1 border, 2 reflection).
+
+Note [Affine grid]
+~~~~~~~~~~~~~~~~~~
+``affine_grid_generator(theta, size, align_corners)`` writes ``grid[n, .., w, k] =
+theta[n, k, 0] x_w + theta[n, k, 1] y_h (+ theta[n, k, 2] z_d) + theta[n, k, -1]`` with
+the normalised coordinates ``x_w = -1 + 2 w / (W - 1)`` (scaled by ``(W - 1) / W``
+without ``align_corners``; 0 for a size-1 dim). Eager multiplies a base grid ``(x, y,
+1)`` with ``theta`` (a bmm, 6 FLOPs per 2-D output element). The lowering computes each
+coordinate vector once and accumulates the terms from the outermost spatial dim in:
+``t[n, h, k] = theta[n, k, 1] y_h + theta[n, k, 2]`` per row, then ``grid = theta[n, k,
+0] x_w + t`` per element, 2 FLOPs per output element (the Horner form a fused kernel
+would run), so the bound never exceeds eager's work.
 """
 
 from __future__ import annotations
 
-from solar.frontends.kit import Nest, UnsupportedOpError, all_of
+from solar.frontends.kit import Nest, UnsupportedOpError, all_of, nest
 from solar.frontends.pytorch.lowering_utils import (
     accumulate_dtype,
     binop,
@@ -152,3 +165,61 @@ def _grid_sampler_2d(ctx: LowerCtx, call: OpCall) -> None:
 def _to_index(e: Expr) -> Expr:
     """``e`` (an integral float) as an i64 index."""
     return cast(e, None, DType.I64)
+
+
+@LOWERINGS.register("aten.affine_grid_generator")
+def _affine_grid(ctx: LowerCtx, call: OpCall) -> None:
+    """``affine_grid_generator(theta, size, align_corners)`` (Note [Affine grid])."""
+    theta, out = tensor_arg(call, 0, "theta"), out0(call)
+    size = [int(v) for v in call.arg(1, "size")]
+    align = bool(call.arg(2, "align_corners"))
+    spatial = size[2:]
+    nsp = len(spatial)
+    if nsp not in (2, 3) or theta.shape != (size[0], nsp, nsp + 1) or 0 in out.shape:
+        raise UnsupportedOpError("affine_grid_generator of an unexpected shape")
+    dt = out.dtype
+    n_ext = size[0]
+    kb = ctx.kernel()
+    coords = []
+    for ext in spatial:
+        # Note [Affine grid]: x_w = w * scale + shift (0 for a single position).
+        span = 1.0 if align else (ext - 1) / ext
+        coord = kb.local(dt, [ext], "coord")
+        (v,) = ctx.vars(kb, 1, "s")
+        if ext > 1:
+            value = binop(
+                "+",
+                binop("*", cast(v, DType.I64, dt), lit(2.0 / (ext - 1) * span)),
+                lit(-span),
+            )
+            kb.emit(*nest([(v, ext)], [Assign(coord[v], value)]))
+        else:
+            kb.emit(Assign(coord[IntLit(0)], lit(0.0)))
+        coords.append(coord)
+    partial: Expr | None = None  # t[n, s_0 .. s_pos, k] read at the current loop indices
+    n, k = ctx.vars(kb, 2, "n")
+    loops = [(n, n_ext)]
+    prefix: list[Expr] = [n]
+    for pos, ext in enumerate(spatial):
+        (v,) = ctx.vars(kb, 1, "s")
+        loops.append((v, ext))
+        prefix.append(v)
+        col = nsp - 1 - pos  # theta's column for this dim: x (W) is column 0
+        term = binop(
+            "*",
+            cast(ctx.read(theta, [n, k, IntLit(col)]), theta.dtype, dt),
+            coords[pos][v if ext > 1 else IntLit(0)],
+        )
+        const = (
+            partial
+            if partial is not None
+            else cast(ctx.read(theta, [n, k, IntLit(nsp)]), theta.dtype, dt)
+        )
+        value = binop("+", term, const)
+        if pos == nsp - 1:
+            target: Access = ctx.write(out, [*prefix, k])
+        else:
+            buf = kb.local(dt, [n_ext, *spatial[: pos + 1], nsp], "t")
+            target = buf[(*prefix, k)]
+        kb.emit(*nest([*loops, (k, nsp)], [Assign(target, value)]))
+        partial = target

@@ -104,6 +104,18 @@ JOINS = [
     lambda a, b, i, j: a.scatter_reduce(1, j.view(1, 2).expand(3, 2), b, "amax"),
     lambda a, b, i, j: a.scatter_reduce(1, j.view(1, 2).expand(3, 2), b, "prod"),
     lambda a, b, i, j: a.scatter_reduce(1, j.view(1, 2).expand(3, 2), b, "sum", include_self=False),
+    lambda a, b, i, j: a.scatter_reduce(
+        1, j.view(1, 2).expand(3, 2), b, "amax", include_self=False
+    ),
+    lambda a, b, i, j: a.scatter_reduce(
+        1, j.view(1, 2).expand(3, 2), b, "amin", include_self=False
+    ),
+    lambda a, b, i, j: a.scatter_reduce(1, j.view(1, 2).expand(3, 2), b, "amin"),
+    lambda a, b, i, j: a.scatter_reduce(1, j.view(1, 2).expand(3, 2), b, "mean"),
+    lambda a, b, i, j: a.scatter_reduce(
+        1, j.view(1, 2).expand(3, 2), b, "mean", include_self=False
+    ),
+    lambda a, b, i, j: a.scatter_reduce(0, i.view(2, 1).expand(2, 2), b[:2], "mean"),
     lambda a, b, i, j: a.index_put((i,), b[0, 0]),
     lambda a, b, i, j: a.index_put((i, j), b[0], accumulate=True),
     lambda a, b, i, j: a.index_add(1, j, b, alpha=2),
@@ -119,6 +131,37 @@ def test_joins_indexing_scatter(fn: object) -> None:
     check_program(
         fn, torch.randn(3, 4), torch.randn(3, 2), torch.tensor([2, 0]), torch.tensor([3, 1])
     )
+
+
+@pytest.mark.parametrize("reduce", ["sum", "prod", "amax", "amin", "mean"])
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
+def test_scatter_reduce_with_duplicates(reduce: str, include_self: bool, dtype: object) -> None:
+    """Every reduction of ``scatter_reduce.two``, with and without ``self``, on targets hit
+    several times (mean divides by the count, floor for integers) and targets never hit."""
+    idx = torch.tensor([[0, 0, 2, 0], [3, 1, 1, 1]])
+    a = (torch.randn(2, 5) * 10).to(dtype)
+    s = (torch.randn(2, 4) * 10).to(dtype)
+    check_program(lambda x, y: x.scatter_reduce(1, idx, y, reduce, include_self=include_self), a, s)
+    check_program(
+        lambda x, y: x.clone().scatter_reduce_(1, idx, y, reduce, include_self=include_self),
+        a,
+        s,
+    )
+
+
+def test_scatter_mean_divides_only_under_a_value_guard() -> None:
+    """Note [Scatter mean division]: which elements a scatter targets depends on the
+    index values, so the division is charged nowhere (a lower bound); the sums and the
+    counts once per index element."""
+    from solar.einsum import lift_to_einsum
+
+    idx = torch.tensor([[0, 0, 2, 0], [3, 1, 1, 1]])
+    lowered = check_program(
+        lambda x, y: x.scatter_reduce(1, idx, y, "mean"), torch.randn(2, 5), torch.randn(2, 4)
+    )
+    flops = sum(node.flops.evaluate({}) for node in lift_to_einsum(lowered.program).nodes)
+    assert flops == 2 * idx.numel()
 
 
 def test_scatter_with_duplicates_accumulates() -> None:
@@ -236,3 +279,30 @@ def test_constant_pad_partitions_output() -> None:
 def test_advanced_index_negative_indices(fn: object) -> None:
     """Negative indices count from the end (transformers: ``input_ids[:, [-1, 0]]``)."""
     check_program(fn, torch.randn(4, 5))
+
+
+ROT90 = [
+    (1, (0, 1)),
+    (2, (0, 1)),
+    (3, (0, 1)),
+    (0, (1, 2)),
+    (4, (1, 2)),
+    (-1, (1, 2)),
+    (5, (2, 0)),
+    (1, (-1, -3)),
+    (-2, (0, 2)),
+    (3, (2, 1)),
+]
+
+
+@pytest.mark.parametrize(("k", "dims"), ROT90)
+def test_rot90_is_a_free_copy(k: int, dims: tuple[int, int]) -> None:
+    """``rot90`` (any ``k``, any dims pair, on non-square dims) is one copying kernel: no
+    FLOPs, each element read and written once."""
+    from solar.einsum import lift_to_einsum
+
+    x = torch.randn(2, 3, 4)
+    low = check_program(lambda t: torch.rot90(t, k, dims), x)
+    graph = lift_to_einsum(low.program)
+    assert sum(node.flops.evaluate({}) for node in graph.nodes) == 0
+    assert len(low.program.kernels) == 1

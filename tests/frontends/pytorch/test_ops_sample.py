@@ -64,3 +64,35 @@ def test_modes_not_lowered_are_uncovered(mode: str, padding: str) -> None:
     )
     assert [u.target for u in lowered.coverage] == ["aten.grid_sampler_2d.default"]
     assert lowered.coverage[0].bytes_share > 0
+
+
+AFFINE_SIZES = [
+    (2, 3, 4, 5),
+    (1, 1, 1, 6),
+    (3, 2, 5, 1),
+    (2, 1, 3, 4, 5),
+    (1, 2, 1, 2, 3),
+]
+
+
+@pytest.mark.filterwarnings("ignore:Since version 1.3.0, affine_grid")  # unit-size grids
+@pytest.mark.parametrize("align", [False, True])
+@pytest.mark.parametrize("size", AFFINE_SIZES)
+def test_affine_grid(size: tuple[int, ...], align: bool) -> None:
+    """``F.affine_grid`` (2-D and 3-D, both ``align_corners``, size-1 dims): 2 FLOPs per
+    output element plus the per-row and coordinate terms (Note [Affine grid]), below
+    eager's bmm with the base grid."""
+    from solar.einsum import lift_to_einsum
+
+    nsp = len(size) - 2
+    theta = torch.randn(size[0], nsp, nsp + 1)
+    lowered = check_program(lambda t: F.affine_grid(t, list(size), align_corners=align), theta)
+    flops = sum(node.flops.evaluate({}) for node in lift_to_einsum(lowered.program).nodes)
+    n, spatial = size[0], size[2:]
+    coords = sum(2 * e for e in spatial if e > 1)
+    partials, prefix = 0, n
+    for e in spatial:
+        prefix *= e
+        partials += 2 * prefix * nsp
+    assert flops == coords + partials
+    assert flops <= coords + (2 * nsp + 1) * nsp * prefix  # eager: nsp + 1 products, nsp adds
