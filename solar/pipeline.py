@@ -63,6 +63,7 @@ from solar.ir import (
     fill_generated,
     float_dtypes,
     forward_copies,
+    merge_duplicate_kernels,
     print_program,
     resolve_sizes,
     treat_as_intermediates,
@@ -257,6 +258,9 @@ class PreparedProgram:
         graph: the einsum graph of the program the bounds see.
         copy_kernels: kernels of ``program`` that only copy a view and are read through
             for the bounds (Note [Copies] in `solar.ir.passes`).
+        duplicate_kernels: kernels of ``program`` that compute the same values as an
+            earlier one, whose readers read the earlier one's result for the bounds (Note
+            [Duplicate kernels] in `solar.ir.passes`).
     """
 
     front: FrontendResult
@@ -267,6 +271,7 @@ class PreparedProgram:
     precision: PrecisionPolicy
     graph: EinsumGraph
     copy_kernels: int = 0
+    duplicate_kernels: int = 0
 
 
 def prepare_program(
@@ -298,13 +303,23 @@ def prepare_program(
     sizes = resolve_sizes(program, front.ir_sizes)
     precision = effective_precision(front, options.precision)
     (progress or _quiet)("lifting to einsum graph")
-    bounds_program, masked, copies = _bounds_program(front, program)
-    if masked:
+    bounds = _bounds_program(front, program)
+    if bounds.masked:
         notes = (*notes, _MASK_NOTE)
-    graph = lift_to_einsum(bounds_program)
+    graph = lift_to_einsum(bounds.program)
     if reference is not None:
         reference = _RememberedReference(reference)
-    return PreparedProgram(front, program, reference, notes, sizes, precision, graph, copies)
+    return PreparedProgram(
+        front,
+        program,
+        reference,
+        notes,
+        sizes,
+        precision,
+        graph,
+        copy_kernels=bounds.copies,
+        duplicate_kernels=bounds.duplicates,
+    )
 
 
 _MASK_NOTE = (
@@ -339,17 +354,23 @@ def _with_constant_params(prepared: PreparedProgram) -> PreparedProgram:
     program = constant_params(prepared.program, plan.inputs)
     if program is prepared.program:
         return prepared
-    bounds_program, masked, copies = _bounds_program(prepared.front, program)
+    bounds = _bounds_program(prepared.front, program)
     notes = prepared.notes
-    if masked and _MASK_NOTE not in notes:
+    if bounds.masked and _MASK_NOTE not in notes:
         notes = (*notes, _MASK_NOTE)
     notes = (*notes, "constant buffers: parameters whose captured values follow an index "
              "pattern (" + ", ".join(t.name for t in program.tensors if t.role == "temp"
                                      and any(p.name == t.name and p.role == "param"
                                              for p in prepared.program.tensors))
              + ") are computed from indices, not read")
-    graph = lift_to_einsum(bounds_program)
-    return replace(prepared, notes=notes, graph=graph, copy_kernels=copies)
+    graph = lift_to_einsum(bounds.program)
+    return replace(
+        prepared,
+        notes=notes,
+        graph=graph,
+        copy_kernels=bounds.copies,
+        duplicate_kernels=bounds.duplicates,
+    )
 
 
 def _reference_for(
@@ -366,22 +387,49 @@ def _reference_for(
     return substituted
 
 
-def _bounds_program(front: FrontendResult, program: Program) -> tuple[Program, bool, int]:
-    """The program the bounds see: random draws as writes only, work a constant mask hides
-    skipped, copies read through, dead work removed, uncovered values as intermediates;
-    whether a mask applied; and how many copy kernels were read through."""
-    # masks first: a draw filled with zeros would read as a constant mask
-    unmasked = elide_masked_work(program, keep=frozenset(front.keep_live))
-    filled = fill_generated(unmasked, front.generated_values)
-    copied = forward_copies(filled, keep=frozenset(front.keep_live))  # Note [Copies]
+@dataclass(frozen=True, slots=True)
+class _BoundsProgram:
+    """The program the bounds see, and what was done to get it.
+
+    Attributes:
+        program: random draws as writes only, work a constant mask hides skipped,
+            duplicates and copies read through, dead work removed, uncovered values as
+            intermediates.
+        masked: whether a constant mask applied.
+        copies: copy kernels read through (dead only once their copies were).
+        duplicates: kernels that repeat an earlier one's work (dead only once merged).
+    """
+
+    program: Program
+    masked: bool
+    copies: int
+    duplicates: int
+
+
+def _bounds_program(front: FrontendResult, program: Program) -> _BoundsProgram:
+    """The program the bounds see (`_BoundsProgram`)."""
+    keep = frozenset(front.keep_live)
+    # masks first: a draw filled with zeros would read as a constant mask; duplicates
+    # before the fills: two draws filled with zeros would read as one (Note [Duplicate
+    # kernels])
+    unmasked = elide_masked_work(program, keep=keep)
+    merged = merge_duplicate_kernels(unmasked, keep=keep)
+    filled = fill_generated(merged, front.generated_values)
+    copied = forward_copies(filled, keep=keep)  # Note [Copies]
     p = eliminate_dead_code(copied, keep=front.keep_live)
-    copies = 0
-    if copied is not filled:  # the kernels dead only once their copies were read through
-        copies = len(eliminate_dead_code(filled, keep=front.keep_live).kernels) - len(p.kernels)
-    return (
+    # the kernels dead only once their duplicates were merged, then their copies read through
+    unforwarded = len(p.kernels)
+    if copied is not filled:
+        unforwarded = len(eliminate_dead_code(filled, keep=front.keep_live).kernels)
+    unmerged = unforwarded
+    if merged is not unmasked:
+        unfilled = fill_generated(unmasked, front.generated_values)
+        unmerged = len(eliminate_dead_code(unfilled, keep=front.keep_live).kernels)
+    return _BoundsProgram(
         treat_as_intermediates(p, front.uncovered_values),
-        unmasked is not program,
-        copies,
+        masked=unmasked is not program,
+        copies=unforwarded - len(p.kernels),
+        duplicates=unmerged - unforwarded,
     )
 
 
@@ -937,9 +985,14 @@ def report_at(
             statements=base.statements,
             alias_kernels=sum(1 for k in program.kernels if k.alias),
             dead_kernels=max(
-                0, len(program.kernels) - len(prepared.graph.kernels) - prepared.copy_kernels
+                0,
+                len(program.kernels)
+                - len(prepared.graph.kernels)
+                - prepared.copy_kernels
+                - prepared.duplicate_kernels,
             ),
             copy_kernels=prepared.copy_kernels,
+            duplicate_kernels=prepared.duplicate_kernels,
             text=base.ir_text if options.include_ir else None,
         ),
         # a model file's own size constants, unless hand-written IR replaced its program
@@ -972,7 +1025,7 @@ def _training_info(
 
     step = front.step
     assert step is not None
-    program, _, _ = _bounds_program(front, prepared.program)
+    program = _bounds_program(front, prepared.program).program
     phases = []
     for part in split_phases(program, step.phase_of):
         compiled = compile_costs(lift_to_einsum(part.program))

@@ -52,6 +52,7 @@ from solar.ir.passes import (
     eliminate_dead_code,
     fill_generated,
     forward_copies,
+    merge_duplicate_kernels,
     treat_as_intermediates,
 )
 from solar.ir.printer import print_expr, print_program, print_stmt
@@ -122,6 +123,7 @@ __all__ = [
     "lit",
     "map_expr",
     "map_exprs",
+    "merge_duplicate_kernels",
     "parse_expr",
     "parse_program",
     "print_expr",

@@ -5,7 +5,9 @@ Contract: ``Program -> Program`` with the same outputs for the same inputs.
 PyTorch computes max-pool indices, saved batch-norm statistics or an LSTM's
 workspace whether or not anything reads them); the bounds are computed on the
 result, so dead work is never charged (Note [Dead code] in docs/bounds.md).
-`forward_copies` reads through kernels that only move data (Note [Copies]).
+`forward_copies` reads through kernels that only move data (Note [Copies]);
+`merge_duplicate_kernels` reads the first of kernels that compute the same values (Note
+[Duplicate kernels]).
 """
 
 from __future__ import annotations
@@ -34,7 +36,13 @@ from solar.ir.nodes import (
 )
 from solar.ir.traversal import map_expr, map_exprs, walk_exprs, walk_stmts
 
-__all__ = ["eliminate_dead_code", "fill_generated", "forward_copies", "treat_as_intermediates"]
+__all__ = [
+    "eliminate_dead_code",
+    "fill_generated",
+    "forward_copies",
+    "merge_duplicate_kernels",
+    "treat_as_intermediates",
+]
 
 
 def _reads(expr_sources: tuple[object, ...]) -> set[str]:
@@ -352,3 +360,170 @@ def _through(expr: Expr, copies: dict[str, tuple[tuple[str, ...], Expr]]) -> Exp
         return _substitute(source, dict(zip(variables, e.indices, strict=True)))
 
     return map_expr(expr, read_source)
+
+
+# Note [Duplicate kernels]
+# ~~~~~~~~~~~~~~~~~~~~~~~~
+# A program can compute the same values twice: a jaxpr holds ``square(x)`` once for a
+# LayerNorm's mean of squares and again for an RMSNorm of the same input (XLA's CSE keeps
+# one), and PyTorch code can write ``x.pow(2)`` twice. Charged as written, the work is
+# counted twice, above what any implementation that computes it once needs: an
+# over-count. `merge_duplicate_kernels` rewrites the readers of the later copy to read the
+# earlier one's result, and the later kernel, now dead, goes with `eliminate_dead_code`.
+# Only exact matches qualify. Kernel K2 (later) duplicates K1 when, with loop variables,
+# kernel-local tensors and the program tensors each writes renamed in the order they
+# appear, the two kernels are the same (same loop nests, statements, guards, local and
+# target dtypes and shapes), so they read the same program tensors at the same points;
+# no kernel between them writes a tensor K1 reads (so both read the same values); K1 is
+# the only writer of its targets (they keep K1's values for every later reader); and
+# every target of K2 is a temp written by K2 alone, not an output, not read by an alias
+# kernel and not kept for an uncovered op. Neither is an alias kernel. Readers are
+# rewritten in launch order, so a kernel that duplicates another only once its inputs were
+# merged (``a = x * x; b = x * x; c = a + 1; d = b + 1``) is merged too. Values a
+# frontend feeds as random draws are distinct inputs, so two draws never match; the
+# pipeline runs this pass before `fill_generated` turns them into identical fills.
+
+
+def _written(kernel: Kernel) -> tuple[str, ...]:
+    """Program-level tensors ``kernel`` writes, in order of first write."""
+    local = {d.name for d in kernel.locals}
+    out: dict[str, None] = {}
+    for stmt, _ in walk_stmts(kernel.body):
+        if isinstance(stmt, Assign | Reduce) and stmt.target.tensor not in local:
+            out.setdefault(stmt.target.tensor, None)
+    return tuple(out)
+
+
+def _canonical(kernel: Kernel, written: tuple[str, ...], decls: dict[str, TensorDecl]) -> object:
+    """``kernel`` up to renaming (Note [Duplicate kernels]): a hashable key."""
+    tensors = {d.name: f"%l{n}" for n, d in enumerate(kernel.locals)}
+    tensors |= {name: f"%w{n}" for n, name in enumerate(written)}
+    counter = [0]
+
+    def expr(e: Expr, env: dict[str, str]) -> Expr:
+        def rename(x: Expr) -> Expr | None:
+            if isinstance(x, Name) and x.name in env:
+                return Name(env[x.name])
+            if isinstance(x, Access) and x.tensor in tensors:
+                return dataclasses.replace(x, tensor=tensors[x.tensor])
+            return None
+
+        return map_expr(e, rename)
+
+    def stmt(s: Stmt, env: dict[str, str]) -> Stmt:
+        match s:
+            case Assign() | Reduce():
+                target = expr(s.target, env)
+                assert isinstance(target, Access)
+                return dataclasses.replace(s, target=target, value=expr(s.value, env))
+            case For():
+                lo, hi = expr(s.lo, env), expr(s.hi, env)
+                inner = {**env, s.var: f"%i{counter[0]}"}
+                counter[0] += 1
+                body = tuple(stmt(b, inner) for b in s.body)
+                return dataclasses.replace(s, var=inner[s.var], lo=lo, hi=hi, body=body)
+            case If():
+                cond = expr(s.cond, env)
+                return dataclasses.replace(s, cond=cond, body=tuple(stmt(b, env) for b in s.body))
+            case _:
+                assert_never(s)
+
+    return (
+        tuple((d.dtype, d.shape) for d in kernel.locals),
+        tuple((decls[name].dtype, decls[name].shape) for name in written),
+        tuple(stmt(s, {}) for s in kernel.body),
+    )
+
+
+def _guards(ctx: tuple[For | If, ...]) -> tuple[Expr, ...]:
+    """The loop bounds and conditions that enclose a statement."""
+    return tuple(e for c in ctx for e in ((c.lo, c.hi) if isinstance(c, For) else (c.cond,)))
+
+
+def merge_duplicate_kernels(program: Program, *, keep: Collection[str] = ()) -> Program:
+    """Read the first of kernels that compute the same values (Note [Duplicate kernels]).
+
+    Returns the same object when no kernel duplicates an earlier one. Run
+    `eliminate_dead_code` after it: the duplicates are then dead.
+
+    >>> from solar.ir import parse_program, print_program
+    >>> p = parse_program('''solar-ir 1
+    ... program p
+    ... input X : f32[4]
+    ... temp A : f32[4]
+    ... temp B : f32[4]
+    ... output Y : f32[4]
+    ... kernel sq1 { for i in 0 .. 4 { A[i] = X[i] * X[i] } }
+    ... kernel sq2 { for j in 0 .. 4 { B[j] = X[j] * X[j] } }
+    ... kernel add { for i in 0 .. 4 { Y[i] = A[i] + B[i] } }
+    ... ''')
+    >>> q = eliminate_dead_code(merge_duplicate_kernels(p))
+    >>> [k.name for k in q.kernels]
+    ['sq1', 'add']
+    >>> print(print_program(q).strip().splitlines()[-3])
+        Y[i] = A[i] + A[i]
+    """
+    decls = {t.name: t for t in program.tensors}
+    writers: dict[str, set[int]] = {}
+    alias_reads: set[str] = set()
+    for index, kernel in enumerate(program.kernels):
+        for s, ctx in walk_stmts(kernel.body):
+            if isinstance(s, Assign | Reduce):
+                writers.setdefault(s.target.tensor, set()).add(index)
+                if kernel.alias:
+                    alias_reads |= _leaf_uses(s, _guards(ctx))
+
+    def mergeable(first: int, later: int, targets: tuple[str, ...], reads: set[str]) -> bool:
+        return all(
+            decls[t].role == "temp"
+            and t not in keep
+            and t not in alias_reads
+            and writers.get(t) == {later}
+            for t in targets
+        ) and not any(first < w < later for r in reads for w in writers.get(r, ()))
+
+    renamed: dict[str, str] = {}
+    seen: dict[object, list[tuple[int, tuple[str, ...]]]] = {}
+    kernels = list(program.kernels)
+    for index, kernel in enumerate(program.kernels):
+        if renamed:
+            kernel = _read_renamed(kernel, renamed)
+            kernels[index] = kernel
+        written = _written(kernel)
+        if kernel.alias or not written or any(writers.get(t) != {index} for t in written):
+            continue
+        local = {d.name for d in kernel.locals}
+        reads = (
+            {
+                r
+                for s, ctx in walk_stmts(kernel.body)
+                if isinstance(s, Assign | Reduce)
+                for r in _leaf_uses(s, _guards(ctx))
+            }
+            - local
+            - set(written)
+        )
+        key = _canonical(kernel, written, decls)
+        for first, targets in reversed(seen.get(key, [])):
+            if mergeable(first, index, written, reads):
+                renamed |= dict(zip(written, targets, strict=True))
+                break
+        else:
+            seen.setdefault(key, []).append((index, written))
+    if not renamed:
+        return program
+    return dataclasses.replace(program, kernels=tuple(kernels))
+
+
+def _read_renamed(kernel: Kernel, renamed: dict[str, str]) -> Kernel:
+    """``kernel`` reading ``renamed[T]`` wherever it read ``T``."""
+
+    def read(e: Expr) -> Expr | None:
+        if isinstance(e, Access) and e.tensor in renamed:
+            return dataclasses.replace(e, tensor=renamed[e.tensor])
+        return None
+
+    body = tuple(map_exprs(s, lambda e: map_expr(e, read)) for s in kernel.body)
+    if all(a is b for a, b in zip(body, kernel.body, strict=True)):
+        return kernel
+    return dataclasses.replace(kernel, body=body)

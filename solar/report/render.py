@@ -353,7 +353,7 @@ def _ir_line(report: Report) -> str:
     ir = report.ir
     line = f"IR: {ir.kernels} kernels, {ir.statements} statements"
     why = []
-    removed = ir.dead_kernels + ir.copy_kernels
+    removed = ir.dead_kernels + ir.copy_kernels + ir.duplicate_kernels
     if removed:
         why.append(f"{ir.kernels - removed} bounded")
     if ir.dead_kernels:
@@ -361,6 +361,9 @@ def _ir_line(report: Report) -> str:
     if ir.copy_kernels:
         plural = "ies" if ir.copy_kernels != 1 else "y"
         why.append(f"{ir.copy_kernels} cop{plural} of a view, read through")
+    if ir.duplicate_kernels:
+        plural = "s" if ir.duplicate_kernels != 1 else ""
+        why.append(f"{ir.duplicate_kernels} duplicate{plural} of earlier work, merged")
     if ir.alias_kernels:
         why.append(f"{ir.alias_kernels} free view" + ("s" if ir.alias_kernels != 1 else ""))
     if why:

@@ -91,6 +91,11 @@ class IRInfo(BaseModel):
         description="kernels that only copy a view: their readers read through them, and "
         "they are removed before bounding (1.3)",
     )
+    duplicate_kernels: int = Field(
+        default=0,
+        description="kernels that compute the same values as an earlier kernel: their "
+        "readers read the earlier result, and they are removed before bounding (1.3)",
+    )
     text: str | None = None
 
 
