@@ -36,6 +36,23 @@ outside a known region are finite (``-inf - m`` is ``-inf``, ``0 * v`` is 0); a
 at every outer point (every row of a causal mask keeps its diagonal), otherwise
 subtractions of it are not folded. Only affine comparisons over literal shapes are
 handled; anything else is left as it is (dense work, a lower bound all the same).
+
+Note [Conjunctions]: a sliding-window (local) attention mask keeps a band,
+``i - w <= j <= i``: two comparisons joined by ``and`` (``tril(ones).triu(-w)``, whose
+formula is a select nested in a select and folds to ``select(a and b, 1.0, 0.0)``;
+``tril(ones) * triu(ones, -w)`` of two 0/1 literals; ``m1 & m2`` of two bool masks). A
+condition is therefore a *conjunction* of affine comparisons (`_conj`): guards and
+select branches add each of them, and the writers of a tensor read only inside the band
+are guarded by all of them (nested ``if``s, which the counters count exactly). Its
+negation is a disjunction, which no guard expresses, so a constant region is stored as
+the conjunction *outside* of which the value holds (`_Region.outside`): the masked-out
+scores of a band hold ``-inf`` outside ``a and b``, and the identity terms of a reduction
+are skipped by guarding it with ``a and b``. A ``max=`` over a band is finite when every
+row keeps a point (`_nonempty_interval`: with unit coefficients on the reduced index,
+each comparison bounds it from one side, and the interval left is non-empty at every
+outer point exactly when each lower bound is at most each upper bound over the box of
+outer loops, an affine check at the box's corners). A disjunction (``not (a and b)``
+inside a guard) is left alone: the work stays dense, a lower bound all the same.
 """
 
 from __future__ import annotations
@@ -99,6 +116,43 @@ def _pred(e: Expr, loop_vars: frozenset[str]) -> Pred | None:
 def _negate(p: Pred) -> Pred:
     """``not (L <= 0)`` is ``-L + 1 <= 0`` over the integers."""
     return Lin.of({v: -c for v, c in p.coefs}, 1 - p.const)
+
+
+def _conj(e: Expr, loop_vars: frozenset[str]) -> tuple[Pred, ...] | None:
+    """``e`` as a conjunction of affine comparisons (Note [Conjunctions]), or None.
+
+    ``true`` is the empty conjunction; ``a and b`` joins two; ``not (a or b)`` is
+    ``not a and not b``; ``not (a and b)`` is a disjunction, so None.
+    """
+    match e:
+        case BoolLit(value=True):
+            return ()
+        case Binary(op="and", lhs=a, rhs=b):
+            ca, cb = _conj(a, loop_vars), _conj(b, loop_vars)
+            return None if ca is None or cb is None else (*ca, *cb)
+        case Unary(op="not", operand=Binary(op="or", lhs=a, rhs=b)):
+            return _conj(Binary("and", Unary("not", a), Unary("not", b)), loop_vars)
+        case Unary(op="not", operand=Unary(op="not", operand=o)):
+            return _conj(o, loop_vars)
+        case _:
+            p = _pred(e, loop_vars)
+            return None if p is None else (p,)
+
+
+def _conj_not(e: Expr, loop_vars: frozenset[str]) -> tuple[Pred, ...] | None:
+    """``not e`` as a conjunction of affine comparisons, or None."""
+    return _conj(Unary("not", e), loop_vars)
+
+
+def _all_from_dims(ps: tuple[Pred, ...], subscripts: tuple[Expr, ...],
+                   loop_vars: frozenset[str]) -> tuple[Pred, ...] | None:
+    out = tuple(_from_dims(p, subscripts, loop_vars) for p in ps)
+    return None if any(q is None for q in out) else out  # type: ignore[return-value]
+
+
+def _all_to_dims(ps: tuple[Pred, ...], subscripts: tuple[Expr, ...]) -> tuple[Pred, ...] | None:
+    out = tuple(_to_dims(p, subscripts) for p in ps)
+    return None if any(q is None for q in out) else out  # type: ignore[return-value]
 
 
 def _pred_expr(p: Pred) -> Expr:
@@ -206,6 +260,21 @@ def _fold(e: Expr) -> Expr | None:
                                    _fold(Cast(e.dtype, b)) or Cast(e.dtype, b)))
         case Call(func="select", args=(BoolLit(value=v), a, b)):
             return a if v else b
+        case Call(func="select", args=(c, Call(func="select", args=(c2, a, b)), b2)) if b == b2:
+            # Note [Conjunctions]: a band built as ``tril(ones).triu(-w)``
+            return Call("select", (Binary("and", c, c2), a, b))
+        case Call(func="select", args=(c, a, BoolLit(value=False))) if _is_boolean(a):
+            return Binary("and", c, a)
+        case Binary(op="*", lhs=Call(func="select", args=(c1, a1, b1)),
+                    rhs=Call(func="select", args=(c2, a2, b2))):
+            # two 0/1 masks multiplied (``tril(ones) * triu(ones, -w)``): literals only
+            la, lb, ra, rb = _lit(a1), _lit(b1), _lit(a2), _lit(b2)
+            if not (isinstance(la, float) and isinstance(ra, float) and isinstance(lb, float)
+                    and isinstance(rb, float)):
+                return None
+            if lb != 0.0 or rb != 0.0 or not (math.isfinite(la) and math.isfinite(ra)):
+                return None
+            return Call("select", (Binary("and", c1, c2), lit(la * ra), b1))
         case Binary(op="*", lhs=a, rhs=b) if _is_one(a) or _is_one(b):
             return b if _is_one(a) else a  # x * 1 is x exactly: no operation
         case Binary(op="==" | "!=", lhs=Call(func="select", args=(c, a, b)), rhs=r):
@@ -340,12 +409,14 @@ def _finite_expr(e: Expr, finite: Callable[[Access], bool]) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class _Region:
-    """``tensor`` holds ``value`` wherever ``pred`` (over its dims) holds, once written by
-    ``target`` in ``kernel`` (a read in that same kernel counts only at the same
-    subscripts, i.e. the element the writer has just produced)."""
+    """``tensor`` holds ``value`` wherever the conjunction ``outside`` (over its dims) does
+    not hold, once written by ``target`` in ``kernel`` (a read in that same kernel counts
+    only at the same subscripts, i.e. the element the writer has just produced). Stored
+    as its complement so that a band's two masked-out triangles are one region (Note
+    [Conjunctions])."""
 
     value: float
-    pred: Pred
+    outside: tuple[Pred, ...]
     kernel: str = ""
     target: tuple[Expr, ...] = ()
 
@@ -369,8 +440,8 @@ def _walk(body: tuple[Stmt, ...], visit: _Visit, loops: tuple[For, ...] = (),
             case For():
                 out.append(replace(st, body=_walk(st.body, visit, (*loops, st), guards)))
             case If():
-                p = _pred(st.cond, _loop_vars(loops))
-                g = guards if p is None else (*guards, p)
+                ps = _conj(st.cond, _loop_vars(loops))
+                g = guards if ps is None else (*guards, *ps)
                 out.append(replace(st, body=_walk(st.body, visit, loops, g)))
             case _:
                 out.append(visit(st, loops, guards))
@@ -389,8 +460,12 @@ def _leaves(program: Program) -> list[tuple[_Leaf, tuple[For, ...], tuple[Pred, 
     return found
 
 
-def _guarded(st: Stmt, p: Pred, guards: tuple[Pred, ...]) -> Stmt:
-    return st if p in guards else If(_pred_expr(p), (st,))
+def _guarded(st: Stmt, ps: tuple[Pred, ...], guards: tuple[Pred, ...]) -> Stmt:
+    """``st`` under every condition of ``ps`` not among ``guards`` (innermost last)."""
+    for p in reversed(ps):
+        if p not in guards:
+            st = If(_pred_expr(p), (st,))
+    return st
 
 
 def _reads(e: Expr, preds: tuple[Pred, ...], loop_vars: frozenset[str],
@@ -403,9 +478,9 @@ def _reads(e: Expr, preds: tuple[Pred, ...], loop_vars: frozenset[str],
                 _reads(i, preds, loop_vars, out)
         case Call(func="select", args=(c, a, b)):
             _reads(c, preds, loop_vars, out)
-            p = _pred(c, loop_vars)
-            _reads(a, preds if p is None else (*preds, p), loop_vars, out)
-            _reads(b, preds if p is None else (*preds, _negate(p)), loop_vars, out)
+            pa, pb = _conj(c, loop_vars), _conj_not(c, loop_vars)
+            _reads(a, preds if pa is None else (*preds, *pa), loop_vars, out)
+            _reads(b, preds if pb is None else (*preds, *pb), loop_vars, out)
         case Unary(operand=o) | Cast(operand=o):
             _reads(o, preds, loop_vars, out)
         case Binary(lhs=a, rhs=b):
@@ -528,13 +603,16 @@ def _inline_formulas(m: _Masks) -> Program:
     return replace(m.program, kernels=tuple(kernels))
 
 
-def _nonempty(p: Pred, loops: tuple[For, ...], reduced: frozenset[str]) -> bool:
-    """Every outer point of ``loops`` keeps at least one reduction point under ``p``."""
+def _nonempty(ps: tuple[Pred, ...], loops: tuple[For, ...], reduced: frozenset[str]) -> bool:
+    """Every outer point of ``loops`` keeps at least one reduction point under all of ``ps``."""
     red = [f for f in loops if f.var in reduced]
     if len(red) != 1 or not all(isinstance(f.lo, IntLit) and isinstance(f.hi, IntLit)
                                 and f.step == 1 for f in loops):
         return False
     r = red[0]
+    if len(ps) != 1:
+        return _nonempty_interval(ps, loops, r)
+    p = ps[0]
     a = p.coef(r.var)
     lo_r, hi_r = r.lo.value, r.hi.value - 1  # type: ignore[union-attr]
     if hi_r < lo_r:
@@ -547,6 +625,52 @@ def _nonempty(p: Pred, loops: tuple[For, ...], reduced: frozenset[str]) -> bool:
         lo, hi = f.lo.value, f.hi.value - 1  # type: ignore[union-attr]
         worst += max(c * lo, c * hi)
     return worst <= 0
+
+
+def _extent(f: For) -> tuple[int, int]:
+    """The first and last index of a loop with literal bounds."""
+    assert isinstance(f.lo, IntLit) and isinstance(f.hi, IntLit)
+    return f.lo.value, f.hi.value - 1
+
+
+def _nonempty_interval(ps: tuple[Pred, ...], loops: tuple[For, ...], r: For) -> bool:
+    """`_nonempty` for a conjunction whose reduction coefficients are 0 or +-1.
+
+    Each condition bounds ``r`` from one side by an affine form of the outer indices (or
+    holds or fails regardless of ``r``). The points of ``r`` left form the interval
+    ``[max lower, min upper]``: it is non-empty at every outer point exactly when every
+    lower bound is at most every upper bound there, and each of these differences is
+    affine, so its largest value over the box of outer loops is at a corner.
+    """
+    lo_r, hi_r = _extent(r)
+    lower, upper = [Lin((), lo_r)], [Lin((), hi_r)]
+    always: list[Lin] = []
+    for p in ps:
+        a = p.coef(r.var)
+        rest = Lin.of({v: c for v, c in p.coefs if v != r.var}, p.const)
+        if a == 1:  # r + rest <= 0: r <= -rest
+            upper.append(rest.scaled(-1))
+        elif a == -1:  # -r + rest <= 0: r >= rest
+            lower.append(rest)
+        elif a == 0:
+            always.append(rest)
+        else:
+            return False
+    outer = [f for f in loops if f is not r]
+
+    def worst(lin: Lin) -> int:
+        """The largest value of ``lin`` over the outer loops' box."""
+        return lin.const + sum(
+            max(lin.coef(f.var) * lo, lin.coef(f.var) * hi)
+            for f in outer
+            for lo, hi in (_extent(f),)
+        )
+
+    names = {f.var for f in outer}
+    if any(v not in names for lin in (*lower, *upper, *always) for v, _ in lin.coefs):
+        return False
+    return all(worst(lo.add(hi, -1)) <= 0 for lo in lower for hi in upper) and all(
+        worst(c) <= 0 for c in always)
 
 
 def _forward(m: _Masks, program: Program) -> Program:
@@ -571,13 +695,12 @@ def _forward(m: _Masks, program: Program) -> Program:
         return st
 
     def _reduce(st: Reduce, loops: tuple[For, ...], guards: tuple[Pred, ...],
-                hits: list[tuple[Access, _Region, Pred]]) -> Stmt:
+                hits: list[tuple[Access, _Region, tuple[Pred, ...]]]) -> Stmt:
         ident = _IDENTITY.get(st.op)
-        for a, r, p in hits:
+        for a, r, keep in hits:
             v = _const_value(_subst(st.value, a, lit(r.value)), finite)
             if ident is None or v != ident:
                 continue
-            keep = _negate(p)
             if st.op in ("max", "min"):
                 reduced = _loop_vars(loops) - {s.name for s in st.target.indices
                                                 if isinstance(s, Name)}
@@ -597,33 +720,36 @@ def _forward(m: _Masks, program: Program) -> Program:
 
 
 def _hits(value: Expr, lv: frozenset[str], regions: Mapping[str, _Region],
-          kernel: str) -> list[tuple[Access, _Region, Pred]]:
-    """The reads of ``value`` that fall in a known region, with its predicate there."""
+          kernel: str) -> list[tuple[Access, _Region, tuple[Pred, ...]]]:
+    """The reads of ``value`` that fall in a known region, with the conditions (over the
+    loop variables) outside of which they do."""
     hits = []
     for a, _ in _collect(value, lv):
         r = regions.get(a.tensor)
         if r is None or (r.kernel == kernel and a.indices != r.target):
             continue
-        p = _from_dims(r.pred, a.indices, lv)
-        if p is not None:
-            hits.append((a, r, p))
+        ps = _all_from_dims(r.outside, a.indices, lv)
+        if ps is not None:
+            hits.append((a, r, ps))
     return hits
 
 
-def _assign_region(st: Assign, lv: frozenset[str], hits: list[tuple[Access, _Region, Pred]],
+def _assign_region(st: Assign, lv: frozenset[str],
+                   hits: list[tuple[Access, _Region, tuple[Pred, ...]]],
                    finite: Callable[[Access], bool]) -> _Region | None:
     """The constant region an assignment over a whole tensor gives its target, if any."""
     target, sel = st.target, st.value
     if isinstance(sel, Call) and sel.func == "select":
-        p = _pred(sel.args[0], lv)
-        for value, pred in ((sel.args[1], p), (sel.args[2], None if p is None else _negate(p))):
+        c = sel.args[0]
+        # the first branch is taken inside `c`, so outside `not c`; the second outside `c`
+        for value, outside in ((sel.args[1], _conj_not(c, lv)), (sel.args[2], _conj(c, lv))):
             v = _lit(value)
-            dims = None if pred is None else _to_dims(pred, target.indices)
+            dims = None if not outside else _all_to_dims(outside, target.indices)
             if isinstance(v, float) and dims is not None:
                 return _Region(v, dims)
-    for a, r, p in hits:
+    for a, r, ps in hits:
         v = _const_value(_subst(st.value, a, lit(r.value)), finite)
-        dims = _to_dims(p, target.indices)
+        dims = _all_to_dims(ps, target.indices)
         if v is not None and dims is not None:
             return _Region(v, dims)
     return None
@@ -671,20 +797,23 @@ def _cond_sites(body: tuple[Stmt, ...], loops: tuple[For, ...], guards: tuple[Pr
             lv = _loop_vars(loops)
             for a, preds in _collect(st.cond, lv):
                 sites.setdefault(a.tensor, []).append((a, (*guards, *preds), lv))
-            p = _pred(st.cond, lv)
-            _cond_sites(st.body, loops, guards if p is None else (*guards, p), sites)
+            ps = _conj(st.cond, lv)
+            _cond_sites(st.body, loops, guards if ps is None else (*guards, *ps), sites)
 
 
-def _common_guard(reads: list[tuple[Access, tuple[Pred, ...], frozenset[str]]]) -> Pred | None:
-    """A condition over the tensor's dims that every read sits under, if any."""
+def _common_guard(
+    reads: list[tuple[Access, tuple[Pred, ...], frozenset[str]]],
+) -> tuple[Pred, ...] | None:
+    """The conditions over the tensor's dims that every read sits under, if any."""
     first, guards, _ = reads[0]
+    common: list[Pred] = []
     for g in guards:
         q = _to_dims_partial(g, first.indices)
-        if q is None:
+        if q is None or q in common:
             continue
         if all(_from_dims(q, a.indices, lv) in gs for a, gs, lv in reads):
-            return q
-    return None
+            common.append(q)
+    return tuple(common) or None
 
 
 def _to_dims_partial(p: Pred, subscripts: tuple[Expr, ...]) -> Pred | None:
@@ -697,12 +826,13 @@ def _to_dims_partial(p: Pred, subscripts: tuple[Expr, ...]) -> Pred | None:
     return _compose(p, {v: Lin(((names[v], 1),), 0) for v in names})
 
 
-def _guard_writers(program: Program, name: str, q: Pred) -> Program:
+def _guard_writers(program: Program, name: str, qs: tuple[Pred, ...]) -> Program:
     def visit(st: _Leaf, loops: tuple[For, ...], guards: tuple[Pred, ...]) -> Stmt:
         if st.target.tensor != name:
             return st
-        p = _from_dims(q, st.target.indices, _loop_vars(loops))
-        return st if p is None else _guarded(st, p, guards)
+        lv = _loop_vars(loops)
+        ps = tuple(p for q in qs if (p := _from_dims(q, st.target.indices, lv)) is not None)
+        return _guarded(st, ps, guards)
 
     kernels = tuple(replace(k, body=_walk(k.body, visit)) for k in program.kernels)
     return program if kernels == program.kernels else replace(program, kernels=kernels)

@@ -205,3 +205,62 @@ def test_a_read_outside_the_mask_keeps_the_work() -> None:
     a, b = _run(p), _run(q)
     np.testing.assert_array_equal(a["Z"], b["Z"])
     np.testing.assert_allclose(a["O"], b["O"], rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------- bands
+def _band(b: int = 8, t: int = 64, d: int = 32, k: int = 0, w: int = 15) -> str:
+    """Sliding-window attention: the causal mask's triangle cut to ``i - w <= j``, as
+    ``ones(T, T).tril(k).triu(-w)`` lowers (Note [Conjunctions] in `solar.ir.masks`)."""
+    triu = (f"kernel triu {{ for i in 0 .. {t} {{ for j in 0 .. {t} {{\n"
+            f"  if j >= i - {w} {{ band[i, j] = tri[i, j] }}\n"
+            f"  if j < i - {w} {{ band[i, j] = 0.0 }} }} }} }}\n")
+    return (_causal(b, t, d, k)
+            .replace("temp eq :", f"temp band : f32[{t}, {t}]\ntemp eq :")
+            .replace("kernel eqk", triu + "kernel eqk")
+            .replace("eq[i, j] = tri[i, j] == 0.0", "eq[i, j] = band[i, j] == 0.0"))
+
+
+def _pairs(t: int, k: int, w: int) -> int:
+    i, j = np.indices((t, t))
+    return int(((j <= i + k) & (j >= i - w)).sum())
+
+
+def test_a_sliding_window_charges_the_band_hand_arithmetic() -> None:
+    # B = 8, T = 64, D = 32, window 16 (i - 15 <= j <= i): rows keep 1, 2, ..., 16 keys,
+    # then 16: 136 + 48 * 16 = 904 of the 4,096 (i, j) pairs. QK^T and PV each
+    # 8 * 904 * 32 * 2 = 462,848 FLOPs; per kept point max, exp(x - m), sum, divide: 5.
+    assert _pairs(64, 0, 15) == 904
+    p, q = _bounds_program(_band())
+    h100 = load_hardware_spec("H100_SXM")
+    dense = compute_bounds(lift_to_einsum(eliminate_dead_code(p)), h100, model="fused")
+    masked = compute_bounds(lift_to_einsum(q), h100, model="fused")
+    assert dense.flops_by_pipe["tensor:3xtf32"] == 2 * 2_097_152
+    assert masked.flops_by_pipe["tensor:3xtf32"] == 2 * 462_848
+    assert masked.flops_by_pipe["vector:fp32"] == 8 * 904 * 5
+    text = print_program(q)
+    for name in ("kernel fill", "kernel tril", "kernel triu", "kernel eqk", "eq["):
+        assert name not in text
+    a, c = _run(p), _run(q)
+    np.testing.assert_allclose(a["O"], c["O"], rtol=1e-5, atol=1e-6)
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.integers(1, 2), st.integers(2, 10), st.integers(1, 3), st.integers(-2, 3),
+       st.integers(-1, 6), st.integers(0, 2**16))
+def test_a_band_is_skipped_only_where_provably_masked(b: int, t: int, d: int, k: int, w: int,
+                                                      seed: int) -> None:
+    """For every band, the rewritten program computes the same outputs (NaN rows
+    included) and never charges more; with the diagonal in the band, Q K^T is charged
+    exactly on the band's pairs."""
+    p, q = _bounds_program(_band(b, t, d, k, w))
+    a, c = _run(p, seed), _run(q, seed)
+    np.testing.assert_array_equal(np.isnan(a["O"]), np.isnan(c["O"]))
+    np.testing.assert_allclose(a["O"][~np.isnan(a["O"])], c["O"][~np.isnan(c["O"])],
+                               rtol=1e-5, atol=1e-6)
+    spec = load_hardware_spec("H100_SXM")
+    dense = compute_bounds(lift_to_einsum(eliminate_dead_code(p)), spec, model="fused")
+    masked = compute_bounds(lift_to_einsum(q), spec, model="fused")
+    assert masked.flops <= dense.flops
+    unfused = compute_bounds(lift_to_einsum(q), spec, model="unfused")
+    qk = next(kb for kb in unfused.kernels if kb.name == "qk")
+    assert qk.flops == 2 * b * d * _pairs(t, k, w)

@@ -69,3 +69,43 @@ def test_buffer_mask_is_dense_without_its_values() -> None:
     assert hand["tensor:3xtf32"] == pytest.approx(2 * 8 * 4096 * 32 * 2 / (494.7e12 / 3),
                                                   rel=1e-9)
     assert not any(n.startswith("constant") for n in notes)
+
+
+W = 16  # a sliding window: i - 15 <= j <= i
+
+
+class BandInForward(torch.nn.Module):
+    def __init__(self, build: str) -> None:
+        super().__init__()
+        self.build = build
+
+    def forward(self, q, k, v):  # type: ignore[no-untyped-def]
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(D))
+        if self.build == "float_tril_triu":
+            keep = torch.ones(T, T).tril().triu(-(W - 1)) != 0
+        elif self.build == "bool_tril_triu":
+            keep = torch.ones(T, T, dtype=torch.bool).tril().triu(-(W - 1))
+        elif self.build == "bool_and":
+            ones = torch.ones(T, T, dtype=torch.bool)
+            keep = ones.tril() & ones.triu(-(W - 1))
+        elif self.build == "float_product":
+            keep = (torch.ones(T, T).tril() * torch.ones(T, T).triu(-(W - 1))) != 0
+        else:  # arange comparisons, as Mistral-style code builds it
+            i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]
+            keep = (j <= i) & (j > i - W)
+        att = att.masked_fill(~keep, float("-inf"))
+        return torch.softmax(att, dim=-1) @ v
+
+
+@pytest.mark.parametrize(
+    "build", ["float_tril_triu", "bool_tril_triu", "bool_and", "float_product", "arange"]
+)
+def test_sliding_window_attention_charges_the_band(build: str) -> None:
+    # Note [Conjunctions]: rows keep 1, 2, ..., 16 keys, then 16: 136 + 48 * 16 = 904 of
+    # the 4,096 (i, j) pairs. Both contractions on the band: 2 * 8 * 904 * 32 * 2 =
+    # 925,696 FLOPs; the scale (1) and softmax (max, exp(x - m), sum, divide: 5) per kept
+    # point, 8 * 904 * 6 = 43,392 (dense: 4,489,216 FLOPs in all).
+    qkv = tuple(torch.randn(B, H, T, D) for _ in range(3))
+    report = analyze_module(BandInForward(build), qkv, AnalyzeOptions(archs=("H100_SXM",)))  # type: ignore[arg-type]
+    assert report.validation.status == "passed"
+    assert report.flops == 925_696 + 43_392
