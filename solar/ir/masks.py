@@ -260,13 +260,17 @@ def _fold(e: Expr) -> Expr | None:
                                    _fold(Cast(e.dtype, b)) or Cast(e.dtype, b)))
         case Call(func="select", args=(BoolLit(value=v), a, b)):
             return a if v else b
-        case Call(func="select", args=(c, Call(func="select", args=(c2, a, b)), b2)) if b == b2:
+        case Call(func="select", args=(c, Call(func="select", args=(c2, a, b)), b2)) if (
+            b == b2 and _is_guard(c) and _is_guard(c2)
+        ):
             # Note [Conjunctions]: a band built as ``tril(ones).triu(-w)``
             return Call("select", (Binary("and", c, c2), a, b))
-        case Call(func="select", args=(c, a, BoolLit(value=False))) if _is_boolean(a):
+        case Call(func="select", args=(c, a, BoolLit(value=False))) if (
+            _is_boolean(a) and _is_guard(c) and _is_guard(a)
+        ):
             return Binary("and", c, a)
         case Binary(op="*", lhs=Call(func="select", args=(c1, a1, b1)),
-                    rhs=Call(func="select", args=(c2, a2, b2))):
+                    rhs=Call(func="select", args=(c2, a2, b2))) if _is_guard(c1) and _is_guard(c2):
             # two 0/1 masks multiplied (``tril(ones) * triu(ones, -w)``): literals only
             la, lb, ra, rb = _lit(a1), _lit(b1), _lit(a2), _lit(b2)
             if not (isinstance(la, float) and isinstance(ra, float) and isinstance(lb, float)
@@ -315,6 +319,23 @@ def _fold_boolean(e: Expr) -> Expr | None:
             return BoolLit(v)  # false and x, true or x
         case _:
             return None
+
+
+def _is_guard(e: Expr) -> bool:
+    """True if ``e`` is a condition on indices and sizes only, which the counters take as
+    a guard (Note [Index-only selects]): folding two such conditions into one ``and``
+    charges no work where a branch was not taken (Note [Conjunctions])."""
+    for x in _all(e):
+        match x:
+            case Access() | FloatLit() | Cast():
+                return False
+            case Call(func=f) if f not in ("min", "max"):
+                return False
+            case Binary(op="/"):
+                return False
+            case _:
+                pass
+    return True
 
 
 def _is_boolean(e: Expr) -> bool:
