@@ -370,15 +370,21 @@ def _fold_all(e: Expr, loop_vars: frozenset[str]) -> Expr:
 
 
 def _uncast(e: Expr, loop_vars: frozenset[str]) -> Expr:
-    """An integer cast of an affine index expression is the expression (indices fit)."""
-    if (
-        isinstance(e, Cast)
-        and not e.dtype.is_float
-        and e.dtype != DType.BOOL
-        and linear_form(e.operand, {}, loop_vars=loop_vars) is not None
-    ):
-        return e.operand
-    return e
+    """Integer casts of affine index expressions dropped (indices fit), at any depth of an
+    integer sum (``i32(i) + 3``), when the whole is then affine."""
+
+    def strip(x: Expr) -> Expr | None:
+        if (
+            isinstance(x, Cast)
+            and not x.dtype.is_float
+            and x.dtype != DType.BOOL
+            and linear_form(x.operand, {}, loop_vars=loop_vars) is not None
+        ):
+            return x.operand
+        return None
+
+    bare = _map(e, strip)
+    return bare if linear_form(bare, {}, loop_vars=loop_vars) is not None else e
 
 
 def _const_value(e: Expr, finite: Callable[[Access], bool]) -> float | None:
@@ -901,7 +907,14 @@ def constant_params(program: Program, values: Mapping[str, object]) -> Program:
     tensors = list(program.tensors)
     for n, t in enumerate(program.tensors):
         v = values.get(t.name)
-        if t.role != "param" or not isinstance(v, np.ndarray) or len(t.shape) < 2:
+        if t.role != "param" or not isinstance(v, np.ndarray):
+            continue
+        offset = _iota_offset(v, t.shape, t.dtype)
+        if offset is not None:
+            kernels.append(_iota_kernel(t.name, t.shape[0], t.dtype, offset))
+            tensors[n] = replace(t, role="temp")
+            continue
+        if len(t.shape) < 2:
             continue
         if v.dtype.kind not in "fb" or not all(isinstance(s, IntLit) for s in t.shape):
             continue
@@ -915,6 +928,35 @@ def constant_params(program: Program, values: Mapping[str, object]) -> Program:
     if not kernels:
         return program
     return replace(program, tensors=tuple(tensors), kernels=(*kernels, *program.kernels))
+
+
+def _iota_offset(v: object, shape: tuple[Expr, ...], dtype: DType) -> int | None:
+    """``c`` when ``v`` is the integer vector ``arange(n) + c`` (``n >= 2``), else None.
+
+    Note [Iota parameters]: JAX captures ``jnp.arange(T)`` inside a traced function as a
+    constant, which the IR takes as a parameter; a sliding-window mask compares two of
+    them (``q_pos >= k_pos`` and ``q_pos <= k_pos + w``). As a formula of its index the
+    comparison is an affine guard (Note [Conjunctions]); the values are the same.
+    """
+    import numpy as np
+
+    arr = np.asarray(v)
+    if (len(shape) != 1 or not isinstance(shape[0], IntLit) or dtype.is_float
+            or dtype == DType.BOOL or arr.ndim != 1 or arr.shape[0] != shape[0].value
+            or arr.shape[0] < 2 or arr.dtype.kind not in "iu"):
+        return None
+    offset = int(arr[0])
+    if not np.array_equal(arr, np.arange(arr.shape[0]) + offset):
+        return None
+    return offset
+
+
+def _iota_kernel(name: str, extent: Expr, dtype: DType, offset: int) -> Kernel:
+    value: Expr = Cast(dtype, Name("c0"))
+    if offset:
+        value = Binary("+" if offset > 0 else "-", value, IntLit(abs(offset)))
+    body = For("c0", IntLit(0), extent, (Assign(Access(name, (Name("c0"),)), value),))
+    return Kernel(f"{name}_from_indices", (), (body,))
 
 
 def _tri_pattern(v: object) -> tuple[bool, int, float | bool, float | bool] | None:

@@ -264,3 +264,32 @@ def test_a_band_is_skipped_only_where_provably_masked(b: int, t: int, d: int, k:
     unfused = compute_bounds(lift_to_einsum(q), spec, model="unfused")
     qk = next(kb for kb in unfused.kernels if kb.name == "qk")
     assert qk.flops == 2 * b * d * _pairs(t, k, w)
+
+
+@pytest.mark.parametrize(("values", "offset"), [(np.arange(6), 0), (np.arange(6) + 3, 3),
+                                                (np.arange(6) - 2, -2), (np.ones(6), None),
+                                                (np.arange(6)[::-1], None)])
+def test_integer_ranges_become_index_formulas(values: np.ndarray, offset: int | None) -> None:
+    """Note [Iota parameters]: an i32 ``arange(n) + c`` parameter compared with another is
+    an affine guard; any other vector stays a parameter."""
+    text = """solar-ir 1
+program iota
+input X : f32[6, 6]
+param a : i32[6]
+output Y : f32[6, 6]
+kernel mf { for i in 0 .. 6 { for j in 0 .. 6 {
+  Y[i, j] = select(a[j] <= a[i], X[i, j], 0.0) } } }
+"""
+    p = parse_program(text)
+    value = values.astype(np.int32)
+    q = constant_params(p, {"a": value})
+    if offset is None:
+        assert q is p
+        return
+    verify_program(q)
+    folded = eliminate_dead_code(elide_masked_work(q))
+    assert "a[" not in print_program(folded)
+    assert "select(j <= i" in print_program(folded)
+    x = np.random.default_rng(0).standard_normal((6, 6)).astype(np.float32)
+    want = execute_program(p, {"X": x, "a": value})["Y"]
+    np.testing.assert_array_equal(execute_program(folded, {"X": x})["Y"], want)

@@ -62,3 +62,36 @@ def test_causal_scores_count_the_triangle(name: str, fn: Callable[..., Any]) -> 
     # the whole program costs less (the masking select now compares indices at each
     # score, 1 FLOP by the counter's rules, where it read a precomputed mask)
     assert sum(after.values()) < sum(before.values())
+
+
+LOCAL = """
+import jax
+import numpy as np
+
+def f(q, k, v):
+    return jax.nn.dot_product_attention(q, k, v, is_causal=True, local_window_size=(3, 0))
+
+def get_inputs():
+    r = np.random.default_rng(0)
+    return [r.standard_normal((2, 16, 1, 8), dtype=np.float32) for _ in range(3)]
+"""
+
+
+def test_local_window_scores_count_the_band(tmp_path: Any) -> None:
+    # Note [Iota parameters] in `solar.ir.masks`: the window compares two captured
+    # `arange(16)` constants; as index formulas they are the guards j <= i and
+    # i - 3 <= j (Note [Conjunctions]), and Q K^T and its scale are charged on the band:
+    # rows keep 1, 2, 3, then 4 keys, 58 of the 256 pairs, 2 * 58 * 8 * 2 = 1,856 FLOPs
+    # (dense 8,192). The masked value is finite (-2.4e38, not -inf), so the softmax and
+    # P V stay dense, as for is_causal alone.
+    from solar.pipeline import AnalyzeOptions, analyze
+
+    path = tmp_path / "local.py"
+    path.write_text(LOCAL)
+    report = analyze(path, AnalyzeOptions(frontend="jax", archs=("H100_SXM",)))
+    assert report.validation.status == "passed"
+    flops = {k.name: k.flops for k in report.archs[0].kernels}
+    assert flops["dot_general"] == 2 * 58 * 8 * 2
+    assert flops["mul"] == 2 * 58
+    assert flops["dot_general_1"] == 2 * 16 * 16 * 8 * 2
+    assert any("constant buffers" in n for n in report.frontend.notes)
