@@ -59,6 +59,7 @@ from solar.ir.printer import print_expr, print_program, print_stmt
 from solar.ir.traversal import (
     accesses,
     eval_int,
+    is_index_condition,
     map_expr,
     map_exprs,
     resolve_sizes,
@@ -121,6 +122,7 @@ __all__ = [
     "grammar_text",
     "linear_form",
     "lit",
+    "is_index_condition",
     "map_expr",
     "map_exprs",
     "merge_duplicate_kernels",

@@ -83,6 +83,7 @@ from solar.ir.nodes import (
     Unary,
     lit,
 )
+from solar.ir.traversal import is_index_condition
 
 __all__ = ["elide_masked_work"]
 
@@ -325,17 +326,7 @@ def _is_guard(e: Expr) -> bool:
     """True if ``e`` is a condition on indices and sizes only, which the counters take as
     a guard (Note [Index-only selects]): folding two such conditions into one ``and``
     charges no work where a branch was not taken (Note [Conjunctions])."""
-    for x in _all(e):
-        match x:
-            case Access() | FloatLit() | Cast():
-                return False
-            case Call(func=f) if f not in ("min", "max"):
-                return False
-            case Binary(op="/"):
-                return False
-            case _:
-                pass
-    return True
+    return is_index_condition(e)
 
 
 def _is_boolean(e: Expr) -> bool:

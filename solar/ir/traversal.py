@@ -34,6 +34,7 @@ __all__ = [
     "accesses",
     "eval_int",
     "expr_children",
+    "is_index_condition",
     "map_expr",
     "map_exprs",
     "resolve_sizes",
@@ -91,6 +92,29 @@ def map_expr(expr: Expr, fn: Callable[[Expr], Expr | None]) -> Expr:
             assert_never(expr)
     out = fn(new)
     return new if out is None else out
+
+
+def is_index_condition(expr: Expr) -> bool:
+    """True if ``expr`` is a condition on loop indices and sizes only (a guard): no
+    tensor read, float, cast, true division or library call other than ``min``/``max``.
+
+    >>> from solar.ir import parse_expr as p
+    >>> is_index_condition(p("0 <= 2 * h + r - 1 and 2 * h + r - 1 < H"))
+    True
+    >>> is_index_condition(p("X[i] > 0.0"))
+    False
+    """
+    for e in walk_exprs(expr):
+        match e:
+            case Access() | FloatLit() | Cast():
+                return False
+            case Call(func=f) if f not in ("min", "max"):
+                return False
+            case Binary(op="/"):
+                return False
+            case _:
+                pass
+    return True
 
 
 def walk_exprs(expr: Expr) -> Iterator[Expr]:
