@@ -231,6 +231,19 @@ def fill_generated(program: Program, names: Collection[str]) -> Program:
 # kept for an uncovered op.
 
 
+def _writers(program: Program) -> tuple[dict[str, set[int]], set[str]]:
+    """The kernels writing each tensor, and the tensors alias kernels read."""
+    writers: dict[str, set[int]] = {}
+    alias_reads: set[str] = set()
+    for index, kernel in enumerate(program.kernels):
+        for s, ctx in walk_stmts(kernel.body):
+            if isinstance(s, Assign | Reduce):
+                writers.setdefault(s.target.tensor, set()).add(index)
+                if kernel.alias:
+                    alias_reads |= _leaf_uses(s, _guards(ctx))
+    return writers, alias_reads
+
+
 def _substitute(expr: Expr, env: dict[str, Expr]) -> Expr:
     """``expr`` with each loop variable in ``env`` replaced by its expression."""
     return map_expr(expr, lambda e: env.get(e.name) if isinstance(e, Name) else None)
@@ -311,14 +324,7 @@ def forward_copies(program: Program, *, keep: Collection[str] = ()) -> Program:
           Y[i, j] = X[2 * j, i] * 2.0
     """
     decls = {t.name: t for t in program.tensors}
-    writers: dict[str, set[int]] = {}
-    alias_reads: set[str] = set()
-    for index, kernel in enumerate(program.kernels):
-        for stmt, _ in walk_stmts(kernel.body):
-            if isinstance(stmt, Assign | Reduce):
-                writers.setdefault(stmt.target.tensor, set()).add(index)
-                if kernel.alias:
-                    alias_reads |= _leaf_uses(stmt, ())
+    writers, alias_reads = _writers(program)
     copies: dict[str, tuple[tuple[str, ...], Expr]] = {}
     copy_kernels: set[int] = set()
     for index, kernel in enumerate(program.kernels):
@@ -464,14 +470,7 @@ def merge_duplicate_kernels(program: Program, *, keep: Collection[str] = ()) -> 
         Y[i] = A[i] + A[i]
     """
     decls = {t.name: t for t in program.tensors}
-    writers: dict[str, set[int]] = {}
-    alias_reads: set[str] = set()
-    for index, kernel in enumerate(program.kernels):
-        for s, ctx in walk_stmts(kernel.body):
-            if isinstance(s, Assign | Reduce):
-                writers.setdefault(s.target.tensor, set()).add(index)
-                if kernel.alias:
-                    alias_reads |= _leaf_uses(s, _guards(ctx))
+    writers, alias_reads = _writers(program)
 
     def mergeable(first: int, later: int, targets: tuple[str, ...], reads: set[str]) -> bool:
         return all(
