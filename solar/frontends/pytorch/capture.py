@@ -432,16 +432,9 @@ def capture_program(
     """
     reason = "requested" if real else None
     if not real:
-        meta = _capture_on_meta(source)
+        meta = _capture_on_meta(source, strict=meta_only)
         if meta is not None:
             return meta
-        if meta_only:
-            raise FrontendError(
-                f"{source.name} does not run on the meta device at these sizes",
-                code="E0501",
-                notes=("a program captured on meta is captured again there only "
-                       "(Note [Meta re-captures])",),
-            )
         from torch._subclasses.fake_tensor import FakeTensorMode
 
         fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
@@ -508,11 +501,13 @@ _META_ERRORS = (RuntimeError, NotImplementedError, TypeError, ValueError, Attrib
 """What meta execution raises for what it cannot do (besides user-code `FrontendError` E0501)."""
 
 
-def _capture_on_meta(source: ProgramSource) -> TorchCapture | None:
+def _capture_on_meta(source: ProgramSource, *, strict: bool = False) -> TorchCapture | None:
     """The capture on the meta device, or ``None`` when meta execution cannot run it.
 
     Any failure (including a genuine error in the user's code, which the fake-tensor
-    run then reports) returns ``None``; nothing is built for real here.
+    run then reports) returns ``None``; nothing is built for real here. With ``strict``
+    (Note [Meta re-captures]) the failure is raised instead: the user's own error as it
+    is, anything else as E0501 naming what meta execution could not do.
     """
     mode = MetaMode()
     try:
@@ -520,12 +515,25 @@ def _capture_on_meta(source: ProgramSource) -> TorchCapture | None:
             inst = instantiate(source, fake_mode=mode, real_fallback=False)
             capture = _finish(source, inst, mode, None)
     except FrontendError as err:
-        if err.code != "E0501":
+        if err.code != "E0501" or strict:
             raise
         return None
-    except (MetaBlockedError, *_META_ERRORS):
+    except (MetaBlockedError, *_META_ERRORS) as err:
+        if strict:
+            raise _not_on_meta(source, str(err)) from err
         return None
+    if mode.blocked is not None and strict:
+        raise _not_on_meta(source, mode.blocked)
     return capture if mode.blocked is None else None
+
+
+def _not_on_meta(source: ProgramSource, why: str) -> FrontendError:
+    return FrontendError(
+        f"{source.name} does not run on the meta device at these sizes: {why.splitlines()[0]}",
+        code="E0501",
+        notes=("a program captured on meta is captured again there only "
+               "(Note [Meta re-captures])",),
+    )
 
 
 def _finish(

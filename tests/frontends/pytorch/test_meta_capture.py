@@ -41,7 +41,7 @@ FALLS_BACK = {
 
 def _fake_capture(name: str, monkeypatch: pytest.MonkeyPatch) -> capture_mod.TorchCapture:
     with monkeypatch.context() as m:
-        m.setattr(capture_mod, "_capture_on_meta", lambda source: None)
+        m.setattr(capture_mod, "_capture_on_meta", lambda source, **_: None)
         return capture_program(source_for_file(SAMPLES / f"{name}.py"))
 
 
