@@ -44,37 +44,56 @@ from solar.ir import Access, Assign, Cast, DType, Expr, Reduce, Stmt, lit
 __all__: list[str] = []
 
 
+class _Taps:
+    """The unfold geometry im2col and col2im share (``F.unfold``/``F.fold``): a nest over
+    ``(n, c, r, s, oh, ow)``, the image position ``(h, w)`` of each tap, its place
+    ``(row, col)`` in the column matrix, and the guards keeping ``(h, w)`` in the image."""
+
+    def __init__(self, ctx: LowerCtx, call: OpCall, first: int, image: tuple[int, int],
+                 n_ext: int, c_ext: int) -> None:
+        names = ("kernel_size", "dilation", "padding", "stride")
+        kh, kw = expand_param(call.arg(first, names[0]), 2, names[0])
+        dh, dw = expand_param(call.arg(first + 1, names[1]), 2, names[1], default=1)
+        ph, pw = expand_param(call.arg(first + 2, names[2]), 2, names[2], default=0)
+        sh, sw = expand_param(call.arg(first + 3, names[3]), 2, names[3], default=1)
+        h_ext, w_ext = image
+        self.window = kh * kw
+        self.oh_ext = (h_ext + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+        self.ow_ext = (w_ext + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+        self.kb = ctx.kernel()
+        self.nest = Nest(
+            self.kb, (n_ext, c_ext, kh, kw, self.oh_ext, self.ow_ext),
+            ("n", "c", "r", "s", "oh", "ow"),
+        )
+        n, c, r, s, oh, ow = self.nest.idx
+        self.n, self.c = n, c
+        self.h = Aff.of((sh, oh, self.oh_ext), (dh, r, kh), const=-ph)
+        self.w = Aff.of((sw, ow, self.ow_ext), (dw, s, kw), const=-pw)
+        self.row = iadd_const_last(
+            iadd_const_last(imul_const_last(c, kh * kw), imul_const_last(r, kw)), s
+        )
+        self.col = iadd_const_last(imul_const_last(oh, self.ow_ext), ow)
+        self.conds = range_guard(self.h, h_ext) + range_guard(self.w, w_ext)
+
+
 @LOWERINGS.register("aten.im2col")
 def _im2col(ctx: LowerCtx, call: OpCall) -> None:
     x, out = tensor_arg(call, 0, "self"), out0(call)
     if x.rank not in (3, 4):
         raise UnsupportedOpError("im2col of a tensor that is not (N, )C, H, W")
-    kh, kw = expand_param(call.arg(1, "kernel_size"), 2, "kernel_size")
-    dh, dw = expand_param(call.arg(2, "dilation"), 2, "dilation", default=1)
-    ph, pw = expand_param(call.arg(3, "padding"), 2, "padding", default=0)
-    sh, sw = expand_param(call.arg(4, "stride"), 2, "stride", default=1)
     batched = x.rank == 4
-    n_ext = x.shape[0] if batched else 1
     c_ext, h_ext, w_ext = x.shape[-3:]
-    oh_ext = (h_ext + 2 * ph - dh * (kh - 1) - 1) // sh + 1
-    ow_ext = (w_ext + 2 * pw - dw * (kw - 1) - 1) // sw + 1
-    if oh_ext * ow_ext != out.shape[-1]:
+    t = _Taps(ctx, call, 1, (h_ext, w_ext), x.shape[0] if batched else 1, c_ext)
+    if t.oh_ext * t.ow_ext != out.shape[-1]:
         raise UnsupportedOpError("im2col output size disagrees with its parameters")
-    kb = ctx.kernel()
-    nest = Nest(kb, (n_ext, c_ext, kh, kw, oh_ext, ow_ext), ("n", "c", "r", "s", "oh", "ow"))
-    n, c, r, s, oh, ow = nest.idx
-    h = Aff.of((sh, oh, oh_ext), (dh, r, kh), const=-ph)
-    w = Aff.of((sw, ow, ow_ext), (dw, s, kw), const=-pw)
-    row = iadd_const_last(iadd_const_last(imul_const_last(c, kh * kw), imul_const_last(r, kw)), s)
-    col = iadd_const_last(imul_const_last(oh, ow_ext), ow)
-    dst = ctx.write(out, [n, row, col] if batched else [row, col])
-    src = ctx.read(x, [n, c, h.expr(), w.expr()] if batched else [c, h.expr(), w.expr()])
-    conds = range_guard(h, h_ext) + range_guard(w, w_ext)
+    dst = ctx.write(out, [t.n, t.row, t.col] if batched else [t.row, t.col])
+    image = [t.c, t.h.expr(), t.w.expr()]
+    src = ctx.read(x, [t.n, *image] if batched else image)
     body: list[Stmt] = []
-    if conds:
+    if t.conds:
         body.append(Assign(dst, scalar_lit(0, out.dtype)))
-    body += guard(conds, [Assign(dst, cast(src, x.dtype, out.dtype))])
-    kb.emit(*nest.wrap(body))
+    body += guard(t.conds, [Assign(dst, cast(src, x.dtype, out.dtype))])
+    t.kb.emit(*t.nest.wrap(body))
 
 
 @LOWERINGS.register("aten.col2im")
@@ -86,40 +105,21 @@ def _col2im(ctx: LowerCtx, call: OpCall) -> None:
     if x.rank not in (2, 3):
         raise UnsupportedOpError("col2im of a tensor that is not (N, )C*kh*kw, L")
     h_ext, w_ext = expand_param(call.arg(1, "output_size"), 2, "output_size")
-    kh, kw = expand_param(call.arg(2, "kernel_size"), 2, "kernel_size")
-    dh, dw = expand_param(call.arg(3, "dilation"), 2, "dilation", default=1)
-    ph, pw = expand_param(call.arg(4, "padding"), 2, "padding", default=0)
-    sh, sw = expand_param(call.arg(5, "stride"), 2, "stride", default=1)
     batched = x.rank == 3
     n_ext = x.shape[0] if batched else 1
+    kh, kw = expand_param(call.arg(2, "kernel_size"), 2, "kernel_size")
     c_ext = x.shape[-2] // (kh * kw)
-    oh_ext = (h_ext + 2 * ph - dh * (kh - 1) - 1) // sh + 1
-    ow_ext = (w_ext + 2 * pw - dw * (kw - 1) - 1) // sw + 1
-    if c_ext * kh * kw != x.shape[-2] or oh_ext * ow_ext != x.shape[-1]:
+    t = _Taps(ctx, call, 2, (h_ext, w_ext), n_ext, c_ext)
+    if c_ext * t.window != x.shape[-2] or t.oh_ext * t.ow_ext != x.shape[-1]:
         raise UnsupportedOpError("col2im input size disagrees with its parameters")
-    kb = ctx.kernel()
-    zero = Nest(kb, (n_ext, c_ext, h_ext, w_ext), ("n", "c", "h", "w"))
+    zero = Nest(t.kb, (n_ext, c_ext, h_ext, w_ext), ("n", "c", "h", "w"))
     zn, zc, zh, zw = zero.idx
-    kb.emit(
-        *zero.wrap(
-            [
-                Assign(
-                    ctx.write(out, [zn, zc, zh, zw] if batched else [zc, zh, zw]),
-                    scalar_lit(0, out.dtype),
-                )
-            ]
-        )
-    )
-    nest = Nest(kb, (n_ext, c_ext, kh, kw, oh_ext, ow_ext), ("n", "c", "r", "s", "oh", "ow"))
-    n, c, r, s, oh, ow = nest.idx
-    h = Aff.of((sh, oh, oh_ext), (dh, r, kh), const=-ph)
-    w = Aff.of((sw, ow, ow_ext), (dw, s, kw), const=-pw)
-    row = iadd_const_last(iadd_const_last(imul_const_last(c, kh * kw), imul_const_last(r, kw)), s)
-    col = iadd_const_last(imul_const_last(oh, ow_ext), ow)
-    src = ctx.read(x, [n, row, col] if batched else [row, col])
-    dst = ctx.write(out, [n, c, h.expr(), w.expr()] if batched else [c, h.expr(), w.expr()])
-    conds = range_guard(h, h_ext) + range_guard(w, w_ext)
-    kb.emit(*nest.wrap(guard(conds, [Reduce(dst, "+", cast(src, x.dtype, out.dtype))])))
+    zeroed = ctx.write(out, [zn, zc, zh, zw] if batched else [zc, zh, zw])
+    t.kb.emit(*zero.wrap([Assign(zeroed, scalar_lit(0, out.dtype))]))
+    src = ctx.read(x, [t.n, t.row, t.col] if batched else [t.row, t.col])
+    image = [t.c, t.h.expr(), t.w.expr()]
+    dst = ctx.write(out, [t.n, *image] if batched else image)
+    t.kb.emit(*t.nest.wrap(guard(t.conds, [Reduce(dst, "+", cast(src, x.dtype, out.dtype))])))
 
 
 @LOWERINGS.register("aten.trace")
