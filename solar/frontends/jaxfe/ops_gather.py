@@ -25,8 +25,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from solar.frontends.jaxfe.core import LOWERINGS, EqnCtx, EqnOperand, read
-from solar.frontends.jaxfe.ops_reduce import reduce_init
-from solar.frontends.kit import Nest, TensorInfo, TensorRef, UnsupportedOpError, iadd
+from solar.frontends.kit import (
+    Nest,
+    TensorInfo,
+    TensorRef,
+    UnsupportedOpError,
+    iadd,
+    reduce_identity,
+)
 from solar.ir import (
     Access,
     Assign,
@@ -278,7 +284,7 @@ def _scatter(ctx: EqnCtx) -> tuple[EqnOperand, ...] | None:
         ok = st.valid(batch)
         if ok is not None:
             # Out-of-bounds updates are dropped: combine the identity (or keep the old value).
-            keep = tgt if op is None else reduce_init(op, updates.dtype)
+            keep = tgt if op is None else reduce_identity(op, updates.dtype)
             val = Call("select", (ok, val, keep))
         stmt: Stmt = Assign(tgt, val) if op is None else Reduce(tgt, op, val)
         kb.emit(*nest.wrap([stmt]))

@@ -21,25 +21,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from solar.frontends.jaxfe.core import LOWERINGS, EqnCtx, EqnOperand, Sink, read
-from solar.frontends.kit import Nest, TensorInfo, UnsupportedOpError, guard, iadd, imul, range_guard
-from solar.ir import Access, Assign, Binary, Cast, DType, Expr, IntLit, Reduce, Stmt, lit
+from solar.frontends.kit import (
+    Nest,
+    TensorInfo,
+    UnsupportedOpError,
+    accumulate_dtype,
+    cast,
+    guard,
+    iadd,
+    imul,
+    range_guard,
+    zero,
+)
+from solar.ir import Access, Assign, Binary, DType, Expr, IntLit, Reduce, Stmt, lit
 
 __all__ = ["ConvGeometry", "conv_specs"]
-
-_LOW = frozenset({DType.F16, DType.BF16, DType.F8E4M3, DType.F8E5M2})
-
-
-def _acc_dtype(dtype: DType) -> DType:
-    return DType.F32 if dtype in _LOW else dtype
-
-
-def _cast(expr: Expr, src: DType, dst: DType) -> Expr:
-    return expr if src == dst else Cast(dst, expr)
-
-
-def _zero(dtype: DType) -> Expr:
-    return lit(0.0) if dtype.is_float else (lit(False) if dtype == DType.BOOL else lit(0))
-
 
 @LOWERINGS.register("dot_general")
 def _dot_general(ctx: EqnCtx) -> None:
@@ -48,7 +44,7 @@ def _dot_general(ctx: EqnCtx) -> None:
     lc, rc, lb, rb = (tuple(int(v) for v in t) for t in (lc, rc, lb, rb))
     out_shape = ctx.out_shape(0)
     dtype = ctx.out_dtype(0)
-    acc_dtype = _acc_dtype(dtype)
+    acc_dtype = accumulate_dtype(dtype)
     out = ctx.out(0)
     kb = ctx.kernel()
     outer = Nest(kb, out_shape, "i")
@@ -75,8 +71,8 @@ def _dot_general(ctx: EqnCtx) -> None:
             idx[d] = outer.idx[nb + free_offset + pos]
         return idx
 
-    av = _cast(read(a, index(a.shape, lb, lc, a_free, 0)), a.dtype, acc_dtype)
-    bv = _cast(read(b, index(b.shape, rb, rc, b_free, len(a_free))), b.dtype, acc_dtype)
+    av = cast(read(a, index(a.shape, lb, lc, a_free, 0)), a.dtype, acc_dtype)
+    bv = cast(read(b, index(b.shape, rb, rc, b_free, len(a_free))), b.dtype, acc_dtype)
     prod = Binary("*", av, bv)
     tgt = Access(out.ref.name, out.storage_index(outer.idx))
     if not lc:
@@ -96,14 +92,14 @@ def _accumulate(
     conds: Sequence[Expr] = (),
 ) -> list[Stmt]:
     """``tgt = 0; tgt += prod`` over ``inner`` (via an f32 local for low precision)."""
-    acc_dtype = _acc_dtype(dtype)
+    acc_dtype = accumulate_dtype(dtype)
     if acc_dtype != dtype:
         acc_t = kb.local(acc_dtype, [e for _, e in outer.dims], "acc")
         acc = acc_t[tuple(v for v, _ in outer.dims)] if outer.dims else acc_t.scalar()
         red = inner.wrap(guard(conds, [Reduce(acc, "+", prod)])) if not inner.empty else []
-        return [Assign(acc, _zero(acc_dtype)), *red, Assign(tgt, acc)]
+        return [Assign(acc, zero(acc_dtype)), *red, Assign(tgt, acc)]
     red = inner.wrap(guard(conds, [Reduce(tgt, "+", prod)])) if not inner.empty else []
-    return [Assign(tgt, _zero(dtype)), *red]
+    return [Assign(tgt, zero(dtype)), *red]
 
 
 def conv_specs(ctx: EqnCtx, nd: int) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
@@ -195,7 +191,7 @@ def _conv(ctx: EqnCtx) -> None:
     g = _geometry(ctx, x, w)
     ls, rs, os_ = g.specs
     dtype = ctx.out_dtype(0)
-    acc_dtype = _acc_dtype(dtype)
+    acc_dtype = accumulate_dtype(dtype)
     out = ctx.out(0)
     kb = ctx.kernel("conv")
     if any(v > 1 for v in g.ldil) and all(s == 1 for s in g.strides):
@@ -221,8 +217,8 @@ def _conv(ctx: EqnCtx) -> None:
             src.append(a.expr())
     prod = Binary(
         "*",
-        _cast(read(x, g.assemble(ls, batch, chan, src)), x.dtype, acc_dtype),
-        _cast(read(w, g.assemble(rs, feat, c, taps)), w.dtype, acc_dtype),
+        cast(read(x, g.assemble(ls, batch, chan, src)), x.dtype, acc_dtype),
+        cast(read(w, g.assemble(rs, feat, c, taps)), w.dtype, acc_dtype),
     )
     tgt = Access(out.ref.name, out.storage_index(g.assemble(os_, n, feat, osp)))
     kb.emit(*outer.wrap(_accumulate(kb, tgt, dtype, outer, inner, prod, conds)))
@@ -233,7 +229,7 @@ def _conv_scatter(ctx: EqnCtx, kb: Sink, out: TensorInfo, g: ConvGeometry) -> No
     ls, rs, os_ = g.specs
     x, w = ctx.ins
     dtype = ctx.out_dtype(0)
-    acc_dtype = _acc_dtype(dtype)
+    acc_dtype = accumulate_dtype(dtype)
     full = Nest(kb, ctx.out_shape(0), "o")
     if full.empty:
         return
@@ -244,7 +240,7 @@ def _conv_scatter(ctx: EqnCtx, kb: Sink, out: TensorInfo, g: ConvGeometry) -> No
             return acc[tuple(idx)]
         return Access(out.ref.name, out.storage_index(idx))
 
-    kb.emit(*full.wrap([Assign(store(full.idx), _zero(acc_dtype))]))
+    kb.emit(*full.wrap([Assign(store(full.idx), zero(acc_dtype))]))
     outer = Nest(kb, [g.n_out, g.groups, g.per, *g.in_sp], "i")
     inner = Nest(kb, [g.ci, *g.ker], "r")
     if not outer.empty and not inner.empty:
@@ -259,8 +255,8 @@ def _conv_scatter(ctx: EqnCtx, kb: Sink, out: TensorInfo, g: ConvGeometry) -> No
             dst.append(a.expr())
         prod = Binary(
             "*",
-            _cast(read(x, g.assemble(ls, batch, chan, isp)), x.dtype, acc_dtype),
-            _cast(read(w, g.assemble(rs, feat, c, taps)), w.dtype, acc_dtype),
+            cast(read(x, g.assemble(ls, batch, chan, isp)), x.dtype, acc_dtype),
+            cast(read(w, g.assemble(rs, feat, c, taps)), w.dtype, acc_dtype),
         )
         tgt = store(g.assemble(os_, n, feat, dst))
         kb.emit(*outer.wrap(inner.wrap(guard(conds, [Reduce(tgt, "+", prod)]))))

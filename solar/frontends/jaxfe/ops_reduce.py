@@ -22,7 +22,16 @@ import math
 from collections.abc import Callable, Sequence
 
 from solar.frontends.jaxfe.core import LOWERINGS, EqnCtx, EqnOperand, Lit, read
-from solar.frontends.kit import Nest, TensorInfo, UnsupportedOpError, const_int, guard, range_guard
+from solar.frontends.kit import (
+    LOW_PRECISION,
+    Nest,
+    TensorInfo,
+    UnsupportedOpError,
+    const_int,
+    guard,
+    range_guard,
+    reduce_identity,
+)
 from solar.ir import (
     Access,
     Assign,
@@ -40,31 +49,6 @@ from solar.ir import (
     Unary,
     lit,
 )
-
-__all__ = ["reduce_init"]
-
-_LOW = frozenset({DType.F16, DType.BF16, DType.F8E4M3, DType.F8E5M2})
-_INT_MIN = {DType.I8: -(2**7), DType.I32: -(2**31), DType.I64: -(2**63)}
-_INT_MAX = {DType.I8: 2**7 - 1, DType.I32: 2**31 - 1, DType.I64: 2**63 - 1}
-
-
-def reduce_init(op: str, dtype: DType) -> Expr:
-    """The identity of reduction ``op`` in ``dtype``.
-
-    >>> from solar.ir import print_expr
-    >>> print_expr(reduce_init("max", DType.F32)), print_expr(reduce_init("+", DType.I32))
-    ('-inf', '0')
-    """
-    if dtype == DType.BOOL:
-        return lit(op == "min" or op == "*")
-    if op == "+":
-        return lit(0.0) if dtype.is_float else lit(0)
-    if op == "*":
-        return lit(1.0) if dtype.is_float else lit(1)
-    if op == "max":
-        return lit(-math.inf) if dtype.is_float else lit(_INT_MIN[dtype])
-    return lit(math.inf) if dtype.is_float else lit(_INT_MAX[dtype])
-
 
 _REDUCE_OPS: dict[str, ReduceOp] = {
     "reduce_sum": "+",
@@ -137,12 +121,12 @@ def emit_reduce(
     for pos, k in enumerate(axes):
         idx[k] = inner.idx[pos]
     tgt = Access(out.ref.name, out.storage_index(outer.idx))
-    init = reduce_init(op, dtype)
-    if dtype in _LOW:
+    init = reduce_identity(op, dtype)
+    if dtype in LOW_PRECISION:
         acc_t = kb.local(DType.F32, [in_shape[k] for k in kept], "acc")
         acc = acc_t[tuple(outer.idx)] if kept else acc_t.scalar()
         body: list[Stmt] = [
-            Assign(acc, reduce_init(op, DType.F32)),
+            Assign(acc, reduce_identity(op, DType.F32)),
             *([] if inner.empty else inner.wrap([Reduce(acc, op, value(idx))])),
             Assign(tgt, acc),
         ]
@@ -224,7 +208,7 @@ def _argextreme(ctx: EqnCtx) -> None:
     m = m_t[tuple(outer.idx)] if kept else m_t.scalar()
     tgt = Access(out.ref.name, out.storage_index(outer.idx))
     body: list[Stmt] = [
-        Assign(m, reduce_init(op, vdt)),
+        Assign(m, reduce_identity(op, vdt)),
         For(r1.name, IntLit(0), lit(n), (Reduce(m, op, value(r1)),)),
         # The first index attaining the extreme (every candidate is <= n - 1).
         Assign(tgt, lit(n - 1)),
@@ -306,7 +290,7 @@ def _reduce_window(ctx: EqnCtx) -> None:
         op, x, init = _generic_window(ctx)
     else:
         op, x = _WINDOW_OPS[ctx.prim], ctx.ins[0]
-        init = reduce_init(op, ctx.out_dtype(0))
+        init = reduce_identity(op, ctx.out_dtype(0))
     p = ctx.params
     nd = len(x.shape)
     win = tuple(int(v) for v in p["window_dimensions"])

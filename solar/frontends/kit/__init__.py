@@ -21,7 +21,18 @@ from solar.frontends.kit.builder import (
 )
 from solar.frontends.kit.coverage import CoverageLog, UncoveredOp
 from solar.frontends.kit.driver import Checkpoint, LoweringDriver, Unsupported
-from solar.frontends.kit.dtypes import IR_DTYPES
+from solar.frontends.kit.dtypes import (
+    FRAMEWORK_DTYPE_NAMES,
+    IR_DTYPES,
+    LOW_PRECISION,
+    NUMPY_WIDENED,
+    accumulate_dtype,
+    cast,
+    int_range,
+    one,
+    reduce_identity,
+    zero,
+)
 from solar.frontends.kit.index import (
     Aff,
     LoopVars,
@@ -69,7 +80,10 @@ from solar.frontends.kit.values import IndexMap, TensorInfo, shape_numel
 
 __all__ = [
     "EXECUTOR_TIME_SHARE",
+    "FRAMEWORK_DTYPE_NAMES",
     "IR_DTYPES",
+    "LOW_PRECISION",
+    "NUMPY_WIDENED",
     "Aff",
     "BatchRecapture",
     "Checkpoint",
@@ -92,8 +106,10 @@ __all__ = [
     "Unsupported",
     "UnsupportedOpError",
     "UserCode",
+    "accumulate_dtype",
     "all_of",
     "as_expr",
+    "cast",
     "broadcast_map",
     "const_int",
     "executor_seconds",
@@ -109,12 +125,15 @@ __all__ = [
     "SymbolicProgram",
     "imul",
     "input_name",
+    "int_range",
     "module_int_constants",
     "nest",
+    "one",
     "output_name",
     "param_name",
     "raised_by_solar",
     "range_guard",
+    "reduce_identity",
     "reduced_batch_reference",
     "reduced_reference",
     "reference_budget_bytes",
@@ -123,4 +142,5 @@ __all__ = [
     "shape_numel",
     "uncovered_name",
     "user_frames",
+    "zero",
 ]

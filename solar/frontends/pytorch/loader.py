@@ -33,6 +33,7 @@ from typing import Any
 from solar.diagnostics import FrontendError, UsageError
 from solar.frontends.inputs import InputShape
 from solar.frontends.kit import (
+    FRAMEWORK_DTYPE_NAMES,
     check_overrides,
     import_model_file,
     module_int_constants,
@@ -42,6 +43,7 @@ from solar.frontends.kit import (
 from solar.frontends.kit.loader import user_stdout_to_stderr
 from solar.frontends.pytorch.torchvision_shim import retry_with_torchvision_shim
 from solar.frontends.pytorch.train_step import TrainStep
+from solar.ir import DType
 
 __all__ = [
     "REAL_BUDGET_BYTES",
@@ -239,12 +241,6 @@ def load_inputs_file(path: Path) -> tuple[tuple[Any, ...], dict[str, Any]]:
     raise FrontendError(f"inputs file {path} holds {type(obj).__name__}", code="E0507")
 
 
-_TORCH_DTYPES = {
-    "f64": "float64", "f32": "float32", "f16": "float16", "bf16": "bfloat16",
-    "i64": "int64", "i32": "int32", "i8": "int8", "bool": "bool",
-}  # fmt: skip
-
-
 def inputs_from_shapes(shapes: tuple[InputShape, ...]) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """Seeded random tensors for ``--input-shape`` specs (positional, then keyword)."""
     import torch
@@ -253,7 +249,7 @@ def inputs_from_shapes(shapes: tuple[InputShape, ...]) -> tuple[tuple[Any, ...],
     args: list[Any] = []
     kwargs: dict[str, Any] = {}
     for spec in shapes:
-        dtype = getattr(torch, _TORCH_DTYPES[spec.dtype])
+        dtype = getattr(torch, FRAMEWORK_DTYPE_NAMES[DType(spec.dtype)])
         if spec.dtype == "bool":
             t = torch.ones(spec.shape, dtype=dtype)
         elif dtype.is_floating_point:

@@ -25,13 +25,14 @@ from solar.frontends.kit import (
     Nest,
     TensorInfo,
     UnsupportedOpError,
+    accumulate_dtype,
+    cast,
     expand_param,
     guard,
     iadd,
     imul,
     range_guard,
 )
-from solar.frontends.pytorch.lowering_utils import accumulate_dtype, cast
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
 from solar.ir import Access, Assign, Binary, Expr, Reduce, Stmt, lit
 

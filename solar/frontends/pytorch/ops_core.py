@@ -14,11 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from solar.frontends.kit import TensorInfo, UnsupportedOpError, nest
+from solar.frontends.kit import TensorInfo, UnsupportedOpError, accumulate_dtype, cast, nest
 from solar.frontends.pytorch.lowering_utils import (
-    accumulate_dtype,
     binop,
-    cast,
     copy_kernel,
     elementwise,
     operand,

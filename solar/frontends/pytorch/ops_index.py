@@ -14,14 +14,19 @@ indexing has a data-dependent shape and is left uncovered.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 
-from solar.frontends.kit import KernelBuilder, TensorInfo, UnsupportedOpError, nest
+from solar.frontends.kit import (
+    KernelBuilder,
+    TensorInfo,
+    UnsupportedOpError,
+    cast,
+    nest,
+    reduce_identity,
+)
 from solar.frontends.pytorch.lowering_utils import (
     bcast_index,
     binop,
-    cast,
     fn,
     norm_dim,
     operand,
@@ -31,7 +36,7 @@ from solar.frontends.pytorch.lowering_utils import (
     tensor_arg,
 )
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
-from solar.ir import Access, Assign, DType, Expr, If, IntLit, Name, Reduce, Stmt, lit
+from solar.ir import Access, Assign, DType, Expr, If, IntLit, Name, Reduce, ReduceOp, Stmt, lit
 
 __all__ = ["advanced_index", "wrap_negative"]
 
@@ -217,19 +222,9 @@ def _embedding(ctx: LowerCtx, call: OpCall) -> None:
 
 # -- scatter family --------------------------------------------------------------------
 
-_REDUCE = {"sum": "+", "add": "+", "prod": "*", "multiply": "*", "amax": "max", "amin": "min"}
-
-
-def _identity(op: str, dt: DType) -> Expr:
-    """The value a reduction starts from when ``self`` is excluded (``include_self=False``)."""
-    if op in ("+", "*"):
-        return scalar_lit(0 if op == "+" else 1, dt)
-    if dt.is_float:
-        return lit(-math.inf) if op == "max" else lit(math.inf)
-    if dt == DType.BOOL:
-        return lit(op == "min")
-    bits = {DType.I8: 7, DType.I32: 31, DType.I64: 63}[dt]
-    return lit(-(2**bits)) if op == "max" else lit(2**bits - 1)
+_REDUCE: dict[str, ReduceOp] = {
+    "sum": "+", "add": "+", "prod": "*", "multiply": "*", "amax": "max", "amin": "min",
+}  # fmt: skip
 
 
 def _start(ctx: LowerCtx, call: OpCall, x: TensorInfo, out: TensorInfo) -> KernelBuilder:
@@ -249,8 +244,8 @@ def _start(ctx: LowerCtx, call: OpCall, x: TensorInfo, out: TensorInfo) -> Kerne
     return kb
 
 
-def _store(target: Access, op: str | None, value: Expr) -> Stmt:
-    return Assign(target, value) if op is None else Reduce(target, op, value)  # type: ignore[arg-type]
+def _store(target: Access, op: ReduceOp | None, value: Expr) -> Stmt:
+    return Assign(target, value) if op is None else Reduce(target, op, value)
 
 
 @LOWERINGS.register("aten.scatter", "aten.scatter_add", "aten.scatter_reduce")
@@ -260,7 +255,7 @@ def _scatter(ctx: LowerCtx, call: OpCall) -> None:
     src = call.arg(3, "src" if "value" not in call.target else "value")
     include_self = call.arg(5, "include_self", True)
     if "scatter_add" in call.target:
-        op: str | None = "+"
+        op: ReduceOp | None = "+"
     else:
         reduce = call.arg(4, "reduce")
         if reduce == "mean":
@@ -277,7 +272,7 @@ def _scatter(ctx: LowerCtx, call: OpCall) -> None:
         return ctx.write(out, t)
 
     if not include_self and op is not None:
-        init = _identity(op, out.dtype)
+        init = reduce_identity(op, out.dtype)
         kb.emit(*_nest(kb, ctx, index.shape, lambda idx: [Assign(target(idx), init)]))
     kb.emit(
         *_nest(
@@ -320,7 +315,7 @@ def _index_put(ctx: LowerCtx, call: OpCall) -> None:
     )
 
 
-def _dim_scatter(op: str | None, fill: bool = False) -> Callable[[LowerCtx, OpCall], None]:
+def _dim_scatter(op: ReduceOp | None, fill: bool = False) -> Callable[[LowerCtx, OpCall], None]:
     def lower(ctx: LowerCtx, call: OpCall) -> None:
         x, index, out = tensor_arg(call, 0, "self"), tensor_arg(call, 2, "index"), out0(call)
         dim = norm_dim(call.arg(1, "dim"), x.rank)

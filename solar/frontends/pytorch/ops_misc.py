@@ -22,15 +22,15 @@ from solar.frontends.kit import (
     Nest,
     TensorInfo,
     UnsupportedOpError,
+    accumulate_dtype,
+    cast,
     expand_param,
     guard,
     range_guard,
 )
 from solar.frontends.pytorch.lowering_utils import (
-    accumulate_dtype,
     bcast_index,
     binop,
-    cast,
     fn,
     norm_dim,
     out0,

@@ -16,10 +16,9 @@ import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from solar.frontends.kit import KernelBuilder, TensorInfo, UnsupportedOpError, nest
+from solar.frontends.kit import KernelBuilder, TensorInfo, UnsupportedOpError, cast, nest
 from solar.frontends.pytorch.lowering_utils import (
     binop,
-    cast,
     norm_dim,
     norm_dims,
     out0,

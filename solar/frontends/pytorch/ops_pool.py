@@ -32,6 +32,8 @@ from solar.frontends.kit import (
     Nest,
     TensorInfo,
     UnsupportedOpError,
+    accumulate_dtype,
+    cast,
     expand_param,
     fmax,
     fmin,
@@ -41,7 +43,6 @@ from solar.frontends.kit import (
     nest,
     range_guard,
 )
-from solar.frontends.pytorch.lowering_utils import accumulate_dtype, cast
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, LoweringFn, OpCall
 from solar.ir import Assign, Binary, Expr, If, Name, Reduce, Stmt, Unary, lit
 

@@ -14,11 +14,20 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from solar.frontends.kit import KernelBuilder, TensorInfo, UnsupportedOpError, nest, shape_numel
-from solar.frontends.pytorch.lowering_utils import (
+from solar.frontends.kit import (
+    KernelBuilder,
+    TensorInfo,
+    UnsupportedOpError,
     accumulate_dtype,
-    binop,
     cast,
+    nest,
+    one,
+    reduce_identity,
+    shape_numel,
+    zero,
+)
+from solar.frontends.pytorch.lowering_utils import (
+    binop,
     fn,
     norm_dim,
     norm_dims,
@@ -121,14 +130,6 @@ def _as(x: TensorInfo) -> Callable[[Expr, DType], Expr]:
     return lambda v, dt: cast(v, x.dtype, dt)
 
 
-def _zero(dt: DType) -> Expr:
-    return scalar_lit(0, dt) if dt != DType.BOOL else lit(False)
-
-
-def _one(dt: DType) -> Expr:
-    return scalar_lit(1, dt) if dt != DType.BOOL else lit(True)
-
-
 def _sum_dims(call: OpCall, x: TensorInfo) -> tuple[tuple[int, ...], bool]:
     if call.target.endswith(".default") or (len(call.args) < 2 and "dim" not in call.kwargs):
         return tuple(range(x.rank)), False
@@ -139,7 +140,7 @@ def _sum_dims(call: OpCall, x: TensorInfo) -> tuple[tuple[int, ...], bool]:
 def _sum(ctx: LowerCtx, call: OpCall) -> None:
     x = tensor_arg(call, 0, "self")
     dims, keep = _sum_dims(call, x)
-    _simple(ctx, call, dims, keep, "+", _zero, _as(x))
+    _simple(ctx, call, dims, keep, "+", zero, _as(x))
 
 
 @LOWERINGS.register("aten.nansum")
@@ -152,7 +153,7 @@ def _nansum(ctx: LowerCtx, call: OpCall) -> None:
         dims,
         keep,
         "+",
-        _zero,
+        zero,
         lambda v, dt: (
             sel(fn("isnan", v), lit(0.0), cast(v, x.dtype, dt))
             if x.dtype.is_float
@@ -166,7 +167,7 @@ def _mean(ctx: LowerCtx, call: OpCall) -> None:
     x = tensor_arg(call, 0, "self")
     dims, keep = _sum_dims(call, x)
     _simple(
-        ctx, call, dims, keep, "+", _zero, _as(x), lambda acc, n: binop("/", acc, lit(float(n)))
+        ctx, call, dims, keep, "+", zero, _as(x), lambda acc, n: binop("/", acc, lit(float(n)))
     )
 
 
@@ -177,16 +178,7 @@ def _prod(ctx: LowerCtx, call: OpCall) -> None:
         dims, keep = tuple(range(x.rank)), False
     else:
         dims, keep = (norm_dim(call.arg(1, "dim"), x.rank),), bool(call.arg(2, "keepdim", False))
-    _simple(ctx, call, dims, keep, "*", _one, _as(x))
-
-
-def _extreme_init(op: ReduceOp, dt: DType) -> Expr:
-    if dt.is_float:
-        return lit(-math.inf) if op == "max" else lit(math.inf)
-    if dt == DType.BOOL:
-        return lit(op == "min")
-    bits = {DType.I8: 7, DType.I32: 31, DType.I64: 63}[dt]
-    return lit(-(2**bits)) if op == "max" else lit(2**bits - 1)
+    _simple(ctx, call, dims, keep, "*", one, _as(x))
 
 
 def _extreme(op: ReduceOp) -> Callable[[LowerCtx, OpCall], None]:
@@ -199,7 +191,7 @@ def _extreme(op: ReduceOp) -> Callable[[LowerCtx, OpCall], None]:
             dims, keep = tuple(range(x.rank)), False
         else:
             dims, keep = _dims_arg(call, x, 1, "dim"), bool(call.arg(2, "keepdim", False))
-        _simple(ctx, call, dims, keep, op, lambda dt: _extreme_init(op, dt), _as(x))
+        _simple(ctx, call, dims, keep, op, lambda dt: reduce_identity(op, dt), _as(x))
 
     return lower
 
@@ -223,8 +215,8 @@ def _aminmax(ctx: LowerCtx, call: OpCall) -> None:
     value = nest.read(lo_out.dtype)
     nest.emit(
         [
-            Assign(lo, _extreme_init("min", lo_out.dtype)),
-            Assign(hi, _extreme_init("max", hi_out.dtype)),
+            Assign(lo, reduce_identity("min", lo_out.dtype)),
+            Assign(hi, reduce_identity("max", hi_out.dtype)),
             *nest.over_reduced(Reduce(lo, "min", value), Reduce(hi, "max", value)),
         ]
     )
@@ -252,7 +244,7 @@ def _arg_extreme(
     dt = x.dtype
     best = nest.local(dt, "best")
     body: list[Stmt] = [
-        Assign(best, _extreme_init(op, dt)),
+        Assign(best, reduce_identity(op, dt)),
         *nest.over_reduced(Reduce(best, op, nest.read(dt))),
     ]
     if values is not None:
@@ -317,10 +309,10 @@ def _moments(root: bool, with_mean: bool) -> Callable[[LowerCtx, OpCall], None]:
         denom = max(nest.count - _correction(call), 0.0)
         var = binop("/", m2, lit(float(denom)))
         body: list[Stmt] = [
-            Assign(mean, _zero(dt)),
+            Assign(mean, zero(dt)),
             *nest.over_reduced(Reduce(mean, "+", nest.read(dt))),
             Assign(mean, binop("/", mean, lit(float(nest.count)))),
-            Assign(m2, _zero(dt)),
+            Assign(m2, zero(dt)),
             *nest.over_reduced(
                 Assign(dev, binop("-", nest.read(dt), mean)), Reduce(m2, "+", binop("*", dev, dev))
             ),
@@ -356,7 +348,7 @@ def _norm(ctx: LowerCtx, call: OpCall) -> None:
             dims,
             keep,
             op,
-            lambda dt: _extreme_init(op, dt),
+            lambda dt: reduce_identity(op, dt),
             lambda v, dt: fn("abs", cast(v, x.dtype, dt)),
         )
     elif p == 0:
@@ -366,11 +358,11 @@ def _norm(ctx: LowerCtx, call: OpCall) -> None:
             dims,
             keep,
             "+",
-            _zero,
+            zero,
             lambda v, dt: cast(binop("!=", v, scalar_lit(0, x.dtype)), DType.BOOL, dt),
         )
     elif p == 1:
-        _simple(ctx, call, dims, keep, "+", _zero, lambda v, dt: fn("abs", cast(v, x.dtype, dt)))
+        _simple(ctx, call, dims, keep, "+", zero, lambda v, dt: fn("abs", cast(v, x.dtype, dt)))
     elif p == 2:
         _simple(
             ctx,
@@ -378,7 +370,7 @@ def _norm(ctx: LowerCtx, call: OpCall) -> None:
             dims,
             keep,
             "+",
-            _zero,
+            zero,
             lambda v, dt: binop("*", cast(v, x.dtype, dt), cast(v, x.dtype, dt)),
             lambda acc, _n: fn("sqrt", acc),
         )
@@ -390,7 +382,7 @@ def _norm(ctx: LowerCtx, call: OpCall) -> None:
             dims,
             keep,
             "+",
-            _zero,
+            zero,
             lambda v, dt: fn("pow", fn("abs", cast(v, x.dtype, dt)), lit(pf)),
             lambda acc, _n: fn("pow", acc, lit(1.0 / pf)),
         )
@@ -431,9 +423,9 @@ LOWERINGS.register("aten.any")(_bool_reduce("max"))
 def _count_nonzero(ctx: LowerCtx, call: OpCall) -> None:
     x = tensor_arg(call, 0, "self")
     dims = _dims_arg(call, x, 1, "dim")
-    zero = scalar_lit(0, x.dtype) if x.dtype != DType.BOOL else lit(False)
+    nz = zero(x.dtype)
     _simple(
-        ctx, call, dims, False, "+", _zero, lambda v, dt: cast(binop("!=", v, zero), DType.BOOL, dt)
+        ctx, call, dims, False, "+", zero, lambda v, dt: cast(binop("!=", v, nz), DType.BOOL, dt)
     )
 
 

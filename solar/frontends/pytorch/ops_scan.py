@@ -12,17 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from solar.frontends.kit import TensorInfo, nest
-from solar.frontends.pytorch.lowering_utils import (
-    accumulate_dtype,
-    binop,
-    cast,
-    fn,
-    norm_dim,
-    out0,
-    sel,
-    tensor_arg,
-)
+from solar.frontends.kit import TensorInfo, accumulate_dtype, cast, nest
+from solar.frontends.pytorch.lowering_utils import binop, fn, norm_dim, out0, sel, tensor_arg
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
 from solar.ir import Assign, DType, Expr, IntLit, Stmt, Unary
 

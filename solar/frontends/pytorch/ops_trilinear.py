@@ -29,14 +29,15 @@ import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from solar.frontends.kit import KernelBuilder, TensorInfo, UnsupportedOpError, nest
-from solar.frontends.pytorch.lowering_utils import (
+from solar.frontends.kit import (
+    KernelBuilder,
+    TensorInfo,
+    UnsupportedOpError,
     accumulate_dtype,
     cast,
-    norm_dim,
-    out0,
-    tensor_arg,
+    nest,
 )
+from solar.frontends.pytorch.lowering_utils import norm_dim, out0, tensor_arg
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
 from solar.ir import Access, Assign, Binary, DType, Expr, IntLit, Name, Reduce, Stmt, lit
 
