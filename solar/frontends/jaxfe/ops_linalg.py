@@ -20,8 +20,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from solar.frontends.jaxfe.core import LOWERINGS, EqnCtx, EqnOperand, Sink, read
-from solar.frontends.kit import Nest, TensorInfo, UnsupportedOpError, guard, iadd, imul, range_guard
+from solar.frontends.jaxfe.core import EqnOperand, read
+from solar.frontends.jaxfe.driver import LOWERINGS, EqnCtx
+from solar.frontends.kit import (
+    Nest,
+    Sink,
+    TensorInfo,
+    UnsupportedOpError,
+    guard,
+    iadd,
+    imul,
+    range_guard,
+)
 from solar.ir import Access, Assign, Binary, Cast, DType, Expr, IntLit, Reduce, Stmt, lit
 
 __all__ = ["ConvGeometry", "conv_specs"]

@@ -21,7 +21,8 @@ import dataclasses
 import math
 from collections.abc import Callable, Sequence
 
-from solar.frontends.jaxfe.core import LOWERINGS, EqnCtx, EqnOperand, Lit, read
+from solar.frontends.jaxfe.core import EqnOperand, Lit, read
+from solar.frontends.jaxfe.driver import LOWERINGS, EqnCtx
 from solar.frontends.kit import Nest, TensorInfo, UnsupportedOpError, const_int, guard, range_guard
 from solar.ir import (
     Access,
