@@ -20,9 +20,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from solar.frontends.jaxfe.core import LOWERINGS, EqnCtx, EqnOperand, Sink, read
+from solar.frontends.jaxfe.core import EqnOperand, read
+from solar.frontends.jaxfe.driver import LOWERINGS, EqnCtx
 from solar.frontends.kit import (
     Nest,
+    Sink,
     TensorInfo,
     UnsupportedOpError,
     accumulate_dtype,

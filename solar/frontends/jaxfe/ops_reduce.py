@@ -23,7 +23,8 @@ import dataclasses
 import math
 from collections.abc import Sequence
 
-from solar.frontends.jaxfe.core import LOWERINGS, EqnCtx, EqnOperand, Lit, read
+from solar.frontends.jaxfe.core import EqnOperand, Lit, read
+from solar.frontends.jaxfe.driver import LOWERINGS, EqnCtx
 from solar.frontends.kit import (
     Nest,
     TensorInfo,

@@ -5,9 +5,10 @@ model-file side of the reduced-size reference.
 Contract: no torch, no jax. A tracer (``solar.frontends.pytorch``,
 ``solar.frontends.jaxfe``) imports the user's file (`import_model_file`), records a
 program, then walks it with a `LoweringDriver` subclass that looks each op up in its
-`LoweringTable`, hands the lowering its frontend-specific context, rolls back and
-uncovers what the lowering rejects, and returns a `LoweredProgram`. Everything those
-drivers and lowerings share lives here, once.
+`LoweringTable`, hands the lowering a `LowerCtx` (the one lowering context: a frontend
+adds only its own argument access), rolls back and uncovers what the lowering rejects,
+and returns a `LoweredProgram`. Everything those drivers and lowerings share lives here,
+once.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from solar.frontends.kit.builder import (
     as_expr,
     sanitize_name,
 )
+from solar.frontends.kit.context import BuilderKernels, KernelHost, LowerCtx, Sink
 from solar.frontends.kit.coverage import CoverageLog, UncoveredOp
 from solar.frontends.kit.driver import Checkpoint, LoweringDriver, Unsupported
 from solar.frontends.kit.dtypes import (
@@ -75,7 +77,7 @@ from solar.frontends.kit.symbolize import (
     symbolic_notes,
     symbolize_sizes,
 )
-from solar.frontends.kit.table import LoweringTable, UnsupportedOpError
+from solar.frontends.kit.table import LoweringTable, UnsupportedOpError, load_op_modules
 from solar.frontends.kit.values import IndexMap, TensorInfo, shape_numel
 
 __all__ = [
@@ -86,12 +88,15 @@ __all__ = [
     "NUMPY_WIDENED",
     "Aff",
     "BatchRecapture",
+    "BuilderKernels",
     "Checkpoint",
     "CondRegion",
     "CoverageLog",
     "IndexMap",
     "KernelBuilder",
+    "KernelHost",
     "LoopVars",
+    "LowerCtx",
     "LoweredProgram",
     "LoweringDriver",
     "LoweringTable",
@@ -99,6 +104,7 @@ __all__ = [
     "ProgramBuilder",
     "Recapture",
     "ReducedReference",
+    "Sink",
     "TensorInfo",
     "TensorRef",
     "UncoveredOp",
@@ -126,6 +132,7 @@ __all__ = [
     "imul",
     "input_name",
     "int_range",
+    "load_op_modules",
     "module_int_constants",
     "nest",
     "one",

@@ -16,8 +16,6 @@ See capture.py (recording), driver.py (lowering, naming, aliasing), reference.py
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -56,29 +54,9 @@ __all__ = [
     "phase_of_kernel",
     "reference_at_reduced_sizes",
     "reference_data",
-    "register_lowerings",
     "trace_model_file",
     "trace_module",
 ]
-
-_loaded = False
-
-
-def register_lowerings() -> None:
-    """Import every ``ops_*`` module of this package (each registers its lowerings).
-
-    Op modules are discovered, not listed, so families written separately register
-    themselves as soon as their module exists. Idempotent.
-    """
-    global _loaded
-    if _loaded:
-        return
-    folder = str(Path(__file__).resolve().parent)
-    for info in sorted(pkgutil.iter_modules([folder]), key=lambda m: m.name):
-        if info.name.startswith("ops_"):
-            importlib.import_module(f"{__name__}.{info.name}")
-    _loaded = True
-
 
 def trace_model_file(
     path: str | Path | None,

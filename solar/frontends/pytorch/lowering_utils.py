@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from solar.frontends.kit import KernelBuilder, TensorInfo, UnsupportedOpError, cast, nest
+from solar.frontends.kit import Sink, TensorInfo, UnsupportedOpError, cast, nest
 from solar.frontends.pytorch.registry import LowerCtx, OpCall
 from solar.ir import (
     Assign,
@@ -172,7 +172,7 @@ def elementwise(
     *,
     hint: str | None = None,
     extra_outputs: Sequence[tuple[TensorInfo, Callable[[tuple[Name, ...]], Expr]]] = (),
-) -> KernelBuilder:
+) -> Sink:
     """Emit one kernel ``out[idx] = fn(idx)`` over the output's shape.
 
     ``extra_outputs`` adds further assignments in the same loop nest (ops with two
@@ -212,7 +212,7 @@ def tensor_arg(call: OpCall, index: int, name: str) -> TensorInfo:
 
 def copy_kernel(
     ctx: LowerCtx, src: TensorInfo | int | float | bool, out: TensorInfo, hint: str | None = None
-) -> KernelBuilder:
+) -> Sink:
     """``out = src`` (broadcast, cast to ``out``'s dtype) as one kernel."""
     return elementwise(ctx, out, lambda idx: operand(src, idx, out.shape, out.dtype), hint=hint)
 

@@ -17,8 +17,8 @@ from collections.abc import Callable
 
 from solar.frontends.kit import (
     Aff,
-    KernelBuilder,
     Nest,
+    Sink,
     TensorInfo,
     UnsupportedOpError,
     accumulate_dtype,
@@ -193,7 +193,7 @@ def _embedding_dense_backward(ctx: LowerCtx, call: OpCall) -> None:
     kb.emit(*rows.wrap(cols.wrap([stmt])))
 
 
-def _zero_then(ctx: LowerCtx, out: TensorInfo) -> tuple[KernelBuilder, Nest]:
+def _zero_then(ctx: LowerCtx, out: TensorInfo) -> tuple[Sink, Nest]:
     """A kernel starting with ``out = 0`` (as eager's ``zeros`` + copy)."""
     kb = ctx.kernel()
     init = Nest(kb, out.shape, "i")

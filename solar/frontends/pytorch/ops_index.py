@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from solar.frontends.kit import (
-    KernelBuilder,
+    Sink,
     TensorInfo,
     UnsupportedOpError,
     cast,
@@ -44,7 +44,7 @@ IndexFn = Callable[[Sequence[Expr]], list[Expr]]
 
 
 def _nest(
-    kb: KernelBuilder,
+    kb: Sink,
     ctx: LowerCtx,
     shape: Sequence[int],
     body: Callable[[tuple[Name, ...]], list[Stmt]],
@@ -227,7 +227,7 @@ _REDUCE: dict[str, ReduceOp] = {
 }  # fmt: skip
 
 
-def _start(ctx: LowerCtx, call: OpCall, x: TensorInfo, out: TensorInfo) -> KernelBuilder:
+def _start(ctx: LowerCtx, call: OpCall, x: TensorInfo, out: TensorInfo) -> Sink:
     """The kernel, beginning with ``out = self`` unless the op runs in place."""
     kb = ctx.kernel()
     if not same_value(x, out):

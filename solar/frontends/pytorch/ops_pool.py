@@ -28,8 +28,8 @@ from dataclasses import dataclass
 
 from solar.frontends.kit import (
     Aff,
-    KernelBuilder,
     Nest,
+    Sink,
     TensorInfo,
     UnsupportedOpError,
     accumulate_dtype,
@@ -71,7 +71,7 @@ class Window:
     conds: list[Expr]
 
 
-WindowFn = Callable[[KernelBuilder, Nest], Window]
+WindowFn = Callable[[Sink, Nest], Window]
 """Builds a window (with fresh tap variables) for the output indices of a `Nest`."""
 
 
@@ -84,13 +84,13 @@ def _io(call: OpCall, nd: int) -> tuple[TensorInfo, TensorInfo, TensorInfo | Non
     return x, out, idx
 
 
-def _outer(kb: KernelBuilder, out: TensorInfo, nd: int) -> Nest:
+def _outer(kb: Sink, out: TensorInfo, nd: int) -> Nest:
     return Nest(kb, out.shape, ["i"] * (out.rank - nd) + list(_SP[3 - nd :]))
 
 
 def _emit_max(
     ctx: LowerCtx,
-    kb: KernelBuilder,
+    kb: Sink,
     x: TensorInfo,
     out: TensorInfo,
     indices: TensorInfo | None,
@@ -141,7 +141,7 @@ def strided_windows(
 ) -> WindowFn:
     """A strided, padded, dilated window of constant extent (taps on padding guarded)."""
 
-    def windows(kb: KernelBuilder, outer: Nest) -> Window:
+    def windows(kb: Sink, outer: Nest) -> Window:
         taps = Nest(kb, kernel, list(_TAPS[:nd]))
         lead = len(outer.extents) - nd
         src: list[Aff] = []
@@ -207,7 +207,7 @@ def _avg_divisor_dim(o: Aff, ext: int, k: int, s: int, p: int, n_in: int, incl: 
 
 def _emit_avg(
     ctx: LowerCtx,
-    kb: KernelBuilder,
+    kb: Sink,
     x: TensorInfo,
     out: TensorInfo,
     nd: int,
@@ -308,7 +308,7 @@ def adaptive_windows(nd: int, in_sp: Sequence[int], out_sp: Sequence[int]) -> Wi
     """Adaptive pooling's windows (module docstring): loop bounds with ``//`` when
     ``Out`` does not divide ``In``."""
 
-    def windows(kb: KernelBuilder, outer: Nest) -> Window:
+    def windows(kb: Sink, outer: Nest) -> Window:
         lead = len(outer.extents) - nd
         loops: list[Loop] = []
         src: list[Aff] = []

@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from solar.frontends.kit import (
-    KernelBuilder,
+    Sink,
     TensorInfo,
     UnsupportedOpError,
     accumulate_dtype,
@@ -162,7 +162,7 @@ def _product(group: Sequence[_Operand], idx: Mapping[int, Expr]) -> Expr:
 
 def _stage(
     ctx: LowerCtx,
-    kb: KernelBuilder,
+    kb: Sink,
     group: Sequence[_Operand],
     summed: frozenset[int],
     ext: Sequence[int],
@@ -182,7 +182,7 @@ def _stage(
 
 def _final(
     ctx: LowerCtx,
-    kb: KernelBuilder,
+    kb: Sink,
     group: Sequence[_Operand],
     summed: frozenset[int],
     ext: Sequence[int],
@@ -207,7 +207,7 @@ def _final(
 
 def _emit(
     ctx: LowerCtx,
-    kb: KernelBuilder,
+    kb: Sink,
     group: Sequence[_Operand],
     summed: frozenset[int],
     ext: Sequence[int],

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from solar.frontends.kit import KernelBuilder, TensorInfo, cast, nest
+from solar.frontends.kit import Sink, TensorInfo, cast, nest
 from solar.frontends.pytorch.lowering_utils import binop, norm_dim, out0, same_value, tensor_arg
 from solar.frontends.pytorch.ops_movement import iadd_const_last, imul_const_last
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
@@ -30,7 +30,7 @@ DimRange = tuple[int, int]
 
 def _copy_range(
     ctx: LowerCtx,
-    kb: KernelBuilder,
+    kb: Sink,
     x: TensorInfo,
     out: TensorInfo,
     dim: int,
@@ -58,7 +58,7 @@ def _copy_range(
 
 def _write_src(
     ctx: LowerCtx,
-    kb: KernelBuilder,
+    kb: Sink,
     src: TensorInfo,
     out: TensorInfo,
     position: Callable[[Sequence[Name]], Sequence[Expr]],

@@ -34,9 +34,8 @@ Note [Arg-reduce NaN]
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Protocol
 
-from solar.frontends.kit.builder import TensorRef
+from solar.frontends.kit.context import Sink
 from solar.frontends.kit.dtypes import accumulate_dtype, cast, reduce_identity, zero
 from solar.frontends.kit.index import nest
 from solar.frontends.kit.values import shape_numel
@@ -59,7 +58,6 @@ from solar.ir import (
 __all__ = [
     "Reader",
     "ReduceRows",
-    "Sink",
     "emit_arg_reduce",
     "emit_count_reduce",
     "emit_moments",
@@ -68,22 +66,6 @@ __all__ = [
 
 Reader = Callable[[Sequence[Expr]], Expr]
 """The operand's element at an index (its own dims), through any view map."""
-
-
-class Sink(Protocol):
-    """What an emitter emits into: a kernel builder, or the body of an enclosing loop."""
-
-    def local(self, dtype: DType, shape: Sequence[Expr | int], hint: str = ...) -> TensorRef:
-        """Declare a kernel-local temporary."""
-        ...
-
-    def fresh_vars(self, n: int, hint: str = ...) -> tuple[Name, ...]:
-        """Fresh loop variables."""
-        ...
-
-    def emit(self, *stmts: Stmt) -> None:
-        """Append statements."""
-        ...
 
 
 class ReduceRows:

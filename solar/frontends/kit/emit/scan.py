@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from solar.frontends.kit.context import Sink
 from solar.frontends.kit.dtypes import accumulate_dtype, cast
-from solar.frontends.kit.emit.reduce import Reader, Sink
+from solar.frontends.kit.emit.reduce import Reader
 from solar.frontends.kit.index import nest
 from solar.ir import Access, Assign, Binary, Call, DType, Expr, IntLit, Name, Stmt, Unary, lit
 
