@@ -3,9 +3,9 @@
 Contract: framework-free (no torch, no jax). The most general reduction both frameworks
 have is "over any set of axes, with an identity, an element transform, and a final
 transform per row": ``out[kept] = finish(op-reduce(value(x[idx])))``. `ReduceRows`
-builds its loop nest (one loop per non-trivial dim, in dim order; kept dims outside,
-reduced dims inside, extent-1 dims indexed by the literal 0) and the helpers below emit
-the reductions the frontends share:
+builds its loop nest (one loop per non-trivial dim, its variables numbered in dim
+order; kept dims outside, reduced dims inside; extent-1 dims are indexed by the literal
+0) and the helpers below emit the reductions the frontends share:
 
 * `emit_reduce`: ``sum``/``mean``/``prod``/``max``/``min``/norms (``aten.sum``,
   ``reduce_sum``...). 16/8-bit float outputs accumulate in an f32 kernel-local (eager
