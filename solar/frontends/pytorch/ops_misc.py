@@ -26,6 +26,8 @@ from solar.frontends.kit import (
     cast,
     expand_param,
     guard,
+    iadd_const_last,
+    imul_const_last,
     range_guard,
 )
 from solar.frontends.pytorch.lowering_utils import (
@@ -37,7 +39,6 @@ from solar.frontends.pytorch.lowering_utils import (
     scalar_lit,
     tensor_arg,
 )
-from solar.frontends.pytorch.ops_movement import iadd_const_last, imul_const_last
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
 from solar.ir import Access, Assign, Cast, DType, Expr, Reduce, Stmt, lit
 
