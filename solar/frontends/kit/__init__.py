@@ -23,7 +23,7 @@ from solar.frontends.kit.builder import (
 from solar.frontends.kit.context import BuilderKernels, KernelHost, LowerCtx, Sink
 from solar.frontends.kit.coverage import CoverageLog, UncoveredOp
 from solar.frontends.kit.driver import Checkpoint, LoweringDriver, Unsupported
-from solar.frontends.kit.dtypes import IR_DTYPES
+from solar.frontends.kit.dtypes import IR_DTYPES, LOW_PRECISION, accumulate_dtype, cast
 from solar.frontends.kit.index import (
     Aff,
     LoopVars,
@@ -72,6 +72,7 @@ from solar.frontends.kit.values import IndexMap, TensorInfo, shape_numel
 __all__ = [
     "EXECUTOR_TIME_SHARE",
     "IR_DTYPES",
+    "LOW_PRECISION",
     "Aff",
     "BatchRecapture",
     "BuilderKernels",
@@ -98,9 +99,11 @@ __all__ = [
     "Unsupported",
     "UnsupportedOpError",
     "UserCode",
+    "accumulate_dtype",
     "all_of",
     "as_expr",
     "broadcast_map",
+    "cast",
     "const_int",
     "executor_seconds",
     "expand_param",
