@@ -145,6 +145,11 @@ class Lit:
             return lit(float(self.value))
         return lit(int(self.value))
 
+    def at(self, idx: Sequence[Expr | int]) -> Expr:
+        """Its element at any index: the literal (so a `Lit` is a kit ``Operand``)."""
+        del idx
+        return self.expr()
+
     def reshaped(self, shape: Sequence[int]) -> Lit:
         """The same value with another shape."""
         return Lit(self.value, self.dtype, tuple(shape))

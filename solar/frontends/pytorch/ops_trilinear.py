@@ -36,10 +36,11 @@ from solar.frontends.kit import (
     accumulate_dtype,
     cast,
     nest,
+    zero,
 )
 from solar.frontends.pytorch.lowering_utils import norm_dim, out0, tensor_arg
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
-from solar.ir import Access, Assign, Binary, DType, Expr, IntLit, Name, Reduce, Stmt, lit
+from solar.ir import Access, Assign, Binary, DType, Expr, IntLit, Name, Reduce, Stmt
 
 __all__: list[str] = []
 
@@ -225,7 +226,7 @@ def _emit(
     rloops = [(v, ext[d]) for d, v in red.items()]
     if summed_live:
         body: list[Stmt] = [
-            Assign(dst, lit(0.0) if dt.is_float else lit(0)),
+            Assign(dst, zero(dt)),
             *nest(rloops, [Reduce(dst, "+", _product(group, full))]),
         ]
     else:
