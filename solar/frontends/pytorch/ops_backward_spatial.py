@@ -27,9 +27,8 @@ from solar.frontends.kit import (
     iadd,
     imul,
     nest,
-    range_guard,
 )
-from solar.frontends.kit.emit import WindowFn, WindowSpec
+from solar.frontends.kit.emit import WindowFn, WindowSpec, window_source
 from solar.frontends.pytorch.lowering_utils import binop, norm_dim, out0, tensor_arg
 from solar.frontends.pytorch.ops_backward import OneKernel
 from solar.frontends.pytorch.ops_conv import ConvArgs, conv
@@ -135,9 +134,9 @@ def _weight_grad(
     src: list[Expr] = []
     for d in range(nd):
         a = inner.aff(1 + d, spec.stride[d]).plus(outer.aff(3 + d, spec.dilation[d]))
-        a = Aff(a.terms, a.const - spec.padding[d])
-        conds += range_guard(a, windowed.shape[2 + d])
-        src.append(a.expr())
+        cs, e = window_source(a.plus(-spec.padding[d]), windowed.shape[2 + d])
+        conds += cs
+        src.append(e)
     acc = kb.local(dt, [], "acc").scalar()
     prod = Binary(
         "*",

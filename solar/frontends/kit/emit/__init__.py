@@ -25,6 +25,7 @@ from solar.frontends.kit.emit.pool import (
     pool_nest,
     window_reduce,
 )
+from solar.frontends.kit.emit.window import window_source
 
 __all__ = [
     "ConvSpec",
@@ -41,4 +42,5 @@ __all__ = [
     "emit_reduce_window",
     "pool_nest",
     "window_reduce",
+    "window_source",
 ]
