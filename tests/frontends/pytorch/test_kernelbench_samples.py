@@ -28,6 +28,8 @@ SAMPLES = Path(__file__).resolve().parents[3] / "samples" / "torch"
 KERNELBENCH = sorted(p.stem for p in SAMPLES.glob("l[123]_*.py"))
 PARITY = sorted(p.stem for p in SAMPLES.glob("parity_*.py"))
 TRAINING = sorted(p.stem for p in SAMPLES.glob("train_*.py"))
+DISTRIBUTED = sorted(p.stem for p in SAMPLES.glob("dist_*.py"))
+"""torch.distributed samples: captured per rank in tests/frontends/pytorch/test_distributed.py."""
 """Training-step samples: analysed with ``--train`` in tests/training."""
 PARTIAL_READS = {"l3_mingpt_attention": "reads bias[:, :, :T, :T] of a larger mask buffer"}
 """Samples that read only part of some input or parameter (fewer compulsory bytes)."""
@@ -35,6 +37,7 @@ PARTIAL_READS = {"l3_mingpt_attention": "reads bias[:, :, :T, :T] of a larger ma
 
 def test_every_sample_is_tested() -> None:
     tested = set(CORE_SAMPLES) | set(NN_SAMPLES) | set(KERNELBENCH) | set(PARITY) | set(TRAINING)
+    tested |= set(DISTRIBUTED)
     assert KERNELBENCH, "no KernelBench-style samples found"
     assert {p.stem for p in SAMPLES.glob("*.py")} <= tested
 
