@@ -120,6 +120,10 @@ def capture_rank(path: str | Path, rank: int, world: int) -> tuple[Any, LoweredP
     from solar.frontends.pytorch.ops_collective import GROUP_RANKS
 
     capture = trace_model_file(path)
+    if "torch.distributed.tensor" in sys.modules:
+        # DTensor propagates shardings by running ops on fake tensors the first time it
+        # meets an op; the recorder sees those too. The second capture finds them cached.
+        capture = trace_model_file(path)
     rank_token = current_rank.set(RankContext(rank, world))
     group_token = GROUP_RANKS.set(_group_ranks)
     try:
