@@ -15,13 +15,17 @@ keyed ``rank // (stride * size) * stride + rank % stride`` (E0551 for other grou
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
+from pathlib import Path
 
-from solar.diagnostics import FrontendError
+import numpy as np
+
+from solar.diagnostics import FrontendError, ValidationMismatchError
 from solar.ir import (
     RANK,
     Binary,
@@ -45,7 +49,9 @@ __all__ = [
     "fit_destination",
     "group_for",
     "group_key",
+    "compare_ranks",
     "merge_ranks",
+    "world_size_of",
 ]
 
 
@@ -84,12 +90,14 @@ def group_for(members: Sequence[int], world: int) -> str | None:
     return f"g{len(ranks)}s{stride}"
 
 
-def group_key(name: str, world: Name) -> Expr:
-    """The key expression of a group named by `group_for`.
+def group_key(name: str, world: int) -> Expr:
+    """The key expression of a group named by `group_for`, in a world of ``world`` ranks.
 
     >>> from solar.ir import print_expr
-    >>> print_expr(group_key("g2s1", Name("W"))), print_expr(group_key("g4s2", Name("W")))
-    ('rank // 2', 'rank // 8 * 2 + rank % 2')
+    >>> print_expr(group_key("g2s1", 4)), print_expr(group_key("g2s2", 8))
+    ('rank // 2', 'rank // 4 * 2 + rank % 2')
+    >>> print_expr(group_key("g2s2", 4))
+    'rank % 2'
     """
     m = _GROUP_NAME.fullmatch(name)
     assert m is not None, name
@@ -97,6 +105,8 @@ def group_key(name: str, world: Name) -> Expr:
     rank = Name(RANK)
     if stride == 1:
         return Binary("//", rank, IntLit(size))
+    if stride * size == world:
+        return Binary("%", rank, IntLit(stride))
     block = Binary("*", Binary("//", rank, IntLit(stride * size)), IntLit(stride))
     return Binary("+", block, Binary("%", rank, IntLit(stride)))
 
@@ -219,7 +229,7 @@ def merge_ranks(programs: Sequence[Program], destinations: Sequence[Mapping[str,
         program,
         sizes=(SizeDecl(wname, IntLit(world)), *program.sizes),
         world=wname,
-        groups=tuple(GroupDecl(n, group_key(n, Name(wname))) for n in names),
+        groups=tuple(GroupDecl(n, group_key(n, world)) for n in names),
     )
     for name in names:  # the key must split the world as the process groups did
         parts = group_partition(merged, name, {wname: world})
@@ -272,3 +282,53 @@ def _check_collectives(programs: Sequence[Program]) -> None:
                 f"rank 0 launches {len(base)} collectives, rank {rank} {len(other)}",
                 code="E0552",
             )
+
+
+def world_size_of(path: str | Path) -> int:
+    """The module-level ``WORLD_SIZE = n`` of a model file.
+
+    Raises:
+        FrontendError: the file sets no positive integer ``WORLD_SIZE`` (E0554).
+    """
+    tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    for node in tree.body:
+        if (
+            isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "WORLD_SIZE" for t in node.targets)
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, int)
+            and node.value.value > 0
+        ):
+            return node.value.value
+    raise FrontendError(
+        f"{path} sets no `WORLD_SIZE = n` at module level: say how many ranks run it",
+        code="E0554",
+    )
+
+
+def compare_ranks(
+    got: Sequence[Mapping[str, np.ndarray]],
+    want: Sequence[Mapping[str, np.ndarray]],
+    *,
+    rtol: float,
+    atol: float,
+    what: str,
+) -> dict[str, float]:
+    """The largest absolute error of each output over all ranks (``want[r]``'s outputs).
+
+    Raises:
+        ValidationMismatchError: some rank's output differs beyond the tolerance (E0556);
+            ``what`` names the real run in the message.
+    """
+    errors: dict[str, float] = {}
+    for rank, (ran, real) in enumerate(zip(got, want, strict=True)):
+        for name, value in real.items():
+            diff = np.abs(np.asarray(ran[name], np.float64) - np.asarray(value, np.float64))
+            errors[name] = max(errors.get(name, 0.0), float(diff.max(initial=0.0)))
+            if not np.allclose(ran[name], value, rtol=rtol, atol=atol):
+                raise ValidationMismatchError(
+                    f"rank {rank}: output `{name}` of the simulated program differs from "
+                    f"{what} by up to {float(diff.max()):.3g}",
+                    code="E0556",
+                )
+    return errors

@@ -19,7 +19,6 @@ run's outputs differ from the simulated ones (plus the merge's E0550-E0553).
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import os
 import subprocess
@@ -32,9 +31,15 @@ from typing import Any
 
 import numpy as np
 
-from solar.diagnostics import FrontendError, ValidationMismatchError
+from solar.diagnostics import FrontendError
 from solar.frontends.kit import LoweredProgram
-from solar.frontends.kit.collectives import RankContext, current_rank, merge_ranks
+from solar.frontends.kit.collectives import (
+    RankContext,
+    compare_ranks,
+    current_rank,
+    merge_ranks,
+    world_size_of,
+)
 from solar.ir import Program, parse_program, print_program
 
 __all__ = [
@@ -66,28 +71,6 @@ class RankCheck:
     world: int
     sizes: Mapping[str, int]
     max_abs_error: Mapping[str, float]
-
-
-def world_size_of(path: str | Path) -> int:
-    """The module-level ``WORLD_SIZE = n`` of a model file.
-
-    Raises:
-        FrontendError: the file sets no positive integer ``WORLD_SIZE`` (E0554).
-    """
-    tree = ast.parse(Path(path).read_text(encoding="utf-8"))
-    for node in tree.body:
-        if (
-            isinstance(node, ast.Assign)
-            and any(isinstance(t, ast.Name) and t.id == "WORLD_SIZE" for t in node.targets)
-            and isinstance(node.value, ast.Constant)
-            and isinstance(node.value.value, int)
-            and node.value.value > 0
-        ):
-            return node.value.value
-    raise FrontendError(
-        f"{path} sets no `WORLD_SIZE = n` at module level: say how many ranks run it",
-        code="E0554",
-    )
 
 
 @contextlib.contextmanager
@@ -261,19 +244,7 @@ def validate_with_gloo(
     program = merge_ranks(programs, [{} for _ in programs])
     inputs = [{k[3:]: v for k, v in r.items() if k.startswith("in:")} for r in real]
     got = execute_distributed(program, inputs)
-    errors: dict[str, float] = {}
-    for rank, (outs, ran) in enumerate(zip(real, got, strict=True)):
-        for key, want in outs.items():
-            if not key.startswith("out:"):
-                continue
-            name = key[4:]
-            diff = np.abs(np.asarray(ran[name], np.float64) - np.asarray(want, np.float64))
-            errors[name] = max(errors.get(name, 0.0), float(diff.max(initial=0.0)))
-            if not np.allclose(ran[name], want, rtol=rtol, atol=atol):
-                raise ValidationMismatchError(
-                    f"rank {rank}: output `{name}` of the simulated program differs from the "
-                    f"real gloo run by up to {float(diff.max()):.3g}",
-                    code="E0556",
-                )
+    want = [{k[4:]: v for k, v in r.items() if k.startswith("out:")} for r in real]
+    errors = compare_ranks(got, want, rtol=rtol, atol=atol, what="the real gloo run")
     sizes = {s.name: int(getattr(s.value, "value", 0)) for s in program.sizes}
     return RankCheck(world, sizes, errors)
