@@ -28,9 +28,9 @@ SAMPLES = Path(__file__).resolve().parents[3] / "samples" / "torch"
 KERNELBENCH = sorted(p.stem for p in SAMPLES.glob("l[123]_*.py"))
 PARITY = sorted(p.stem for p in SAMPLES.glob("parity_*.py"))
 TRAINING = sorted(p.stem for p in SAMPLES.glob("train_*.py"))
-DISTRIBUTED = sorted(p.stem for p in SAMPLES.glob("dist_*.py"))
-"""torch.distributed samples: captured per rank in tests/frontends/pytorch/test_distributed.py."""
 """Training-step samples: analysed with ``--train`` in tests/training."""
+DISTRIBUTED = sorted(p.stem for p in SAMPLES.glob("dist_*.py"))
+"""torch.distributed samples: captured per rank in test_torch_distributed.py."""
 PARTIAL_READS = {"l3_mingpt_attention": "reads bias[:, :, :T, :T] of a larger mask buffer"}
 """Samples that read only part of some input or parameter (fewer compulsory bytes)."""
 
