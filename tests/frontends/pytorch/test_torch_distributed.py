@@ -158,3 +158,12 @@ def test_dtensor_tensor_parallel_mlp_matches_a_real_gloo_run() -> None:
     assert shapes == [1, 1]
     check = validate_with_gloo(SAMPLES / "dist_dtensor_mlp.py", timeout_s=240)
     assert check.max_abs_error["y0"] < 1e-4
+
+
+def test_analyze_bounds_a_distributed_file_per_rank() -> None:
+    from solar.pipeline import AnalyzeOptions, analyze
+
+    report = analyze(SAMPLES / "dist_tp_mlp.py", AnalyzeOptions())
+    assert report.sizes == {"W": 2}
+    assert report.ir.kernels == 4
+    assert "fake process group" in report.frontend.captured_with
