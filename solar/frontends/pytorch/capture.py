@@ -200,6 +200,8 @@ class _Recorder:
             return str(a)
         if isinstance(a, bool | int | float | str) or a is None:
             return a
+        if isinstance(a, torch.ScriptObject):
+            return _script_object(a)
         return repr(a)
 
     def _new_constant(self, t: Any, index: int) -> None:
@@ -367,6 +369,20 @@ def _recording(rec: _Recorder, root: Any, *, composites: bool = True) -> Iterato
     finally:
         h1.remove()
         h2.remove()
+
+
+def _script_object(obj: Any) -> str:
+    """A c10d argument by what it names: ``pg:<group name>`` for a process group,
+    ``redop:<n>`` for a reduction (``RedOpType``: 0 sum, 1 avg, 2 product, 3 min, 4 max);
+    other script objects by ``repr``."""
+    kind = obj._type().name()
+    if kind == "ProcessGroup":
+        import torch.distributed as dist
+
+        return f"pg:{dist.ProcessGroup.unbox(obj).group_name}"
+    if kind == "ReduceOp":
+        return f"redop:{int(obj.op())}"
+    return repr(obj)
 
 
 # Note [DTensor capture]

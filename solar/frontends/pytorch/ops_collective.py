@@ -1,4 +1,5 @@
-"""Lowerings of torch.distributed functional collectives (``_c10d_functional``).
+"""Lowerings of torch.distributed collectives: the functional ones (``_c10d_functional``)
+and the in-place ``c10d`` ops behind ``dist.all_reduce(t)`` and friends.
 
 Contract: each collective call becomes one collective kernel (`solar.ir.Collective`)
 over whole program-level tensors; ``wait_tensor`` and ``_wrap_tensor_autograd`` are
@@ -38,23 +39,39 @@ _OPS: dict[str, CollectiveOp] = {
 }
 
 
+_RED_OP_TYPES: dict[int, CollectiveOp] = {0: "sum", 1: "avg", 2: "prod", 3: "min", 4: "max"}
+"""c10d's ``RedOpType`` values (the recorder writes a ``ReduceOp`` as ``redop:<n>``)."""
+
+
 def _group(group_name: object) -> tuple[str | None, tuple[int, ...]]:
     resolve, ctx = GROUP_RANKS.get(), current_rank.get()
     if resolve is None or ctx is None:
         raise UnsupportedOpError("a collective outside a distributed capture")
-    members = resolve(str(group_name))
+    members = resolve(str(group_name).removeprefix("pg:"))
     return group_for(members, ctx.world), members
 
 
 def _op(value: object) -> CollectiveOp:
-    op = _OPS.get(str(value).lower())
+    text = str(value).lower()
+    if text.startswith("redop:"):
+        op = _RED_OP_TYPES.get(int(text.removeprefix("redop:")))
+    else:
+        op = _OPS.get(text)
     if op is None:
         raise UnsupportedOpError(f"reduction {value!r} has no IR collective")
     return op
 
 
-def _emit(ctx: LowerCtx, call: OpCall, kind: CollectiveKind, **fields: object) -> None:
-    x, out = tensor_arg(call, 0, "input"), out0(call)
+def _emit(
+    ctx: LowerCtx, call: OpCall, kind: CollectiveKind, source: int = 0, **fields: object
+) -> None:
+    """One collective kernel from tensor argument ``source`` (a one-tensor list: its
+    tensor) into the call's first output."""
+    x, out = call.arg(source, "input"), out0(call)
+    if isinstance(x, tuple) and len(x) == 1:
+        x = x[0]
+    if not isinstance(x, TensorInfo):
+        raise UnsupportedOpError(f"{call.target}: the source is not one tensor")
     if not x.is_storage or not out.is_storage:
         raise UnsupportedOpError("a collective on a view")
     kb = ctx.kernel(kind)
@@ -104,3 +121,33 @@ def _broadcast(ctx: LowerCtx, call: OpCall) -> None:
 @LOWERINGS.register("_c10d_functional.wait_tensor", "_c10d_functional._wrap_tensor_autograd")
 def _identity(ctx: LowerCtx, call: OpCall) -> tuple[TensorInfo, ...]:
     return (tensor_arg(call, 0, "input"),)
+
+
+# The in-place c10d ops (``dist.all_reduce(t)``, DDP's gradient hooks...): each writes
+# a new version of its tensor argument, which the driver declares as the call's output.
+@LOWERINGS.register("c10d.allreduce_")
+def _c10d_all_reduce(ctx: LowerCtx, call: OpCall) -> None:
+    group, _ = _group(call.arg(1, "process_group"))
+    _emit(ctx, call, "all_reduce", op=_op(call.arg(2, "reduce_op")), group=group)
+
+
+@LOWERINGS.register("c10d.broadcast_")
+def _c10d_broadcast(ctx: LowerCtx, call: OpCall) -> None:
+    group, members = _group(call.arg(1, "process_group"))
+    root = int(call.arg(2, "root_rank"))  # dist.broadcast passes the position in the group
+    if not 0 <= root < len(members) or int(call.arg(3, "root_tensor", 0)) != 0:
+        raise UnsupportedOpError("broadcast from outside the group or of a list element")
+    _emit(ctx, call, "broadcast", root=root, group=group)
+
+
+@LOWERINGS.register("c10d._allgather_base_")
+def _c10d_all_gather(ctx: LowerCtx, call: OpCall) -> None:
+    group, _ = _group(call.arg(2, "process_group"))
+    _emit(ctx, call, "all_gather", source=1, dim=0, group=group)
+
+
+@LOWERINGS.register("c10d._reduce_scatter_base_")
+def _c10d_reduce_scatter(ctx: LowerCtx, call: OpCall) -> None:
+    group, _ = _group(call.arg(2, "process_group"))
+    op = _op(call.arg(3, "reduce_op"))
+    _emit(ctx, call, "reduce_scatter", source=1, op=op, dim=0, group=group)

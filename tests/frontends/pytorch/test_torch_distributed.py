@@ -167,3 +167,14 @@ def test_analyze_bounds_a_distributed_file_per_rank() -> None:
     assert report.sizes == {"W": 2}
     assert report.ir.kernels == 4
     assert "fake process group" in report.frontend.captured_with
+
+
+def test_in_place_c10d_collectives_match_a_real_gloo_run() -> None:
+    d = capture_distributed(SAMPLES / "dist_inplace.py")
+    verify_program(d.program)
+    got = [(c.kind, c.op) for c in collectives(d.program)]
+    assert got == [("all_reduce", "max"), ("broadcast", None), ("all_gather", None),
+                   ("reduce_scatter", "sum")]
+    check = validate_with_gloo(SAMPLES / "dist_inplace.py", timeout_s=240)
+    assert set(check.max_abs_error) == {"y0", "y1"}
+    assert max(check.max_abs_error.values()) < 1e-5
