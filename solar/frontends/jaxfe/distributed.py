@@ -49,10 +49,12 @@ TIMEOUT_S = 300.0
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class HostCheck:
-    """What a host-device validation compared."""
+    """What a host-device validation compared: the world size, the mesh, the file's size
+    constants the program ran at, and each output's largest error over all ranks."""
 
     world: int
     mesh: tuple[tuple[str, int], ...]
+    sizes: dict[str, int]
     max_abs_error: dict[str, float]
 
 
@@ -136,6 +138,7 @@ def run_host_worker(path: str, out: str, real: bool) -> None:
     arrays: dict[str, np.ndarray] = {
         "ir": np.array(print_program(program)),
         "mesh": np.array([f"{n}={s}" for n, s in mesh]),
+        "sizes": np.array([f"{k}={v}" for k, v in capture.sizes.items()], dtype=str),
     }
     if real:
         params = tuple(capture.init_params())
@@ -252,4 +255,5 @@ def validate_on_host_devices(
     ]
     errors = compare_ranks(got, want, rtol=rtol, atol=atol,
                            what=f"the real run on {world} host devices")
-    return HostCheck(world, mesh, errors)
+    sizes = {v.split("=")[0]: int(v.split("=")[1]) for v in result["sizes"].tolist()}
+    return HostCheck(world, mesh, sizes, errors)

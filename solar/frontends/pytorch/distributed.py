@@ -66,7 +66,9 @@ class DistributedProgram:
 
 @dataclass(frozen=True, slots=True)
 class RankCheck:
-    """What a real-run validation compared: world size, sizes, per-output error."""
+    """What a real-run validation compared: the world size, the sizes the program ran at
+    (the file's size constants and the world size ``W``) and each output's largest error
+    over all ranks."""
 
     world: int
     sizes: Mapping[str, int]
@@ -167,6 +169,7 @@ def run_gloo_rank(path: str, rank: int, world: int, store: str, out: str) -> Non
     arrays = {f"in:{k}": v for k, v in inputs.items()}
     arrays |= {f"out:{k}": v for k, v in outputs.items()}
     arrays["ir"] = np.array(print_program(lowered.program))
+    arrays["sizes"] = np.array([f"{k}={v}" for k, v in capture.info.sizes.items()])
     np.savez(out, **arrays)  # type: ignore[arg-type]
 
 
@@ -246,5 +249,10 @@ def validate_with_gloo(
     got = execute_distributed(program, inputs)
     want = [{k[4:]: v for k, v in r.items() if k.startswith("out:")} for r in real]
     errors = compare_ranks(got, want, rtol=rtol, atol=atol, what="the real gloo run")
-    sizes = {s.name: int(getattr(s.value, "value", 0)) for s in program.sizes}
+    sizes = dict(_pairs(real[0]["sizes"]))
+    sizes |= {s.name: int(getattr(s.value, "value", 0)) for s in program.sizes}
     return RankCheck(world, sizes, errors)
+
+
+def _pairs(values: np.ndarray) -> list[tuple[str, int]]:
+    return [(v.split("=")[0], int(v.split("=")[1])) for v in values.tolist()]

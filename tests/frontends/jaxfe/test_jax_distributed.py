@@ -23,6 +23,7 @@ SAMPLES = Path(__file__).resolve().parents[3] / "samples" / "jax"
 def test_shard_map_mlp_matches_four_host_devices() -> None:
     check = validate_on_host_devices(SAMPLES / "dist_shard_map_mlp.py")
     assert check.world == 4 and check.mesh == (("dp", 2), ("tp", 2))
+    assert check.sizes == {"WORLD_SIZE": 4, "B": 8, "D": 16, "F": 32}
     assert check.max_abs_error["y0"] < 1e-4
 
 
