@@ -28,7 +28,9 @@ def test_shard_map_mlp_matches_four_host_devices() -> None:
 
 
 def test_every_collective_matches_four_host_devices() -> None:
-    program = capture_on_host_devices(SAMPLES / "dist_collectives.py")
+    host = capture_on_host_devices(SAMPLES / "dist_collectives.py")
+    assert host.world == 4 and host.coverage == () and host.ops_seen > 0
+    program = host.program
     verify_program(program)
     got = [(c.kind, c.group, c.groups) for c in collectives(program)]
     dp, tp = ((0, 2), (1, 3)), ((0, 1), (2, 3))
