@@ -45,7 +45,13 @@ from typing import Any
 import numpy as np
 
 from solar.diagnostics import FrontendError
-from solar.frontends.pytorch.capture_dist import has_dtensor, local_shard, script_object_arg
+from solar.frontends.pytorch.capture_dist import (
+    P2P_OPS,
+    has_dtensor,
+    local_shard,
+    p2p_outputs,
+    script_object_arg,
+)
 from solar.frontends.pytorch.capture_types import (
     CallKind,
     CaptureInfo,
@@ -226,8 +232,10 @@ class _Recorder:
 
         target = str(func)
         leaves, _ = tree_flatten(out)
+        if target in P2P_OPS:  # Note [Point-to-point capture]
+            leaves = p2p_outputs(target, args)
         has_tensor = any(isinstance(x, torch.Tensor) for x in leaves)
-        if not has_tensor and target not in _HOST_OPS:
+        if not has_tensor and target not in _HOST_OPS and target not in P2P_OPS:
             return
         index = len(self.calls)
         if self.expect is not None and (index >= len(self.expect) or self.expect[index] != target):
@@ -235,7 +243,9 @@ class _Recorder:
             self.diverged = f"at call {index}: {target} instead of {expected}"
             self.expect = None
         kind, written = _call_kind(func)
-        if not has_tensor:
+        if target in P2P_OPS:
+            kind, written = "functional", ()
+        elif not has_tensor:
             kind = "host"
         cargs = tuple(self.convert(a, index) for a in args)
         ckwargs = {k: self.convert(v, index) for k, v in kwargs.items()}

@@ -8,7 +8,24 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["has_dtensor", "local_shard", "script_object_arg"]
+__all__ = ["P2P_OPS", "has_dtensor", "local_shard", "p2p_outputs", "script_object_arg"]
+
+P2P_OPS = frozenset({"c10d.send.default", "c10d.recv_.default"})
+"""Point-to-point ops: recorded although they return no tensor (Note [Point-to-point
+capture])."""
+
+# Note [Point-to-point capture]
+# ``c10d.send`` and ``c10d.recv_`` return only a ``Work`` handle, so the recorder would
+# drop them as host calls. A send is recorded with no output (its lowering remembers
+# the tensor and the destination); a receive is recorded as producing a new version of
+# its buffer, which the lowering writes with a ``permute`` from the matching send.
+
+
+def p2p_outputs(target: str, args: Any) -> list[Any]:
+    """The tensors a point-to-point call produces: a receive's buffer, nothing for a send."""
+    if target == "c10d.recv_.default":
+        return list(args[0])
+    return []
 
 
 def script_object_arg(obj: Any) -> str:

@@ -16,19 +16,33 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextvars import ContextVar
+from dataclasses import dataclass, field
 
 from solar.frontends.kit import TensorInfo, UnsupportedOpError
 from solar.frontends.kit.collectives import current_rank, group_for
 from solar.frontends.pytorch.lowering_utils import out0, tensor_arg
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
-from solar.ir import Collective, CollectiveKind, CollectiveOp
+from solar.ir import Collective, CollectiveKind, CollectiveOp, IntLit
 
-__all__ = ["GROUP_RANKS"]
+__all__ = ["GROUP_RANKS", "SENDS"]
 
 GROUP_RANKS: ContextVar[Callable[[str], tuple[int, ...]] | None] = ContextVar(
     "solar_group_ranks", default=None
 )
 """Process-group name -> member ranks of the capture being lowered."""
+
+
+@dataclass
+class Sends:
+    """A rank's point-to-point state while it is lowered: the sends no receive has
+    paired yet, and each ``permute`` kernel's destination (for the rank merge)."""
+
+    pending: list[tuple[TensorInfo, int]] = field(default_factory=list)
+    destinations: dict[str, int] = field(default_factory=dict)
+
+
+SENDS: ContextVar[Sends | None] = ContextVar("solar_sends", default=None)
+"""The point-to-point state of the rank being lowered (Note [Point-to-point capture])."""
 
 _OPS: dict[str, CollectiveOp] = {
     "sum": "sum",
@@ -151,3 +165,35 @@ def _c10d_reduce_scatter(ctx: LowerCtx, call: OpCall) -> None:
     group, _ = _group(call.arg(2, "process_group"))
     op = _op(call.arg(3, "reduce_op"))
     _emit(ctx, call, "reduce_scatter", source=1, op=op, dim=0, group=group)
+
+
+def _sends() -> Sends:
+    state = SENDS.get()
+    if state is None:
+        raise UnsupportedOpError("a send or receive outside a distributed capture")
+    return state
+
+
+@LOWERINGS.register("c10d.send")
+def _send(ctx: LowerCtx, call: OpCall) -> tuple[TensorInfo, ...]:
+    """Remember the tensor and the destination; the matching receive moves it."""
+    (x,) = call.arg(0, "tensors")
+    _, members = _group(call.arg(1, "process_group"))
+    _sends().pending.append((x, members[int(call.arg(2, "dstRank"))]))
+    return ()
+
+
+@LOWERINGS.register("c10d.recv_")
+def _recv(ctx: LowerCtx, call: OpCall) -> None:
+    """The buffer's new version: a ``permute`` from this rank's oldest unpaired send (an
+    SPMD exchange: every rank sends, and receives what is sent to it)."""
+    state = _sends()
+    if not state.pending:
+        raise UnsupportedOpError("a receive without a send on this rank")
+    x, dest = state.pending.pop(0)
+    out = out0(call)
+    if not x.is_storage or not out.is_storage:
+        raise UnsupportedOpError("a send or receive of a view")
+    kb = ctx.kernel("permute")
+    kb.collective = Collective("permute", out.ref.name, x.ref.name, to=IntLit(0))
+    state.destinations[kb.name] = dest

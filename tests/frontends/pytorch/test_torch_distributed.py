@@ -178,3 +178,16 @@ def test_in_place_c10d_collectives_match_a_real_gloo_run() -> None:
     check = validate_with_gloo(SAMPLES / "dist_inplace.py", timeout_s=240)
     assert set(check.max_abs_error) == {"y0", "y1"}
     assert max(check.max_abs_error.values()) < 1e-5
+
+
+def test_send_recv_ring_is_a_permute_and_matches_gloo() -> None:
+    d = capture_distributed(SAMPLES / "dist_ring.py")
+    verify_program(d.program)
+    (ring,) = collectives(d.program)
+    assert ring.kind == "permute"
+    assert ring.pairs == ((0, 1), (1, 2), (2, 3), (3, 0))
+    assert "to=(rank + 1) % W" in print_program(d.program)
+    # the real run at a reduced world size: two ranks swap
+    check = validate_with_gloo(SAMPLES / "dist_ring.py", world=2, timeout_s=240)
+    assert check.world == 2 and check.sizes["W"] == 2
+    assert check.max_abs_error["y0"] < 1e-5
