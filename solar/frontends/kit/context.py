@@ -16,8 +16,9 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from solar.frontends.kit.builder import KernelBuilder, ProgramBuilder, TensorRef
+from solar.frontends.kit.table import UnsupportedOpError
 from solar.frontends.kit.values import TensorInfo
-from solar.ir import Access, DType, Expr, Name, Stmt
+from solar.ir import Access, Collective, DType, Expr, Name, Stmt
 
 __all__ = ["BuilderKernels", "KernelHost", "LowerCtx", "Sink"]
 
@@ -95,6 +96,19 @@ class LowerCtx:
         kb = self.host.start_kernel(hint or self.op)
         self.kernels.append(kb)
         return kb
+
+    def collective(self, hint: str, collective: Collective) -> str:
+        """Start a collective kernel (no body) for this op; returns the kernel's name.
+
+        Raises:
+            UnsupportedOpError: the op's statements go into an enclosing loop body (a JAX
+                scan or while body), where a kernel of its own cannot start.
+        """
+        kb = self.kernel(hint)
+        if not isinstance(kb, KernelBuilder):
+            raise UnsupportedOpError(f"a collective ({collective.kind}) inside a loop body")
+        kb.collective = collective
+        return kb.name
 
     @staticmethod
     def read(t: TensorInfo, idx: Sequence[Expr | int]) -> Access:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
-from solar.frontends.kit import KernelBuilder, TensorInfo, UnsupportedOpError
+from solar.frontends.kit import TensorInfo, UnsupportedOpError
 from solar.frontends.kit.collectives import current_rank, group_for
 from solar.frontends.pytorch.lowering_utils import out0, tensor_arg
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
@@ -88,9 +88,7 @@ def _emit(
         raise UnsupportedOpError(f"{call.target}: the source is not one tensor")
     if not x.is_storage or not out.is_storage:
         raise UnsupportedOpError("a collective on a view")
-    kb = ctx.kernel(kind)
-    assert isinstance(kb, KernelBuilder)  # the PyTorch frontend's kernels are builders
-    kb.collective = Collective(kind, out.ref.name, x.ref.name, **fields)  # type: ignore[arg-type]
+    ctx.collective(kind, Collective(kind, out.ref.name, x.ref.name, **fields))  # type: ignore[arg-type]
 
 
 @LOWERINGS.register("_c10d_functional.all_reduce")
@@ -195,7 +193,5 @@ def _recv(ctx: LowerCtx, call: OpCall) -> None:
     out = out0(call)
     if not x.is_storage or not out.is_storage:
         raise UnsupportedOpError("a send or receive of a view")
-    kb = ctx.kernel("permute")
-    assert isinstance(kb, KernelBuilder)
-    kb.collective = Collective("permute", out.ref.name, x.ref.name, to=IntLit(0))
-    state.destinations[kb.name] = dest
+    name = ctx.collective("permute", Collective("permute", out.ref.name, x.ref.name, to=IntLit(0)))
+    state.destinations[name] = dest
