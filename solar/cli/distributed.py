@@ -94,18 +94,19 @@ def distributed_request(
     from solar.hw.cluster_loader import load_cluster_spec
 
     spec = load_cluster_spec(cluster)
-    if (parallel is None) == (plan_file is None):
-        raise PlanError("--cluster needs exactly one of --parallel and --plan", code="E0806")
+    if parallel is not None and plan_file is not None:
+        raise PlanError("give one of --parallel and --plan", code="E0806")
     pf = load_plan_file(plan_file) if plan_file is not None else None
-    plan = pf.plan if pf is not None else parse_parallel(parallel or "")
-    if spec.max_gpus is not None and plan.world > spec.max_gpus:
+    plan = pf.plan if pf is not None else (
+        parse_parallel(parallel) if parallel is not None else None)  # None: as captured
+    if plan is not None and spec.max_gpus is not None and plan.world > spec.max_gpus:
         raise PlanError(f"plan {plan.label()} needs {plan.world} GPUs; cluster {spec.name} "
                         f"has {spec.max_gpus}", code="E0803")
     chosen: Phase = phase or ("train" if train else "prefill")
     mb = micro_batch or 1
     return DistributedRequest(
         cluster=cluster, plan=plan, micro_batch=mb,
-        global_batch=global_batch or mb * plan.dp,
+        global_batch=global_batch or mb * (plan.dp if plan is not None else 1),
         recompute=recompute,
         phase=chosen,
         plan_file=pf,

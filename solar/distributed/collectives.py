@@ -47,6 +47,7 @@ __all__ = [
     "cut_bytes",
     "min_bytes_per_rank",
     "place_group",
+    "place_groups",
 ]
 
 CollectiveOp: TypeAlias = Literal[
@@ -183,22 +184,44 @@ def cut_bytes(
             return float(size_bytes)
 
 
+def place_groups(groups: tuple[tuple[int, ...], ...], domain_size: int) -> GroupPlacement:
+    """Where explicit groups of global ranks (a captured program's) fall on domains of
+    ``domain_size`` consecutive ranks: the most domains any group spans, and the most
+    members any group has in one domain (fewer, larger shares: a lower bound).
+
+    >>> place_groups(((0, 1, 2, 3), (4, 5, 6, 7)), 8)
+    GroupPlacement(domains=1, per_domain=4)
+    >>> place_groups(((0, 8), (1, 9)), 8)
+    GroupPlacement(domains=2, per_domain=1)
+    """
+    domains, per = 1, 1
+    for g in groups:
+        counts: dict[int, int] = {}
+        for r in g:
+            counts[r // domain_size] = counts.get(r // domain_size, 0) + 1
+        domains = max(domains, len(counts))
+        per = max(per, max(counts.values(), default=1))
+    return GroupPlacement(domains, per)
+
+
 def charge_collective(
-    coll: Collective, stride: int, cluster: ClusterSpec
+    coll: Collective, stride: int | GroupPlacement, cluster: ClusterSpec
 ) -> tuple[LinkCharge, ...]:
     """The per-rank resource charges of one run of ``coll`` on ``cluster``.
 
     Args:
         coll: the collective.
         stride: distance in global rank between consecutive members of its group
-            (ranks are numbered tp fastest, then cp, dp, pp).
+            (ranks are numbered tp fastest, then cp, dp, pp), or the group's placement
+            when its ranks are known (`place_groups`).
         cluster: the system.
 
     Returns:
         One `LinkCharge` per resource it loads (none for a group of one).
     """
     up = cluster.scale_up
-    placement = place_group(coll.group_size, stride, up.domain_size)
+    placement = (stride if isinstance(stride, GroupPlacement)
+                 else place_group(coll.group_size, stride, up.domain_size))
     nic = cluster.nic_bandwidth_per_gpu_bytes_per_s
     spans = placement.domains > 1
     reduces = up.in_network_reduction and (
@@ -217,7 +240,8 @@ def charge_collective(
     return tuple(charges)
 
 
-def alpha_estimate_s(coll: Collective, stride: int, cluster: ClusterSpec) -> float:
+def alpha_estimate_s(coll: Collective, stride: int | GroupPlacement,
+                     cluster: ClusterSpec) -> float:
     """An alpha-beta *estimate* (not a bound) of one run: the slowest charge plus
     the per-hop latencies of a ring (2(n-1) hops for an all-reduce, n-1 for the
     others, 1 for a send).
@@ -231,7 +255,8 @@ def alpha_estimate_s(coll: Collective, stride: int, cluster: ClusterSpec) -> flo
     beta = max((c.time_s for c in charges), default=0.0)
     n = coll.group_size
     hops = {"all_reduce": 2 * (n - 1), "send_recv": 1}.get(coll.op, n - 1)
-    placement = place_group(n, stride, cluster.scale_up.domain_size)
+    placement = (stride if isinstance(stride, GroupPlacement)
+                 else place_group(n, stride, cluster.scale_up.domain_size))
     out = cluster.scale_out
     alpha = (
         out.latency_s if placement.domains > 1 and out is not None and out.latency_s

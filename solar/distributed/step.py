@@ -20,16 +20,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, TypeAlias
 
 from solar.bounds import compile_costs, compute_bounds
 from solar.bounds.precision import PrecisionPolicy
 from solar.diagnostics import PlanError
 from solar.distributed.collectives import (
     Collective,
+    CollectiveOp,
+    GroupPlacement,
     alpha_estimate_s,
     charge_collective,
     min_bytes_per_rank,
+    place_groups,
 )
 from solar.distributed.plan import ParallelPlan, Phase, PlanFile, Recompute, check_plan
 from solar.distributed.plan_collectives import plan_collectives
@@ -39,7 +42,8 @@ from solar.einsum import EinsumGraph
 from solar.hw.cluster import ClusterSpec
 from solar.hw.cluster_loader import cluster_device, load_cluster_spec
 from solar.hw.spec import HardwareSpec
-from solar.ir import Program, TensorDecl, eval_int
+from solar.ir import Name, Program, TensorDecl, eval_int
+from solar.ir import collectives as ir_collectives
 from solar.report.distributed import (
     CollectiveRow,
     DistributedInfo,
@@ -63,7 +67,8 @@ class DistributedRequest:
 
     Attributes:
         cluster: a bundled cluster name or a cluster YAML path.
-        plan: the plan.
+        plan: the plan; ``None`` for a program that is already distributed (its
+            captured collectives are bounded as they are).
         micro_batch: samples per micro-batch (the program's own batch).
         global_batch: samples per step, all replicas.
         recompute: activation recompute policy.
@@ -72,7 +77,7 @@ class DistributedRequest:
     """
 
     cluster: str
-    plan: ParallelPlan
+    plan: ParallelPlan | None
     micro_batch: int
     global_batch: int
     recompute: Recompute = "none"
@@ -135,15 +140,30 @@ def bound_step(
     """
     cluster = load_cluster_spec(request.cluster)
     spec = cluster_device(cluster)
-    plan, pf = request.plan, request.plan_file
+    pf = request.plan_file
     s = infer_structure(
         program, sizes, phase_of, size_constants=size_constants,
         heads=pf.heads if pf else None, stack_hint=pf.layers if pf else None,
         replicated_paths=pf.replicated if pf else (),
     )
-    m = check_plan(plan, max_gpus=cluster.max_gpus, cluster=cluster.name,
-                   micro_batch=request.micro_batch, global_batch=request.global_batch,
-                   heads=s.heads, layers=s.layers if s.stack else None)
+    captured = _captured(program, sizes, cluster, phase_of)
+    if request.plan is None:
+        if captured is None:
+            raise PlanError("--cluster without --parallel needs a distributed program "
+                            "(one with a world size); give --parallel or --plan", code="E0806")
+        plan, m = ParallelPlan(), 1
+        world = captured[0]
+        if cluster.max_gpus is not None and world > cluster.max_gpus:
+            raise PlanError(f"the program's world of {world} ranks exceeds cluster "
+                            f"{cluster.name}'s {cluster.max_gpus} GPUs", code="E0803")
+    else:
+        if captured is not None:
+            raise PlanError("the program is already distributed (world size "
+                            f"{captured[0]}): drop --parallel/--plan", code="E0806")
+        plan, world = request.plan, request.plan.world
+        m = check_plan(plan, max_gpus=cluster.max_gpus, cluster=cluster.name,
+                       micro_batch=request.micro_batch, global_batch=request.global_batch,
+                       heads=s.heads, layers=s.layers if s.stack else None)
     compiled = compile_costs(graph)
     unfused = compute_bounds(compiled, spec, model="unfused", precision_policy=precision,
                              sizes=sizes, cache="cold")
@@ -157,7 +177,40 @@ def bound_step(
         (m - 1) * inputs / (plan.pp * plan.cp)
     hbm_s = hbm_bytes / spec.dram_bandwidth_bytes_per_s
     memory = _memory(s, plan, request, spec, m)
-    return _assemble(cluster, spec, plan, request, s, m, work, hbm_s, memory)
+
+    def collectives_of(stage: int) -> tuple[list[Placed], tuple[str, ...]]:
+        if captured is not None:
+            return captured[1], ("the captured program's collectives, as one rank runs them",)
+        colls, notes = plan_collectives(s, plan, stage=stage, micro_batches=m,
+                                        recompute=request.recompute, phase=request.phase)
+        return [(c, _stride(plan, c.axis)) for c in colls], notes
+
+    return _assemble(cluster, spec, plan, world, request, s, work, hbm_s, memory,
+                     collectives_of)
+
+
+Placed: TypeAlias = tuple[Collective, "int | GroupPlacement"]
+"""A collective and where its group sits: a stride (plans) or a placement (captured)."""
+
+
+def _captured(
+    program: Program, sizes: Mapping[str, int], cluster: ClusterSpec,
+    phase_of: Callable[[str], str],
+) -> tuple[int, list[Placed]] | None:
+    """A distributed program's world size and its collectives (`solar.ir.collectives`)."""
+    if program.world is None:
+        return None
+    out: list[Placed] = []
+    for info in ir_collectives(program, sizes):
+        op: CollectiveOp = "send_recv" if info.kind == "permute" else info.kind
+        n = 2 if info.kind == "permute" else info.group_size
+        size = info.source_bytes if info.kind == "permute" else info.buffer_bytes
+        groups = info.pairs if info.kind == "permute" else info.groups
+        placement = place_groups(groups, cluster.scale_up.domain_size)
+        out.append((Collective(op, n, float(size), str(info.dtype), info.group or "world",
+                               phase_of(info.kernel), 1.0, f"kernel {info.kernel}"), placement))
+    world = sizes.get(program.world)
+    return (int(world) if world is not None else eval_int(Name(program.world), sizes)), out
 
 
 def _bytes(decl: TensorDecl, sizes: Mapping[str, int]) -> float:
@@ -175,9 +228,11 @@ def _stages(pp: int, binding: int) -> list[int]:
 
 
 def _assemble(
-    cluster: ClusterSpec, spec: HardwareSpec, plan: ParallelPlan, req: DistributedRequest,
-    s: ModelStructure, m: int, work: RankWork, hbm_s: float, memory: MemoryRow,
+    cluster: ClusterSpec, spec: HardwareSpec, plan: ParallelPlan, world: int,
+    req: DistributedRequest, s: ModelStructure, work: RankWork, hbm_s: float,
+    memory: MemoryRow, collectives_of: Callable[[int], tuple[list[Placed], tuple[str, ...]]],
 ) -> DistributedInfo:
+    m = 1 if req.plan is None else req.global_batch // (plan.dp * req.micro_batch)
     rows: list[RankRow] = []
     coll_rows: list[CollectiveRow] = []
     assumptions: list[str] = [
@@ -189,22 +244,21 @@ def _assemble(
     estimates: dict[int, float] = {}
     sums: dict[int, float] = {}
     for stage in range(plan.pp):
-        colls, notes = plan_collectives(s, plan, stage=stage, micro_batches=m,
-                                        recompute=req.recompute, phase=req.phase)
+        colls, notes = collectives_of(stage)
         assumptions.extend(n for n in notes if n not in assumptions)
         links: dict[str, float] = {}
         estimate = 0.0
-        for c in colls:
+        for c, where in colls:
             if not c.in_bound:
                 continue
-            for charge in charge_collective(c, _stride(plan, c.axis), cluster):
+            for charge in charge_collective(c, where, cluster):
                 links[charge.resource] = links.get(charge.resource, 0.0) + c.count * charge.time_s
-            estimate += c.count * alpha_estimate_s(c, _stride(plan, c.axis), cluster)
+            estimate += c.count * alpha_estimate_s(c, where, cluster)
             if stage == 0:
-                coll_rows.extend(_collective_rows(c, plan, cluster))
+                coll_rows.extend(_collective_rows(c, where, cluster))
         if stage == 0:
-            coll_rows.extend(r for c in colls if not c.in_bound
-                             for r in _collective_rows(c, plan, cluster))
+            coll_rows.extend(r for c, where in colls if not c.in_bound
+                             for r in _collective_rows(c, where, cluster))
         resources = {"compute": work.compute_s, "hbm": hbm_s, **links}
         binding = max(resources, key=lambda r: resources[r])
         time_s = resources[binding]
@@ -219,25 +273,27 @@ def _assemble(
                   "scale-out": f"scale-out ({cluster.scale_out.network})"
                   if cluster.scale_out else "scale-out"}
     bound = time_s if memory.feasible else None
-    tokens = req.global_batch / req.micro_batch * s.tokens
+    # a captured program: every rank runs it (SPMD); its tokens per step are unknown
+    tokens = req.global_batch / req.micro_batch * s.tokens if req.plan is not None else None
+    model_flops = work.model_flops if req.plan is not None else work.model_flops * world
     peak = work.peak_flops_per_s
     step = StepRow(
         time_s=bound,
         binding=("memory: infeasible" if not memory.feasible else link_names.get(binding, binding)),
         binding_rank=stage,
-        mfu_ceiling=(work.model_flops / (plan.world * peak * bound)
-                     if bound and peak else None),
+        mfu_ceiling=model_flops / (world * peak * bound) if bound and peak else None,
         mfu_peak_flops_per_s=peak,
-        tokens_per_s_ceiling=tokens / bound if bound else None,
-        model_flops=work.model_flops,
+        tokens_per_s_ceiling=tokens / bound if bound and tokens else None,
+        model_flops=model_flops,
         no_overlap_s=sums[stage],
         alpha_estimate_s=estimates[stage],
     )
     shown = _stages(plan.pp, stage)
     return DistributedInfo(
         cluster=cluster.name, device=spec.name,
-        plan=PlanInfo(label=plan.label(), tp=plan.tp, pp=plan.pp, dp=plan.dp, cp=plan.cp,
-                      ep=plan.ep, vpp=plan.vpp, zero=plan.zero, sp=plan.sp, world=plan.world,
+        plan=PlanInfo(label=plan.label() if req.plan is not None else f"captured (world {world})",
+                      tp=plan.tp, pp=plan.pp, dp=plan.dp, cp=plan.cp,
+                      ep=plan.ep, vpp=plan.vpp, zero=plan.zero, sp=plan.sp, world=world,
                       micro_batch=req.micro_batch, global_batch=req.global_batch,
                       micro_batches=m, recompute=req.recompute, phase=req.phase),
         structure=_structure_info(s), step=step,
@@ -252,9 +308,9 @@ def _stride(plan: ParallelPlan, axis: str) -> int:
     return plan.stride("cp") if axis == "dp" else plan.stride(axis)
 
 
-def _collective_rows(c: Collective, plan: ParallelPlan, cluster: ClusterSpec,
+def _collective_rows(c: Collective, where: int | GroupPlacement, cluster: ClusterSpec,
                      ) -> list[CollectiveRow]:
-    charges = charge_collective(c, _stride(plan, c.axis), cluster)
+    charges = charge_collective(c, where, cluster)
     runs: list[tuple[str, float, float]] = [
         (ch.resource, ch.bytes, c.count * ch.time_s) for ch in charges] or [
         ("-", min_bytes_per_rank(c.op, c.group_size, c.bytes), 0.0)]
