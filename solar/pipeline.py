@@ -205,6 +205,9 @@ def _frontend_options(options: AnalyzeOptions) -> FrontendOptions:
         # the tracer asks the LLM for the ops it cannot lower only where it was chosen
         # or may be (`auto`); an explicit --frontend llm translates the whole program
         op_fallback=options.frontend in ("auto", "torch"),
+        # a plan is bounded at the sizes given; formulas in them would cost a
+        # re-capture per size constant of a model that may have a hundred layers
+        symbolic_sizes=options.distributed is None,
     )
 
 

@@ -253,6 +253,10 @@ def analyze(
             prepare_output(path)  # a bad -o fails before any work
     request = distributed_request(cluster, parallel, plan, micro_batch, global_batch,
                                   recompute, phase, train=train)
+    if not arch and request is not None:  # the cluster's device, not the default one
+        from solar.hw.cluster_loader import load_cluster_spec
+
+        arch = [load_cluster_spec(request.cluster).device]
     options = AnalyzeOptions(
         archs=tuple(arch or [DEFAULT_ARCH]),
         precision=precision,

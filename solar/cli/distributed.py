@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Annotated, TypeAlias
 import typer
 
 from solar.diagnostics import PlanError
-from solar.distributed.plan import Phase, Recompute
+from solar.options import Recompute
+from solar.options import StepPhase as Phase
 
 if TYPE_CHECKING:
     from solar.distributed import DistributedRequest

@@ -26,12 +26,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final, Literal, TypeAlias
+from typing import Final, TypeAlias
 
 import yaml
 
 from solar.diagnostics import PlanError, UsageError
 from solar.files import read_text
+from solar.options import Recompute, StepPhase
 
 __all__ = [
     "PLAN_KEYS",
@@ -44,8 +45,7 @@ __all__ = [
     "parse_parallel",
 ]
 
-Recompute: TypeAlias = Literal["none", "selective", "full"]
-Phase: TypeAlias = Literal["train", "prefill", "decode"]
+Phase: TypeAlias = StepPhase
 
 PLAN_KEYS: Final[tuple[str, ...]] = ("tp", "pp", "dp", "cp", "ep", "vpp", "zero", "sp", "world")
 

@@ -104,6 +104,11 @@ def test_report_and_summary(tmp_path: Path) -> None:
     assert "distributed: tp=2,pp=2,dp=2 on DGX_H100" in text and "step >= " in text
     again = type(report).model_validate_json(report.to_json())
     assert again.to_json() == report.to_json()
+    pytest.importorskip("matplotlib")
+    from solar.report.plot import plot_report
+
+    png = plot_report(report, tmp_path / "ranks.png")
+    assert png.stat().st_size > 10_000
 
 
 @pytest.mark.parametrize(("args", "code"), [
