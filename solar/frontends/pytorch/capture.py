@@ -349,6 +349,8 @@ def _recording(rec: _Recorder, root: Any, *, composites: bool = True) -> Iterato
             self, func: Any, types: Any, args: Any = (), kwargs: Any = None
         ) -> Any:
             kwargs = kwargs or {}
+            if _has_dtensor(args, kwargs):  # Note [DTensor capture]
+                return NotImplemented
             before = _layout(args[0]) if func in _RESTRIDES and args else None
             out = func(*args, **kwargs)
             if before is not None and _same_elements(before, _layout(args[0])):
@@ -365,6 +367,23 @@ def _recording(rec: _Recorder, root: Any, *, composites: bool = True) -> Iterato
     finally:
         h1.remove()
         h2.remove()
+
+
+# Note [DTensor capture]
+# A DTensor (tensor parallelism, FSDP2) runs each op as local ops on its shard plus
+# the collectives its placements need (``_c10d_functional``). The program each rank
+# launches is those local ops, so the recorder does not record a call on DTensors:
+# returning ``NotImplemented`` from a dispatch mode hands
+# the call to the tensor subclass, with the mode still active for what it runs.
+# Parameters held as DTensors are registered as their
+# local shards (`_local`), the tensors those local ops read.
+
+
+def _has_dtensor(args: Any, kwargs: Any) -> bool:
+    from torch.utils._pytree import tree_flatten
+
+    leaves, _ = tree_flatten((args, kwargs))
+    return any(hasattr(x, "_local_tensor") and hasattr(x, "device_mesh") for x in leaves)
 
 
 def _tensor_bytes(xs: Any) -> int:
@@ -399,8 +418,14 @@ def _register(
 
     leaves, _ = tree_flatten(inst.input_tree())
     inputs = tuple(ids.meta(x) if isinstance(x, torch.Tensor) else None for x in leaves)
-    params = tuple(NamedTensor(k, ids.meta(v)) for k, v in inst.state.items())
+    params = tuple(NamedTensor(k, ids.meta(_local(v))) for k, v in inst.state.items())
     return inputs, params
+
+
+def _local(t: Any) -> Any:
+    """A DTensor's shard on this rank (the tensor its local ops read), else ``t``."""
+    local = getattr(t, "_local_tensor", None)
+    return local if local is not None and hasattr(t, "device_mesh") else t
 
 
 def _fake_blocked_errors() -> tuple[type[BaseException], ...]:
