@@ -92,3 +92,24 @@ def test_no_plan_for_a_single_device_program_is_e0806() -> None:
     with pytest.raises(PlanError) as err:
         _bound(single, "DGX_H100")
     assert err.value.code == "E0806"
+
+
+@pytest.mark.torch
+def test_a_captured_torch_distributed_program_is_bounded() -> None:
+    pytest.importorskip("torch")
+    from pathlib import Path
+
+    from solar.frontends.pytorch.distributed import capture_distributed
+    from solar.ir import resolve_sizes
+
+    sample = Path(__file__).resolve().parents[2] / "samples" / "torch" / "dist_tp_mlp.py"
+    program = capture_distributed(sample).program
+    verify_program(program)
+    req = DistributedRequest("DGX_A100", None, 1, 1, phase="prefill")
+    info = bound_prepared(program, lift_to_einsum(program), resolve_sizes(program, {}), req,
+                          phase_of=None, precision="default")
+    (row,) = info.collectives
+    size = 8 * 32 * 4  # the row-parallel output, f32[B, D]
+    assert (row.op, row.group_size, row.bytes_per_rank) == ("all_reduce", 2, size)
+    assert row.time_s == pytest.approx(size / 325e9)  # 2(2-1)/2 S over NVLink 3 + NIC
+    assert info.plan.world == 2
