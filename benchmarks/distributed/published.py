@@ -2,7 +2,7 @@
 
 Each row analyses `benchmarks/distributed/gpt.py` at the run's sizes and plan in a fresh
 `solar analyze` process under `/usr/bin/time -v` (wall time and peak RSS of the analysis),
-and prints a markdown table. tests/dist/test_published.py keeps the same table as
+and prints a markdown table. tests/parallel/test_published.py keeps the same table as
 a regression test (the bound must stay at or below the measured time).
 
     python benchmarks/distributed/published.py [NAME ...]
