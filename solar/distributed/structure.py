@@ -15,10 +15,11 @@ program's parameters (``p_<module path>`` with ``.`` spelled ``_``) and kernel n
 * the parameter, gradient, optimizer-state and saved-activation bytes.
 
 Note [Replicated work]: only kernels that are certainly replicated under Megatron
-TP are charged in full on every TP rank: normalisations (a name with ``norm`` or an
-``ln`` path component) and paths the plan file lists. Every other kernel is divided
-by tp. Dividing a replicated kernel under-counts, which keeps the bound a lower bound;
-the converse would over-count, so the rule errs that way.
+TP are charged in full on every TP rank: normalisations over the whole hidden (a name
+with ``norm`` or an ``ln`` path component, reading a 1-D parameter of the hidden's
+length and no weight matrix; a per-head norm is sharded) and paths the plan file lists.
+Every other kernel is divided by tp. Dividing a replicated kernel under-counts, which
+keeps the bound a lower bound; the converse would over-count, so the rule errs that way.
 """
 
 from __future__ import annotations
@@ -218,12 +219,18 @@ def infer_structure(
         named = {k.upper(): v for k, v in size_constants.items()}
         heads = next((named[n] for n in _HEAD_NAMES if n in named), None)
     reps = tuple(p.replace(".", "_") for p in replicated_paths)
+    def norm_of_hidden(k: str) -> bool:
+        """A kernel that reads a hidden-wide 1-D parameter (a norm's weight over the whole
+        hidden, not a per-head norm TP shards) and no weight matrix."""
+        shapes = [_shape(decls[t], sizes) for t in touches[k]
+                  if t in decls and decls[t].role == "param"]
+        return (hidden is not None and any(sh == (hidden,) for sh in shapes)
+                and all(len(sh) < 2 for sh in shapes))
+
     replicated = frozenset(
         k for k in touches
-        if phase[k] != "optimizer"
+        if phase[k] != "optimizer" and norm_of_hidden(k)
         and (_NORM.search(k) or any(k.startswith(f"{r}_") for r in reps))
-        and not any(len(decls[t].shape) >= 2 for t in touches[k]
-                    if t in decls and decls[t].role == "param")
     )
     stack_forward = frozenset(
         k for k in touches
