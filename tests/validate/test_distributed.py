@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_helpers import run_cli
 
 from solar.diagnostics import ExecutionError
 from solar.ir import Collective, parse_program, verify_program
@@ -140,3 +141,16 @@ def test_world_size_can_be_rebound() -> None:
 def test_specialize_rank_keeps_programs_without_rank() -> None:
     program = parse_program(_program("output Y : f32[N, 4]", "Y = all_reduce(X, op=sum)"))
     assert specialize_rank(program, 3) is program
+
+
+def test_ir_run_executes_every_rank(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    out = tmp_path / "o.npz"
+    r = run_cli(capsys, "ir", "run", str(ROOT / "samples" / "dist" / "zero_ring.alir"),
+                "-o", str(out))
+    assert r.code == 0, r.err
+    assert [line.split(":")[0] for line in r.out.splitlines()] == [
+        f"r{rank}.{name}" for rank in range(4) for name in ("P", "R")
+    ]
+    with np.load(out) as got:  # the ring: rank r receives rank r - 1's P
+        for rank in range(4):
+            np.testing.assert_array_equal(got[f"r{rank}.R"], got[f"r{(rank - 1) % 4}.P"])

@@ -21,6 +21,7 @@ E0556 outputs differ from the real run (plus E0550-E0554 from the merge).
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import subprocess
 import sys
@@ -33,10 +34,12 @@ from typing import Any
 import numpy as np
 
 from solar.diagnostics import FrontendError
+from solar.frontends.kit import UncoveredOp
 from solar.frontends.kit.collectives import compare_ranks, merge_ranks, world_size_of
 from solar.ir import Program, parse_program, print_program
 
 __all__ = [
+    "HostCapture",
     "HostCheck",
     "capture_on_host_devices",
     "run_host_worker",
@@ -48,11 +51,25 @@ TIMEOUT_S = 300.0
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class HostCapture:
+    """The SPMD program of a shard_map file and what its lowering left uncovered."""
+
+    program: Program
+    world: int
+    coverage: tuple[UncoveredOp, ...]
+    ops_seen: int
+    keep_live: tuple[str, ...] = ()
+    uncovered_values: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class HostCheck:
-    """What a host-device validation compared."""
+    """What a host-device validation compared: the world size, the mesh, the file's size
+    constants the program ran at, and each output's largest error over all ranks."""
 
     world: int
     mesh: tuple[tuple[str, int], ...]
+    sizes: dict[str, int]
     max_abs_error: dict[str, float]
 
 
@@ -136,6 +153,11 @@ def run_host_worker(path: str, out: str, real: bool) -> None:
     arrays: dict[str, np.ndarray] = {
         "ir": np.array(print_program(program)),
         "mesh": np.array([f"{n}={s}" for n, s in mesh]),
+        "sizes": np.array([f"{k}={v}" for k, v in capture.sizes.items()], dtype=str),
+        "coverage": np.array(json.dumps([dataclasses.asdict(u) for u in lowered.coverage])),
+        "ops_seen": np.array(lowered.ops_seen),
+        "keep_live": np.array(list(lowered.keep_alive), dtype=str),
+        "uncovered_values": np.array([v.name for v in lowered.uncovered_values], dtype=str),
     }
     if real:
         params = tuple(capture.init_params())
@@ -208,7 +230,7 @@ def _run_worker(path: Path, world: int, real: bool, timeout_s: float) -> dict[st
 
 def capture_on_host_devices(
     path: str | Path, *, world: int | None = None, timeout_s: float = TIMEOUT_S
-) -> Program:
+) -> HostCapture:
     """The SPMD program of a ``shard_map`` file, captured on ``world`` host devices.
 
     Raises:
@@ -217,7 +239,16 @@ def capture_on_host_devices(
     path = Path(path)
     world = world if world is not None else world_size_of(path)
     result = _run_worker(path, world, False, timeout_s)
-    return parse_program(str(result["ir"]), filename=str(path))
+    coverage = tuple(UncoveredOp(**u) for u in json.loads(str(result["coverage"])))
+    program = parse_program(str(result["ir"]), filename=str(path))
+    return HostCapture(
+        program,
+        world,
+        coverage,
+        int(result["ops_seen"]),
+        tuple(result["keep_live"].tolist()),
+        tuple(result["uncovered_values"].tolist()),
+    )
 
 
 def validate_on_host_devices(
@@ -252,4 +283,5 @@ def validate_on_host_devices(
     ]
     errors = compare_ranks(got, want, rtol=rtol, atol=atol,
                            what=f"the real run on {world} host devices")
-    return HostCheck(world, mesh, errors)
+    sizes = {v.split("=")[0]: int(v.split("=")[1]) for v in result["sizes"].tolist()}
+    return HostCheck(world, mesh, sizes, errors)

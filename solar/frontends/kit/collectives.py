@@ -46,6 +46,7 @@ from solar.ir import (
 __all__ = [
     "RankContext",
     "current_rank",
+    "declared_world_size",
     "fit_destination",
     "group_for",
     "group_key",
@@ -284,26 +285,38 @@ def _check_collectives(programs: Sequence[Program]) -> None:
             )
 
 
-def world_size_of(path: str | Path) -> int:
-    """The module-level ``WORLD_SIZE = n`` of a model file.
-
-    Raises:
-        FrontendError: the file sets no positive integer ``WORLD_SIZE`` (E0554).
-    """
-    tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+def declared_world_size(path: str | Path) -> int | None:
+    """The module-level ``WORLD_SIZE = n`` of a Python file (a positive integer), or None:
+    the file is a distributed program for ``n`` ranks."""
+    try:
+        tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return None  # the frontend reports an unreadable file itself
     for node in tree.body:
         if (
             isinstance(node, ast.Assign)
             and any(isinstance(t, ast.Name) and t.id == "WORLD_SIZE" for t in node.targets)
             and isinstance(node.value, ast.Constant)
-            and isinstance(node.value.value, int)
+            and type(node.value.value) is int
             and node.value.value > 0
         ):
             return node.value.value
-    raise FrontendError(
-        f"{path} sets no `WORLD_SIZE = n` at module level: say how many ranks run it",
-        code="E0554",
-    )
+    return None
+
+
+def world_size_of(path: str | Path) -> int:
+    """`declared_world_size`, required.
+
+    Raises:
+        FrontendError: the file sets no positive integer ``WORLD_SIZE`` (E0554).
+    """
+    world = declared_world_size(path)
+    if world is None:
+        raise FrontendError(
+            f"{path} sets no `WORLD_SIZE = n` at module level: say how many ranks run it",
+            code="E0554",
+        )
+    return world
 
 
 def compare_ranks(

@@ -45,6 +45,13 @@ from typing import Any
 import numpy as np
 
 from solar.diagnostics import FrontendError
+from solar.frontends.pytorch.capture_dist import (
+    P2P_OPS,
+    has_dtensor,
+    local_shard,
+    p2p_outputs,
+    script_object_arg,
+)
 from solar.frontends.pytorch.capture_types import (
     CallKind,
     CaptureInfo,
@@ -200,6 +207,8 @@ class _Recorder:
             return str(a)
         if isinstance(a, bool | int | float | str) or a is None:
             return a
+        if isinstance(a, torch.ScriptObject):
+            return script_object_arg(a)
         return repr(a)
 
     def _new_constant(self, t: Any, index: int) -> None:
@@ -223,8 +232,10 @@ class _Recorder:
 
         target = str(func)
         leaves, _ = tree_flatten(out)
+        if target in P2P_OPS:  # Note [Point-to-point capture]
+            leaves = p2p_outputs(target, args)
         has_tensor = any(isinstance(x, torch.Tensor) for x in leaves)
-        if not has_tensor and target not in _HOST_OPS:
+        if not has_tensor and target not in _HOST_OPS and target not in P2P_OPS:
             return
         index = len(self.calls)
         if self.expect is not None and (index >= len(self.expect) or self.expect[index] != target):
@@ -232,7 +243,9 @@ class _Recorder:
             self.diverged = f"at call {index}: {target} instead of {expected}"
             self.expect = None
         kind, written = _call_kind(func)
-        if not has_tensor:
+        if target in P2P_OPS:
+            kind, written = "functional", ()
+        elif not has_tensor:
             kind = "host"
         cargs = tuple(self.convert(a, index) for a in args)
         ckwargs = {k: self.convert(v, index) for k, v in kwargs.items()}
@@ -349,7 +362,7 @@ def _recording(rec: _Recorder, root: Any, *, composites: bool = True) -> Iterato
             self, func: Any, types: Any, args: Any = (), kwargs: Any = None
         ) -> Any:
             kwargs = kwargs or {}
-            if _has_dtensor(args, kwargs):  # Note [DTensor capture]
+            if has_dtensor(args, kwargs):  # Note [DTensor capture]
                 return NotImplemented
             before = _layout(args[0]) if func in _RESTRIDES and args else None
             out = func(*args, **kwargs)
@@ -367,23 +380,6 @@ def _recording(rec: _Recorder, root: Any, *, composites: bool = True) -> Iterato
     finally:
         h1.remove()
         h2.remove()
-
-
-# Note [DTensor capture]
-# A DTensor (tensor parallelism, FSDP2) runs each op as local ops on its shard plus
-# the collectives its placements need (``_c10d_functional``). The program each rank
-# launches is those local ops, so the recorder does not record a call on DTensors:
-# returning ``NotImplemented`` from a dispatch mode hands
-# the call to the tensor subclass, with the mode still active for what it runs.
-# Parameters held as DTensors are registered as their
-# local shards (`_local`), the tensors those local ops read.
-
-
-def _has_dtensor(args: Any, kwargs: Any) -> bool:
-    from torch.utils._pytree import tree_flatten
-
-    leaves, _ = tree_flatten((args, kwargs))
-    return any(hasattr(x, "_local_tensor") and hasattr(x, "device_mesh") for x in leaves)
 
 
 def _tensor_bytes(xs: Any) -> int:
@@ -418,14 +414,9 @@ def _register(
 
     leaves, _ = tree_flatten(inst.input_tree())
     inputs = tuple(ids.meta(x) if isinstance(x, torch.Tensor) else None for x in leaves)
-    params = tuple(NamedTensor(k, ids.meta(_local(v))) for k, v in inst.state.items())
+    params = tuple(NamedTensor(k, ids.meta(local_shard(v))) for k, v in inst.state.items())
     return inputs, params
 
-
-def _local(t: Any) -> Any:
-    """A DTensor's shard on this rank (the tensor its local ops read), else ``t``."""
-    local = getattr(t, "_local_tensor", None)
-    return local if local is not None and hasattr(t, "device_mesh") else t
 
 
 def _fake_blocked_errors() -> tuple[type[BaseException], ...]:

@@ -66,7 +66,9 @@ class DistributedProgram:
 
 @dataclass(frozen=True, slots=True)
 class RankCheck:
-    """What a real-run validation compared: world size, sizes, per-output error."""
+    """What a real-run validation compared: the world size, the sizes the program ran at
+    (the file's size constants and the world size ``W``) and each output's largest error
+    over all ranks."""
 
     world: int
     sizes: Mapping[str, int]
@@ -93,28 +95,32 @@ def _group_ranks(name: str) -> tuple[int, ...]:
     return tuple(dist.get_process_group_ranks(group))
 
 
-def capture_rank(path: str | Path, rank: int, world: int) -> tuple[Any, LoweredProgram]:
+def capture_rank(
+    path: str | Path, rank: int, world: int
+) -> tuple[Any, LoweredProgram, dict[str, int]]:
     """Capture and lower one rank of ``path``; a process group must be initialised.
 
     Returns:
-        The `TorchCapture` and its lowering.
+        The `TorchCapture`, its lowering, and each ``permute`` kernel's destination.
     """
     from solar.frontends.pytorch import lower_capture, trace_model_file
-    from solar.frontends.pytorch.ops_collective import GROUP_RANKS
+    from solar.frontends.pytorch.ops_collective import GROUP_RANKS, SENDS, Sends
 
     capture = trace_model_file(path)
     if "torch.distributed.tensor" in sys.modules:
         # DTensor propagates shardings by running ops on fake tensors the first time it
         # meets an op; the recorder sees those too. The second capture finds them cached.
         capture = trace_model_file(path)
-    rank_token = current_rank.set(RankContext(rank, world))
-    group_token = GROUP_RANKS.set(_group_ranks)
+    sends = Sends()
+    tokens = (current_rank.set(RankContext(rank, world)), GROUP_RANKS.set(_group_ranks),
+              SENDS.set(sends))
     try:
         lowered = lower_capture(capture)
     finally:
-        GROUP_RANKS.reset(group_token)
-        current_rank.reset(rank_token)
-    return capture, lowered
+        SENDS.reset(tokens[2])
+        GROUP_RANKS.reset(tokens[1])
+        current_rank.reset(tokens[0])
+    return capture, lowered, sends.destinations
 
 
 def capture_distributed(path: str | Path, *, world: int | None = None) -> DistributedProgram:
@@ -125,11 +131,13 @@ def capture_distributed(path: str | Path, *, world: int | None = None) -> Distri
             capture error (E05xx).
     """
     world = world if world is not None else world_size_of(path)
-    ranks = []
+    ranks, destinations = [], []
     for rank in range(world):
         with _fake_group(rank, world):
-            ranks.append(capture_rank(path, rank, world)[1])
-    program = merge_ranks([r.program for r in ranks], [{} for _ in ranks])
+            _, lowered, dest = capture_rank(path, rank, world)
+        ranks.append(lowered)
+        destinations.append(dest)
+    program = merge_ranks([r.program for r in ranks], destinations)
     return DistributedProgram(program, world, tuple(ranks))
 
 
@@ -160,13 +168,15 @@ def run_gloo_rank(path: str, rank: int, world: int, store: str, out: str) -> Non
         timeout=timedelta(seconds=REAL_RUN_TIMEOUT_S),
     )
     try:
-        capture, lowered = capture_rank(path, rank, world)
+        capture, lowered, dest = capture_rank(path, rank, world)
         inputs, outputs = reference_data(lowered, capture)
     finally:
         dist.destroy_process_group()
     arrays = {f"in:{k}": v for k, v in inputs.items()}
     arrays |= {f"out:{k}": v for k, v in outputs.items()}
     arrays["ir"] = np.array(print_program(lowered.program))
+    arrays["sizes"] = np.array([f"{k}={v}" for k, v in capture.info.sizes.items()])
+    arrays["destinations"] = np.array([f"{k}={v}" for k, v in dest.items()], dtype=str)
     np.savez(out, **arrays)  # type: ignore[arg-type]
 
 
@@ -241,10 +251,15 @@ def validate_with_gloo(
     world = world if world is not None else world_size_of(path)
     real = _real_run(path, world, timeout_s)
     programs = [parse_program(str(r["ir"]), filename=f"<rank {k}>") for k, r in enumerate(real)]
-    program = merge_ranks(programs, [{} for _ in programs])
+    program = merge_ranks(programs, [dict(_pairs(r["destinations"])) for r in real])
     inputs = [{k[3:]: v for k, v in r.items() if k.startswith("in:")} for r in real]
     got = execute_distributed(program, inputs)
     want = [{k[4:]: v for k, v in r.items() if k.startswith("out:")} for r in real]
     errors = compare_ranks(got, want, rtol=rtol, atol=atol, what="the real gloo run")
-    sizes = {s.name: int(getattr(s.value, "value", 0)) for s in program.sizes}
+    sizes = dict(_pairs(real[0]["sizes"]))
+    sizes |= {s.name: int(getattr(s.value, "value", 0)) for s in program.sizes}
     return RankCheck(world, sizes, errors)
+
+
+def _pairs(values: np.ndarray) -> list[tuple[str, int]]:
+    return [(v.split("=")[0], int(v.split("=")[1])) for v in values.tolist()]

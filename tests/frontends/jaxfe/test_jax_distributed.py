@@ -23,11 +23,14 @@ SAMPLES = Path(__file__).resolve().parents[3] / "samples" / "jax"
 def test_shard_map_mlp_matches_four_host_devices() -> None:
     check = validate_on_host_devices(SAMPLES / "dist_shard_map_mlp.py")
     assert check.world == 4 and check.mesh == (("dp", 2), ("tp", 2))
+    assert check.sizes == {"WORLD_SIZE": 4, "B": 8, "D": 16, "F": 32}
     assert check.max_abs_error["y0"] < 1e-4
 
 
 def test_every_collective_matches_four_host_devices() -> None:
-    program = capture_on_host_devices(SAMPLES / "dist_collectives.py")
+    host = capture_on_host_devices(SAMPLES / "dist_collectives.py")
+    assert host.world == 4 and host.coverage == () and host.ops_seen > 0
+    program = host.program
     verify_program(program)
     got = [(c.kind, c.group, c.groups) for c in collectives(program)]
     dp, tp = ((0, 2), (1, 3)), ((0, 1), (2, 3))

@@ -128,7 +128,7 @@ def test_merge_rejects_a_group_that_is_no_mesh_axis() -> None:
 def test_tp_mlp_matches_a_real_gloo_run() -> None:
     check = validate_with_gloo(SAMPLES / "dist_tp_mlp.py", timeout_s=240)
     assert check.world == 2
-    assert check.sizes == {"W": 2}
+    assert check.sizes == {"WORLD_SIZE": 2, "B": 8, "D": 32, "F": 64, "W": 2}
     assert check.max_abs_error["y0"] < 1e-4
 
 
@@ -158,3 +158,36 @@ def test_dtensor_tensor_parallel_mlp_matches_a_real_gloo_run() -> None:
     assert shapes == [1, 1]
     check = validate_with_gloo(SAMPLES / "dist_dtensor_mlp.py", timeout_s=240)
     assert check.max_abs_error["y0"] < 1e-4
+
+
+def test_analyze_bounds_a_distributed_file_per_rank() -> None:
+    from solar.pipeline import AnalyzeOptions, analyze
+
+    report = analyze(SAMPLES / "dist_tp_mlp.py", AnalyzeOptions())
+    assert report.sizes == {"W": 2}
+    assert report.ir.kernels == 4
+    assert "fake process group" in report.frontend.captured_with
+
+
+def test_in_place_c10d_collectives_match_a_real_gloo_run() -> None:
+    d = capture_distributed(SAMPLES / "dist_inplace.py")
+    verify_program(d.program)
+    got = [(c.kind, c.op) for c in collectives(d.program)]
+    assert got == [("all_reduce", "max"), ("broadcast", None), ("all_gather", None),
+                   ("reduce_scatter", "sum")]
+    check = validate_with_gloo(SAMPLES / "dist_inplace.py", timeout_s=240)
+    assert set(check.max_abs_error) == {"y0", "y1"}
+    assert max(check.max_abs_error.values()) < 1e-5
+
+
+def test_send_recv_ring_is_a_permute_and_matches_gloo() -> None:
+    d = capture_distributed(SAMPLES / "dist_ring.py")
+    verify_program(d.program)
+    (ring,) = collectives(d.program)
+    assert ring.kind == "permute"
+    assert ring.pairs == ((0, 1), (1, 2), (2, 3), (3, 0))
+    assert "to=(rank + 1) % W" in print_program(d.program)
+    # the real run at a reduced world size: two ranks swap
+    check = validate_with_gloo(SAMPLES / "dist_ring.py", world=2, timeout_s=240)
+    assert check.world == 2 and check.sizes["W"] == 2
+    assert check.max_abs_error["y0"] < 1e-5
