@@ -31,7 +31,7 @@ def distributed_lines(d: DistributedInfo) -> list[str]:
             f"  step >= {format_time(s.time_s)} (bound; binds: {s.binding}, stage "
             f"{s.binding_rank}); MFU <= {_pct(s.mfu_ceiling)} of "
             f"{format_flops(s.mfu_peak_flops_per_s)}/s; tokens/s <= "
-            f"{s.tokens_per_s_ceiling or 0:,.0f}"
+            + (f"{s.tokens_per_s_ceiling:,.0f}" if s.tokens_per_s_ceiling else "-")
         )
     lines.append(f"  estimate (not a bound) with per-hop latency: "
                  f"{format_time(s.alpha_estimate_s)}; no-overlap sum (reference): "

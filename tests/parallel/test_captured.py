@@ -113,3 +113,22 @@ def test_a_captured_torch_distributed_program_is_bounded() -> None:
     assert (row.op, row.group_size, row.bytes_per_rank) == ("all_reduce", 2, size)
     assert row.time_s == pytest.approx(size / 325e9)  # 2(2-1)/2 S over NVLink 3 + NIC
     assert info.plan.world == 2
+
+
+@pytest.mark.torch
+def test_solar_analyze_bounds_a_torch_distributed_file(capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("torch")
+    from pathlib import Path
+
+    from tests.cli_helpers import run_cli
+
+    sample = Path(__file__).resolve().parents[2] / "samples" / "torch" / "dist_tp_mlp.py"
+    r = run_cli(capsys, "analyze", str(sample), "--cluster", "DGX_H100", "--validate", "off",
+                "-q", "--format", "json")
+    assert r.code == 0, r.err
+    import json
+
+    d = json.loads(r.out)["distributed"]
+    assert d["plan"]["label"] == "captured (world 2)"
+    assert [(c["op"], c["group_size"]) for c in d["collectives"]] == [("all_reduce", 2)]
+    assert d["step"]["time_s"] > 0

@@ -70,7 +70,8 @@ def test_interleaving_crosses_vpp_boundaries() -> None:
     (2, {("reduce_scatter", "dp", "backward"): 1.0, ("all_gather", "dp", "optimizer"): 1.0}),
     (3, {("all_gather", "dp", "forward"): 4.0, ("reduce_scatter", "dp", "backward"): 1.0}),
 ])
-def test_data_parallel_per_zero_stage(zero: int, expected: dict[tuple[str, str, str], float]) -> None:
+def test_data_parallel_per_zero_stage(zero: int,
+                                      expected: dict[tuple[str, str, str], float]) -> None:
     assert _count(f"dp=8,zero={zero}") == expected
 
 
