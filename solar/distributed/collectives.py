@@ -122,10 +122,15 @@ def place_group(group_size: int, stride: int, domain_size: int) -> GroupPlacemen
     GroupPlacement(domains=1, per_domain=4)
     >>> place_group(8, 2, 8)      # 8 ranks 2 apart: two domains of 4
     GroupPlacement(domains=2, per_domain=4)
+    >>> place_group(4, 3, 8)      # 0, 3, 6 share a domain: at most ceil(8 / 3) per domain
+    GroupPlacement(domains=2, per_domain=3)
+
+    Where the stride does not divide the domain, the members per domain are rounded up
+    and the domains down: a larger share per domain and fewer cuts only lower the bound.
     """
     if group_size <= 1:
         return GroupPlacement(1, max(group_size, 1))
-    per_domain = max(1, min(group_size, domain_size // max(stride, 1)))
+    per_domain = max(1, min(group_size, -(-domain_size // max(stride, 1))))
     domains = -(-group_size // per_domain)
     return GroupPlacement(domains, per_domain)
 
