@@ -54,6 +54,8 @@ BAD = [
     ("name: X\n", "E0403"),                                       # missing keys
     ("name: [\n", "E0402"),                                       # YAML syntax
     ("- 1\n", "E0403"),                                           # not a mapping
+    ("a: " + "[" * 5000 + "\n", "E0402"),                         # nested too deeply
+    ("gpus_per_node: " + "9" * 5000 + "\n", "E0402"),             # over int's digit limit
 ]
 
 
