@@ -220,10 +220,10 @@ def analyze(
     from solar.files import prepare_output, write_atomic
     from solar.frontends.inputs import parse_input_shape
     from solar.frontends.kit.loader import user_stdout_to_stderr
-    from solar.guard import run_guarded
+    from solar.guard import ResultCodec, run_guarded
     from solar.pipeline import AnalyzeOptions
     from solar.pipeline import analyze as run_analyze
-    from solar.report import render_text
+    from solar.report import Report, render_text
 
     check_positive("--time-budget", time_budget)
     check_positive("--time-limit", time_limit, maximum=MAX_TIME_LIMIT_S)
@@ -272,7 +272,9 @@ def analyze(
         with stage_progress(quiet=quiet, start=start) as progress, user_stdout_to_stderr():
             return run_analyze(source, options, progress=progress)
 
-    report = run_guarded(work, time_limit_s=time_limit)
+    # the report crosses from the guarded child as JSON (Note [Result channel])
+    codec = ResultCodec(Report.model_dump_json, Report.model_validate_json)
+    report = run_guarded(work, time_limit_s=time_limit, codec=codec)
     text = report.to_json()
     if output is not None:
         write_atomic(output, text)
