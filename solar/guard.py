@@ -330,17 +330,26 @@ def _run_in_child(fn: Callable[[], T], time_limit_s: float, codec: ResultCodec[T
     sys.stdout.flush()
     sys.stderr.flush()
     read_fd, write_fd = os.pipe()
+    # a stop signal that comes before the child exists is kept and forwarded once it does
+    # (whatever the handler was: SIG_IGN in a background job included)
+    forward = _Forwarder()
+    old = {s: signal.signal(s, forward.handler) for s in _STOP_SIGNALS}
     # where the child's faulthandler writes its stack on a crash, or just before the kill
-    with tempfile.TemporaryFile() as stacks:
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - runs in the child; tests/hostile see its effects
-            os.close(read_fd)
-            _child(fn, time_limit_s, codec, write_fd, parent, stacks.fileno())
-        os.close(write_fd)
-        with contextlib.suppress(OSError):  # the child may already have set it itself
-            os.setpgid(pid, pid)
-        payload, status = _parent(pid, read_fd, time_limit_s, stacks)
-        return _outcome(payload, status, stacks, codec)
+    try:
+        with tempfile.TemporaryFile() as stacks:
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover - runs in the child; tests/hostile see its effects
+                os.close(read_fd)
+                _child(fn, time_limit_s, codec, write_fd, parent, stacks.fileno())
+            os.close(write_fd)
+            with contextlib.suppress(OSError):  # the child may already have set it itself
+                os.setpgid(pid, pid)
+            forward.attach(pid)
+            payload, status = _parent(pid, read_fd, time_limit_s, stacks, forward)
+            return _outcome(payload, status, stacks, codec)
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
 
 
 def _child(
@@ -393,8 +402,8 @@ def _die_with_parent(parent: int) -> None:
 class _Forwarder:
     """Forwards stop signals from the parent to the child's process group."""
 
-    def __init__(self, pgid: int) -> None:
-        self.pgid = pgid
+    def __init__(self) -> None:
+        self.pgid: int | None = None
         self.received: int | None = None
         self.at = 0.0
 
@@ -402,12 +411,22 @@ class _Forwarder:
         del frame
         if self.received is None:
             self.received, self.at = signum, time.monotonic()
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.pgid, signum)
+        self._send(signum)
+
+    def attach(self, pgid: int) -> None:
+        """Forward to ``pgid`` from now on, and the signal that came before, if any."""
+        self.pgid = pgid
+        if self.received is not None:
+            self._send(self.received)
+
+    def _send(self, signum: int) -> None:
+        if self.pgid is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pgid, signum)
 
 
 def _parent(
-    pid: int, read_fd: int, time_limit_s: float, stacks: IO[bytes]
+    pid: int, read_fd: int, time_limit_s: float, stacks: IO[bytes], forward: _Forwarder
 ) -> tuple[bytes, int]:
     """What the child sent and its wait status, once it ended (or was killed).
 
@@ -416,8 +435,6 @@ def _parent(
         InterruptedRunError: E0951 a stop signal was forwarded.
         FrontendError: E0533 the child sent more than `MAX_RESULT_BYTES`.
     """
-    forward = _Forwarder(pid)
-    old = {s: signal.signal(s, forward.handler) for s in _STOP_SIGNALS}
     chunks: list[bytes] = []
     deadline = time.monotonic() + time_limit_s + GRACE_S
     timed_out = False
@@ -448,8 +465,6 @@ def _parent(
         _kill_group(pid)  # anything the program started and left behind
     finally:
         os.close(read_fd)
-        for s, h in old.items():
-            signal.signal(s, h)
     if timed_out:
         raise ResourceError(
             f"the program ran past the time limit of {time_limit_s:g} s and did not stop; "
