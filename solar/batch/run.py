@@ -40,6 +40,7 @@ from solar.batch.job import BatchOptions, BatchRow, BatchStatus, FileResult, fai
 from solar.batch.remote import RemoteFileResult, ShippedFile, run_shipped_file
 from solar.batch.runner import PendingFile, land_file, precheck_file, run_file
 from solar.batch.summary import write_summaries
+from solar.diagnostics import UsageError
 
 __all__ = ["BatchSummary", "run_batch"]
 
@@ -196,10 +197,8 @@ def _run_elsewhere(
             continue
         try:
             todo.append((i, checked, ShippedFile.of(path)))
-        except OSError as err:
-            record(
-                i, failure_rows(str(path), options.archs, "error", f"cannot read the input: {err}")
-            )
+        except UsageError as err:  # that file alone fails; the others are shipped
+            record(i, failure_rows(str(path), options.archs, "error", err.message))
 
     def landed(j: int, outcome: RemoteFileResult | TaskFailure) -> None:
         i, pending, _shipped = todo[j]

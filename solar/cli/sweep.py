@@ -2,8 +2,8 @@
 
 Exit codes: 0 every point analysed (validation passed or skipped); 1 a capture failed
 (diagnostic, timeout, memory limit, crash) or failed validation; 2 usage (E0933 a bad
-axis or sweep file, E0934 too many points, E0908/E0932 the engine); 130/143 when
-stopped by SIGINT/SIGTERM, after the table of what finished is written.
+axis or sweep file, E0934 too many points, E0908/E0932 the engine); 129/130/143 when
+stopped by SIGHUP/SIGINT/SIGTERM, after the table of what finished is written.
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ __all__ = ["sweep"]
         "solar sweep model.py --set SEQ=512..4096:512 --table csv --out sweep/",
         "solar sweep sweep.yaml --engine dask",
         exit_codes="Exit codes: 0 every point analysed; 1 a capture failed or failed "
-        "validation; 2 usage; 130/143 stopped by SIGINT/SIGTERM (after the table is written).",
+        "validation; 2 usage; 129/130/143 stopped by SIGHUP/SIGINT/SIGTERM (after the table "
+        "is written).",
     ),
 )
 def sweep(
@@ -137,7 +138,8 @@ def sweep(
         received.append(signal.Signals(signum).name)
         stop.set()
 
-    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    stops = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # each ends it with the table
+    previous = {s: signal.signal(s, handler) for s in stops}
     try:
         summary = run_sweep(
             spec, out, limits=limits, engine=engines, progress=progress, stop=stop, resume=resume
