@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli_helpers import make_hostile_path
 from conftest import ROOT
 from frontends.llm_server import ScriptedResponse, ScriptedServer, chat_reply, error_reply
 from hypothesis import given
@@ -262,17 +263,10 @@ def test_unreadable_cache_entries_are_misses(
     cfg = config(server.base_url, tmp_path)
     path = cfg.cache_dir / f"{cache_key(SOURCE, TASK, model='test-model')}.json"
     cfg.cache_dir.mkdir(parents=True)
-    if kind == "fifo":
-        os.mkfifo(path)
-    elif kind == "dev-zero":
-        path.symlink_to("/dev/zero")
-    elif kind == "directory":
-        path.mkdir()
-    elif kind == "huge":
-        with path.open("wb") as fh:
-            fh.truncate((64 << 20) + 1)  # sparse: no disk used
-    else:
+    if kind == "deep-json":
         path.write_text("[" * 200_000 + "]" * 200_000)
+    else:
+        make_hostile_path(path, kind)
     server.push(chat_reply(GOOD))
     start = time.monotonic()
     with warnings.catch_warnings(), caplog.at_level("WARNING", logger="solar"):

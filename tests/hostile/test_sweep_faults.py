@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli_helpers import CliResult, run_cli
+from cli_helpers import CliResult, make_hostile_path, run_cli
 from conftest import ROOT, SAMPLES
 
 MATMUL = SAMPLES / "ir" / "matmul.alir"
@@ -114,16 +114,7 @@ def test_a_billion_point_product_is_refused(
 def test_a_model_that_is_not_a_file_is_refused_unread(
     kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    model = tmp_path / "m.py"
-    if kind == "fifo":
-        os.mkfifo(model)
-    elif kind == "dev-zero":
-        model.symlink_to("/dev/zero")
-    elif kind == "directory":
-        model.mkdir()
-    else:
-        with model.open("wb") as fh:
-            fh.truncate((64 << 20) + 1)  # sparse: no disk used
+    model = make_hostile_path(tmp_path / "m.py", kind)
     r = _sweep(capsys, str(model), "--set", "N=8", "--out", str(tmp_path / "out"))
     assert_diagnostic(r, "E0943" if kind == "huge" else "E0902", 2)
 
@@ -160,8 +151,7 @@ def test_a_fifo_to_resume_is_not_waited_on(
     where: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "out"
-    args = (str(MATMUL), "--set", "M=8,16", "--out", str(out), "--validate", "off")
-    assert _sweep(capsys, *args).code == 0
+    args, _ = _finished_sweep(capsys, out, "8,16")
     target = out / "sweep.journal.jsonl" if where == "journal" else next(out.glob("reports/*"))
     target.unlink()
     os.mkfifo(target)
@@ -170,8 +160,25 @@ def test_a_fifo_to_resume_is_not_waited_on(
 
 
 # ------------------------------------------------------------ resume journals
-def _journal_lines(out: Path) -> list[dict[str, object]]:
-    return [json.loads(line) for line in (out / "sweep.journal.jsonl").read_text().splitlines()]
+def _finished_sweep(
+    capsys: pytest.CaptureFixture[str], out: Path, values: str
+) -> tuple[tuple[str, ...], list[dict[str, object]]]:
+    """A finished sweep into ``out``: its arguments and its journal's lines."""
+    args = (str(MATMUL), "--set", f"M={values}", "--out", str(out), "--validate", "off")
+    assert _sweep(capsys, *args).code == 0
+    journal = (out / "sweep.journal.jsonl").read_text()
+    return args, [json.loads(line) for line in journal.splitlines()]
+
+
+def _resumed_rows(
+    capsys: pytest.CaptureFixture[str], out: Path, args: tuple[str, ...], journal: str
+) -> list[dict[str, str]]:
+    """The table's rows after ``--resume`` over ``journal``, which ends without an error."""
+    (out / "sweep.journal.jsonl").write_text(journal)
+    r = _sweep(capsys, *args, "--resume")
+    assert r.code == 0, r.err
+    assert "Traceback" not in r.err
+    return list(csv.DictReader((out / "sweep.csv").open()))
 
 
 TAMPERED = {  # a change to the first row of the journal's first line
@@ -191,15 +198,9 @@ def test_a_tampered_journal_row_is_bound_again(
     case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "out"
-    args = (str(MATMUL), "--set", "M=8", "--out", str(out), "--validate", "off")
-    assert _sweep(capsys, *args).code == 0
-    lines = _journal_lines(out)
+    args, lines = _finished_sweep(capsys, out, "8")
     TAMPERED[case](lines[0]["rows"][0])  # type: ignore[index]
-    (out / "sweep.journal.jsonl").write_text("".join(json.dumps(e) + "\n" for e in lines))
-    r = _sweep(capsys, *args, "--resume")
-    assert r.code == 0, r.err
-    assert "Traceback" not in r.err
-    rows = list(csv.DictReader((out / "sweep.csv").open()))
+    rows = _resumed_rows(capsys, out, args, "".join(json.dumps(e) + "\n" for e in lines))
     assert [(row["size_M"], row["resumed"]) for row in rows] == [("8", "")]  # bound again
     assert float(rows[0]["fused_s"]) > 0
 
@@ -220,9 +221,7 @@ def test_a_malformed_journal_line_is_skipped(
     case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "out"
-    args = (str(MATMUL), "--set", "M=8,16", "--out", str(out), "--validate", "off")
-    assert _sweep(capsys, *args).code == 0
-    lines = _journal_lines(out)
+    args, lines = _finished_sweep(capsys, out, "8,16")
     first = dict(lines[0])
     bad = BAD_LINES[case]
     if bad is None:
@@ -230,11 +229,7 @@ def test_a_malformed_journal_line_is_skipped(
         first[key] = {"capture": "0", "rows": {"a": 1}, "reports": ["x"]}[key]
         bad = json.dumps(first)
     text = bad + "\n" + "".join(json.dumps(e) + "\n" for e in lines[1:])
-    (out / "sweep.journal.jsonl").write_text(text)
-    r = _sweep(capsys, *args, "--resume")
-    assert r.code == 0, r.err
-    assert "Traceback" not in r.err
-    rows = list(csv.DictReader((out / "sweep.csv").open()))
+    rows = _resumed_rows(capsys, out, args, text)
     assert sorted(row["size_M"] for row in rows) == ["16", "8"]
     assert sum(row["resumed"] == "yes" for row in rows) == len(lines) - 1
 
