@@ -17,6 +17,13 @@ from typing import Annotated
 import typer
 
 from solar.cli.app import ArchOption, app, echo_err, examples
+from solar.cli.inputs import (
+    EntryArgsOption,
+    EntryOption,
+    InputShapeOption,
+    InputsOption,
+    program_inputs,
+)
 from solar.options import (
     CacheState,
     EngineName,
@@ -57,7 +64,10 @@ def sweep(
     cache: Annotated[CacheState | None, typer.Option(help="Cache state: warm or cold.")] = None,
     frontend: Annotated[FrontendChoice | None, typer.Option(help="Frontend.")] = None,
     validate: Annotated[ValidateMode | None, typer.Option(help="Validation mode.")] = None,
-    entry: Annotated[str | None, typer.Option(help="Function to analyse.")] = None,
+    entry: EntryOption = None,
+    entry_args: EntryArgsOption = None,
+    inputs: InputsOption = None,
+    input_shape: InputShapeOption = None,
     out: Annotated[
         Path, typer.Option("--out", help="Directory for the table, reports and logs.")
     ] = Path("solar-sweep"),
@@ -106,10 +116,14 @@ def sweep(
         from solar.sweep.spec import load_precisions
 
         fields["precisions"] = load_precisions(precision)
+    given = program_inputs(entry, entry_args, inputs, input_shape)  # checked like analyze's
     for key, value in (("cache", cache), ("frontend", frontend), ("validate", validate),
-                       ("entry", entry)):  # fmt: skip
+                       ("entry", entry), ("entry_args", given.entry_args),
+                       ("inputs_file", inputs)):  # fmt: skip
         if value is not None:
             fields[key] = value
+    if input_shape:
+        fields["input_shapes"] = tuple(input_shape)
     spec = SweepSpec(**fields)  # type: ignore[arg-type]
     BatchOptions(timeout_s=timeout or None, max_rss_mib=max_rss)  # E0931 on a bad limit
     for name in spec.archs:  # a bad spec is a usage error before any work

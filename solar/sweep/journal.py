@@ -82,6 +82,9 @@ def sweep_key(spec: SweepSpec) -> str:
             "validate": spec.validate,
             "time_budget_s": spec.time_budget_s,
             "entry": spec.entry,
+            "entry_args": spec.entry_args,
+            "inputs_sha256": None if spec.inputs_file is None else file_sha256(spec.inputs_file),
+            "input_shapes": list(spec.input_shapes),
         },
         "specs": [spec_sha256(a) for a in spec.archs],
     }

@@ -114,6 +114,9 @@ def _options(spec: SweepSpec) -> dict[str, object]:
         "time_budget_s": spec.time_budget_s,
         "entry": spec.entry,
         "cache": spec.cache,
+        "entry_args": spec.entry_args,
+        "inputs_file": None if spec.inputs_file is None else str(spec.inputs_file.resolve()),
+        "input_shapes": list(spec.input_shapes),
     }
 
 

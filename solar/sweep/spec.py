@@ -63,6 +63,8 @@ class SweepSpec:
         archs: hardware specs; one row per point, precision and arch.
         precisions: precision policies; every point is bounded under each.
         cache, frontend, validate, time_budget_s, entry: as `solar analyze`.
+        entry_args, inputs_file, input_shapes: as `solar analyze` (`solar.cli.inputs`;
+            ``entry_args`` as JSON, ``input_shapes`` as ``--input-shape`` texts).
     """
 
     model: Path
@@ -74,6 +76,9 @@ class SweepSpec:
     validate: ValidateMode = "auto"
     time_budget_s: float = 60.0
     entry: str | None = None
+    entry_args: str | None = None
+    inputs_file: Path | None = None
+    input_shapes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         names = [n for n, _ in self.axes]

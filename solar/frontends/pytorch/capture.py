@@ -548,6 +548,14 @@ def _finish(
     out = _run(inst, rec, fake_mode)
     leaves, _ = tree_flatten(plain_outputs(out))
     outputs = tuple(_output_meta(x, ids) for x in leaves)
+    if all(o is None for o in outputs) and not any(c.mutated for c in rec.calls):
+        raise FrontendError(  # nothing to bound: no "coverage complete" over an empty program
+            f"{source.name} returned {type(out).__name__}: no tensor output (and it wrote no "
+            "tensor in place), so there is nothing to bound",
+            code="E0503",
+            notes=("the entry must return a tensor (or a container of tensors); a function "
+                   "that builds a module is an entry too: it is built, then called",),
+        )  # fmt: skip
     info = CaptureInfo(
         used_real_values=fake_mode is None,
         real_reason=reason,

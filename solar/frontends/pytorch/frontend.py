@@ -74,6 +74,7 @@ class TorchFrontend:
         capture = tfe.trace_model_file(
             path,
             entry=options.entry,
+            entry_args=options.entry_args,
             inputs=options.inputs_file,
             overrides=dict(options.sizes) or None,
             train=options.train,
@@ -90,6 +91,7 @@ class TorchFrontend:
                 budget,
                 budget_seconds=seconds,
                 entry=options.entry,
+                entry_args=options.entry_args,
                 inputs=options.inputs_file,
                 input_shapes=options.input_shapes,
                 op_fallback=fallback,
@@ -176,7 +178,8 @@ def _symbolic(
     progress("re-capturing at other sizes for symbolic formulas")
 
     def capture_at(binding: Mapping[str, int]) -> tuple[Program, Mapping[str, int]]:
-        other = tfe.trace_model_file(path, entry=options.entry, overrides=dict(binding),
+        other = tfe.trace_model_file(path, entry=options.entry, entry_args=options.entry_args,
+                                     overrides=dict(binding),
                                      train=options.train, step=_train_step(options),
                                      meta_only=capture.info.on_meta)
         return tfe.lower_capture(other, op_fallback=fallback).program, other.info.sizes
