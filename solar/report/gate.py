@@ -27,10 +27,10 @@ E0905  a threshold is not a finite number in its range (usage, exit 2)
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from solar.diagnostics import ReportError, UsageError
+from solar.diagnostics import ReportError, UsageError, printable
 from solar.options import BoundModel
 from solar.report.check import check_report, is_violation, read_report, recomputed_headroom
 from solar.report.schema import ArchBounds, BoundResult, Report
@@ -321,7 +321,9 @@ def evaluate_gate(
         )
     if not checks:
         checks.append(GateCheck("report", True, "report is well formed; no thresholds given"))
-    return GateResult(report.program, tuple(checks))
+    # names come from files: a newline or a bidi override must not forge or reverse a line
+    shown = (replace(c, name=printable(c.name), detail=printable(c.detail)) for c in checks)
+    return GateResult(printable(report.program), tuple(shown))
 
 
 def render_markdown(result: GateResult) -> str:
