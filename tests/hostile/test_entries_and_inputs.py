@@ -303,3 +303,38 @@ def test_a_hostile_input_shape_is_refused_before_allocation(
 ) -> None:
     shape, code, exit_code = SHAPES[case]
     assert_diagnostic(_analyze_f(capsys, tmp_path, "--input-shape", shape), code, exit_code)
+
+
+BACKWARD_RAISES = """\
+import torch
+
+class Boom(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        raise RuntimeError("no backward here")
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        return Boom.apply(self.l(x))
+
+def get_inputs():
+    return [torch.randn(4, 8)]
+"""
+
+
+def test_train_whose_backward_raises_is_an_error_not_a_forward_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = tmp_path / "bw.py"
+    src.write_text(BACKWARD_RAISES)
+    r = run_cli(capsys, "analyze", str(src), "--train", "-q")  # was: exit 0, forward only
+    assert_diagnostic(r, "E0501", 1)
+    assert "no backward here" in r.err

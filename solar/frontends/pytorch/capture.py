@@ -465,7 +465,7 @@ def capture_program(
     if real or source.target is not None:
         inst = instantiate(source)
     else:  # the fallback: within the budget (Note [Memory budget] in solar.budget)
-        inst = build_real_within_budget(source)
+        inst = build_real_within_budget(source, whole=True)
     return _finish(source, inst, None, reason)
 
 

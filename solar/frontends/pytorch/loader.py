@@ -499,12 +499,15 @@ _BUDGET_SLACK_BYTES = 1 << 30
 (imports, thread stacks, allocator arenas)."""
 
 
-def build_real_within_budget(source: ProgramSource) -> Instance:
+def build_real_within_budget(source: ProgramSource, *, whole: bool = False) -> Instance:
     """Build ``source`` with real tensors, failing fast past `REAL_BUDGET_BYTES`.
 
     The budget is enforced before anything is allocated (Note [Memory budget] in
     `solar.budget`), so a model whose ``__init__`` or ``get_inputs`` would take 40 GB
-    fails at the allocation instead of exhausting the machine.
+    fails at the allocation instead of exhausting the machine. With ``whole``, the
+    program as `instantiate` gives it (its batch cut, its training step): a capture
+    that falls back to real tensors analyses the step that was asked for, never the
+    forward alone.
 
     Raises:
         FrontendError: E0505 over the budget; E0501-E0504, E0507 as `instantiate`.
@@ -513,7 +516,7 @@ def build_real_within_budget(source: ProgramSource) -> Instance:
 
     try:
         with memory_budget(REAL_BUDGET_BYTES + _BUDGET_SLACK_BYTES):
-            return _build_from_file(source, None)
+            return instantiate(source) if whole else _build_from_file(source, None)
     except FrontendError as err:
         if err.code != "E0501" or not is_allocation_failure(err.__cause__):
             raise
