@@ -65,6 +65,7 @@ __all__ = [
     "open_input",
     "parse_data",
     "prepare_output",
+    "prepare_output_dir",
     "read_bytes",
     "read_text",
     "write_atomic",
@@ -385,6 +386,26 @@ def prepare_output(path: Path) -> Path:
             code="E0941",
         ) from None
     return target
+
+
+def prepare_output_dir(
+    out_dir: Path, *, files: tuple[str, ...] = (), folders: tuple[str, ...] = ()
+) -> None:
+    """Check, before any work, that a command's output folder can take its outputs:
+    each of ``folders`` is (or is made) a writable folder, each of ``files`` is a path
+    a file can be written at (`prepare_output`). `solar batch` and `solar sweep` call it
+    first, so an unwritable ``--out`` is not found after the captures.
+
+    Raises:
+        UsageError: E0940 a folder where a file goes; E0941 a file where a folder goes,
+            or a folder that cannot be written.
+    """
+    for name in folders:
+        probe = out_dir / name / f".probe-{uuid.uuid4().hex[:12]}"
+        write_atomic(probe, b"")  # creates the folder, and fails if it is not writable
+        probe.unlink()
+    for name in files:
+        prepare_output(out_dir / name)
 
 
 @contextlib.contextmanager

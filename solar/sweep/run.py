@@ -35,7 +35,7 @@ from solar.batch.engine import EngineOptions, TaskFailure, TaskRunner, task_runn
 from solar.batch.job import BatchStatus
 from solar.batch.remote import ShippedFile
 from solar.diagnostics import UsageError
-from solar.files import write_atomic
+from solar.files import prepare_output_dir, write_atomic
 from solar.sweep.journal import Finished, Journal, read_finished, sweep_key
 from solar.sweep.spec import SweepSpec, sweep_points
 from solar.sweep.table import TableFormat, is_valid_row, write_json, write_table
@@ -240,7 +240,11 @@ def run_sweep(
         key = sweep_key(spec)
     except OSError as err:
         raise UsageError(f"cannot read {spec.model}: {err.strerror}", code="E0902") from None
-    prepare_outputs(out_dir, limits)  # an unwritable --out fails before any capture
+    prepare_output_dir(  # an unwritable --out fails before any capture
+        out_dir,
+        files=(f"sweep.{limits.table}", "sweep.json", "sweep.journal.jsonl"),
+        folders=("reports", "logs"),
+    )
     finished = (
         read_finished(out_dir, key, spec, points, reports=limits.reports)
         if resume else Finished({}, -1, [])
@@ -287,24 +291,6 @@ def run_sweep(
         len(points), tuple(rows), tuple(captures), tuple(sorted(rebindable or ())),
         table, json_path, wall, stopped, counts, len(finished.rows),
     )  # fmt: skip
-
-
-def prepare_outputs(out_dir: Path, limits: SweepLimits) -> None:
-    """Check that every output of the sweep can be written, before any capture runs.
-
-    Raises:
-        UsageError: E0940 a folder where a file goes (or the reverse); E0941 not
-            writable.
-    """
-    from solar.files import prepare_output
-
-    for sub in ("reports", "logs"):
-        folder = out_dir / sub
-        prepare_output(folder / ".probe")  # creates the folder, or says why it cannot
-        write_atomic(folder / ".probe", b"")  # a folder without write permission fails here
-        (folder / ".probe").unlink()
-    for name in (f"sweep.{limits.table}", "sweep.json", "sweep.journal.jsonl"):
-        prepare_output(out_dir / name)
 
 
 def _int(value: object) -> int:

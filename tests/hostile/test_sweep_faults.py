@@ -134,6 +134,21 @@ def test_an_unwritable_output_fails_before_the_capture(
     assert not (out / "logs" / "capture-0.log").exists()  # no capture ran
 
 
+@pytest.mark.parametrize("blocker", ["logs", "summary.csv", "summary.json"])
+def test_an_unwritable_batch_output_fails_before_the_analysis(
+    blocker: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    if blocker.startswith("summary."):
+        (out / blocker).mkdir()
+    else:
+        (out / blocker).write_text("a file where a folder goes")
+    r = run_cli(capsys, "batch", str(MATMUL), "--out", str(out))
+    assert_diagnostic(r, "E0940" if blocker.startswith("summary.") else "E0941", 2)
+    assert not [p for p in out.glob("*.json") if p.is_file()]  # nothing was analysed
+
+
 def test_a_folder_in_the_way_of_the_parquet_table_leaves_no_tmp(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
