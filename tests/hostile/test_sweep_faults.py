@@ -119,34 +119,33 @@ def test_a_model_that_is_not_a_file_is_refused_unread(
     assert_diagnostic(r, "E0943" if kind == "huge" else "E0902", 2)
 
 
-@pytest.mark.parametrize("blocker", ["reports", "logs", "sweep.csv", "sweep.json"])
-def test_an_unwritable_output_fails_before_the_capture(
-    blocker: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+BLOCKERS = {  # (command, what is in the way) -> argv after the command
+    ("sweep", "reports"): ("--set", "M=8", "--validate", "off", "--table", "csv"),
+    ("sweep", "logs"): ("--set", "M=8", "--validate", "off", "--table", "csv"),
+    ("sweep", "sweep.csv"): ("--set", "M=8", "--validate", "off", "--table", "csv"),
+    ("sweep", "sweep.json"): ("--set", "M=8", "--validate", "off", "--table", "csv"),
+    ("batch", "logs"): (),
+    ("batch", "summary.csv"): (),
+    ("batch", "summary.json"): (),
+}
+
+
+@pytest.mark.parametrize("case", BLOCKERS, ids=[f"{c} {b}" for c, b in BLOCKERS])
+def test_an_unwritable_output_fails_before_any_work(
+    case: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    command, blocker = case
     out = tmp_path / "out"
     out.mkdir()
-    if blocker.startswith("sweep."):
+    is_file = "." in blocker
+    if is_file:
         (out / blocker).mkdir()  # a folder where the file goes
     else:
         (out / blocker).write_text("a file where a folder goes")
-    r = _sweep(capsys, str(MATMUL), "--set", "M=8", "--out", str(out), "--validate", "off")
-    assert_diagnostic(r, "E0940" if blocker.startswith("sweep.") else "E0941", 2)
-    assert not (out / "logs" / "capture-0.log").exists()  # no capture ran
-
-
-@pytest.mark.parametrize("blocker", ["logs", "summary.csv", "summary.json"])
-def test_an_unwritable_batch_output_fails_before_the_analysis(
-    blocker: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    out = tmp_path / "out"
-    out.mkdir()
-    if blocker.startswith("summary."):
-        (out / blocker).mkdir()
-    else:
-        (out / blocker).write_text("a file where a folder goes")
-    r = run_cli(capsys, "batch", str(MATMUL), "--out", str(out))
-    assert_diagnostic(r, "E0940" if blocker.startswith("summary.") else "E0941", 2)
-    assert not [p for p in out.glob("*.json") if p.is_file()]  # nothing was analysed
+    r = run_cli(capsys, command, str(MATMUL), "--out", str(out), *BLOCKERS[case])
+    assert_diagnostic(r, "E0940" if is_file else "E0941", 2)
+    written = [p for p in out.rglob("*") if p.is_file() and p.name != blocker]
+    assert not written  # no capture, no report, no log
 
 
 def test_a_folder_in_the_way_of_the_parquet_table_leaves_no_tmp(
