@@ -338,3 +338,19 @@ def test_train_whose_backward_raises_is_an_error_not_a_forward_report(
     r = run_cli(capsys, "analyze", str(src), "--train", "-q")  # was: exit 0, forward only
     assert_diagnostic(r, "E0501", 1)
     assert "no backward here" in r.err
+
+
+def test_sys_exit_at_the_size_probe_keeps_the_size_constant(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = tmp_path / "probe.py"
+    src.write_text(
+        "import sys, torch\nN = 8\n\nclass Model(torch.nn.Module):\n"
+        "    def forward(self, a):\n        if a.shape[0] != 8:\n            sys.exit(3)\n"
+        "        return a @ a\n\ndef get_inputs():\n    return [torch.randn(N, N)]\n"
+    )
+    r = run_cli(capsys, "analyze", str(src), "-q", "--format", "json")  # was: E0530
+    assert r.code == 0, r.err
+    json.loads(r.out)  # a whole report
+    assert "size N stays constant in the formulas: capturing at N=16 failed: the program " \
+        "called sys.exit(3)" in r.out
