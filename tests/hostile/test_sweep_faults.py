@@ -249,8 +249,11 @@ def test_a_malformed_journal_line_is_skipped(
 
 
 # ------------------------------------------------------------------- signals
+@pytest.mark.torch
+@pytest.mark.slow  # a fresh interpreter importing torch
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="signals")
 def test_sighup_ends_a_sweep_with_its_table(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
     model = tmp_path / "slow.py"
     started = tmp_path / "started"
     model.write_text(
