@@ -9,8 +9,8 @@ bounds) when the output is an alias of a tensor the program holds, a plain kerne
 a literal. Note [JAX output layouts]: a kernel that only moves data into outputs
 (a ``rev`` of a held tensor; one strided read per
 output) becomes an alias kernel too, since a JAX array has no user-visible layout. The
-equations are lowered by `Lowerer` (`solar.frontends.jaxfe.driver`); importing this
-module registers every lowering.
+equations are lowered by `Lowerer` (`solar.frontends.jaxfe.driver`), whose table loads
+every ``ops_*`` module on first use.
 """
 
 from __future__ import annotations
@@ -18,16 +18,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from solar.frontends.jaxfe import (  # noqa: F401 - importing registers the lowerings
-    ops_collective,
-    ops_control,
-    ops_decomp,
-    ops_elementwise,
-    ops_gather,
-    ops_linalg,
-    ops_reduce,
-    ops_shape,
-)
 from solar.frontends.jaxfe.capture import JaxCapture
 from solar.frontends.jaxfe.core import EqnOperand, Opaque, Value, ir_dtype
 from solar.frontends.jaxfe.driver import Lowerer

@@ -26,7 +26,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from solar.frontends.jaxfe.core import LOWERINGS, EqnCtx, read
+from solar.frontends.jaxfe.core import read
+from solar.frontends.jaxfe.driver import LOWERINGS, EqnCtx
 from solar.frontends.kit import Nest, TensorInfo, UnsupportedOpError, iadd
 from solar.ir import (
     Access,

@@ -24,7 +24,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from solar.frontends.jaxfe.core import LOWERINGS, EqnCtx, EqnOperand, read
+from solar.frontends.jaxfe.core import EqnOperand, read
+from solar.frontends.jaxfe.driver import LOWERINGS, EqnCtx
 from solar.frontends.jaxfe.ops_reduce import reduce_init
 from solar.frontends.kit import Nest, TensorInfo, TensorRef, UnsupportedOpError, iadd
 from solar.ir import (

@@ -1,4 +1,4 @@
-"""Lowerings of reductions, arg-reductions, cumulative scans and windowed reductions.
+"""Lowerings of reductions, arg-reductions, cumulative scans and pooling gradients.
 
 Contract: ``EqnCtx -> None``; each equation emits one kernel:
 
@@ -11,8 +11,8 @@ Contract: ``EqnCtx -> None``; each equation emits one kernel:
   attains it (``if x == m { out min= i }``): two passes, one kernel.
 * ``cumsum/cumprod/cummax/cummin/cumlogsumexp``: ``seq`` recurrences over the scanned
   axis (innermost), honouring ``reverse``.
-* ``reduce_window_sum/max/min`` and ``reduce_window`` with a single-op body: pooling,
-  with guards that skip padded taps and base-dilation holes (FLOPs count real taps).
+* ``select_and_scatter_add``: the gradient of max/min pooling (``reduce_window`` itself
+  is ops_pool.py).
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ import dataclasses
 import math
 from collections.abc import Callable, Sequence
 
-from solar.frontends.jaxfe.core import LOWERINGS, EqnCtx, EqnOperand, Lit, read
+from solar.frontends.jaxfe.core import EqnOperand, Lit, read
+from solar.frontends.jaxfe.driver import LOWERINGS, EqnCtx
 from solar.frontends.kit import Nest, TensorInfo, UnsupportedOpError, const_int, guard, range_guard
 from solar.ir import (
     Access,
@@ -289,66 +290,6 @@ def _cumulative(ctx: EqnCtx) -> None:
         )
         body.append(For(i.name, IntLit(1), lit(n), (stmt,), seq=True))
     kb.emit(*outer.wrap(body))
-
-
-_WINDOW_OPS: dict[str, ReduceOp] = {
-    "reduce_window_sum": "+",
-    "reduce_window_max": "max",
-    "reduce_window_min": "min",
-}
-_BODY_OPS: dict[str, ReduceOp] = {"add": "+", "max": "max", "min": "min", "mul": "*"}
-
-
-@LOWERINGS.register(*_WINDOW_OPS, "reduce_window")
-def _reduce_window(ctx: EqnCtx) -> None:
-    x: EqnOperand
-    if ctx.prim == "reduce_window":
-        op, x, init = _generic_window(ctx)
-    else:
-        op, x = _WINDOW_OPS[ctx.prim], ctx.ins[0]
-        init = reduce_init(op, ctx.out_dtype(0))
-    p = ctx.params
-    nd = len(x.shape)
-    win = tuple(int(v) for v in p["window_dimensions"])
-    strides = tuple(int(v) for v in p["window_strides"])
-    pads = tuple((int(a), int(b)) for a, b in p["padding"])
-    bdil = tuple(int(v) for v in (p.get("base_dilation") or (1,) * nd))
-    wdil = tuple(int(v) for v in (p.get("window_dilation") or (1,) * nd))
-    out = ctx.out(0)
-    kb = ctx.kernel()
-    outer = Nest(kb, ctx.out_shape(0), "o")
-    taps = Nest(kb, win, "w")
-    if outer.empty:
-        return
-    conds: list[Expr] = []
-    src: list[Expr] = []
-    for d in range(nd):
-        a = outer.aff(d, strides[d]).plus(taps.aff(d, wdil[d])).plus(-pads[d][0])
-        extent = (x.shape[d] - 1) * bdil[d] + 1 if x.shape[d] else 0
-        conds += range_guard(a, extent)
-        if bdil[d] > 1:
-            conds.append(Binary("==", Binary("%", a.expr(), lit(bdil[d])), IntLit(0)))
-            src.append(Binary("//", a.expr(), lit(bdil[d])))
-        else:
-            src.append(a.expr())
-    tgt = Access(out.ref.name, out.storage_index(outer.idx))
-    body: list[Stmt] = [Assign(tgt, init)]
-    if not taps.empty:
-        body += taps.wrap(guard(conds, [Reduce(tgt, op, read(x, src))]))
-    kb.emit(*outer.wrap(body))
-
-
-def _generic_window(ctx: EqnCtx) -> tuple[ReduceOp, TensorInfo, Expr]:
-    """The op, operand and init of a ``reduce_window`` whose body is one binary op."""
-    body = ctx.params["jaxpr"]
-    jaxpr = getattr(body, "jaxpr", body)
-    if len(ctx.ins) != 2 or len(jaxpr.eqns) != 1:
-        raise UnsupportedOpError("reduce_window with a variadic or multi-op body")
-    op = _BODY_OPS.get(jaxpr.eqns[0].primitive.name)
-    x, init = ctx.ins
-    if op is None or not isinstance(x, TensorInfo) or not isinstance(init, Lit):
-        raise UnsupportedOpError("reduce_window body is not a single add/max/min/mul")
-    return op, x, init.expr()
 
 
 _SELECT_OPS: dict[str, str] = {"ge": ">", "gt": ">", "le": "<", "lt": "<"}

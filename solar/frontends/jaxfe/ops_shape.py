@@ -15,9 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from solar.frontends.jaxfe.core import LOWERINGS, EqnCtx, EqnOperand, Lit, Sink, read
+from solar.frontends.jaxfe.core import EqnOperand, Lit, read
+from solar.frontends.jaxfe.driver import LOWERINGS, EqnCtx
 from solar.frontends.kit import (
     Nest,
+    Sink,
     TensorInfo,
     UnsupportedOpError,
     broadcast_map,

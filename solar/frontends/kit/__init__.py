@@ -5,9 +5,10 @@ model-file side of the reduced-size reference.
 Contract: no torch, no jax. A tracer (``solar.frontends.pytorch``,
 ``solar.frontends.jaxfe``) imports the user's file (`import_model_file`), records a
 program, then walks it with a `LoweringDriver` subclass that looks each op up in its
-`LoweringTable`, hands the lowering its frontend-specific context, rolls back and
-uncovers what the lowering rejects, and returns a `LoweredProgram`. Everything those
-drivers and lowerings share lives here, once.
+`LoweringTable`, hands the lowering a `LowerCtx` (the one lowering context: a frontend
+adds only its own argument access), rolls back and uncovers what the lowering rejects,
+and returns a `LoweredProgram`. Everything those drivers and lowerings share lives here,
+once.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from solar.frontends.kit.builder import (
     as_expr,
     sanitize_name,
 )
+from solar.frontends.kit.context import BuilderKernels, KernelHost, LowerCtx, Sink
 from solar.frontends.kit.coverage import CoverageLog, UncoveredOp
 from solar.frontends.kit.driver import Checkpoint, LoweringDriver, Unsupported
-from solar.frontends.kit.dtypes import IR_DTYPES
+from solar.frontends.kit.dtypes import IR_DTYPES, LOW_PRECISION, accumulate_dtype, cast
 from solar.frontends.kit.index import (
     Aff,
     LoopVars,
@@ -64,20 +66,24 @@ from solar.frontends.kit.symbolize import (
     symbolic_notes,
     symbolize_sizes,
 )
-from solar.frontends.kit.table import LoweringTable, UnsupportedOpError
+from solar.frontends.kit.table import LoweringTable, UnsupportedOpError, load_op_modules
 from solar.frontends.kit.values import IndexMap, TensorInfo, shape_numel
 
 __all__ = [
     "EXECUTOR_TIME_SHARE",
     "IR_DTYPES",
+    "LOW_PRECISION",
     "Aff",
     "BatchRecapture",
+    "BuilderKernels",
     "Checkpoint",
     "CondRegion",
     "CoverageLog",
     "IndexMap",
     "KernelBuilder",
+    "KernelHost",
     "LoopVars",
+    "LowerCtx",
     "LoweredProgram",
     "LoweringDriver",
     "LoweringTable",
@@ -85,6 +91,7 @@ __all__ = [
     "ProgramBuilder",
     "Recapture",
     "ReducedReference",
+    "Sink",
     "TensorInfo",
     "TensorRef",
     "UncoveredOp",
@@ -92,9 +99,11 @@ __all__ = [
     "Unsupported",
     "UnsupportedOpError",
     "UserCode",
+    "accumulate_dtype",
     "all_of",
     "as_expr",
     "broadcast_map",
+    "cast",
     "const_int",
     "executor_seconds",
     "expand_param",
@@ -109,6 +118,7 @@ __all__ = [
     "SymbolicProgram",
     "imul",
     "input_name",
+    "load_op_modules",
     "module_int_constants",
     "nest",
     "output_name",

@@ -184,7 +184,7 @@ def inputs_from_shapes(shapes: tuple[InputShape, ...]) -> tuple[tuple[Any, ...],
             notes=("give smaller shapes; the bounds at other sizes need no real inputs "
                    "(--set NAME=VALUE on the model file's size constants)",),
         )  # fmt: skip
-    from solar.frontends.pytorch.loader import seed_everything
+    from solar.frontends.pytorch.instance import seed_everything
 
     seed_everything()
     args: list[Any] = []

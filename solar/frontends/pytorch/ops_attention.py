@@ -26,8 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from solar.frontends.kit import (
-    KernelBuilder,
     Nest,
+    Sink,
     TensorInfo,
     TensorRef,
     UnsupportedOpError,
@@ -82,7 +82,7 @@ def _bcast(shape: Sequence[int], full: Sequence[int], idx: Sequence[Expr]) -> li
     ]
 
 
-def emit_attention(ctx: LowerCtx, kb: KernelBuilder, a: Attention) -> None:
+def emit_attention(ctx: LowerCtx, kb: Sink, a: Attention) -> None:
     """Emit the attention loops for ``a`` into ``kb``.
 
     Raises:

@@ -26,8 +26,8 @@ import math
 from collections.abc import Callable
 
 from solar.frontends.kit import (
-    KernelBuilder,
     Nest,
+    Sink,
     TensorInfo,
     UnsupportedOpError,
     iadd,
@@ -205,7 +205,7 @@ def _query_group(q: TensorInfo, k: TensorInfo, v: TensorInfo) -> int:
 
 def _contract(
     ctx: LowerCtx,
-    kb: KernelBuilder,
+    kb: Sink,
     out: TensorInfo,
     row: list[Expr],
     loops: list[Loop],

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from solar.frontends.kit import KernelBuilder, TensorInfo, UnsupportedOpError, nest
+from solar.frontends.kit import Sink, TensorInfo, UnsupportedOpError, nest
 from solar.frontends.pytorch.lowering_utils import (
     bcast_index,
     binop,
@@ -39,7 +39,7 @@ IndexFn = Callable[[Sequence[Expr]], list[Expr]]
 
 
 def _nest(
-    kb: KernelBuilder,
+    kb: Sink,
     ctx: LowerCtx,
     shape: Sequence[int],
     body: Callable[[tuple[Name, ...]], list[Stmt]],
@@ -232,7 +232,7 @@ def _identity(op: str, dt: DType) -> Expr:
     return lit(-(2**bits)) if op == "max" else lit(2**bits - 1)
 
 
-def _start(ctx: LowerCtx, call: OpCall, x: TensorInfo, out: TensorInfo) -> KernelBuilder:
+def _start(ctx: LowerCtx, call: OpCall, x: TensorInfo, out: TensorInfo) -> Sink:
     """The kernel, beginning with ``out = self`` unless the op runs in place."""
     kb = ctx.kernel()
     if not same_value(x, out):

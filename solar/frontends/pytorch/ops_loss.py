@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from solar.frontends.kit import (
-    KernelBuilder,
     Nest,
+    Sink,
     TensorInfo,
     UnsupportedOpError,
     fmax,
@@ -62,7 +62,7 @@ def _out(call: OpCall) -> TensorInfo:
 
 def _reduced(
     ctx: LowerCtx,
-    kb: KernelBuilder,
+    kb: Sink,
     out: TensorInfo,
     shape: Sequence[int],
     reduction: int,

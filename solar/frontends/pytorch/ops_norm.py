@@ -31,8 +31,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from solar.frontends.kit import (
-    KernelBuilder,
     Nest,
+    Sink,
     TensorInfo,
     TensorRef,
     UnsupportedOpError,
@@ -69,7 +69,7 @@ class _Stats:
     only what they touch.
     """
 
-    def __init__(self, kb: KernelBuilder, dtype: DType, key_shape: Sequence[int]) -> None:
+    def __init__(self, kb: Sink, dtype: DType, key_shape: Sequence[int]) -> None:
         self.kb, self.dtype, self.key_shape = kb, dtype, tuple(key_shape)
         self._refs: dict[str, TensorRef] = {}
 

@@ -16,7 +16,7 @@ import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from solar.frontends.kit import KernelBuilder, TensorInfo, UnsupportedOpError, nest
+from solar.frontends.kit import Sink, TensorInfo, UnsupportedOpError, nest
 from solar.frontends.pytorch.lowering_utils import (
     binop,
     cast,
@@ -44,7 +44,7 @@ class Segment:
 
 def _emit_regions(
     ctx: LowerCtx,
-    kb: KernelBuilder,
+    kb: Sink,
     x: TensorInfo,
     out: TensorInfo,
     segments: Sequence[Sequence[Segment]],

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from solar.frontends.kit import KernelBuilder, TensorInfo, UnsupportedOpError, nest, shape_numel
+from solar.frontends.kit import Sink, TensorInfo, UnsupportedOpError, nest, shape_numel
 from solar.frontends.pytorch.lowering_utils import (
     accumulate_dtype,
     binop,
@@ -40,7 +40,7 @@ class RowNest:
         self.ctx = ctx
         self.x = x
         self.dims = tuple(dims)
-        self.kb: KernelBuilder = ctx.kernel(hint)
+        self.kb: Sink = ctx.kernel(hint)
         self.ivars = ctx.vars(self.kb, x.rank)
         self.kept = [k for k in range(x.rank) if k not in self.dims]
         self.count = shape_numel([x.shape[k] for k in self.dims])

@@ -35,7 +35,7 @@ from fractions import Fraction
 import numpy as np
 
 from solar.frontends.kit import (
-    KernelBuilder,
+    Sink,
     TensorInfo,
     TensorRef,
     UnsupportedOpError,
@@ -96,7 +96,7 @@ def _fit(values: list[int], sc: float, n_in: int, n_out: int, what: str) -> Call
     return expr
 
 
-def _filter(kb: KernelBuilder, ax: Access, w: Access, cubic: bool) -> list[Stmt]:
+def _filter(kb: Sink, ax: Access, w: Access, cubic: bool) -> list[Stmt]:
     """``w = filter(ax)`` for ``ax = |x|`` (Note [Antialias taps])."""
     one, two = lit(1.0), lit(2.0)
     del kb
@@ -129,7 +129,7 @@ def _filter(kb: KernelBuilder, ax: Access, w: Access, cubic: bool) -> list[Stmt]
 
 
 def _dim(
-    kb: KernelBuilder,
+    kb: Sink,
     n_in: int,
     n_out: int,
     align: bool,
@@ -200,7 +200,7 @@ def _dim(
 
 def _pass(
     ctx: LowerCtx,
-    kb: KernelBuilder,
+    kb: Sink,
     src: Callable[[list[Expr]], Expr],
     dst: Callable[[list[Expr]], Access],
     shape: list[int],

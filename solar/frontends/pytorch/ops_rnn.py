@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from solar.frontends.kit import (
-    KernelBuilder,
     Nest,
+    Sink,
     TensorInfo,
     TensorRef,
     UnsupportedOpError,
@@ -78,7 +78,7 @@ class _Rnn:
     """Builds the recurrence of one layer-direction into a kernel."""
 
     def __init__(
-        self, ctx: LowerCtx, kb: KernelBuilder, mode: Mode, acc: DType, batch: int, hidden: int
+        self, ctx: LowerCtx, kb: Sink, mode: Mode, acc: DType, batch: int, hidden: int
     ) -> None:
         self.ctx, self.kb, self.mode, self.acc = ctx, kb, mode, acc
         self.batch, self.hidden = batch, hidden

@@ -29,7 +29,7 @@ import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from solar.frontends.kit import KernelBuilder, TensorInfo, UnsupportedOpError, nest
+from solar.frontends.kit import Sink, TensorInfo, UnsupportedOpError, nest
 from solar.frontends.pytorch.lowering_utils import (
     accumulate_dtype,
     cast,
@@ -161,7 +161,7 @@ def _product(group: Sequence[_Operand], idx: Mapping[int, Expr]) -> Expr:
 
 def _stage(
     ctx: LowerCtx,
-    kb: KernelBuilder,
+    kb: Sink,
     group: Sequence[_Operand],
     summed: frozenset[int],
     ext: Sequence[int],
@@ -181,7 +181,7 @@ def _stage(
 
 def _final(
     ctx: LowerCtx,
-    kb: KernelBuilder,
+    kb: Sink,
     group: Sequence[_Operand],
     summed: frozenset[int],
     ext: Sequence[int],
@@ -206,7 +206,7 @@ def _final(
 
 def _emit(
     ctx: LowerCtx,
-    kb: KernelBuilder,
+    kb: Sink,
     group: Sequence[_Operand],
     summed: frozenset[int],
     ext: Sequence[int],

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from solar.frontends.kit import KernelBuilder, TensorInfo, nest
+from solar.frontends.kit import Sink, TensorInfo, nest
 from solar.frontends.pytorch.lowering_utils import (
     binop,
     cast,
@@ -37,7 +37,7 @@ DimRange = tuple[int, int]
 
 def _copy_range(
     ctx: LowerCtx,
-    kb: KernelBuilder,
+    kb: Sink,
     x: TensorInfo,
     out: TensorInfo,
     dim: int,
@@ -65,7 +65,7 @@ def _copy_range(
 
 def _write_src(
     ctx: LowerCtx,
-    kb: KernelBuilder,
+    kb: Sink,
     src: TensorInfo,
     out: TensorInfo,
     position: Callable[[Sequence[Name]], Sequence[Expr]],
