@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from solar.frontends.jaxfe.core import EqnOperand, Lit
 from solar.frontends.jaxfe.driver import LOWERINGS, EqnCtx
-from solar.frontends.jaxfe.ops_reduce import reduce_init
-from solar.frontends.kit import TensorInfo, UnsupportedOpError
+from solar.frontends.kit import TensorInfo, UnsupportedOpError, reduce_identity
 from solar.frontends.kit.emit import WindowSpec, emit_reduce_window
 from solar.ir import Expr, ReduceOp
 
@@ -32,7 +31,7 @@ def _reduce_window(ctx: EqnCtx) -> None:
         op, x, init = _generic_window(ctx)
     else:
         op, x = _WINDOW_OPS[ctx.prim], ctx.ins[0]
-        init = reduce_init(op, ctx.out_dtype(0))
+        init = reduce_identity(op, ctx.out_dtype(0))
     p = ctx.params
     spec = WindowSpec(
         window=tuple(int(v) for v in p["window_dimensions"]),

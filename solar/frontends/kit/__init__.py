@@ -23,7 +23,18 @@ from solar.frontends.kit.builder import (
 from solar.frontends.kit.context import BuilderKernels, KernelHost, LowerCtx, Sink
 from solar.frontends.kit.coverage import CoverageLog, UncoveredOp
 from solar.frontends.kit.driver import Checkpoint, LoweringDriver, Unsupported
-from solar.frontends.kit.dtypes import IR_DTYPES, LOW_PRECISION, accumulate_dtype, cast
+from solar.frontends.kit.dtypes import (
+    FRAMEWORK_DTYPE_NAMES,
+    IR_DTYPES,
+    LOW_PRECISION,
+    NUMPY_WIDENED,
+    accumulate_dtype,
+    cast,
+    int_range,
+    one,
+    reduce_identity,
+    zero,
+)
 from solar.frontends.kit.index import (
     Aff,
     LoopVars,
@@ -36,7 +47,9 @@ from solar.frontends.kit.index import (
     fmin,
     guard,
     iadd,
+    iadd_const_last,
     imul,
+    imul_const_last,
     nest,
     range_guard,
     reshape_map,
@@ -71,8 +84,10 @@ from solar.frontends.kit.values import IndexMap, TensorInfo, shape_numel
 
 __all__ = [
     "EXECUTOR_TIME_SHARE",
+    "FRAMEWORK_DTYPE_NAMES",
     "IR_DTYPES",
     "LOW_PRECISION",
+    "NUMPY_WIDENED",
     "Aff",
     "BatchRecapture",
     "BuilderKernels",
@@ -102,8 +117,8 @@ __all__ = [
     "accumulate_dtype",
     "all_of",
     "as_expr",
-    "broadcast_map",
     "cast",
+    "broadcast_map",
     "const_int",
     "executor_seconds",
     "expand_param",
@@ -111,20 +126,25 @@ __all__ = [
     "fmin",
     "guard",
     "iadd",
+    "iadd_const_last",
     "check_overrides",
     "import_model_file",
     "symbolic_notes",
     "symbolize_sizes",
     "SymbolicProgram",
     "imul",
+    "imul_const_last",
     "input_name",
+    "int_range",
     "load_op_modules",
     "module_int_constants",
     "nest",
+    "one",
     "output_name",
     "param_name",
     "raised_by_solar",
     "range_guard",
+    "reduce_identity",
     "reduced_batch_reference",
     "reduced_reference",
     "reference_budget_bytes",
@@ -133,4 +153,5 @@ __all__ = [
     "shape_numel",
     "uncovered_name",
     "user_frames",
+    "zero",
 ]

@@ -30,6 +30,8 @@ from typing import Any, Final
 
 from solar.diagnostics import FrontendError
 from solar.frontends.inputs import InputShape
+from solar.frontends.kit import FRAMEWORK_DTYPE_NAMES
+from solar.ir import DType
 
 __all__ = ["MAX_SHAPE_INPUT_BYTES", "inputs_from_shapes", "load_inputs_file"]
 
@@ -158,12 +160,6 @@ def _check_tensor(path: Path, name: str, value: Any) -> None:
         )
 
 
-_TORCH_DTYPES: Final = {
-    "f64": "float64", "f32": "float32", "f16": "float16", "bf16": "bfloat16",
-    "i64": "int64", "i32": "int32", "i8": "int8", "bool": "bool",
-}  # fmt: skip
-
-
 def inputs_from_shapes(shapes: tuple[InputShape, ...]) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """Seeded random tensors for ``--input-shape`` specs (positional, then keyword).
 
@@ -172,7 +168,7 @@ def inputs_from_shapes(shapes: tuple[InputShape, ...]) -> tuple[tuple[Any, ...],
     """
     import torch
 
-    dtypes = [getattr(torch, _TORCH_DTYPES[spec.dtype]) for spec in shapes]
+    dtypes = [getattr(torch, FRAMEWORK_DTYPE_NAMES[DType(spec.dtype)]) for spec in shapes]
     total = sum(
         math.prod(spec.shape) * dtype.itemsize for spec, dtype in zip(shapes, dtypes, strict=True)
     )

@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from solar.frontends.kit import Sink, TensorInfo, UnsupportedOpError, accumulate_dtype, cast, nest
+from solar.frontends.kit import Sink, TensorInfo, UnsupportedOpError, cast, nest
 from solar.frontends.pytorch.registry import LowerCtx, OpCall
 from solar.ir import (
     Assign,
@@ -27,11 +27,9 @@ from solar.ir import (
 
 __all__ = [
     "ElementwiseArg",
-    "accumulate_dtype",
     "bcast_index",
     "bcast_read",
     "binop",
-    "cast",
     "copy_kernel",
     "elementwise",
     "fn",

@@ -23,11 +23,11 @@ from solar.frontends.kit import (
     Sink,
     TensorInfo,
     UnsupportedOpError,
+    accumulate_dtype,
+    cast,
 )
 from solar.frontends.pytorch.lowering_utils import (
-    accumulate_dtype,
     binop,
-    cast,
     elementwise,
     fn,
     norm_dim,

@@ -30,11 +30,12 @@ from solar.frontends.kit import (
     Sink,
     TensorInfo,
     UnsupportedOpError,
+    accumulate_dtype,
+    cast,
     iadd,
     imul,
     nest,
 )
-from solar.frontends.pytorch.lowering_utils import accumulate_dtype, cast
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
 from solar.ir import Assign as Set
 from solar.ir import Binary, Call, DType, Expr, IntLit, Name, Reduce, Stmt, lit

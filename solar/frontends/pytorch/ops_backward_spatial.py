@@ -21,20 +21,15 @@ from solar.frontends.kit import (
     Sink,
     TensorInfo,
     UnsupportedOpError,
+    accumulate_dtype,
+    cast,
     guard,
     iadd,
     imul,
     nest,
 )
 from solar.frontends.kit.emit import WindowFn, WindowSpec, window_source
-from solar.frontends.pytorch.lowering_utils import (
-    accumulate_dtype,
-    binop,
-    cast,
-    norm_dim,
-    out0,
-    tensor_arg,
-)
+from solar.frontends.pytorch.lowering_utils import binop, norm_dim, out0, tensor_arg
 from solar.frontends.pytorch.ops_backward import OneKernel
 from solar.frontends.pytorch.ops_conv import ConvArgs, conv
 from solar.frontends.pytorch.ops_pool import (

@@ -11,12 +11,10 @@ product, no contraction) is one elementwise kernel.
 
 from __future__ import annotations
 
-from solar.frontends.kit import TensorInfo, UnsupportedOpError
+from solar.frontends.kit import TensorInfo, UnsupportedOpError, accumulate_dtype, cast
 from solar.frontends.kit.emit import DotDims, Epilogue, emit_dot_general
 from solar.frontends.pytorch.lowering_utils import (
-    accumulate_dtype,
     binop,
-    cast,
     elementwise,
     operand,
     out0,

@@ -7,10 +7,9 @@ kernel; ``empty*`` declares its output without a kernel.
 
 from __future__ import annotations
 
-from solar.frontends.kit import TensorInfo, UnsupportedOpError, nest
+from solar.frontends.kit import TensorInfo, UnsupportedOpError, cast, nest
 from solar.frontends.pytorch.lowering_utils import (
     binop,
-    cast,
     copy_kernel,
     elementwise,
     operand,

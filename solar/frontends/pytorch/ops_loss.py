@@ -26,17 +26,13 @@ from solar.frontends.kit import (
     Sink,
     TensorInfo,
     UnsupportedOpError,
+    accumulate_dtype,
+    cast,
     fmax,
     fmin,
     nest,
 )
-from solar.frontends.pytorch.lowering_utils import (
-    accumulate_dtype,
-    bcast_read,
-    cast,
-    elementwise,
-    operand,
-)
+from solar.frontends.pytorch.lowering_utils import bcast_read, elementwise, operand
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
 from solar.ir import Access, Assign, Binary, Call, DType, Expr, If, Name, Reduce, Stmt, Unary, lit
 

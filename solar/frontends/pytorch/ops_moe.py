@@ -18,15 +18,15 @@ from the real run's values by the driver (`driver.ORDER_OPS`).
 
 from __future__ import annotations
 
-from solar.frontends.kit import Sink, TensorInfo, UnsupportedOpError, nest
-from solar.frontends.pytorch.lowering_utils import (
+from solar.frontends.kit import (
+    Sink,
+    TensorInfo,
+    UnsupportedOpError,
     accumulate_dtype,
-    binop,
     cast,
-    out0,
-    sel,
-    tensor_arg,
+    nest,
 )
+from solar.frontends.pytorch.lowering_utils import binop, out0, sel, tensor_arg
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
 from solar.ir import Assign, Binary, DType, Expr, IntLit, Name, Reduce, Stmt, lit
 

@@ -31,6 +31,8 @@ from solar.frontends.kit import (
     Sink,
     TensorInfo,
     UnsupportedOpError,
+    accumulate_dtype,
+    cast,
     expand_param,
     fmax,
     fmin,
@@ -40,7 +42,6 @@ from solar.frontends.kit import (
     nest,
 )
 from solar.frontends.kit.emit import Loop, Window, WindowFn, WindowSpec, pool_nest, window_reduce
-from solar.frontends.pytorch.lowering_utils import accumulate_dtype, cast
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, LoweringFn, OpCall
 from solar.ir import Assign, Binary, Expr, If, Reduce, Unary, lit
 

@@ -37,13 +37,14 @@ from solar.frontends.kit import (
     Sink,
     TensorInfo,
     UnsupportedOpError,
+    accumulate_dtype,
+    cast,
     fmax,
     fmin,
     iadd,
     imul,
     nest,
 )
-from solar.frontends.pytorch.lowering_utils import accumulate_dtype, cast
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, LoweringFn, OpCall
 from solar.ir import Assign, Binary, DType, Expr, Reduce, Stmt, lit
 

@@ -39,11 +39,13 @@ from solar.frontends.kit import (
     TensorInfo,
     TensorRef,
     UnsupportedOpError,
+    accumulate_dtype,
+    cast,
     fmax,
     fmin,
     nest,
 )
-from solar.frontends.pytorch.lowering_utils import accumulate_dtype, cast, fn
+from solar.frontends.pytorch.lowering_utils import fn
 from solar.frontends.pytorch.ops_resize import fit_floor_div
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, LoweringFn, OpCall
 from solar.ir import Access, Assign, Binary, DType, Expr, If, Reduce, Stmt, lit

@@ -29,16 +29,18 @@ import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from solar.frontends.kit import Sink, TensorInfo, UnsupportedOpError, nest
-from solar.frontends.pytorch.lowering_utils import (
+from solar.frontends.kit import (
+    Sink,
+    TensorInfo,
+    UnsupportedOpError,
     accumulate_dtype,
     cast,
-    norm_dim,
-    out0,
-    tensor_arg,
+    nest,
+    zero,
 )
+from solar.frontends.pytorch.lowering_utils import norm_dim, out0, tensor_arg
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
-from solar.ir import Access, Assign, Binary, DType, Expr, IntLit, Name, Reduce, Stmt, lit
+from solar.ir import Access, Assign, Binary, DType, Expr, IntLit, Name, Reduce, Stmt
 
 __all__: list[str] = []
 
@@ -224,7 +226,7 @@ def _emit(
     rloops = [(v, ext[d]) for d, v in red.items()]
     if summed_live:
         body: list[Stmt] = [
-            Assign(dst, lit(0.0) if dt.is_float else lit(0)),
+            Assign(dst, zero(dt)),
             *nest(rloops, [Reduce(dst, "+", _product(group, full))]),
         ]
     else:

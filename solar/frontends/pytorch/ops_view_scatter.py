@@ -16,16 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from solar.frontends.kit import Sink, TensorInfo, nest
-from solar.frontends.pytorch.lowering_utils import (
-    binop,
-    cast,
-    norm_dim,
-    out0,
-    same_value,
-    tensor_arg,
-)
-from solar.frontends.pytorch.ops_movement import iadd_const_last, imul_const_last
+from solar.frontends.kit import Sink, TensorInfo, cast, iadd_const_last, imul_const_last, nest
+from solar.frontends.pytorch.lowering_utils import binop, norm_dim, out0, same_value, tensor_arg
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
 from solar.ir import Assign, Expr, If, IntLit, Name, Stmt
 

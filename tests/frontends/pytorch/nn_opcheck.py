@@ -15,25 +15,16 @@ from typing import Any
 import numpy as np
 import pytest
 
-from solar.frontends.kit import BuilderKernels, LowerCtx, ProgramBuilder, TensorInfo
+from solar.frontends.kit import IR_DTYPES, BuilderKernels, LowerCtx, ProgramBuilder, TensorInfo
 from solar.frontends.pytorch.registry import LOWERINGS, OpCall
-from solar.ir import Access, DType, For, If, Program, Reduce, print_expr, verify_program
+from solar.ir import Access, For, If, Program, Reduce, print_expr, verify_program
 from solar.ir.traversal import walk_exprs
 
 torch = pytest.importorskip("torch")
 
 from solar.validate import execute_program  # noqa: E402
 
-_DTYPES = {
-    torch.float32: DType.F32,
-    torch.float64: DType.F64,
-    torch.float16: DType.F16,
-    torch.bfloat16: DType.BF16,
-    torch.int64: DType.I64,
-    torch.int32: DType.I32,
-    torch.int8: DType.I8,
-    torch.bool: DType.BOOL,
-}
+_DTYPES = {getattr(torch, name): dtype for name, dtype in IR_DTYPES.items()}
 
 
 def _to_numpy(t: Any) -> np.ndarray:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from solar.frontends.kit.context import LowerCtx, Sink
-from solar.frontends.kit.dtypes import accumulate_dtype, cast
+from solar.frontends.kit.dtypes import accumulate_dtype, cast, zero
 from solar.frontends.kit.emit.operand import Operand
 from solar.frontends.kit.index import nest
 from solar.frontends.kit.table import UnsupportedOpError
@@ -93,6 +93,8 @@ def emit_dot_general(
     b_free = [d for d in range(len(rhs.shape)) if d not in rc and d not in rb]
     if len(lc) != len(rc) or len(lb) != len(rb) or len(lb) + len(a_free) + len(b_free) != out.rank:
         raise UnsupportedOpError("dot_general dimension numbers do not fit the shapes")
+    if 0 in out.shape:
+        return  # nothing to compute: the frontend writes empty outputs (``empty_output``)
     kb = ctx.kernel()
     oidx = ctx.vars(kb, out.rank)
     ridx = ctx.vars(kb, len(lc), "k")
@@ -138,7 +140,7 @@ def _accumulate(
     if local:
         acc_ref = kb.local(dt, out.shape, "acc")
         acc = acc_ref[tuple(oidx)] if out.rank else acc_ref.scalar()
-    init: Expr = lit(0.0) if dt.is_float else lit(0)
+    init: Expr = zero(dt)
     plain = epi.beta == 1 and epi.alpha == 1
     if bias is not None and plain:
         init = bias
