@@ -98,6 +98,8 @@ class FrontendOptions:
 
     Attributes:
         entry: ``fn`` or ``module:fn`` to analyse instead of the file's ``Model``.
+        entry_args: JSON list (positional) or object (keyword) of the arguments that
+            build the entry, when it is a module class or a factory (``--entry-args``).
         inputs_file: ``.npz``/``.pt`` with the entry's inputs (positional and keyword).
         input_shapes: inputs given by shape (``--input-shape``), drawn seeded.
         reference_file: ``.npz`` with inputs and expected outputs (hand-written IR).
@@ -118,6 +120,7 @@ class FrontendOptions:
     """
 
     entry: str | None = None
+    entry_args: str | None = None
     inputs_file: Path | None = None
     input_shapes: tuple[InputShape, ...] = ()
     reference_file: Path | None = None

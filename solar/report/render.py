@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from solar.diagnostics import printable
 from solar.report.schema import ArchBounds, KernelRow, Report, TrainingInfo
 
 __all__ = [
@@ -391,7 +392,8 @@ def render_text(report: Report, *, top: int = TOP_KERNELS) -> str:
         top: how many kernels the next-steps table lists per device.
     """
     lines = [
-        f"SOLAR {report.tool.version} — {report.program} ({report.input.path}, "
+        f"SOLAR {report.tool.version} — {printable(report.program)} "
+        f"({printable(report.input.path)}, "
         f"frontend {report.frontend.name}: {report.frontend.captured_with})",
         _ir_line(report),
     ]

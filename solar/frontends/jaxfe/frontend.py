@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from solar.diagnostics import SolarError
+from solar.diagnostics import SolarError, UsageError
 from solar.frontends.protocol import (
     FrontendOptions,
     FrontendResult,
@@ -54,9 +54,16 @@ class JaxFrontend:
         """Capture and lower the program file at ``path`` (sizes: ``options.sizes``).
 
         Raises:
-            UsageError: jax is not installed (E0908).
+            UsageError: jax is not installed (E0908); E0916 ``--entry-args`` (they build
+                PyTorch modules; a JAX entry is a function of its inputs).
             FrontendError: loading, capture and lowering errors (`solar.frontends.jaxfe`).
         """
+        if options.entry_args is not None:
+            raise UsageError(
+                "--entry-args build a PyTorch class or factory; a JAX entry is a function "
+                "of its inputs",
+                code="E0916",
+            )
         require_python_file(path, "jax")
         require_extra("jax", "jax")
         from solar.frontends.jaxfe.capture import trace_jax_file

@@ -481,7 +481,7 @@ def capture_program(
     if real or source.target is not None:
         inst = instantiate(source)
     else:  # the fallback: within the budget (Note [Memory budget] in solar.budget)
-        inst = build_real_within_budget(source)
+        inst = build_real_within_budget(source, whole=True)
     return _finish(source, inst, None, reason)
 
 
@@ -564,6 +564,14 @@ def _finish(
     out = _run(inst, rec, fake_mode)
     leaves, _ = tree_flatten(plain_outputs(out))
     outputs = tuple(_output_meta(x, ids) for x in leaves)
+    if all(o is None for o in outputs) and not any(c.mutated for c in rec.calls):
+        raise FrontendError(  # nothing to bound: no "coverage complete" over an empty program
+            f"{source.name} returned {type(out).__name__}: no tensor output (and it wrote no "
+            "tensor in place), so there is nothing to bound",
+            code="E0503",
+            notes=("the entry must return a tensor (or a container of tensors); a function "
+                   "that builds a module is an entry too: it is built, then called",),
+        )  # fmt: skip
     info = CaptureInfo(
         used_real_values=fake_mode is None,
         real_reason=reason,

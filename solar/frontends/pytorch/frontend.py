@@ -82,6 +82,7 @@ class TorchFrontend:
         capture = trace_model_file(
             path,
             entry=options.entry,
+            entry_args=options.entry_args,
             inputs=options.inputs_file,
             overrides=dict(options.sizes) or None,
             train=options.train,
@@ -98,6 +99,7 @@ class TorchFrontend:
                 budget,
                 budget_seconds=seconds,
                 entry=options.entry,
+                entry_args=options.entry_args,
                 inputs=options.inputs_file,
                 input_shapes=options.input_shapes,
                 op_fallback=fallback,
@@ -224,6 +226,7 @@ def _symbolic(
         other = trace_model_file(
             path,
             entry=options.entry,
+            entry_args=options.entry_args,
             overrides=dict(binding),
             train=options.train,
             step=_train_step(options),
