@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from torchvision_cpu import ensure_torchvision
+import solar  # noqa: F401  (as for every user: PyPI's CUDA torchvision imports, solar.torchvision_shim)
 
 Built = tuple[Any, tuple[Any, ...], dict[str, Any]]
 
@@ -46,7 +46,6 @@ def _image(batch: int = 1, size: int = 64) -> tuple[Any, ...]:
 
 def _tv(name: str, size: int = 64, **kwargs: Any) -> Callable[[], Built]:
     def build() -> Built:
-        ensure_torchvision()
         import torch
         import torchvision
 
@@ -59,7 +58,6 @@ def _tv(name: str, size: int = 64, **kwargs: Any) -> Callable[[], Built]:
 
 def _tv_seg(name: str, size: int = 64, **kwargs: Any) -> Callable[[], Built]:
     def build() -> Built:
-        ensure_torchvision()
         import torch
         import torchvision
 
@@ -74,7 +72,6 @@ def _tv_seg(name: str, size: int = 64, **kwargs: Any) -> Callable[[], Built]:
 
 def _timm(name: str, size: int = 64, **kwargs: Any) -> Callable[[], Built]:
     def build() -> Built:
-        ensure_torchvision()
         import timm
         import torch
 
@@ -98,8 +95,6 @@ _SMALL = {
 def _hf_causal(config_cls: str, seq: int = 16, **overrides: Any) -> Callable[[], Built]:
     def build() -> Built:
         import torch
-
-        ensure_torchvision()  # transformers imports torchvision when it is installed
         import transformers
 
         torch.manual_seed(0)
@@ -115,8 +110,6 @@ def _hf_causal(config_cls: str, seq: int = 16, **overrides: Any) -> Callable[[],
 def _hf_bert(config_cls: str, model_cls: str, seq: int = 16, **over: Any) -> Callable[[], Built]:
     def build() -> Built:
         import torch
-
-        ensure_torchvision()  # transformers imports torchvision when it is installed
         import transformers
 
         torch.manual_seed(0)
@@ -130,8 +123,6 @@ def _hf_bert(config_cls: str, model_cls: str, seq: int = 16, **over: Any) -> Cal
 
 def _hf_t5() -> Built:
     import torch
-
-    ensure_torchvision()
     import transformers
 
     torch.manual_seed(0)
@@ -151,8 +142,6 @@ def _hf_t5() -> Built:
 
 def _hf_whisper() -> Built:
     import torch
-
-    ensure_torchvision()
     import transformers
 
     torch.manual_seed(0)
@@ -181,8 +170,6 @@ def _hf_whisper() -> Built:
 
 def _hf_vit() -> Built:
     import torch
-
-    ensure_torchvision()
     import transformers
 
     torch.manual_seed(0)
@@ -200,8 +187,6 @@ def _hf_vit() -> Built:
 
 def _hf_wav2vec2() -> Built:
     import torch
-
-    ensure_torchvision()
     import transformers
 
     torch.manual_seed(0)

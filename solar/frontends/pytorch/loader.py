@@ -40,7 +40,6 @@ from solar.frontends.kit import (
     user_frames,
 )
 from solar.frontends.kit.loader import user_stdout_to_stderr
-from solar.frontends.pytorch.torchvision_shim import retry_with_torchvision_shim
 from solar.frontends.pytorch.train_step import TrainStep
 
 __all__ = [
@@ -293,20 +292,9 @@ def _state(module: Any) -> dict[str, Any]:
 
 def _import_source(source: ProgramSource) -> types.ModuleType:
     """The model file, or the ``pkg.mod`` of an ``entry="pkg.mod:fn"`` without a file,
-    with the size constants of ``source.overrides`` rebound.
-
-    An import that fails only because a CUDA torchvision cannot load its extension
-    beside CPU torch is retried once with its schemas declared (`torchvision_shim`).
+    with the size constants of ``source.overrides`` rebound. (A CUDA torchvision beside
+    CPU torch imports on every path: `solar.torchvision_shim`, installed by ``import solar``.)
     """
-    try:
-        return _import_once(source)
-    except FrontendError as err:
-        if err.code != "E0501" or not retry_with_torchvision_shim(err.__cause__ or err):
-            raise
-    return _import_once(source)
-
-
-def _import_once(source: ProgramSource) -> types.ModuleType:
     if source.path is not None:
         return import_model_file(
             source.path,
