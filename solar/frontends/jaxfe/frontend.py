@@ -15,13 +15,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from solar.diagnostics import SolarError
+from solar.diagnostics import SolarError, UsageError
 from solar.frontends.protocol import (
     FrontendOptions,
     FrontendResult,
+    OptionName,
     Progress,
     ReferenceCheck,
     ValidationPlan,
+    refuse_unsupported,
     require_extra,
     require_python_file,
 )
@@ -58,6 +60,7 @@ class JaxFrontend:
             FrontendError: loading, capture and lowering errors (`solar.frontends.jaxfe`).
         """
         require_python_file(path, "jax")
+        refuse_unsupported("jax", options, _JAX_OPTIONS)
         require_extra("jax", "jax")
         from solar.frontends import jaxfe
 
@@ -115,9 +118,14 @@ class JaxFrontend:
                      "bf16 pass on TPUs): precision policy tf32")
         step = _training_step(lowered.program) if options.train_step else None
         if options.train_step and step is None:
-            notes = (*notes, "--train: the program takes no gradient (no jax.grad, "
-                     "value_and_grad or vjp in its function), so it has no training-step "
-                     "phases; it is bounded as a whole")
+            raise UsageError(
+                "--train: the JAX program takes no gradient (no jax.grad, value_and_grad or "
+                "vjp in its function), so it is no training step; SOLAR does not derive "
+                "one for JAX",
+                code="E0916",
+                notes=("make the file's function the step itself (loss, jax.grad, update), "
+                       "or drop --train to bound the forward",),
+            )
         if options.train_step and options.optimizer != "auto":
             notes = (*notes, f"--optimizer {options.optimizer}: a JAX step's update is the "
                      "file's own (its function's optax or hand-written update)")
@@ -167,6 +175,11 @@ def _symbolic(
         program, sizes, capture_at, fixed=options.sizes, verify_input_bytes=budget
     )
     return sym.program, symbolic_notes(sym)
+
+
+_JAX_OPTIONS: frozenset[OptionName] = frozenset({"entry", "sizes", "train_step", "optimizer"})
+"""What the JAX frontend honours (`refuse_unsupported`): the step is the file's own, so
+``--train`` asks to bound it by phase; inputs come from the file; no training mode."""
 
 
 def _training_step(program: Program) -> StepInfo | None:

@@ -61,7 +61,6 @@ from solar.frontends.pytorch.loader import (
     REAL_BUDGET_BYTES,
     Instance,
     ProgramSource,
-    build_real_within_budget,
     instantiate,
     user_code,
 )
@@ -462,10 +461,9 @@ def capture_program(
                     ),
                 ) from err
             reason = f"{type(cause).__name__}: {cause}".splitlines()[0]
-    if real or source.target is not None:
-        inst = instantiate(source)
-    else:  # the fallback: within the budget (Note [Memory budget] in solar.budget)
-        inst = build_real_within_budget(source)
+    # the fallback builds within the budget (Note [Memory budget] in solar.budget), and
+    # through `instantiate`, so a training step, batch cut or float64 is never dropped
+    inst = instantiate(source, within_budget=not real)
     return _finish(source, inst, None, reason)
 
 

@@ -20,9 +20,11 @@ from solar.diagnostics import FrontendError
 from solar.frontends.protocol import (
     FrontendOptions,
     FrontendResult,
+    OptionName,
     Progress,
     ReferenceCheck,
     ValidationPlan,
+    refuse_unsupported,
     require_extra,
     require_python_file,
 )
@@ -67,6 +69,7 @@ class TorchFrontend:
         """
         if path is not None:
             require_python_file(path, "torch")
+        refuse_unsupported("torch", options, _TORCH_OPTIONS)
         require_extra("torch", "torch")
         from solar.frontends import pytorch as tfe
 
@@ -125,6 +128,7 @@ class TorchFrontend:
             UsageError: torch is not installed (E0908).
             FrontendError: capture and reference errors.
         """
+        refuse_unsupported("torch", options, _TORCH_OPTIONS)
         require_extra("torch", "torch")
         from solar.frontends import pytorch as tfe
 
@@ -136,6 +140,12 @@ class TorchFrontend:
         fallback = _op_fallback(options, check)
         lowered = tfe.lower_capture(capture, op_fallback=fallback)
         return _result(capture, lowered, options, None, fallback)
+
+
+_TORCH_OPTIONS: frozenset[OptionName] = frozenset(
+    {"entry", "inputs_file", "input_shapes", "sizes", "train", "train_step", "optimizer"}
+)
+"""What the PyTorch frontend honours (`refuse_unsupported`): all but ``--reference``."""
 
 
 def _train_step(options: FrontendOptions) -> TrainStep | None:

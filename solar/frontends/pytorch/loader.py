@@ -416,10 +416,16 @@ def _fake_wrap(inst: Instance, fake_mode: Any) -> Instance:
 
 
 def instantiate(
-    source: ProgramSource, *, fake_mode: Any = None, real_fallback: bool = True
+    source: ProgramSource,
+    *,
+    fake_mode: Any = None,
+    real_fallback: bool = True,
+    within_budget: bool = False,
 ) -> Instance:
     """Build the program described by ``source`` (its inputs' batch cut to ``source.batch``;
-    its training step if ``source.step``).
+    float64 if ``source.float64``; its training step if ``source.step``). Every build,
+    fake, real or the real fallback of a fake one, goes through here, so none of these
+    options is dropped on a fallback path.
 
     Args:
         source: where the program comes from.
@@ -428,6 +434,8 @@ def instantiate(
             identical).
         real_fallback: when building under ``fake_mode`` fails, build it for real and
             convert (default); ``False`` re-raises instead.
+        within_budget: a real build of a file fails fast past `REAL_BUDGET_BYTES`
+            (`build_real_within_budget`: the fallback when fake tensors could not run it).
 
     Returns:
         The built `Instance`.
@@ -436,7 +444,10 @@ def instantiate(
         FrontendError: E0501-E0504, E0507 (see module docstring), E0540/E0541 (the
             training step: solar.frontends.pytorch.train_step).
     """
-    inst = _instantiate(source, fake_mode=fake_mode, real_fallback=real_fallback)
+    if within_budget and fake_mode is None and source.target is None:
+        inst = build_real_within_budget(source)
+    else:
+        inst = _instantiate(source, fake_mode=fake_mode, real_fallback=real_fallback)
     if source.batch is not None:
         from solar.frontends.pytorch.batch import cut_batch
 
