@@ -384,7 +384,7 @@ def _fake_wrap(inst: Instance, fake_mode: Any) -> Instance:
     """Turn a real instance into a fake one: params and inputs via ``from_tensor``."""
     import torch
 
-    from solar.frontends.pytorch.reparam import swapped_state
+    from solar.frontends.pytorch.reparam import attributes_restored, swapped_state
 
     def conv(x: Any) -> Any:
         return fake_mode.from_tensor(x) if isinstance(x, torch.Tensor) else x
@@ -407,7 +407,7 @@ def _fake_wrap(inst: Instance, fake_mode: Any) -> Instance:
 
     def run(*a: Any, **kw: Any) -> Any:
         # not torch.func.functional_call: Note [Shared submodules] in reparam.py
-        with swapped_state(module, originals, state):
+        with swapped_state(module, originals, state), attributes_restored(module):
             return module(*a, **kw)
 
     return Instance(
