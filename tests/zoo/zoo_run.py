@@ -9,8 +9,9 @@ SOLAR's total (which also counts elementwise work, norms, softmax) must be at le
 FlopCounterMode's and close to it: `FLOP_RATIO_MAX` bounds how much more.
 
 One difference is by design: a padded convolution's taps that land on the zero padding
-multiply nothing, and SOLAR's bound (a lower bound on the work) does not count them,
-while FlopCounterMode does. So the floor SOLAR must reach is FlopCounterMode run with
+multiply nothing, nor do a transposed convolution's taps that write the outputs its
+``padding`` crops, and SOLAR's bound (a lower bound on the work) counts neither, while
+FlopCounterMode counts both. So the floor SOLAR must reach is FlopCounterMode run with
 `unpadded_conv_flop`, its own convolution formula with those taps left out (the same
 counter, one formula replaced); the table shows both counts. The floor also counts
 ``_grouped_mm`` (MoE experts; FlopCounterMode has no formula for it on CPU) as ``2 M K N``
@@ -92,9 +93,16 @@ def unpadded_conv_flop(
     """FlopCounterMode's convolution formula without the taps that read padding."""
     from torch.utils.flop_counter import conv_flop_count
 
-    if transposed or isinstance(padding, str):
+    if isinstance(padding, str):
         return int(conv_flop_count(x_shape, w_shape, out_shape, transposed=transposed))
     nd = len(x_shape) - 2
+    if transposed:  # input position i's tap t writes output i*s - p + t*d: count the kept
+        kept = 1
+        for d in range(nd):
+            s, p, dil = (v[d] if len(v) > 1 else v[0] for v in (stride, padding, dilation))
+            kept *= sum(1 for i in range(x_shape[2 + d]) for t in range(w_shape[2 + d])
+                        if 0 <= i * s - p + t * dil < out_shape[2 + d])
+        return 2 * x_shape[0] * w_shape[0] * w_shape[1] * kept
     taps = 1
     for d in range(nd):
         taps *= valid_taps(
