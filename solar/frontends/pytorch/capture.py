@@ -56,7 +56,7 @@ from solar.frontends.pytorch.capture_types import (
     to_numpy,
 )
 from solar.frontends.pytorch.composite import composite_calls
-from solar.frontends.pytorch.flops import padding_flops
+from solar.frontends.pytorch.flops import EXTRA_FORMULAS, padding_flops
 from solar.frontends.pytorch.loader import (
     REAL_BUDGET_BYTES,
     Instance,
@@ -179,7 +179,9 @@ class _Recorder:
             return None
         from torch.utils.flop_counter import flop_registry
 
-        formula = flop_registry.get(func._overloadpacket)
+        formula = flop_registry.get(func._overloadpacket) or EXTRA_FORMULAS.get(
+            func._overloadpacket.__name__
+        )  # Note [Counter gaps] in flops.py
         return None if formula is None else int(formula(*args, **kwargs, out_val=out))
 
     def convert(self, a: Any, index: int) -> Any:

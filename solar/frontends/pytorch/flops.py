@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["CONVOLUTION_OPS", "padding_flops", "valid_tap_fraction"]
+__all__ = ["CONVOLUTION_OPS", "EXTRA_FORMULAS", "padding_flops", "valid_tap_fraction"]
 
 CONVOLUTION_OPS = frozenset({"convolution", "_convolution", "convolution_overrideable"})
 """ATen convolutions whose positional arguments are ``(input, weight, bias, stride,
@@ -114,3 +114,57 @@ def padding_flops(op: str, args: Sequence[Any], flops: int) -> int:
     else:
         frac = valid_tap_fraction(spatial, kernel, stride, padding, dilation)
     return round(flops * (1.0 - frac))
+
+
+# Note [Counter gaps]
+# ~~~~~~~~~~~~~~~~~~~
+# torch's ``flop_registry`` has no formula for the CPU flash-attention ops that
+# ``scaled_dot_product_attention`` dispatches to on CPU, so the independent count saw no
+# attention FLOPs there and a SOLAR lowering that dropped them would pass the shortfall
+# check. `EXTRA_FORMULAS` fills the gap with torch's own ``sdpa_flop_count`` /
+# ``sdpa_backward_flop_count`` (the formulas of the CUDA flash ops, checked against the
+# registry in tests/frontends/pytorch/test_padding_flops.py); a causal call counts only
+# the query-key pairs the mask keeps (``k <= q``, top-left aligned as torch's is_causal),
+# which is what a lower bound may charge.
+
+
+def _causal_share(query: Any, key: Any, is_causal: bool) -> tuple[int, int]:
+    """(kept query-key pairs, all pairs) of an attention call."""
+    s_q, s_k = int(query.shape[-2]), int(key.shape[-2])
+    if not is_causal:
+        return s_q * s_k, s_q * s_k
+    return sum(min(q + 1, s_k) for q in range(s_q)), s_q * s_k
+
+
+def _cpu_flash(
+    query: Any, key: Any, value: Any, dropout_p: float = 0.0, is_causal: bool = False,
+    *_args: Any, out_val: Any = None, **_kwargs: Any,
+) -> int:
+    from torch.utils.flop_counter import sdpa_flop_count
+
+    full = sdpa_flop_count(tuple(query.shape), tuple(key.shape), tuple(value.shape))  # type: ignore[no-untyped-call]
+    kept, total = _causal_share(query, key, bool(is_causal))
+    return int(full) * kept // total if total else 0
+
+
+def _cpu_flash_backward(
+    grad_out: Any, query: Any, key: Any, value: Any, _out: Any, _lse: Any,
+    dropout_p: float = 0.0, is_causal: bool = False,
+    *_args: Any, out_val: Any = None, **_kwargs: Any,
+) -> int:
+    from torch.utils.flop_counter import sdpa_backward_flop_count
+
+    full = sdpa_backward_flop_count(  # type: ignore[no-untyped-call]
+        tuple(grad_out.shape), tuple(query.shape), tuple(key.shape), tuple(value.shape)
+    )
+    kept, total = _causal_share(query, key, bool(is_causal))
+    return int(full) * kept // total if total else 0
+
+
+EXTRA_FORMULAS: dict[str, Any] = {
+    "_scaled_dot_product_flash_attention_for_cpu": _cpu_flash,
+    "_scaled_dot_product_fused_attention_overrideable": _cpu_flash,
+    "_scaled_dot_product_flash_attention_for_cpu_backward": _cpu_flash_backward,
+}
+"""Formulas for ops torch's ``flop_registry`` does not know (Note [Counter gaps]), by
+overload-packet name, called like the registry's (tensors, then ``out_val``)."""
