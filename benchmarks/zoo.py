@@ -46,7 +46,7 @@ def _one(name: str, validate: str | None, optimizer: str | None) -> None:
         return
     jax_entry = next((e for e in JAX_ZOO if e.name == name), None)
     if jax_entry is not None:  # a JAX program: XLA's cost analysis is the counter
-        print(json.dumps(asdict(run_jax_program(jax_entry))))
+        print(json.dumps(asdict(run_jax_program(jax_entry, validate=validate or "auto"))))
         return
     model = next(z for z in ZOO if z.name == name)
     if optimizer is not None:

@@ -65,12 +65,13 @@ def _xla_flops(notes: tuple[str, ...]) -> float:
     return 0.0
 
 
-def run_jax_program(entry: JaxZooEntry) -> ZooRow:
-    """``solar analyze jax_programs/FILE [--train]`` through the pipeline."""
+def run_jax_program(entry: JaxZooEntry, *, validate: str = "auto") -> ZooRow:
+    """``solar analyze jax_programs/FILE [--train] [--validate MODE]`` through the pipeline."""
     from solar.pipeline import AnalyzeOptions, analyze
 
     start = time.monotonic()
-    report = analyze(PROGRAMS / entry.file, AnalyzeOptions(train_step=entry.train))
+    options = AnalyzeOptions(train_step=entry.train, validate=validate)  # type: ignore[arg-type]
+    report = analyze(PROGRAMS / entry.file, options)
     wall = time.monotonic() - start
     val = report.validation
     xla = _xla_flops(tuple(report.frontend.notes))
