@@ -298,13 +298,18 @@ def _given(options: FrontendOptions, name: OptionName) -> bool:
 
 
 def refuse_unsupported(
-    frontend: FrontendName, options: FrontendOptions, supported: frozenset[OptionName]
+    frontend: FrontendName,
+    options: FrontendOptions,
+    supported: frozenset[OptionName],
+    *,
+    where: str | None = None,
 ) -> None:
     """Stop on an option the frontend would otherwise drop without a word.
 
     No path may analyse something other than what was asked (a forward for a training
     step, the file's inputs for ``--input-shape``): every option a frontend does not
-    honour is an error, and so is ``--optimizer`` without ``--train``.
+    honour is an error, and so is ``--optimizer`` without ``--train``. ``where`` names a
+    path inside the frontend that honours less (a ``torch.distributed`` file).
 
     Raises:
         UsageError: E0916, naming the option and the frontend.
@@ -314,10 +319,11 @@ def refuse_unsupported(
             f"--optimizer {options.optimizer} applies to a training step: add --train",
             code="E0916",
         )
+    what = where or f"the {frontend} frontend"
     for name, flag in _FLAGS.items():
         if name not in supported and _given(options, name):
             raise UsageError(
-                f"{flag} is not available for the {frontend} frontend",
+                f"{flag} is not available for {what}",
                 code="E0916",
-                notes=(f"the {frontend} frontend would analyse the program without it",),
+                notes=(f"{what} would be analysed without it",),
             )

@@ -17,6 +17,7 @@ from conftest import SAMPLES
 MATMUL = str(SAMPLES / "ir" / "matmul.alir")
 FLAX = str(SAMPLES / "jax" / "flax_mlp.py")
 TORCH = str(SAMPLES / "torch" / "linear_gelu.py")
+DIST = str(SAMPLES / "torch" / "dist_tp_mlp.py")
 
 _JAX = pytest.mark.jax
 _TORCH = pytest.mark.torch
@@ -36,6 +37,8 @@ DROPPED = [
                  id="jax-optimizer", marks=_JAX),
     pytest.param(TORCH, ("--optimizer", "adamw"), "applies to a training step",
                  id="torch-optimizer", marks=_TORCH),
+    pytest.param(DIST, ("--train",), "--train is not available for a torch.distributed file",
+                 id="torch-distributed-train", marks=_TORCH),
 ]
 
 
@@ -43,7 +46,7 @@ DROPPED = [
 def test_an_option_the_frontend_cannot_honour_stops_the_run(
     capsys: pytest.CaptureFixture[str], source: str, args: tuple[str, ...], says: str
 ) -> None:
-    needs = "jax" if source == FLAX else "torch" if source == TORCH else None
+    needs = "jax" if source == FLAX else "torch" if source in (TORCH, DIST) else None
     if needs is not None and importlib.util.find_spec(needs) is None:
         pytest.skip(f"needs {needs}")
     r = run_cli(capsys, "analyze", source, *args, "--validate", "off", "-q")
