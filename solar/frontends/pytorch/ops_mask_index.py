@@ -34,8 +34,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from solar.frontends.kit import TensorInfo, UnsupportedOpError, nest
-from solar.frontends.pytorch.lowering_utils import cast, operand, out0, same_value, tensor_arg
+from solar.frontends.kit import TensorInfo, UnsupportedOpError, cast, nest
+from solar.frontends.pytorch.lowering_utils import operand, out0, same_value, tensor_arg
 from solar.frontends.pytorch.registry import LowerCtx, OpCall
 from solar.ir import Access, Assign, DType, Expr, If, IntLit, Reduce, Stmt
 

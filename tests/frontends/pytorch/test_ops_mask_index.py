@@ -37,7 +37,7 @@ CASES: dict[str, tuple[Callable[..., Any], tuple[int, ...], tuple[int, ...]]] = 
     # name: (fn(x, mask, v), x shape, mask shape); v has x's shape
     "rows": (lambda x, m, v: x[m] * 2, (12, 3), (12,)),
     "columns": (lambda x, m, v: x[:, m] + 1, (3, 12), (12,)),
-    "middle dim": (lambda x, m, v: x[:, m, :].sum(-1), (2, 12, 4), (12,)),
+    "middle dim": (lambda x, m, v: x[:, m, :] * 3, (2, 12, 4), (12,)),
     "2-d mask": (lambda x, m, v: x[m.reshape(3, 4)] - 1, (3, 4, 5), (12,)),
     "put slices": (lambda x, m, v: _put(x, m, v[:, : int(m.sum())]), (3, 12), (12,)),
     "put scalar": (_put_scalar, (12, 3), (12,)),
