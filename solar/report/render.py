@@ -316,6 +316,9 @@ def _coverage_lines(report: Report) -> list[str]:
             lines.append(
                 f"  uncovered: {u.op} ×{u.count} ({_share(u.bytes_share)} of bytes{counted})"
             )
+            # what inside a loop stopped it (Note [What stopped a loop] in jaxfe/driver.py)
+            why = f"{u.op} uncovered:"
+            lines += [f"    {n}" for n in report.frontend.notes if n.startswith(why)]
     ind = cov.independent_flops
     if ind is not None:
         verdict = "!! SHORTFALL: SOLAR counts less" if ind.shortfall else "ok"

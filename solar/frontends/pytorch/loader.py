@@ -40,7 +40,6 @@ from solar.frontends.pytorch.batch import cut_batch
 from solar.frontends.pytorch.entry import build_entry, check_call, entry_kind
 from solar.frontends.pytorch.inputs import inputs_from_shapes, load_inputs_file
 from solar.frontends.pytorch.instance import Instance, seed_everything, user_code
-from solar.frontends.pytorch.torchvision_shim import retry_with_torchvision_shim
 from solar.frontends.pytorch.train_step import TrainStep, training_instance
 
 __all__ = [
@@ -151,20 +150,9 @@ def _state(module: Any) -> dict[str, Any]:
 
 def _import_source(source: ProgramSource) -> types.ModuleType:
     """The model file, or the ``pkg.mod`` of an ``entry="pkg.mod:fn"`` without a file,
-    with the size constants of ``source.overrides`` rebound.
-
-    An import that fails only because a CUDA torchvision cannot load its extension
-    beside CPU torch is retried once with its schemas declared (`torchvision_shim`).
+    with the size constants of ``source.overrides`` rebound. (A CUDA torchvision beside
+    CPU torch imports on every path: `solar.torchvision_shim`, installed by ``import solar``.)
     """
-    try:
-        return _import_once(source)
-    except FrontendError as err:
-        if err.code != "E0501" or not retry_with_torchvision_shim(err.__cause__ or err):
-            raise
-    return _import_once(source)
-
-
-def _import_once(source: ProgramSource) -> types.ModuleType:
     if source.path is not None:
         return import_model_file(
             source.path,
@@ -257,7 +245,7 @@ def _fake_wrap(inst: Instance, fake_mode: Any) -> Instance:
     """Turn a real instance into a fake one: params and inputs via ``from_tensor``."""
     import torch
 
-    from solar.frontends.pytorch.reparam import swapped_state
+    from solar.frontends.pytorch.reparam import attributes_restored, swapped_state
 
     def conv(x: Any) -> Any:
         return fake_mode.from_tensor(x) if isinstance(x, torch.Tensor) else x
@@ -280,7 +268,7 @@ def _fake_wrap(inst: Instance, fake_mode: Any) -> Instance:
 
     def run(*a: Any, **kw: Any) -> Any:
         # not torch.func.functional_call: Note [Shared submodules] in reparam.py
-        with swapped_state(module, originals, state):
+        with swapped_state(module, originals, state), attributes_restored(module):
             return module(*a, **kw)
 
     return Instance(
@@ -289,10 +277,16 @@ def _fake_wrap(inst: Instance, fake_mode: Any) -> Instance:
 
 
 def instantiate(
-    source: ProgramSource, *, fake_mode: Any = None, real_fallback: bool = True
+    source: ProgramSource,
+    *,
+    fake_mode: Any = None,
+    real_fallback: bool = True,
+    within_budget: bool = False,
 ) -> Instance:
     """Build the program described by ``source`` (its inputs' batch cut to ``source.batch``;
-    its training step if ``source.step``).
+    float64 if ``source.float64``; its training step if ``source.step``). Every build,
+    fake, real or the real fallback of a fake one, goes through here, so none of these
+    options is dropped on a fallback path.
 
     Args:
         source: where the program comes from.
@@ -301,6 +295,8 @@ def instantiate(
             identical).
         real_fallback: when building under ``fake_mode`` fails, build it for real and
             convert (default); ``False`` re-raises instead.
+        within_budget: a real build of a file fails fast past `REAL_BUDGET_BYTES`
+            (`build_real_within_budget`: the fallback when fake tensors could not run it).
 
     Returns:
         The built `Instance`.
@@ -309,7 +305,10 @@ def instantiate(
         FrontendError: E0501-E0504, E0507 (see module docstring), E0540/E0541 (the
             training step: solar.frontends.pytorch.train_step).
     """
-    inst = _instantiate(source, fake_mode=fake_mode, real_fallback=real_fallback)
+    if within_budget and fake_mode is None and source.target is None:
+        inst = build_real_within_budget(source)
+    else:
+        inst = _instantiate(source, fake_mode=fake_mode, real_fallback=real_fallback)
     if source.batch is not None:
         inst = cut_batch(inst, source.batch)
     if source.float64 and fake_mode is None:
@@ -418,15 +417,14 @@ _BUDGET_SLACK_BYTES = 1 << 30
 (imports, thread stacks, allocator arenas)."""
 
 
-def build_real_within_budget(source: ProgramSource, *, whole: bool = False) -> Instance:
+def build_real_within_budget(source: ProgramSource) -> Instance:
     """Build ``source`` with real tensors, failing fast past `REAL_BUDGET_BYTES`.
 
     The budget is enforced before anything is allocated (Note [Memory budget] in
     `solar.budget`), so a model whose ``__init__`` or ``get_inputs`` would take 40 GB
-    fails at the allocation instead of exhausting the machine. With ``whole``, the
-    program as `instantiate` gives it (its batch cut, its training step): a capture
-    that falls back to real tensors analyses the step that was asked for, never the
-    forward alone.
+    fails at the allocation instead of exhausting the machine. `instantiate`
+    (``within_budget=True``) applies the batch cut, float64 and the training step on
+    top, so a capture that falls back to real tensors analyses the step asked for.
 
     Raises:
         FrontendError: E0505 over the budget; E0501-E0504, E0507 as `instantiate`.
@@ -435,7 +433,7 @@ def build_real_within_budget(source: ProgramSource, *, whole: bool = False) -> I
 
     try:
         with memory_budget(REAL_BUDGET_BYTES + _BUDGET_SLACK_BYTES):
-            return instantiate(source) if whole else _build_from_file(source, None)
+            return _build_from_file(source, None)
     except FrontendError as err:
         if err.code != "E0501" or not is_allocation_failure(err.__cause__):
             raise
