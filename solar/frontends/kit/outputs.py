@@ -33,8 +33,8 @@ def write_empty_outputs(program: Program) -> Program:
 
     An emitter skips loop nests that run no iteration, so ``jnp.zeros((0, 3)) @ w`` or
     ``x[:, :0].sum(-1)`` leaves its (empty) output unwritten, which the verifier
-    rejects (E0217). The new ``empty_output`` kernel writes it under its zero-trip loops: no work, no traffic.
-    Both frontends run it on the program they build.
+    rejects (E0217). The new ``empty_output`` kernel writes it under its zero-trip
+    loops: no work, no traffic. Both frontends run it on the program they build.
 
     >>> from solar.ir import parse_program, print_program
     >>> p = write_empty_outputs(parse_program('''solar-ir 1
