@@ -57,7 +57,6 @@ from solar.ir import (
     DType,
     IntLit,
     Program,
-    constant_params,
     elide_masked_work,
     eliminate_dead_code,
     fill_generated,
@@ -351,6 +350,8 @@ def _with_constant_params(prepared: PreparedProgram) -> PreparedProgram:
     plan = ref.plan if isinstance(ref, _RememberedReference) else None
     if plan is None:
         return prepared
+    from solar.validate import constant_params  # validation has run: its import is paid
+
     program = constant_params(prepared.program, plan.inputs)
     if program is prepared.program:
         return prepared

@@ -13,7 +13,7 @@ from solar.ir.affine import Lin, linear_form
 from solar.ir.aliases import alias_problems, alias_targets
 from solar.ir.comments import format_program
 from solar.ir.grammar import grammar_text
-from solar.ir.masks import constant_params, elide_masked_work
+from solar.ir.masks import elide_masked_work
 from solar.ir.nodes import (
     BINARY_OPS,
     COMPARISON_OPS,
@@ -55,6 +55,7 @@ from solar.ir.passes import (
     merge_duplicate_kernels,
     treat_as_intermediates,
 )
+from solar.ir.predicates import pred_expr
 from solar.ir.printer import print_expr, print_program, print_stmt
 from solar.ir.traversal import (
     accesses,
@@ -111,7 +112,6 @@ __all__ = [
     "alias_problems",
     "alias_targets",
     "collect_errors",
-    "constant_params",
     "elide_masked_work",
     "eliminate_dead_code",
     "forward_copies",
@@ -128,6 +128,7 @@ __all__ = [
     "merge_duplicate_kernels",
     "parse_expr",
     "parse_program",
+    "pred_expr",
     "print_expr",
     "print_program",
     "print_stmt",

@@ -18,6 +18,7 @@ from solar.validate.compare import (
     output_tolerances,
     tolerance_for,
 )
+from solar.validate.constants import constant_params
 from solar.validate.executor import RunResult, execute_program, run_program
 from solar.validate.inputs import random_inputs
 from solar.validate.memory import Workload, estimate_memory_bytes, estimate_workload
@@ -35,6 +36,7 @@ __all__ = [
     "ValidationResult",
     "Workload",
     "compare_outputs",
+    "constant_params",
     "estimate_memory_bytes",
     "estimate_workload",
     "execute_program",
