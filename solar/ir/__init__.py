@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from solar.ir.affine import Lin, linear_form
-from solar.ir.aliases import alias_problems, alias_targets
+from solar.ir.aliases import alias_problems, alias_targets, inplace_source
 from solar.ir.comments import format_program
 from solar.ir.grammar import grammar_text
 from solar.ir.masks import elide_masked_work
@@ -120,6 +120,7 @@ __all__ = [
     "float_dtypes",
     "format_program",
     "grammar_text",
+    "inplace_source",
     "linear_form",
     "lit",
     "is_index_condition",

@@ -114,6 +114,7 @@ KEYWORDS: frozenset[str] = frozenset(
         "local",
         "kernel",
         "alias",
+        "inplace",
         "for",
         "seq",
         "in",
@@ -365,12 +366,19 @@ class Kernel:
     already holds (``return x.t()``, ``return y, y``). It runs when the IR is executed,
     so validation checks the outputs' values, but it is no launch: the bounds charge it
     nothing (Note [Alias kernels] in docs/bounds.md; rules in docs/ir.md).
+
+    ``inplace`` marks an *in-place kernel* (``inplace kernel NAME { ... }``): a whole
+    copy of an input or parameter into the tensor that later kernels update in place
+    (``x[5] = v; return x``). It runs when the IR is executed, but the destination *is*
+    the source's storage: the bounds charge it nothing, and only the elements later
+    kernels touch (Note [In-place updates] in docs/bounds.md; rules in docs/ir.md).
     """
 
     name: str
     locals: tuple[TensorDecl, ...]
     body: tuple[Stmt, ...]
     alias: bool = False
+    inplace: bool = False
     span: Span | None = field(default=None, compare=False, repr=False)
 
 

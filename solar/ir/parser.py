@@ -126,6 +126,11 @@ class _ToAst(Transformer[Token, Program]):
         body = tuple(i for i in items if not isinstance(i, TensorDecl))
         return Kernel(str(name), local_decls, body, alias=True, span=self._span(meta))
 
+    def inplace_kernel(self, meta: Any, name: Token, *items: Any) -> Kernel:
+        local_decls = tuple(i for i in items if isinstance(i, TensorDecl))
+        body = tuple(i for i in items if not isinstance(i, TensorDecl))
+        return Kernel(str(name), local_decls, body, inplace=True, span=self._span(meta))
+
     # ---- statements ---------------------------------------------------------
     def assign(self, meta: Any, target: Access, value: Expr) -> Assign:
         return Assign(target, value, span=self._span(meta))

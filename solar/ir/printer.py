@@ -159,7 +159,7 @@ def _print_decl(decl: TensorDecl) -> str:
 
 
 def _print_kernel(kernel: Kernel) -> str:
-    head = "alias kernel" if kernel.alias else "kernel"
+    head = "alias kernel" if kernel.alias else "inplace kernel" if kernel.inplace else "kernel"
     lines = [f"{head} {kernel.name} {{"]
     lines += [INDENT + _print_decl(d) for d in kernel.locals]
     lines += [print_stmt(s, 1) for s in kernel.body]

@@ -50,6 +50,9 @@ E0224  an alias kernel breaks a rule of `solar.ir.aliases`: it must only copy (o
        access of a program-level tensor of the target's dtype, no locals) into outputs
        no other kernel writes, read no tensor an alias kernel writes, and come after
        every other kernel
+E0225  an inplace kernel breaks a rule of `solar.ir.aliases`: it must only copy whole
+       inputs or parameters into temps or outputs of their dtype and shape (no locals),
+       no later kernel may use the source, and no earlier kernel the destination
 =====  ==================================================================================
 
 Affine: integer literals, sizes and loop indices combined with ``+``, ``-``, unary
@@ -74,7 +77,7 @@ from typing import assert_never
 
 from solar.diagnostics import IRVerifyError, Span
 from solar.ir.affine import DepEntry, Lin, LoopBox, find_carried_shift
-from solar.ir.aliases import alias_problems
+from solar.ir.aliases import alias_problems, inplace_problems
 from solar.ir.exprcheck import ExprChecker, has_access, needs_cast
 from solar.ir.nodes import (
     IR_VERSION,
@@ -207,6 +210,8 @@ class _Checker(ExprChecker):
             self._check_outputs()
             for problem in alias_problems(self.program):
                 self.error("E0224", problem.message, problem.span)
+            for problem in inplace_problems(self.program):
+                self.error("E0225", problem.message, problem.span)
         except RecursionError:
             self.error("E0223", "expressions are nested too deeply to verify", None)
 
