@@ -931,7 +931,8 @@ def bounds_at(
     coverage = coverage_info(
         front.ops_total, front.uncovered,
         counted_flops=front.counted_flops if at_analysed else None,
-        padding_flops=front.padding_flops, solar_flops=fused.flops,
+        padding_flops=front.padding_flops,
+        solar_flops=fused.flops + compiled.graph.repeated_flops(fused.sizes),
     )
     return PointBounds(sizes, precision, bound_sets, fused, coverage)
 

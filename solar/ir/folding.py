@@ -31,6 +31,7 @@ from solar.ir.traversal import is_index_condition, map_expr
 
 __all__ = [
     "const_value",
+    "drop_identities",
     "finite_expr",
     "fold",
     "fold_all",
@@ -199,7 +200,19 @@ def const_value(e: Expr, finite: Callable[[Access], bool]) -> float | None:
             x = const_value(a, finite)
             if x is not None and math.isinf(x) and finite_expr(b, finite):
                 return x  # inf +- a finite value
+            y = const_value(b, finite)
+            if y is not None and math.isinf(y) and finite_expr(a, finite):
+                return y if e.op == "+" else -y  # a finite value +- inf
             return None
+        case Call(func="select", args=(_, a, b)):
+            # both branches the same literal (PyTorch's _safe_softmax zeroes an all-masked
+            # row, which a masked-out P already is): the condition does not matter
+            x = const_value(a, finite)
+            return x if x is not None and x == const_value(b, finite) else None
+        case Cast(dtype=dt, operand=o) if dt.is_float:
+            # Note [Exact casts]: 0, +-1 and +-inf are exact in every float type
+            x = const_value(o, finite)
+            return x if x in _EXACT else None
         case Binary(op="*", lhs=a, rhs=b):
             for p, q in ((a, b), (b, a)):
                 if const_value(p, finite) == 0.0 and finite_expr(q, finite):
@@ -226,6 +239,29 @@ def finite_expr(e: Expr, finite: Callable[[Access], bool]) -> bool:
             return finite_expr(o, finite)
         case Binary(op="+" | "-" | "*", lhs=a, rhs=b):
             return finite_expr(a, finite) and finite_expr(b, finite)
+        case Cast(dtype=dt, operand=o) if dt.is_float:
+            return finite_expr(o, finite)  # a finite value cast (the finite-values assumption)
         case _:
             return False
+
+
+_EXACT = (0.0, 1.0, -1.0, math.inf, -math.inf)
+
+
+def drop_identities(e: Expr) -> Expr:
+    """``x + 0.0``, ``0.0 + x`` and ``x - 0.0`` as ``x`` (equal values; a masked score's
+    ``+ 0.0`` outside the mask is no work)."""
+
+    def step(x: Expr) -> Expr | None:
+        match x:
+            case Binary(op="+", lhs=a, rhs=FloatLit(value=0.0)):
+                return a
+            case Binary(op="+", lhs=FloatLit(value=0.0), rhs=b):
+                return b
+            case Binary(op="-", lhs=a, rhs=FloatLit(value=0.0)):
+                return a
+            case _:
+                return None
+
+    return map_expr(e, step)
 

@@ -53,6 +53,22 @@ each comparison bounds it from one side, and the interval left is non-empty at e
 outer point exactly when each lower bound is at most each upper bound over the box of
 outer loops, an affine check at the box's corners). A disjunction (``not (a and b)``
 inside a guard) is left alone: the work stays dense, a lower bound all the same.
+
+Note [Mask spellings]: a causal mask reaches the scores in many spellings: added
+(``s + triu(full(-inf), 1)``, ``generate_square_subsequent_mask``, PyTorch's math-path
+``is_causal``: ``where(tril, 0, -inf)``), filled (``masked_fill(~tril_buffer, -inf)``,
+minGPT's ``bias[:, :, :T, :T] == 0``), or multiplied in as 0/1. Step 2 brings the
+condition to the top of the statement (`_hoist`): an index-only select inside the value
+whose one branch makes the value a literal (``S + select(j > i, -inf, 0.0)`` is
+``select(j > i, -inf, S)``), and a read in a known region likewise (``exp(X - m)`` is
+``select(j <= i, exp(X - m), 0.0)``). The other operands are then read only where the
+mask keeps them, so step 3 guards their writers: Q K^T is charged on the triangle, not
+only P V. Casts to a float type keep ``0``, ``+-1`` and ``+-inf`` exactly (bf16, fp8
+scores), a ``select`` whose branches are the same literal is that literal (the
+``_safe_softmax`` of an all-masked row), and a read in the writer's own kernel sees the
+region once the writer's loop over that dimension has finished (`_Region.written_at`).
+Loop bounds may be sizes: `solar.ir.predicates.nonempty` checks a row keeps its diagonal
+for every positive binding, so a symbolic sequence length folds too.
 """
 
 from __future__ import annotations
@@ -61,7 +77,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
-from solar.ir.folding import const_value, fold_all, literal_value
+from solar.ir.folding import const_value, drop_identities, fold_all, literal_value
 from solar.ir.nodes import (
     Access,
     Assign,
@@ -93,7 +109,7 @@ from solar.ir.predicates import (
     pred_of,
     to_dims_partial,
 )
-from solar.ir.traversal import map_expr
+from solar.ir.traversal import is_index_condition, map_expr, walk_exprs
 
 __all__ = ["elide_masked_work"]
 
@@ -103,8 +119,8 @@ _IDENTITY = {"+": 0.0, "max": -math.inf, "min": math.inf, "*": 1.0}
 @dataclass(frozen=True, slots=True)
 class _Region:
     """``tensor`` holds ``value`` wherever the conjunction ``outside`` (over its dims) does
-    not hold, once written by ``target`` in ``kernel`` (a read in that same kernel counts
-    only at the same subscripts, i.e. the element the writer has just produced). Stored
+    not hold, once written by ``target`` in ``kernel`` inside ``loops`` (a read in that
+    same kernel counts only where the writer has produced the element: `written_at`). Stored
     as its complement so that a band's two masked-out triangles are one region (Note
     [Conjunctions])."""
 
@@ -112,6 +128,18 @@ class _Region:
     outside: tuple[Pred, ...]
     kernel: str = ""
     target: tuple[Expr, ...] = ()
+    loops: tuple[For, ...] = ()
+
+    def written_at(self, a: Access, loops: tuple[For, ...]) -> bool:
+        """True if a read ``a`` in the writer's kernel, inside ``loops``, sees an element
+        the writer has produced: each subscript is the writer's, or the writer's is a loop
+        that has finished (it encloses the writer but not the read; the writer covers that
+        loop's whole range, so every element along it is written)."""
+        open_ = {id(f) for f in loops}
+        mine = {f.var: f for f in self.loops}
+        return all(w == x or (isinstance(w, Name) and w.name in mine
+                              and id(mine[w.name]) not in open_)
+                   for w, x in zip(self.target, a.indices, strict=True))
 
 
 # ----------------------------------------------------------------------- statements
@@ -308,14 +336,15 @@ def _forward(m: _Masks, program: Program) -> Program:
 
     def visit(st: _Leaf, loops: tuple[For, ...], guards: tuple[Pred, ...]) -> Stmt:
         lv = _loop_vars(loops)
-        hits = _hits(st.value, lv, regions, current[0])
+        hits = _hits(st.value, loops, regions, current[0])
         if isinstance(st, Reduce):
             return _reduce(st, loops, guards, hits)
+        st = _hoist(st, lv, hits, finite)
         if m.writers.get(st.target.tensor) == 1 and m.full_range(st.target, loops) and not guards:
             region = _assign_region(st, lv, hits, finite)
             if region is not None:
                 regions[st.target.tensor] = replace(region, kernel=current[0],
-                                                    target=st.target.indices)
+                                                    target=st.target.indices, loops=loops)
         return st
 
     def _reduce(st: Reduce, loops: tuple[For, ...], guards: tuple[Pred, ...],
@@ -343,14 +372,55 @@ def _forward(m: _Masks, program: Program) -> Program:
     return replace(program, kernels=tuple(kernels))
 
 
-def _hits(value: Expr, lv: frozenset[str], regions: Mapping[str, _Region],
+def _hoist(st: Assign, lv: frozenset[str], hits: list[tuple[Access, _Region, tuple[Pred, ...]]],
+           finite: Callable[[Access], bool]) -> Assign:
+    """Note [Mask spellings]: ``st`` with the condition that makes its value a literal
+    brought to the top, ``select(c, -inf, S)``, so that the other operands are read only
+    where the mask keeps them (and their writers can be guarded, step 3).
+
+    An index-only select inside the value (``S + select(j > i, -inf, 0.0)``, an additive
+    mask; ``S * select(j <= i, 1.0, 0.0)``) whose one branch makes the whole value a
+    literal is taken out (``+ 0.0`` dropped from the other branch); a read that a known
+    region makes a literal does the same with the region's conjunction. Values are equal
+    under the finite-values assumption of Note [Constant masks].
+    """
+    if isinstance(st.value, Call) and st.value.func == "select" and any(
+            isinstance(literal_value(b), float) for b in st.value.args[1:]):
+        return st
+    for s in walk_exprs(st.value):
+        if not (isinstance(s, Call) and s.func == "select" and is_index_condition(s.args[0])):
+            continue
+        c, a, b = s.args
+        for branch, other, first in ((a, b, True), (b, a, False)):
+            v = const_value(_replace(st.value, s, branch), finite)
+            if v is None:
+                continue
+            rest = drop_identities(_replace(st.value, s, other))
+            return replace(st, value=Call("select", (c, lit(v), rest) if first
+                                          else (c, rest, lit(v))))
+    for acc, r, ps in hits:
+        v = const_value(_subst(st.value, acc, lit(r.value)), finite)
+        if v is not None and ps:
+            cond = pred_expr(ps[0])
+            for p in ps[1:]:
+                cond = Binary("and", cond, pred_expr(p))
+            return replace(st, value=Call("select", (cond, st.value, lit(v))))
+    return st
+
+
+def _replace(e: Expr, node: Expr, value: Expr) -> Expr:
+    return map_expr(e, lambda x: value if x is node else None)
+
+
+def _hits(value: Expr, loops: tuple[For, ...], regions: Mapping[str, _Region],
           kernel: str) -> list[tuple[Access, _Region, tuple[Pred, ...]]]:
     """The reads of ``value`` that fall in a known region, with the conditions (over the
     loop variables) outside of which they do."""
     hits = []
+    lv = _loop_vars(loops)
     for a, _ in _collect(value, lv):
         r = regions.get(a.tensor)
-        if r is None or (r.kernel == kernel and a.indices != r.target):
+        if r is None or (r.kernel == kernel and not r.written_at(a, loops)):
             continue
         ps = all_from_dims(r.outside, a.indices, lv)
         if ps is not None:

@@ -163,36 +163,65 @@ def to_dims_partial(p: Pred, subscripts: tuple[Expr, ...]) -> Pred | None:
 
 
 def nonempty(ps: tuple[Pred, ...], loops: tuple[For, ...], reduced: frozenset[str]) -> bool:
-    """Every outer point of ``loops`` keeps at least one reduction point under all of ``ps``."""
+    """Every outer point of ``loops`` keeps at least one reduction point under all of ``ps``.
+
+    Loop bounds may be affine in sizes (``0 .. L``): the check then holds for every
+    binding of the sizes to positive integers (`_box`), so a causal mask over a
+    symbolic sequence length keeps its diagonal at any length.
+    """
     red = [f for f in loops if f.var in reduced]
-    if len(red) != 1 or not all(isinstance(f.lo, IntLit) and isinstance(f.hi, IntLit)
-                                and f.step == 1 for f in loops):
+    box = _box(loops)
+    if len(red) != 1 or box is None:
         return False
     r = red[0]
+    lo_r, hi_r = box[r.var]
+    if not _nonpositive(lo_r.add(hi_r, -1)):
+        return False  # the reduced loop may be empty
+    outer = {v: b for v, b in box.items() if v != r.var}
     if len(ps) != 1:
-        return _nonempty_interval(ps, loops, r)
+        return _nonempty_interval(ps, r, lo_r, hi_r, outer)
     p = ps[0]
     a = p.coef(r.var)
-    lo_r, hi_r = r.lo.value, r.hi.value - 1  # type: ignore[union-attr]
-    if hi_r < lo_r:
-        return False
-    worst = p.const + min(a * lo_r, a * hi_r)
+    rest = Lin.of({v: c for v, c in p.coefs if v != r.var}, p.const)
+    # the smallest value of a * r is at r's first index when a > 0, else at its last
+    best = (lo_r if a > 0 else hi_r).scaled(a)
+    return _nonpositive(_largest(rest, outer).add(best))
+
+
+def _box(loops: tuple[For, ...]) -> dict[str, tuple[Lin, Lin]] | None:
+    """Each loop's first and last index as affine forms of sizes (None when a bound reads
+    another loop's variable, or a step is not 1)."""
+    out: dict[str, tuple[Lin, Lin]] = {}
+    names = {f.var for f in loops}
     for f in loops:
-        if f is r:
-            continue
-        c = p.coef(f.var)
-        lo, hi = f.lo.value, f.hi.value - 1  # type: ignore[union-attr]
-        worst += max(c * lo, c * hi)
-    return worst <= 0
+        lo, hi = linear_form(f.lo, {}), linear_form(f.hi, {})
+        if f.step != 1 or lo is None or hi is None or (lo.vars() | hi.vars()) & names:
+            return None
+        out[f.var] = (lo, hi.add(Lin((), 1), -1))
+    return out
 
 
-def _extent(f: For) -> tuple[int, int]:
-    """The first and last index of a loop with literal bounds."""
-    assert isinstance(f.lo, IntLit) and isinstance(f.hi, IntLit)
-    return f.lo.value, f.hi.value - 1
+def _largest(lin: Lin, box: Mapping[str, tuple[Lin, Lin]]) -> Lin:
+    """The largest value of ``lin`` over the box, as an affine form of sizes: each loop
+    variable at its last index where its coefficient is positive, else at its first
+    (every loop of the box runs at least once where the point exists at all)."""
+    out = Lin((), lin.const)
+    for v, c in lin.coefs:
+        if v in box:
+            out = out.add(box[v][1] if c > 0 else box[v][0], c)
+        else:
+            out = out.add(Lin(((v, 1),), 0), c)
+    return out
 
 
-def _nonempty_interval(ps: tuple[Pred, ...], loops: tuple[For, ...], r: For) -> bool:
+def _nonpositive(lin: Lin) -> bool:
+    """``lin <= 0`` for every binding of its variables (sizes) to positive integers:
+    no positive coefficient, and the value at all-ones is at most 0."""
+    return all(c <= 0 for _, c in lin.coefs) and lin.const + sum(c for _, c in lin.coefs) <= 0
+
+
+def _nonempty_interval(ps: tuple[Pred, ...], r: For, lo_r: Lin, hi_r: Lin,
+                       outer: Mapping[str, tuple[Lin, Lin]]) -> bool:
     """`nonempty` for a conjunction whose reduction coefficients are 0 or +-1.
 
     Each condition bounds ``r`` from one side by an affine form of the outer indices (or
@@ -201,8 +230,7 @@ def _nonempty_interval(ps: tuple[Pred, ...], loops: tuple[For, ...], r: For) -> 
     lower bound is at most every upper bound there, and each of these differences is
     affine, so its largest value over the box of outer loops is at a corner.
     """
-    lo_r, hi_r = _extent(r)
-    lower, upper = [Lin((), lo_r)], [Lin((), hi_r)]
+    lower, upper = [lo_r], [hi_r]
     always: list[Lin] = []
     for p in ps:
         a = p.coef(r.var)
@@ -215,18 +243,5 @@ def _nonempty_interval(ps: tuple[Pred, ...], loops: tuple[For, ...], r: For) -> 
             always.append(rest)
         else:
             return False
-    outer = [f for f in loops if f is not r]
-
-    def worst(lin: Lin) -> int:
-        """The largest value of ``lin`` over the outer loops' box."""
-        return lin.const + sum(
-            max(lin.coef(f.var) * lo, lin.coef(f.var) * hi)
-            for f in outer
-            for lo, hi in (_extent(f),)
-        )
-
-    names = {f.var for f in outer}
-    if any(v not in names for lin in (*lower, *upper, *always) for v, _ in lin.coefs):
-        return False
-    return all(worst(lo.add(hi, -1)) <= 0 for lo in lower for hi in upper) and all(
-        worst(c) <= 0 for c in always)
+    return all(_nonpositive(_largest(lo.add(hi, -1), outer)) for lo in lower for hi in upper
+               ) and all(_nonpositive(_largest(c, outer)) for c in always)

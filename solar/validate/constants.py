@@ -30,8 +30,10 @@ from solar.ir import (
     Name,
     Program,
     Stmt,
+    eval_int,
     lit,
     pred_expr,
+    resolve_sizes,
 )
 
 __all__ = ["constant_params"]
@@ -42,7 +44,9 @@ def constant_params(program: Program, values: Mapping[str, object]) -> Program:
 
     A buffer such as ``register_buffer("bias", torch.ones(T, T).tril())`` is known when
     the program is captured. A ``param`` whose value (in ``values``, by IR name, with the
-    declared shape) is constant over its leading dims and, over its last two dims ``(i,
+    declared shape at the program's sizes; a symbolic extent stays symbolic in the
+    formula, the pattern taken as the buffer's construction, as ``tril`` of a size
+    constant is) is constant over its leading dims and, over its last two dims ``(i,
     j)``, one value where ``j - i <= k`` (or ``i - j <= k``) and another elsewhere,
     becomes a temp written from indices by a new first kernel; `elide_masked_work` then
     folds it (Note [Constant masks]). Float and bool values only; a zero-size value is
@@ -52,23 +56,21 @@ def constant_params(program: Program, values: Mapping[str, object]) -> Program:
         The program with such parameters rewritten, or ``program`` itself.
     """
 
-
     kernels: list[Kernel] = []
     tensors = list(program.tensors)
+    env = resolve_sizes(program)
     for n, t in enumerate(program.tensors):
         v = values.get(t.name)
         if t.role != "param" or not isinstance(v, np.ndarray) or v.size == 0:
             continue  # a zero-size parameter holds no values, so no pattern (brax)
+        if tuple(v.shape) != tuple(eval_int(s, env) for s in t.shape):
+            continue
         offset = _iota_offset(v, t.shape, t.dtype)
         if offset is not None:
             kernels.append(_iota_kernel(t.name, t.shape[0], t.dtype, offset))
             tensors[n] = replace(t, role="temp")
             continue
-        if len(t.shape) < 2:
-            continue
-        if v.dtype.kind not in "fb" or not all(isinstance(s, IntLit) for s in t.shape):
-            continue
-        if tuple(v.shape) != tuple(s.value for s in t.shape):  # type: ignore[union-attr]
+        if len(t.shape) < 2 or v.dtype.kind not in "fb":
             continue
         pattern = _tri_pattern(v.reshape(-1, v.shape[-2], v.shape[-1]))
         if pattern is None:
@@ -89,10 +91,8 @@ def _iota_offset(v: object, shape: tuple[Expr, ...], dtype: DType) -> int | None
     comparison is an affine guard (Note [Conjunctions]); the values are the same.
     """
 
-
     arr = np.asarray(v)
-    if (len(shape) != 1 or not isinstance(shape[0], IntLit) or dtype.is_float
-            or dtype == DType.BOOL or arr.ndim != 1 or arr.shape[0] != shape[0].value
+    if (len(shape) != 1 or dtype.is_float or dtype == DType.BOOL or arr.ndim != 1
             or arr.shape[0] < 2 or arr.dtype.kind not in "iu"):
         return None
     offset = int(arr[0])
@@ -112,7 +112,6 @@ def _iota_kernel(name: str, extent: Expr, dtype: DType, offset: int) -> Kernel:
 def _tri_pattern(v: object) -> tuple[bool, int, float | bool, float | bool] | None:
     """``(lower, k, a, b)``: ``v[., i, j]`` is ``a`` where ``j - i <= k`` (lower) or
     ``i - j <= k`` (upper), else ``b``; None for any other pattern."""
-
 
     arr = np.asarray(v)
     if not (arr == arr[:1]).all():
