@@ -152,6 +152,11 @@ def _tensor_infos(
         if decl.role == "temp" and decl.name in viewed:
             # The elements an output views must be in memory when the program ends.
             comp_w = union_images(viewed[decl.name])[0]
+            if decl.name in storage:
+                # an in-place destination returned whole (a donated JAX buffer): its
+                # elements no update wrote are the source's, in memory already
+                whole = comp_w.exact and not comp_w.deferred and comp_w.expr == elements.expr
+                comp_w = union_by_key(writes) if whole else _ZERO
         for dst in (d for d, s in storage.items() if s == decl.name):
             extra = _storage_reads(kernels, dst)
             if not extra.is_zero:

@@ -228,6 +228,8 @@ def _scatter(ctx: EqnCtx) -> tuple[EqnOperand, ...] | None:
     mode = _mode(ctx.params)
     out_shape = ctx.out_shape(0)
     inplace = ctx.lowerer.reusable(x)
+    if not inplace and (donated := ctx.lowerer.take_donated(x)) is not None:
+        x, inplace = donated, True
     out = x if inplace else ctx.out(0)
     assert isinstance(out, TensorInfo)
     kb = ctx.kernel()
