@@ -58,6 +58,7 @@ def lift_to_einsum(program: Program) -> EinsumGraph:
     kernels: list[KernelCost] = []
     alias_leaves: list[Leaf] = []
     storage: dict[str, str] = {}
+    writes: dict[tuple[int, str], Count] = {}  # write points per (kernel, in-place destination)
     for ki, kernel in enumerate(program.kernels):
         if kernel.inplace:
             storage.update(inplace_source(kernel, program))
@@ -69,13 +70,17 @@ def lift_to_einsum(program: Program) -> EinsumGraph:
             kernels.append(_alias_cost(scope, kernel, ki))
             continue
         leaves.extend(kl)
+        for lf in kl:
+            if lf.stmt is not None and lf.stmt.target.tensor in storage:
+                key = (ki, lf.stmt.target.tensor)
+                writes[key] = writes.get(key, _ZERO) + ctx.points(lf.node.domain)
         kernels.append(kernel_cost(scope, kernel, ki, kl))
     nodes = tuple(lf.node for lf in leaves)
     return EinsumGraph(
         program=program,
         nodes=nodes,
         kernels=tuple(kernels),
-        tensors=_tensor_infos(scope, kernels, alias_leaves, storage),
+        tensors=_tensor_infos(scope, kernels, alias_leaves, storage, writes),
         edges=_edges(kernels),
         contractions=tuple(contractions(scope, leaves, ctx)),
         spills=tuple(spills(scope, leaves)),
@@ -104,31 +109,34 @@ def _alias_cost(scope: Scope, kernel: Kernel, ki: int) -> KernelCost:
     )
 
 
-def _storage_reads(kernels: Sequence[KernelCost], dst: str) -> Count:
+def _storage_reads(kernels: Sequence[KernelCost], dst: str,
+                   write_points: Mapping[tuple[int, str], Count]) -> Count:
     """Note [In-place updates]: the elements of an in-place destination that a kernel reads
     before any update wrote them are reads of the source's storage. Kernel k reads at
-    least ``read_k - (writes of earlier kernels)`` of them (its reads of what it wrote
-    itself are already left out of ``read_k``), and the union over kernels is at least
-    the largest. Earlier writes are summed, an upper bound on their union only while each
-    count is exact: after a write count that is not, no later kernel adds anything."""
+    least ``read_k - (elements written by earlier kernels)`` of them (its reads of what it
+    wrote itself are already left out of ``read_k``), and the union over kernels is at
+    least the largest. Earlier writes are bounded above by their statements' executed
+    points (a gathered ``index_copy_`` row is one row per index, whatever it hits), exact
+    closed forms only: after a count that is not, no later kernel adds anything."""
     best: list[Count] = []
     written = Count.of(0)
     for k in kernels:
-        for t in k.traffic:
-            if t.tensor != dst:
-                continue
-            if not t.read_elems.is_zero:
-                diff = t.read_elems - written
-                best.append(Count(diff.expr, diff.deferred, exact=False).clamp0())
-            if not t.written_elems.exact or t.written_elems.deferred:
-                return Count.max_of(best, exact=False) if best else _ZERO
-            written = written + t.written_elems
+        t = next((t for t in k.traffic if t.tensor == dst), None)
+        if t is None:
+            continue
+        if not t.read_elems.is_zero:
+            diff = t.read_elems - written
+            best.append(Count(diff.expr, diff.deferred, exact=False).clamp0())
+        points = write_points.get((k.index, dst), _ZERO)
+        if not points.exact or points.deferred:
+            break
+        written = written + points
     return Count.max_of(best, exact=False) if best else _ZERO
 
 
 def _tensor_infos(
     scope: Scope, kernels: Sequence[KernelCost], alias_leaves: Sequence[Leaf],
-    storage: Mapping[str, str],
+    storage: Mapping[str, str], write_points: Mapping[tuple[int, str], Count],
 ) -> tuple[ProgramTensor, ...]:
     """Per tensor, its compulsory traffic (Note [Alias kernels] for temps that outputs view;
     Note [In-place updates] for the storage an in-place kernel hands on)."""
@@ -158,7 +166,7 @@ def _tensor_infos(
                 whole = comp_w.exact and not comp_w.deferred and comp_w.expr == elements.expr
                 comp_w = union_by_key(writes) if whole else _ZERO
         for dst in (d for d, s in storage.items() if s == decl.name):
-            extra = _storage_reads(kernels, dst)
+            extra = _storage_reads(kernels, dst, write_points)
             if not extra.is_zero:
                 comp_r = extra if comp_r.is_zero else comp_r.maximum(extra, exact=False)
         out.append(ProgramTensor(decl.name, decl.role, decl.dtype, elements, comp_r, comp_w))
