@@ -304,8 +304,12 @@ def _inline_formulas(m: _Masks) -> Program:
                     # one would move it to the vector pipe, which can be slower
                     return st
 
+                # reads inside subscripts (a gather through an ``arange`` temp) stay reads
+                inner = {id(e) for a in walk_exprs(st.value) if isinstance(a, Access)
+                         for i in a.indices for e in walk_exprs(i)}
+
                 def sub(x: Expr) -> Expr | None:
-                    if isinstance(x, Access) and x.tensor in formulas:
+                    if isinstance(x, Access) and x.tensor in formulas and id(x) not in inner:
                         w, f = formulas[x.tensor]
                         names = {s.name: i for s, i in zip(w.indices, x.indices, strict=True)
                                  if isinstance(s, Name)}
