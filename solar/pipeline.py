@@ -100,6 +100,7 @@ from solar.report import (
 )
 
 if TYPE_CHECKING:
+    from solar.distributed import DistributedRequest
     from solar.frontends.inputs import InputShape
     from solar.frontends.llm import LLMConfig
 
@@ -156,6 +157,7 @@ class AnalyzeOptions:
     include_ir: bool = False
     save_ir: Path | None = None
     llm: LLMConfig | None = None
+    distributed: DistributedRequest | None = None
 
 
 def _sha256(data: bytes) -> str:
@@ -202,6 +204,9 @@ def _frontend_options(options: AnalyzeOptions) -> FrontendOptions:
         # the tracer asks the LLM for the ops it cannot lower only where it was chosen
         # or may be (`auto`); an explicit --frontend llm translates the whole program
         op_fallback=options.frontend in ("auto", "torch"),
+        # a plan is bounded at the sizes given; formulas in them would cost a
+        # re-capture per size constant of a model that may have a hundred layers
+        symbolic_sizes=options.distributed is None,
     )
 
 
@@ -835,7 +840,31 @@ def analyze_front(
                        training=training)
     if options.save_ir is not None:
         write_atomic(options.save_ir, base.ir_text)
-    return report_at(base, prepared.sizes, options)
+    report = report_at(base, prepared.sizes, options)
+    if options.distributed is not None:
+        say(f"bounding the plan on {options.distributed.cluster}")
+        report = _with_distributed(report, prepared, options.distributed)
+    return report
+
+
+def _with_distributed(
+    report: Report, prepared: PreparedProgram, request: DistributedRequest
+) -> Report:
+    """The report with its ``distributed`` section (docs/distributed.md)."""
+    from solar.distributed import bound_prepared
+
+    front = prepared.front
+    info = bound_prepared(
+        prepared.program, prepared.graph, prepared.sizes, request,
+        phase_of=front.step.phase_of if front.step is not None else None,
+        precision=prepared.precision, size_constants=front.source_sizes,
+    )
+    warnings = report.warnings
+    if not info.memory.feasible:
+        warnings += (f"plan {info.plan.label} does not fit: it needs at least "
+                     f"{info.memory.total_bytes / 1e9:.1f} GB per GPU of "
+                     f"{info.memory.capacity_bytes / 1e9:.1f} GB; no step bound is given",)
+    return report.model_copy(update={"distributed": info, "warnings": warnings})
 
 
 @dataclass(frozen=True, slots=True)

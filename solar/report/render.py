@@ -418,6 +418,11 @@ def render_text(report: Report, *, top: int = TOP_KERNELS) -> str:
     if report.training is not None:
         lines.append("")
         lines.extend(_training_block(report.training))
+    if report.distributed is not None:
+        from solar.report.render_distributed import distributed_lines
+
+        lines.append("")
+        lines.extend(distributed_lines(report.distributed))
     for w in report.warnings:
         lines.append(f"warning: {w}")
     return "\n".join(lines) + "\n"

@@ -31,6 +31,7 @@ from solar.ir import (
     Access,
     Assign,
     Binary,
+    Collective,
     DType,
     Expr,
     Kernel,
@@ -118,6 +119,7 @@ class KernelBuilder:
         self.inplace = False
         self.locals: list[TensorDecl] = []
         self.body: list[Stmt] = []
+        self.collective: Collective | None = None  # a collective kernel: no body
         self._var_counts: dict[str, int] = {}
         self._var_names: set[str] = set()
 
@@ -235,7 +237,10 @@ class ProgramBuilder:
     def finish_kernel(self, kb: KernelBuilder) -> None:
         """Append a finished kernel to the program."""
         self.add_kernel(
-            Kernel(kb.name, tuple(kb.locals), tuple(kb.body), alias=kb.alias, inplace=kb.inplace)
+            Kernel(
+                kb.name, tuple(kb.locals), tuple(kb.body), alias=kb.alias,
+                collective=kb.collective, inplace=kb.inplace,
+            )
         )
 
     def add_kernel(self, kernel: Kernel) -> None:
