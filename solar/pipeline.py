@@ -57,7 +57,6 @@ from solar.ir import (
     DType,
     IntLit,
     Program,
-    constant_params,
     elide_masked_work,
     eliminate_dead_code,
     fill_generated,
@@ -374,6 +373,8 @@ def _with_constant_params(prepared: PreparedProgram) -> PreparedProgram:
     plan = ref.plan if isinstance(ref, _RememberedReference) else None
     if plan is None:
         return prepared
+    from solar.validate import constant_params  # validation has run: its import is paid
+
     program = constant_params(prepared.program, plan.inputs)
     if program is prepared.program:
         return prepared
@@ -967,7 +968,8 @@ def bounds_at(
     coverage = coverage_info(
         front.ops_total, front.uncovered,
         counted_flops=front.counted_flops if at_analysed else None,
-        padding_flops=front.padding_flops, solar_flops=fused.flops,
+        padding_flops=front.padding_flops,
+        solar_flops=fused.flops + compiled.graph.repeated_flops(fused.sizes),
     )
     return PointBounds(sizes, precision, bound_sets, fused, coverage)
 
