@@ -219,8 +219,7 @@ def analyze(
     start = announce_start(f"analysing {source if source is not None else entry}", quiet=quiet)
     from solar.files import prepare_output, write_atomic
     from solar.frontends.inputs import parse_input_shape
-    from solar.frontends.kit.loader import user_stdout_to_stderr
-    from solar.guard import run_guarded
+    from solar.guard import run_guarded, user_stdout_to_stderr
     from solar.pipeline import AnalyzeOptions
     from solar.pipeline import analyze as run_analyze
     from solar.report import render_text
@@ -298,8 +297,7 @@ def _lift(
     from solar.cli.progress import announce_start, stage_progress
 
     start = announce_start(f"loading {source} ({frontend} frontend)", quiet=quiet)
-    from solar.frontends.kit.loader import user_stdout_to_stderr
-    from solar.guard import run_guarded
+    from solar.guard import run_guarded, user_stdout_to_stderr
     from solar.pipeline import AnalyzeOptions, lift_source
 
     options = AnalyzeOptions(

@@ -269,14 +269,14 @@ def _float64_values(
         FrontendError: E0511 when the float64 run exceeds twice ``budget``; the
             reference run's own errors.
     """
+    from solar.budget import format_memory
     from solar.frontends.pytorch.reference import program_bytes, reference_values
-    from solar.validate.reduced import format_bytes
 
     need = 2 * program_bytes(capture)
     if need > 2 * budget:
         raise FrontendError(
-            f"the float64 run needs about {format_bytes(need)}, over twice the reference "
-            f"budget ({format_bytes(budget)})",
+            f"the float64 run needs about {format_memory(need)}, over twice the reference "
+            f"budget ({format_memory(budget)})",
             code="E0511",
         )
     wide = replace(capture, source=replace(capture.source, float64=True))
