@@ -34,7 +34,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias, get_args
 
-from solar import __version__
 from solar.diagnostics import UsageError
 from solar.options import (
     DEFAULT_ARCH,
@@ -44,6 +43,7 @@ from solar.options import (
     PrecisionPolicy,
     ValidateMode,
 )
+from solar.version import __version__
 
 if TYPE_CHECKING:
     from solar.pipeline import AnalyzeOptions

@@ -100,7 +100,7 @@ def _validation_line(report: Report) -> str:
     tol = v.outputs[0] if v.outputs else None
     tol_text = f", rtol {tol.rtol:.1e} atol {tol.atol:.1e}" if tol else ""
     head = f"validation: {v.status.upper()} ({v.strategy}"
-    if v.dtype == "float64":  # Note [Float64 re-check] in solar/pipeline.py
+    if v.dtype == "float64":  # Note [Float64 re-check] in solar/pipeline/validation.py
         head += ", in float64: the fp32 check failed"
     if v.fraction_checked < 1.0:
         head += f", {v.fraction_checked:.1%} of outputs checked"

@@ -2,8 +2,8 @@
 
 Contract: reads a capture job (the model file, the analysis options, the size
 binding to capture at, the points to bound, the archs and precision policies),
-captures and prepares the program once (`solar.pipeline.load_program`,
-`prepare_program`), validates it once, compiles its costs once
+captures and prepares the program once (`solar.pipeline.prepare`, Note [One
+preparation path]), validates it once, compiles its costs once
 (`solar.pipeline.report_base`), then bounds every point it can serve by re-binding
 sizes (`solar.pipeline.bounds_at`, a fraction of a millisecond each; Note [Symbolic
 re-binding]) and, when asked, building each point's report (`solar.pipeline.report_at`)
@@ -37,7 +37,6 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import replace
 from pathlib import Path
 
 from solar.batch.worker import guard_user_code, serve
@@ -57,22 +56,20 @@ def rebindable_sizes(frontend: str, program: object) -> frozenset[str]:
 
 
 def _capture(job: Mapping[str, object]) -> dict[str, object]:
-    import hashlib
-
     from solar.diagnostics import SolarError
     from solar.hw import load_hardware_spec
     from solar.ir import resolve_sizes
     from solar.pipeline import (
         AnalyzeOptions,
+        FileSource,
         bounds_at,
         effective_precision,
-        load_program,
-        prepare_program,
+        prepare,
         report_at,
         report_base,
+        source_info,
         validate_front,
     )
-    from solar.report import InputInfo
     from solar.sweep.journal import report_name
 
     opts = dict(job["options"])  # type: ignore[call-overload]
@@ -89,13 +86,11 @@ def _capture(job: Mapping[str, object]) -> dict[str, object]:
     )
     specs = [load_hardware_spec(a) for a in options.archs]
     start = time.monotonic()
-    front = load_program(path, options)
-    prepared = prepare_program(front, options)
+    prepared = prepare(FileSource(path), options)
+    front = prepared.front
     validation = validate_front(prepared, options, lambda _m: None)
     display = job.get("display") or str(path)
-    source = InputInfo(
-        path=str(display), sha256=hashlib.sha256(path.read_bytes()).hexdigest(), entry=options.entry
-    )
+    source = source_info(FileSource(path), options, display=str(display))
     base = report_base(prepared, source, specs, validation)
     capture_s = time.monotonic() - start
     free = rebindable_sizes(front.name, prepared.program)
@@ -128,7 +123,7 @@ def _capture(job: Mapping[str, object]) -> dict[str, object]:
                 name = None
                 if job.get("reports", True):  # compact JSON: the report schema, unrounded
                     name = report_name(int(index), precision)
-                    report = report_at(base, sizes, replace(options, precision=used), point=at)
+                    report = report_at(base, at, options)
                     reports.write(f"{name}\t{report.model_dump_json()}\n")
                 rows.extend(
                     {"point": index, "precision": precision, "arch": spec.name, "status": status,

@@ -81,7 +81,7 @@ def reference_budget_bytes(requested: int | None = None) -> int:
 class ReducedReference(NamedTuple):
     """A program lowered at reduced sizes with its reference data, and the tracer's
     capture it came from (``built``: a tracer may run it again, in float64 for the
-    pipeline's re-check, Note [Float64 re-check] in solar/pipeline.py)."""
+    pipeline's re-check, Note [Float64 re-check] in solar/pipeline/validation.py)."""
 
     lowered: LoweredProgram
     inputs: Arrays
