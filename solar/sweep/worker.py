@@ -38,6 +38,7 @@ import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from solar.batch.worker import guard_user_code, serve
 from solar.sweep.task import SWEEP_JOB_FORMAT
@@ -55,7 +56,9 @@ def rebindable_sizes(frontend: str, program: object) -> frozenset[str]:
     return frozenset(d.name for d in program.sizes if isinstance(d.value, IntLit))
 
 
-def _capture(job: Mapping[str, object]) -> dict[str, object]:
+def _capture(job: Mapping[str, Any]) -> dict[str, object]:
+    """Capture, prepare and validate once; bound every point it can serve (``job``: the
+    JSON `solar.sweep.task` wrote)."""
     from solar.diagnostics import SolarError
     from solar.hw import load_hardware_spec
     from solar.ir import resolve_sizes
@@ -72,11 +75,11 @@ def _capture(job: Mapping[str, object]) -> dict[str, object]:
     )
     from solar.sweep.journal import report_name
 
-    opts = dict(job["options"])  # type: ignore[call-overload]
-    capture = {str(k): int(v) for k, v in dict(job["capture"]).items()}  # type: ignore[call-overload]
+    opts = dict(job["options"])
+    capture = {str(k): int(v) for k, v in dict(job["capture"]).items()}
     path = Path(str(job["file"]))
     options = AnalyzeOptions(
-        archs=tuple(job["archs"]),  # type: ignore[arg-type]
+        archs=tuple(job["archs"]),
         cache=opts["cache"],
         frontend=opts["frontend"],
         sizes=capture,
@@ -101,13 +104,13 @@ def _capture(job: Mapping[str, object]) -> dict[str, object]:
     start = time.monotonic()
     # Note [Reports in one file]: every report of the capture, one line each
     with Path(str(job["reports_path"])).open("w", encoding="utf-8") as reports:
-        for index, point in job["points"]:  # type: ignore[attr-defined]
+        for index, point in job["points"]:
             changed = {k: int(v) for k, v in point.items() if capture.get(k) != int(v)}
             if not set(changed) <= free:
                 unserved.append(int(index))
                 continue
             binding = "symbolic" if changed else "captured"
-            for precision in job["precisions"]:  # type: ignore[attr-defined]
+            for precision in job["precisions"]:
                 used = effective_precision(front, precision)
                 try:
                     sizes = resolve_sizes(prepared.program, {**front.ir_sizes, **changed})
