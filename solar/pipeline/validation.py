@@ -70,7 +70,8 @@ def _validate_once(
         )
     from solar.validate import validate  # only when validating (its import is not free)
 
-    progress("computing reference outputs")
+    if prepared.reference.plan is None:  # preparation may have run it (constant buffers)
+        progress("computing reference outputs")
     try:
         plan = prepared.reference()
     except FrontendError as err:

@@ -11,7 +11,6 @@ Note [Model-file runs] in `solar.frontends.protocol`.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -297,86 +296,6 @@ def _float64_rerun(
     return lambda: _float64_values(red.lowered, built, budget)
 
 
-def _reference(
-    capture: TorchCapture,
-    lowered: LoweredProgram,
-    options: FrontendOptions,
-    reduced: Callable[[int, float], ValidationPlan] | None,
-    fallback: OpFallback | None,
-    real: _RealBuild,
-) -> ValidationPlan:
-    """The validation plan of ``capture``.
-
-    Note [Reference strategies]: the program at full size when its real run fits
-    the budget (memory, and the executor's predicted time to check it); else
-    re-lowered at smaller size constants (a model file that has them); else with
-    its inputs' batch cut; else, when only the time is over, at full size (the
-    validator samples it or says why not); else E0511 with every reason (the
-    pipeline then reports validation ``skipped``, never fails the analysis)."""
-    from solar.frontends import pytorch as tfe
-    from solar.frontends.kit import (
-        EXECUTOR_TIME_SHARE,
-        executor_seconds,
-        reference_budget_bytes,
-    )
-    from solar.frontends.pytorch.reference import program_bytes, reference_values
-
-    info = capture.info
-    budget = reference_budget_bytes(options.reference_budget_bytes)
-    seconds = options.time_budget_s * EXECUTOR_TIME_SHARE
-    fits_bytes = program_bytes(capture) <= budget
-
-    def full() -> ValidationPlan:
-        inputs, outputs, diverged = reference_values(lowered, real.for_reference(capture))
-        note = (
-            f"the real run left the captured calls {diverged} (control flow on tensor "
-            "values or on tracing): outputs compared end to end"
-            if diverged
-            else ""
-        )
-        return ValidationPlan(
-            lowered.program,
-            inputs,
-            outputs,
-            "full",
-            note,
-            sizes=dict(info.sizes),
-            float64=lambda: _float64_values(lowered, capture, budget),
-        )
-
-    if fits_bytes and executor_seconds(lowered.program, budget) <= seconds:
-        return full()
-    tried: list[str] = []
-    if reduced is not None and info.sizes:
-        try:
-            return reduced(budget, seconds)
-        except FrontendError as err:
-            if err.code != "E0511":
-                raise
-            tried += [err.message, *err.notes]
-    try:
-        red = tfe.reference_at_reduced_batch(
-            capture, budget, op_fallback=fallback, budget_seconds=seconds
-        )
-    except FrontendError as err:
-        if err.code != "E0514":
-            raise
-        tried += [err.message, *err.notes]
-    else:
-        return ValidationPlan(
-            red.lowered.program, red.inputs, red.outputs, "reduced-batch", red.description,
-            sizes=dict(info.sizes), float64=_float64_rerun(red, budget),
-        )
-    if fits_bytes:
-        return full()
-    raise FrontendError(
-        f"no reduced program of {capture.name} fits the reference budget "
-        f"({budget / 2**20:,.1f} MiB)",
-        code="E0511",
-        notes=tuple(tried),
-    )
-
-
 def _result(
     capture: TorchCapture,
     lowered: LoweredProgram,
@@ -384,9 +303,78 @@ def _result(
     reduced: Callable[[int, float], ValidationPlan] | None,
     fallback: OpFallback | None,
 ) -> FrontendResult:
+    from solar.frontends import pytorch as tfe
+    from solar.frontends.pytorch.reference import program_bytes, reference_values
+
     info = capture.info
     real = _RealBuild(capture.source)
-    reference = functools.partial(_reference, capture, lowered, options, reduced, fallback, real)
+
+    def reference() -> ValidationPlan:
+        """Note [Reference strategies]: the program at full size when its real run fits
+        the budget (memory, and the executor's predicted time to check it); else
+        re-lowered at smaller size constants (a model file that has them); else with
+        its inputs' batch cut; else, when only the time is over, at full size (the
+        validator samples it or says why not); else E0511 with every reason (the
+        pipeline then reports validation ``skipped``, never fails the analysis)."""
+        from solar.frontends.kit import (
+            EXECUTOR_TIME_SHARE,
+            executor_seconds,
+            reference_budget_bytes,
+        )
+
+        budget = reference_budget_bytes(options.reference_budget_bytes)
+        seconds = options.time_budget_s * EXECUTOR_TIME_SHARE
+        fits_bytes = program_bytes(capture) <= budget
+
+        def full() -> ValidationPlan:
+            inputs, outputs, diverged = reference_values(lowered, real.for_reference(capture))
+            note = (
+                f"the real run left the captured calls {diverged} (control flow on tensor "
+                "values or on tracing): outputs compared end to end"
+                if diverged
+                else ""
+            )
+            return ValidationPlan(
+                lowered.program,
+                inputs,
+                outputs,
+                "full",
+                note,
+                sizes=dict(info.sizes),
+                float64=lambda: _float64_values(lowered, capture, budget),
+            )
+
+        if fits_bytes and executor_seconds(lowered.program, budget) <= seconds:
+            return full()
+        tried: list[str] = []
+        if reduced is not None and info.sizes:
+            try:
+                return reduced(budget, seconds)
+            except FrontendError as err:
+                if err.code != "E0511":
+                    raise
+                tried += [err.message, *err.notes]
+        try:
+            red = tfe.reference_at_reduced_batch(
+                capture, budget, op_fallback=fallback, budget_seconds=seconds
+            )
+        except FrontendError as err:
+            if err.code != "E0514":
+                raise
+            tried += [err.message, *err.notes]
+        else:
+            return ValidationPlan(
+                red.lowered.program, red.inputs, red.outputs, "reduced-batch", red.description,
+                sizes=dict(info.sizes), float64=_float64_rerun(red, budget),
+            )
+        if fits_bytes:
+            return full()
+        raise FrontendError(
+            f"no reduced program of {capture.name} fits the reference budget "
+            f"({budget / 2**20:,.1f} MiB)",
+            code="E0511",
+            notes=tuple(tried),
+        )
 
     def measure() -> Timing:
         from solar.measure import measure_torch
