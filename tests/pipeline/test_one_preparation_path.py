@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cli_helpers import run_cli
@@ -71,6 +72,25 @@ def test_analyze_folds_the_buffer_mask(analysed: Report) -> None:
     assert analysed.validation.status == "passed"
     assert any(n.startswith("constant buffers:") and "p_bias" in n
                for n in analysed.frontend.notes)
+
+
+def test_preparation_and_validation_share_one_real_run(
+    model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from solar.frontends.pytorch import loader
+
+    real: list[str] = []
+    build = loader._instantiate
+
+    def counted(source: loader.ProgramSource, *, fake_mode: Any, real_fallback: bool) -> Any:
+        if source.target is None and fake_mode is None:
+            real.append(source.name)
+        return build(source, fake_mode=fake_mode, real_fallback=real_fallback)
+
+    monkeypatch.setattr(loader, "_instantiate", counted)
+    report = analyze(model, AnalyzeOptions(archs=("H100_SXM",)))
+    assert report.validation.status == "passed"
+    assert len(real) == 1  # the buffer's values and the validation come from one run
 
 
 def test_analyze_without_validation_bounds_the_same_program(
