@@ -19,6 +19,7 @@ Error code ranges (stable, documented in README.md):
 * ``E05xx`` frontends (model loading, capture, lowering)
 * ``E06xx`` LLM frontend
 * ``E07xx`` reports and CI gate
+* ``E08xx`` distributed plans (solar.distributed)
 * ``E09xx`` usage and resources
 """
 
@@ -34,6 +35,7 @@ __all__ = [
     "IRSyntaxError",
     "IRVerifyError",
     "LLMError",
+    "PlanError",
     "ReportError",
     "ResourceError",
     "SolarError",
@@ -164,6 +166,13 @@ class LLMError(SolarError):
     """The LLM frontend failed (endpoint, auth, rate limit, bad replies)."""
 
     default_code = "E0600"
+
+
+class PlanError(SolarError):
+    """A parallel plan that cannot run on the program or the cluster (solar.distributed)."""
+
+    default_code = "E0800"
+    exit_code = 2
 
 
 class ReportError(SolarError):

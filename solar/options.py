@@ -15,6 +15,8 @@ from __future__ import annotations
 from typing import Final, Literal, TypeAlias, get_args
 
 __all__ = [
+    "Recompute",
+    "StepPhase",
     "BOUND_MODEL_NAMES",
     "DEFAULT_ARCH",
     "FRONTEND_NAMES",
@@ -68,3 +70,9 @@ FRONTEND_NAMES: Final[tuple[FrontendName, ...]] = get_args(FrontendName)
 
 DEFAULT_ARCH: Final = "H100_SXM"
 """The hardware spec analysed when no ``--arch`` is given."""
+
+Recompute: TypeAlias = Literal["none", "selective", "full"]
+"""``--recompute``: activation recomputation of a parallel plan (docs/distributed.md)."""
+
+StepPhase: TypeAlias = Literal["train", "prefill", "decode"]
+"""``--phase``: what one step of a parallel plan is (docs/distributed.md)."""

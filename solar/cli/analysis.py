@@ -26,6 +26,16 @@ from solar.cli.app import (
     parse_sets,
     raise_for_validation,
 )
+from solar.cli.distributed import (
+    ClusterOption,
+    GlobalBatchOption,
+    MicroBatchOption,
+    ParallelOption,
+    PhaseOption,
+    PlanFileOption,
+    RecomputeOption,
+    distributed_request,
+)
 from solar.guard import DEFAULT_TIME_LIMIT_S
 from solar.options import (
     DEFAULT_ARCH,
@@ -88,6 +98,8 @@ def _llm_config(
         "solar analyze examples/tinynet.py --entry TinyNet --input-shape x=2,8",
         "solar analyze model.py --inputs inputs.npz  # arr_0.. positional, other names keyword",
         "solar analyze samples/torch/train_cnn.py --train  # one training step",
+        "solar analyze gpt.py --train --cluster DGX_H100 --parallel tp=8,pp=4,dp=2 "
+        "--micro-batch 1 --global-batch 64",
     ),
 )
 def analyze(
@@ -201,6 +213,13 @@ def analyze(
     top: Annotated[
         int, typer.Option("--top", min=0, help="Kernels listed per device in the summary.")
     ] = 8,
+    cluster: ClusterOption = None,
+    parallel: ParallelOption = None,
+    plan: PlanFileOption = None,
+    micro_batch: MicroBatchOption = None,
+    global_batch: GlobalBatchOption = None,
+    recompute: RecomputeOption = "none",
+    phase: PhaseOption = None,
 ) -> None:
     """Analyse a program: frontend → validate → bounds → report.
 
@@ -231,6 +250,12 @@ def analyze(
     for path in (output, save_ir):
         if path is not None:
             prepare_output(path)  # a bad -o fails before any work
+    request = distributed_request(cluster, parallel, plan, micro_batch, global_batch,
+                                  recompute, phase, train=train)
+    if not arch and request is not None:  # the cluster's device, not the default one
+        from solar.hw.cluster_loader import load_cluster_spec
+
+        arch = [load_cluster_spec(request.cluster).device]
     options = AnalyzeOptions(
         archs=tuple(arch or [DEFAULT_ARCH]),
         precision=precision,
@@ -262,6 +287,7 @@ def analyze(
             deprecated_alias("--cache-dir", "--llm-cache-dir", old_cache_dir) or llm_cache_dir,
             not llm_cache or bool(deprecated_alias("--no-cache", "--no-llm-cache", old_no_cache)),
         ),
+        distributed=request,
     )
     if verbose:
         logging.getLogger("solar").setLevel(logging.INFO)

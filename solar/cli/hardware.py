@@ -9,7 +9,7 @@ import typer
 
 from solar.cli.app import QUIET_HELP, app, echo_err, examples, specs_app
 
-__all__ = ["calibrate", "specs_list", "specs_show"]
+__all__ = ["calibrate", "specs_clusters", "specs_list", "specs_show"]
 
 
 def _fmt_flops(value: float | None) -> str:
@@ -49,6 +49,39 @@ def specs_show(
     from solar.hw import dump_hardware_spec, load_hardware_spec
 
     typer.echo(dump_hardware_spec(load_hardware_spec(name)), nl=False)
+
+
+@specs_app.command(
+    "clusters",
+    epilog=examples("solar specs clusters", "solar specs clusters my_cluster.yaml"),
+)
+def specs_clusters(
+    files: Annotated[
+        list[Path] | None,
+        typer.Argument(help="Cluster YAML files to validate (default: the bundled ones)."),
+    ] = None,
+) -> None:
+    """List and validate cluster specs (per-direction GB/s per GPU; docs/distributed.md)."""
+    from solar.cli.tables import print_table
+    from solar.hw.cluster_loader import list_cluster_specs, load_cluster_spec
+
+    specs = [load_cluster_spec(f) for f in files] if files else list(list_cluster_specs())
+    print_table(
+        ("name", "device", "GPUs/node>", "max GPUs>", "scale-up GB/s>", "domain>", "NVLS/SHARP",
+         "NIC GB/s/GPU>", "fabric"),
+        [
+            (
+                c.name, c.device, str(c.gpus_per_node),
+                "-" if c.max_gpus is None else str(c.max_gpus),
+                f"{c.scale_up.bandwidth_per_direction_bytes_per_s / 1e9:,.0f}",
+                str(c.scale_up.domain_size),
+                "yes" if c.scale_up.in_network_reduction else "no",
+                f"{c.nic_bandwidth_per_gpu_bytes_per_s / 1e9:,.2f}",
+                c.scale_up.fabric,
+            )
+            for c in specs
+        ],
+    )
 
 
 @app.command(

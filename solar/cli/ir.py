@@ -16,10 +16,12 @@ from solar.cli.app import (
     parse_sets,
     read_text,
 )
-from solar.diagnostics import SolarError
+from solar.diagnostics import SolarError, UsageError
 from solar.files import MAX_IR_BYTES
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from solar.ir import Program
 
 __all__ = ["ir_check", "ir_fmt", "ir_run", "ir_validate"]
@@ -119,13 +121,16 @@ def ir_run(
     sizes = parse_sets(set_)
     if output is not None:
         prepare_output(output)
-    if inputs is not None:
+    if program.world is not None:
+        outs = _run_ranks(program, sizes, inputs, seed)
+    elif inputs is not None:
         data = load_npz(inputs)
         sizes = sizes_from_shapes(program, {k: np.shape(v) for k, v in data.items()}, sizes)
     else:
         _check_memory(program, sizes)  # before drawing the inputs, not after
         data = random_inputs(program, resolve_sizes(program, sizes), np.random.default_rng(seed))
-    outs = execute_program(program, data, sizes=sizes)
+    if program.world is None:
+        outs = execute_program(program, data, sizes=sizes)
     for name, arr in outs.items():
         finite = arr[np.isfinite(arr)] if arr.dtype.kind == "f" else arr
         stats = (
@@ -138,6 +143,31 @@ def ir_run(
         with atomic_output(output) as fh:  # a file object: numpy adds no `.npz` suffix
             np.savez(fh, **outs)  # type: ignore[arg-type]
         echo_err(f"wrote {output}")
+
+
+def _run_ranks(
+    program: Program, sizes: dict[str, int], inputs: Path | None, seed: int
+) -> dict[str, np.ndarray]:
+    """Every rank of a distributed program (docs/ir.md), on seeded random inputs drawn per
+    rank (seed + rank); outputs named ``r<rank>.<name>``."""
+    import numpy as np
+
+    from solar.ir import resolve_sizes
+    from solar.validate import execute_distributed, random_inputs
+
+    if inputs is not None:
+        raise UsageError(
+            "--inputs takes one input set; a distributed program runs on random inputs per rank",
+            code="E0909",
+        )
+    bound = resolve_sizes(program, sizes)
+    assert program.world is not None
+    data = [
+        random_inputs(program, bound, np.random.default_rng(seed + rank))
+        for rank in range(bound[program.world])
+    ]
+    ranks = execute_distributed(program, data, sizes=sizes)
+    return {f"r{r}.{name}": arr for r, outs in enumerate(ranks) for name, arr in outs.items()}
 
 
 def _check_memory(program: Program, sizes: dict[str, int]) -> None:

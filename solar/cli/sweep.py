@@ -17,10 +17,19 @@ from typing import Annotated
 import typer
 
 from solar.cli.app import ArchOption, app, echo_err, examples
+from solar.cli.distributed import (
+    ClusterOption,
+    GlobalBatchOption,
+    MicroBatchOption,
+    PhaseOption,
+    RecomputeOption,
+)
 from solar.options import (
     CacheState,
     EngineName,
     FrontendChoice,
+    Recompute,
+    StepPhase,
     TableFormat,
     ValidateMode,
 )
@@ -35,6 +44,8 @@ __all__ = ["sweep"]
         "--precision default,bf16",
         "solar sweep model.py --set SEQ=512..4096:512 --table csv --out sweep/",
         "solar sweep sweep.yaml --engine dask",
+        "solar sweep gpt.py --train --cluster DGX_H100 --parallel tp=1,2,4,8 --parallel pp=1,2,4 "
+        "--parallel dp=4 --global-batch 64  # plans ranked by bound",
         exit_codes="Exit codes: 0 every point analysed; 1 a capture failed or failed "
         "validation; 2 usage; 130/143 stopped by SIGINT/SIGTERM (after the table is written).",
     ),
@@ -80,8 +91,29 @@ def sweep(
     resume: Annotated[
         bool, typer.Option(help="Keep the points an earlier run into --out finished.")
     ] = False,
+    cluster: ClusterOption = None,
+    parallel: Annotated[
+        list[str] | None,
+        typer.Option("--parallel", metavar="KEY=VALUES",
+                     help="With --cluster: sweep a plan axis, e.g. tp=1,2,4,8 (repeatable); "
+                          "the plans are ranked by step bound (docs/distributed.md)."),
+    ] = None,
+    micro_batch: MicroBatchOption = None,
+    global_batch: GlobalBatchOption = None,
+    train: Annotated[bool, typer.Option("--train", help="Plans of a training step.")] = False,
+    recompute: RecomputeOption = "none",
+    phase: PhaseOption = None,
 ) -> None:
-    """Sweep one model: each distinct program captured once, sizes re-bound symbolically."""
+    """Sweep one model: each distinct program captured once, sizes re-bound symbolically.
+
+    With --cluster and --parallel: every plan of the grid bounded on one capture, the
+    feasible ones ranked by step bound (plans.csv, plans.json in --out).
+    """
+    if cluster is not None or parallel:
+        _plan_sweep(source, cluster, parallel or [], set_, frontend, entry, out, engine,
+                    scheduler, workers, timeout, max_rss, micro_batch, global_batch, train,
+                    recompute, phase)
+        return
     from solar.batch import EngineOptions
     from solar.batch.job import BatchOptions
     from solar.hw import load_hardware_spec
@@ -158,3 +190,49 @@ def sweep(
         raise typer.Exit(128 + signal.Signals[received[0]].value)
     if summary.failed or summary.counts.get("validation-failed"):
         raise typer.Exit(1)
+
+
+def _plan_sweep(
+    source: Path, cluster: str | None, axes: list[str], set_: list[str] | None,
+    frontend: FrontendChoice | None, entry: str | None, out: Path, engine: EngineName,
+    scheduler: str | None, workers: int, timeout: float, max_rss: float | None,
+    micro_batch: int | None, global_batch: int | None, train: bool, recompute: Recompute,
+    phase: StepPhase | None,
+) -> None:
+    """``solar sweep --cluster C --parallel ...``: plans ranked by step bound."""
+    from solar.batch import EngineOptions
+    from solar.batch.remote import ShippedFile
+    from solar.cli.app import parse_sets
+    from solar.diagnostics import PlanError
+    from solar.hw.cluster_loader import load_cluster_spec
+    from solar.sweep.plans import PlanSweep, plan_grid, run_plan_sweep, write_plan_table
+
+    if cluster is None or not axes:
+        raise PlanError("a plan sweep needs --cluster and at least one --parallel axis",
+                        code="E0806")
+    load_cluster_spec(cluster)  # a bad cluster fails before any work
+    plans = plan_grid(axes)
+    chosen = phase or ("train" if train else "prefill")
+    task = PlanSweep(
+        shipped=ShippedFile.of(source),
+        options={"frontend": frontend or "auto", "entry": entry, "train": train,
+                 "optimizer": "auto", "sizes": dict(parse_sets(set_))},
+        cluster=cluster, plans=tuple(p.label() for p in plans),
+        micro_batch=micro_batch or 1, global_batch=global_batch, recompute=recompute,
+        phase=chosen, timeout_s=timeout or None, max_rss_mib=max_rss,
+    )
+    engines = EngineOptions(engine=engine, workers=workers, scheduler=scheduler)
+    echo_err(f"bounding {len(plans)} plan(s) on {cluster} (one capture)")
+    result = run_plan_sweep(task, engines)
+    if result.get("status") != "ok":
+        echo_err(f"the capture failed ({result.get('status')}): {result.get('error')}")
+        raise typer.Exit(1)
+    rows = result["rows"]
+    assert isinstance(rows, list)
+    path = write_plan_table(rows, out)
+    for row in rows:
+        step = row.get("step_s")
+        shown = f"{step:.4g} s" if isinstance(step, float) else "-"
+        why = row.get("binding") if row.get("status") == "ok" else row.get("error") or ""
+        typer.echo(f"{row['rank']:>4}  {row['plan']:<32} {row['status']:<10} {shown:>12}  {why}")
+    typer.echo(f"{len(rows)} plans; table: {path}")

@@ -155,6 +155,21 @@ def parse_hardware_spec(text: str, *, filename: str = "<string>") -> HardwareSpe
         HardwareSpecError: E0402 YAML syntax; E0403 schema; E0404 sanity. Errors
             carry a span pointing at the offending key where one can be found.
     """
+    data, source, root = _yaml_mapping(text, filename=filename, what="hardware spec")
+    try:
+        return HardwareSpec.model_validate(data)
+    except ValidationError as err:
+        raise _validation_error(err, filename, source, root) from err
+
+
+def _yaml_mapping(
+    text: str, *, filename: str, what: str
+) -> tuple[Mapping[str, object], TextSource, yaml.Node | None]:
+    """Read a spec file's YAML mapping with the spec loader (shared by cluster specs).
+
+    Raises:
+        HardwareSpecError: E0402 YAML syntax; E0403 not a mapping.
+    """
     source = TextSource(filename, text)
     loader = _SpecLoader(text)
     try:
@@ -164,23 +179,20 @@ def parse_hardware_spec(text: str, *, filename: str = "<string>") -> HardwareSpe
         raise _yaml_error(err, source) from err
     except RecursionError:
         raise HardwareSpecError(
-            f"invalid YAML in hardware spec {filename}: nested too deeply", code="E0402"
+            f"invalid YAML in {what} {filename}: nested too deeply", code="E0402"
         ) from None
     except ValueError as err:  # e.g. an integer over Python's conversion digit limit
         raise HardwareSpecError(
-            f"invalid YAML in hardware spec {filename}: {str(err).split(';')[0]}", code="E0402"
+            f"invalid YAML in {what} {filename}: {str(err).split(';')[0]}", code="E0402"
         ) from None
     finally:
         loader.dispose()
     if not isinstance(data, Mapping):
         raise HardwareSpecError(
-            f"hardware spec {filename} must be a YAML mapping of field names to values",
+            f"{what} {filename} must be a YAML mapping of field names to values",
             code="E0403",
         )
-    try:
-        return HardwareSpec.model_validate(data)
-    except ValidationError as err:
-        raise _validation_error(err, filename, source, root) from err
+    return data, source, root
 
 
 def validate_hardware_spec(data: Mapping[str, object], *, origin: str) -> HardwareSpec:

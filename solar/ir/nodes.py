@@ -25,16 +25,23 @@ __all__ = [
     "FUNCTIONS",
     "IR_VERSION",
     "KEYWORDS",
+    "RANK",
     "Access",
     "Assign",
     "Binary",
     "BoolLit",
     "Call",
+    "COLLECTIVE_KINDS",
+    "COLLECTIVE_OPS",
     "Cast",
+    "Collective",
+    "CollectiveKind",
+    "CollectiveOp",
     "DType",
     "Expr",
     "FloatLit",
     "For",
+    "GroupDecl",
     "If",
     "IndexName",
     "IntLit",
@@ -103,6 +110,25 @@ Role = Literal["input", "param", "output", "temp", "local"]
 
 ReduceOp = Literal["+", "*", "max", "min"]
 
+CollectiveKind = Literal[
+    "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "permute"
+]
+"""Collective operations (docs/ir.md, "Distributed programs")."""
+
+COLLECTIVE_KINDS: tuple[CollectiveKind, ...] = (
+    "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "permute"
+)
+
+CollectiveOp = Literal["sum", "prod", "max", "min", "avg"]
+"""Reduction of an ``all_reduce`` or ``reduce_scatter`` (``avg``: the sum over the group
+divided by the group size, as NCCL's ``ncclAvg``)."""
+
+COLLECTIVE_OPS: tuple[CollectiveOp, ...] = ("sum", "prod", "max", "min", "avg")
+
+RANK = "rank"
+"""The rank index of a distributed program: an integer in ``0 .. world``, usable in
+subscripts, loop bounds and group keys like a loop index that encloses the whole program."""
+
 KEYWORDS: frozenset[str] = frozenset(
     [
         "program",
@@ -126,6 +152,9 @@ KEYWORDS: frozenset[str] = frozenset(
         "nan",
         "true",
         "false",
+        "world",
+        "group",
+        RANK,
     ]
 ) | frozenset(d.value for d in DType)
 """Words of the grammar (besides the version line ``solar-ir``); frontends avoid them as names."""
@@ -337,6 +366,41 @@ Stmt: TypeAlias = Assign | Reduce | For | If
 
 
 @dataclass(frozen=True, slots=True)
+class Collective:
+    """``target = kind(source, key=value, ...)``: one collective over a group of ranks.
+
+    Every rank of the group runs it with its own ``source`` and receives its own
+    ``target`` (SPMD; docs/ir.md "Distributed programs" gives each kind's semantics):
+
+    - ``all_reduce(X, op=...)``: the reduction of every rank's ``X`` (same shape);
+    - ``all_gather(X, dim=d)``: the ranks' ``X`` concatenated along ``d`` in group order;
+    - ``reduce_scatter(X, op=..., dim=d)``: the reduction, split along ``d``; rank ``g``
+      of the group keeps part ``g``;
+    - ``all_to_all(X, split=s, concat=c)``: ``X`` split along ``s`` into one part per
+      group rank, part ``g`` sent to group rank ``g``; what arrives is concatenated
+      along ``c`` in group order;
+    - ``broadcast(X, root=r)``: group rank ``r``'s ``X``;
+    - ``permute(X, to=e)``: each rank sends ``X`` to rank ``e`` (an integer expression
+      of ``rank`` and sizes; no send where it falls outside ``0 .. world``); a rank
+      nobody sends to receives zeros (JAX ``ppermute``; torch ``send``/``recv`` pairs).
+
+    ``group`` names a `GroupDecl`; ``None`` is the whole world.
+    """
+
+    kind: CollectiveKind
+    target: TensorName
+    source: TensorName
+    op: CollectiveOp | None = None
+    dim: int | None = None
+    split: int | None = None
+    concat: int | None = None
+    root: int | None = None
+    to: Expr | None = None
+    group: str | None = None
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
 class SizeDecl:
     """``size M = 4096`` (free, with a default binding) or ``size Ho = (H - 3) // 2 + 1``."""
 
@@ -365,24 +429,47 @@ class Kernel:
     already holds (``return x.t()``, ``return y, y``). It runs when the IR is executed,
     so validation checks the outputs' values, but it is no launch: the bounds charge it
     nothing (Note [Alias kernels] in docs/bounds.md; rules in docs/ir.md).
+
+    A *collective kernel* (``collective`` set) is one collective launch: it has no locals
+    and an empty ``body``, so every pass that walks statements sees no work in it; the
+    executor simulates it and `solar.ir.collectives` lists it for the distributed bounds.
     """
 
     name: str
     locals: tuple[TensorDecl, ...]
     body: tuple[Stmt, ...]
     alias: bool = False
+    collective: Collective | None = None
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupDecl:
+    """``group tp = rank // 4``: ranks whose key expression is equal form one group,
+    ordered by rank (MPI's ``comm_split`` colour); the key is an integer expression of
+    ``rank`` and sizes."""
+
+    name: str
+    key: Expr
     span: Span | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
 class Program:
-    """A whole program: sizes, program-level tensors and kernels in launch order."""
+    """A whole program: sizes, program-level tensors and kernels in launch order.
+
+    A *distributed* program names its world size: ``world`` is the name of a free size
+    (declared first, ``world W = 4`` in the text) and every rank ``0 .. W`` runs the same
+    program with ``rank`` bound to its index (SPMD); ``groups`` are its communicators.
+    """
 
     name: str
     sizes: tuple[SizeDecl, ...]
     tensors: tuple[TensorDecl, ...]
     kernels: tuple[Kernel, ...]
     version: int = IR_VERSION
+    world: SizeName | None = None
+    groups: tuple[GroupDecl, ...] = ()
     span: Span | None = field(default=None, compare=False, repr=False)
 
     def tensor(self, name: TensorName) -> TensorDecl:

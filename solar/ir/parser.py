@@ -21,16 +21,20 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from solar.diagnostics import IRSyntaxError, SolarError, Source, Span
 from solar.ir.grammar import ir_parser
 from solar.ir.nodes import (
+    COLLECTIVE_KINDS,
+    COLLECTIVE_OPS,
     Access,
     Assign,
     Binary,
     BoolLit,
     Call,
     Cast,
+    Collective,
     DType,
     Expr,
     FloatLit,
     For,
+    GroupDecl,
     If,
     IntLit,
     Kernel,
@@ -86,10 +90,29 @@ class _ToAst(Transformer[Token, Program]):
 
     # ---- program structure -------------------------------------------------
     def program(self, meta: Any, version: int, name: Token, *items: Any) -> Program:
+        world = items[0] if items and isinstance(items[0], _World) else None
         sizes = tuple(i for i in items if isinstance(i, SizeDecl))
+        if world is not None:
+            sizes = (world.decl, *sizes)
         tensors = tuple(i for i in items if isinstance(i, TensorDecl))
         kernels = tuple(i for i in items if isinstance(i, Kernel))
-        return Program(str(name), sizes, tensors, kernels, version, span=self._span(meta))
+        groups = tuple(i for i in items if isinstance(i, GroupDecl))
+        return Program(
+            str(name),
+            sizes,
+            tensors,
+            kernels,
+            version,
+            world=world.decl.name if world is not None else None,
+            groups=groups,
+            span=self._span(meta),
+        )
+
+    def world_decl(self, meta: Any, name: Token, value: Expr) -> _World:
+        return _World(SizeDecl(str(name), value, span=self._span(meta)))
+
+    def group_decl(self, meta: Any, name: Token, key: Expr) -> GroupDecl:
+        return GroupDecl(str(name), key, span=self._span(meta))
 
     def version(self, meta: Any, tok: Token) -> int:
         return int(tok)
@@ -125,6 +148,57 @@ class _ToAst(Transformer[Token, Program]):
         local_decls = tuple(i for i in items if isinstance(i, TensorDecl))
         body = tuple(i for i in items if not isinstance(i, TensorDecl))
         return Kernel(str(name), local_decls, body, alias=True, span=self._span(meta))
+
+    def collective_kernel(self, meta: Any, name: Token, coll: Collective) -> Kernel:
+        return Kernel(str(name), (), (), collective=coll, span=self._span(meta))
+
+    def coll_arg(self, meta: Any, key: Token, value: Expr) -> tuple[Token, Expr]:
+        return key, value
+
+    def collective(
+        self, meta: Any, target: Token, kind: Token, source: Token, *args: tuple[Token, Expr]
+    ) -> Collective:
+        span = self._span(meta)
+        if str(kind) not in COLLECTIVE_KINDS:
+            raise IRSyntaxError(
+                f"unknown collective `{kind}`; collectives are: {', '.join(COLLECTIVE_KINDS)}",
+                code="E0150",
+                span=_token_span(self.source, kind) or span,
+            )
+        fields: dict[str, Any] = {}
+        for key, value in args:
+            if str(key) in fields:
+                where = _token_span(self.source, key)
+                raise IRSyntaxError(f"argument `{key}` given twice", code="E0150", span=where)
+            fields[str(key)] = self._coll_value(key, value)
+        return Collective(str(kind), str(target), str(source), **fields, span=span)  # type: ignore[arg-type]
+
+    def _coll_value(self, key: Token, value: Expr) -> object:
+        """One keyword argument of a collective, checked for its form (not its meaning)."""
+        where = _token_span(self.source, key)
+        if str(key) in ("op", "group"):
+            if not isinstance(value, Name) or (
+                str(key) == "op" and value.name not in COLLECTIVE_OPS
+            ):
+                wanted = ", ".join(COLLECTIVE_OPS) if str(key) == "op" else "a group name"
+                raise IRSyntaxError(
+                    f"`{key}=` takes {wanted}", code="E0150", span=value.span or where
+                )
+            return value.name
+        if str(key) in ("dim", "split", "concat", "root"):
+            if not isinstance(value, IntLit):
+                raise IRSyntaxError(
+                    f"`{key}=` takes an integer literal", code="E0150", span=value.span or where
+                )
+            return value.value
+        if str(key) == "to":
+            return value
+        raise IRSyntaxError(
+            f"unknown collective argument `{key}`; arguments are: "
+            "op, dim, split, concat, root, to, group",
+            code="E0150",
+            span=where,
+        )
 
     # ---- statements ---------------------------------------------------------
     def assign(self, meta: Any, target: Access, value: Expr) -> Assign:
@@ -250,6 +324,19 @@ class _ToAst(Transformer[Token, Program]):
 
     def cast(self, meta: Any, dtype: DType, operand: Expr) -> Cast:
         return Cast(dtype, operand, span=self._span(meta))
+
+
+class _World:
+    """The ``world W = n`` declaration while the program node is being built."""
+
+    def __init__(self, decl: SizeDecl) -> None:
+        self.decl = decl
+
+
+def _token_span(source: Source, tok: Token) -> Span | None:
+    if tok.start_pos is None or tok.end_pos is None:
+        return None
+    return Span(source, tok.start_pos, tok.end_pos)
 
 
 def _check_brackets(source: Source) -> None:
@@ -391,7 +478,8 @@ def parse_program(text: str, *, filename: str = "<input>") -> Program:
         The program, with spans pointing into ``text``.
 
     Raises:
-        IRSyntaxError: the text does not match the grammar (codes E0101-E0107).
+        IRSyntaxError: the text does not match the grammar (codes E0101-E0107), or a
+            collective's operation or arguments are malformed (E0150).
     """
     with _gc_paused():
         return _parse_program(text, filename)

@@ -77,6 +77,8 @@ def _live_tensors(program: Program, keep: Collection[str] = ()) -> set[str]:
                     assert_never(s)
 
     for k in program.kernels:
+        if k.collective is not None:
+            leaves.append((k.collective.target, {k.collective.source}))
         collect(k.body, ())
     live = {t.name for t in program.tensors if t.role == "output"} | set(keep)
     changed = True
@@ -136,6 +138,11 @@ def eliminate_dead_code(program: Program, *, keep: Collection[str] = ()) -> Prog
     kernels: list[Kernel] = []
     changed = False
     for k in program.kernels:
+        if k.collective is not None:
+            changed |= k.collective.target not in live
+            if k.collective.target in live:
+                kernels.append(k)
+            continue
         body = _prune(k.body, live)
         if not body:
             changed = True
@@ -236,12 +243,25 @@ def _writers(program: Program) -> tuple[dict[str, set[int]], set[str]]:
     writers: dict[str, set[int]] = {}
     alias_reads: set[str] = set()
     for index, kernel in enumerate(program.kernels):
+        if kernel.collective is not None:
+            writers.setdefault(kernel.collective.target, set()).add(index)
         for s, ctx in walk_stmts(kernel.body):
             if isinstance(s, Assign | Reduce):
                 writers.setdefault(s.target.tensor, set()).add(index)
                 if kernel.alias:
                     alias_reads |= _leaf_uses(s, _guards(ctx))
     return writers, alias_reads
+
+
+def _collective_tensors(program: Program) -> set[str]:
+    """The tensors collectives send or receive: copies and duplicates are not read
+    through them (a collective reads its source whole, as a buffer)."""
+    return {
+        name
+        for k in program.kernels
+        if k.collective is not None
+        for name in (k.collective.source, k.collective.target)
+    }
 
 
 def _substitute(expr: Expr, env: dict[str, Expr]) -> Expr:
@@ -325,6 +345,7 @@ def forward_copies(program: Program, *, keep: Collection[str] = ()) -> Program:
     """
     decls = {t.name: t for t in program.tensors}
     writers, alias_reads = _writers(program)
+    keep = {*keep, *_collective_tensors(program)}
     copies: dict[str, tuple[tuple[str, ...], Expr]] = {}
     copy_kernels: set[int] = set()
     for index, kernel in enumerate(program.kernels):
@@ -471,6 +492,7 @@ def merge_duplicate_kernels(program: Program, *, keep: Collection[str] = ()) -> 
     """
     decls = {t.name: t for t in program.tensors}
     writers, alias_reads = _writers(program)
+    keep = {*keep, *_collective_tensors(program)}
 
     def mergeable(first: int, later: int, targets: tuple[str, ...], reads: set[str]) -> bool:
         return all(

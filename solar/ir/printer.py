@@ -18,6 +18,7 @@ from solar.ir.nodes import (
     BoolLit,
     Call,
     Cast,
+    Collective,
     Expr,
     FloatLit,
     For,
@@ -32,7 +33,7 @@ from solar.ir.nodes import (
     Unary,
 )
 
-__all__ = ["print_expr", "print_program", "print_stmt"]
+__all__ = ["print_collective", "print_expr", "print_program", "print_stmt"]
 
 INDENT = "  "
 
@@ -158,7 +159,27 @@ def _print_decl(decl: TensorDecl) -> str:
     return f"{decl.role} {decl.name} : {decl.dtype.value}[{dims}]"
 
 
+def print_collective(coll: Collective) -> str:
+    """Print a collective statement, its arguments in canonical order.
+
+    >>> print_collective(Collective("all_gather", "Y", "X", dim=0, group="tp"))
+    'Y = all_gather(X, dim=0, group=tp)'
+    """
+    args = [coll.source]
+    for key in ("op", "dim", "split", "concat", "root"):
+        value = getattr(coll, key)
+        if value is not None:
+            args.append(f"{key}={value}")
+    if coll.to is not None:
+        args.append(f"to={print_expr(coll.to)}")
+    if coll.group is not None:
+        args.append(f"group={coll.group}")
+    return f"{coll.target} = {coll.kind}({', '.join(args)})"
+
+
 def _print_kernel(kernel: Kernel) -> str:
+    if kernel.collective is not None:
+        return f"kernel {kernel.name} {{\n{INDENT}{print_collective(kernel.collective)}\n}}"
     head = "alias kernel" if kernel.alias else "kernel"
     lines = [f"{head} {kernel.name} {{"]
     lines += [INDENT + _print_decl(d) for d in kernel.locals]
@@ -170,9 +191,15 @@ def _print_kernel(kernel: Kernel) -> str:
 def print_program(program: Program) -> str:
     """Print a whole program canonically (ends with a newline)."""
     sections = [f"solar-ir {program.version}\nprogram {program.name}"]
-    if program.sizes:
+    sizes = program.sizes
+    if program.world is not None and sizes and sizes[0].name == program.world:
+        sections[0] += f"\nworld {sizes[0].name} = {print_expr(sizes[0].value)}"
+        sizes = sizes[1:]
+    if sizes:
+        sections.append("\n".join(f"size {s.name} = {print_expr(s.value)}" for s in sizes))
+    if program.groups:
         sections.append(
-            "\n".join(f"size {s.name} = {print_expr(s.value)}" for s in program.sizes)
+            "\n".join(f"group {g.name} = {print_expr(g.key)}" for g in program.groups)
         )
     if program.tensors:
         sections.append("\n".join(_print_decl(t) for t in program.tensors))

@@ -50,6 +50,18 @@ E0224  an alias kernel breaks a rule of `solar.ir.aliases`: it must only copy (o
        access of a program-level tensor of the target's dtype, no locals) into outputs
        no other kernel writes, read no tensor an alias kernel writes, and come after
        every other kernel
+E0250  (`solar.ir.distributed`) a collective in a program without ``world``; the world
+       size is not the first size or not an integer literal, or above `MAX_WORLD`; a
+       group key that is not an integer expression of ``rank`` and sizes
+E0251  a group splits the ranks into groups of unequal sizes (the world size does not
+       divide the mesh)
+E0252  a collective's target shape is not the result of its kind on the source shape
+       over the group size, or source and target dtypes differ
+E0253  a collective's arguments: a missing or extra argument for its kind, an unknown
+       group, ``root`` outside the group, ``avg`` on integers, ``group`` on ``permute``,
+       other statements in a collective kernel
+E0254  a ``permute`` whose ``to`` is not an integer expression of ``rank`` and sizes, or
+       sends two ranks to one
 =====  ==================================================================================
 
 Affine: integer literals, sizes and loop indices combined with ``+``, ``-``, unary
@@ -75,9 +87,11 @@ from typing import assert_never
 from solar.diagnostics import IRVerifyError, Span
 from solar.ir.affine import DepEntry, Lin, LoopBox, find_carried_shift
 from solar.ir.aliases import alias_problems
+from solar.ir.distributed import distributed_problems
 from solar.ir.exprcheck import ExprChecker, has_access, needs_cast
 from solar.ir.nodes import (
     IR_VERSION,
+    RANK,
     Access,
     Assign,
     Binary,
@@ -207,6 +221,8 @@ class _Checker(ExprChecker):
             self._check_outputs()
             for problem in alias_problems(self.program):
                 self.error("E0224", problem.message, problem.span)
+            for dist in distributed_problems(self.program, self.sizes):
+                self.error(dist.code, dist.message, dist.span)
         except RecursionError:
             self.error("E0223", "expressions are nested too deeply to verify", None)
 
@@ -347,14 +363,32 @@ class _Checker(ExprChecker):
                 _word_span(kernel.span, kernel.name, skip=len("kernel")),
             )
         self.kernel_names.add(kernel.name)
+        if kernel.collective is not None:  # checked by `distributed_problems`
+            target = kernel.collective.target
+            self.writers.setdefault(target, []).append(kernel.name)
+            return
         self.kernel = kernel
+        if self.program.world is not None:
+            self._enter_rank()
         for decl in kernel.locals:
             self._check_tensor_decl(decl, local=True)
         self._check_body(kernel.body)
         for decl in kernel.locals:
             if self.tensors.get(decl.name) is decl:
                 del self.tensors[decl.name]
+        if self.program.world is not None:
+            self.loops.pop()
+            del self.scope[RANK]
         self.kernel = None
+
+    def _enter_rank(self) -> None:
+        """Bind ``rank`` like a loop ``for rank in 0 .. W`` around the kernel body."""
+        world = self.program.world
+        assert world is not None
+        rank = For(RANK, IntLit(0), Name(world), ())
+        self.scope[RANK] = rank
+        lo, hi = self.linear(rank.lo), self.linear(rank.hi)
+        self.loops.append(LoopBox(RANK, rank.lo, rank.hi, lo, hi, 1))
 
     def _check_body(self, body: tuple[Stmt, ...]) -> None:
         for stmt in body:

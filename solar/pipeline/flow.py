@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from solar.diagnostics import UsageError
 from solar.files import write_atomic
@@ -28,6 +29,9 @@ from solar.pipeline.prepare import PreparedProgram, load_program, prepare_progra
 from solar.pipeline.training import training_info
 from solar.pipeline.validation import validate_front
 from solar.report import InputInfo, Report
+
+if TYPE_CHECKING:
+    from solar.distributed import DistributedRequest
 
 __all__ = ["analyze", "analyze_front", "analyze_module", "lift_source", "prepare"]
 
@@ -125,7 +129,31 @@ def analyze_front(
     if options.save_ir is not None:
         write_atomic(options.save_ir, base.ir_text)
     point = bounds_at(base, prepared.sizes, precision=prepared.precision, cache=options.cache)
-    return report_at(base, point, options)
+    report = report_at(base, point, options)
+    if options.distributed is not None:
+        say(f"bounding the plan on {options.distributed.cluster}")
+        report = _with_distributed(report, prepared, options.distributed)
+    return report
+
+
+def _with_distributed(
+    report: Report, prepared: PreparedProgram, request: DistributedRequest
+) -> Report:
+    """The report with its ``distributed`` section (docs/distributed.md)."""
+    from solar.distributed import bound_prepared
+
+    front = prepared.front
+    info = bound_prepared(
+        prepared.program, prepared.graph, prepared.sizes, request,
+        phase_of=front.step.phase_of if front.step is not None else None,
+        precision=prepared.precision, size_constants=front.source_sizes,
+    )  # fmt: skip
+    warnings = report.warnings
+    if not info.memory.feasible:
+        warnings += (f"plan {info.plan.label} does not fit: it needs at least "
+                     f"{info.memory.total_bytes / 1e9:.1f} GB per GPU of "
+                     f"{info.memory.capacity_bytes / 1e9:.1f} GB; no step bound is given",)
+    return report.model_copy(update={"distributed": info, "warnings": warnings})
 
 
 def _specs(options: AnalyzeOptions) -> list[HardwareSpec]:

@@ -27,6 +27,7 @@ from solar.options import (
 from solar.report import InputInfo
 
 if TYPE_CHECKING:
+    from solar.distributed import DistributedRequest
     from solar.frontends.inputs import InputShape
     from solar.frontends.llm import LLMConfig
 
@@ -63,15 +64,22 @@ class AnalyzeOptions:
     include_ir: bool = False
     save_ir: Path | None = None
     llm: LLMConfig | None = None
+    distributed: DistributedRequest | None = None
 
     @property
     def frontend_options(self) -> FrontendOptions:
-        """The frontend's options: the fields both types name, and ``op_fallback``: the
-        tracer asks the LLM for the ops it cannot lower only where it was chosen or may
-        be (``auto``); an explicit ``--frontend llm`` translates the whole program."""
+        """The frontend's options: the fields both types name, and two decisions.
+
+        ``op_fallback``: the tracer asks the LLM for the ops it cannot lower only where it
+        was chosen or may be (``auto``); an explicit ``--frontend llm`` translates the
+        whole program. ``symbolic_sizes``: a distributed plan is bounded at the sizes
+        given; formulas in them would cost a re-capture per size constant of a model
+        that may have a hundred layers.
+        """
         shared = {f.name: getattr(self, f.name) for f in dataclasses.fields(FrontendOptions)
                   if f.name in _SHARED}  # fmt: skip
-        return FrontendOptions(**shared, op_fallback=self.frontend in ("auto", "torch"))
+        return FrontendOptions(**shared, op_fallback=self.frontend in ("auto", "torch"),
+                               symbolic_sizes=self.distributed is None)
 
 
 _SHARED = frozenset(f.name for f in dataclasses.fields(AnalyzeOptions))

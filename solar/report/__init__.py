@@ -3,6 +3,15 @@ gate and plots."""
 
 from __future__ import annotations
 
+from solar.report.distributed import (
+    CollectiveRow,
+    DistributedInfo,
+    MemoryRow,
+    PlanInfo,
+    RankRow,
+    StepRow,
+    StructureInfo,
+)
 from solar.report.gate import (
     GateCheck,
     GatePolicy,
@@ -79,6 +88,13 @@ __all__ = [
     "Report",
     "ToolInfo",
     "TrainingInfo",
+    "CollectiveRow",
+    "DistributedInfo",
+    "MemoryRow",
+    "PlanInfo",
+    "RankRow",
+    "StepRow",
+    "StructureInfo",
     "UncoveredOpInfo",
     "UncoveredRow",
     "ValidationInfo",

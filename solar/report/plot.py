@@ -178,7 +178,13 @@ def plot_report(report: Report, output: Path, *, arch: str | None = None) -> Pat
             "plotting needs matplotlib: pip install 'solar-sol[plot]'", code="E0922"
         ) from None
     row = _pick_arch(report, arch)
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(15, 6.2), width_ratios=(1.25, 1))
+    if report.distributed is None:
+        fig, (ax, bx) = plt.subplots(1, 2, figsize=(15, 6.2), width_ratios=(1.25, 1))
+    else:
+        from solar.report.plot_distributed import draw_ranks
+
+        fig, (ax, bx, dx) = plt.subplots(1, 3, figsize=(21, 6.2), width_ratios=(1.25, 1, 0.9))
+        draw_ranks(dx, report.distributed)
     _draw_roofline(ax, report, row)
     _draw_bars(bx, row)
     fig.suptitle(_title(report, row), fontsize=11)

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from solar.options import BoundModel, FrontendName
+from solar.report.distributed import DistributedInfo
 
 __all__ = [
     "REPORT_SCHEMA_VERSION",
@@ -43,7 +44,7 @@ __all__ = [
     "report_json_schema",
 ]
 
-REPORT_SCHEMA_VERSION = "1.3"
+REPORT_SCHEMA_VERSION = "1.4"
 
 _FROZEN = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
@@ -366,6 +367,7 @@ class Report(BaseModel):
     archs: tuple[ArchBounds, ...]
     measurement: Measurement | None = None
     training: TrainingInfo | None = None
+    distributed: DistributedInfo | None = None
     warnings: tuple[str, ...] = ()
 
     def to_json(self) -> str:

@@ -19,6 +19,7 @@ from solar.validate.compare import (
     output_tolerances,
     tolerance_for,
 )
+from solar.validate.distributed import execute_distributed, run_distributed
 from solar.validate.executor import RunResult, execute_program, run_program
 from solar.validate.inputs import random_inputs
 from solar.validate.memory import Workload, estimate_memory_bytes, estimate_workload
@@ -37,10 +38,12 @@ __all__ = [
     "compare_outputs",
     "estimate_memory_bytes",
     "estimate_workload",
+    "execute_distributed",
     "execute_program",
     "output_tolerances",
     "random_inputs",
     "reduce_sizes",
+    "run_distributed",
     "run_program",
     "size_candidates",
     "tolerance_for",

@@ -59,7 +59,15 @@ from solar.validate.state import (
 )
 from solar.validate.writes import assign, reduce_into, target_axes
 
-__all__ = ["CHUNK_POINTS", "RunResult", "execute_program", "run_program"]
+__all__ = [
+    "CHUNK_POINTS",
+    "Machine",
+    "RunResult",
+    "default_budget",
+    "execute_program",
+    "prepared_program",
+    "run_program",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +87,7 @@ class RunResult:
     sizes: Mapping[str, int]
 
 
-class _Machine:
+class Machine:
     """The execution state of one run (tensors, caches, deadline)."""
 
     def __init__(
@@ -103,31 +111,43 @@ class _Machine:
 
     # ---- driving ------------------------------------------------------------------
     def run(self) -> None:
+        self.start()
         program = self.prepared.program
-        if self.cache.lifetimes is None:  # Note [Temp lifetimes]
-            self.cache.lifetimes = temp_lifetimes(program)
-        lifetimes = self.cache.lifetimes
-        born: dict[int, list[str]] = {}
-        dies: dict[int, list[str]] = {}
-        for name, (first, last) in lifetimes.items():
-            born.setdefault(first, []).append(name)
-            dies.setdefault(last, []).append(name)
-        decls = {d.name: d for d in program.tensors}
         try:
             with np.errstate(all="ignore"):
                 for index, (kernel, plan) in enumerate(
                     zip(program.kernels, self.prepared.plans, strict=True)
                 ):
-                    self.kernel_index = index
-                    for name in born.get(index, ()):
-                        self.tensors[name] = allocate_unwritten(decls[name], self.sizes)
+                    self.enter(index)
                     self.run_kernel(kernel, plan)
-                    for name in dies.get(index, ()):
-                        self.tensors.pop(name, None)
-                        for key in [k for k in self.cache.padded if k[0] == name]:
-                            del self.cache.padded[key]  # a padded copy of it
+                    self.leave(index)
         finally:
             self.cache.padded.clear()
+
+    def start(self) -> None:
+        """Plan the temps' lifetimes (Note [Temp lifetimes]) before the first kernel."""
+        program = self.prepared.program
+        if self.cache.lifetimes is None:
+            self.cache.lifetimes = temp_lifetimes(program)
+        self.born: dict[int, list[str]] = {}
+        self.dies: dict[int, list[str]] = {}
+        for name, (first, last) in self.cache.lifetimes.items():
+            self.born.setdefault(first, []).append(name)
+            self.dies.setdefault(last, []).append(name)
+        self.decls = {d.name: d for d in program.tensors}
+
+    def enter(self, index: int) -> None:
+        """Allocate the temps kernel ``index`` is the first to touch."""
+        self.kernel_index = index
+        for name in self.born.get(index, ()):
+            self.tensors[name] = allocate_unwritten(self.decls[name], self.sizes)
+
+    def leave(self, index: int) -> None:
+        """Drop the temps kernel ``index`` is the last to touch."""
+        for name in self.dies.get(index, ()):
+            self.tensors.pop(name, None)
+            for key in [k for k in self.cache.padded if k[0] == name]:
+                del self.cache.padded[key]  # a padded copy of it
 
     def run_kernel(self, kernel: Kernel, plan: KernelPlan) -> None:
         self.plan = plan
@@ -411,9 +431,16 @@ def run_program(
     Returns:
         A `RunResult`; outputs may be partially written only under ``restrict``.
     """
+    if program.world is not None:
+        raise ExecutionError(
+            f"`{program.name}` is a distributed program (`world {program.world}`): run it with "
+            "solar.validate.execute_distributed, one input set per rank",
+            code="E0350",
+            span=program.span,
+        )
     bound = resolve_sizes(program, sizes)
-    budget = memory_budget_bytes if memory_budget_bytes is not None else _default_budget()
-    prepared, needed, cache = _prepared(program, bound)
+    budget = memory_budget_bytes if memory_budget_bytes is not None else default_budget()
+    prepared, needed, cache = prepared_program(program, bound)
     if needed > budget:
         raise_resource(
             "E0305",
@@ -423,7 +450,7 @@ def run_program(
         )
     tensors = allocate_tensors(program, bound, inputs)
     with parallel.one_blas_thread():  # Note [One BLAS thread per piece]
-        _Machine(prepared, bound, tensors, cache, deadline=deadline, restrict=restrict).run()
+        Machine(prepared, bound, tensors, cache, deadline=deadline, restrict=restrict).run()
     outputs: dict[str, np.ndarray] = {}
     written: dict[str, np.ndarray | None] = {}
     for decl in program.tensors_with_role("output"):
@@ -438,7 +465,9 @@ _PREPARED: OrderedDict[tuple[int, tuple[tuple[str, int], ...]], _Entry] = Ordere
 _PREPARED_CAPACITY = 16
 
 
-def _prepared(program: Program, bound: Mapping[str, int]) -> tuple[PreparedProgram, int, ExecCache]:
+def prepared_program(
+    program: Program, bound: Mapping[str, int]
+) -> tuple[PreparedProgram, int, ExecCache]:
     """`prepare_program` and the memory estimate, cached per program object and sizes.
 
     Repeated runs of one program (validation retries, benchmarks) skip the analysis.
@@ -458,7 +487,8 @@ def _prepared(program: Program, bound: Mapping[str, int]) -> tuple[PreparedProgr
     return prepared, needed, cache
 
 
-def _default_budget() -> int:
+def default_budget() -> int:
+    """`memory_budget_bytes`, re-read at most once a second."""
     global _BUDGET
     now = time.monotonic()
     if _BUDGET is None or now - _BUDGET[0] > 1.0:

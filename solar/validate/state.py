@@ -146,6 +146,11 @@ def temp_lifetimes(program: Program) -> dict[str, tuple[int, int]]:
     temps = {d.name for d in program.tensors_with_role("temp")}
     out: dict[str, tuple[int, int]] = {}
     for index, kernel in enumerate(program.kernels):
+        if kernel.collective is not None:
+            for name in (kernel.collective.source, kernel.collective.target):
+                if name in temps:
+                    out[name] = (out.get(name, (index, index))[0], index)
+            continue
         for stmt, _ in walk_stmts(kernel.body):
             roots: tuple[Expr, ...]
             match stmt:

@@ -23,11 +23,13 @@ SOLAR = Path(__file__).resolve().parents[2] / "solar"
 ALLOWED: tuple[frozenset[str], ...] = (
     frozenset({"solar.frontends.jaxfe.capture", "solar.frontends.jaxfe.core",
                "solar.frontends.jaxfe.driver", "solar.frontends.jaxfe.xla"}),
-    frozenset({"solar.frontends.jaxfe", "solar.frontends.jaxfe.frontend"}),
+    frozenset({"solar.frontends.jaxfe", "solar.frontends.jaxfe.distributed",
+               "solar.frontends.jaxfe.frontend"}),
     frozenset({"solar.frontends.pytorch.batch", "solar.frontends.pytorch.loader",
                "solar.frontends.pytorch.train_step"}),
-    frozenset({"solar.frontends.pytorch", "solar.frontends.pytorch.driver",
-               "solar.frontends.pytorch.frontend", "solar.frontends.pytorch.reference"}),
+    frozenset({"solar.frontends.pytorch", "solar.frontends.pytorch.distributed",
+               "solar.frontends.pytorch.driver", "solar.frontends.pytorch.frontend",
+               "solar.frontends.pytorch.reference"}),
 )  # fmt: skip
 
 

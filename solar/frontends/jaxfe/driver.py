@@ -371,7 +371,9 @@ class Lowerer(LoweringDriver):
         body = tuple(kb.body)
         if self.guard is not None and body:
             body = (If(self.guard, body),)
-        self.pb.add_kernel(Kernel(kb.name, tuple(kb.locals), body, alias=kb.alias))
+        self.pb.add_kernel(
+            Kernel(kb.name, tuple(kb.locals), body, alias=kb.alias, collective=kb.collective)
+        )
 
     def _uncover(
         self, eqn: Any, ins: Sequence[Value], path: tuple[int, ...], reason: str, nbytes: int

@@ -60,6 +60,27 @@ class JaxFrontend:
         require_python_file(path, "jax")
         require_extra("jax", "jax")
         from solar.frontends import jaxfe
+        from solar.frontends.kit.collectives import declared_world_size
+
+        world = declared_world_size(path)
+        if world is not None:  # a shard_map program (docs/distributed.md)
+            from solar.frontends.jaxfe.distributed import capture_on_host_devices
+
+            progress(f"capturing the shard_map body on {world} host devices")
+            host = capture_on_host_devices(path, world=world)
+            return FrontendResult(
+                name="jax",
+                program=host.program,
+                captured_with=f"the shard_map body's jaxpr, on {world} host devices",
+                ops_total=host.ops_seen,
+                uncovered=host.coverage,
+                keep_live=host.keep_live,
+                uncovered_values=host.uncovered_values,
+                no_reference_reason=(
+                    "a distributed program: validate it on host devices "
+                    "(solar.frontends.jaxfe.distributed.validate_on_host_devices)"
+                ),
+            )
 
         progress("capturing jaxpr on abstract values")
         capture = jaxfe.trace_jax_file(

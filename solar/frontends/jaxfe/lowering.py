@@ -19,6 +19,7 @@ import dataclasses
 from typing import Any
 
 from solar.frontends.jaxfe import (  # noqa: F401 - importing registers the lowerings
+    ops_collective,
     ops_control,
     ops_decomp,
     ops_elementwise,
@@ -233,6 +234,9 @@ def alias_output_moves(program: Program) -> Program:
     readers: dict[str, set[int]] = {}
     writers: dict[str, list[int]] = {}
     for k, kernel in enumerate(program.kernels):
+        if kernel.collective is not None:
+            writers.setdefault(kernel.collective.target, []).append(k)
+            readers.setdefault(kernel.collective.source, set()).add(k)
         for stmt, _ctx in walk_stmts(kernel.body):
             reads: tuple[Access, ...] = ()
             if isinstance(stmt, Assign | Reduce):

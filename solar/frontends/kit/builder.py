@@ -31,6 +31,7 @@ from solar.ir import (
     Access,
     Assign,
     Binary,
+    Collective,
     DType,
     Expr,
     Kernel,
@@ -115,6 +116,7 @@ class KernelBuilder:
         self.alias = alias
         self.locals: list[TensorDecl] = []
         self.body: list[Stmt] = []
+        self.collective: Collective | None = None  # a collective kernel: no body
         self._var_counts: dict[str, int] = {}
         self._var_names: set[str] = set()
 
@@ -231,7 +233,11 @@ class ProgramBuilder:
 
     def finish_kernel(self, kb: KernelBuilder) -> None:
         """Append a finished kernel to the program."""
-        self.add_kernel(Kernel(kb.name, tuple(kb.locals), tuple(kb.body), alias=kb.alias))
+        self.add_kernel(
+            Kernel(
+                kb.name, tuple(kb.locals), tuple(kb.body), alias=kb.alias, collective=kb.collective
+            )
+        )
 
     def add_kernel(self, kernel: Kernel) -> None:
         """Append a finished kernel."""

@@ -45,6 +45,13 @@ from typing import Any
 import numpy as np
 
 from solar.diagnostics import FrontendError
+from solar.frontends.pytorch.capture_dist import (
+    P2P_OPS,
+    has_dtensor,
+    local_shard,
+    p2p_outputs,
+    script_object_arg,
+)
 from solar.frontends.pytorch.capture_types import (
     CallKind,
     CaptureInfo,
@@ -200,6 +207,8 @@ class _Recorder:
             return str(a)
         if isinstance(a, bool | int | float | str) or a is None:
             return a
+        if isinstance(a, torch.ScriptObject):
+            return script_object_arg(a)
         return repr(a)
 
     def _new_constant(self, t: Any, index: int) -> None:
@@ -223,8 +232,10 @@ class _Recorder:
 
         target = str(func)
         leaves, _ = tree_flatten(out)
+        if target in P2P_OPS:  # Note [Point-to-point capture]
+            leaves = p2p_outputs(target, args)
         has_tensor = any(isinstance(x, torch.Tensor) for x in leaves)
-        if not has_tensor and target not in _HOST_OPS:
+        if not has_tensor and target not in _HOST_OPS and target not in P2P_OPS:
             return
         index = len(self.calls)
         if self.expect is not None and (index >= len(self.expect) or self.expect[index] != target):
@@ -232,7 +243,9 @@ class _Recorder:
             self.diverged = f"at call {index}: {target} instead of {expected}"
             self.expect = None
         kind, written = _call_kind(func)
-        if not has_tensor:
+        if target in P2P_OPS:
+            kind, written = "functional", ()
+        elif not has_tensor:
             kind = "host"
         cargs = tuple(self.convert(a, index) for a in args)
         ckwargs = {k: self.convert(v, index) for k, v in kwargs.items()}
@@ -349,6 +362,8 @@ def _recording(rec: _Recorder, root: Any, *, composites: bool = True) -> Iterato
             self, func: Any, types: Any, args: Any = (), kwargs: Any = None
         ) -> Any:
             kwargs = kwargs or {}
+            if has_dtensor(args, kwargs):  # Note [DTensor capture]
+                return NotImplemented
             before = _layout(args[0]) if func in _RESTRIDES and args else None
             out = func(*args, **kwargs)
             if before is not None and _same_elements(before, _layout(args[0])):
@@ -399,8 +414,9 @@ def _register(
 
     leaves, _ = tree_flatten(inst.input_tree())
     inputs = tuple(ids.meta(x) if isinstance(x, torch.Tensor) else None for x in leaves)
-    params = tuple(NamedTensor(k, ids.meta(v)) for k, v in inst.state.items())
+    params = tuple(NamedTensor(k, ids.meta(local_shard(v))) for k, v in inst.state.items())
     return inputs, params
+
 
 
 def _fake_blocked_errors() -> tuple[type[BaseException], ...]:

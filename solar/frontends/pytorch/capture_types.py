@@ -171,11 +171,14 @@ class TorchCapture:
 
 
 def to_numpy(t: Any) -> np.ndarray:
-    """A real tensor as a numpy array (bf16/fp8 widened to f32, as the executor uses)."""
+    """A real tensor as a numpy array (bf16/fp8 widened to f32, as the executor uses);
+    a DTensor gives this rank's shard (``to_local``), as the rank's program reads it."""
     import torch
     from torch.utils._python_dispatch import _disable_current_modes
 
     with _disable_current_modes(), torch.no_grad():
+        if hasattr(t, "to_local") and hasattr(t, "device_mesh"):
+            t = t.to_local()
         t = t.detach().cpu()
         if t.dtype in (torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2):
             t = t.float()

@@ -69,6 +69,12 @@ class TorchFrontend:
             require_python_file(path, "torch")
         require_extra("torch", "torch")
         from solar.frontends import pytorch as tfe
+        from solar.frontends.kit.collectives import declared_world_size
+
+        world = declared_world_size(path) if path is not None else None
+        if world is not None:
+            assert path is not None
+            return _distributed(path, world, progress)
 
         progress("capturing ATen ops over fake tensors")
         capture = tfe.trace_model_file(
@@ -136,6 +142,29 @@ class TorchFrontend:
         fallback = _op_fallback(options, check)
         lowered = tfe.lower_capture(capture, op_fallback=fallback)
         return _result(capture, lowered, options, None, fallback)
+
+
+def _distributed(path: Path, world: int, progress: Progress) -> FrontendResult:
+    """A ``torch.distributed`` file (``WORLD_SIZE = n``): each rank captured under the
+    fake process group, merged into one SPMD program (docs/distributed.md)."""
+    from solar.frontends.pytorch.distributed import capture_distributed
+
+    progress(f"capturing {world} ranks under the fake process group")
+    dist = capture_distributed(path, world=world)
+    first = dist.ranks[0]
+    return FrontendResult(
+        name="torch",
+        program=dist.program,
+        captured_with=f"ATen calls of each of {world} ranks under the fake process group",
+        ops_total=first.ops_seen,
+        uncovered=first.coverage,
+        no_reference_reason=(
+            "a distributed program: validate it against a real gloo run "
+            "(solar.frontends.pytorch.distributed.validate_with_gloo)"
+        ),
+        keep_live=first.keep_alive,
+        uncovered_values=tuple(v.name for v in first.uncovered_values),
+    )
 
 
 def _train_step(options: FrontendOptions) -> TrainStep | None:

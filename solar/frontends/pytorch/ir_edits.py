@@ -86,7 +86,16 @@ def rename_tensors(program: Program, mapping: Mapping[str, str], *, role: Role) 
         for t in program.tensors
     )
     kernels = tuple(
-        dataclasses.replace(k, body=tuple(map_stmt(s, fix) for s in k.body))
+        dataclasses.replace(
+            k,
+            body=tuple(map_stmt(s, fix) for s in k.body),
+            collective=k.collective
+            and dataclasses.replace(
+                k.collective,
+                source=mapping.get(k.collective.source, k.collective.source),
+                target=mapping.get(k.collective.target, k.collective.target),
+            ),
+        )
         for k in program.kernels
     )
     return dataclasses.replace(program, tensors=tensors, kernels=kernels)
@@ -100,6 +109,8 @@ def prune_unused(program: Program) -> Program:
     """Drop temps/params no kernel touches (superseded versions, view-only declarations)."""
     used: set[str] = set()
     for k in program.kernels:
+        if k.collective is not None:
+            used |= {k.collective.source, k.collective.target}
         for stmt, _ctx in walk_stmts(k.body):
             match stmt:
                 case Assign() | Reduce():

@@ -15,7 +15,8 @@ pytest.importorskip("jax")
 pytest.importorskip("flax")
 pytestmark = pytest.mark.jax
 
-JAX_SAMPLES = sorted(SAMPLES.glob("*.py"))
+JAX_SAMPLES = sorted(p for p in SAMPLES.glob("*.py") if not p.stem.startswith("dist_"))
+"""Single-device samples; the dist_*.py ones run on host devices (test_jax_distributed.py)."""
 TOLERANCE = {"mpc_rollout": 1e-4, "flax_transformer_block": 1e-4}
 
 

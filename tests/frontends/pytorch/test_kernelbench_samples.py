@@ -29,12 +29,15 @@ KERNELBENCH = sorted(p.stem for p in SAMPLES.glob("l[123]_*.py"))
 PARITY = sorted(p.stem for p in SAMPLES.glob("parity_*.py"))
 TRAINING = sorted(p.stem for p in SAMPLES.glob("train_*.py"))
 """Training-step samples: analysed with ``--train`` in tests/training."""
+DISTRIBUTED = sorted(p.stem for p in SAMPLES.glob("dist_*.py"))
+"""torch.distributed samples: captured per rank in test_torch_distributed.py."""
 PARTIAL_READS = {"l3_mingpt_attention": "reads bias[:, :, :T, :T] of a larger mask buffer"}
 """Samples that read only part of some input or parameter (fewer compulsory bytes)."""
 
 
 def test_every_sample_is_tested() -> None:
     tested = set(CORE_SAMPLES) | set(NN_SAMPLES) | set(KERNELBENCH) | set(PARITY) | set(TRAINING)
+    tested |= set(DISTRIBUTED)
     assert KERNELBENCH, "no KernelBench-style samples found"
     assert {p.stem for p in SAMPLES.glob("*.py")} <= tested
 

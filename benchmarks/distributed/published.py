@@ -1,0 +1,117 @@
+"""Bound published large training runs with measured step times; print measured / bound.
+
+Each row analyses `benchmarks/distributed/gpt.py` at the run's sizes and plan in a fresh
+`solar analyze` process under `/usr/bin/time -v` (wall time and peak RSS of the analysis),
+and prints a markdown table. tests/parallel/test_published.py keeps the same table as
+a regression test (the bound must stay at or below the measured time).
+
+    python benchmarks/distributed/published.py [NAME ...]
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+GPT = ROOT / "benchmarks" / "distributed" / "gpt.py"
+
+KORTHIKANTI = (
+    "https://arxiv.org/abs/2205.05198 (Korthikanti et al., 'Reducing Activation Recomputation "
+    "in Large Transformer Models', Table 5; DGX A100 80GB; sizes and plans Table 3; seen via "
+    "calculon-ai/calculon calculon/llm/validation.py and validation/seqsel/tab5/*.json)"
+)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One published run: model sizes, plan, batch and its measured step time."""
+
+    name: str
+    layers: int
+    hidden: int
+    heads: int
+    parallel: str
+    global_batch: int
+    micro_batch: int
+    recompute: str
+    measured_s: float
+    cluster: str = "DGX_A100"
+    seq: int = 2048
+    source: str = KORTHIKANTI
+
+    @property
+    def gpus(self) -> int:
+        dims = dict(item.split("=") for item in self.parallel.split(","))
+        n = 1
+        for key in ("tp", "pp", "dp", "cp"):
+            n *= int(dims.get(key, "1"))
+        return n
+
+
+RUNS = (
+    Run("22B full", 48, 6144, 64, "tp=8,pp=1,dp=1", 4, 4, "full", 1.42),
+    Run("22B seq+sel", 48, 6144, 64, "tp=8,pp=1,dp=1,sp=1", 4, 4, "selective", 1.10),
+    Run("175B full", 96, 12288, 96, "tp=8,pp=8,dp=1,vpp=3", 64, 1, "full", 18.13),
+    Run("175B seq+sel", 96, 12288, 96, "tp=8,pp=8,dp=1,vpp=3,sp=1", 64, 1, "selective", 13.75),
+    Run("530B full", 105, 20480, 128, "tp=8,pp=35,dp=1,vpp=3", 280, 1, "full", 49.05),
+    Run("530B seq+sel", 105, 20480, 128, "tp=8,pp=35,dp=1,vpp=3,sp=1", 280, 1, "selective",
+        37.83),
+    Run("1T full", 128, 25600, 160, "tp=8,pp=64,dp=1", 512, 1, "full", 94.42),
+    Run("1T seq+sel", 128, 25600, 160, "tp=8,pp=64,dp=1,sp=1", 512, 1, "selective", 71.49),
+)
+
+
+def command(run: Run, output: Path) -> list[str]:
+    """The `solar analyze` command line of one run."""
+    return [
+        sys.executable, "-m", "solar", "analyze", str(GPT), "--train", "--validate", "off",
+        "-q", "--set", f"LAYERS={run.layers}", "--set", f"HIDDEN={run.hidden}",
+        "--set", f"HEADS={run.heads}", "--set", f"SEQ={run.seq}",
+        "--set", f"BATCH={run.micro_batch}", "--cluster", run.cluster,
+        "--parallel", run.parallel, "--micro-batch", str(run.micro_batch),
+        "--global-batch", str(run.global_batch), "--recompute", run.recompute,
+        "--output", str(output),
+    ]
+
+
+def measure(run: Run) -> dict[str, float]:
+    """Analyse one run; its bound, wall time and peak RSS."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "r.json"
+        start = time.monotonic()
+        proc = subprocess.run(["/usr/bin/time", "-v", *command(run, out)], cwd=ROOT,
+                              capture_output=True, text=True, check=True)
+        wall = time.monotonic() - start
+        report = json.loads(out.read_text())
+    rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", proc.stderr).group(1))
+    cpu = sum(float(x) for x in re.findall(r"(?:User|System) time \(seconds\): ([\d.]+)",
+                                             proc.stderr))
+    d = report["distributed"]
+    return {"bound_s": d["step"]["time_s"], "wall_s": wall, "cpu_s": cpu, "rss_mb": rss / 1024,
+            "binding": d["step"]["binding"], "mfu": d["step"]["mfu_ceiling"]}
+
+
+def main(names: list[str]) -> None:
+    """Print the table for the runs named (all by default)."""
+    print("| run | plan | GPUs | global batch x seq | measured s | SOLAR bound s | "
+          "measured/bound | binds | analysis wall s (CPU s) | RSS MB |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for run in RUNS:
+        if names and run.name not in names:
+            continue
+        r = measure(run)
+        print(f"| {run.name} | {run.parallel}, recompute {run.recompute} | {run.gpus} | "
+              f"{run.global_batch} x {run.seq} | {run.measured_s} | {r['bound_s']:.3f} | "
+              f"{run.measured_s / r['bound_s']:.2f} | {r['binding']} | {r['wall_s']:.0f} "
+              f"({r['cpu_s']:.0f}) | {r['rss_mb']:.0f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

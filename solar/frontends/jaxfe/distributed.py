@@ -1,0 +1,287 @@
+"""Capture a ``shard_map`` JAX program per device, and check it on N host devices.
+
+Contract: ``model file -> DistributedProgram``. The file's function must be one
+``shard_map`` over a mesh (possibly under ``jit``); its body is each device's program,
+lowered once with the mesh known (`ops_collective`) and merged into one SPMD program
+(`solar.frontends.kit.collectives.merge_ranks`; rank = the row-major index of a
+device's mesh coordinates). JAX fixes its device count when it initialises, so the
+capture runs in a subprocess whose ``XLA_FLAGS`` forces ``WORLD_SIZE`` host devices
+(``--xla_force_host_platform_device_count``); the same subprocess runs the real program
+on those devices, so `validate_on_host_devices` compares every rank's outputs of the
+simulated IR (`solar.validate.execute_distributed`) with the real run's shards.
+
+``jit`` with ``NamedSharding`` alone is not captured: its per-device program is what
+XLA's SPMD partitioner makes of it, which the jaxpr does not hold (E0557; write the
+sharded part with ``shard_map``).
+
+Codes: E0557 not one shard_map, E0558 the capture subprocess failed or timed out,
+E0556 outputs differ from the real run (plus E0550-E0554 from the merge).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from math import prod
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from solar.diagnostics import FrontendError
+from solar.frontends.kit import UncoveredOp
+from solar.frontends.kit.collectives import compare_ranks, merge_ranks, world_size_of
+from solar.ir import Program, parse_program, print_program
+
+__all__ = [
+    "HostCapture",
+    "HostCheck",
+    "capture_on_host_devices",
+    "run_host_worker",
+    "validate_on_host_devices",
+]
+
+TIMEOUT_S = 300.0
+"""Seconds the capture subprocess gets (E0558 after)."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class HostCapture:
+    """The SPMD program of a shard_map file and what its lowering left uncovered."""
+
+    program: Program
+    world: int
+    coverage: tuple[UncoveredOp, ...]
+    ops_seen: int
+    keep_live: tuple[str, ...] = ()
+    uncovered_values: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class HostCheck:
+    """What a host-device validation compared: the world size, the mesh, the file's size
+    constants the program ran at, and each output's largest error over all ranks."""
+
+    world: int
+    mesh: tuple[tuple[str, int], ...]
+    sizes: dict[str, int]
+    max_abs_error: dict[str, float]
+
+
+def _unwrap(jaxpr: Any) -> Any:
+    """The ``shard_map`` equation a program consists of (under any ``jit``)."""
+    while True:
+        eqns = [e for e in jaxpr.eqns]
+        if len(eqns) != 1:
+            break
+        eqn = eqns[0]
+        if eqn.primitive.name == "shard_map":
+            if list(eqn.invars) == list(jaxpr.invars) and list(eqn.outvars) == list(
+                jaxpr.outvars
+            ):
+                return eqn
+            break
+        inner = eqn.params.get("jaxpr")
+        if inner is None:
+            break
+        jaxpr = getattr(inner, "jaxpr", inner)
+    raise FrontendError(
+        "a distributed JAX program must be one shard_map over its inputs (jit with "
+        "NamedSharding leaves the per-device program to XLA's partitioner)",
+        code="E0557",
+    )
+
+
+def _spec_slices(
+    spec: Any, shape: Sequence[int], mesh: Sequence[tuple[str, int]], rank: int
+) -> tuple[slice, ...]:
+    """The block of a global array that ``rank`` holds under a PartitionSpec."""
+    coords: dict[str, int] = {}
+    rest = rank
+    for name, size in reversed(mesh):
+        coords[name] = rest % size
+        rest //= size
+    sizes = dict(mesh)
+    out = []
+    entries = tuple(spec) + (None,) * (len(shape) - len(tuple(spec)))
+    for dim, entry in zip(shape, entries, strict=True):
+        axes = () if entry is None else (entry if isinstance(entry, tuple) else (entry,))
+        blocks, index = 1, 0
+        for axis in axes:
+            blocks *= sizes[axis]
+            index = index * sizes[axis] + coords[axis]
+        step = dim // blocks
+        out.append(slice(index * step, (index + 1) * step))
+    return tuple(out)
+
+
+def run_host_worker(path: str, out: str, real: bool) -> None:
+    """The subprocess body: capture ``path``, lower its shard_map body, merge, and save
+    the IR text (``ir``), the mesh, and with ``real`` each rank's inputs and outputs."""
+    import jax
+
+    from solar.frontends.jaxfe import lower_jaxpr, trace_jax_file
+    from solar.frontends.jaxfe.ops_collective import DESTINATIONS, MESH
+
+    capture = trace_jax_file(path)
+    eqn = _unwrap(capture.closed_jaxpr.jaxpr)
+    mesh_obj = eqn.params["mesh"]
+    mesh = tuple((str(n), int(s)) for n, s in zip(mesh_obj.axis_names, mesh_obj.axis_sizes,
+                                                   strict=True))
+    world = prod(s for _, s in mesh)
+    body = eqn.params["jaxpr"]
+    local = tuple(jax.ShapeDtypeStruct(v.aval.shape, v.aval.dtype) for v in body.invars)  # type: ignore[no-untyped-call]
+    body_capture = dataclasses.replace(
+        capture,
+        closed_jaxpr=jax.extend.core.ClosedJaxpr(body, ()),
+        abstract_args=local,
+    )
+    destinations: dict[str, dict[int, int]] = {}
+    tokens = (MESH.set(mesh), DESTINATIONS.set(destinations))
+    try:
+        lowered = lower_jaxpr(body_capture)
+    finally:
+        DESTINATIONS.reset(tokens[1])
+        MESH.reset(tokens[0])
+    per_rank = [{k: d[r] for k, d in destinations.items() if r in d} for r in range(world)]
+    program = merge_ranks([lowered.program] * world, per_rank)
+    arrays: dict[str, np.ndarray] = {
+        "ir": np.array(print_program(program)),
+        "mesh": np.array([f"{n}={s}" for n, s in mesh]),
+        "sizes": np.array([f"{k}={v}" for k, v in capture.sizes.items()], dtype=str),
+        "coverage": np.array(json.dumps([dataclasses.asdict(u) for u in lowered.coverage])),
+        "ops_seen": np.array(lowered.ops_seen),
+        "keep_live": np.array(list(lowered.keep_alive), dtype=str),
+        "uncovered_values": np.array([v.name for v in lowered.uncovered_values], dtype=str),
+    }
+    if real:
+        params = tuple(capture.init_params())
+        args = (*params, *capture.input_values)
+        outs = [np.asarray(o) for o in jax.jit(capture.flat_fn)(*args)]
+        names = [n for n in lowered.inputs]
+        in_specs, out_specs = eqn.params["in_specs"], eqn.params["out_specs"]
+        for rank in range(world):
+            for k, (name, arr) in enumerate(zip(names, args, strict=False)):
+                if name is not None:
+                    block = _spec_slices(in_specs[k], np.shape(arr), mesh, rank)
+                    arrays[f"{rank}:in:{name}"] = np.asarray(arr)[block]
+            for k, (name, arr) in enumerate(zip(lowered.outputs, outs, strict=False)):
+                if name is not None:
+                    arrays[f"{rank}:out:{name}"] = arr[_spec_slices(out_specs[k], arr.shape,
+                                                                     mesh, rank)]
+    np.savez(out, **arrays)  # type: ignore[arg-type]
+
+
+_WORKER = """
+import sys
+from solar.diagnostics import SolarError
+from solar.frontends.jaxfe.distributed import run_host_worker
+try:
+    run_host_worker(sys.argv[1], sys.argv[2], sys.argv[3] == "real")
+except SolarError as err:
+    with open(sys.argv[2] + ".err", "w", encoding="utf-8") as f:
+        f.write(err.code + "\\n" + err.message)
+    sys.exit(3)
+"""
+
+
+def _run_worker(path: Path, world: int, real: bool, timeout_s: float) -> dict[str, np.ndarray]:
+    with tempfile.TemporaryDirectory(prefix="solar-jax-") as tmp:
+        out = os.path.join(tmp, "result.npz")
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
+            "JAX_PLATFORMS": "cpu",
+            "XLA_FLAGS": f"--xla_force_host_platform_device_count={world}",
+        }
+        mode = "real" if real else "capture"
+        try:
+            done = subprocess.run(
+                [sys.executable, "-c", _WORKER, str(path), out, mode],
+                capture_output=True,
+                env=env,
+                timeout=timeout_s,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise FrontendError(
+                f"capturing {path.name} on {world} host devices took over {timeout_s:.0f} s",
+                code="E0558",
+            ) from None
+        if os.path.exists(out + ".err"):  # the worker's own coded error, passed on
+            with open(out + ".err", encoding="utf-8") as f:
+                code, message = f.read().split("\n", 1)
+            raise FrontendError(message, code=code)
+        if done.returncode != 0:
+            text = done.stderr.decode(errors="replace").strip().splitlines()
+            last = next((ln for ln in reversed(text) if "Error" in ln), text[-1] if text else "")
+            raise FrontendError(
+                f"capturing {path.name} on {world} host devices failed: {last.strip()}",
+                code="E0558",
+            )
+        with np.load(out) as data:
+            return {k: data[k] for k in data.files}
+
+
+def capture_on_host_devices(
+    path: str | Path, *, world: int | None = None, timeout_s: float = TIMEOUT_S
+) -> HostCapture:
+    """The SPMD program of a ``shard_map`` file, captured on ``world`` host devices.
+
+    Raises:
+        FrontendError: E0554 (no ``WORLD_SIZE``), E0557, E0558, E0550-E0553.
+    """
+    path = Path(path)
+    world = world if world is not None else world_size_of(path)
+    result = _run_worker(path, world, False, timeout_s)
+    coverage = tuple(UncoveredOp(**u) for u in json.loads(str(result["coverage"])))
+    program = parse_program(str(result["ir"]), filename=str(path))
+    return HostCapture(
+        program,
+        world,
+        coverage,
+        int(result["ops_seen"]),
+        tuple(result["keep_live"].tolist()),
+        tuple(result["uncovered_values"].tolist()),
+    )
+
+
+def validate_on_host_devices(
+    path: str | Path,
+    *,
+    world: int | None = None,
+    timeout_s: float = TIMEOUT_S,
+    rtol: float = 1e-4,
+    atol: float = 1e-5,
+) -> HostCheck:
+    """Run the file on ``world`` host devices and compare each rank with the IR.
+
+    Raises:
+        FrontendError: as `capture_on_host_devices`.
+        ValidationMismatchError: a rank's output differs beyond the tolerance (E0556).
+    """
+    from solar.validate import execute_distributed
+
+    path = Path(path)
+    world = world if world is not None else world_size_of(path)
+    result = _run_worker(path, world, True, timeout_s)
+    program = parse_program(str(result["ir"]), filename=str(path))
+    mesh = tuple((m.split("=")[0], int(m.split("=")[1])) for m in result["mesh"].tolist())
+    inputs = [
+        {k.split(":", 2)[2]: v for k, v in result.items() if k.startswith(f"{r}:in:")}
+        for r in range(world)
+    ]
+    got = execute_distributed(program, inputs)
+    want = [
+        {k.split(":", 2)[2]: v for k, v in result.items() if k.startswith(f"{r}:out:")}
+        for r in range(world)
+    ]
+    errors = compare_ranks(got, want, rtol=rtol, atol=atol,
+                           what=f"the real run on {world} host devices")
+    sizes = {v.split("=")[0]: int(v.split("=")[1]) for v in result["sizes"].tolist()}
+    return HostCheck(world, mesh, sizes, errors)

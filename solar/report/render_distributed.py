@@ -1,0 +1,61 @@
+"""The terminal summary of a report's ``distributed`` section (docs/distributed.md)."""
+
+from __future__ import annotations
+
+from solar.report.distributed import DistributedInfo
+from solar.report.units import format_bytes, format_flops, format_time
+
+__all__ = ["distributed_lines"]
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def distributed_lines(d: DistributedInfo) -> list[str]:
+    """What binds the plan's step, per rank, per collective, and its memory."""
+    p, s, st, mem = d.plan, d.step, d.structure, d.memory
+    lines = [
+        f"distributed: {p.label} on {d.cluster} ({p.world} x {d.device}), {p.phase}, "
+        f"micro-batch {p.micro_batch} x {p.micro_batches} per rank, global batch "
+        f"{p.global_batch}, recompute {p.recompute}",
+        f"  model: {st.layers} layer(s){f' ({st.stack})' if st.stack else ''}, hidden "
+        f"{st.hidden or '?'}, heads {st.heads or '?'}, {st.tokens_per_micro_batch} tokens per "
+        f"micro-batch, {st.tp_all_reduces_per_layer} TP reduction(s) per layer",
+    ]
+    if s.time_s is None:
+        lines.append(f"  step: INFEASIBLE, no bound: needs >= {format_bytes(mem.total_bytes)} "
+                     f"per GPU of {format_bytes(mem.capacity_bytes)}")
+    else:
+        lines.append(
+            f"  step >= {format_time(s.time_s)} (bound; binds: {s.binding}, stage "
+            f"{s.binding_rank}); MFU <= {_pct(s.mfu_ceiling)} of "
+            f"{format_flops(s.mfu_peak_flops_per_s)}/s; tokens/s <= "
+            + (f"{s.tokens_per_s_ceiling:,.0f}" if s.tokens_per_s_ceiling else "-")
+        )
+    lines.append(f"  estimate (not a bound) with per-hop latency: "
+                 f"{format_time(s.alpha_estimate_s)}; no-overlap sum (reference): "
+                 f"{format_time(s.no_overlap_s)}")
+    lines.append("  stage  compute      HBM          " + "  ".join(
+        f"{k:<11}" for k in sorted({k for r in d.ranks for k in r.links_s})) + "  binds")
+    for r in d.ranks:
+        links = "  ".join(f"{format_time(r.links_s.get(k, 0.0)):<11}"
+                          for k in sorted({k for x in d.ranks for k in x.links_s}))
+        lines.append(f"  {r.stage:>5}  {format_time(r.compute_s):<11}  "
+                     f"{format_time(r.hbm_s):<11}  {links}  {r.binding}")
+    for c in d.collectives:
+        mark = "" if c.in_bound else "  (not charged)"
+        lines.append(
+            f"  {c.op:<14} {c.axis}x{c.group_size:<4} {c.phase:<9} "
+            f"{format_bytes(c.bytes_per_rank):>9} x{c.count_per_step:g} on {c.link}: "
+            f"{format_time(c.time_s)}{mark}"
+        )
+    lines.append(
+        f"  memory per GPU >= {format_bytes(mem.total_bytes)} of "
+        f"{format_bytes(mem.capacity_bytes)} (parameters {format_bytes(mem.parameter_bytes)}, "
+        f"gradients {format_bytes(mem.gradient_bytes)}, optimizer "
+        f"{format_bytes(mem.optimizer_state_bytes)}, activations "
+        f"{format_bytes(mem.activation_bytes)}){'' if mem.feasible else ': DOES NOT FIT'}"
+    )
+    lines.extend(f"  assumes: {a}" for a in d.assumptions)
+    return lines
