@@ -98,6 +98,7 @@ from solar.report import (
     skipped_validation,
     tiny_bound_warnings,
     validation_info,
+    with_profile,
 )
 
 if TYPE_CHECKING:
@@ -1000,7 +1001,7 @@ def report_at(
     warnings.extend(tiny_bound_warnings(archs))
     if any(h.violation for a in archs for h in a.headroom):
         warnings.append("VIOLATION: a bound is above the measured time; this is a bug to report")
-    return Report(
+    return with_profile(Report(  # the profiler views (solar.report.breakdown)
         tool=ToolInfo(version=__version__),
         input=base.source,
         frontend=FrontendInfo(
@@ -1039,7 +1040,7 @@ def report_at(
         measurement=base.measurement,
         training=base.training if at_analysed else None,
         warnings=tuple(warnings),
-    )
+    ), front, program, sizes)
 
 
 def _training_info(

@@ -333,6 +333,7 @@ def _result(
     fallback: OpFallback | None,
 ) -> FrontendResult:
     from solar.frontends import pytorch as tfe
+    from solar.frontends.pytorch.flops import uncounted_ops
     from solar.frontends.pytorch.reference import program_bytes, reference_values
 
     info = capture.info
@@ -443,4 +444,6 @@ def _result(
         padding_flops=info.padding_flops,
         generated_values=lowered.generated,
         step=step,
+        module_paths=tuple(sorted({c.module_path for c in capture.calls if c.module_path})),
+        uncounted_ops=uncounted_ops(capture.calls),
     )
