@@ -66,7 +66,7 @@ def test_ir_fmt_prints_canonical_text(capsys: pytest.CaptureFixture[str]) -> Non
         (["analyze", MATMUL, "--frontend", "cobol"], 2, "error[E0904]"),
         (["ir", "fmt", "nope.alir"], 2, "error[E0901]"),
         (["gate", "nope.json"], 1, "error[E0701]"),
-        (["no-such-command"], 2, "No such command"),
+        (["no-such-command"], 2, "error[E0904]: no such command"),
     ],
 )
 def test_error_exit_codes(

@@ -125,6 +125,7 @@ def sweep(
         parse_axis,
         run_sweep,
     )
+    from solar.sweep.table import text_table
 
     fields: dict[str, object] = {"model": source}
     if source.suffix in (".yaml", ".yml"):
@@ -177,6 +178,8 @@ def sweep(
     finally:
         for s, old in previous.items():
             signal.signal(s, old)
+    for text in text_table(summary.rows, spec.size_names, summary.table_path):
+        typer.echo(text)
     counts = ", ".join(f"{n} {s}" for s, n in sorted(summary.counts.items()))
     resumed = f" ({summary.resumed} resumed)" if summary.resumed else ""
     typer.echo(
