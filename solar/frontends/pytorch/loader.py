@@ -173,15 +173,12 @@ def user_code(what: str) -> Iterator[None]:
 
 
 def _entry_point(module: types.ModuleType, name: str, path: Path) -> Callable[..., Any]:
+    from solar.frontends.pytorch.entry_hint import entry_notes
+
     fn = getattr(module, name, None)
     if fn is None or not callable(fn):
         raise FrontendError(
-            f"{path.name} has no `{name}`",
-            code="E0502",
-            notes=(
-                "a model file defines `class Model(nn.Module)`, `get_inputs()` and "
-                "`get_init_inputs()`",
-            ),
+            f"{path.name} has no `{name}`", code="E0502", notes=entry_notes(module, name)
         )
     return fn  # type: ignore[no-any-return]
 
