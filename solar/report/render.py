@@ -209,12 +209,25 @@ def _bound_notes(arch: ArchBounds, report: Report) -> list[str]:
     return lines
 
 
+def _policy_assumption(arch: ArchBounds) -> list[str]:
+    """What a reduced-precision policy assumes: the compute roofs change, the bytes
+    do not (the IR keeps the dtypes it was captured with)."""
+    if arch.precision_policy not in ("bf16", "fp16", "fp8"):
+        return []
+    return [
+        f"  precision: matmuls and convolutions at the {arch.precision_policy} tensor peak; "
+        "tensors keep their\n    captured dtypes, so the bytes are those of the captured "
+        "program (cast the model itself\n    to bound the traffic of narrower tensors)"
+    ]
+
+
 def _arch_block(arch: ArchBounds, report: Report, top: int) -> list[str]:
     lines = [
         f"{arch.display_name} [{arch.arch}]"
         + (" (measured spec)" if arch.spec_measured else "")
         + f" — precision policy {arch.precision_policy}",
         f"  cache: {arch.cache_assumption}",
+        *_policy_assumption(arch),
         f"  {'model':<12} {'bound':>12} {'compute':>12} {'memory':>12} {'DRAM bytes':>11} "
         f"{'AI F/B':>8}  bottleneck",
     ]

@@ -111,3 +111,6 @@ def test_precision_hint_promises_a_bound_that_bf16_meets(capsys: pytest.CaptureF
     assert fused and fused.group(2) == hint.group(2)
     assert float(fused.group(1)) <= float(hint.group(1))  # the hint never over-promises
     assert "--precision bf16 bounds" not in bf16  # no hint once followed
+    # the what-if says what it assumed: compute roofs move, bytes stay the captured ones
+    assert "  precision: matmuls and convolutions at the bf16 tensor peak; tensors keep their\n" \
+        "    captured dtypes, so the bytes are those of the captured program" in bf16
