@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from solar.diagnostics import printable
 from solar.report.schema import ArchBounds, BreakdownRow, KernelRow
 
 __all__ = [
@@ -133,7 +134,9 @@ def breakdown_lines(arch: ArchBounds, rows: Sequence[BreakdownRow], what: str, t
     cols = (f"{label} {'kernels':>7} {'bound':>10} {'share':>6} {'FLOPs':>11} {'bytes':>9}  "
             "bottleneck")
     title = f"  by {what}: {len(ranked)} of {len(mine)} by unfused bound{extra}:"
-    return [title, *_table(cols, [r.name or "(top level)" for r in ranked], cells, 36)]
+    # module paths come from user code (`add_module` takes any name): escaped for one line
+    names = [printable(r.name) or "(top level)" for r in ranked]
+    return [title, *_table(cols, names, cells, 36)]
 
 
 def _bf16_bounds(arch: ArchBounds) -> tuple[float, float, float, float] | None:

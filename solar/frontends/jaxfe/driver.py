@@ -65,6 +65,17 @@ from solar.training import Phase
 __all__ = ["LOWERINGS", "EqnCtx", "Lowerer", "LoweringFn", "NestedSink"]
 
 
+_CONTROL_FLOW = frozenset({"scan", "while", "cond", "switch"})
+"""Primitives whose bodies are lowered whole (Note [What stopped a loop])."""
+
+# Note [What stopped a loop]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A loop body (``scan``, ``while``) or a branch inside one is lowered as one kernel, so one
+# equation it cannot lower leaves the whole loop uncovered. The coverage row names the
+# loop; the equation that stopped it is in the reason, and the frontend notes carry it to
+# the report: "scan uncovered: `gather`: ... (inside its body)", or "no lowering for
+# primitive `X`", nested loops naming the innermost.
+
 class NestedSink:
     """Emission into an enclosing loop body: statements go to a list, locals to the kernel."""
 
@@ -342,10 +353,15 @@ class Lowerer(LoweringDriver):
             fn = _opaque_input(opaque[0])
         elif uint8_inexact(eqn):
             fn = _uint8_arithmetic
-        if not self.catch:
+        if not self.catch:  # inside a loop body: the enclosing op's reason names this one
             if fn is None:
                 raise UnsupportedOpError(f"no lowering for primitive `{prim}`")
-            return self._apply(fn, eqn, ins)
+            try:
+                return self._apply(fn, eqn, ins)
+            except UnsupportedOpError as err:
+                if str(err).startswith(("`", "no lowering for primitive")):
+                    raise
+                raise UnsupportedOpError(f"`{prim}`: {err}") from err
         nbytes = _eqn_bytes(eqn)
         self.count(nbytes)
         got = (
@@ -386,6 +402,10 @@ class Lowerer(LoweringDriver):
         prim = eqn.primitive.name
         counted = equation_flops(eqn) if self.count_uncovered else None
         self.uncover(prim, nbytes, reason, ins, counted)
+        if prim in _CONTROL_FLOW:  # Note [What stopped a loop]
+            note = f"{prim} uncovered: {reason} (inside its body)"
+            if note not in self.notes:
+                self.notes.append(note)
         outs: list[Value] = []
         for k, v in enumerate(eqn.outvars):
             shape = tuple(int(d) for d in v.aval.shape)

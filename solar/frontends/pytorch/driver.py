@@ -54,6 +54,7 @@ from solar.frontends.kit import (
     shape_numel,
     uncovered_name,
 )
+from solar.frontends.kit.outputs import write_empty_outputs
 from solar.frontends.pytorch.capture_types import (
     NamedTensor,
     RecordedCall,
@@ -526,7 +527,8 @@ class _Lowerer(LoweringDriver):
             else:
                 self._copy_out(info, name, rename)
             out_names.append(name)
-        program = aliases_last(prune_unused(rename_tensors(self.pb.build(), rename, role="output")))
+        program = rename_tensors(self.pb.build(), rename, role="output")
+        program = aliases_last(prune_unused(write_empty_outputs(program)))
         kept = {t.name for t in program.tensors}
         cap = self.capture
         lowered = self.lowered(
