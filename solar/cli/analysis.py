@@ -34,6 +34,7 @@ from solar.cli.distributed import (
     PhaseOption,
     PlanFileOption,
     RecomputeOption,
+    ScheduleOption,
     distributed_request,
 )
 from solar.guard import DEFAULT_TIME_LIMIT_S
@@ -219,6 +220,7 @@ def analyze(
     micro_batch: MicroBatchOption = None,
     global_batch: GlobalBatchOption = None,
     recompute: RecomputeOption = "none",
+    schedule: ScheduleOption = None,
     phase: PhaseOption = None,
 ) -> None:
     """Analyse a program: frontend → validate → bounds → report.
@@ -252,7 +254,7 @@ def analyze(
         if path is not None:
             prepare_output(path)  # a bad -o fails before any work
     request = distributed_request(cluster, parallel, plan, micro_batch, global_batch,
-                                  recompute, phase, train=train)
+                                  recompute, phase, train=train, schedule=schedule)
     if not arch and request is not None:  # the cluster's device, not the default one
         from solar.hw.cluster_loader import load_cluster_spec
 

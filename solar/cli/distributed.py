@@ -27,7 +27,9 @@ __all__ = [
     "PhaseOption",
     "PlanFileOption",
     "RecomputeOption",
+    "ScheduleOption",
     "distributed_request",
+    "parse_schedules",
 ]
 
 ClusterOption: TypeAlias = Annotated[
@@ -64,6 +66,35 @@ PhaseOption: TypeAlias = Annotated[
                                  "or decode (one forward; the default otherwise)."),
 ]
 
+ScheduleOption: TypeAlias = Annotated[
+    str | None,
+    typer.Option("--schedule", metavar="NAMES",
+                 help="Pipeline schedules to bound, comma-separated: gpipe, 1f1b, "
+                      "interleaved, zb-h1, zb-h2, zbv, dualpipe, or all (with --train and "
+                      "pp > 1; docs/distributed.md)."),
+]
+
+
+def parse_schedules(text: str | None) -> tuple[str, ...]:
+    """``--schedule`` as names (``all`` stays ``all``).
+
+    >>> parse_schedules("1f1b, zbv")
+    ('1f1b', 'zbv')
+
+    Raises:
+        PlanError: E0804 an unknown schedule name.
+    """
+    if text is None:
+        return ()
+    from solar.distributed.schedules import SCHEDULES
+
+    names = tuple(x.strip() for x in text.split(",") if x.strip())
+    bad = [n for n in names if n not in (*SCHEDULES, "all")]
+    if bad or not names:
+        raise PlanError(f"unknown --schedule `{', '.join(bad) or text}`", code="E0804",
+                        notes=(f"schedules: {', '.join(SCHEDULES)}, all",))
+    return names
+
 
 def distributed_request(
     cluster: str | None,
@@ -75,6 +106,7 @@ def distributed_request(
     phase: Phase | None,
     *,
     train: bool,
+    schedule: str | None = None,
 ) -> DistributedRequest | None:
     """The `solar.distributed.DistributedRequest` the options ask for, or ``None``.
 
@@ -85,7 +117,7 @@ def distributed_request(
     """
     given = [n for n, v in (("--parallel", parallel), ("--plan", plan_file),
                             ("--micro-batch", micro_batch), ("--global-batch", global_batch),
-                            ("--phase", phase)) if v is not None]
+                            ("--phase", phase), ("--schedule", schedule)) if v is not None]
     if cluster is None:
         if given or recompute != "none":
             raise PlanError(f"{', '.join(given) or '--recompute'} need(s) --cluster",
@@ -111,4 +143,5 @@ def distributed_request(
         recompute=recompute,
         phase=chosen,
         plan_file=pf,
+        schedules=parse_schedules(schedule),
     )

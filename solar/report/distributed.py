@@ -18,6 +18,9 @@ __all__ = [
     "MemoryRow",
     "PlanInfo",
     "RankRow",
+    "ScheduleInfo",
+    "ScheduleRow",
+    "StageRow",
     "StepRow",
     "StructureInfo",
 ]
@@ -131,6 +134,60 @@ class MemoryRow(BaseModel):
     )
 
 
+class StageRow(BaseModel):
+    """One pipeline rank's operations per micro-batch (lower bounds) and, under the
+    schedule the step is drawn with, its bubble and activation memory."""
+
+    model_config = _FROZEN
+    stage: int
+    forward_s: float = Field(description="F: one micro-batch's forward on this rank")
+    input_grad_s: float = Field(description="B: its input gradient (what rank s-1 waits for)")
+    weight_grad_s: float = Field(description="W: its weight gradients")
+    optimizer_s: float = Field(description="O: the rank's optimizer step, once per step")
+    activation_bytes: float = Field(description="activations one micro-batch keeps until its W")
+    bubble_s: float = Field(description="idle time within the step under `schedule.drawn`")
+    in_flight: float = Field(description="peak micro-batches held under `schedule.drawn`")
+    activation_peak_bytes: float = Field(description="in_flight x activation_bytes")
+
+
+class ScheduleRow(BaseModel):
+    """One pipeline schedule's step bound (its fixed per-rank order timed with the
+    stages' costs; docs/distributed.md, Note [Fixed orders])."""
+
+    model_config = _FROZEN
+    schedule: Literal["gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zbv", "dualpipe"]
+    chunks: int = Field(description="chunks (virtual stages) per rank")
+    time_s: float = Field(description="lower bound of one step under this schedule")
+    bubble_s: tuple[float, ...] = Field(description="per rank: idle time within the step")
+    in_flight: tuple[float, ...] = Field(description="per rank: peak micro-batches held")
+    activation_bytes: tuple[float, ...] = Field(description="per rank: peak activation bytes")
+    gantt: tuple[tuple[tuple[str, float, float], ...], ...] = Field(
+        default=(), description="per rank: (op, start s, end s); op is F|B|W<micro-batch>")
+
+
+class ScheduleInfo(BaseModel):
+    """Pipeline schedules: the schedule-free bounds and each requested schedule."""
+
+    model_config = _FROZEN
+    send_s: float = Field(description="P: one boundary transfer (activations or gradients)")
+    bound_s: float = Field(description="lower bound for ANY synchronous flushing schedule: "
+                                       "the lower of the one-way and the bidirectional bound")
+    one_way_s: float = Field(description="schedules feeding every micro-batch at rank 0: "
+                                         "max(fill + work, fill + drain)")
+    bidirectional_s: float | None = Field(
+        description="schedules feeding half the micro-batches at each end (DualPipe): fill "
+                    "from the nearer end + the two stages' work; null for odd pp or m")
+    work_s: float = Field(description="max over ranks of m (F + B + W) + O")
+    fill_s: float = Field(description="the fill + work bound")
+    drain_s: float = Field(description="the fill + drain bound")
+    periodic_s: float = Field(description="period bound with no global optimizer sync")
+    binding: Literal["work", "fill", "drain"]
+    binding_stage: int
+    chunks: int = Field(description="chunks per rank the schedule-free bound allows")
+    drawn: str | None = Field(description="the schedule `stages[]` and the Gantt show")
+    schedules: tuple[ScheduleRow, ...] = ()
+
+
 class DistributedInfo(BaseModel):
     """A parallel plan's step bound on a cluster (``--cluster`` / ``--parallel``)."""
 
@@ -144,3 +201,5 @@ class DistributedInfo(BaseModel):
     collectives: tuple[CollectiveRow, ...]
     memory: MemoryRow
     assumptions: tuple[str, ...] = ()
+    schedule: ScheduleInfo | None = None
+    stages: tuple[StageRow, ...] = ()

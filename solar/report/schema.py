@@ -44,7 +44,7 @@ __all__ = [
     "report_json_schema",
 ]
 
-REPORT_SCHEMA_VERSION = "1.4"
+REPORT_SCHEMA_VERSION = "1.5"
 
 _FROZEN = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
