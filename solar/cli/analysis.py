@@ -28,6 +28,7 @@ from solar.cli.app import (
 )
 from solar.cli.distributed import (
     ClusterOption,
+    FailOption,
     GlobalBatchOption,
     MicroBatchOption,
     ParallelOption,
@@ -221,6 +222,7 @@ def analyze(
     global_batch: GlobalBatchOption = None,
     recompute: RecomputeOption = "none",
     schedule: ScheduleOption = None,
+    fail: FailOption = None,
     phase: PhaseOption = None,
 ) -> None:
     """Analyse a program: frontend → validate → bounds → report.
@@ -254,7 +256,8 @@ def analyze(
         if path is not None:
             prepare_output(path)  # a bad -o fails before any work
     request = distributed_request(cluster, parallel, plan, micro_batch, global_batch,
-                                  recompute, phase, train=train, schedule=schedule)
+                                  recompute, phase, train=train, schedule=schedule,
+                                  fail=fail)
     if not arch and request is not None:  # the cluster's device, not the default one
         from solar.hw.cluster_loader import load_cluster_spec
 

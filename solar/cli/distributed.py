@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ClusterOption",
+    "FailOption",
     "GlobalBatchOption",
     "MicroBatchOption",
     "ParallelOption",
@@ -74,6 +75,13 @@ ScheduleOption: TypeAlias = Annotated[
                       "pp > 1; docs/distributed.md)."),
 ]
 
+FailOption: TypeAlias = Annotated[
+    list[str] | None,
+    typer.Option("--fail", metavar="stage=S:k=K",
+                 help="K data-parallel replicas of pipeline stage S are down; their "
+                      "micro-batches go to the survivors (repeatable; docs/distributed.md)."),
+]
+
 
 def parse_schedules(text: str | None) -> tuple[str, ...]:
     """``--schedule`` as names (``all`` stays ``all``).
@@ -107,6 +115,7 @@ def distributed_request(
     *,
     train: bool,
     schedule: str | None = None,
+    fail: list[str] | None = None,
 ) -> DistributedRequest | None:
     """The `solar.distributed.DistributedRequest` the options ask for, or ``None``.
 
@@ -117,13 +126,15 @@ def distributed_request(
     """
     given = [n for n, v in (("--parallel", parallel), ("--plan", plan_file),
                             ("--micro-batch", micro_batch), ("--global-batch", global_batch),
-                            ("--phase", phase), ("--schedule", schedule)) if v is not None]
+                            ("--phase", phase), ("--schedule", schedule),
+                            ("--fail", fail or None)) if v is not None]
     if cluster is None:
         if given or recompute != "none":
             raise PlanError(f"{', '.join(given) or '--recompute'} need(s) --cluster",
                             code="E0806")
         return None
     from solar.distributed import DistributedRequest, load_plan_file, parse_parallel
+    from solar.distributed.failures import parse_failure
     from solar.hw.cluster_loader import load_cluster_spec
 
     spec = load_cluster_spec(cluster)
@@ -144,4 +155,5 @@ def distributed_request(
         phase=chosen,
         plan_file=pf,
         schedules=parse_schedules(schedule),
+        failures=tuple(parse_failure(f) for f in fail or ()),
     )

@@ -16,6 +16,7 @@ from typing import Final
 from solar.bounds import KernelBound
 from solar.diagnostics import PlanError
 from solar.distributed.collectives import Collective, charge_collective
+from solar.distributed.failures import Failure, bound_failures
 from solar.distributed.plan import ParallelPlan, Recompute
 from solar.distributed.schedules import (
     SCHEDULES,
@@ -29,7 +30,13 @@ from solar.distributed.stages import stage_costs
 from solar.distributed.structure import ModelStructure
 from solar.hw.cluster import ClusterSpec
 from solar.ir import Program
-from solar.report.distributed import ScheduleInfo, ScheduleRow, StageRow
+from solar.report.distributed import (
+    FailureInfo,
+    FailureRow,
+    ScheduleInfo,
+    ScheduleRow,
+    StageRow,
+)
 
 __all__ = ["GANTT_MAX_OPS", "PipelineReport", "boundary_send_s", "pipeline_report"]
 
@@ -46,6 +53,7 @@ class PipelineReport:
     bound_s: float
     binding: str
     costs: StageCosts
+    failures: FailureInfo | None = None
 
 
 def boundary_send_s(s: ModelStructure, plan: ParallelPlan, cluster: ClusterSpec) -> float:
@@ -81,6 +89,7 @@ def pipeline_report(
     micro_batches: int,
     recompute: Recompute,
     schedules: Sequence[Schedule | str],
+    failures: Sequence[Failure] = (),
 ) -> PipelineReport:
     """Per-stage costs, the schedule-free bounds and each schedule in ``schedules``
     (``all``: every schedule these sizes can run).
@@ -132,4 +141,24 @@ def pipeline_report(
         schedules=tuple(_row(b, gantt=b is drawn) for b in rows),
     )
     return PipelineReport(info=info, stages=stages, bound_s=bound, binding=binding,
-                          costs=costs)
+                          costs=costs, failures=_failures(costs, failures, plan, m, v_lb, drawn,
+                                                          s))
+
+
+def _failures(costs: StageCosts, failures: Sequence[Failure], plan: ParallelPlan, m: int,
+              v: int, drawn: ScheduleBound | None, s: ModelStructure) -> FailureInfo | None:
+    if not failures:
+        return None
+    boundary = s.tokens / plan.cp * (s.hidden or 0) * s.act_bytes / plan.tp
+    fb = bound_failures(costs, failures, dp=plan.dp, micro_batches=m, chunks=v,
+                        bubble_s=drawn.bubble_s if drawn else (),
+                        boundary_bytes=boundary, in_flight=drawn.in_flight if drawn else ())
+    rows = tuple(
+        FailureRow(stage=f.stage, down=f.down, extra_micro_batches=fb.extra_micro_batches[i],
+                   extra_work_s=fb.extra_work_s[i], fits_in_bubble=fb.fits_in_bubble[i],
+                   extra_boundary_bytes=fb.extra_boundary_bytes[i],
+                   extra_activation_bytes=fb.extra_activation_bytes[i])
+        for i, f in enumerate(fb.failures))
+    return FailureInfo(time_s=fb.time_s, no_failure_s=fb.no_failure_s,
+                       drop_pipelines_s=fb.drop_pipelines_s, binding_stage=fb.binding_stage,
+                       stages=rows, curve=fb.curve)

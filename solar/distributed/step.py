@@ -34,6 +34,7 @@ from solar.distributed.collectives import (
     min_bytes_per_rank,
     place_groups,
 )
+from solar.distributed.failures import Failure
 from solar.distributed.pipelining import PipelineReport, pipeline_report
 from solar.distributed.plan import ParallelPlan, Phase, PlanFile, Recompute, check_plan
 from solar.distributed.plan_collectives import plan_collectives
@@ -77,6 +78,7 @@ class DistributedRequest:
         plan_file: the plan file's model facts, if one was given.
         schedules: pipeline schedules to bound (``all`` for every one); empty: the
             plan's own (1f1b, or interleaved with vpp > 1).
+        failures: data-parallel replicas down per stage (``--fail``).
     """
 
     cluster: str
@@ -87,6 +89,7 @@ class DistributedRequest:
     phase: Phase = "train"
     plan_file: PlanFile | None = field(default=None)
     schedules: tuple[str, ...] = ()
+    failures: tuple[Failure, ...] = ()
 
 
 def _structure_info(s: ModelStructure) -> StructureInfo:
@@ -192,10 +195,13 @@ def bound_step(
     info = _assemble(cluster, spec, plan, world, request, s, work, hbm_s, memory,
                      collectives_of)
     if request.plan is None or request.phase != "train" or plan.pp < 2:
+        if request.failures or request.schedules:
+            raise PlanError("--schedule and --fail bound a pipelined training step: give "
+                            "--train and a plan with pp >= 2", code="E0806")
         return info
     pipe = pipeline_report(program, unfused.kernels, s, plan, sizes, cluster,
                            micro_batches=m, recompute=request.recompute,
-                           schedules=request.schedules)
+                           schedules=request.schedules, failures=request.failures)
     return _with_pipeline(info, pipe)
 
 
@@ -218,7 +224,7 @@ def _with_pipeline(info: DistributedInfo, pipe: PipelineReport) -> DistributedIn
             if step.tokens_per_s_ceiling else None,
         })
     return info.model_copy(update={"step": step, "schedule": pipe.info, "stages": pipe.stages,
-                                   "assumptions": assumptions})
+                                   "failures": pipe.failures, "assumptions": assumptions})
 
 
 Placed: TypeAlias = tuple[Collective, "int | GroupPlacement"]

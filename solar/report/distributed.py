@@ -15,6 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field
 __all__ = [
     "CollectiveRow",
     "DistributedInfo",
+    "FailureInfo",
+    "FailureRow",
     "MemoryRow",
     "PlanInfo",
     "RankRow",
@@ -188,6 +190,36 @@ class ScheduleInfo(BaseModel):
     schedules: tuple[ScheduleRow, ...] = ()
 
 
+class FailureRow(BaseModel):
+    """One stage's failed replicas and what their re-routed micro-batches cost."""
+
+    model_config = _FROZEN
+    stage: int
+    down: int = Field(description="data-parallel replicas of this stage that are down")
+    extra_micro_batches: int = Field(description="micro-batches the busiest survivor adds")
+    extra_work_s: float = Field(description="their F + B + W on the survivor")
+    fits_in_bubble: bool = Field(description="the extra work fits in the schedule's bubble")
+    extra_boundary_bytes: float = Field(
+        description="bytes the re-routed micro-batches send across pipelines")
+    extra_activation_bytes: float = Field(
+        description="ESTIMATE: the busiest survivor's added activations")
+
+
+class FailureInfo(BaseModel):
+    """Failed data-parallel replicas, their micro-batches re-routed to the survivors
+    (docs/distributed.md, Note [Re-routed micro-batches])."""
+
+    model_config = _FROZEN
+    time_s: float = Field(description="lower bound of one step with the failures")
+    no_failure_s: float = Field(description="the same (schedule-free) bound without them")
+    drop_pipelines_s: float = Field(
+        description="baseline: the pipelines that lost a replica are dropped")
+    binding_stage: int = Field(description="failed stage whose survivors bind; -1: none")
+    stages: tuple[FailureRow, ...]
+    curve: tuple[tuple[int, float], ...] = Field(
+        description="(replicas down at the binding stage, step bound)")
+
+
 class DistributedInfo(BaseModel):
     """A parallel plan's step bound on a cluster (``--cluster`` / ``--parallel``)."""
 
@@ -203,3 +235,4 @@ class DistributedInfo(BaseModel):
     assumptions: tuple[str, ...] = ()
     schedule: ScheduleInfo | None = None
     stages: tuple[StageRow, ...] = ()
+    failures: FailureInfo | None = None

@@ -96,6 +96,17 @@ def _schedule_lines(d: DistributedInfo) -> list[str]:
         lines.append(f"  {st.stage:>5}  {format_time(st.forward_s):<11}  "
                      f"{format_time(st.input_grad_s):<11}  {format_time(st.weight_grad_s):<11}  "
                      f"{format_time(st.optimizer_s):<11}  {format_time(st.bubble_s)}")
+    fl = d.failures
+    if fl is not None:
+        lines.append(f"  failures: step >= {format_time(fl.time_s)} (no failure "
+                     f"{format_time(fl.no_failure_s)}; dropping the pipelines "
+                     f"{format_time(fl.drop_pipelines_s)})")
+        lines.extend(
+            f"    stage {r.stage}: {r.down} down, +{r.extra_micro_batches} micro-batch(es) "
+            f"= {format_time(r.extra_work_s)} per survivor "
+            f"({'fits in' if r.fits_in_bubble else 'exceeds'} the bubble), "
+            f"{format_bytes(r.extra_boundary_bytes)} re-routed, ~"
+            f"{format_bytes(r.extra_activation_bytes)} more activations" for r in fl.stages)
     if drawn is not None and drawn.gantt:
         lines.append(f"  {drawn.schedule} timeline (F forward, B input grad, W weight grad, "
                      f". idle; 0 .. {format_time(drawn.time_s)}):")

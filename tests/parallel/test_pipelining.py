@@ -85,3 +85,22 @@ def test_unknown_schedule_is_coded(capsys: pytest.CaptureFixture[str]) -> None:
     r = run_cli(capsys, "analyze", str(GPT), "--validate", "off", "-q", "--train",
                 "--cluster", "DGX_A100", "--parallel", "pp=2", "--schedule", "pipedream")
     assert r.code == 2 and "error[E0804]" in r.err
+
+
+def test_failures_in_the_report(gpt: PreparedProgram) -> None:
+    from solar.distributed.failures import Failure
+
+    info = _bound(gpt, "tp=1,pp=4,dp=4", global_batch=32, failures=(Failure(3, 1),))
+    fl = info.failures
+    assert fl is not None and info.schedule is not None
+    assert fl.no_failure_s == pytest.approx(info.schedule.one_way_s)
+    assert fl.time_s >= fl.no_failure_s and fl.stages[0].extra_micro_batches == 3
+    assert "failures: step >=" in "\n".join(distributed_lines(info))
+
+
+def test_fail_without_a_pipeline_is_coded(capsys: pytest.CaptureFixture[str]) -> None:
+    r = run_cli(capsys, "analyze", str(GPT), "--validate", "off", "-q", "--train",
+                "--set", "LAYERS=2", "--set", "HIDDEN=64", "--set", "HEADS=4", "--set", "SEQ=32",
+                "--cluster", "DGX_A100", "--parallel", "dp=2", "--global-batch", "2",
+                "--fail", "stage=0:k=1")
+    assert r.code == 2 and "error[E0806]" in r.err
