@@ -31,6 +31,8 @@ from solar.cli.distributed import (
     FailOption,
     GlobalBatchOption,
     MicroBatchOption,
+    MoeLoadOption,
+    MoeSlotsOption,
     ParallelOption,
     PhaseOption,
     PlanFileOption,
@@ -223,6 +225,8 @@ def analyze(
     recompute: RecomputeOption = "none",
     schedule: ScheduleOption = None,
     fail: FailOption = None,
+    moe_load: MoeLoadOption = None,
+    moe_slots: MoeSlotsOption = None,
     phase: PhaseOption = None,
 ) -> None:
     """Analyse a program: frontend → validate → bounds → report.
@@ -257,7 +261,7 @@ def analyze(
             prepare_output(path)  # a bad -o fails before any work
     request = distributed_request(cluster, parallel, plan, micro_batch, global_batch,
                                   recompute, phase, train=train, schedule=schedule,
-                                  fail=fail)
+                                  fail=fail, moe_load=moe_load, moe_slots=moe_slots)
     if not arch and request is not None:  # the cluster's device, not the default one
         from solar.hw.cluster_loader import load_cluster_spec
 

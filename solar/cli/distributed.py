@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 __all__ = [
     "ClusterOption",
     "FailOption",
+    "MoeLoadOption",
+    "MoeSlotsOption",
     "GlobalBatchOption",
     "MicroBatchOption",
     "ParallelOption",
@@ -82,6 +84,18 @@ FailOption: TypeAlias = Annotated[
                       "micro-batches go to the survivors (repeatable; docs/distributed.md)."),
 ]
 
+MoeLoadOption: TypeAlias = Annotated[
+    str | None,
+    typer.Option("--moe-load", metavar="FILE|uniform|zipf:A",
+                 help="Tokens per expert per step and layer (.npz array `counts` or .csv "
+                      "step,layer,expert,tokens), or a synthetic load."),
+]
+MoeSlotsOption: TypeAlias = Annotated[
+    int | None,
+    typer.Option("--moe-slots", min=1,
+                 help="Expert slots per GPU for adaptive placement (default experts/ep)."),
+]
+
 
 def parse_schedules(text: str | None) -> tuple[str, ...]:
     """``--schedule`` as names (``all`` stays ``all``).
@@ -116,6 +130,8 @@ def distributed_request(
     train: bool,
     schedule: str | None = None,
     fail: list[str] | None = None,
+    moe_load: str | None = None,
+    moe_slots: int | None = None,
 ) -> DistributedRequest | None:
     """The `solar.distributed.DistributedRequest` the options ask for, or ``None``.
 
@@ -127,7 +143,8 @@ def distributed_request(
     given = [n for n, v in (("--parallel", parallel), ("--plan", plan_file),
                             ("--micro-batch", micro_batch), ("--global-batch", global_batch),
                             ("--phase", phase), ("--schedule", schedule),
-                            ("--fail", fail or None)) if v is not None]
+                            ("--fail", fail or None), ("--moe-load", moe_load),
+                            ("--moe-slots", moe_slots)) if v is not None]
     if cluster is None:
         if given or recompute != "none":
             raise PlanError(f"{', '.join(given) or '--recompute'} need(s) --cluster",
@@ -156,4 +173,5 @@ def distributed_request(
         plan_file=pf,
         schedules=parse_schedules(schedule),
         failures=tuple(parse_failure(f) for f in fail or ()),
+        moe_load=moe_load, moe_slots=moe_slots,
     )

@@ -35,6 +35,7 @@ from solar.distributed.collectives import (
     place_groups,
 )
 from solar.distributed.failures import Failure
+from solar.distributed.moe_step import moe_info
 from solar.distributed.pipelining import PipelineReport, pipeline_report
 from solar.distributed.plan import ParallelPlan, Phase, PlanFile, Recompute, check_plan
 from solar.distributed.plan_collectives import plan_collectives
@@ -79,6 +80,8 @@ class DistributedRequest:
         schedules: pipeline schedules to bound (``all`` for every one); empty: the
             plan's own (1f1b, or interleaved with vpp > 1).
         failures: data-parallel replicas down per stage (``--fail``).
+        moe_load: tokens per expert (``--moe-load``: a file, ``uniform``, ``zipf:A``).
+        moe_slots: expert slots per GPU for adaptive placement (``--moe-slots``).
     """
 
     cluster: str
@@ -90,6 +93,8 @@ class DistributedRequest:
     plan_file: PlanFile | None = field(default=None)
     schedules: tuple[str, ...] = ()
     failures: tuple[Failure, ...] = ()
+    moe_load: str | None = None
+    moe_slots: int | None = None
 
 
 def _structure_info(s: ModelStructure) -> StructureInfo:
@@ -194,6 +199,10 @@ def bound_step(
 
     info = _assemble(cluster, spec, plan, world, request, s, work, hbm_s, memory,
                      collectives_of)
+    if request.moe_load is not None:
+        info = info.model_copy(update={"moe": moe_info(
+            program, s, plan, cluster, peak_flops_per_s=work.peak_flops_per_s,
+            moe_load=request.moe_load, slots=request.moe_slots, micro_batches=m)})
     if request.plan is None or request.phase != "train" or plan.pp < 2:
         if request.failures or request.schedules:
             raise PlanError("--schedule and --fail bound a pipelined training step: give "

@@ -18,6 +18,7 @@ __all__ = [
     "FailureInfo",
     "FailureRow",
     "MemoryRow",
+    "MoeInfo",
     "PlanInfo",
     "RankRow",
     "ScheduleInfo",
@@ -220,6 +221,34 @@ class FailureInfo(BaseModel):
         description="(replicas down at the binding stage, step bound)")
 
 
+class MoeInfo(BaseModel):
+    """The expert phase per step under an expert load (docs/distributed.md, Note
+    [Expert placement bounds]); every time a lower bound."""
+
+    model_config = _FROZEN
+    source: str = Field(description="the load: a file, `uniform` or `zipf:ALPHA`")
+    experts: int
+    layers: int
+    steps: int
+    group: int = Field(description="GPUs in the expert-parallel group")
+    slots_per_gpu: int = Field(description="expert slots per GPU for adaptive placement")
+    static_s: tuple[float, ...] = Field(description="per step: experts pinned to GPUs")
+    lagged_s: tuple[float, ...] = Field(
+        description="per step: replicas placed from the previous step's load, moves counted")
+    oracle_s: tuple[float, ...] = Field(description="per step: placed from its own load")
+    balanced_s: tuple[float, ...] = Field(description="per step: perfectly even loads")
+    move_s: tuple[float, ...] = Field(description="per step: the lagged placement's moves")
+    imbalance: tuple[tuple[float, ...], ...] = Field(
+        description="per step and layer: static max GPU load / mean")
+    a2a_bytes_per_rank: tuple[float, ...] = Field(
+        description="per step: the busiest GPU's all-to-all bytes in (4 per layer)")
+    node_cut_bytes: tuple[float, ...] = Field(
+        description="per step: the busiest scale-up domain's bytes in across its boundary")
+    a2a_s: tuple[float, ...] = Field(description="per step: all-to-all link time")
+    loads: tuple[tuple[tuple[int, ...], ...], ...] = Field(
+        default=(), description="tokens per step, layer and expert (small loads only)")
+
+
 class DistributedInfo(BaseModel):
     """A parallel plan's step bound on a cluster (``--cluster`` / ``--parallel``)."""
 
@@ -236,3 +265,4 @@ class DistributedInfo(BaseModel):
     schedule: ScheduleInfo | None = None
     stages: tuple[StageRow, ...] = ()
     failures: FailureInfo | None = None
+    moe: MoeInfo | None = None

@@ -58,6 +58,7 @@ def distributed_lines(d: DistributedInfo) -> list[str]:
         f"{format_bytes(mem.activation_bytes)}){'' if mem.feasible else ': DOES NOT FIT'}"
     )
     lines.extend(_schedule_lines(d))
+    lines.extend(_moe_lines(d))
     lines.extend(f"  assumes: {a}" for a in d.assumptions)
     return lines
 
@@ -113,3 +114,24 @@ def _schedule_lines(d: DistributedInfo) -> list[str]:
         lines.extend(f"  {r:>5} |{_gantt(ops, drawn.time_s)}|"
                      for r, ops in enumerate(drawn.gantt))
     return lines
+
+
+def _moe_lines(d: DistributedInfo) -> list[str]:
+    mo = d.moe
+    if mo is None:
+        return []
+
+    def worst(xs: tuple[float, ...]) -> str:
+        return format_time(max(xs, default=0.0))
+
+    peak = max((x for row in mo.imbalance for x in row), default=1.0)
+    return [
+        f"  moe: {mo.source}, {mo.experts} experts x {mo.layers} layer(s) x {mo.steps} "
+        f"step(s) on ep={mo.group} ({mo.slots_per_gpu} slot(s) per GPU); expert phase per "
+        f"step (worst step) >= static {worst(mo.static_s)}, lagged adaptive "
+        f"{worst(mo.lagged_s)} (moves {worst(mo.move_s)}), oracle {worst(mo.oracle_s)}, "
+        f"balanced {worst(mo.balanced_s)}; imbalance up to {peak:.2f}x",
+        f"    all-to-all per step: {format_bytes(max(mo.a2a_bytes_per_rank, default=0.0))} "
+        f"into the busiest GPU, {format_bytes(max(mo.node_cut_bytes, default=0.0))} across "
+        f"the busiest domain's boundary, >= {worst(mo.a2a_s)}",
+    ]
