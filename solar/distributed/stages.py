@@ -8,7 +8,9 @@ pure. Each kernel is placed on a pipeline rank and given a phase:
   (layer ``i`` is in virtual stage ``i // (L / (pp v))``, on rank ``vs % pp``); forward
   kernels before the stack (embeddings) are rank 0's, after it (final norm, LM head,
   loss) the last rank's. A backward kernel runs where the saved activations it reads
-  were made (the lowest such rank), else where its gradient inputs were made; an
+  were made (the highest such rank: a layer's backward also reads values every layer
+  shares, such as a mask made before the stack), else where its gradient inputs were
+  made; an
   optimizer's work is split over the ranks by the parameter bytes each rank owns.
 * **B or W** (Note [Input and weight gradients]): a backward kernel that reads a
   parameter (``dX = dY W^T``, a norm's ``dX``), or whose result flows into one, is on
@@ -74,7 +76,7 @@ def _stages(program: Program, s: ModelStructure,
         reads, writes = kernel_tensors(k)
         saved = [made[t] for t in reads if t in made]
         inputs = [grad[t] for t in reads if t in grad]
-        out[k.name] = min(saved) if saved else min(inputs) if inputs else pp - 1
+        out[k.name] = max(saved) if saved else min(inputs) if inputs else pp - 1
         for t in writes:
             grad[t] = out[k.name]
     return out, made
