@@ -224,11 +224,8 @@ def _shape(schedule: Schedule, p: int, m: int, v: int) -> _Shape:
     split = schedule in _SPLIT
     if schedule == "gpipe":
         return _Shape(p, m, 1, tuple(range(p)), False, True, (m,) * p)
-    if schedule in ("1f1b", "zb-h1"):
+    if schedule in ("1f1b", "zb-h1", "zb-h2"):  # zb-h1/h2 orders: `_zero_bubble_h`
         return _Shape(p, m, 1, tuple(range(p)), split, False, tuple(p - d for d in range(p)))
-    if schedule == "zb-h2":
-        return _Shape(p, m, 1, tuple(range(p)), split, False,
-                      tuple(2 * (p - d) - 1 for d in range(p)))
     if schedule == "interleaved":
         if v < 2:
             raise PlanError("the interleaved schedule needs vpp >= 2 chunks per rank",
@@ -309,6 +306,37 @@ def _one_f_one_b(shape: _Shape) -> list[list[Op]]:
     return orders
 
 
+def _zero_bubble_h(shape: _Shape, extra_warmup: bool) -> list[list[Op]]:
+    """ZB-H1 (ZB-H2 with ``extra_warmup``): 1F1B's forwards and input gradients, rank
+    ``s`` keeping its ``s`` latest weight gradients pending so that input gradients
+    travel back first; one pending W after each cool-down B (Qi et al., arXiv
+    2401.10241, Fig. 3; with F = B = W this order takes m(F+B+W) + (p-1)(F+B-W), the
+    paper's ZB-H1 figure, a test)."""
+    p, m = shape.p, shape.m
+    orders: list[list[Op]] = []
+    for d in range(p):
+        warm = min(m, (2 if extra_warmup else 1) * (p - d - 1))
+        order: list[Op] = [("F", k, d) for k in range(warm)]
+        pending: list[Op] = []
+        for k in range(m - warm):
+            order += [("F", warm + k, d), ("B", k, d)]
+            pending.append(("W", k, d))
+            while len(pending) > d:
+                order.append(pending.pop(0))
+        for k in range(m - warm, m):
+            order.append(("B", k, d))
+            pending.append(("W", k, d))
+            order.append(pending.pop(0))
+        orders.append(order + pending)
+    return orders
+
+
+def _orders(schedule: Schedule, shape: _Shape) -> list[list[Op]]:
+    if schedule in ("zb-h1", "zb-h2"):
+        return _zero_bubble_h(shape, extra_warmup=schedule == "zb-h2")
+    return _generate(shape) if shape.split else _one_f_one_b(shape)
+
+
 def _generate(shape: _Shape) -> list[list[Op]]:
     """Each rank's order, by the schedule's rule on unit times (Note [Fixed orders]):
     a rank that is free runs its most urgent ready op (backward first, then forward
@@ -381,8 +409,7 @@ def schedule_orders(schedule: Schedule, stages: int, micro_batches: int,
         PlanError: E0808 a schedule that cannot run with these sizes.
     """
     shape = _shape(schedule, stages, micro_batches, chunks)
-    orders = _generate(shape) if shape.split else _one_f_one_b(shape)
-    return tuple(tuple(o) for o in orders)
+    return tuple(tuple(o) for o in _orders(schedule, shape))
 
 
 def _cost(costs: StageCosts, shape: _Shape, op: Op) -> float:
@@ -408,7 +435,7 @@ def bound_schedule(costs: StageCosts, schedule: Schedule, micro_batches: int,
     """
     _check(costs, micro_batches, chunks)
     shape = _shape(schedule, costs.stages, micro_batches, chunks)
-    orders = _generate(shape) if shape.split else _one_f_one_b(shape)
+    orders = _orders(schedule, shape)
     end: dict[Op, float] = {}
     free = [0.0] * shape.p
     pos = [0] * shape.p

@@ -42,6 +42,16 @@ def test_interleaved_bubble_is_p_minus_1_over_vm(p: int, m: int, v: int) -> None
     assert r.time_s == pytest.approx(3 * m * (1 + (p - 1) / (v * m)))
 
 
+@pytest.mark.parametrize(("p", "m", "f", "b", "w"), [
+    (4, 8, 1.0, 1.0, 1.0), (8, 16, 1.0, 1.0, 1.0), (8, 32, 1.0, 1.2, 0.7), (6, 12, 1.0, 2.0, 1.0),
+    (8, 8, 1.0, 1.0, 0.5)])
+def test_zb_h1_takes_the_papers_bubble(p: int, m: int, f: float, b: float, w: float) -> None:
+    """Qi et al. (arXiv 2401.10241): ZB-H1's bubble is (p-1)(F+B-W) (with W <= F, B)."""
+    r = bound_schedule(_even(p, f, b, w), "zb-h1", m)
+    assert r.time_s == pytest.approx(m * (f + b + w) + (p - 1) * (f + b - w))
+    assert max(r.in_flight) <= p  # the same activation memory as 1F1B
+
+
 def test_1f1b_holds_p_minus_d_micro_batches_and_gpipe_all() -> None:
     assert bound_schedule(_even(4), "1f1b", 8).in_flight == (4.0, 3.0, 2.0, 1.0)
     assert bound_schedule(_even(4), "gpipe", 8).in_flight == (8.0,) * 4
