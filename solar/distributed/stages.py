@@ -7,10 +7,12 @@ pure. Each kernel is placed on a pipeline rank and given a phase:
   (``layers_<i>_..``) belongs to layer ``i``'s rank under Megatron's even split
   (layer ``i`` is in virtual stage ``i // (L / (pp v))``, on rank ``vs % pp``); forward
   kernels before the stack (embeddings) are rank 0's, after it (final norm, LM head,
-  loss) the last rank's. A backward kernel runs where the saved activations it reads
-  were made (the highest such rank: a layer's backward also reads values every layer
-  shares, such as a mask made before the stack), else where its gradient inputs were
-  made; an
+  loss) the last rank's. A backward kernel runs where the latest-made of the saved
+  activations it reads was made (a layer's backward also reads its input, which the
+  previous layer made, perhaps on another rank, and values every layer shares, such as
+  a mask made before the stack); one that reads no saved activation runs where the
+  parameter it reads is used (``dX = dY W^T``; a parameter two ranks use, a tied
+  embedding, decides nothing), else where its latest gradient input was made; an
   optimizer's work is split over the ranks by the parameter bytes each rank owns.
 * **B or W** (Note [Input and weight gradients]): a backward kernel that reads a
   parameter (``dX = dY W^T``, a norm's ``dX``), or whose result flows into one, is on
@@ -57,10 +59,11 @@ def _stages(program: Program, s: ModelStructure,
     pp = plan.pp
     stack = re.compile(rf"^{re.escape(s.stack)}_(\d+)_") if s.stack else None
     made: dict[str, int] = {}
+    when: dict[str, int] = {}  # forward position of the kernel that made a tensor
     out: dict[str, int] = {}
     seen_stack = False
     fwd = [k for k in program.kernels if s.phase.get(k.name) == "forward"]
-    for k in fwd:
+    for pos, k in enumerate(fwd):
         m = stack.match(k.name) if stack else None
         if m:
             seen_stack = True
@@ -68,17 +71,26 @@ def _stages(program: Program, s: ModelStructure,
         else:
             out[k.name] = pp - 1 if seen_stack else 0
         for t in kernel_tensors(k)[1]:
-            made[t] = out[k.name]
-    grad: dict[str, int] = {}
-    for k in program.kernels:
-        if s.phase.get(k.name) != "backward":
-            continue
+            made[t], when[t] = out[k.name], pos
+    owners: dict[str, set[int]] = {}  # the ranks whose forward reads each parameter
+    params = {d.name for d in program.tensors if d.role == "param"}
+    for k in fwd:
+        for t in kernel_tensors(k)[0] & params:
+            owners.setdefault(t, set()).add(out[k.name])
+    grad: dict[str, tuple[int, int]] = {}  # backward position and rank of a gradient
+    for pos, k in enumerate(k for k in program.kernels if s.phase.get(k.name) == "backward"):
         reads, writes = kernel_tensors(k)
-        saved = [made[t] for t in reads if t in made]
+        saved = [(when[t], made[t]) for t in reads if t in made]
+        owner = {r for t in reads & params for r in owners.get(t, ())}
         inputs = [grad[t] for t in reads if t in grad]
-        out[k.name] = max(saved) if saved else min(inputs) if inputs else pp - 1
+        if saved:
+            out[k.name] = max(saved)[1]
+        elif len(owner) == 1:
+            out[k.name] = owner.pop()
+        else:
+            out[k.name] = max(inputs)[1] if inputs else pp - 1
         for t in writes:
-            grad[t] = out[k.name]
+            grad[t] = (pos, out[k.name])
     return out, made
 
 

@@ -48,6 +48,8 @@ def test_stages_split_the_step_and_are_uneven(gpt: PreparedProgram) -> None:
     assert st[3].forward_s > st[1].forward_s
     assert st[0].optimizer_s > st[1].optimizer_s
     assert st[1].forward_s == pytest.approx(st[2].forward_s)
+    assert st[1].input_grad_s == pytest.approx(st[2].input_grad_s)
+    assert st[1].weight_grad_s == pytest.approx(st[2].weight_grad_s)
     # the stages share the single-device step's work out, nothing more
     total = sum(s.forward_s + s.input_grad_s + s.weight_grad_s for s in st)
     per_pipe = one.ranks[0].compute_s
@@ -79,6 +81,11 @@ def test_interleaved_needs_a_multiple_of_the_stages(gpt: PreparedProgram) -> Non
     assert err.value.code == "E0808"
     info = _bound(gpt, "tp=1,pp=2,dp=1,vpp=2", global_batch=4)
     assert info.schedule is not None and info.schedule.drawn == "interleaved"
+    # each rank holds two of the four layers, whichever rank made a layer's input
+    plain = _bound(gpt, "tp=1,pp=2,dp=1", global_batch=4)
+    for a, b in zip(info.stages, plain.stages, strict=True):
+        assert a.forward_s == pytest.approx(b.forward_s)
+        assert a.input_grad_s == pytest.approx(b.input_grad_s)
 
 
 def test_unknown_schedule_is_coded(capsys: pytest.CaptureFixture[str]) -> None:
