@@ -41,6 +41,7 @@ from typing import Any, Literal, cast
 import numpy as np
 
 from solar.diagnostics import FrontendError
+from solar.frontends.jaxfe.core import DTYPES
 from solar.frontends.kit import (
     import_model_file,
     input_name,
@@ -478,8 +479,6 @@ def _bind_nnx(jax: Any, target: Any, init_args: tuple[Any, ...]) -> tuple[Any, .
 
 
 def _representable(names: list[str], abstract: tuple[Any, ...]) -> tuple[str | None, ...]:
-    from solar.frontends.jaxfe.core import DTYPES
-
     return tuple(
         n if str(a.dtype) in DTYPES else None for n, a in zip(names, abstract, strict=True)
     )

@@ -1,6 +1,7 @@
-"""What every jaxpr lowering sees: operands, the equation context and the lowering table.
+"""What every jaxpr lowering sees of its operands: tensors, literals, dtypes.
 
-Contract: a lowering receives an `EqnCtx` whose inputs are `EqnOperand` values (a declared
+Contract: a lowering (see `solar.frontends.jaxfe.driver.EqnCtx`, the kit's `LowerCtx`
+with the equation attached) receives inputs that are `EqnOperand` values (a declared
 tensor, possibly a free view of one, or a literal) and emits one kernel through
 ``ctx.kernel()``, writing each output it asks for with ``ctx.out(k)``; or, for a view or
 alias op, returns the output operands itself and emits nothing. Lowerings never import
@@ -22,33 +23,19 @@ are kernels, because an unfused executor materialises them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
-from solar.frontends.kit import (
-    IR_DTYPES,
-    LoweringTable,
-    TensorInfo,
-    TensorRef,
-    UnsupportedOpError,
-    shape_numel,
-)
-from solar.ir import DType, Expr, Name, Stmt, lit
-
-if TYPE_CHECKING:
-    from solar.frontends.jaxfe.driver import Lowerer
+from solar.frontends.kit import IR_DTYPES, TensorInfo, UnsupportedOpError, shape_numel
+from solar.ir import DType, Expr, lit
 
 __all__ = [
     "DTYPES",
-    "LOWERINGS",
     "UINT8_SAFE",
-    "EqnCtx",
     "Lit",
-    "LoweringFn",
     "Opaque",
     "EqnOperand",
-    "Sink",
     "Value",
     "bread",
     "ir_dtype",
@@ -158,6 +145,11 @@ class Lit:
             return lit(float(self.value))
         return lit(int(self.value))
 
+    def at(self, idx: Sequence[Expr | int]) -> Expr:
+        """Its element at any index: the literal (so a `Lit` is a kit ``Operand``)."""
+        del idx
+        return self.expr()
+
     def reshaped(self, shape: Sequence[int]) -> Lit:
         """The same value with another shape."""
         return Lit(self.value, self.dtype, tuple(shape))
@@ -208,84 +200,3 @@ def bread(x: EqnOperand, idx: Sequence[Expr], out_shape: Sequence[int]) -> Expr:
         for k, d in enumerate(x.shape)
     ]
     return read(x, sub)
-
-
-class Sink(Protocol):
-    """Where a lowering emits: a `KernelBuilder`, or the body of an enclosing loop."""
-
-    def local(self, dtype: DType, shape: Sequence[Expr | int], hint: str = ...) -> TensorRef:
-        """Declare a kernel-local temporary."""
-        ...
-
-    def fresh_vars(self, n: int, hint: str = ...) -> tuple[Name, ...]:
-        """Fresh loop variables."""
-        ...
-
-    def emit(self, *stmts: Stmt) -> None:
-        """Append statements."""
-        ...
-
-
-class EqnCtx:
-    """What a lowering sees of one jaxpr equation and what it may do.
-
-    Attributes:
-        prim: the primitive name, e.g. ``"dot_general"``.
-        params: the equation's parameters.
-        ins: the input operands.
-        in_avals / out_avals: ``(shape, dtype-name)`` of every input/output.
-    """
-
-    def __init__(self, lowerer: Lowerer, eqn: Any, ins: Sequence[EqnOperand]) -> None:
-        self.lowerer = lowerer
-        self.eqn = eqn
-        self.prim: str = eqn.primitive.name
-        self.params: Mapping[str, Any] = eqn.params
-        self.ins: tuple[EqnOperand, ...] = tuple(ins)
-        self.out_avals: tuple[tuple[tuple[int, ...], str], ...] = tuple(
-            (tuple(int(d) for d in v.aval.shape), str(v.aval.dtype)) for v in eqn.outvars
-        )
-        self._outs: dict[int, TensorInfo] = {}
-
-    @property
-    def nested(self) -> bool:
-        """True when emitting into an enclosing loop body (scan/while) rather than kernels."""
-        return self.lowerer.sink is not None
-
-    def kernel(self, hint: str | None = None) -> Sink:
-        """The emission target for this equation (a new kernel, or the enclosing body)."""
-        return self.lowerer.start_kernel(hint or self.prim)
-
-    def out_shape(self, k: int = 0) -> tuple[int, ...]:
-        """Shape of output ``k``."""
-        return self.out_avals[k][0]
-
-    def out_dtype(self, k: int = 0) -> DType:
-        """IR dtype of output ``k``."""
-        return ir_dtype(self.out_avals[k][1])
-
-    def in_dtype(self, k: int) -> DType:
-        """IR dtype of input ``k``."""
-        return self.ins[k].dtype
-
-    def out(self, k: int = 0) -> TensorInfo:
-        """Storage for output ``k`` (declared on first use)."""
-        if k not in self._outs:
-            self._outs[k] = self.lowerer.alloc(
-                self.eqn.outvars[k], self.out_shape(k), self.out_dtype(k), self.prim
-            )
-        return self._outs[k]
-
-    def tensor_in(self, k: int) -> TensorInfo:
-        """Input ``k``, which must be a tensor (not a literal)."""
-        x = self.ins[k]
-        if not isinstance(x, TensorInfo):
-            raise UnsupportedOpError(f"{self.prim}: literal operand {k} not supported here")
-        return x
-
-
-LoweringFn = Callable[[EqnCtx], "tuple[EqnOperand, ...] | None"]
-"""Emit via ``ctx`` and return ``None``, or return the output operands (views)."""
-
-LOWERINGS: LoweringTable[LoweringFn] = LoweringTable()
-"""jaxpr primitive name -> lowering."""

@@ -125,7 +125,8 @@ def run_host_worker(path: str, out: str, real: bool) -> None:
     the IR text (``ir``), the mesh, and with ``real`` each rank's inputs and outputs."""
     import jax
 
-    from solar.frontends.jaxfe import lower_jaxpr, trace_jax_file
+    from solar.frontends.jaxfe.capture import trace_jax_file
+    from solar.frontends.jaxfe.lowering import lower_jaxpr
     from solar.frontends.jaxfe.ops_collective import DESTINATIONS, MESH
 
     capture = trace_jax_file(path)

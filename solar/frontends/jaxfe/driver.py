@@ -3,13 +3,13 @@
 Contract: ``JaxCapture -> LoweredProgram``. The driver walks the closed jaxpr in order,
 inlines call-like equations (``jit``/``pjit``, ``closed_call``, ``custom_jvp_call``,
 ``custom_vjp_call``, ``remat``), skips dead equations (XLA would too), and hands every
-other equation to its registered lowering (`solar.frontends.jaxfe.core.LOWERINGS`),
-which emits one kernel, or returns a free view. An equation without a lowering, or one
-its lowering rejects, is *uncovered* through the kit's `LoweringDriver`: its kernels are
-rolled back, its outputs become extra program inputs (their values come from the
-reference run, see `solar.frontends.jaxfe.reference`), the tensors it reads are kept
-alive, and the coverage (`UncoveredOp`) reports it with its share of the program's
-tensor bytes. The result is unverified; run `verify_program` on it.
+other equation to its registered lowering (`LOWERINGS`), which receives an `EqnCtx` (the
+kit's `LowerCtx` with the equation attached) and emits one kernel, or returns a free view.
+An equation without a lowering, or one its lowering rejects, is *uncovered* through the
+kit's `LoweringDriver`: its kernels are rolled back, its outputs become extra program
+inputs (their values come from the reference run, see `solar.frontends.jaxfe.reference`),
+the tensors it reads are kept alive, and the coverage (`UncoveredOp`) reports it with its
+share of the program's tensor bytes. The result is unverified; run `verify_program` on it.
 
 Naming (`solar.frontends.kit.naming`): ``x0, x1, ...`` for the ``get_inputs()`` arrays,
 ``p_<path>`` for Flax params, ``y0, y1, ...`` for the flattened outputs, ``c0, c1, ...``
@@ -19,19 +19,16 @@ for jaxpr constants and ``u0_<prim>, u1_<prim>, ...`` for outputs of uncovered e
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
 
 from solar.frontends.jaxfe.core import (
-    LOWERINGS,
-    EqnCtx,
     EqnOperand,
     Lit,
     Opaque,
-    Sink,
     Value,
     ir_dtype,
     read,
@@ -49,8 +46,11 @@ from solar.frontends.jaxfe.xla import equation_flops
 from solar.frontends.kit import (
     CondRegion,
     KernelBuilder,
+    LowerCtx,
     LoweringDriver,
+    LoweringTable,
     Nest,
+    Sink,
     TensorInfo,
     TensorRef,
     Unsupported,
@@ -62,7 +62,7 @@ from solar.frontends.kit import (
 from solar.ir import Access, Assign, Binary, DType, Expr, If, Kernel
 from solar.training import Phase
 
-__all__ = ["Lowerer", "NestedSink"]
+__all__ = ["LOWERINGS", "EqnCtx", "Lowerer", "LoweringFn", "NestedSink"]
 
 
 class NestedSink:
@@ -331,7 +331,7 @@ class Lowerer(LoweringDriver):
     def lower_eqn(self, eqn: Any, ins: Sequence[Value], path: tuple[int, ...]) -> list[Value]:
         """Lower one non-call equation; uncovered ones become inputs (when allowed)."""
         prim = eqn.primitive.name
-        fn = LOWERINGS.get(prim)
+        fn = LOWERINGS.find(prim)
         opaque = [x for x in ins if isinstance(x, Opaque)]
         if opaque:
             fn = _opaque_input(opaque[0])
@@ -423,6 +423,70 @@ class Lowerer(LoweringDriver):
             return
         target = Access(dst.ref.name, dst.storage_index(nest.idx))
         sink.emit(*nest.wrap([Assign(target, read(src, nest.idx))]))
+
+
+class EqnCtx(LowerCtx):
+    """The kit's `LowerCtx` for one jaxpr equation, with the equation's arguments attached.
+
+    Its kernels start through the `Lowerer` (a new kernel, or the enclosing loop body).
+
+    Attributes:
+        prim: the primitive name, e.g. ``"dot_general"`` (the context's ``op``).
+        params: the equation's parameters.
+        ins: the input operands.
+        out_avals: ``(shape, dtype-name)`` of every output.
+    """
+
+    def __init__(self, lowerer: Lowerer, eqn: Any, ins: Sequence[EqnOperand]) -> None:
+        super().__init__(lowerer, eqn.primitive.name)
+        self.lowerer = lowerer
+        self.eqn = eqn
+        self.prim: str = self.op
+        self.params: Mapping[str, Any] = eqn.params
+        self.ins: tuple[EqnOperand, ...] = tuple(ins)
+        self.out_avals: tuple[tuple[tuple[int, ...], str], ...] = tuple(
+            (tuple(int(d) for d in v.aval.shape), str(v.aval.dtype)) for v in eqn.outvars
+        )
+        self._outs: dict[int, TensorInfo] = {}
+
+    @property
+    def nested(self) -> bool:
+        """True when emitting into an enclosing loop body (scan/while) rather than kernels."""
+        return self.lowerer.sink is not None
+
+    def out_shape(self, k: int = 0) -> tuple[int, ...]:
+        """Shape of output ``k``."""
+        return self.out_avals[k][0]
+
+    def out_dtype(self, k: int = 0) -> DType:
+        """IR dtype of output ``k``."""
+        return ir_dtype(self.out_avals[k][1])
+
+    def in_dtype(self, k: int) -> DType:
+        """IR dtype of input ``k``."""
+        return self.ins[k].dtype
+
+    def out(self, k: int = 0) -> TensorInfo:
+        """Storage for output ``k`` (declared on first use)."""
+        if k not in self._outs:
+            self._outs[k] = self.lowerer.alloc(
+                self.eqn.outvars[k], self.out_shape(k), self.out_dtype(k), self.prim
+            )
+        return self._outs[k]
+
+    def tensor_in(self, k: int) -> TensorInfo:
+        """Input ``k``, which must be a tensor (not a literal)."""
+        x = self.ins[k]
+        if not isinstance(x, TensorInfo):
+            raise UnsupportedOpError(f"{self.prim}: literal operand {k} not supported here")
+        return x
+
+
+LoweringFn = Callable[[EqnCtx], "tuple[EqnOperand, ...] | None"]
+"""Emit via ``ctx`` and return ``None``, or return the output operands (views)."""
+
+LOWERINGS: LoweringTable[LoweringFn] = LoweringTable(package="solar.frontends.jaxfe")
+"""jaxpr primitive name -> lowering; every ``ops_*`` module of this package registers."""
 
 
 @dataclass(slots=True)

@@ -59,7 +59,10 @@ class JaxFrontend:
         """
         require_python_file(path, "jax")
         require_extra("jax", "jax")
-        from solar.frontends import jaxfe
+        from solar.frontends.jaxfe.capture import trace_jax_file
+        from solar.frontends.jaxfe.lowering import lower_jaxpr
+        from solar.frontends.jaxfe.reference import reference_at_reduced_sizes, reference_data
+        from solar.frontends.jaxfe.xla import xla_cost_analysis
         from solar.frontends.kit.collectives import declared_world_size
 
         world = declared_world_size(path)
@@ -83,14 +86,12 @@ class JaxFrontend:
             )
 
         progress("capturing jaxpr on abstract values")
-        capture = jaxfe.trace_jax_file(
-            path, entry=options.entry, overrides=dict(options.sizes) or None
-        )
-        lowered = jaxfe.lower_jaxpr(capture, count_uncovered=True)
+        capture = trace_jax_file(path, entry=options.entry, overrides=dict(options.sizes) or None)
+        lowered = lower_jaxpr(capture, count_uncovered=True)
         xla: dict[str, dict[str, float]] | None = None
         unavailable = None
         try:
-            xla = jaxfe.xla_cost_analysis(capture)
+            xla = xla_cost_analysis(capture)
         except SolarError as err:
             unavailable = err.message
 
@@ -108,9 +109,9 @@ class JaxFrontend:
                 program_bytes(capture) <= budget
                 and executor_seconds(lowered.program, budget) <= seconds
             ):
-                inputs, outputs = jaxfe.reference_data(capture, lowered=lowered)
+                inputs, outputs = reference_data(capture, lowered=lowered)
                 return ValidationPlan(lowered.program, inputs, outputs, "full")
-            red = jaxfe.reference_at_reduced_sizes(
+            red = reference_at_reduced_sizes(
                 path,
                 budget,
                 entry=options.entry,
@@ -119,7 +120,11 @@ class JaxFrontend:
                 budget_seconds=seconds,
             )
             return ValidationPlan(
-                red.lowered.program, red.inputs, red.outputs, "reduced-sizes", red.description,
+                red.lowered.program,
+                red.inputs,
+                red.outputs,
+                "reduced-sizes",
+                red.description,
                 sizes=dict(red.sizes or {}),
             )
 
@@ -132,16 +137,25 @@ class JaxFrontend:
         tf32 = _default_matmul_is_tf32()
         notes = tuple(lowered.notes)
         if tf32:
-            notes = (*notes, "JAX runs fp32 matmuls at DEFAULT precision (TF32 on GPUs, one "
-                     "bf16 pass on TPUs): precision policy tf32")
+            notes = (
+                *notes,
+                "JAX runs fp32 matmuls at DEFAULT precision (TF32 on GPUs, one "
+                "bf16 pass on TPUs): precision policy tf32",
+            )
         step = _training_step(lowered.program) if options.train_step else None
         if options.train_step and step is None:
-            notes = (*notes, "--train: the program takes no gradient (no jax.grad, "
-                     "value_and_grad or vjp in its function), so it has no training-step "
-                     "phases; it is bounded as a whole")
+            notes = (
+                *notes,
+                "--train: the program takes no gradient (no jax.grad, "
+                "value_and_grad or vjp in its function), so it has no training-step "
+                "phases; it is bounded as a whole",
+            )
         if options.train_step and options.optimizer != "auto":
-            notes = (*notes, f"--optimizer {options.optimizer}: a JAX step's update is the "
-                     "file's own (its function's optax or hand-written update)")
+            notes = (
+                *notes,
+                f"--optimizer {options.optimizer}: a JAX step's update is the "
+                "file's own (its function's optax or hand-written update)",
+            )
         program, sym_notes = _symbolic(lowered.program, capture.sizes, path, options, progress)
         return FrontendResult(
             name="jax",
@@ -170,7 +184,8 @@ def _symbolic(
     progress: Progress,
 ) -> tuple[Program, tuple[str, ...]]:
     """``program`` symbolic in the file's sizes where that holds, and what to note."""
-    from solar.frontends import jaxfe
+    from solar.frontends.jaxfe.capture import trace_jax_file
+    from solar.frontends.jaxfe.lowering import lower_jaxpr
     from solar.frontends.kit import reference_budget_bytes, symbolic_notes, symbolize_sizes
 
     if not options.symbolic_sizes or not sizes:
@@ -178,8 +193,8 @@ def _symbolic(
     progress("re-capturing at other sizes for symbolic formulas")
 
     def capture_at(binding: Mapping[str, int]) -> tuple[Program, Mapping[str, int]]:
-        other = jaxfe.trace_jax_file(path, entry=options.entry, overrides=binding)
-        return jaxfe.lower_jaxpr(other).program, other.sizes
+        other = trace_jax_file(path, entry=options.entry, overrides=binding)
+        return lower_jaxpr(other).program, other.sizes
 
     # the re-captures run get_inputs() for real (numpy arrays): the check capture may
     # build what a reference run may (Note [Symbolic sizes by re-binding])
@@ -198,8 +213,9 @@ def _training_step(program: Program) -> StepInfo | None:
     if "backward" not in phases:
         return None
     update = "the file's own update" if "optimizer" in phases else "none in the function"
-    return StepInfo("the file's own (its function's jax.grad / value_and_grad)", update,
-                    phase_of_kernel)
+    return StepInfo(
+        "the file's own (its function's jax.grad / value_and_grad)", update, phase_of_kernel
+    )
 
 
 # jax_default_matmul_precision values that ask for fp32-accurate matmuls

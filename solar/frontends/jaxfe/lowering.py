@@ -9,8 +9,8 @@ bounds) when the output is an alias of a tensor the program holds, a plain kerne
 a literal. Note [JAX output layouts]: a kernel that only moves data into outputs
 (a ``rev`` of a held tensor; one strided read per
 output) becomes an alias kernel too, since a JAX array has no user-visible layout. The
-equations are lowered by `Lowerer` (`solar.frontends.jaxfe.driver`); importing this
-module registers every lowering.
+equations are lowered by `Lowerer` (`solar.frontends.jaxfe.driver`), whose table loads
+every ``ops_*`` module on first use.
 """
 
 from __future__ import annotations
@@ -18,28 +18,15 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from solar.frontends.jaxfe import (  # noqa: F401 - importing registers the lowerings
-    ops_collective,
-    ops_control,
-    ops_decomp,
-    ops_elementwise,
-    ops_gather,
-    ops_linalg,
-    ops_reduce,
-    ops_shape,
-)
 from solar.frontends.jaxfe.capture import JaxCapture
 from solar.frontends.jaxfe.core import EqnOperand, Opaque, Value, ir_dtype
 from solar.frontends.jaxfe.driver import Lowerer
 from solar.frontends.jaxfe.phases import step_phases
 from solar.frontends.jaxfe.walk import is_var
-from solar.frontends.kit import LoweredProgram, TensorInfo, UnsupportedOpError
+from solar.frontends.kit import LoweredProgram, TensorInfo, UnsupportedOpError, zero
 from solar.ir import (
     Access,
     Assign,
-    BoolLit,
-    DType,
-    Expr,
     For,
     If,
     IntLit,
@@ -53,7 +40,6 @@ from solar.ir import (
     accesses,
     eval_int,
     linear_form,
-    lit,
     resolve_sizes,
     walk_exprs,
     walk_stmts,
@@ -193,7 +179,7 @@ def write_empty_outputs(program: Program) -> Program:
         if all(eval_int(s, sizes) != 0 for s in t.shape):
             continue
         idx = tuple(Name(f"i{k}") for k in range(len(t.shape)))
-        stmt: Stmt = Assign(Access(t.name, idx), _zero(t.dtype))
+        stmt: Stmt = Assign(Access(t.name, idx), zero(t.dtype))
         for k in reversed(range(len(t.shape))):
             stmt = For(f"i{k}", IntLit(0), t.shape[k], (stmt,))
         body.append(stmt)
@@ -201,12 +187,6 @@ def write_empty_outputs(program: Program) -> Program:
         return program
     kernel = Kernel("empty_output", (), tuple(body))
     return dataclasses.replace(program, kernels=(kernel, *program.kernels))
-
-
-def _zero(dtype: DType) -> Expr:
-    if dtype == DType.BOOL:
-        return BoolLit(False)
-    return lit(0.0) if dtype.is_float else IntLit(0)
 
 
 def alias_output_moves(program: Program) -> Program:

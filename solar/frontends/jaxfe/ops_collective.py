@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from contextvars import ContextVar
 from math import prod
 
-from solar.frontends.jaxfe.core import LOWERINGS, EqnCtx
-from solar.frontends.kit import KernelBuilder, UnsupportedOpError
+from solar.frontends.jaxfe.driver import LOWERINGS, EqnCtx
+from solar.frontends.kit import UnsupportedOpError
 from solar.frontends.kit.collectives import group_for
 from solar.ir import (
     RANK,
@@ -88,10 +88,7 @@ def _emit(ctx: EqnCtx, kind: CollectiveKind, **fields: object) -> str:
         raise UnsupportedOpError(f"{ctx.prim} of a view")
     if ctx.nested:
         raise UnsupportedOpError(f"{ctx.prim} inside a loop body")
-    kb = ctx.kernel(kind)
-    assert isinstance(kb, KernelBuilder)  # not nested: a kernel of its own
-    kb.collective = Collective(kind, out.ref.name, x.ref.name, **fields)  # type: ignore[arg-type]
-    return kb.name
+    return ctx.collective(kind, Collective(kind, out.ref.name, x.ref.name, **fields))  # type: ignore[arg-type]
 
 
 @LOWERINGS.register("psum", "psum_invariant", "pmax", "pmin")

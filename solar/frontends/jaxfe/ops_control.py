@@ -24,8 +24,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from solar.frontends.jaxfe.core import LOWERINGS, EqnCtx, EqnOperand, Lit, read
-from solar.frontends.jaxfe.driver import NestedSink
+from solar.frontends.jaxfe.core import EqnOperand, Lit, read
+from solar.frontends.jaxfe.driver import LOWERINGS, EqnCtx, NestedSink
 from solar.frontends.jaxfe.walk import is_var
 from solar.frontends.kit import CondRegion, IndexMap, TensorInfo, UnsupportedOpError
 from solar.ir import Binary, Cast, DType, Expr, For, If, IntLit, Stmt, lit

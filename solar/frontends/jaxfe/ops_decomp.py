@@ -26,8 +26,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from solar.frontends.jaxfe.core import LOWERINGS, EqnCtx, read
-from solar.frontends.kit import Nest, TensorInfo, UnsupportedOpError, iadd
+from solar.frontends.jaxfe.core import read
+from solar.frontends.jaxfe.driver import LOWERINGS, EqnCtx
+from solar.frontends.kit import Nest, TensorInfo, UnsupportedOpError, accumulate_dtype, iadd
 from solar.ir import (
     Access,
     Assign,
@@ -67,10 +68,6 @@ def _float_in(ctx: EqnCtx, k: int) -> TensorInfo:
     return x
 
 
-def _acc_dtype(dtype: DType) -> DType:
-    return DType.F64 if dtype == DType.F64 else DType.F32
-
-
 @LOWERINGS.register("cholesky")
 def _cholesky(ctx: EqnCtx) -> None:
     a = _float_in(ctx, 0)
@@ -82,7 +79,7 @@ def _cholesky(ctx: EqnCtx) -> None:
     if bn.empty or n == 0:
         return
     j, i, k, r = kb.fresh_vars(4, "j")
-    s_t = kb.local(_acc_dtype(a.dtype), [*batch, n], "s")
+    s_t = kb.local(accumulate_dtype(a.dtype), [*batch, n], "s")
     b_idx = list(bn.idx)
 
     def s(row: Expr) -> Access:
@@ -141,7 +138,7 @@ def _triangular_solve(ctx: EqnCtx) -> None:
     transpose = bool(p["transpose_a"]) != (not left)
     t, c, k = kb.fresh_vars(3, "t")
     b_idx = list(bn.idx)
-    s_t = kb.local(_acc_dtype(b.dtype), [*batch, nrhs], "s")
+    s_t = kb.local(accumulate_dtype(b.dtype), [*batch, nrhs], "s")
     row: Expr = t if forward else Binary("-", lit(m - 1), t)
 
     def mat(r: Expr, q: Expr) -> Expr:

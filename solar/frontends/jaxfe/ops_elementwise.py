@@ -20,7 +20,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from solar.frontends.jaxfe.core import LOWERINGS, EqnCtx, EqnOperand, Lit, bread
+from solar.frontends.jaxfe.core import EqnOperand, Lit, bread
+from solar.frontends.jaxfe.driver import LOWERINGS, EqnCtx
 from solar.frontends.kit import IndexMap, Nest, TensorInfo, UnsupportedOpError
 from solar.ir import Access, Assign, Binary, Call, Cast, DType, Expr, Unary, lit
 

@@ -1,34 +1,50 @@
-"""Lowerings of reductions, arg-reductions, cumulative scans and windowed reductions.
+"""Lowerings of reductions, arg-reductions, cumulative scans and pooling gradients.
 
 Contract: ``EqnCtx -> None``; each equation emits one kernel:
 
 * ``reduce_sum/max/min/prod``: ``out = init; out op= x`` over the reduced axes
-  (16/8-bit float outputs accumulate in an f32 kernel-local, as XLA does), the same
-  structure as the PyTorch frontend's reductions, so both count the same FLOPs.
+  (16/8-bit float outputs accumulate in an f32 kernel-local, as XLA does).
   ``reduce_and/or`` on bools count the true elements (``cnt += i64(x)``) and compare.
   Over size-1 axes only, ``reduce_sum/max/min/prod`` is a free view (a squeeze).
 * ``argmax``/``argmin``: the extreme value into a local, then the first index that
-  attains it (``if x == m { out min= i }``): two passes, one kernel.
-* ``cumsum/cumprod/cummax/cummin/cumlogsumexp``: ``seq`` recurrences over the scanned
-  axis (innermost), honouring ``reverse``.
-* ``reduce_window_sum/max/min`` and ``reduce_window`` with a single-op body: pooling,
-  with guards that skip padded taps and base-dilation holes (FLOPs count real taps).
+  attains it, a NaN included (``if x == m or x != x { out min= i }``): two passes, one
+  kernel (Note [Arg-reduce NaN]).
+  The reductions' loop nests and kernels are `solar.frontends.kit.emit.reduce`'s (the
+  PyTorch frontend's reductions are adapters of the same emitters).
+* ``cumsum/cumprod/cummax/cummin/cumlogsumexp``: `solar.frontends.kit.emit.scan`
+  (a ``seq`` loop over the scanned axis carrying a running value), honouring ``reverse``.
+* ``select_and_scatter_add``: the gradient of max/min pooling (``reduce_window`` itself
+  is ops_pool.py).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
-from solar.frontends.jaxfe.core import LOWERINGS, EqnCtx, EqnOperand, Lit, read
-from solar.frontends.kit import Nest, TensorInfo, UnsupportedOpError, const_int, guard, range_guard
+from solar.frontends.jaxfe.core import EqnOperand, Lit, read
+from solar.frontends.jaxfe.driver import LOWERINGS, EqnCtx
+from solar.frontends.kit import (
+    Nest,
+    TensorInfo,
+    UnsupportedOpError,
+    cast,
+    const_int,
+    guard,
+    range_guard,
+)
+from solar.frontends.kit.emit.reduce import (
+    ReduceRows,
+    emit_arg_reduce,
+    emit_count_reduce,
+    emit_reduce,
+)
+from solar.frontends.kit.emit.scan import emit_scan
 from solar.ir import (
     Access,
     Assign,
     Binary,
-    Call,
-    Cast,
     DType,
     Expr,
     For,
@@ -37,34 +53,8 @@ from solar.ir import (
     Reduce,
     ReduceOp,
     Stmt,
-    Unary,
     lit,
 )
-
-__all__ = ["reduce_init"]
-
-_LOW = frozenset({DType.F16, DType.BF16, DType.F8E4M3, DType.F8E5M2})
-_INT_MIN = {DType.I8: -(2**7), DType.I32: -(2**31), DType.I64: -(2**63)}
-_INT_MAX = {DType.I8: 2**7 - 1, DType.I32: 2**31 - 1, DType.I64: 2**63 - 1}
-
-
-def reduce_init(op: str, dtype: DType) -> Expr:
-    """The identity of reduction ``op`` in ``dtype``.
-
-    >>> from solar.ir import print_expr
-    >>> print_expr(reduce_init("max", DType.F32)), print_expr(reduce_init("+", DType.I32))
-    ('-inf', '0')
-    """
-    if dtype == DType.BOOL:
-        return lit(op == "min" or op == "*")
-    if op == "+":
-        return lit(0.0) if dtype.is_float else lit(0)
-    if op == "*":
-        return lit(1.0) if dtype.is_float else lit(1)
-    if op == "max":
-        return lit(-math.inf) if dtype.is_float else lit(_INT_MIN[dtype])
-    return lit(math.inf) if dtype.is_float else lit(_INT_MAX[dtype])
-
 
 _REDUCE_OPS: dict[str, ReduceOp] = {
     "reduce_sum": "+",
@@ -110,75 +100,16 @@ def _reduce(ctx: EqnCtx) -> tuple[EqnOperand, ...] | None:
             return tuple(IntLit(0) if k in axes else next(it) for k in range(rank))
 
         return (x.view(ctx.out_shape(0), index_map),)
-    emit_reduce(ctx, x, axes, op, lambda idx: read(x, idx))
+    out = ctx.out(0)
+    rows = ReduceRows(ctx.kernel(), x.shape, axes)
+    emit_reduce(rows, out.at(rows.kept), op, dtype, lambda dt: cast(read(x, rows.idx), x.dtype, dt))
     return None
 
 
-def emit_reduce(
-    ctx: EqnCtx,
-    x: EqnOperand,
-    axes: Sequence[int],
-    op: ReduceOp,
-    value: Callable[[Sequence[Expr]], Expr],
-) -> None:
-    """One kernel ``out[kept] = init; out[kept] op= value(idx)`` over ``axes`` of ``x``."""
-    dtype = ctx.out_dtype(0)
-    out = ctx.out(0)
-    kb = ctx.kernel()
-    in_shape = x.shape
-    kept = [k for k in range(len(in_shape)) if k not in axes]
-    outer = Nest(kb, [in_shape[k] for k in kept])
-    inner = Nest(kb, [in_shape[k] for k in axes])
-    if outer.empty:
-        return
-    idx: list[Expr] = [IntLit(0)] * len(in_shape)
-    for pos, k in enumerate(kept):
-        idx[k] = outer.idx[pos]
-    for pos, k in enumerate(axes):
-        idx[k] = inner.idx[pos]
-    tgt = Access(out.ref.name, out.storage_index(outer.idx))
-    init = reduce_init(op, dtype)
-    if dtype in _LOW:
-        acc_t = kb.local(DType.F32, [in_shape[k] for k in kept], "acc")
-        acc = acc_t[tuple(outer.idx)] if kept else acc_t.scalar()
-        body: list[Stmt] = [
-            Assign(acc, reduce_init(op, DType.F32)),
-            *([] if inner.empty else inner.wrap([Reduce(acc, op, value(idx))])),
-            Assign(tgt, acc),
-        ]
-    else:
-        body = [Assign(tgt, init)]
-        if not inner.empty:
-            body += inner.wrap([Reduce(tgt, op, value(idx))])
-    kb.emit(*outer.wrap(body))
-
-
 def _emit_bool_reduce(ctx: EqnCtx, x: EqnOperand, axes: Sequence[int], *, every: bool) -> None:
-    """``all``/``any``: count the true elements into an i64 local, then compare (1 FLOP each)."""
     out = ctx.out(0)
-    kb = ctx.kernel()
-    shape = x.shape
-    kept = [k for k in range(len(shape)) if k not in axes]
-    outer = Nest(kb, [shape[k] for k in kept])
-    inner = Nest(kb, [shape[k] for k in axes])
-    if outer.empty:
-        return
-    idx: list[Expr] = [IntLit(0)] * len(shape)
-    for pos, k in enumerate(kept):
-        idx[k] = outer.idx[pos]
-    for pos, k in enumerate(axes):
-        idx[k] = inner.idx[pos]
-    n = 1
-    for k in axes:
-        n *= shape[k]
-    cnt_t = kb.local(DType.I64, [e for _, e in outer.dims], "count")
-    cnt = cnt_t[tuple(v for v, _ in outer.dims)] if outer.dims else cnt_t.scalar()
-    body: list[Stmt] = [Assign(cnt, IntLit(0))]
-    if not inner.empty:
-        body += inner.wrap([Reduce(cnt, "+", Cast(DType.I64, read(x, idx)))])
-    test = Binary("==", cnt, lit(n)) if every else Binary(">", cnt, IntLit(0))
-    body.append(Assign(Access(out.ref.name, out.storage_index(outer.idx)), test))
-    kb.emit(*outer.wrap(body))
+    rows = ReduceRows(ctx.kernel(), x.shape, axes)
+    emit_count_reduce(rows, out.at(rows.kept), read(x, rows.idx), every=every)
 
 
 @LOWERINGS.register("argmax", "argmin")
@@ -187,168 +118,37 @@ def _argextreme(ctx: EqnCtx) -> None:
     axes = tuple(int(a) for a in ctx.params["axes"])
     if len(axes) != 1:
         raise UnsupportedOpError("argmax/argmin over several axes")
-    (axis,) = axes
     op: ReduceOp = "max" if ctx.prim == "argmax" else "min"
     out = ctx.out(0)
-    kb = ctx.kernel()
-    shape = x.shape
-    kept = [k for k in range(len(shape)) if k != axis]
-    outer = Nest(kb, [shape[k] for k in kept])
-    if outer.empty:
-        return
-    r1, r2 = kb.fresh_vars(2, "r")
-    n = shape[axis]
-
-    def at(r: Expr) -> list[Expr]:
-        idx: list[Expr] = [IntLit(0)] * len(shape)
-        for pos, k in enumerate(kept):
-            idx[k] = outer.idx[pos]
-        idx[axis] = r
-        return idx
-
-    # max=/min= are not defined on bools (E0213): a bool operand (jnp.select's argmax
-    # over its stacked conditions) is compared as 0/1 integers.
-    vdt = DType.I32 if x.dtype == DType.BOOL else x.dtype
-
-    def value(r: Expr) -> Expr:
-        v = read(x, at(r))
-        return Cast(vdt, v) if vdt != x.dtype else v
-
-    def attains(r: Expr) -> Expr:
-        # JAX's argmax/argmin return the first NaN when there is one (the extreme is then
-        # NaN, which equals nothing): a NaN candidate attains it too.
-        hit = Binary("==", value(r), m)
-        return Binary("or", hit, Binary("!=", value(r), value(r))) if vdt.is_float else hit
-
-    m_t = kb.local(vdt, [shape[k] for k in kept], "m")
-    m = m_t[tuple(outer.idx)] if kept else m_t.scalar()
-    tgt = Access(out.ref.name, out.storage_index(outer.idx))
-    body: list[Stmt] = [
-        Assign(m, reduce_init(op, vdt)),
-        For(r1.name, IntLit(0), lit(n), (Reduce(m, op, value(r1)),)),
-        # The first index attaining the extreme (every candidate is <= n - 1).
-        Assign(tgt, lit(n - 1)),
-        For(
-            r2.name,
-            IntLit(0),
-            lit(n),
-            (If(attains(r2), (Reduce(tgt, "min", r2),)),),
-        ),
-    ]
-    kb.emit(*outer.wrap(body))
+    rows = ReduceRows(ctx.kernel(), x.shape, axes)
+    reader = lambda idx: read(x, idx)  # noqa: E731
+    emit_arg_reduce(rows, reader, x.dtype, op, values=None, indices=out.at(rows.kept))
 
 
-_CUM: dict[str, Callable[[Expr, Expr], Expr]] = {
-    "cumsum": lambda a, b: Binary("+", a, b),
-    "cumprod": lambda a, b: Binary("*", a, b),
-    "cummax": lambda a, b: Call("max", (a, b)),
-    "cummin": lambda a, b: Call("min", (a, b)),
-    "cumlogsumexp": lambda a, b: _logaddexp(a, b),
+_CUM = {
+    "cumsum": "sum",
+    "cumprod": "prod",
+    "cummax": "max",
+    "cummin": "min",
+    "cumlogsumexp": "logsumexp",
 }
-
-
-def _logaddexp(a: Expr, b: Expr) -> Expr:
-    """``max(a, b) + log1p(exp(-abs(a - b)))`` (7 FLOPs, overflow-free)."""
-    gap = Unary("-", Call("abs", (Binary("-", a, b),)))
-    return Binary("+", Call("max", (a, b)), Call("log1p", (Call("exp", (gap,)),)))
 
 
 @LOWERINGS.register(*_CUM)
 def _cumulative(ctx: EqnCtx) -> None:
     x = ctx.ins[0]
-    axis = int(ctx.params["axis"])
-    reverse = bool(ctx.params.get("reverse", False))
-    combine = _CUM[ctx.prim]
     out = ctx.out(0)
-    kb = ctx.kernel()
-    shape = ctx.out_shape(0)
-    n = shape[axis]
-    others = [k for k in range(len(shape)) if k != axis]
-    outer = Nest(kb, [shape[k] for k in others])
-    if outer.empty or n == 0:
-        return
-
-    def at(pos: Expr) -> list[Expr]:
-        idx: list[Expr] = [IntLit(0)] * len(shape)
-        for p, k in enumerate(others):
-            idx[k] = outer.idx[p]
-        idx[axis] = pos
-        return idx
-
-    first = lit(n - 1) if reverse else IntLit(0)
-    body: list[Stmt] = [
-        Assign(Access(out.ref.name, out.storage_index(at(first))), read(x, at(first)))
-    ]
-    if n > 1:
-        (i,) = kb.fresh_vars(1, "t")
-        cur = Binary("-", lit(n - 1), i) if reverse else i
-        prev = Binary("-", lit(n), i) if reverse else Binary("-", i, IntLit(1))
-        stmt = Assign(
-            Access(out.ref.name, out.storage_index(at(cur))),
-            combine(read(out, at(prev)), read(x, at(cur))),
-        )
-        body.append(For(i.name, IntLit(1), lit(n), (stmt,), seq=True))
-    kb.emit(*outer.wrap(body))
-
-
-_WINDOW_OPS: dict[str, ReduceOp] = {
-    "reduce_window_sum": "+",
-    "reduce_window_max": "max",
-    "reduce_window_min": "min",
-}
-_BODY_OPS: dict[str, ReduceOp] = {"add": "+", "max": "max", "min": "min", "mul": "*"}
-
-
-@LOWERINGS.register(*_WINDOW_OPS, "reduce_window")
-def _reduce_window(ctx: EqnCtx) -> None:
-    x: EqnOperand
-    if ctx.prim == "reduce_window":
-        op, x, init = _generic_window(ctx)
-    else:
-        op, x = _WINDOW_OPS[ctx.prim], ctx.ins[0]
-        init = reduce_init(op, ctx.out_dtype(0))
-    p = ctx.params
-    nd = len(x.shape)
-    win = tuple(int(v) for v in p["window_dimensions"])
-    strides = tuple(int(v) for v in p["window_strides"])
-    pads = tuple((int(a), int(b)) for a, b in p["padding"])
-    bdil = tuple(int(v) for v in (p.get("base_dilation") or (1,) * nd))
-    wdil = tuple(int(v) for v in (p.get("window_dilation") or (1,) * nd))
-    out = ctx.out(0)
-    kb = ctx.kernel()
-    outer = Nest(kb, ctx.out_shape(0), "o")
-    taps = Nest(kb, win, "w")
-    if outer.empty:
-        return
-    conds: list[Expr] = []
-    src: list[Expr] = []
-    for d in range(nd):
-        a = outer.aff(d, strides[d]).plus(taps.aff(d, wdil[d])).plus(-pads[d][0])
-        extent = (x.shape[d] - 1) * bdil[d] + 1 if x.shape[d] else 0
-        conds += range_guard(a, extent)
-        if bdil[d] > 1:
-            conds.append(Binary("==", Binary("%", a.expr(), lit(bdil[d])), IntLit(0)))
-            src.append(Binary("//", a.expr(), lit(bdil[d])))
-        else:
-            src.append(a.expr())
-    tgt = Access(out.ref.name, out.storage_index(outer.idx))
-    body: list[Stmt] = [Assign(tgt, init)]
-    if not taps.empty:
-        body += taps.wrap(guard(conds, [Reduce(tgt, op, read(x, src))]))
-    kb.emit(*outer.wrap(body))
-
-
-def _generic_window(ctx: EqnCtx) -> tuple[ReduceOp, TensorInfo, Expr]:
-    """The op, operand and init of a ``reduce_window`` whose body is one binary op."""
-    body = ctx.params["jaxpr"]
-    jaxpr = getattr(body, "jaxpr", body)
-    if len(ctx.ins) != 2 or len(jaxpr.eqns) != 1:
-        raise UnsupportedOpError("reduce_window with a variadic or multi-op body")
-    op = _BODY_OPS.get(jaxpr.eqns[0].primitive.name)
-    x, init = ctx.ins
-    if op is None or not isinstance(x, TensorInfo) or not isinstance(init, Lit):
-        raise UnsupportedOpError("reduce_window body is not a single add/max/min/mul")
-    return op, x, init.expr()
+    emit_scan(
+        ctx.kernel(),
+        ctx.out_shape(0),
+        int(ctx.params["axis"]),
+        lambda idx: read(x, idx),
+        x.dtype,
+        out.at,
+        out.dtype,
+        _CUM[ctx.prim],
+        reverse=bool(ctx.params.get("reverse", False)),
+    )
 
 
 _SELECT_OPS: dict[str, str] = {"ge": ">", "gt": ">", "le": "<", "lt": "<"}

@@ -2,9 +2,10 @@
 
 Contract: ``reshape``, ``squeeze``, ``expand_dims``, ``broadcast_in_dim``, ``tile``,
 ``transpose``, ``slice``, ``split`` and ``unstack`` return views (Note [Free views] in
-`solar.frontends.jaxfe.core`); ``rev``, ``pad``, ``concatenate``, ``stack``, ``iota``,
-``dynamic_slice`` and ``dynamic_update_slice`` emit one kernel that writes every output
-element once.
+`solar.frontends.jaxfe.core`); ``pad`` is `solar.frontends.kit.emit.pad`'s constant pad
+(negative and interior padding included; one loop nest per output region); ``rev``,
+``concatenate``, ``stack``, ``iota``, ``dynamic_slice`` and ``dynamic_update_slice`` emit
+one kernel that writes every output element once.
 Literal inputs (``jnp.zeros`` is a broadcast literal) stay literals through views and
 copies, so constant fills cost nothing. ``dynamic_update_slice`` updates its operand in
 place when XLA can (the operand is an intermediate that is dead afterwards), so only
@@ -15,18 +16,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from solar.frontends.jaxfe.core import LOWERINGS, EqnCtx, EqnOperand, Lit, Sink, read
+from solar.frontends.jaxfe.core import EqnOperand, Lit, read
+from solar.frontends.jaxfe.driver import LOWERINGS, EqnCtx
 from solar.frontends.kit import (
     Nest,
+    Sink,
     TensorInfo,
     UnsupportedOpError,
     broadcast_map,
     iadd,
     imul,
-    range_guard,
     reshape_map,
 )
-from solar.ir import Access, Assign, Binary, Call, Cast, DType, Expr, If, IntLit, Stmt, Unary, lit
+from solar.frontends.kit.emit.pad import emit_pad
+from solar.ir import Access, Assign, Binary, Call, Cast, DType, Expr, IntLit, lit
 
 __all__ = ["clamped_starts", "write"]
 
@@ -163,39 +166,15 @@ def _slice(ctx: EqnCtx) -> tuple[EqnOperand, ...]:
 @LOWERINGS.register("pad")
 def _pad(ctx: EqnCtx) -> tuple[EqnOperand, ...] | None:
     x, value = ctx.ins[0], ctx.ins[1]
-    config = [tuple(int(v) for v in c) for c in ctx.params["padding_config"]]
+    config = [(int(lo), int(hi), int(it)) for lo, hi, it in ctx.params["padding_config"]]
     if isinstance(x, Lit) and isinstance(value, Lit) and x.value == value.value:
         return (x.reshaped(ctx.out_shape(0)),)
     out = ctx.out(0)
-    kb = ctx.kernel()
-    nest = Nest(kb, ctx.out_shape(0))
-    if nest.empty:
+    if any(e == 0 for e in ctx.out_shape(0)):
         return None
-    conds: list[Expr] = []
-    src: list[Expr] = []
-    for k, (lo, _hi, interior) in enumerate(config):
-        a = nest.aff(k).plus(-lo)  # position in the interior-dilated input
-        step = interior + 1
-        extent = (x.shape[k] - 1) * step + 1 if x.shape[k] else 0
-        conds += range_guard(a, extent)
-        if step > 1:
-            conds.append(Binary("==", Binary("%", a.expr(), lit(step)), IntLit(0)))
-            src.append(Binary("//", a.expr(), lit(step)))
-        else:
-            src.append(a.expr())
-    tgt = write(out, nest.idx)
+    reader = lambda idx: read(x, idx)  # noqa: E731
     fill = read(value, [])
-    if not conds:
-        body: list[Stmt] = [Assign(tgt, read(x, src))]
-    else:
-        inside = conds[0]
-        for c in conds[1:]:
-            inside = Binary("and", inside, c)
-        body = [
-            If(Unary("not", inside), (Assign(tgt, fill),)),
-            If(inside, (Assign(tgt, read(x, src)),)),
-        ]
-    kb.emit(*nest.wrap(body))
+    emit_pad(ctx.kernel(), x.shape, config, reader, x.dtype, out.at, out.dtype, fill=fill)
     return None
 
 

@@ -29,6 +29,7 @@ import numpy as np
 from solar.frontends.jaxfe.capture import JaxCapture, require_jax, trace_jax_file, user_code
 from solar.frontends.jaxfe.walk import inline_args, inline_body, is_var
 from solar.frontends.kit import (
+    NUMPY_WIDENED,
     LoweredProgram,
     Recapture,
     ReducedReference,
@@ -56,7 +57,7 @@ def to_numpy(x: Any) -> np.ndarray:
         return arr.view(np.int8).copy()  # the IR stores uint8 as int8 bits (core.DTYPES)
     if arr.dtype.kind == "V" or (arr.dtype.kind == "f" and arr.dtype.itemsize < 2):
         return arr.astype(np.float32)
-    if arr.dtype.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+    if arr.dtype.name in NUMPY_WIDENED:
         return arr.astype(np.float32)
     return np.array(arr)
 

@@ -5,9 +5,10 @@ model-file side of the reduced-size reference.
 Contract: no torch, no jax. A tracer (``solar.frontends.pytorch``,
 ``solar.frontends.jaxfe``) imports the user's file (`import_model_file`), records a
 program, then walks it with a `LoweringDriver` subclass that looks each op up in its
-`LoweringTable`, hands the lowering its frontend-specific context, rolls back and
-uncovers what the lowering rejects, and returns a `LoweredProgram`. Everything those
-drivers and lowerings share lives here, once.
+`LoweringTable`, hands the lowering a `LowerCtx` (the one lowering context: a frontend
+adds only its own argument access), rolls back and uncovers what the lowering rejects,
+and returns a `LoweredProgram`. Everything those drivers and lowerings share lives here,
+once.
 """
 
 from __future__ import annotations
@@ -19,9 +20,21 @@ from solar.frontends.kit.builder import (
     as_expr,
     sanitize_name,
 )
+from solar.frontends.kit.context import BuilderKernels, KernelHost, LowerCtx, Sink
 from solar.frontends.kit.coverage import CoverageLog, UncoveredOp
 from solar.frontends.kit.driver import Checkpoint, LoweringDriver, Unsupported
-from solar.frontends.kit.dtypes import IR_DTYPES
+from solar.frontends.kit.dtypes import (
+    FRAMEWORK_DTYPE_NAMES,
+    IR_DTYPES,
+    LOW_PRECISION,
+    NUMPY_WIDENED,
+    accumulate_dtype,
+    cast,
+    int_range,
+    one,
+    reduce_identity,
+    zero,
+)
 from solar.frontends.kit.index import (
     Aff,
     LoopVars,
@@ -34,7 +47,9 @@ from solar.frontends.kit.index import (
     fmin,
     guard,
     iadd,
+    iadd_const_last,
     imul,
+    imul_const_last,
     nest,
     range_guard,
     reshape_map,
@@ -64,20 +79,26 @@ from solar.frontends.kit.symbolize import (
     symbolic_notes,
     symbolize_sizes,
 )
-from solar.frontends.kit.table import LoweringTable, UnsupportedOpError
+from solar.frontends.kit.table import LoweringTable, UnsupportedOpError, load_op_modules
 from solar.frontends.kit.values import IndexMap, TensorInfo, shape_numel
 
 __all__ = [
     "EXECUTOR_TIME_SHARE",
+    "FRAMEWORK_DTYPE_NAMES",
     "IR_DTYPES",
+    "LOW_PRECISION",
+    "NUMPY_WIDENED",
     "Aff",
     "BatchRecapture",
+    "BuilderKernels",
     "Checkpoint",
     "CondRegion",
     "CoverageLog",
     "IndexMap",
     "KernelBuilder",
+    "KernelHost",
     "LoopVars",
+    "LowerCtx",
     "LoweredProgram",
     "LoweringDriver",
     "LoweringTable",
@@ -85,6 +106,7 @@ __all__ = [
     "ProgramBuilder",
     "Recapture",
     "ReducedReference",
+    "Sink",
     "TensorInfo",
     "TensorRef",
     "UncoveredOp",
@@ -92,8 +114,10 @@ __all__ = [
     "Unsupported",
     "UnsupportedOpError",
     "UserCode",
+    "accumulate_dtype",
     "all_of",
     "as_expr",
+    "cast",
     "broadcast_map",
     "const_int",
     "executor_seconds",
@@ -102,19 +126,25 @@ __all__ = [
     "fmin",
     "guard",
     "iadd",
+    "iadd_const_last",
     "check_overrides",
     "import_model_file",
     "symbolic_notes",
     "symbolize_sizes",
     "SymbolicProgram",
     "imul",
+    "imul_const_last",
     "input_name",
+    "int_range",
+    "load_op_modules",
     "module_int_constants",
     "nest",
+    "one",
     "output_name",
     "param_name",
     "raised_by_solar",
     "range_guard",
+    "reduce_identity",
     "reduced_batch_reference",
     "reduced_reference",
     "reference_budget_bytes",
@@ -123,4 +153,5 @@ __all__ = [
     "shape_numel",
     "uncovered_name",
     "user_frames",
+    "zero",
 ]

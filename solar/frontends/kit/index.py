@@ -35,7 +35,9 @@ __all__ = [
     "fmin",
     "guard",
     "iadd",
+    "iadd_const_last",
     "imul",
+    "imul_const_last",
     "nest",
     "range_guard",
     "reshape_map",
@@ -74,6 +76,39 @@ def iadd(a: Expr | int, b: Expr | int) -> Expr:
     if cb is not None and cb < 0:
         return Binary("-", ea, IntLit(-cb))
     return Binary("+", ea, eb)
+
+
+def iadd_const_last(a: Expr, b: Expr | int) -> Expr:
+    """``a + b`` folding zeros (``b`` may be negative), spelled as the PyTorch frontend's
+    view maps spell it (Note [Constant-last index spelling] in
+    `solar.frontends.pytorch.ops_movement`): Python ints fold, expressions stay as written.
+
+    >>> from solar.ir import print_expr
+    >>> print_expr(iadd_const_last(Name("i"), -2)), print_expr(iadd_const_last(lit(2), 3))
+    ('i - 2', '5')
+    """
+    if isinstance(b, int):
+        if b == 0:
+            return a
+        if isinstance(a, IntLit):
+            return lit(a.value + b)
+        return Binary("+", a, IntLit(b)) if b > 0 else Binary("-", a, IntLit(-b))
+    if isinstance(a, IntLit) and a.value == 0:
+        return b
+    if isinstance(b, IntLit) and b.value == 0:
+        return a
+    return Binary("+", a, b)
+
+
+def imul_const_last(a: Expr, k: int) -> Expr:
+    """``a * k`` folding ones and zeros, the constant last (``o0 * 3``)."""
+    if k == 1:
+        return a
+    if k == 0:
+        return IntLit(0)
+    if isinstance(a, IntLit):
+        return lit(a.value * k)
+    return Binary("*", a, IntLit(k)) if k > 0 else Binary("*", a, lit(k))
 
 
 def imul(a: Expr | int, b: Expr | int) -> Expr:

@@ -424,7 +424,7 @@ def _fit_all(
             fits[n] = options
         if not bad:
             return fits
-        for s in bad:
+        for s in sorted(bad):  # a set of names: sorted, so reports do not depend on the hash seed
             constant[s] = f"a traced dimension is no simple formula in {s}"
             moved.pop(s, None)
     return None

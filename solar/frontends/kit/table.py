@@ -1,19 +1,25 @@
 """The lowering table: an op name -> the function that lowers it, for any frontend.
 
-Contract: a `LoweringTable` is a read-only mapping filled at import time by the
-``@table.register(...)`` decorator of each op module. It is generic over the lowering
-signature, so the PyTorch table maps ATen overload names to ``(LowerCtx, OpCall)``
-functions and the JAX table maps primitive names to ``(EqnCtx)`` functions. A lowering
-that cannot express a variant raises `UnsupportedOpError`; the frontend's driver then
-reports the op as uncovered (never dropped).
+Contract: a `LoweringTable` is a read-only mapping filled by the ``@table.register(...)``
+decorator of each op module. The op modules of a frontend are discovered, not listed:
+a table made with ``package=`` imports every ``ops_*`` module of that package the first
+time it is read (`load_op_modules`), so a family written separately registers itself as
+soon as its module exists, and importing a frontend stays cheap. The table is generic
+over the lowering signature: the PyTorch table maps ATen overload names to
+``(LowerCtx, OpCall)`` functions, the JAX table maps primitive names to ``(EqnCtx)``
+functions (an `EqnCtx` is a `solar.frontends.kit.LowerCtx`). A lowering that cannot
+express a variant raises `UnsupportedOpError`; the frontend's driver then reports the op
+as uncovered (never dropped).
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Callable, Iterator, Mapping
 from typing import Generic, TypeVar
 
-__all__ = ["LoweringTable", "UnsupportedOpError"]
+__all__ = ["LoweringTable", "UnsupportedOpError", "load_op_modules"]
 
 F = TypeVar("F", bound=Callable[..., object])
 
@@ -39,24 +45,33 @@ class LoweringTable(Mapping[str, F], Generic[F]):
     (True, None)
     """
 
-    def __init__(self, *, op_wide: bool = False) -> None:
+    def __init__(self, *, package: str | None = None, op_wide: bool = False) -> None:
         self._fns: dict[str, F] = {}
         self._op_wide = op_wide
+        self._package = package
+
+    def _entries(self) -> dict[str, F]:
+        """The entries, after loading the op modules of ``package`` once."""
+        if self._package is not None:
+            package, self._package = self._package, None
+            load_op_modules(package)
+        return self._fns
 
     def __getitem__(self, name: str) -> F:
-        return self._fns[name]
+        return self._entries()[name]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._fns)
+        return iter(self._entries())
 
     def __len__(self) -> int:
-        return len(self._fns)
+        return len(self._entries())
 
     def find(self, name: str) -> F | None:
         """The lowering for ``name``: exact match first, then the op-wide entry."""
-        fn = self._fns.get(name)
+        fns = self._entries()
+        fn = fns.get(name)
         if fn is None and self._op_wide:
-            fn = self._fns.get(name.rsplit(".", 1)[0])
+            fn = fns.get(name.rsplit(".", 1)[0])
         return fn
 
     def register(self, *names: str) -> Callable[[F], F]:
@@ -74,3 +89,12 @@ class LoweringTable(Mapping[str, F], Generic[F]):
             return fn
 
         return register
+
+
+def load_op_modules(package: str) -> None:
+    """Import every ``ops_*`` module of ``package``, in name order (each registers its
+    lowerings with its frontend's table)."""
+    pkg = importlib.import_module(package)
+    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
+        if info.name.startswith("ops_"):
+            importlib.import_module(f"{package}.{info.name}")

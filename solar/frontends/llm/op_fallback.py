@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from solar.diagnostics import LLMError
-from solar.frontends.kit import IR_DTYPES, TensorInfo
+from solar.frontends.kit import FRAMEWORK_DTYPE_NAMES, TensorInfo
 from solar.frontends.llm.config import LLMConfig
 from solar.frontends.llm.task import TensorSpec, TranslationTask
 from solar.frontends.llm.translate import translate_program
@@ -63,9 +63,6 @@ def _reference_text(target: str, overload: Any) -> str:
     return "\n".join(text) + "\n"
 
 
-_TORCH_NAMES = {dtype: name for name, dtype in IR_DTYPES.items()}
-"""IR dtype -> torch dtype attribute name (``torch.float32``)."""
-
 _CHECK_BUDGET_S = 30.0
 """Time budget of the check of one op's translation."""
 
@@ -109,7 +106,7 @@ def make_op_fallback(config: LLMConfig, check: ReferenceCheck) -> Callable[[Any]
 
         def to_torch(v: Any) -> Any:
             if isinstance(v, TensorInfo):
-                return torch.from_numpy(next(it)).to(getattr(torch, _TORCH_NAMES[v.dtype]))
+                return torch.from_numpy(next(it)).to(getattr(torch, FRAMEWORK_DTYPE_NAMES[v.dtype]))
             if isinstance(v, list | tuple):
                 return type(v)(to_torch(x) for x in v)
             return v

@@ -13,25 +13,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from solar.frontends.kit import IR_DTYPES
 from solar.frontends.llm.errors import E_BAD_CONFIG, LLMConfigError
 from solar.frontends.llm.task import TensorSpec, TranslationTask, program_io_names
 from solar.ir import DType
 
 __all__ = ["program_task_from_torch", "torch_dtype_to_ir"]
-
-_DTYPES = {
-    "torch.float64": DType.F64,
-    "torch.float32": DType.F32,
-    "torch.float16": DType.F16,
-    "torch.bfloat16": DType.BF16,
-    "torch.float8_e4m3fn": DType.F8E4M3,
-    "torch.float8_e5m2": DType.F8E5M2,
-    "torch.int64": DType.I64,
-    "torch.int32": DType.I32,
-    "torch.int8": DType.I8,
-    "torch.bool": DType.BOOL,
-}
-
 
 def torch_dtype_to_ir(dtype: Any) -> DType:
     """Map a ``torch.dtype`` to the IR dtype.
@@ -40,7 +27,7 @@ def torch_dtype_to_ir(dtype: Any) -> DType:
         LLMConfigError: the dtype has no IR counterpart (E0609).
     """
     try:
-        return _DTYPES[str(dtype)]
+        return IR_DTYPES[str(dtype).removeprefix("torch.")]
     except KeyError:
         message = f"dtype `{dtype}` has no Affine Loop IR dtype"
         raise LLMConfigError(message, code=E_BAD_CONFIG) from None

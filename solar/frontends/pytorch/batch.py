@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from solar.frontends.pytorch.loader import Instance
+from solar.frontends.pytorch.instance import Instance
 
 __all__ = ["batch_of_shapes", "cut_batch", "leading_batch"]
 

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from solar.frontends.kit import NUMPY_WIDENED
 from solar.frontends.pytorch.loader import ProgramSource
 
 __all__ = [
@@ -180,7 +181,7 @@ def to_numpy(t: Any) -> np.ndarray:
         if hasattr(t, "to_local") and hasattr(t, "device_mesh"):
             t = t.to_local()
         t = t.detach().cpu()
-        if t.dtype in (torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2):
+        if str(t.dtype).removeprefix("torch.") in NUMPY_WIDENED:
             t = t.float()
         return np.array(t.numpy(), copy=True)
 

@@ -103,8 +103,9 @@ def capture_rank(
     Returns:
         The `TorchCapture`, its lowering, and each ``permute`` kernel's destination.
     """
-    from solar.frontends.pytorch import lower_capture, trace_model_file
+    from solar.frontends.pytorch.driver import lower_capture
     from solar.frontends.pytorch.ops_collective import GROUP_RANKS, SENDS, Sends
+    from solar.frontends.pytorch.trace import trace_model_file
 
     capture = trace_model_file(path)
     if "torch.distributed.tensor" in sys.modules:
@@ -158,7 +159,7 @@ def run_gloo_rank(path: str, rank: int, world: int, store: str, out: str) -> Non
 
     import torch.distributed as dist
 
-    from solar.frontends.pytorch import reference_data
+    from solar.frontends.pytorch.reference import reference_data
 
     dist.init_process_group(
         "gloo",

@@ -38,6 +38,8 @@ from typing import Any
 from solar.diagnostics import FrontendError
 from solar.frontends.kit import (
     IR_DTYPES,
+    BuilderKernels,
+    LowerCtx,
     LoweredProgram,
     LoweringDriver,
     TensorInfo,
@@ -70,7 +72,7 @@ from solar.frontends.pytorch.ir_edits import (
     rename_tensors,
     splice_program,
 )
-from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, LoweringFn, OpCall, OpFallback
+from solar.frontends.pytorch.registry import LOWERINGS, LoweringFn, OpCall, OpFallback
 from solar.ir import Assign, DType, Role
 
 __all__ = ["INPLACE_PARTIAL_OPS", "RANDOM_OPS", "ir_dtype", "lower_capture"]
@@ -348,10 +350,9 @@ class _Lowerer(LoweringDriver):
 
     def _apply(self, fn: LoweringFn, call: OpCall) -> Any:
         """Run a lowering; its kernels join the program only if it returns."""
-        ctx = LowerCtx(self.pb, call)
-        result = fn(ctx, call)
-        for kb in ctx.kernels:
-            self.pb.finish_kernel(kb)
+        host = BuilderKernels(self.pb, call.module_path)
+        result = fn(LowerCtx(host, call.op), call)
+        host.finish()
         return result
 
     def outputs_for(self, call: RecordedCall) -> list[TensorInfo | None]:
@@ -588,14 +589,7 @@ def lower_capture(
     Raises:
         FrontendError: E0510 for inputs/parameters of unsupported dtypes.
     """
-    _load_lowerings()
     return _Lowerer(capture, op_fallback).run()
-
-
-def _load_lowerings() -> None:
-    from solar.frontends.pytorch import register_lowerings
-
-    register_lowerings()
 
 
 def ir_dtype(name: str) -> DType:

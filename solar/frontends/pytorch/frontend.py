@@ -68,8 +68,10 @@ class TorchFrontend:
         if path is not None:
             require_python_file(path, "torch")
         require_extra("torch", "torch")
-        from solar.frontends import pytorch as tfe
         from solar.frontends.kit.collectives import declared_world_size
+        from solar.frontends.pytorch.driver import lower_capture
+        from solar.frontends.pytorch.reference import reference_at_reduced_sizes
+        from solar.frontends.pytorch.trace import trace_model_file
 
         world = declared_world_size(path) if path is not None else None
         if world is not None:
@@ -77,7 +79,7 @@ class TorchFrontend:
             return _distributed(path, world, progress)
 
         progress("capturing ATen ops over fake tensors")
-        capture = tfe.trace_model_file(
+        capture = trace_model_file(
             path,
             entry=options.entry,
             inputs=options.inputs_file,
@@ -88,10 +90,10 @@ class TorchFrontend:
         )
         fallback = _op_fallback(options, check)
         progress(f"lowering {capture.info.num_calls} ATen calls")
-        lowered = tfe.lower_capture(capture, op_fallback=fallback)
+        lowered = lower_capture(capture, op_fallback=fallback)
 
         def reduced(src: Path, budget: int, seconds: float) -> ValidationPlan:
-            red = tfe.reference_at_reduced_sizes(
+            red = reference_at_reduced_sizes(
                 src,
                 budget,
                 budget_seconds=seconds,
@@ -105,8 +107,13 @@ class TorchFrontend:
                 capture=capture,
             )
             return ValidationPlan(
-                red.lowered.program, red.inputs, red.outputs, "reduced-sizes", red.description,
-                sizes=dict(red.sizes or {}), float64=_float64_rerun(red, budget),
+                red.lowered.program,
+                red.inputs,
+                red.outputs,
+                "reduced-sizes",
+                red.description,
+                sizes=dict(red.sizes or {}),
+                float64=_float64_rerun(red, budget),
             )
 
         if path is None:  # an imported module: no size constants to rebind
@@ -132,15 +139,19 @@ class TorchFrontend:
             FrontendError: capture and reference errors.
         """
         require_extra("torch", "torch")
-        from solar.frontends import pytorch as tfe
+        from solar.frontends.pytorch.driver import lower_capture
+        from solar.frontends.pytorch.trace import trace_module
 
         progress("capturing ATen ops over fake tensors")
-        capture = tfe.trace_module(
-            module, tuple(example_inputs), kwargs=kwargs, train=options.train,
+        capture = trace_module(
+            module,
+            tuple(example_inputs),
+            kwargs=kwargs,
+            train=options.train,
             step=_train_step(options),
         )
         fallback = _op_fallback(options, check)
-        lowered = tfe.lower_capture(capture, op_fallback=fallback)
+        lowered = lower_capture(capture, op_fallback=fallback)
         return _result(capture, lowered, options, None, fallback)
 
 
@@ -190,25 +201,35 @@ def _symbolic(
     fallback: OpFallback | None = None,
 ) -> FrontendResult:
     """``result`` with its program symbolic in the file's sizes, where that holds."""
-    from solar.frontends import pytorch as tfe
     from solar.frontends.kit import symbolic_notes, symbolize_sizes
+    from solar.frontends.pytorch.driver import lower_capture
+    from solar.frontends.pytorch.trace import trace_model_file
 
     sizes = dict(capture.info.sizes)
     result = replace(result, source_sizes=sizes)
     if not options.symbolic_sizes or not sizes:
         return result
     if capture.info.used_real_values or options.inputs_file is not None or options.input_shapes:
-        why = ("the capture needed real tensors" if capture.info.used_real_values
-               else "the inputs are given, not made from the sizes")
-        return replace(result, notes=(
-            *result.notes, f"formulas are constants at the captured sizes: {why}"))
+        why = (
+            "the capture needed real tensors"
+            if capture.info.used_real_values
+            else "the inputs are given, not made from the sizes"
+        )
+        return replace(
+            result, notes=(*result.notes, f"formulas are constants at the captured sizes: {why}")
+        )
     progress("re-capturing at other sizes for symbolic formulas")
 
     def capture_at(binding: Mapping[str, int]) -> tuple[Program, Mapping[str, int]]:
-        other = tfe.trace_model_file(path, entry=options.entry, overrides=dict(binding),
-                                     train=options.train, step=_train_step(options),
-                                     meta_only=capture.info.on_meta)
-        return tfe.lower_capture(other, op_fallback=fallback).program, other.info.sizes
+        other = trace_model_file(
+            path,
+            entry=options.entry,
+            overrides=dict(binding),
+            train=options.train,
+            step=_train_step(options),
+            meta_only=capture.info.on_meta,
+        )
+        return lower_capture(other, op_fallback=fallback).program, other.info.sizes
 
     sym = symbolize_sizes(lowered.program, sizes, capture_at, fixed=options.sizes)
     return replace(result, program=sym.program, notes=(*result.notes, *symbolic_notes(sym)))
@@ -332,8 +353,11 @@ def _result(
     reduced: Callable[[int, float], ValidationPlan] | None,
     fallback: OpFallback | None,
 ) -> FrontendResult:
-    from solar.frontends import pytorch as tfe
-    from solar.frontends.pytorch.reference import program_bytes, reference_values
+    from solar.frontends.pytorch.reference import (
+        program_bytes,
+        reference_at_reduced_batch,
+        reference_values,
+    )
 
     info = capture.info
     real = _RealBuild(capture.source)
@@ -384,7 +408,7 @@ def _result(
                     raise
                 tried += [err.message, *err.notes]
         try:
-            red = tfe.reference_at_reduced_batch(
+            red = reference_at_reduced_batch(
                 capture, budget, op_fallback=fallback, budget_seconds=seconds
             )
         except FrontendError as err:
@@ -393,8 +417,13 @@ def _result(
             tried += [err.message, *err.notes]
         else:
             return ValidationPlan(
-                red.lowered.program, red.inputs, red.outputs, "reduced-batch", red.description,
-                sizes=dict(info.sizes), float64=_float64_rerun(red, budget),
+                red.lowered.program,
+                red.inputs,
+                red.outputs,
+                "reduced-batch",
+                red.description,
+                sizes=dict(info.sizes),
+                float64=_float64_rerun(red, budget),
             )
         if fits_bytes:
             return full()

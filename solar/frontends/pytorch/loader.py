@@ -21,11 +21,10 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import importlib
-import random
 import re
 import sys
 import types
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,15 +32,16 @@ from typing import Any
 from solar.diagnostics import FrontendError, UsageError
 from solar.frontends.inputs import InputShape
 from solar.frontends.kit import (
+    FRAMEWORK_DTYPE_NAMES,
     check_overrides,
     import_model_file,
     module_int_constants,
-    raised_by_solar,
-    user_frames,
 )
-from solar.frontends.kit.loader import user_stdout_to_stderr
+from solar.frontends.pytorch.batch import cut_batch
+from solar.frontends.pytorch.instance import Instance, seed_everything, user_code
 from solar.frontends.pytorch.torchvision_shim import retry_with_torchvision_shim
-from solar.frontends.pytorch.train_step import TrainStep
+from solar.frontends.pytorch.train_step import TrainStep, training_instance
+from solar.ir import DType
 
 __all__ = [
     "REAL_BUDGET_BYTES",
@@ -53,8 +53,6 @@ __all__ = [
     "seed_everything",
     "user_code",
 ]
-
-SEED = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,79 +95,6 @@ class ProgramSource:
     step: TrainStep | None = None
     namespace: Any = field(default=None, compare=False)
     float64: bool = False
-
-
-@dataclass(slots=True)
-class Instance:
-    """A built program ready to run.
-
-    Attributes:
-        fn: the callable to run (a module, a function, or a state-swapping wrapper).
-        module: the root ``nn.Module`` if any (for module-path names).
-        args: positional inputs.
-        state: parameters and buffers by state_dict name (tensors as passed to ``fn``).
-        sizes: module-level integer constants of the model file.
-        attr_names: ``id(tensor) -> attribute path`` for plain tensor attributes.
-        kwargs: keyword inputs (their tensors are program inputs after ``args``'s).
-        namespace: the imported model file (its optional training hooks), if any.
-    """
-
-    fn: Callable[..., Any]
-    module: Any
-    args: tuple[Any, ...]
-    state: dict[str, Any]
-    sizes: dict[str, int]
-    attr_names: dict[int, str]
-    kwargs: dict[str, Any] = field(default_factory=dict)
-    namespace: Any = None
-
-    def call(self) -> Any:
-        """Run the program on its inputs."""
-        return self.fn(*self.args, **self.kwargs)
-
-    def input_tree(self) -> list[Any]:
-        """The inputs as one pytree: the positional ones, then the keyword dict.
-
-        Its leaves, in ``tree_flatten`` order, are the program inputs ``x0, x1, ...``.
-        """
-        return [*self.args, self.kwargs] if self.kwargs else list(self.args)
-
-
-def seed_everything(seed: int = SEED) -> None:
-    """Seed torch, numpy and ``random`` so model and inputs are reproducible."""
-    import numpy as np
-    import torch
-
-    torch.manual_seed(seed)
-    np.random.seed(seed)
-    random.seed(seed)
-
-
-@contextlib.contextmanager
-def user_code(what: str) -> Iterator[None]:
-    """Run user code; any exception it raises becomes `FrontendError` E0501.
-
-    Raises:
-        FrontendError: E0501 with the user traceback's last frames as notes.
-    """
-    try:
-        with user_stdout_to_stderr():  # Note [User output]
-            yield
-    except FrontendError:
-        raise
-    except Exception as err:
-        if raised_by_solar(err):
-            raise  # a SOLAR bug inside a dispatch hook, not the user's fault
-        notes = (*user_frames(err), f"{type(err).__name__}: {err}")
-        if "does not require grad" in str(err):  # a backward under the inference capture
-            notes = (
-                *notes,
-                "the program runs a backward: bound a training step with --train "
-                "(docs/training.md)",
-            )
-        raise FrontendError(
-            f"{what} raised {type(err).__name__}", code="E0501", notes=notes
-        ) from err
 
 
 def _entry_point(module: types.ModuleType, name: str, path: Path) -> Callable[..., Any]:
@@ -239,12 +164,6 @@ def load_inputs_file(path: Path) -> tuple[tuple[Any, ...], dict[str, Any]]:
     raise FrontendError(f"inputs file {path} holds {type(obj).__name__}", code="E0507")
 
 
-_TORCH_DTYPES = {
-    "f64": "float64", "f32": "float32", "f16": "float16", "bf16": "bfloat16",
-    "i64": "int64", "i32": "int32", "i8": "int8", "bool": "bool",
-}  # fmt: skip
-
-
 def inputs_from_shapes(shapes: tuple[InputShape, ...]) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """Seeded random tensors for ``--input-shape`` specs (positional, then keyword)."""
     import torch
@@ -253,7 +172,7 @@ def inputs_from_shapes(shapes: tuple[InputShape, ...]) -> tuple[tuple[Any, ...],
     args: list[Any] = []
     kwargs: dict[str, Any] = {}
     for spec in shapes:
-        dtype = getattr(torch, _TORCH_DTYPES[spec.dtype])
+        dtype = getattr(torch, FRAMEWORK_DTYPE_NAMES[DType(spec.dtype)])
         if spec.dtype == "bool":
             t = torch.ones(spec.shape, dtype=dtype)
         elif dtype.is_floating_point:
@@ -450,15 +369,11 @@ def instantiate(
     """
     inst = _instantiate(source, fake_mode=fake_mode, real_fallback=real_fallback)
     if source.batch is not None:
-        from solar.frontends.pytorch.batch import cut_batch
-
         inst = cut_batch(inst, source.batch)
     if source.float64 and fake_mode is None:
         inst = _as_float64(inst)
     if source.step is None:
         return inst
-    from solar.frontends.pytorch.train_step import training_instance
-
     n_inputs = len(inst.args)
     inst = training_instance(inst, source.step, fake_mode=fake_mode)
     if source.float64 and fake_mode is None:  # the targets the step appended

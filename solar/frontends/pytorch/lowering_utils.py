@@ -11,13 +11,12 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from solar.frontends.kit import KernelBuilder, TensorInfo, UnsupportedOpError, nest
+from solar.frontends.kit import Sink, TensorInfo, UnsupportedOpError, cast, nest
 from solar.frontends.pytorch.registry import LowerCtx, OpCall
 from solar.ir import (
     Assign,
     Binary,
     Call,
-    Cast,
     DType,
     Expr,
     IntLit,
@@ -28,11 +27,9 @@ from solar.ir import (
 
 __all__ = [
     "ElementwiseArg",
-    "accumulate_dtype",
     "bcast_index",
     "bcast_read",
     "binop",
-    "cast",
     "copy_kernel",
     "elementwise",
     "fn",
@@ -50,7 +47,6 @@ __all__ = [
 ElementwiseArg = TensorInfo | int | float | bool
 """An elementwise operand: a tensor or a Python scalar."""
 
-_LOW_PRECISION = frozenset({DType.F16, DType.BF16, DType.F8E4M3, DType.F8E5M2})
 _FLOAT_RANK = {
     DType.F8E4M3: 0,
     DType.F8E5M2: 0,
@@ -99,11 +95,6 @@ def out0(call: OpCall) -> TensorInfo:
     return out
 
 
-def accumulate_dtype(dtype: DType) -> DType:
-    """The type eager kernels accumulate in: f32 for 16/8-bit floats, else ``dtype``."""
-    return DType.F32 if dtype in _LOW_PRECISION else dtype
-
-
 def promote(*operands: Any) -> DType:
     """Result dtype of an elementwise op following torch's rules, approximately.
 
@@ -122,13 +113,6 @@ def promote(*operands: Any) -> DType:
     if any(isinstance(x, int) and not isinstance(x, bool) for x in operands):
         return DType.I64
     return DType.BOOL
-
-
-def cast(expr: Expr, from_dtype: DType | None, to_dtype: DType) -> Expr:
-    """``expr`` converted to ``to_dtype`` (no-op when the types already agree)."""
-    if from_dtype == to_dtype:
-        return expr
-    return Cast(to_dtype, expr)
 
 
 def scalar_lit(value: Any, dtype: DType | None = None) -> Expr:
@@ -188,7 +172,7 @@ def elementwise(
     *,
     hint: str | None = None,
     extra_outputs: Sequence[tuple[TensorInfo, Callable[[tuple[Name, ...]], Expr]]] = (),
-) -> KernelBuilder:
+) -> Sink:
     """Emit one kernel ``out[idx] = fn(idx)`` over the output's shape.
 
     ``extra_outputs`` adds further assignments in the same loop nest (ops with two
@@ -228,7 +212,7 @@ def tensor_arg(call: OpCall, index: int, name: str) -> TensorInfo:
 
 def copy_kernel(
     ctx: LowerCtx, src: TensorInfo | int | float | bool, out: TensorInfo, hint: str | None = None
-) -> KernelBuilder:
+) -> Sink:
     """``out = src`` (broadcast, cast to ``out``'s dtype) as one kernel."""
     return elementwise(ctx, out, lambda idx: operand(src, idx, out.shape, out.dtype), hint=hint)
 

@@ -26,16 +26,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from solar.frontends.kit import (
-    KernelBuilder,
     Nest,
+    Sink,
     TensorInfo,
     TensorRef,
     UnsupportedOpError,
+    accumulate_dtype,
+    cast,
     iadd,
     imul,
     nest,
 )
-from solar.frontends.pytorch.lowering_utils import accumulate_dtype, cast
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
 from solar.ir import (
     Access,
@@ -82,7 +83,7 @@ def _bcast(shape: Sequence[int], full: Sequence[int], idx: Sequence[Expr]) -> li
     ]
 
 
-def emit_attention(ctx: LowerCtx, kb: KernelBuilder, a: Attention) -> None:
+def emit_attention(ctx: LowerCtx, kb: Sink, a: Attention) -> None:
     """Emit the attention loops for ``a`` into ``kb``.
 
     Raises:

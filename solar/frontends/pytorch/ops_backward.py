@@ -19,15 +19,15 @@ import math
 from collections.abc import Callable, Sequence
 
 from solar.frontends.kit import (
-    KernelBuilder,
     Nest,
+    Sink,
     TensorInfo,
     UnsupportedOpError,
+    accumulate_dtype,
+    cast,
 )
 from solar.frontends.pytorch.lowering_utils import (
-    accumulate_dtype,
     binop,
-    cast,
     elementwise,
     fn,
     norm_dim,
@@ -57,12 +57,12 @@ class OneKernel(LowerCtx):
     gradients is one launch reading its operands once (the lower of the two counts)."""
 
     def __init__(self, ctx: LowerCtx) -> None:
-        super().__init__(ctx.pb, ctx.call)
+        super().__init__(ctx.host, ctx.op)
         self.kernels = ctx.kernels
         if not self.kernels:
             super().kernel()
 
-    def kernel(self, hint: str | None = None) -> KernelBuilder:
+    def kernel(self, hint: str | None = None) -> Sink:
         """The op's kernel (``hint`` is ignored: it is named after the op)."""
         return self.kernels[0]
 

@@ -26,15 +26,16 @@ import math
 from collections.abc import Callable
 
 from solar.frontends.kit import (
-    KernelBuilder,
     Nest,
+    Sink,
     TensorInfo,
     UnsupportedOpError,
+    accumulate_dtype,
+    cast,
     iadd,
     imul,
     nest,
 )
-from solar.frontends.pytorch.lowering_utils import accumulate_dtype, cast
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
 from solar.ir import Assign as Set
 from solar.ir import Binary, Call, DType, Expr, IntLit, Name, Reduce, Stmt, lit
@@ -205,7 +206,7 @@ def _query_group(q: TensorInfo, k: TensorInfo, v: TensorInfo) -> int:
 
 def _contract(
     ctx: LowerCtx,
-    kb: KernelBuilder,
+    kb: Sink,
     out: TensorInfo,
     row: list[Expr],
     loops: list[Loop],

@@ -16,11 +16,18 @@ Contract: as ops_backward.py (one kernel per call, eager's CPU formulas; ``norm`
 
 from __future__ import annotations
 
-from solar.frontends.kit import Nest, UnsupportedOpError, fmax, fmin, iadd, nest
-from solar.frontends.pytorch.lowering_utils import (
+from solar.frontends.kit import (
+    Nest,
+    UnsupportedOpError,
     accumulate_dtype,
-    binop,
     cast,
+    fmax,
+    fmin,
+    iadd,
+    nest,
+)
+from solar.frontends.pytorch.lowering_utils import (
+    binop,
     elementwise,
     fn,
     norm_dim,

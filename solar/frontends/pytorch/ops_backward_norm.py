@@ -12,14 +12,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from solar.frontends.kit import Nest, TensorInfo, UnsupportedOpError, iadd, imul
-from solar.frontends.pytorch.lowering_utils import (
+from solar.frontends.kit import (
+    Nest,
+    TensorInfo,
+    UnsupportedOpError,
     accumulate_dtype,
-    binop,
     cast,
-    fn,
-    tensor_arg,
+    iadd,
+    imul,
 )
+from solar.frontends.pytorch.lowering_utils import binop, fn, tensor_arg
 from solar.frontends.pytorch.ops_backward import OneKernel
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
 from solar.ir import Assign, Expr, IntLit, Reduce, Stmt, lit

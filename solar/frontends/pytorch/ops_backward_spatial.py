@@ -2,7 +2,7 @@
 
 Contract: as ops_backward.py (one kernel per call, eager's formulas):
 ``convolution_backward`` (input gradient = the transposed convolution of the output
-gradient through `emit_conv`, weight gradient = the correlation of the output gradient
+gradient through `ops_conv.conv`, weight gradient = the correlation of the output gradient
 with the input, bias gradient = a sum; one launch for all three),
 ``avg_pool{1,2,3}d_backward`` and ``_adaptive_avg_pool{2,3}d_backward`` (the
 forward's windows and divisors, `ops_pool`), ``embedding_dense_backward``,
@@ -17,33 +17,26 @@ from collections.abc import Callable
 
 from solar.frontends.kit import (
     Aff,
-    KernelBuilder,
     Nest,
+    Sink,
     TensorInfo,
     UnsupportedOpError,
+    accumulate_dtype,
+    cast,
     guard,
     iadd,
     imul,
     nest,
-    range_guard,
 )
-from solar.frontends.pytorch.lowering_utils import (
-    accumulate_dtype,
-    binop,
-    cast,
-    norm_dim,
-    out0,
-    tensor_arg,
-)
+from solar.frontends.kit.emit import WindowFn, WindowSpec, window_source
+from solar.frontends.pytorch.lowering_utils import binop, norm_dim, out0, tensor_arg
 from solar.frontends.pytorch.ops_backward import OneKernel
-from solar.frontends.pytorch.ops_conv import ConvSpec, emit_conv
+from solar.frontends.pytorch.ops_conv import ConvArgs, conv
 from solar.frontends.pytorch.ops_pool import (
     DivisorFn,
-    WindowFn,
     adaptive_divisors,
     adaptive_windows,
     avg_divisors,
-    strided_windows,
 )
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
 from solar.ir import Assign, Binary, DType, Expr, If, IntLit, Reduce, Stmt, lit
@@ -55,7 +48,7 @@ __all__: list[str] = []
 def _convolution_backward(ctx: LowerCtx, call: OpCall) -> None:
     """``convolution_backward(grad, input, weight, bias_sizes, stride, padding, dilation,
     transposed, output_padding, groups, output_mask) -> (dx, dw, db)``: the input gradient
-    is the transposed convolution of ``grad`` (`emit_conv`), the weight gradient the
+    is the transposed convolution of ``grad`` (`ops_conv.conv`), the weight gradient the
     correlation of ``grad`` with the input, the bias gradient a sum; one kernel each."""
     g, x, w = (
         tensor_arg(call, 0, "grad_output"),
@@ -67,7 +60,7 @@ def _convolution_backward(ctx: LowerCtx, call: OpCall) -> None:
     if x.rank != nd + 2:
         raise UnsupportedOpError("unbatched convolution backward")
     groups = int(call.arg(9, "groups"))
-    fwd = ConvSpec(
+    fwd = ConvArgs(
         stride=_expand(call.arg(4, "stride"), nd),
         padding=_expand(call.arg(5, "padding"), nd),
         dilation=_expand(call.arg(6, "dilation"), nd),
@@ -77,7 +70,7 @@ def _convolution_backward(ctx: LowerCtx, call: OpCall) -> None:
     dx, dw, db = [*call.outputs, None, None, None][:3]
     ctx = OneKernel(ctx)
     if dx is not None:  # the adjoint: a transposed conv of the gradient, or a conv for one
-        emit_conv(ctx, g, w, None, dx, fwd)
+        conv(ctx, g, w, None, dx, fwd)
     if dw is not None and transposed:
         _weight_grad(ctx, x, g, dw, fwd, ("c", "k", ("ih", "iw", "id")))
     elif dw is not None:
@@ -113,7 +106,7 @@ def _weight_grad(
     dense: TensorInfo,
     windowed: TensorInfo,
     dw: TensorInfo,
-    spec: ConvSpec,
+    spec: ConvArgs,
     names: tuple[str, str, tuple[str, ...]],
 ) -> None:
     """A convolution's weight gradient, with ``a`` the dense operand's channel in its group
@@ -141,9 +134,9 @@ def _weight_grad(
     src: list[Expr] = []
     for d in range(nd):
         a = inner.aff(1 + d, spec.stride[d]).plus(outer.aff(3 + d, spec.dilation[d]))
-        a = Aff(a.terms, a.const - spec.padding[d])
-        conds += range_guard(a, windowed.shape[2 + d])
-        src.append(a.expr())
+        cs, e = window_source(a.plus(-spec.padding[d]), windowed.shape[2 + d])
+        conds += cs
+        src.append(e)
     acc = kb.local(dt, [], "acc").scalar()
     prod = Binary(
         "*",
@@ -198,7 +191,7 @@ def _embedding_dense_backward(ctx: LowerCtx, call: OpCall) -> None:
     kb.emit(*rows.wrap(cols.wrap([stmt])))
 
 
-def _zero_then(ctx: LowerCtx, out: TensorInfo) -> tuple[KernelBuilder, Nest]:
+def _zero_then(ctx: LowerCtx, out: TensorInfo) -> tuple[Sink, Nest]:
     """A kernel starting with ``out = 0`` (as eager's ``zeros`` + copy)."""
     kb = ctx.kernel()
     init = Nest(kb, out.shape, "i")
@@ -298,7 +291,7 @@ def _emit_avg_backward(
     elif const != 1:
         den = Binary("*", lit(const), den)
     sg = scaled[tuple(outer.idx)]
-    dst = [*outer.idx[:lead], *(a.expr() for a in win.src)]
+    dst = [*outer.idx[:lead], *win.src]
     kb.emit(
         *outer.wrap(
             [
@@ -324,7 +317,7 @@ def _avg_pool_backward(nd: int) -> Callable[[LowerCtx, OpCall], None]:
         include_pad = bool(call.arg(6, "count_include_pad"))
         override = call.arg(7, "divisor_override")
         in_sp = out.shape[out.rank - nd :]
-        windows = strided_windows(nd, in_sp, kernel, stride, padding, (1,) * nd)
+        windows = WindowSpec(kernel, stride, padding).windows(in_sp)
         divisor = avg_divisors(
             kernel, stride, padding, in_sp, include_pad=include_pad, override=override
         )

@@ -88,8 +88,7 @@ def _emit(
         raise UnsupportedOpError(f"{call.target}: the source is not one tensor")
     if not x.is_storage or not out.is_storage:
         raise UnsupportedOpError("a collective on a view")
-    kb = ctx.kernel(kind)
-    kb.collective = Collective(kind, out.ref.name, x.ref.name, **fields)  # type: ignore[arg-type]
+    ctx.collective(kind, Collective(kind, out.ref.name, x.ref.name, **fields))  # type: ignore[arg-type]
 
 
 @LOWERINGS.register("_c10d_functional.all_reduce")
@@ -194,6 +193,5 @@ def _recv(ctx: LowerCtx, call: OpCall) -> None:
     out = out0(call)
     if not x.is_storage or not out.is_storage:
         raise UnsupportedOpError("a send or receive of a view")
-    kb = ctx.kernel("permute")
-    kb.collective = Collective("permute", out.ref.name, x.ref.name, to=IntLit(0))
-    state.destinations[kb.name] = dest
+    name = ctx.collective("permute", Collective("permute", out.ref.name, x.ref.name, to=IntLit(0)))
+    state.destinations[name] = dest

@@ -1,14 +1,13 @@
-"""Lowerings of ATen convolutions (1-3D, grouped, dilated, transposed): one kernel each.
+"""Lowerings of ATen convolutions (1-3D, grouped, dilated, transposed): adapters to the
+kit's `emit_conv`.
 
-Contract: ``(LowerCtx, OpCall) -> None``; each call emits one kernel. A forward conv is
-the gather form ``Y[n, k, o] = bias[k]; Y[n, k, o] += X[n, g*Cg + c, s*o + d*r - p] *
-W[k, c, r]`` with a guard that skips taps in the zero padding (so FLOPs count real taps
-only). A transposed conv is the scatter form ``Y[n, k, s*i + d*r - p] += X[n, c, i] *
-W[c, k, r]`` after initialising Y, guarded to the output extent: affine, no ``%``. The
-output extent comes from the declared output, so asymmetric ("same") padding and
-``output_padding`` need no special casing. Low-precision outputs accumulate in an f32
-kernel-local, as eager kernels do. Padding modes other than zeros arrive as a separate
-pad op (``reflection_pad2d``...) before ``convolution``.
+Contract: ``(LowerCtx, OpCall) -> None``; each call emits one kernel
+(`solar.frontends.kit.emit.conv`). A forward conv is the gather form ``Y[n, k, o] =
+bias[k]; Y[n, k, o] += X[n, g*Cg + c, s*o + d*r - p] * W[k, c, r]``; a transposed conv
+is a convolution of the stride-dilated input with the reversed kernel, lowered in
+scatter form ``Y[n, k, s*i + d*r - p] += X[n, c, i] * W[c, k, r]`` (its weight is
+``[C, K/g, *R]``: the group offset is on its first dim). Padding modes other than zeros
+arrive as a separate pad op (``reflection_pad2d``...) before ``convolution``.
 
 CPU dispatch (torch 2.13): ``F.conv*d``/``F.conv_transpose*d``/``nn.Conv*d`` all reach
 ``aten.convolution.default``; the backend ops below it (``mkldnn_convolution``,
@@ -17,34 +16,18 @@ CPU dispatch (torch 2.13): ``F.conv*d``/``F.conv_transpose*d``/``nn.Conv*d`` all
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
-from solar.frontends.kit import (
-    Aff,
-    Nest,
-    TensorInfo,
-    UnsupportedOpError,
-    expand_param,
-    guard,
-    iadd,
-    imul,
-    range_guard,
-)
-from solar.frontends.pytorch.lowering_utils import accumulate_dtype, cast
+from solar.frontends.kit import TensorInfo, UnsupportedOpError, expand_param
+from solar.frontends.kit.emit import ConvSpec, emit_conv
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
-from solar.ir import Access, Assign, Binary, Expr, Reduce, Stmt, lit
 
-__all__ = ["ConvSpec", "emit_conv"]
-
-_SP = ("od", "oh", "ow")
-_ISP = ("id", "ih", "iw")
-_TAPS = ("r", "s", "t")
+__all__ = ["ConvArgs", "conv"]
 
 
 @dataclass(frozen=True, slots=True)
-class ConvSpec:
-    """Normalised convolution parameters (per spatial dim)."""
+class ConvArgs:
+    """PyTorch's convolution parameters, normalised (per spatial dim)."""
 
     stride: tuple[int, ...]
     padding: tuple[int, ...]
@@ -52,15 +35,47 @@ class ConvSpec:
     transposed: bool
     groups: int
 
+    def spec(self, w: TensorInfo, batched: bool) -> ConvSpec:
+        """The kit's spec: a transposed conv is a conv of the ``stride``-dilated input
+        with the reversed kernel, padded ``d * (K - 1) - p`` low."""
+        nd = len(self.stride)
+        std = tuple(range(nd + 2))
+        flat: tuple[int | None, ...] = std if batched else (None, *range(nd + 1))
+        if not self.transposed:
+            return ConvSpec(
+                strides=self.stride,
+                padding=self.padding,
+                lhs_dilation=(1,) * nd,
+                rhs_dilation=self.dilation,
+                feature_groups=self.groups,
+                lhs_layout=flat,
+                out_layout=flat,
+            )
+        ker = w.shape[2:]
+        return ConvSpec(
+            strides=(1,) * nd,
+            padding=tuple(
+                d * (k - 1) - p for d, k, p in zip(self.dilation, ker, self.padding, strict=True)
+            ),
+            lhs_dilation=self.stride,
+            rhs_dilation=self.dilation,
+            feature_groups=self.groups,
+            lhs_layout=flat,
+            rhs_layout=(1, 0, *range(2, nd + 2)),
+            out_layout=flat,
+            rhs_reversed=True,
+            rhs_groups_on="in",
+        )
 
-def _spec(
+
+def _args(
     weight: TensorInfo,
     stride: object,
     padding: object,
     dilation: object,
     transposed: bool,
     groups: int,
-) -> ConvSpec:
+) -> ConvArgs:
     nd = weight.rank - 2
     if nd < 1:
         raise UnsupportedOpError("convolution weight must have rank >= 3")
@@ -75,7 +90,7 @@ def _spec(
             raise UnsupportedOpError(f"unknown padding mode {padding!r}")
     else:
         pad = expand_param(padding, nd, "padding", 0)  # type: ignore[arg-type]
-    return ConvSpec(
+    return ConvArgs(
         stride=expand_param(stride, nd, "stride", 1),  # type: ignore[arg-type]
         padding=pad,
         dilation=expand_param(dilation, nd, "dilation", 1),  # type: ignore[arg-type]
@@ -84,112 +99,25 @@ def _spec(
     )
 
 
-def emit_conv(
+def conv(
     ctx: LowerCtx,
     x: TensorInfo,
     w: TensorInfo,
     bias: TensorInfo | None,
     out: TensorInfo,
-    spec: ConvSpec,
+    args: ConvArgs,
 ) -> None:
-    """Emit one convolution kernel (forward or transposed) into ``ctx``.
-
-    Args:
-        ctx: lowering context.
-        x: input ``[N, C, *S]`` (or unbatched ``[C, *S]``).
-        w: weight ``[K, C/g, *R]`` (forward) or ``[C, K/g, *R]`` (transposed).
-        bias: optional ``[K]``.
-        out: output ``[N, K, *O]`` (or ``[K, *O]``).
-        spec: stride/padding/dilation/groups.
+    """Emit one convolution kernel (forward or transposed): ``x`` ``[N, C, *S]`` (or
+    unbatched ``[C, *S]``), ``w`` ``[K, C/g, *R]`` (transposed: ``[C, K/g, *R]``),
+    ``bias`` ``[K]``, ``out`` ``[N, K, *O]``.
 
     Raises:
         UnsupportedOpError: inconsistent shapes.
     """
     nd = w.rank - 2
-    batched = x.rank == nd + 2
-    if not batched and x.rank != nd + 1:
+    if x.rank not in (nd + 1, nd + 2) or len(args.stride) != nd:
         raise UnsupportedOpError(f"conv input rank {x.rank} does not match weight rank {w.rank}")
-    g = spec.groups
-    cin = x.shape[1 if batched else 0]
-    kout = out.shape[1 if batched else 0]
-    if cin % g or kout % g:
-        raise UnsupportedOpError("channels not divisible by groups")
-    cg, kg = cin // g, kout // g
-    n_ext = x.shape[0] if batched else 1
-    in_sp, out_sp, ker = x.shape[-nd:], out.shape[-nd:], w.shape[2:]
-    kb = ctx.kernel(f"conv_transpose{nd}d" if spec.transposed else f"conv{nd}d")
-    acc_dtype = accumulate_dtype(out.dtype)
-    acc = kb.local(acc_dtype, out.shape, "acc") if acc_dtype != out.dtype else None
-
-    def out_at(n: Expr, k: Expr, sp: Sequence[Expr]) -> Access:
-        idx = [n, k, *sp] if batched else [k, *sp]
-        return acc[tuple(idx)] if acc is not None else ctx.write(out, idx)
-
-    def x_at(n: Expr, c: Expr, sp: Sequence[Expr]) -> Expr:
-        return ctx.read(x, [n, c, *sp] if batched else [c, *sp])
-
-    def init(nn: Nest) -> list[Stmt]:
-        # Y = bias (or 0) over the whole output.
-        k = nn.idx[1]
-        value: Expr = (
-            cast(ctx.read(bias, [k]), bias.dtype, acc_dtype) if bias is not None else lit(0.0)
-        )
-        return nn.wrap([Assign(out_at(nn.idx[0], k, nn.idx[2:]), value)])
-
-    if not spec.transposed:
-        # n, group, channel-in-group, spatial... ; reduce over c, taps.
-        outer = Nest(kb, [n_ext, g, kg, *out_sp], ["n", "g", "k", *_SP[3 - nd :]])
-        inner = Nest(kb, [cg, *ker], ["c", *_TAPS[:nd]])
-        n, gi, ki, osp = outer.idx[0], outer.idx[1], outer.idx[2], outer.idx[3:]
-        c, taps = inner.idx[0], inner.idx[1:]
-        kk = iadd(imul(gi, kg), ki)
-        conds: list[Expr] = []
-        src: list[Expr] = []
-        for dim in range(nd):
-            a = outer.aff(3 + dim, spec.stride[dim]).plus(inner.aff(1 + dim, spec.dilation[dim]))
-            a = Aff(a.terms, a.const - spec.padding[dim])
-            conds += range_guard(a, in_sp[dim])
-            src.append(a.expr())
-        prod = Binary(
-            "*",
-            cast(x_at(n, iadd(imul(gi, cg), c), src), x.dtype, acc_dtype),
-            cast(ctx.read(w, [kk, c, *taps]), w.dtype, acc_dtype),
-        )
-        tgt = out_at(n, kk, osp)
-        first: Expr = (
-            cast(ctx.read(bias, [kk]), bias.dtype, acc_dtype) if bias is not None else lit(0.0)
-        )
-        body: list[Stmt] = [Assign(tgt, first), *inner.wrap(guard(conds, [Reduce(tgt, "+", prod)]))]
-        if acc is not None:
-            body.append(Assign(ctx.write(out, [n, kk, *osp] if batched else [kk, *osp]), tgt))
-        kb.emit(*outer.wrap(body))
-        return
-
-    # Transposed: init Y, then scatter X[n, c, i] * W[c, k, r] into Y[n, k, s*i + d*r - p].
-    full = Nest(kb, [n_ext, kout, *out_sp], ["n", "k", *_SP[3 - nd :]])
-    kb.emit(*init(full))
-    outer = Nest(kb, [n_ext, g, cg, *in_sp], ["n", "g", "c", *_ISP[3 - nd :]])
-    inner = Nest(kb, [kg, *ker], ["k", *_TAPS[:nd]])
-    n, gi, ci, isp = outer.idx[0], outer.idx[1], outer.idx[2], outer.idx[3:]
-    ki, taps = inner.idx[0], inner.idx[1:]
-    cc = iadd(imul(gi, cg), ci)
-    conds = []
-    dst: list[Expr] = []
-    for dim in range(nd):
-        a = outer.aff(3 + dim, spec.stride[dim]).plus(inner.aff(1 + dim, spec.dilation[dim]))
-        a = Aff(a.terms, a.const - spec.padding[dim])
-        conds += range_guard(a, out_sp[dim])
-        dst.append(a.expr())
-    prod = Binary(
-        "*",
-        cast(x_at(n, cc, isp), x.dtype, acc_dtype),
-        cast(ctx.read(w, [cc, ki, *taps]), w.dtype, acc_dtype),
-    )
-    tgt = out_at(n, iadd(imul(gi, kg), ki), dst)
-    kb.emit(*outer.wrap(inner.wrap(guard(conds, [Reduce(tgt, "+", prod)]))))
-    if acc is not None:
-        fin = Nest(kb, list(out.shape), "i")
-        kb.emit(*fin.wrap([Assign(ctx.write(out, fin.idx), acc[tuple(fin.idx)])]))
+    emit_conv(ctx, x, w, out, args.spec(w, x.rank == nd + 2), bias=bias)
 
 
 def _opt(x: object) -> TensorInfo | None:
@@ -210,8 +138,8 @@ def _run(
     out = call.outputs[0]
     if not isinstance(x, TensorInfo) or not isinstance(w, TensorInfo) or out is None:
         raise UnsupportedOpError(f"{call.target}: tensor arguments expected")
-    spec = _spec(w, stride, padding, dilation, bool(transposed), int(groups))  # type: ignore[call-overload]
-    emit_conv(ctx, x, w, _opt(bias), out, spec)
+    args = _args(w, stride, padding, dilation, bool(transposed), int(groups))  # type: ignore[call-overload]
+    conv(ctx, x, w, _opt(bias), out, args)
 
 
 @LOWERINGS.register(

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from solar.frontends.kit import TensorInfo, UnsupportedOpError
+from solar.frontends.kit import TensorInfo, UnsupportedOpError, cast
 from solar.frontends.pytorch.lowering_utils import (
     ElementwiseArg,
     binop,
-    cast,
     elementwise,
     fn,
     operand,

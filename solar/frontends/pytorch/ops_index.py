@@ -14,14 +14,27 @@ indexing has a data-dependent shape and is left uncovered.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 
-from solar.frontends.kit import KernelBuilder, TensorInfo, UnsupportedOpError, nest
+from solar.frontends.kit import (
+    Sink,
+    TensorInfo,
+    UnsupportedOpError,
+    cast,
+    nest,
+    reduce_identity,
+)
+from solar.frontends.kit.emit.gather import (
+    GatherDims,
+    ScatterDims,
+    StartReader,
+    emit_gather,
+    emit_scatter,
+)
+from solar.frontends.kit.emit.reduce import Reader
 from solar.frontends.pytorch.lowering_utils import (
     bcast_index,
     binop,
-    cast,
     fn,
     norm_dim,
     operand,
@@ -31,7 +44,7 @@ from solar.frontends.pytorch.lowering_utils import (
     tensor_arg,
 )
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
-from solar.ir import Access, Assign, DType, Expr, If, IntLit, Name, Reduce, Stmt, lit
+from solar.ir import Access, Assign, DType, Expr, If, IntLit, Name, Reduce, ReduceOp, Stmt, lit
 
 __all__ = ["advanced_index", "wrap_negative"]
 
@@ -39,7 +52,7 @@ IndexFn = Callable[[Sequence[Expr]], list[Expr]]
 
 
 def _nest(
-    kb: KernelBuilder,
+    kb: Sink,
     ctx: LowerCtx,
     shape: Sequence[int],
     body: Callable[[tuple[Name, ...]], list[Stmt]],
@@ -173,66 +186,52 @@ def _index(ctx: LowerCtx, call: OpCall) -> None:
     )
 
 
+def _dim_start(index: TensorInfo) -> StartReader:
+    """The start of ``dim`` at batch point ``b``: ``index[b]`` (``index[]`` for a 0-d index)."""
+    return lambda batch, _j: index.at(batch if index.rank else [])
+
+
+def _along(rank: int, dim: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The batching dims of an op that indexes ``dim`` per element (``gather``,
+    ``scatter``): every other dim, batched with itself."""
+    others = tuple(k for k in range(rank) if k != dim)
+    return others, others
+
+
 @LOWERINGS.register("aten.index_select")
 def _index_select(ctx: LowerCtx, call: OpCall) -> None:
     x, index, out = tensor_arg(call, 0, "self"), tensor_arg(call, 2, "index"), out0(call)
     dim = norm_dim(call.arg(1, "dim"), x.rank)
-
-    def body(idx: tuple[Name, ...]) -> list[Stmt]:
-        src: list[Expr] = list(idx)
-        if x.rank:
-            src[dim] = ctx.read(index, [idx[dim]] if index.rank else [])
-        return [Assign(ctx.write(out, idx), ctx.read(x, src))]
-
-    kb = ctx.kernel()
-    kb.emit(*_nest(kb, ctx, out.shape, body))
+    offset = tuple(k for k in range(x.rank) if k != dim)
+    sizes = tuple(1 if k == dim else n for k, n in enumerate(x.shape))
+    dims = GatherDims(offset, frozenset({dim} if x.rank else ()), (dim,) if x.rank else (), sizes)
+    emit_gather(ctx.kernel(), x.shape, x.at, _dim_start(index), dims, out.shape, out.at)
 
 
 @LOWERINGS.register("aten.gather")
 def _gather(ctx: LowerCtx, call: OpCall) -> None:
     x, index, out = tensor_arg(call, 0, "self"), tensor_arg(call, 2, "index"), out0(call)
     dim = norm_dim(call.arg(1, "dim"), x.rank)
-
-    def body(idx: tuple[Name, ...]) -> list[Stmt]:
-        src: list[Expr] = list(idx)
-        if x.rank:
-            src[dim] = ctx.read(index, idx)
-        return [Assign(ctx.write(out, idx), ctx.read(x, src))]
-
-    kb = ctx.kernel()
-    kb.emit(*_nest(kb, ctx, out.shape, body))
+    batching, positions = _along(x.rank, dim)
+    dims = GatherDims((), frozenset({dim}), (dim,), (1,) * x.rank, batching, positions)
+    emit_gather(ctx.kernel(), x.shape, x.at, _dim_start(index), dims, out.shape, out.at)
 
 
 @LOWERINGS.register("aten.embedding")
 def _embedding(ctx: LowerCtx, call: OpCall) -> None:
     w, ids, out = tensor_arg(call, 0, "weight"), tensor_arg(call, 1, "indices"), out0(call)
-
-    def body(idx: tuple[Name, ...]) -> list[Stmt]:
-        row = ctx.read(ids, idx[: ids.rank])
-        return [Assign(ctx.write(out, idx), ctx.read(w, [row, *idx[ids.rank :]]))]
-
-    kb = ctx.kernel()
-    kb.emit(*_nest(kb, ctx, out.shape, body))
+    dims = GatherDims((ids.rank,), frozenset({0}), (0,), (1, *w.shape[1:]))
+    emit_gather(ctx.kernel(), w.shape, w.at, _dim_start(ids), dims, out.shape, out.at)
 
 
 # -- scatter family --------------------------------------------------------------------
 
-_REDUCE = {"sum": "+", "add": "+", "prod": "*", "multiply": "*", "amax": "max", "amin": "min"}
+_REDUCE: dict[str, ReduceOp] = {
+    "sum": "+", "add": "+", "prod": "*", "multiply": "*", "amax": "max", "amin": "min",
+}  # fmt: skip
 
 
-def _identity(op: str, dt: DType) -> Expr:
-    """The value a reduction starts from when ``self`` is excluded (``include_self=False``)."""
-    if op in ("+", "*"):
-        return scalar_lit(0 if op == "+" else 1, dt)
-    if dt.is_float:
-        return lit(-math.inf) if op == "max" else lit(math.inf)
-    if dt == DType.BOOL:
-        return lit(op == "min")
-    bits = {DType.I8: 7, DType.I32: 31, DType.I64: 63}[dt]
-    return lit(-(2**bits)) if op == "max" else lit(2**bits - 1)
-
-
-def _start(ctx: LowerCtx, call: OpCall, x: TensorInfo, out: TensorInfo) -> KernelBuilder:
+def _start(ctx: LowerCtx, call: OpCall, x: TensorInfo, out: TensorInfo) -> Sink:
     """The kernel, beginning with ``out = self`` unless the op runs in place."""
     kb = ctx.kernel()
     if not same_value(x, out):
@@ -249,8 +248,13 @@ def _start(ctx: LowerCtx, call: OpCall, x: TensorInfo, out: TensorInfo) -> Kerne
     return kb
 
 
-def _store(target: Access, op: str | None, value: Expr) -> Stmt:
-    return Assign(target, value) if op is None else Reduce(target, op, value)  # type: ignore[arg-type]
+def _store(target: Access, op: ReduceOp | None, value: Expr) -> Stmt:
+    return Assign(target, value) if op is None else Reduce(target, op, value)
+
+
+def _copy(x: TensorInfo, out: TensorInfo) -> Reader | None:
+    """``out = self`` first, unless the op runs in place."""
+    return None if same_value(x, out) else (lambda idx: cast(x.at(idx), x.dtype, out.dtype))
 
 
 @LOWERINGS.register("aten.scatter", "aten.scatter_add", "aten.scatter_reduce")
@@ -260,7 +264,7 @@ def _scatter(ctx: LowerCtx, call: OpCall) -> None:
     src = call.arg(3, "src" if "value" not in call.target else "value")
     include_self = call.arg(5, "include_self", True)
     if "scatter_add" in call.target:
-        op: str | None = "+"
+        op: ReduceOp | None = "+"
     else:
         reduce = call.arg(4, "reduce")
         if reduce == "mean":
@@ -269,31 +273,25 @@ def _scatter(ctx: LowerCtx, call: OpCall) -> None:
         op = None if reduce is None else _REDUCE.get(reduce)
         if reduce is not None and op is None:
             raise UnsupportedOpError(f"scatter reduce={reduce!r}")
-    kb = _start(ctx, call, x, out)
+    batching, positions = _along(x.rank, dim)
+    dims = ScatterDims((), frozenset({dim}), (dim,), batching, positions)
+    kb = ctx.kernel()
+    start, copy = _dim_start(index), _copy(x, out)
 
-    def target(idx: tuple[Name, ...]) -> Access:
-        t: list[Expr] = list(idx)
-        t[dim] = ctx.read(index, idx)
-        return ctx.write(out, t)
+    def update(idx: Sequence[Expr]) -> Expr:
+        if isinstance(src, TensorInfo):
+            return cast(src.at(idx), src.dtype, out.dtype)
+        return operand(src, idx, index.shape, out.dtype)
 
     if not include_self and op is not None:
-        init = _identity(op, out.dtype)
-        kb.emit(*_nest(kb, ctx, index.shape, lambda idx: [Assign(target(idx), init)]))
-    kb.emit(
-        *_nest(
-            kb,
-            ctx,
-            index.shape,
-            lambda idx: [
-                _store(
-                    target(idx),
-                    op,
-                    operand(src, idx, index.shape, out.dtype)
-                    if not isinstance(src, TensorInfo)
-                    else cast(ctx.read(src, idx), src.dtype, out.dtype),
-                )
-            ],
-        )
+        init = reduce_identity(op, out.dtype)
+        emit_scatter(
+            kb, out.shape, out.at, start, dims, index.shape, lambda _i: init, out.dtype, None,
+            copy=copy, hint="i",
+        )  # fmt: skip
+        copy = None
+    emit_scatter(
+        kb, out.shape, out.at, start, dims, index.shape, update, out.dtype, op, copy=copy, hint="i"
     )
 
 
@@ -320,7 +318,10 @@ def _index_put(ctx: LowerCtx, call: OpCall) -> None:
     )
 
 
-def _dim_scatter(op: str | None, fill: bool = False) -> Callable[[LowerCtx, OpCall], None]:
+def _dim_scatter(op: ReduceOp | None, fill: bool = False) -> Callable[[LowerCtx, OpCall], None]:
+    """``index_add``/``index_copy``/``index_fill``: slices of ``dim`` at ``index``'s
+    positions take ``source`` (times ``alpha``) or the fill value."""
+
     def lower(ctx: LowerCtx, call: OpCall) -> None:
         x, index, out = tensor_arg(call, 0, "self"), tensor_arg(call, 2, "index"), out0(call)
         dim = norm_dim(call.arg(1, "dim"), x.rank)
@@ -329,21 +330,20 @@ def _dim_scatter(op: str | None, fill: bool = False) -> Callable[[LowerCtx, OpCa
         shape = list(x.shape)
         if x.rank:
             shape[dim] = index.numel
-        kb = _start(ctx, call, x, out)
+        window = tuple(k for k in range(x.rank) if k != dim)
+        dims = ScatterDims(window, frozenset({dim} if x.rank else ()), (dim,) if x.rank else ())
 
-        def body(idx: tuple[Name, ...]) -> list[Stmt]:
-            t: list[Expr] = list(idx)
-            if x.rank:
-                t[dim] = ctx.read(index, [idx[dim]] if index.rank else [])
+        def update(idx: Sequence[Expr]) -> Expr:
             if fill or not isinstance(src, TensorInfo):
                 value = operand(src, idx, shape, out.dtype)
             else:
-                value = cast(ctx.read(src, idx if src.rank else []), src.dtype, out.dtype)
-            if alpha != 1:
-                value = binop("*", value, scalar_lit(alpha, out.dtype))
-            return [_store(ctx.write(out, t), op, value)]
+                value = cast(src.at(idx if src.rank else []), src.dtype, out.dtype)
+            return value if alpha == 1 else binop("*", value, scalar_lit(alpha, out.dtype))
 
-        kb.emit(*_nest(kb, ctx, shape, body))
+        emit_scatter(
+            ctx.kernel(), out.shape, out.at, _dim_start(index), dims, shape, update, out.dtype, op,
+            copy=_copy(x, out), hint="i",
+        )  # fmt: skip
 
     return lower
 

@@ -22,21 +22,17 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from solar.frontends.kit import (
-    KernelBuilder,
     Nest,
+    Sink,
     TensorInfo,
     UnsupportedOpError,
+    accumulate_dtype,
+    cast,
     fmax,
     fmin,
     nest,
 )
-from solar.frontends.pytorch.lowering_utils import (
-    accumulate_dtype,
-    bcast_read,
-    cast,
-    elementwise,
-    operand,
-)
+from solar.frontends.pytorch.lowering_utils import bcast_read, elementwise, operand
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
 from solar.ir import Access, Assign, Binary, Call, DType, Expr, If, Name, Reduce, Stmt, Unary, lit
 
@@ -62,7 +58,7 @@ def _out(call: OpCall) -> TensorInfo:
 
 def _reduced(
     ctx: LowerCtx,
-    kb: KernelBuilder,
+    kb: Sink,
     out: TensorInfo,
     shape: Sequence[int],
     reduction: int,

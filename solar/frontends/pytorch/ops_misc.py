@@ -22,22 +22,23 @@ from solar.frontends.kit import (
     Nest,
     TensorInfo,
     UnsupportedOpError,
+    accumulate_dtype,
+    cast,
     expand_param,
     guard,
+    iadd_const_last,
+    imul_const_last,
     range_guard,
 )
 from solar.frontends.pytorch.lowering_utils import (
-    accumulate_dtype,
     bcast_index,
     binop,
-    cast,
     fn,
     norm_dim,
     out0,
     scalar_lit,
     tensor_arg,
 )
-from solar.frontends.pytorch.ops_movement import iadd_const_last, imul_const_last
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
 from solar.ir import Access, Assign, Cast, DType, Expr, Reduce, Stmt, lit
 

@@ -18,15 +18,15 @@ from the real run's values by the driver (`driver.ORDER_OPS`).
 
 from __future__ import annotations
 
-from solar.frontends.kit import KernelBuilder, TensorInfo, UnsupportedOpError, nest
-from solar.frontends.pytorch.lowering_utils import (
+from solar.frontends.kit import (
+    Sink,
+    TensorInfo,
+    UnsupportedOpError,
     accumulate_dtype,
-    binop,
     cast,
-    out0,
-    sel,
-    tensor_arg,
+    nest,
 )
+from solar.frontends.pytorch.lowering_utils import binop, out0, sel, tensor_arg
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
 from solar.ir import Assign, Binary, DType, Expr, IntLit, Name, Reduce, Stmt, lit
 
@@ -78,7 +78,7 @@ def _grouped_mm(ctx: LowerCtx, call: OpCall) -> None:
 
 
 def _group_of_row(
-    ctx: LowerCtx, kb: KernelBuilder, offs: TensorInfo, i: Name, rows: int, groups: int
+    ctx: LowerCtx, kb: Sink, offs: TensorInfo, i: Name, rows: int, groups: int
 ) -> tuple[list[Stmt], Expr]:
     """``g(i) = #{g < G-1 : offs[g] <= i}`` into a kernel-local; its statements and value."""
     (gv,) = ctx.vars(kb, 1, "g")
@@ -93,7 +93,7 @@ def _group_of_row(
 
 def _grouped_weight_grad(
     ctx: LowerCtx,
-    kb: KernelBuilder,
+    kb: Sink,
     a: TensorInfo,
     b: TensorInfo,
     offs: TensorInfo,

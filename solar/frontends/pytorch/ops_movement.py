@@ -12,8 +12,9 @@ The index arithmetic here is not the kit's `iadd`/`imul`/`reshape_map`, on purpo
 PyTorch view maps spell a scaled index with the constant last (``o0 * 3 + o1``) where the
 kit puts it first (``3 * o0 + o1``), and they fold only Python ints (``2 + 8`` written by
 two selects stays as written). The IR text is hashed into reports, which must not change
-when code moves, so these helpers keep their spelling and say so in their names; the
-padding and im2col lowerings (ops_pad.py, ops_misc.py) use them for the same reason.
+when code moves, so these helpers (and the kit's `iadd_const_last`/`imul_const_last`)
+keep their spelling and say so in their names; the padding emitter and the im2col
+lowerings (`solar.frontends.kit.emit.pad`, ops_misc.py) use them for the same reason.
 """
 
 from __future__ import annotations
@@ -21,38 +22,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from solar.frontends.kit import IndexMap, TensorInfo, UnsupportedOpError
+from solar.frontends.kit import (
+    IndexMap,
+    TensorInfo,
+    UnsupportedOpError,
+    iadd_const_last,
+    imul_const_last,
+)
 from solar.frontends.pytorch.lowering_utils import copy_kernel, norm_dim
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, LoweringFn, OpCall
 from solar.ir import Binary, Expr, IntLit
 
-__all__ = ["iadd_const_last", "idiv", "imod", "imul_const_last", "reshape_map_const_last"]
-
-
-def iadd_const_last(a: Expr, b: Expr | int) -> Expr:
-    """``a + b`` folding zeros (``b`` may be negative); Note [Constant-last index spelling]."""
-    if isinstance(b, int):
-        if b == 0:
-            return a
-        if isinstance(a, IntLit):
-            return _int(a.value + b)
-        return Binary("+", a, IntLit(b)) if b > 0 else Binary("-", a, IntLit(-b))
-    if isinstance(a, IntLit) and a.value == 0:
-        return b
-    if isinstance(b, IntLit) and b.value == 0:
-        return a
-    return Binary("+", a, b)
-
-
-def imul_const_last(a: Expr, k: int) -> Expr:
-    """``a * k`` folding ones and zeros; Note [Constant-last index spelling]."""
-    if k == 1:
-        return a
-    if k == 0:
-        return IntLit(0)
-    if isinstance(a, IntLit):
-        return _int(a.value * k)
-    return Binary("*", a, IntLit(k)) if k > 0 else Binary("*", a, _int(k))
+__all__ = ["idiv", "imod", "reshape_map_const_last"]
 
 
 def idiv(a: Expr, k: int) -> Expr:
@@ -63,12 +44,6 @@ def idiv(a: Expr, k: int) -> Expr:
 def imod(a: Expr, k: int) -> Expr:
     """``a % k`` (``k >= 1``)."""
     return IntLit(0) if k == 1 else Binary("%", a, IntLit(k))
-
-
-def _int(v: int) -> Expr:
-    from solar.ir import lit
-
-    return lit(v)
 
 
 def reshape_map_const_last(in_shape: Sequence[int], out_shape: Sequence[int]) -> IndexMap:

@@ -31,16 +31,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from solar.frontends.kit import (
-    KernelBuilder,
     Nest,
+    Sink,
     TensorInfo,
     TensorRef,
     UnsupportedOpError,
+    accumulate_dtype,
+    cast,
     iadd,
     imul,
     nest,
 )
-from solar.frontends.pytorch.lowering_utils import accumulate_dtype, cast
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
 from solar.ir import Access, Assign, Binary, Call, DType, Expr, Reduce, Stmt, lit
 
@@ -69,7 +70,7 @@ class _Stats:
     only what they touch.
     """
 
-    def __init__(self, kb: KernelBuilder, dtype: DType, key_shape: Sequence[int]) -> None:
+    def __init__(self, kb: Sink, dtype: DType, key_shape: Sequence[int]) -> None:
         self.kb, self.dtype, self.key_shape = kb, dtype, tuple(key_shape)
         self._refs: dict[str, TensorRef] = {}
 

@@ -3,8 +3,9 @@ rot90, roll, repeat, tril/triu, diag, pixel_shuffle/pixel_unshuffle, channel_shu
 
 Contract: one kernel per call whose loop nests partition the output into regions on
 which the source index is affine (no ``select`` or data-dependent guards): a padded
-dim splits into left border / interior / right border, a rolled dim into two shifted
-ranges, a repeated dim into (copy, position) loop pairs. So every output element is
+dim splits into left border / interior / right border (`solar.frontends.kit.emit.pad`,
+whose constant pad JAX's ``pad`` shares), a rolled dim into two shifted ranges, a
+repeated dim into (copy, position) loop pairs. So every output element is
 written exactly once and no element outside the source is ever read. The reflect and
 replicate pads' backward (``*_pad{n}d_backward``) walks the same regions, adding each
 gradient element at the source the forward read.
@@ -14,56 +15,37 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
-from solar.frontends.kit import KernelBuilder, TensorInfo, UnsupportedOpError, nest
+from solar.frontends.kit import (
+    TensorInfo,
+    UnsupportedOpError,
+    cast,
+    iadd_const_last,
+    imul_const_last,
+    nest,
+)
+from solar.frontends.kit.emit.pad import (
+    PadMode,
+    Segment,
+    border_segments,
+    emit_pad,
+    emit_regions,
+    identity,
+    mirror,
+    shift,
+)
 from solar.frontends.pytorch.lowering_utils import (
     binop,
-    cast,
     norm_dim,
     norm_dims,
     out0,
     scalar_lit,
     tensor_arg,
 )
-from solar.frontends.pytorch.ops_movement import iadd_const_last, imul_const_last
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
-from solar.ir import Assign, Expr, If, IntLit, Name, Reduce, Stmt, Unary
+from solar.ir import Assign, Expr, If, Name, Reduce, Stmt
 
-__all__ = ["Segment"]
-
-
-@dataclass(frozen=True, slots=True)
-class Segment:
-    """A range ``[lo, hi)`` of one output dim and its source index (``None``: padding)."""
-
-    lo: int
-    hi: int
-    src: Callable[[Expr], Expr] | None
-
-
-def _emit_regions(
-    ctx: LowerCtx,
-    kb: KernelBuilder,
-    x: TensorInfo,
-    out: TensorInfo,
-    segments: Sequence[Sequence[Segment]],
-    fill: Expr | None,
-) -> None:
-    """One loop nest per combination of per-dim segments (empty ranges skipped)."""
-    for combo in itertools.product(*segments):
-        if any(s.hi <= s.lo for s in combo):
-            continue
-        idx = ctx.vars(kb, out.rank)
-        if any(s.src is None for s in combo):
-            if fill is None:
-                raise UnsupportedOpError("padding region without a fill value")
-            stmt: Stmt = Assign(ctx.write(out, idx), fill)
-        else:
-            src = [s.src(v) for s, v in zip(combo, idx, strict=True)]  # type: ignore[misc]
-            stmt = Assign(ctx.write(out, idx), cast(ctx.read(x, src), x.dtype, out.dtype))
-        dims = [(v, s.lo, s.hi) for v, s in zip(idx, combo, strict=True)]
-        kb.emit(*nest(dims, [stmt]))
+__all__: list[str] = []
 
 
 def _pairs(pad: Sequence[int], rank: int) -> dict[int, tuple[int, int]]:
@@ -74,97 +56,35 @@ def _pairs(pad: Sequence[int], rank: int) -> dict[int, tuple[int, int]]:
     return out
 
 
-def _identity(v: Expr) -> Expr:
-    return v
-
-
-def _shift(delta: int) -> Callable[[Expr], Expr]:
-    return lambda v: iadd_const_last(v, delta)
-
-
-def _mirror(at: int) -> Callable[[Expr], Expr]:
-    """``v -> at - v``."""
-    return lambda v: iadd_const_last(Unary("-", v), at)
-
-
-def _const(value: int) -> Callable[[Expr], Expr]:
-    return lambda _v: IntLit(value)
+def _config(x: TensorInfo, pad: Sequence[int]) -> list[tuple[int, int, int]]:
+    pads = _pairs(pad, x.rank)
+    return [(*pads.get(d, (0, 0)), 0) for d in range(x.rank)]
 
 
 @LOWERINGS.register("aten.constant_pad_nd")
 def _constant_pad(ctx: LowerCtx, call: OpCall) -> None:
     x, out = tensor_arg(call, 0, "self"), out0(call)
-    pads = _pairs(call.arg(1, "pad"), x.rank)
     fill = scalar_lit(call.arg(2, "value", 0), out.dtype)
-    kb = ctx.kernel()
-    interior: list[Segment] = []
-    for d in range(x.rank):
-        lo, hi = pads.get(d, (0, 0))
-        start = max(lo, 0)
-        stop = out.shape[d] - max(hi, 0)
-        interior.append(Segment(start, stop, _shift(-lo)))
-    # Border regions: dim d in its border, dims before d interior, dims after d anywhere.
-    for d in range(x.rank):
-        lo, hi = pads.get(d, (0, 0))
-        for blo, bhi in ((0, max(lo, 0)), (out.shape[d] - max(hi, 0), out.shape[d])):
-            if bhi <= blo:
-                continue
-            segs = [
-                [interior[k]] if k < d else [Segment(0, out.shape[k], None)] for k in range(x.rank)
-            ]
-            segs[d] = [Segment(blo, bhi, None)]
-            _emit_regions(ctx, kb, x, out, segs, fill)
-    _emit_regions(ctx, kb, x, out, [[s] for s in interior], fill)
+    config = _config(x, call.arg(1, "pad"))
+    emit_pad(ctx.kernel(), x.shape, config, x.at, x.dtype, out.at, out.dtype, fill=fill)
 
 
-def _border_segments(
-    mode: str, shape: Sequence[int], pads: dict[int, tuple[int, int]]
-) -> list[list[Segment]]:
-    """Per dim of the padded output: left border, interior, right border (reflect or
-    replicate sources)."""
-    segments: list[list[Segment]] = []
-    for d, n in enumerate(shape):
-        lo, hi = pads.get(d, (0, 0))
-        if (lo, hi) == (0, 0):
-            segments.append([Segment(0, n, _identity)])
-            continue
-        if lo < 0 or hi < 0:
-            raise UnsupportedOpError(f"{mode} pad with negative padding")
-        if mode == "reflect":
-            left, right = _mirror(lo), _mirror(2 * (n - 1) + lo)
-        elif mode == "circular":  # wraps around: out[o] = x[(o - lo) mod n]
-            if lo > n or hi > n:
-                raise UnsupportedOpError("circular pad wider than its dim")
-            left, right = _shift(n - lo), _shift(-lo - n)
-        else:
-            left, right = _const(0), _const(n - 1)
-        segments.append(
-            [
-                Segment(0, lo, left),
-                Segment(lo, lo + n, _shift(-lo)),
-                Segment(lo + n, lo + n + hi, right),
-            ]
-        )
-    return segments
-
-
-def _border_pad(mode: str) -> Callable[[LowerCtx, OpCall], None]:
+def _border_pad(mode: PadMode) -> Callable[[LowerCtx, OpCall], None]:
     def lower(ctx: LowerCtx, call: OpCall) -> None:
         x, out = tensor_arg(call, 0, "self"), out0(call)
-        segments = _border_segments(mode, x.shape, _pairs(call.arg(1, "padding"), x.rank))
-        kb = ctx.kernel()
-        _emit_regions(ctx, kb, x, out, segments, None)
+        config = _config(x, call.arg(1, "padding"))
+        emit_pad(ctx.kernel(), x.shape, config, x.at, x.dtype, out.at, out.dtype, mode=mode)
 
     return lower
 
 
-def _border_pad_backward(mode: str) -> Callable[[LowerCtx, OpCall], None]:
+def _border_pad_backward(mode: PadMode) -> Callable[[LowerCtx, OpCall], None]:
     def lower(ctx: LowerCtx, call: OpCall) -> None:
         """``{reflection,replication}_pad{n}d_backward(grad, self, padding)``: zeros, then
         each output element's gradient added at the source the forward read (the same
         regions, so every gradient element is read once)."""
         g, out = tensor_arg(call, 0, "grad_output"), out0(call)
-        segments = _border_segments(mode, out.shape, _pairs(call.arg(2, "padding"), out.rank))
+        segments = border_segments(mode, out.shape, _pairs(call.arg(2, "padding"), out.rank))
         kb = ctx.kernel()
         zero = ctx.vars(kb, out.rank)
         kb.emit(
@@ -198,9 +118,9 @@ def _flip(ctx: LowerCtx, call: OpCall) -> None:
     x, out = tensor_arg(call, 0, "self"), out0(call)
     dims = set(norm_dims(call.arg(1, "dims"), x.rank)) if call.arg(1, "dims") else set()
     segs = [
-        [Segment(0, n, _mirror(n - 1) if d in dims else _identity)] for d, n in enumerate(x.shape)
+        [Segment(0, n, mirror(n - 1) if d in dims else identity)] for d, n in enumerate(x.shape)
     ]
-    _emit_regions(ctx, ctx.kernel(), x, out, segs, None)
+    emit_regions(ctx.kernel(), x.at, x.dtype, out.at, out.dtype, segs, None)
 
 
 @LOWERINGS.register("aten.rot90")
@@ -216,11 +136,11 @@ def _rot90(ctx: LowerCtx, call: OpCall) -> None:
     idx = ctx.vars(kb, out.rank)
     src: list[Expr] = list(idx)
     if k == 1:  # out[.., a, .., b, ..] = x[.., b, .., n1 - 1 - a, ..]
-        src[d0], src[d1] = idx[d1], _mirror(n1 - 1)(idx[d0])
+        src[d0], src[d1] = idx[d1], mirror(n1 - 1)(idx[d0])
     elif k == 2:
-        src[d0], src[d1] = _mirror(n0 - 1)(idx[d0]), _mirror(n1 - 1)(idx[d1])
+        src[d0], src[d1] = mirror(n0 - 1)(idx[d0]), mirror(n1 - 1)(idx[d1])
     elif k == 3:  # out[.., a, .., b, ..] = x[.., n0 - 1 - b, .., a, ..]
-        src[d0], src[d1] = _mirror(n0 - 1)(idx[d1]), idx[d0]
+        src[d0], src[d1] = mirror(n0 - 1)(idx[d1]), idx[d0]
     stmt = Assign(ctx.write(out, idx), cast(ctx.read(x, src), x.dtype, out.dtype))
     kb.emit(*nest(list(zip(idx, out.shape, strict=True)), [stmt]))
 
@@ -238,10 +158,10 @@ def _roll(ctx: LowerCtx, call: OpCall) -> None:
     for d, n in enumerate(x.shape):
         s = amount.get(d, 0) % n if n else 0
         if s == 0:
-            segs.append([Segment(0, n, _identity)])
+            segs.append([Segment(0, n, identity)])
         else:
-            segs.append([Segment(0, s, _shift(n - s)), Segment(s, n, _shift(-s))])
-    _emit_regions(ctx, ctx.kernel(), x, out, segs, None)
+            segs.append([Segment(0, s, shift(n - s)), Segment(s, n, shift(-s))])
+    emit_regions(ctx.kernel(), x.at, x.dtype, out.at, out.dtype, segs, None)
 
 
 @LOWERINGS.register("aten.repeat")

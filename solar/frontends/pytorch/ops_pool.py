@@ -24,14 +24,15 @@ unsqueeze), ``F.max_pool3d`` ``max_pool3d_with_indices``; ``F.avg_pool1d/2d`` re
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from solar.frontends.kit import (
     Aff,
-    KernelBuilder,
     Nest,
+    Sink,
     TensorInfo,
     UnsupportedOpError,
+    accumulate_dtype,
+    cast,
     expand_param,
     fmax,
     fmin,
@@ -39,39 +40,19 @@ from solar.frontends.kit import (
     iadd,
     imul,
     nest,
-    range_guard,
 )
-from solar.frontends.pytorch.lowering_utils import accumulate_dtype, cast
+from solar.frontends.kit.emit import Loop, Window, WindowFn, WindowSpec, pool_nest, window_reduce
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, LoweringFn, OpCall
-from solar.ir import Assign, Binary, Expr, If, Name, Reduce, Stmt, Unary, lit
+from solar.ir import Assign, Binary, Expr, If, Reduce, Unary, lit
 
 __all__ = [
     "DivisorFn",
-    "Window",
-    "WindowFn",
     "adaptive_divisors",
     "adaptive_windows",
     "avg_divisors",
-    "strided_windows",
 ]
 
-_SP = ("d", "h", "w")
 _TAPS = ("r", "s", "t")
-
-Loop = tuple[Name, int] | tuple[Name, Expr, Expr]
-
-
-@dataclass(frozen=True, slots=True)
-class Window:
-    """The taps of one pooling window: loops, source index per pooled dim, guards."""
-
-    loops: list[Loop]
-    src: list[Aff]
-    conds: list[Expr]
-
-
-WindowFn = Callable[[KernelBuilder, Nest], Window]
-"""Builds a window (with fresh tap variables) for the output indices of a `Nest`."""
 
 
 def _io(call: OpCall, nd: int) -> tuple[TensorInfo, TensorInfo, TensorInfo | None]:
@@ -83,13 +64,9 @@ def _io(call: OpCall, nd: int) -> tuple[TensorInfo, TensorInfo, TensorInfo | Non
     return x, out, idx
 
 
-def _outer(kb: KernelBuilder, out: TensorInfo, nd: int) -> Nest:
-    return Nest(kb, out.shape, ["i"] * (out.rank - nd) + list(_SP[3 - nd :]))
-
-
 def _emit_max(
     ctx: LowerCtx,
-    kb: KernelBuilder,
+    kb: Sink,
     x: TensorInfo,
     out: TensorInfo,
     indices: TensorInfo | None,
@@ -98,17 +75,10 @@ def _emit_max(
 ) -> None:
     """``Y = max over the window`` and, if declared, the index of its first maximum."""
     lead = x.rank - nd
-    outer = _outer(kb, out, nd)
+    outer = pool_nest(kb, out.shape, nd)
     tgt = ctx.write(out, outer.idx)
-
-    def x_at(src: list[Aff]) -> Expr:
-        return ctx.read(x, [*outer.idx[:lead], *(a.expr() for a in src)])
-
     win = windows(kb, outer)
-    body: list[Stmt] = [
-        Assign(tgt, Unary("-", lit(float("inf")))),
-        *nest(win.loops, guard(win.conds, [Reduce(tgt, "max", x_at(win.src))])),
-    ]
+    body = window_reduce(x, outer, win, tgt, "max", Unary("-", lit(float("inf"))))
     if indices is not None:
         itgt = ctx.write(indices, outer.idx)
         plane = x.shape[lead:]
@@ -120,38 +90,14 @@ def _emit_max(
         step = size
         for d in range(nd):
             step //= plane[d]
-            flat = flat.plus(win.src[d].scaled(step))
-        is_max = Binary("==", x_at(win.src), ctx.read(out, outer.idx))
+            flat = flat.plus(win.pos[d].scaled(step))
+        is_max = Binary("==", ctx.read(x, [*outer.idx[:lead], *win.src]), ctx.read(out, outer.idx))
         # The plane size is past every valid index; the window's first maximum wins.
         body += [
             Assign(itgt, lit(size)),
             *nest(win.loops, guard(win.conds, [If(is_max, (Reduce(itgt, "min", flat.expr()),))])),
         ]
     kb.emit(*outer.wrap(body))
-
-
-def strided_windows(
-    nd: int,
-    in_sp: Sequence[int],
-    kernel: Sequence[int],
-    stride: Sequence[int],
-    padding: Sequence[int],
-    dilation: Sequence[int],
-) -> WindowFn:
-    """A strided, padded, dilated window of constant extent (taps on padding guarded)."""
-
-    def windows(kb: KernelBuilder, outer: Nest) -> Window:
-        taps = Nest(kb, kernel, list(_TAPS[:nd]))
-        lead = len(outer.extents) - nd
-        src: list[Aff] = []
-        conds: list[Expr] = []
-        for d in range(nd):
-            a = outer.aff(lead + d, stride[d]).plus(taps.aff(d, dilation[d])).plus(-padding[d])
-            conds += range_guard(a, in_sp[d])
-            src.append(a)
-        return Window(list(taps.dims), src, conds)
-
-    return windows
 
 
 def _pool_params(call: OpCall, nd: int, x: TensorInfo) -> tuple[tuple[int, ...], ...]:
@@ -168,7 +114,7 @@ def _max_pool(nd: int) -> LoweringFn:
         kernel, stride, padding, in_sp = _pool_params(call, nd, x)
         dilation = expand_param(call.arg(4, "dilation", 1), nd, "dilation", 1)
         kb = ctx.kernel(f"max_pool{nd}d")
-        win = strided_windows(nd, in_sp, kernel, stride, padding, dilation)
+        win = WindowSpec(kernel, stride, padding, dilation).windows(in_sp)
         _emit_max(ctx, kb, x, out, idx, nd, win)
 
     return lower
@@ -206,7 +152,7 @@ def _avg_divisor_dim(o: Aff, ext: int, k: int, s: int, p: int, n_in: int, incl: 
 
 def _emit_avg(
     ctx: LowerCtx,
-    kb: KernelBuilder,
+    kb: Sink,
     x: TensorInfo,
     out: TensorInfo,
     nd: int,
@@ -214,13 +160,11 @@ def _emit_avg(
     divisor: Callable[[Nest], list[int | Expr]],
 ) -> None:
     """``Y = sum over the window / divisor``."""
-    lead = x.rank - nd
-    outer = _outer(kb, out, nd)
+    outer = pool_nest(kb, out.shape, nd)
     acc_dtype = accumulate_dtype(out.dtype)
     acc_t = kb.local(acc_dtype, out.shape, "acc") if acc_dtype != out.dtype else None
     tgt = acc_t[tuple(outer.idx)] if acc_t is not None else ctx.write(out, outer.idx)
     win = windows(kb, outer)
-    val = cast(ctx.read(x, [*outer.idx[:lead], *(a.expr() for a in win.src)]), x.dtype, acc_dtype)
     const, den = 1, None
     for v in divisor(outer):
         if isinstance(v, int):
@@ -231,15 +175,8 @@ def _emit_avg(
         den = lit(float(const))
     elif const != 1:
         den = Binary("*", lit(const), den)
-    kb.emit(
-        *outer.wrap(
-            [
-                Assign(tgt, lit(0.0)),
-                *nest(win.loops, guard(win.conds, [Reduce(tgt, "+", val)])),
-                Assign(ctx.write(out, outer.idx), Binary("/", tgt, den)),
-            ]
-        )
-    )
+    body = window_reduce(x, outer, win, tgt, "+", lit(0.0), lambda v: cast(v, x.dtype, acc_dtype))
+    kb.emit(*outer.wrap([*body, Assign(ctx.write(out, outer.idx), Binary("/", tgt, den))]))
 
 
 DivisorFn = Callable[[Nest], list[int | Expr]]
@@ -285,7 +222,7 @@ def _avg_pool(nd: int) -> LoweringFn:
         incl = bool(call.arg(5, "count_include_pad", True))
         override = call.arg(6, "divisor_override") if nd > 1 else None
         kb = ctx.kernel(f"avg_pool{nd}d")
-        win = strided_windows(nd, in_sp, kernel, stride, padding, (1,) * nd)
+        win = WindowSpec(kernel, stride, padding).windows(in_sp)
         divisor = avg_divisors(kernel, stride, padding, in_sp, include_pad=incl, override=override)
         _emit_avg(ctx, kb, x, out, nd, win, divisor)
 
@@ -307,23 +244,23 @@ def adaptive_windows(nd: int, in_sp: Sequence[int], out_sp: Sequence[int]) -> Wi
     """Adaptive pooling's windows (module docstring): loop bounds with ``//`` when
     ``Out`` does not divide ``In``."""
 
-    def windows(kb: KernelBuilder, outer: Nest) -> Window:
+    def windows(kb: Sink, outer: Nest) -> Window:
         lead = len(outer.extents) - nd
         loops: list[Loop] = []
-        src: list[Aff] = []
+        pos: list[Aff] = []
         for d in range(nd):
             n_in, n_out = in_sp[d], out_sp[d]
             if n_in % n_out == 0:
                 k = n_in // n_out
                 taps = Nest(kb, [k], _TAPS[d])
                 loops += taps.dims
-                src.append(outer.aff(lead + d, k).plus(taps.aff(0)))
+                pos.append(outer.aff(lead + d, k).plus(taps.aff(0)))
             else:
                 (r,) = kb.fresh_vars(1, _TAPS[d])
                 lo, hi = _adaptive_bounds(outer.idx[lead + d], n_in, n_out)
                 loops.append((r, lo, hi))
-                src.append(Aff.of((1, r, n_in)))
-        return Window(loops, src, [])
+                pos.append(Aff.of((1, r, n_in)))
+        return Window(loops, pos, [a.expr() for a in pos], [])
 
     return windows
 

@@ -33,17 +33,18 @@ from fractions import Fraction
 import numpy as np
 
 from solar.frontends.kit import (
-    KernelBuilder,
     Nest,
+    Sink,
     TensorInfo,
     UnsupportedOpError,
+    accumulate_dtype,
+    cast,
     fmax,
     fmin,
     iadd,
     imul,
     nest,
 )
-from solar.frontends.pytorch.lowering_utils import accumulate_dtype, cast
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, LoweringFn, OpCall
 from solar.ir import Assign, Binary, DType, Expr, Reduce, Stmt, lit
 
@@ -105,7 +106,7 @@ class _Taps:
     setup: list[Stmt]
 
 
-def _nearest(kb: KernelBuilder, n_in: int, n_out: int, scale: float | None, exact: bool) -> _Taps:
+def _nearest(kb: Sink, n_in: int, n_out: int, scale: float | None, exact: bool) -> _Taps:
     if not exact and n_out == n_in:
         return _Taps(lambda o: [o], None, [])
     sc = _scale(scale, n_in, n_out)
@@ -142,7 +143,7 @@ def _interp_scale(n_in: int, n_out: int, align: bool, scale: float | None) -> np
 
 
 def _table(
-    kb: KernelBuilder,
+    kb: Sink,
     rows: int,
     n_out: int,
     acc: DType,
@@ -166,9 +167,7 @@ def _guarded_base(
     return fmin(e, lit(n_in - 1)) if max(floors) > n_in - 1 else e
 
 
-def _linear(
-    kb: KernelBuilder, n_in: int, n_out: int, align: bool, scale: float | None, acc: DType
-) -> _Taps:
+def _linear(kb: Sink, n_in: int, n_out: int, align: bool, scale: float | None, acc: DType) -> _Taps:
     sc = _interp_scale(n_in, n_out, align, scale)
     # torch clamps a negative source to 0, then i0 = min(floor(src), In - 1),
     # lambda = clamp(src - i0, 0, 1) and i1 = i0 + (i0 < In - 1)
@@ -212,9 +211,7 @@ def _cc2(x: Expr) -> Expr:
     return Binary("-", Binary("*", inner, x), lit(4 * a))
 
 
-def _cubic(
-    kb: KernelBuilder, n_in: int, n_out: int, align: bool, scale: float | None, acc: DType
-) -> _Taps:
+def _cubic(kb: Sink, n_in: int, n_out: int, align: bool, scale: float | None, acc: DType) -> _Taps:
     sc = _interp_scale(n_in, n_out, align, scale)
     floors = [math.floor(_src(sc, o, align, True)) for o in range(n_out)]
     bases = [min(f, n_in - 1) for f in floors]
@@ -255,7 +252,7 @@ def _emit(
     ctx: LowerCtx,
     call: OpCall,
     nd: int,
-    make: Callable[[KernelBuilder, int, int, int, DType], _Taps],
+    make: Callable[[Sink, int, int, int, DType], _Taps],
 ) -> None:
     x, out = call.arg(0, "self"), call.outputs[0]
     if not isinstance(x, TensorInfo) or out is None or x.rank < nd + 1:
@@ -347,7 +344,7 @@ def _emit_backward(
     ctx: LowerCtx,
     call: OpCall,
     nd: int,
-    make: Callable[[KernelBuilder, int, int, int, DType], _Taps],
+    make: Callable[[Sink, int, int, int, DType], _Taps],
 ) -> None:
     """``grad_input = 0``, then ``grad_input[taps(o)] += w(o) * grad_output[o]`` (the
     forward's taps for an input of ``grad_input``'s extents)."""

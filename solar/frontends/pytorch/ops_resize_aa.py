@@ -35,15 +35,17 @@ from fractions import Fraction
 import numpy as np
 
 from solar.frontends.kit import (
-    KernelBuilder,
+    Sink,
     TensorInfo,
     TensorRef,
     UnsupportedOpError,
+    accumulate_dtype,
+    cast,
     fmax,
     fmin,
     nest,
 )
-from solar.frontends.pytorch.lowering_utils import accumulate_dtype, cast, fn
+from solar.frontends.pytorch.lowering_utils import fn
 from solar.frontends.pytorch.ops_resize import fit_floor_div
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, LoweringFn, OpCall
 from solar.ir import Access, Assign, Binary, DType, Expr, If, Reduce, Stmt, lit
@@ -96,7 +98,7 @@ def _fit(values: list[int], sc: float, n_in: int, n_out: int, what: str) -> Call
     return expr
 
 
-def _filter(kb: KernelBuilder, ax: Access, w: Access, cubic: bool) -> list[Stmt]:
+def _filter(kb: Sink, ax: Access, w: Access, cubic: bool) -> list[Stmt]:
     """``w = filter(ax)`` for ``ax = |x|`` (Note [Antialias taps])."""
     one, two = lit(1.0), lit(2.0)
     del kb
@@ -129,7 +131,7 @@ def _filter(kb: KernelBuilder, ax: Access, w: Access, cubic: bool) -> list[Stmt]
 
 
 def _dim(
-    kb: KernelBuilder,
+    kb: Sink,
     n_in: int,
     n_out: int,
     align: bool,
@@ -200,7 +202,7 @@ def _dim(
 
 def _pass(
     ctx: LowerCtx,
-    kb: KernelBuilder,
+    kb: Sink,
     src: Callable[[list[Expr]], Expr],
     dst: Callable[[list[Expr]], Access],
     shape: list[int],

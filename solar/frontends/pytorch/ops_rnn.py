@@ -25,16 +25,17 @@ from dataclasses import dataclass
 from typing import Literal
 
 from solar.frontends.kit import (
-    KernelBuilder,
     Nest,
+    Sink,
     TensorInfo,
     TensorRef,
     UnsupportedOpError,
+    accumulate_dtype,
+    cast,
     iadd,
     imul,
     nest,
 )
-from solar.frontends.pytorch.lowering_utils import accumulate_dtype, cast
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
 from solar.ir import Assign, Binary, Call, DType, Expr, For, Reduce, Stmt, lit
 
@@ -78,7 +79,7 @@ class _Rnn:
     """Builds the recurrence of one layer-direction into a kernel."""
 
     def __init__(
-        self, ctx: LowerCtx, kb: KernelBuilder, mode: Mode, acc: DType, batch: int, hidden: int
+        self, ctx: LowerCtx, kb: Sink, mode: Mode, acc: DType, batch: int, hidden: int
     ) -> None:
         self.ctx, self.kb, self.mode, self.acc = ctx, kb, mode, acc
         self.batch, self.hidden = batch, hidden

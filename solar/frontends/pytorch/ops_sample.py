@@ -30,16 +30,8 @@ would run), so the bound never exceeds eager's work.
 
 from __future__ import annotations
 
-from solar.frontends.kit import Nest, UnsupportedOpError, all_of, nest
-from solar.frontends.pytorch.lowering_utils import (
-    accumulate_dtype,
-    binop,
-    cast,
-    fn,
-    out0,
-    scalar_lit,
-    tensor_arg,
-)
+from solar.frontends.kit import Nest, UnsupportedOpError, accumulate_dtype, all_of, cast, nest
+from solar.frontends.pytorch.lowering_utils import binop, fn, out0, scalar_lit, tensor_arg
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
 from solar.ir import Access, Assign, DType, Expr, If, IntLit, Reduce, Stmt, lit
 

@@ -30,13 +30,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from solar.frontends.kit import TensorInfo, UnsupportedOpError
-from solar.frontends.pytorch.ops_movement import (
-    iadd_const_last,
-    idiv,
-    imod,
-    imul_const_last,
-)
+from solar.frontends.kit import TensorInfo, UnsupportedOpError, iadd_const_last, imul_const_last
+from solar.frontends.pytorch.ops_movement import idiv, imod
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
 from solar.ir import Expr, IntLit
 

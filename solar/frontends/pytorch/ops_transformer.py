@@ -20,15 +20,16 @@ import math
 from collections.abc import Callable, Sequence
 
 from solar.frontends.kit import (
-    KernelBuilder,
     Nest,
+    Sink,
     TensorInfo,
     UnsupportedOpError,
+    accumulate_dtype,
+    cast,
     iadd,
     imul,
     nest,
 )
-from solar.frontends.pytorch.lowering_utils import accumulate_dtype, cast
 from solar.frontends.pytorch.ops_attention import Attention, emit_attention
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
 from solar.ir import Assign, Binary, Call, DType, Expr, Reduce, lit
@@ -36,7 +37,7 @@ from solar.ir import Assign, Binary, Call, DType, Expr, Reduce, lit
 __all__: list[str] = []
 
 
-def _local(kb: KernelBuilder, dtype: DType, shape: Sequence[int], hint: str) -> TensorInfo:
+def _local(kb: Sink, dtype: DType, shape: Sequence[int], hint: str) -> TensorInfo:
     """A kernel-local wrapped as a `TensorInfo`, so the emitters can read and write it."""
     ref = kb.local(dtype, shape, hint)
     return TensorInfo(ref, tuple(shape), dtype)
@@ -48,7 +49,7 @@ def _read(ctx: LowerCtx, t: TensorInfo, idx: Sequence[Expr], acc: DType) -> Expr
 
 def _linear(
     ctx: LowerCtx,
-    kb: KernelBuilder,
+    kb: Sink,
     x: TensorInfo,
     w: TensorInfo,
     b: TensorInfo | None,
@@ -69,7 +70,7 @@ def _linear(
 
 def _layer_norm(
     ctx: LowerCtx,
-    kb: KernelBuilder,
+    kb: Sink,
     x: TensorInfo,
     w: TensorInfo,
     b: TensorInfo,
@@ -108,16 +109,14 @@ def _layer_norm(
     kb.emit(*rows.wrap(body))
 
 
-def _pointwise(
-    ctx: LowerCtx, kb: KernelBuilder, y: TensorInfo, fn: Callable[[list[Expr]], Expr]
-) -> None:
+def _pointwise(ctx: LowerCtx, kb: Sink, y: TensorInfo, fn: Callable[[list[Expr]], Expr]) -> None:
     nst = Nest(kb, y.shape, "i")
     kb.emit(*nst.wrap([Assign(ctx.write(y, nst.idx), fn(nst.idx))]))
 
 
 def _mha(
     ctx: LowerCtx,
-    kb: KernelBuilder,
+    kb: Sink,
     q: TensorInfo,
     k: TensorInfo,
     v: TensorInfo,

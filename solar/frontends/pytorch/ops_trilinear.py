@@ -29,16 +29,18 @@ import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from solar.frontends.kit import KernelBuilder, TensorInfo, UnsupportedOpError, nest
-from solar.frontends.pytorch.lowering_utils import (
+from solar.frontends.kit import (
+    Sink,
+    TensorInfo,
+    UnsupportedOpError,
     accumulate_dtype,
     cast,
-    norm_dim,
-    out0,
-    tensor_arg,
+    nest,
+    zero,
 )
+from solar.frontends.pytorch.lowering_utils import norm_dim, out0, tensor_arg
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
-from solar.ir import Access, Assign, Binary, DType, Expr, IntLit, Name, Reduce, Stmt, lit
+from solar.ir import Access, Assign, Binary, DType, Expr, IntLit, Name, Reduce, Stmt
 
 __all__: list[str] = []
 
@@ -161,7 +163,7 @@ def _product(group: Sequence[_Operand], idx: Mapping[int, Expr]) -> Expr:
 
 def _stage(
     ctx: LowerCtx,
-    kb: KernelBuilder,
+    kb: Sink,
     group: Sequence[_Operand],
     summed: frozenset[int],
     ext: Sequence[int],
@@ -181,7 +183,7 @@ def _stage(
 
 def _final(
     ctx: LowerCtx,
-    kb: KernelBuilder,
+    kb: Sink,
     group: Sequence[_Operand],
     summed: frozenset[int],
     ext: Sequence[int],
@@ -206,7 +208,7 @@ def _final(
 
 def _emit(
     ctx: LowerCtx,
-    kb: KernelBuilder,
+    kb: Sink,
     group: Sequence[_Operand],
     summed: frozenset[int],
     ext: Sequence[int],
@@ -224,7 +226,7 @@ def _emit(
     rloops = [(v, ext[d]) for d, v in red.items()]
     if summed_live:
         body: list[Stmt] = [
-            Assign(dst, lit(0.0) if dt.is_float else lit(0)),
+            Assign(dst, zero(dt)),
             *nest(rloops, [Reduce(dst, "+", _product(group, full))]),
         ]
     else:

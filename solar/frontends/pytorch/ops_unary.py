@@ -13,10 +13,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from solar.frontends.kit import TensorInfo, UnsupportedOpError
+from solar.frontends.kit import TensorInfo, UnsupportedOpError, cast
 from solar.frontends.pytorch.lowering_utils import (
     binop,
-    cast,
     elementwise,
     fn,
     operand,

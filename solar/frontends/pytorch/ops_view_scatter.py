@@ -16,16 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from solar.frontends.kit import KernelBuilder, TensorInfo, nest
-from solar.frontends.pytorch.lowering_utils import (
-    binop,
-    cast,
-    norm_dim,
-    out0,
-    same_value,
-    tensor_arg,
-)
-from solar.frontends.pytorch.ops_movement import iadd_const_last, imul_const_last
+from solar.frontends.kit import Sink, TensorInfo, cast, iadd_const_last, imul_const_last, nest
+from solar.frontends.pytorch.lowering_utils import binop, norm_dim, out0, same_value, tensor_arg
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
 from solar.ir import Assign, Expr, If, IntLit, Name, Stmt
 
@@ -37,7 +29,7 @@ DimRange = tuple[int, int]
 
 def _copy_range(
     ctx: LowerCtx,
-    kb: KernelBuilder,
+    kb: Sink,
     x: TensorInfo,
     out: TensorInfo,
     dim: int,
@@ -65,7 +57,7 @@ def _copy_range(
 
 def _write_src(
     ctx: LowerCtx,
-    kb: KernelBuilder,
+    kb: Sink,
     src: TensorInfo,
     out: TensorInfo,
     position: Callable[[Sequence[Name]], Sequence[Expr]],

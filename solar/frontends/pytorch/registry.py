@@ -3,7 +3,8 @@
 Contract: a lowering receives an `OpCall` whose tensor arguments are `TensorInfo`
 values (already declared in the program, possibly views of another tensor) and
 whose outputs are already declared; it emits exactly one kernel (or none, for a
-pure view, by returning view `TensorInfo`s) through `LowerCtx`. Lowerings never
+pure view, by returning view `TensorInfo`s) through the kit's `LowerCtx` (the one
+lowering context of every frontend; its kernels are named ``<module path>_<op>``). Lowerings never
 import torch at module import time and never see torch tensors: shapes, dtypes
 and scalar arguments are plain Python values.
 
@@ -20,22 +21,18 @@ lowering that can skip copying ``self`` checks `lowering_utils.same_value`. Scal
 arguments that were 0-d constant tensors (``x[:, 0] = 0.0``) arrive as Python numbers.
 A lowering that cannot handle a variant raises `UnsupportedOpError`; the driver then
 reports the op as uncovered instead of failing.
-The values, index helpers and the table type are `solar.frontends.kit`'s.
+The values, index helpers, the context and the table type are `solar.frontends.kit`'s;
+the table loads every ``ops_*`` module of this package on first use.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from solar.frontends.kit import (
-    KernelBuilder,
-    LoweringTable,
-    ProgramBuilder,
-    TensorInfo,
-)
-from solar.ir import Access, DType, Expr, Name, Program
+from solar.frontends.kit import LowerCtx, LoweringTable, TensorInfo
+from solar.ir import DType, Program
 
 __all__ = ["LOWERINGS", "LowerCtx", "LoweringFn", "OpCall", "OpFallback"]
 
@@ -85,46 +82,12 @@ class OpCall:
         return self.kwargs.get(name, default)
 
 
-class LowerCtx:
-    """What a lowering may do: start one kernel, read inputs, write outputs."""
-
-    def __init__(self, pb: ProgramBuilder, call: OpCall) -> None:
-        self.pb = pb
-        self.call = call
-        self.kernels: list[KernelBuilder] = []
-
-    def kernel(self, hint: str | None = None) -> KernelBuilder:
-        """Start the kernel for this op (one launch); finished by the driver.
-
-        The kernel is named after the module path and the op (or ``hint``), e.g.
-        ``layer1_0_conv1_convolution``.
-        """
-        name = hint or self.call.op
-        if self.call.module_path:
-            name = f"{self.call.module_path}_{name}"
-        kb = self.pb.kernel(name)
-        self.kernels.append(kb)
-        return kb
-
-    @staticmethod
-    def read(t: TensorInfo, idx: Sequence[Expr | int]) -> Access:
-        """An access of ``t`` at ``idx`` through its view map."""
-        return t.at(idx)
-
-    @staticmethod
-    def write(t: TensorInfo, idx: Sequence[Expr | int]) -> Access:
-        """The access to store into output ``t`` at ``idx``."""
-        return t.at(idx)
-
-    def vars(self, kb: KernelBuilder, n: int, hint: str = "i") -> tuple[Name, ...]:
-        """Fresh loop variables for ``kb`` (``i0, i1, ...``; unique within the kernel)."""
-        return kb.fresh_vars(n, hint)
-
-
 LoweringFn = Callable[[LowerCtx, OpCall], "tuple[TensorInfo | None, ...] | None"]
 """A lowering emits one kernel via ``ctx`` (returning ``None``), or returns views."""
 
-LOWERINGS: LoweringTable[LoweringFn] = LoweringTable(op_wide=True)
+LOWERINGS: LoweringTable[LoweringFn] = LoweringTable(
+    package="solar.frontends.pytorch", op_wide=True
+)
 """ATen overload name (``aten.mm.default``) or op-wide name (``aten.mm``) -> lowering."""
 
 OpFallback = Callable[[OpCall], Program | None]

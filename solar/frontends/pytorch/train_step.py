@@ -51,13 +51,11 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
 
 from solar.diagnostics import FrontendError
+from solar.frontends.pytorch.instance import SEED, Instance, seed_everything, user_code
 from solar.training import Phase
-
-if TYPE_CHECKING:
-    from solar.frontends.pytorch.loader import Instance
 
 __all__ = [
     "ADAM_STEP",
@@ -152,8 +150,6 @@ def _hook(namespace: Any, name: str) -> Any:
 
 def _file_loss(namespace: Any) -> Callable[..., Any] | None:
     """``loss_fn`` of the file, or what its ``get_loss()`` returns."""
-    from solar.frontends.pytorch.loader import user_code
-
     fn = _hook(namespace, "loss_fn")
     if fn is not None:
         return fn  # type: ignore[no-any-return]
@@ -170,8 +166,6 @@ def _file_loss(namespace: Any) -> Callable[..., Any] | None:
 
 
 def _targets(namespace: Any, fake_mode: Any) -> tuple[Any, ...]:
-    from solar.frontends.pytorch.loader import seed_everything, user_code
-
     get = _hook(namespace, "get_targets")
     if get is None:
         return ()
@@ -232,8 +226,6 @@ def optimizer_from(opt: Any) -> OptimizerSpec:
 
 
 def _file_optimizer(namespace: Any, params: Sequence[Any]) -> OptimizerSpec | None:
-    from solar.frontends.pytorch.loader import user_code
-
     get = _hook(namespace, "get_optimizer")
     if get is None:
         return None
@@ -338,8 +330,6 @@ def _state_values(kind: str, p: Any, k: int) -> Any:
     """Seeded optimizer state for parameter ``k`` (non-negative second moments)."""
     import torch
 
-    from solar.frontends.pytorch.loader import SEED
-
     if p.device.type == "meta" or _is_fake(p):
         return torch.empty_like(p, requires_grad=False)
     gen = torch.Generator().manual_seed(SEED + 1000 + k)
@@ -373,8 +363,6 @@ def training_instance(inst: Instance, step: TrainStep, *, fake_mode: Any = None)
             (an optimizer SOLAR does not model), E0541 (nothing to train).
     """
     import torch
-
-    from solar.frontends.pytorch.loader import Instance, user_code
 
     namespace = inst.namespace
     params = [(k, v) for k, v in inst.state.items() if getattr(v, "requires_grad", False)]

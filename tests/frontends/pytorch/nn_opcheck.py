@@ -15,28 +15,16 @@ from typing import Any
 import numpy as np
 import pytest
 
-from solar.frontends.kit import ProgramBuilder, TensorInfo
-from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
-from solar.ir import Access, DType, For, If, Program, Reduce, print_expr, verify_program
+from solar.frontends.kit import IR_DTYPES, BuilderKernels, LowerCtx, ProgramBuilder, TensorInfo
+from solar.frontends.pytorch.registry import LOWERINGS, OpCall
+from solar.ir import Access, For, If, Program, Reduce, print_expr, verify_program
 from solar.ir.traversal import walk_exprs
 
 torch = pytest.importorskip("torch")
 
-from solar.frontends.pytorch import register_lowerings  # noqa: E402
 from solar.validate import execute_program  # noqa: E402
 
-register_lowerings()
-
-_DTYPES = {
-    torch.float32: DType.F32,
-    torch.float64: DType.F64,
-    torch.float16: DType.F16,
-    torch.bfloat16: DType.BF16,
-    torch.int64: DType.I64,
-    torch.int32: DType.I32,
-    torch.int8: DType.I8,
-    torch.bool: DType.BOOL,
-}
+_DTYPES = {getattr(torch, name): dtype for name, dtype in IR_DTYPES.items()}
 
 
 def _to_numpy(t: Any) -> np.ndarray:
@@ -83,12 +71,12 @@ def lower_call(
     call = OpCall(str(op), cargs, ckw, tuple(outs))
     fn = LOWERINGS.find(str(op))
     assert fn is not None, f"no lowering for {op}"
-    ctx = LowerCtx(pb, call)
+    host = BuilderKernels(pb)
+    ctx = LowerCtx(host, call.op)
     ret = fn(ctx, call)
     assert ret is None, "nn lowerings emit kernels, not views"
     assert len(ctx.kernels) == 1, f"{op} emitted {len(ctx.kernels)} kernels"
-    for kb in ctx.kernels:
-        pb.finish_kernel(kb)
+    host.finish()
     return pb.build(), inputs, [o.ref.name if o is not None else None for o in outs]
 
 

@@ -298,10 +298,8 @@ def test_boolean_mask_indexing_runs_real_and_is_uncovered() -> None:
 
 
 def test_find_lowering_prefers_exact_overloads() -> None:
-    from solar.frontends.pytorch import register_lowerings
     from solar.frontends.pytorch.registry import LOWERINGS
 
-    register_lowerings()
     assert LOWERINGS.find("aten.max.other") is LOWERINGS["aten.max.other"]
     assert LOWERINGS.find("aten.max.dim") is LOWERINGS["aten.max"]
     assert LOWERINGS.find("aten.no_such_op.default") is None

@@ -94,6 +94,14 @@ def test_argmax_ties_take_first_index() -> None:
     check_program(lambda t: (t.argmax(1), t.argmin(1), t.max(1), t.argmax()), x)
 
 
+def test_arg_reductions_return_the_first_nan() -> None:
+    """torch's argmax/argmin and max.dim/min.dim treat NaN as the extreme (Note [Arg-reduce
+    NaN]); the lowering returned the end of the row for rows holding one."""
+    nan = float("nan")
+    x = torch.tensor([[1.0, nan, 3.0, nan], [2.0, 5.0, 2.0, 1.0], [nan, 0.0, 0.0, 0.0]])
+    check_program(lambda t: (t.argmax(1), t.argmin(1), t.max(1), t.min(0), t.argmax()), x)
+
+
 @pytest.mark.parametrize(
     "fn",
     [
