@@ -9,9 +9,11 @@ validation mode, and torch's FlopCounterMode on the same inputs.
     .venv/bin/python benchmarks/zoo.py --train --samples
 
 Columns: IR kernels, SOLAR's GFLOP, FlopCounterMode's GFLOP, the same without conv taps
-on padding (`zoo_run.unpadded_conv_flop`, SOLAR's floor) and SOLAR's ratio to it, the
-coverage, the validation status/strategy, the wall time of the analysis and the
-process's peak RSS.
+on padding or cropped by a transposed convolution (`zoo_run.unpadded_conv_flop`, SOLAR's
+floor) and SOLAR's ratio to it, the coverage, the validation status/strategy, the wall
+time of the analysis and the process's peak RSS. The JAX programs (tests/zoo/jax_zoo.py:
+equinox, flax.nnx, MJX, brax) run as ``solar analyze FILE``; their counter is XLA's
+unoptimised cost analysis, which has no floor ("-").
 
 ``--train`` bounds one training step of each model instead (`zoo_run.run_zoo_train`:
 batch 2, default loss, AdamW unless ``--optimizer``, H100_SXM, cold cache) and prints
@@ -36,10 +38,15 @@ ZOO_DIR = ROOT / "tests" / "zoo"
 def _one(name: str, validate: str | None, optimizer: str | None) -> None:
     sys.path[:0] = [str(ROOT), str(ZOO_DIR)]
     from catalogue import ZOO
+    from jax_zoo import JAX_ZOO, run_jax_program
     from zoo_run import run_sample_train, run_zoo_model, run_zoo_train
 
     if name.endswith(".py"):  # a training sample (--train --samples)
         print(json.dumps(asdict(run_sample_train(name))))
+        return
+    jax_entry = next((e for e in JAX_ZOO if e.name == name), None)
+    if jax_entry is not None:  # a JAX program: XLA's cost analysis is the counter
+        print(json.dumps(asdict(run_jax_program(jax_entry, validate=validate or "auto"))))
         return
     model = next(z for z in ZOO if z.name == name)
     if optimizer is not None:
@@ -100,11 +107,11 @@ def _row(name: str, validate: str | None) -> str:
     if isinstance(r, str):
         return f"| {name} | FAILED: {r} | | | | | | | | |"
     floor = r["counter_floor"]
-    ratio = r["solar_flops"] / floor if floor else float("inf")
+    ratio = f"{r['solar_flops'] / floor:.3f}" if floor else "-"
     cov = "complete" if r["coverage_complete"] else ", ".join(r["uncovered"])
     return (
-        f"| {name} | {r['kernels']} | {r['solar_flops'] / 1e9:.4f} | "
-        f"{r['counter_flops'] / 1e9:.4f} | {r['counter_floor'] / 1e9:.4f} | {ratio:.3f} | "
+        f"| {name} | {r['kernels']} | {_si(r['solar_flops'], 'FLOP')} | "  # type: ignore[arg-type]
+        f"{_si(r['counter_flops'], 'FLOP')} | {_si(r['counter_floor'], 'FLOP')} | {ratio} | "  # type: ignore[arg-type]
         f"{cov} | {r['validation']} | "
         f"{r['wall_s']:.1f} | {r['peak_rss_bytes'] / 2**20:.0f} |"
     )
@@ -128,8 +135,9 @@ def main() -> None:
     if args.one:
         _one(args.one, args.validate, optimizer)
         return
-    sys.path[:0] = [str(ZOO_DIR)]
+    sys.path[:0] = [str(ROOT), str(ZOO_DIR)]
     from catalogue import ZOO
+    from jax_zoo import JAX_ZOO
 
     if optimizer is not None:
         print(TRAIN_HEADER)
@@ -146,11 +154,11 @@ def main() -> None:
         return
 
     print(
-        "| model | kernels | SOLAR GFLOP | FlopCounter GFLOP | unpadded | SOLAR/unpadded "
+        "| model | kernels | SOLAR FLOPs | independent count | floor | SOLAR/floor "
         "| coverage | validation | wall s | peak RSS MiB |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|")
-    for z in ZOO:
+    for z in (*ZOO, *JAX_ZOO):
         if z.slow and not args.slow:
             continue
         if args.names and not any(n in z.name for n in args.names):

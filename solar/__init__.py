@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from solar import torchvision_shim
 from solar.options import DEFAULT_ARCH
 
 if TYPE_CHECKING:
@@ -14,6 +15,8 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 __all__ = ["__version__", "analyze"]
+
+torchvision_shim.install()  # PyPI's CUDA torchvision beside CPU torch: see the module
 
 
 def analyze(

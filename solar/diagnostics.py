@@ -25,6 +25,7 @@ Error code ranges (stable, documented in README.md):
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -43,6 +44,7 @@ __all__ = [
     "Span",
     "UsageError",
     "ValidationMismatchError",
+    "printable",
     "render_diagnostic",
 ]
 
@@ -194,6 +196,31 @@ class ResourceError(SolarError):
     default_code = "E0910"
 
 
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""Control characters (C0, C1) and the bidirectional controls (Unicode's Trojan Source
+list): printed raw they forge log lines or reverse the text after them."""
+
+
+def printable(text: str, *, lines: bool = False) -> str:
+    r"""``text`` with control and bidi characters escaped, for one line of output
+    (``lines``: a block of lines; newlines and tabs are kept).
+
+    Names SOLAR prints come from files (a program named after its file, a report read
+    back); a newline or a right-to-left override in one must not forge or reverse a line.
+
+    >>> printable("mlp\x1b[2K\nPASS \u202eevil")
+    'mlp\\x1b[2K\\x0aPASS \\u202eevil'
+    """
+    if lines:
+        return "\n".join(printable(line).replace("\\x09", "\t") for line in text.split("\n"))
+    return _UNPRINTABLE.sub(_escape, text)
+
+
+def _escape(m: re.Match[str]) -> str:
+    code = ord(m.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
 def render_diagnostic(err: SolarError, *, context_lines: int = 0) -> str:
     """Render an error as ``error[CODE]: message`` with location and caret.
 
@@ -204,7 +231,7 @@ def render_diagnostic(err: SolarError, *, context_lines: int = 0) -> str:
     Returns:
         The multi-line diagnostic text (no trailing newline).
     """
-    out = [f"error[{err.code}]: {err.message}"]
+    out = [f"error[{err.code}]: {printable(err.message)}"]
     span = err.span
     if span is not None:
         line, col = span.source.line_col(span.start)
@@ -221,5 +248,5 @@ def render_diagnostic(err: SolarError, *, context_lines: int = 0) -> str:
         n_carets = max(1, min(n_carets, max(1, len(text) - col + 1)))
         out.append(f"{pad} | {' ' * (col - 1)}{'^' * n_carets}")
     for note in err.notes:
-        out.append(f"  = note: {note}")
+        out.append(f"  = note: {printable(note, lines=True)}")
     return "\n".join(out)

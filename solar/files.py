@@ -46,7 +46,7 @@ import zipfile
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, BinaryIO
+from typing import IO, TYPE_CHECKING, BinaryIO, Literal
 
 from solar.diagnostics import UsageError
 
@@ -57,12 +57,16 @@ __all__ = [
     "MAX_IR_BYTES",
     "MAX_NPZ_BYTES",
     "MAX_TEXT_BYTES",
+    "DataError",
     "append_atomic",
     "atomic_output",
     "check_input",
     "load_npz",
     "open_input",
+    "parse_data",
     "prepare_output",
+    "prepare_output_dir",
+    "read_bytes",
     "read_text",
     "write_atomic",
 ]
@@ -91,6 +95,68 @@ _NPZ_ERRORS = (
     NotImplementedError,
     KeyError,
 )
+
+
+class DataError(ValueError):
+    """JSON or YAML text that `parse_data` refuses; the message says why, in one line."""
+
+
+def parse_data(text: str | bytes, *, fmt: Literal["json", "yaml"]) -> object:
+    """JSON or YAML text as plain data: the one parser of structured text a user (or a
+    process SOLAR does not trust) wrote (Note [Structured text]).
+
+    Note [Structured text]: a parser of nested data recurses, so 20,000 nested brackets
+    end in ``RecursionError``; Python refuses integers of more than 4300 digits with
+    ``ValueError``; JSON admits ``NaN`` and ``Infinity``. Each is refused here as a
+    `DataError`, and the caller turns it into its own coded diagnostic; the data that
+    comes back holds only dicts, lists, strings, finite floats, ints and booleans (and
+    None), whose types the caller still checks field by field.
+
+    Raises:
+        DataError: not valid text of ``fmt``, nested too deeply, a number out of range.
+
+    >>> parse_data('{"a": [1, 2.5]}', fmt="json")
+    {'a': [1, 2.5]}
+    >>> parse_data("[" * 100_000 + "]" * 100_000, fmt="json")
+    Traceback (most recent call last):
+    ...
+    solar.files.DataError: nested too deeply
+    """
+    import json
+
+    import yaml
+
+    try:
+        if fmt == "json":
+            return json.loads(text, parse_constant=_no_constant)
+        return _finite(yaml.safe_load(text))
+    except RecursionError:
+        raise DataError("nested too deeply") from None
+    except json.JSONDecodeError as err:
+        raise DataError(f"not JSON: {err.msg} at line {err.lineno} column {err.colno}") from None
+    except yaml.YAMLError as err:
+        raise DataError(f"not YAML: {' '.join(str(err).split())[:200]}") from None
+    except ValueError as err:  # an integer over Python's digit limit, a NaN
+        raise DataError(str(err).split(";")[0].strip()[:200]) from None
+
+
+def _no_constant(name: str) -> object:
+    raise ValueError(f"{name} is not a number")
+
+
+def _finite(data: object) -> object:
+    """``data`` with every float checked finite (YAML reads ``.nan`` and ``.inf``)."""
+    todo = [data]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            raise ValueError(f"{item} is not a finite number")
+        if isinstance(item, dict):
+            todo.extend(item.keys())
+            todo.extend(item.values())
+        elif isinstance(item, list):
+            todo.extend(item)
+    return data
 
 
 def check_input(path: Path, *, max_bytes: int = MAX_TEXT_BYTES) -> None:
@@ -150,12 +216,12 @@ def open_input(path: Path, *, max_bytes: int = MAX_TEXT_BYTES) -> Iterator[Binar
         yield fh
 
 
-def read_text(path: Path, *, max_bytes: int = MAX_TEXT_BYTES) -> str:
-    """The UTF-8 text of ``path`` (Note [Guarded reads]).
+def read_bytes(path: Path, *, max_bytes: int = MAX_TEXT_BYTES) -> bytes:
+    """The bytes of ``path`` (Note [Guarded reads]).
 
     Raises:
-        UsageError: E0901 missing file; E0902 unreadable, not a regular file or not UTF-8
-            text; E0943 over ``max_bytes``.
+        UsageError: E0901 missing file; E0902 unreadable or not a regular file; E0943
+            over ``max_bytes``.
     """
     try:
         with open_input(path, max_bytes=max_bytes) as fh:
@@ -164,6 +230,17 @@ def read_text(path: Path, *, max_bytes: int = MAX_TEXT_BYTES) -> str:
         raise UsageError(f"cannot read {path}: {err.strerror or err}", code="E0902") from None
     if len(data) > max_bytes:  # it grew after the check
         raise UsageError(f"cannot read {path}: over the limit of {max_bytes:,}", code="E0943")
+    return data
+
+
+def read_text(path: Path, *, max_bytes: int = MAX_TEXT_BYTES) -> str:
+    """The UTF-8 text of ``path`` (Note [Guarded reads]).
+
+    Raises:
+        UsageError: E0901 missing file; E0902 unreadable, not a regular file or not UTF-8
+            text; E0943 over ``max_bytes``.
+    """
+    data = read_bytes(path, max_bytes=max_bytes)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -311,6 +388,26 @@ def prepare_output(path: Path) -> Path:
     return target
 
 
+def prepare_output_dir(
+    out_dir: Path, *, files: tuple[str, ...] = (), folders: tuple[str, ...] = ()
+) -> None:
+    """Check, before any work, that a command's output folder can take its outputs:
+    each of ``folders`` is (or is made) a writable folder, each of ``files`` is a path
+    a file can be written at (`prepare_output`). `solar batch` and `solar sweep` call it
+    first, so an unwritable ``--out`` is not found after the captures.
+
+    Raises:
+        UsageError: E0940 a folder where a file goes; E0941 a file where a folder goes,
+            or a folder that cannot be written.
+    """
+    for name in folders:
+        probe = out_dir / name / f".probe-{uuid.uuid4().hex[:12]}"
+        write_atomic(probe, b"")  # creates the folder, and fails if it is not writable
+        probe.unlink()
+    for name in files:
+        prepare_output(out_dir / name)
+
+
 @contextlib.contextmanager
 def atomic_output(path: Path) -> Iterator[IO[bytes]]:
     """A binary file that replaces ``path`` atomically when the block ends without error.
@@ -322,8 +419,10 @@ def atomic_output(path: Path) -> Iterator[IO[bytes]]:
     """
     target = prepare_output(path)
     if target.exists() and not target.is_file():  # a device or FIFO: nothing to rename over
-        try:
-            with target.open("wb") as fh:
+        try:  # O_NONBLOCK: a FIFO nobody reads is refused (ENXIO), not waited on
+            fd = os.open(target, os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+            os.set_blocking(fd, True)
+            with os.fdopen(fd, "wb") as fh:
                 yield fh
         except OSError as err:
             raise _write_error(path, err) from None

@@ -12,6 +12,7 @@ E0530  the program ended the process: ``sys.exit(n)``, ``os._exit(n)``, ``exit()
 E0531  the process running the program was killed by a signal (a segfault in native
        code, an abort, SIGKILL from the OOM killer)
 E0532  the program raised ``KeyboardInterrupt`` itself (no Ctrl-C was pressed)
+E0533  the child's result could not be read (Note [Result channel] in `solar.outcome`)
 E0950  the program ran past ``--time-limit`` (an endless loop in import or forward)
 E0951  SOLAR was interrupted (SIGINT, SIGTERM, SIGHUP); exit 128 + the signal number
 =====  ==================================================================================
@@ -41,6 +42,13 @@ SIGTERM and SIGHUP sent to the parent are forwarded to the child; the child stop
 the next bytecode, or is killed `GRACE_S` seconds later, and the command ends with
 E0951. A ``KeyboardInterrupt`` the program raises without a signal is E0532, not an
 interrupt.
+
+Note [Standard streams]: stdout is the report's alone. While ``fn`` runs, descriptor 1
+points at stderr (in the child for good; in this process until ``fn`` returns), so a
+model's ``print(..., file=sys.__stdout__)`` or a native library writing to descriptor 1
+cannot corrupt ``--format json``. The program sees ``sys.stdout``, ``sys.stderr`` and
+their ``__dunder__`` twins as streams whose ``close`` only flushes, and descriptors 1
+and 2 are put back afterwards, so a model that closes them leaves SOLAR able to print.
 """
 
 from __future__ import annotations
@@ -49,7 +57,6 @@ import contextlib
 import ctypes
 import faulthandler
 import os
-import pickle
 import re
 import select
 import signal
@@ -59,18 +66,33 @@ import tempfile
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import FrameType
-from typing import IO, Any, Final, TypeVar, cast
+from typing import IO, Any, Final, TypeVar
 
 from solar.diagnostics import FrontendError, ResourceError, SolarError
+from solar.outcome import (
+    JSON_VALUES,
+    MAX_RESULT_BYTES,
+    InternalError,
+    InterruptedRunError,
+    ResultCodec,
+    UnreadableOutcomeError,
+    decode_outcome,
+    encode_bug,
+    encode_error,
+    encode_value,
+)
 
 __all__ = [
     "DEFAULT_TIME_LIMIT_S",
     "GRACE_S",
+    "JSON_VALUES",
+    "MAX_RESULT_BYTES",
     "InterruptedRunError",
     "InternalError",
+    "ResultCodec",
     "TimeLimitReachedError",
     "fork_is_safe",
     "run_guarded",
@@ -103,33 +125,6 @@ class TimeLimitReachedError(BaseException):
     """Raised by the SIGALRM handler at the time limit (a BaseException on purpose)."""
 
 
-class InterruptedRunError(SolarError):
-    """SOLAR was stopped by a signal (E0951); exits 128 + the signal number."""
-
-    default_code = "E0951"
-
-    def __init__(self, signum: int) -> None:
-        name = signal.Signals(signum).name
-        super().__init__(f"interrupted by {name}; the analysis was stopped", code="E0951")
-        self.args = (signum,)  # so that it pickles (from the child to the parent)
-        self.signum = signum
-        self.exit_code = 128 + signum  # type: ignore[misc]
-
-
-class InternalError(Exception):
-    """A bug in SOLAR raised in the child process, carried to the parent (E0999).
-
-    Attributes:
-        kind: the original exception's type name.
-        traceback_text: its formatted traceback (shown with ``SOLAR_DEBUG=1``).
-    """
-
-    def __init__(self, kind: str, message: str, traceback_text: str) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.traceback_text = traceback_text
-
-
 def fork_is_safe() -> bool:
     """True when ``fn`` may run in a forked child (Note [Guarded run])."""
     if not hasattr(os, "fork") or os.environ.get("SOLAR_NO_FORK"):
@@ -147,26 +142,31 @@ def fork_is_safe() -> bool:
 
 
 def run_guarded(
-    fn: Callable[[], T], *, time_limit_s: float = DEFAULT_TIME_LIMIT_S, isolate: bool = True
+    fn: Callable[[], T],
+    *,
+    time_limit_s: float = DEFAULT_TIME_LIMIT_S,
+    isolate: bool = True,
+    codec: ResultCodec[T] = JSON_VALUES,
 ) -> T:
-    """``fn()``, guarded (Note [Guarded run]).
+    """``fn()``, guarded (Note [Guarded run], Note [Standard streams]).
 
     Args:
         fn: the work that runs user code.
         time_limit_s: the time limit in seconds.
-        isolate: run ``fn`` in a forked child where that is safe (its value must then
-            pickle); ``False`` always runs it in this process.
+        isolate: run ``fn`` in a forked child where that is safe; ``False`` always runs
+            it in this process.
+        codec: how the child sends ``fn``'s value back (Note [Result channel]).
 
     Returns:
         What ``fn`` returns.
 
     Raises:
-        SolarError: what ``fn`` raises; E0530-E0532, E0950, E0951 as in the module
+        SolarError: what ``fn`` raises; E0530-E0533, E0950, E0951 as in the module
             docstring.
         InternalError: a bug in SOLAR raised in the child process.
     """
     if isolate and fork_is_safe():
-        return _run_in_child(fn, time_limit_s)
+        return _run_in_child(fn, time_limit_s, codec)
     return _run_here(fn, time_limit_s)
 
 
@@ -217,10 +217,71 @@ def _guards(time_limit_s: float, signals: _Signals) -> Iterator[None]:
 def _run_here(fn: Callable[[], T], time_limit_s: float) -> T:
     signals = _Signals()
     try:
-        with _guards(time_limit_s, signals):
+        with _standard_streams(), _guards(time_limit_s, signals):
             return fn()
     except (TimeLimitReachedError, SystemExit, KeyboardInterrupt) as err:
         raise _diagnose(err, signals, time_limit_s) from None
+
+
+class _KeptOpen:
+    """A standard stream as the program sees it: ``close`` only flushes (Note [Standard
+    streams]); everything else is the stream's own."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._stream = stream
+
+    def close(self) -> None:
+        """Flush instead of closing: SOLAR still needs the stream."""
+        with contextlib.suppress(OSError, ValueError):
+            self._stream.flush()
+
+    def __enter__(self) -> _KeptOpen:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+_STREAMS: Final = ("stdout", "stderr", "__stdout__", "__stderr__")
+
+
+@contextlib.contextmanager
+def _standard_streams(*, restore: bool = True) -> Iterator[None]:
+    """Note [Standard streams]: descriptor 1 on stderr and unclosable ``sys`` streams
+    while the block runs; both put back afterwards. The child (``restore=False``) keeps
+    no copy of the real stdout's descriptor, so the program cannot write to it."""
+    old = {name: getattr(sys, name) for name in _STREAMS}
+    _flush(old.values())
+    saved: tuple[int, int] | None = None
+    if restore:
+        with contextlib.suppress(OSError):  # a descriptor closed already: left as it is
+            saved = (os.dup(1), os.dup(2))
+    try:
+        if saved is not None or not restore:
+            with contextlib.suppress(OSError):
+                os.dup2(2, 1)
+        for name, stream in old.items():
+            if stream is not None:
+                setattr(sys, name, _KeptOpen(stream))
+        yield
+    finally:
+        _flush(old.values())
+        for name, stream in old.items():
+            setattr(sys, name, stream)
+        if saved is not None:
+            for fd, copy in zip((1, 2), saved, strict=True):
+                os.dup2(copy, fd)
+                os.close(copy)
+
+
+def _flush(streams: Iterable[IO[str] | None]) -> None:
+    for stream in streams:
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            if stream is not None:
+                stream.flush()
 
 
 def _diagnose(err: BaseException, signals: _Signals, time_limit_s: float) -> SolarError:
@@ -264,27 +325,42 @@ def _is_user_file(filename: str) -> bool:
 
 
 # ---------------------------------------------------------------- in a child process
-def _run_in_child(fn: Callable[[], T], time_limit_s: float) -> T:
+def _run_in_child(fn: Callable[[], T], time_limit_s: float, codec: ResultCodec[T]) -> T:
     parent = os.getpid()
     sys.stdout.flush()
     sys.stderr.flush()
     read_fd, write_fd = os.pipe()
+    # a stop signal that comes before the child exists is kept and forwarded once it does
+    # (whatever the handler was: SIG_IGN in a background job included)
+    forward = _Forwarder()
+    old = {s: signal.signal(s, forward.handler) for s in _STOP_SIGNALS}
     # where the child's faulthandler writes its stack on a crash, or just before the kill
-    with tempfile.TemporaryFile() as stacks:
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - runs in the child; tests/hostile see its effects
-            os.close(read_fd)
-            _child(fn, time_limit_s, write_fd, parent, stacks.fileno())
-        os.close(write_fd)
-        with contextlib.suppress(OSError):  # the child may already have set it itself
-            os.setpgid(pid, pid)
-        return _parent(pid, read_fd, time_limit_s, stacks)
+    try:
+        with tempfile.TemporaryFile() as stacks:
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover - runs in the child; tests/hostile see its effects
+                os.close(read_fd)
+                _child(fn, time_limit_s, codec, write_fd, parent, stacks.fileno())
+            os.close(write_fd)
+            with contextlib.suppress(OSError):  # the child may already have set it itself
+                os.setpgid(pid, pid)
+            forward.attach(pid)
+            payload, status = _parent(pid, read_fd, time_limit_s, stacks, forward)
+            return _outcome(payload, status, stacks, codec)
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
 
 
 def _child(
-    fn: Callable[[], object], time_limit_s: float, write_fd: int, parent: int, stacks_fd: int
+    fn: Callable[[], T],
+    time_limit_s: float,
+    codec: ResultCodec[T],
+    write_fd: int,
+    parent: int,
+    stacks_fd: int,
 ) -> None:
-    """Run ``fn``, send its outcome down ``write_fd`` and leave (never returns)."""
+    """Run ``fn``, send its outcome down ``write_fd`` as JSON and leave (never returns)."""
     status = 0
     try:
         os.setpgid(0, 0)
@@ -295,19 +371,15 @@ def _child(
         )
         signals = _Signals()
         try:
-            with _guards(time_limit_s, signals):
-                outcome: tuple[object, ...] = ("ok", fn())
+            with _standard_streams(restore=False), _guards(time_limit_s, signals):
+                value = fn()
+            payload = encode_value(value, codec)
         except SolarError as err:
-            outcome = ("error", _portable(err))
+            payload = encode_error(err)
         except (TimeLimitReachedError, SystemExit, KeyboardInterrupt) as err:
-            outcome = ("error", _portable(_diagnose(err, signals, time_limit_s)))
+            payload = encode_error(_diagnose(err, signals, time_limit_s))
         except Exception as err:  # noqa: BLE001 - a SOLAR bug: carried to the parent's E0999
-            text = "".join(traceback.format_exception(err))
-            outcome = ("bug", type(err).__name__, str(err), text)
-        try:
-            payload = pickle.dumps(outcome)
-        except (pickle.PicklingError, TypeError, AttributeError) as err:
-            payload = pickle.dumps(("bug", type(err).__name__, str(err), ""))
+            payload = encode_bug(err)
         with os.fdopen(write_fd, "wb") as out:
             out.write(payload)
         sys.stdout.flush()
@@ -316,22 +388,6 @@ def _child(
         status = 70
     finally:
         os._exit(status)
-
-
-class _RelayedError(SolarError):
-    """A `SolarError` whose own class cannot be rebuilt by pickle, with its code,
-    message, span, notes and exit code."""
-
-
-def _portable(err: SolarError) -> SolarError:
-    """``err``, or a `_RelayedError` like it when ``err`` does not survive pickling."""
-    try:
-        pickle.loads(pickle.dumps(err))
-    except (pickle.PicklingError, TypeError, AttributeError, ValueError):
-        copy = _RelayedError(err.message, code=err.code, span=err.span, notes=err.notes)
-        copy.exit_code = err.exit_code  # type: ignore[misc]
-        return copy
-    return err
 
 
 def _die_with_parent(parent: int) -> None:
@@ -346,8 +402,8 @@ def _die_with_parent(parent: int) -> None:
 class _Forwarder:
     """Forwards stop signals from the parent to the child's process group."""
 
-    def __init__(self, pgid: int) -> None:
-        self.pgid = pgid
+    def __init__(self) -> None:
+        self.pgid: int | None = None
         self.received: int | None = None
         self.at = 0.0
 
@@ -355,13 +411,30 @@ class _Forwarder:
         del frame
         if self.received is None:
             self.received, self.at = signum, time.monotonic()
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.pgid, signum)
+        self._send(signum)
+
+    def attach(self, pgid: int) -> None:
+        """Forward to ``pgid`` from now on, and the signal that came before, if any."""
+        self.pgid = pgid
+        if self.received is not None:
+            self._send(self.received)
+
+    def _send(self, signum: int) -> None:
+        if self.pgid is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pgid, signum)
 
 
-def _parent(pid: int, read_fd: int, time_limit_s: float, stacks: IO[bytes]) -> T:  # type: ignore[type-var]
-    forward = _Forwarder(pid)
-    old = {s: signal.signal(s, forward.handler) for s in _STOP_SIGNALS}
+def _parent(
+    pid: int, read_fd: int, time_limit_s: float, stacks: IO[bytes], forward: _Forwarder
+) -> tuple[bytes, int]:
+    """What the child sent and its wait status, once it ended (or was killed).
+
+    Raises:
+        ResourceError: E0950 past the time limit.
+        InterruptedRunError: E0951 a stop signal was forwarded.
+        FrontendError: E0533 the child sent more than `MAX_RESULT_BYTES`.
+    """
     chunks: list[bytes] = []
     deadline = time.monotonic() + time_limit_s + GRACE_S
     timed_out = False
@@ -380,6 +453,9 @@ def _parent(pid: int, read_fd: int, time_limit_s: float, stacks: IO[bytes]) -> T
                 continue
             if _read_ready(read_fd, chunks, min(limit - now, 1.0)) is None:
                 break  # end of file: the child closed its end
+            if sum(map(len, chunks)) > MAX_RESULT_BYTES:
+                _kill_group(pid)
+                break
             # a process the program forked may hold the pipe open: watch the child itself
             done, wait_status = os.waitpid(pid, os.WNOHANG)
             if done:
@@ -389,8 +465,6 @@ def _parent(pid: int, read_fd: int, time_limit_s: float, stacks: IO[bytes]) -> T
         _kill_group(pid)  # anything the program started and left behind
     finally:
         os.close(read_fd)
-        for s, h in old.items():
-            signal.signal(s, h)
     if timed_out:
         raise ResourceError(
             f"the program ran past the time limit of {time_limit_s:g} s and did not stop; "
@@ -403,7 +477,10 @@ def _parent(pid: int, read_fd: int, time_limit_s: float, stacks: IO[bytes]) -> T
         )
     if forward.received is not None:
         raise InterruptedRunError(forward.received)
-    return cast(T, _outcome(b"".join(chunks), status, stacks))
+    payload = b"".join(chunks)
+    if len(payload) > MAX_RESULT_BYTES:
+        raise _unreadable(f"more than {MAX_RESULT_BYTES:,} bytes")
+    return payload, status
 
 
 def _read_ready(fd: int, chunks: list[bytes], timeout_s: float) -> bool | None:
@@ -438,22 +515,32 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
-def _outcome(payload: bytes, status: int, stacks: IO[bytes]) -> object:
+def _outcome(payload: bytes, status: int, stacks: IO[bytes], codec: ResultCodec[T]) -> T:
     """``fn``'s value from the child's outcome, or the diagnostic for how it ended."""
     if payload:
         try:
-            outcome = pickle.loads(payload)
-        except (pickle.UnpicklingError, EOFError, AttributeError, ValueError):
-            outcome = None  # cut short: the child died while writing
-        if isinstance(outcome, tuple) and outcome:
-            if outcome[0] == "ok":
-                return outcome[1]
-            if outcome[0] == "error":
-                raise outcome[1]
-            raise InternalError(*outcome[1:])
+            return decode_outcome(payload, codec)
+        except UnreadableOutcomeError as err:
+            if status == 0:  # the child finished: what it sent was tampered with
+                raise _unreadable(str(err)) from None
+            # else the child died (while writing, perhaps): how it died is the diagnostic
+    raise _ended(status, stacks)
+
+
+def _unreadable(detail: str) -> FrontendError:
+    return FrontendError(
+        "the result of the analysis could not be read: the program wrote into SOLAR's "
+        "result channel (Note [Result channel] in solar/outcome.py)",
+        code="E0533",
+        notes=(detail,),
+    )
+
+
+def _ended(status: int, stacks: IO[bytes]) -> FrontendError:
+    """The diagnostic for a child that ended without a readable outcome."""
     if os.WIFSIGNALED(status):
         sig = signal.Signals(os.WTERMSIG(status))
-        raise FrontendError(
+        return FrontendError(
             f"the process running the program was killed by {sig.name} "
             f"({_SIGNAL_CAUSES.get(sig, 'a signal')})",
             code="E0531",
@@ -463,7 +550,7 @@ def _outcome(payload: bytes, status: int, stacks: IO[bytes]) -> object:
             ),
         )
     code = os.WEXITSTATUS(status)
-    raise FrontendError(
+    return FrontendError(
         f"the program ended the process with exit status {code} before SOLAR finished "
         "(os._exit in the program?)",
         code="E0530",

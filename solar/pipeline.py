@@ -57,7 +57,6 @@ from solar.ir import (
     DType,
     IntLit,
     Program,
-    constant_params,
     elide_masked_work,
     eliminate_dead_code,
     fill_generated,
@@ -149,6 +148,7 @@ class AnalyzeOptions:
     measured_ms: float | None = None
     measure: bool = False
     entry: str | None = None
+    entry_args: str | None = None  # JSON list/object that builds the entry
     inputs_file: Path | None = None
     input_shapes: tuple[InputShape, ...] = ()
     reference_file: Path | None = None
@@ -171,15 +171,31 @@ def _count_statements(program: Program) -> int:
 
 # ---------------------------------------------------------------------------- frontend
 def load_program(
-    path: Path, options: AnalyzeOptions, *, progress: Progress | None = None
+    path: Path | None, options: AnalyzeOptions, *, progress: Progress | None = None
 ) -> FrontendResult:
-    """Run the frontend ``options.frontend`` (or the one ``auto`` picks) on ``path``.
+    """Run the frontend ``options.frontend`` (or the one ``auto`` picks) on ``path``;
+    with ``path=None``, import ``options.entry = "pkg.module:attr"`` (PyTorch).
 
     Raises:
         UsageError: missing file (E0901), not a regular file (E0902), over
-            `solar.files.MAX_TEXT_BYTES` (E0943), or a missing optional dependency.
+            `solar.files.MAX_TEXT_BYTES` (E0943), E0915 neither a file nor a
+            ``pkg.module:attr`` entry, or a missing optional dependency.
         FrontendError, IRSyntaxError, LLMError: the frontend's own diagnostics.
     """
+    if path is None:
+        entry = options.entry or ""
+        if ":" not in entry or options.frontend not in ("auto", "torch"):
+            raise UsageError(
+                "give a model file, or --entry package.module:attr (PyTorch) without one",
+                code="E0915",
+            )
+        from solar.frontends.pytorch import TorchFrontend
+
+        (progress or _quiet)(f"importing {entry} (torch frontend)")
+        return TorchFrontend().load(
+            None, _frontend_options(options), progress=progress or _quiet,
+            check=check_against_reference,
+        )  # fmt: skip
     check_input(path)  # a FIFO, a device or a huge file fails here, unread
     if options.ir_file is not None:
         check_input(options.ir_file, max_bytes=MAX_IR_BYTES)
@@ -192,6 +208,7 @@ def load_program(
 def _frontend_options(options: AnalyzeOptions) -> FrontendOptions:
     return FrontendOptions(
         entry=options.entry,
+        entry_args=options.entry_args,
         inputs_file=options.inputs_file,
         input_shapes=options.input_shapes,
         reference_file=options.reference_file,
@@ -356,6 +373,8 @@ def _with_constant_params(prepared: PreparedProgram) -> PreparedProgram:
     plan = ref.plan if isinstance(ref, _RememberedReference) else None
     if plan is None:
         return prepared
+    from solar.validate import constant_params  # validation has run: its import is paid
+
     program = constant_params(prepared.program, plan.inputs)
     if program is prepared.program:
         return prepared
@@ -735,7 +754,7 @@ def _coverage_warnings(coverage: CoverageInfo) -> list[str]:
 
 # ---------------------------------------------------------------------------- analyze
 def lift_source(
-    path: Path, options: AnalyzeOptions, *, progress: Progress | None = None
+    path: Path | None, options: AnalyzeOptions, *, progress: Progress | None = None
 ) -> PreparedProgram:
     """Frontend → prepare, without validation (for bounds/compare/provision).
 
@@ -766,17 +785,7 @@ def analyze(
         raise UsageError("give at least one --arch", code="E0907")
     if path is None:
         entry = options.entry or ""
-        if ":" not in entry or options.frontend not in ("auto", "torch"):
-            raise UsageError(
-                "give a model file, or --entry package.module:attr (PyTorch) without one",
-                code="E0915",
-            )
-        from solar.frontends.pytorch import TorchFrontend
-
-        say(f"importing {entry} (torch frontend)")
-        front = TorchFrontend().load(
-            None, _frontend_options(options), progress=say, check=check_against_reference
-        )
+        front = load_program(None, options, progress=say)
         source = InputInfo(path=f"<entry {entry}>", sha256=_sha256(entry.encode()), entry=entry)
         return analyze_front(front, source, specs, options, say)
     say(f"loading {path} ({options.frontend} frontend)")
@@ -959,7 +968,8 @@ def bounds_at(
     coverage = coverage_info(
         front.ops_total, front.uncovered,
         counted_flops=front.counted_flops if at_analysed else None,
-        padding_flops=front.padding_flops, solar_flops=fused.flops,
+        padding_flops=front.padding_flops,
+        solar_flops=fused.flops + compiled.graph.repeated_flops(fused.sizes),
     )
     return PointBounds(sizes, precision, bound_sets, fused, coverage)
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -30,3 +32,21 @@ def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> CliResult:
         sys.argv = old
     captured = capsys.readouterr()
     return CliResult(code, captured.out, captured.err)
+
+
+def make_hostile_path(path: Path, kind: str) -> Path:
+    """Put at ``path`` something that is not a readable input file, of ``kind``: ``fifo``,
+    ``dev-zero`` (a link to it), ``directory`` or ``huge`` (a sparse 64 MiB + 1 file,
+    over every text limit, using no disk)."""
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "dev-zero":
+        path.symlink_to("/dev/zero")
+    elif kind == "directory":
+        path.mkdir()
+    elif kind == "huge":
+        with path.open("wb") as fh:
+            fh.truncate((64 << 20) + 1)
+    else:
+        raise ValueError(kind)
+    return path

@@ -22,6 +22,13 @@ settings.register_profile(
 settings.register_profile("dev", deadline=None, max_examples=200)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
+# No test may depend on the environment it inherits (issue 30 item 7): the variables SOLAR
+# reads are cleared for the whole session, in this process and the ones it starts; a test
+# that needs one sets it itself (monkeypatch.setenv, or the env of its subprocess).
+_SOLAR_READS = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "GITHUB_STEP_SUMMARY")
+for _name in [n for n in os.environ if n.startswith("SOLAR_") or n in _SOLAR_READS]:
+    del os.environ[_name]
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(

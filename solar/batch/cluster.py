@@ -41,6 +41,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import queue
+import signal
 import threading
 import time
 import uuid
@@ -91,18 +92,39 @@ def dask_client(engine: EngineOptions) -> Iterator[Client]:
     level = quiet.level
     quiet.setLevel(logging.ERROR)
     try:
-        cluster = LocalCluster(
-            n_workers=engine.workers,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=":0",  # any free port: two clusters on one machine never clash
-            memory_limit=0,
-            silence_logs=logging.ERROR,
-        )
+        with _workers_deaf_to_ctrl_c():
+            cluster = LocalCluster(
+                n_workers=engine.workers,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=":0",  # any free port: two clusters on one machine never clash
+                memory_limit=0,
+                silence_logs=logging.ERROR,
+            )
         with contextlib.closing(cluster), Client(cluster, set_as_default=False) as client:
             yield client
     finally:
         quiet.setLevel(level)
+
+
+@contextlib.contextmanager
+def _workers_deaf_to_ctrl_c() -> Iterator[None]:
+    """SIGINT ignored while the local cluster starts its processes, which inherit it.
+
+    A Ctrl-C reaches every process of the terminal's foreground group: the workers too,
+    whose event loops then died printing ``CancelledError`` and ``KeyboardInterrupt``
+    tracebacks while the client was stopping them cleanly (Note [Stopping tasks on a
+    cluster]). An ignored signal is the one disposition a started interpreter keeps,
+    so the workers (and those the nannies restart) leave stopping to the client.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
 
 
 def _run_task(fn: TaskFn[T, R], item: T, stop_name: str) -> R:

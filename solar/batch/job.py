@@ -295,9 +295,22 @@ def arch_label(arch: str) -> str:
 
 
 def file_sha256(path: Path) -> str:
-    """SHA-256 of a file's bytes, read in chunks."""
+    """SHA-256 of a file's bytes, read in chunks.
+
+    Raises:
+        OSError: it cannot be read, or is not a regular file (a FIFO is not waited on,
+            a device not read without end: Note [Guarded reads] in `solar.files`).
+    """
+    import errno
+    import os
+    import stat
+
     digest = hashlib.sha256()
-    with path.open("rb") as fh:
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        os.set_blocking(fd, True)
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             digest.update(chunk)
     return digest.hexdigest()

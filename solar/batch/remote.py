@@ -57,13 +57,18 @@ class ShippedFile:
 
     @classmethod
     def of(cls, path: Path) -> ShippedFile:
-        """Read ``path``.
+        """Read ``path``, a regular file of at most `solar.files.MAX_TEXT_BYTES`, before
+        anything else (Note [Guarded reads]).
 
         Raises:
-            OSError: it cannot be read.
+            UsageError: E0901 missing; E0902 unreadable or not a regular file; E0943
+                too large.
         """
-        data = path.read_bytes()
         import hashlib
+
+        from solar.files import read_bytes
+
+        data = read_bytes(path)
 
         return cls(str(path), str(path.resolve()), data, hashlib.sha256(data).hexdigest())
 

@@ -40,6 +40,8 @@ from solar.batch.job import BatchOptions, BatchRow, BatchStatus, FileResult, fai
 from solar.batch.remote import RemoteFileResult, ShippedFile, run_shipped_file
 from solar.batch.runner import PendingFile, land_file, precheck_file, run_file
 from solar.batch.summary import write_summaries
+from solar.diagnostics import UsageError
+from solar.files import prepare_output_dir
 
 __all__ = ["BatchSummary", "run_batch"]
 
@@ -124,11 +126,12 @@ def run_batch(
         The results and the summary paths; the batch never raises for a file's fault.
 
     Raises:
-        OSError: ``out_dir`` cannot be created or the summaries cannot be written.
-        UsageError: the ``dask`` engine without Dask (E0908) or its scheduler (E0932).
+        UsageError: E0940/E0941 ``out_dir`` cannot take the outputs; the ``dask``
+            engine without Dask (E0908) or its scheduler (E0932).
     """
     engine = engine or EngineOptions(workers=max(1, workers))
-    out_dir.mkdir(parents=True, exist_ok=True)
+    # an unwritable --out fails here, not after every file was analysed
+    prepare_output_dir(out_dir, files=("summary.csv", "summary.json"), folders=("logs",))
     files = list(dict.fromkeys(files))  # a file listed twice is analysed once
     stop = stop or threading.Event()
     results: dict[int, FileResult] = {}
@@ -196,10 +199,8 @@ def _run_elsewhere(
             continue
         try:
             todo.append((i, checked, ShippedFile.of(path)))
-        except OSError as err:
-            record(
-                i, failure_rows(str(path), options.archs, "error", f"cannot read the input: {err}")
-            )
+        except UsageError as err:  # that file alone fails; the others are shipped
+            record(i, failure_rows(str(path), options.archs, "error", err.message))
 
     def landed(j: int, outcome: RemoteFileResult | TaskFailure) -> None:
         i, pending, _shipped = todo[j]

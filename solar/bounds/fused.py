@@ -33,6 +33,7 @@ from solar.bounds.roofline import (
     pipe_notes,
     pipe_table,
     roofline_time,
+    unit_time,
     warm_split,
 )
 from solar.hw import HardwareSpec
@@ -78,7 +79,7 @@ def program_compute(table: PipeTable, costs: CostArrays) -> ProgramCompute:
     return ProgramCompute(
         flops_by_pipe=by_pipe,
         time_s_by_pipe=by_label(table.labels, times),
-        compute_time_s=float(times.max()) if len(times) else 0.0,
+        compute_time_s=float(unit_time(table, times)) if len(times) else 0.0,
         flops=float(sum(by_pipe.values())),
     )
 

@@ -8,8 +8,12 @@ arithmetic intensity. A model only decides which bytes count and how kernels
 combine.
 
 Note [Overlapping units]: compute time is reported per pipe (unit and precision),
-and the bound combines pipes with a MAX, not a sum: tensor cores and vector units
-run concurrently, so only the busiest pipe is a proven lower bound.
+and the bound combines distinct units with a MAX, not a sum: tensor cores and vector
+units run concurrently, so only the busiest unit is a proven lower bound. Pipes that
+occupy one unit add (Note [Shared units], `unit_time`): every matrix-unit pipe (TF32,
+3xTF32, BF16, FP8) issues on the same tensor cores, so a program with TF32 and 3xTF32
+contractions takes their sum there. Vector pipes stay apart (a conservative max: INT32
+and FP32 lanes issue concurrently on recent GPUs).
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ __all__ = [
     "PipeTable",
     "arithmetic_intensity",
     "by_label",
+    "unit_time",
     "memory_time_s",
     "pipe_flops",
     "pipe_notes",
@@ -245,7 +250,34 @@ def pipe_notes(table: PipeTable, policy: PrecisionPolicy) -> list[str]:
             f"{r.peak_flops_per_s * src.passes / 1e12:.4g} TFLOP/s: fp32-accurate emulation")
         line = f"{r.label} work at {r.peak_flops_per_s / 1e12:.4g} TFLOP/s ({how})"
         out.append(line + (f"; {r.fallback}" if r.fallback else ""))
+    tensor = [r.label for r in table.resolved if r.source.unit == "tensor"]
+    if len(tensor) > 1:
+        out.append(f"{', '.join(tensor)} share the tensor cores: their times add "
+                   "(Note [Shared units])")
     return out
+
+
+def unit_time(table: PipeTable, times: np.ndarray) -> np.ndarray:
+    """Compute time from per-pipe times (last axis): the tensor pipes summed (one matrix
+    unit), then the max over that sum and each other pipe (Note [Shared units]).
+
+    >>> import numpy as np
+    >>> from solar.hw import Precision
+    >>> from solar.bounds.precision import Pipe, ResolvedPipe
+    >>> rp = [ResolvedPipe(Pipe(u, p, n), 1.0, Pipe(u, p), "") for u, p, n in
+    ...       (("tensor", Precision.TF32, 1), ("tensor", Precision.TF32, 3),
+    ...        ("vector", Precision.FP32, 1))]
+    >>> t = PipeTable(tuple(rp), np.zeros(0), np.zeros(0), np.ones(3))
+    >>> unit_time(t, np.array([[1.0, 2.0, 2.5], [1.0, 0.5, 2.5]])).tolist()
+    [3.0, 2.5]
+    """
+    if times.shape[-1] == 0:
+        return np.asarray(times.sum(axis=-1))
+    shared = np.array([r.source.unit == "tensor" for r in table.resolved])
+    if shared.sum() < 2:
+        return np.asarray(times.max(axis=-1))
+    tensor = times[..., shared].sum(axis=-1, keepdims=True)
+    return np.asarray(np.concatenate([tensor, times[..., ~shared]], axis=-1).max(axis=-1))
 
 
 def pipe_flops(table: PipeTable, costs: CostArrays, n_kernels: int) -> np.ndarray:

@@ -43,6 +43,7 @@ from solar.bounds.roofline import (
     pipe_notes,
     pipe_table,
     roofline_time,
+    unit_time,
 )
 from solar.hw import HardwareSpec
 
@@ -136,7 +137,7 @@ def unfused_bound(
     nk = len(compiled.graph.kernels)
     pf = pipe_flops(table, costs, nk)
     ptime = pf / table.peaks if pf.shape[1] else pf
-    compute = ptime.max(axis=1) if pf.shape[1] else np.zeros(nk)
+    compute = unit_time(table, ptime) if pf.shape[1] else np.zeros(nk)
     busiest = ptime.argmax(axis=1) if pf.shape[1] else np.zeros(nk, dtype=np.int64)
     cap = spec.l2_capacity_bytes
     # An unknown L2 capacity means unlimited reuse, under both cache states (Note [L2 pass]).

@@ -40,6 +40,14 @@ from solar.cli.distributed import (
     ScheduleOption,
     distributed_request,
 )
+from solar.cli.inputs import (
+    EntryArgsOption,
+    EntryOption,
+    InputShapeOption,
+    InputsOption,
+    ProgramInputs,
+    program_inputs,
+)
 from solar.guard import DEFAULT_TIME_LIMIT_S
 from solar.options import (
     DEFAULT_ARCH,
@@ -58,6 +66,12 @@ if TYPE_CHECKING:
     from solar.report import Report
 
 __all__ = ["analyze", "bounds", "cache_clear", "compare", "provision"]
+
+SourceArgument = Annotated[
+    Path | None,
+    typer.Argument(help="Model file (.py) or IR file (.alir); omit with --entry pkg.mod:attr."),
+]
+"""The program a command analyses (every one takes the same, with `solar.cli.inputs`)."""
 
 MAX_MEASURED_MS = 1e9
 """``--measured-ms`` above this (11.6 days) is a typo; it would overflow headroom ratios."""
@@ -138,31 +152,10 @@ def analyze(
     measure: Annotated[
         bool, typer.Option("--measure", help="Time the program on the local device.")
     ] = False,
-    entry: Annotated[
-        str | None,
-        typer.Option(
-            help="Class or function to analyse instead of `Model`: NAME in the file, or "
-            "package.module:NAME (then no file is needed)."
-        ),
-    ] = None,
-    inputs: Annotated[
-        Path | None,
-        typer.Option(
-            metavar="FILE",
-            help="Inputs file instead of get_inputs(): .pt (torch.load weights_only: a tensor, a "
-            "list of positional inputs or a dict of keyword inputs) or .npz (arrays arr_0, "
-            "arr_1.. positional, other names keyword).",
-        ),
-    ] = None,
-    input_shape: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--input-shape",
-            metavar="SHAPE",
-            help="An input by shape, [NAME=]D0,D1,...[:DTYPE], e.g. x=2,3,224,224:f32 "
-            "(repeatable; random values, seeded).",
-        ),
-    ] = None,
+    entry: EntryOption = None,
+    entry_args: EntryArgsOption = None,
+    inputs: InputsOption = None,
+    input_shape: InputShapeOption = None,
     reference: Annotated[
         Path | None, typer.Option(help="Reference .npz (inputs+outputs) for an .alir file.")
     ] = None,
@@ -245,12 +238,11 @@ def analyze(
     # the first stage is shown before the slow imports (Note [Progress from the first second])
     start = announce_start(f"analysing {source if source is not None else entry}", quiet=quiet)
     from solar.files import prepare_output, write_atomic
-    from solar.frontends.inputs import parse_input_shape
     from solar.frontends.kit.loader import user_stdout_to_stderr
-    from solar.guard import run_guarded
+    from solar.guard import ResultCodec, run_guarded
     from solar.pipeline import AnalyzeOptions
     from solar.pipeline import analyze as run_analyze
-    from solar.report import render_text
+    from solar.report import Report, render_text
 
     check_positive("--time-budget", time_budget)
     check_positive("--time-limit", time_limit, maximum=MAX_TIME_LIMIT_S)
@@ -280,9 +272,7 @@ def analyze(
         ),
         measured_ms=measured_ms,
         measure=measure,
-        entry=entry,
-        inputs_file=inputs,
-        input_shapes=tuple(parse_input_shape(s) for s in input_shape or ()),
+        **program_inputs(entry, entry_args, inputs, input_shape).fields(),  # type: ignore[arg-type]
         reference_file=reference,
         train=train or train_mode,
         train_step=train,
@@ -307,7 +297,9 @@ def analyze(
         with stage_progress(quiet=quiet, start=start) as progress, user_stdout_to_stderr():
             return run_analyze(source, options, progress=progress)
 
-    report = run_guarded(work, time_limit_s=time_limit)
+    # the report crosses from the guarded child as JSON (Note [Result channel])
+    codec = ResultCodec(Report.model_dump_json, Report.model_validate_json)
+    report = run_guarded(work, time_limit_s=time_limit, codec=codec)
     text = report.to_json()
     if output is not None:
         write_atomic(output, text)
@@ -317,10 +309,10 @@ def analyze(
 
 
 def _lift(
-    source: Path,
+    source: Path | None,
     frontend: FrontendChoice,
     set_: list[str] | None,
-    entry: str | None,
+    given: ProgramInputs,
     precision: PrecisionPolicy,
     *,
     quiet: bool = False,
@@ -332,7 +324,7 @@ def _lift(
     """
     from solar.cli.progress import announce_start, stage_progress
 
-    start = announce_start(f"loading {source} ({frontend} frontend)", quiet=quiet)
+    start = announce_start(f"loading {source or given.entry} ({frontend} frontend)", quiet=quiet)
     from solar.frontends.kit.loader import user_stdout_to_stderr
     from solar.guard import run_guarded
     from solar.pipeline import AnalyzeOptions, lift_source
@@ -340,9 +332,9 @@ def _lift(
     options = AnalyzeOptions(
         frontend=frontend,
         sizes=parse_sets(set_),
-        entry=entry,
         validate="off",
         precision=precision,
+        **given.fields(),  # type: ignore[arg-type]
     )
     def work() -> PreparedProgram:
         # stdout is the command's table alone
@@ -362,9 +354,13 @@ def _lift(
     ),
 )
 def bounds(
-    source: Annotated[Path, typer.Argument(help="IR file (.alir) or model file (.py).")],
+    source: SourceArgument = None,
     arch: ArchOption = None,
     set_: SetOption = None,
+    entry: EntryOption = None,
+    entry_args: EntryArgsOption = None,
+    inputs: InputsOption = None,
+    input_shape: InputShapeOption = None,
     precision: Annotated[PrecisionPolicy, typer.Option(help="Precision policy.")] = "default",
     frontend: Annotated[FrontendChoice, typer.Option(help="Frontend.")] = "auto",
     format_: Annotated[
@@ -379,7 +375,8 @@ def bounds(
     from solar.pipeline import bound_arch
     from solar.report import dumps_deterministic, format_bytes, format_flops, format_time
 
-    prepared = _lift(source, frontend, set_, None, precision, quiet=quiet)
+    given = program_inputs(entry, entry_args, inputs, input_shape)
+    prepared = _lift(source, frontend, set_, given, precision, quiet=quiet)
     sizes = prepared.sizes
     shown = dict(prepared.front.source_sizes or sizes)  # a model file: its size constants
     rows = [
@@ -420,7 +417,7 @@ def bounds(
     ),
 )
 def compare(
-    source: Annotated[Path, typer.Argument(help="Model file or IR file.")],
+    source: SourceArgument = None,
     arch: Annotated[
         list[str] | None,
         typer.Option(
@@ -430,7 +427,10 @@ def compare(
     set_: SetOption = None,
     precision: Annotated[PrecisionPolicy, typer.Option(help="Precision policy.")] = "default",
     frontend: Annotated[FrontendChoice, typer.Option(help="Frontend.")] = "auto",
-    entry: Annotated[str | None, typer.Option(help="module:function to analyse.")] = None,
+    entry: EntryOption = None,
+    entry_args: EntryArgsOption = None,
+    inputs: InputsOption = None,
+    input_shape: InputShapeOption = None,
     format_: Annotated[OutputFormat, typer.Option("--format", help="Stdout format.")] = "text",
     quiet: QuietOption = False,
 ) -> None:
@@ -443,7 +443,8 @@ def compare(
     from solar.cli.device_tables import compare_json, compare_text
     from solar.hw import list_hardware_specs, load_hardware_spec
 
-    prepared = _lift(source, frontend, set_, entry, precision, quiet=quiet)
+    given = program_inputs(entry, entry_args, inputs, input_shape)
+    prepared = _lift(source, frontend, set_, given, precision, quiet=quiet)
     specs = [load_hardware_spec(a) for a in arch] if arch else list(list_hardware_specs())
     rows = cross_platform(
         prepared.graph, specs, precision_policy=prepared.precision, sizes=prepared.sizes
@@ -461,7 +462,8 @@ def compare(
     ),
 )
 def provision(
-    source: Annotated[Path, typer.Argument(help="Model file or IR file.")],
+    source: SourceArgument = None,
+    *,
     target_ms: Annotated[float, typer.Option(help="Target run time in milliseconds.")],
     model: Annotated[BoundModel, typer.Option(help="Bound model.")] = "fused",
     arch: Annotated[
@@ -473,6 +475,10 @@ def provision(
     set_: SetOption = None,
     precision: Annotated[PrecisionPolicy, typer.Option(help="Precision policy.")] = "default",
     frontend: Annotated[FrontendChoice, typer.Option(help="Frontend.")] = "auto",
+    entry: EntryOption = None,
+    entry_args: EntryArgsOption = None,
+    inputs: InputsOption = None,
+    input_shape: InputShapeOption = None,
     format_: Annotated[OutputFormat, typer.Option("--format", help="Stdout format.")] = "text",
     quiet: QuietOption = False,
 ) -> None:
@@ -485,7 +491,8 @@ def provision(
     from solar.cli.device_tables import provision_json, provision_text
     from solar.hw import list_hardware_specs, load_hardware_spec
 
-    prepared = _lift(source, frontend, set_, None, precision, quiet=quiet)
+    given = program_inputs(entry, entry_args, inputs, input_shape)
+    prepared = _lift(source, frontend, set_, given, precision, quiet=quiet)
     specs = [load_hardware_spec(a) for a in arch] if arch else list(list_hardware_specs())
     inv = inverse_roofline(
         prepared.graph,

@@ -30,8 +30,8 @@ from solar.diagnostics import (
     UsageError,
     ValidationMismatchError,
 )
-from solar.guard import InternalError, InterruptedRunError
 from solar.options import DEFAULT_ARCH
+from solar.outcome import InternalError, InterruptedRunError
 
 if TYPE_CHECKING:
     from solar.report import ValidationInfo

@@ -2,8 +2,8 @@
 
 Exit codes: 0 every point analysed (validation passed or skipped); 1 a capture failed
 (diagnostic, timeout, memory limit, crash) or failed validation; 2 usage (E0933 a bad
-axis or sweep file, E0934 too many points, E0908/E0932 the engine); 130/143 when
-stopped by SIGINT/SIGTERM, after the table of what finished is written.
+axis or sweep file, E0934 too many points, E0908/E0932 the engine); 129/130/143 when
+stopped by SIGHUP/SIGINT/SIGTERM, after the table of what finished is written.
 """
 
 from __future__ import annotations
@@ -23,6 +23,13 @@ from solar.cli.distributed import (
     MicroBatchOption,
     PhaseOption,
     RecomputeOption,
+)
+from solar.cli.inputs import (
+    EntryArgsOption,
+    EntryOption,
+    InputShapeOption,
+    InputsOption,
+    program_inputs,
 )
 from solar.options import (
     CacheState,
@@ -47,7 +54,8 @@ __all__ = ["sweep"]
         "solar sweep gpt.py --train --cluster DGX_H100 --parallel tp=1,2,4,8 --parallel pp=1,2,4 "
         "--parallel dp=4 --global-batch 64  # plans ranked by bound",
         exit_codes="Exit codes: 0 every point analysed; 1 a capture failed or failed "
-        "validation; 2 usage; 130/143 stopped by SIGINT/SIGTERM (after the table is written).",
+        "validation; 2 usage; 129/130/143 stopped by SIGHUP/SIGINT/SIGTERM (after the table "
+        "is written).",
     ),
 )
 def sweep(
@@ -67,7 +75,10 @@ def sweep(
     cache: Annotated[CacheState | None, typer.Option(help="Cache state: warm or cold.")] = None,
     frontend: Annotated[FrontendChoice | None, typer.Option(help="Frontend.")] = None,
     validate: Annotated[ValidateMode | None, typer.Option(help="Validation mode.")] = None,
-    entry: Annotated[str | None, typer.Option(help="Function to analyse.")] = None,
+    entry: EntryOption = None,
+    entry_args: EntryArgsOption = None,
+    inputs: InputsOption = None,
+    input_shape: InputShapeOption = None,
     out: Annotated[
         Path, typer.Option("--out", help="Directory for the table, reports and logs.")
     ] = Path("solar-sweep"),
@@ -137,10 +148,14 @@ def sweep(
         from solar.sweep.spec import load_precisions
 
         fields["precisions"] = load_precisions(precision)
+    given = program_inputs(entry, entry_args, inputs, input_shape)  # checked like analyze's
     for key, value in (("cache", cache), ("frontend", frontend), ("validate", validate),
-                       ("entry", entry)):  # fmt: skip
+                       ("entry", entry), ("entry_args", given.entry_args),
+                       ("inputs_file", inputs)):  # fmt: skip
         if value is not None:
             fields[key] = value
+    if input_shape:
+        fields["input_shapes"] = tuple(input_shape)
     spec = SweepSpec(**fields)  # type: ignore[arg-type]
     BatchOptions(timeout_s=timeout or None, max_rss_mib=max_rss)  # E0931 on a bad limit
     for name in spec.archs:  # a bad spec is a usage error before any work
@@ -169,7 +184,8 @@ def sweep(
         received.append(signal.Signals(signum).name)
         stop.set()
 
-    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    stops = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # each ends it with the table
+    previous = {s: signal.signal(s, handler) for s in stops}
     try:
         summary = run_sweep(
             spec, out, limits=limits, engine=engines, progress=progress, stop=stop, resume=resume

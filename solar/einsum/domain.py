@@ -11,6 +11,7 @@ its variables renamed, so equal keys mean equal counts.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from solar.ir import Binary, Call, Expr, IntLit, Name, Unary, print_expr, walk_exprs
@@ -55,6 +56,13 @@ class Domain:
     def vars(self) -> tuple[str, ...]:
         """Loop variables, outermost first."""
         return tuple(loop.var for loop in self.loops)
+
+    def without(self, names: AbstractSet[str]) -> Domain:
+        """This domain with the loops over ``names`` dropped (no guard or other loop's
+        bound may mention them)."""
+        if not names:
+            return self
+        return Domain(tuple(lp for lp in self.loops if lp.var not in names), self.guards)
 
     def with_guards(self, extra: Sequence[Expr]) -> Domain:
         """This domain restricted by more guards."""

@@ -75,6 +75,9 @@ def einsum_equation(inputs: tuple[tuple[Expr, ...], ...], output: tuple[Expr, ..
     return lhs if output is None else f"{lhs}->{one(output)}"
 
 
+_NO_FLOPS = Count.of(0)
+
+
 @dataclass(frozen=True, slots=True)
 class EinsumNode:
     """One leaf statement (or value-dependent guard) as an einsum with exact counts.
@@ -95,6 +98,8 @@ class EinsumNode:
         convolution: a contraction whose operands index with window sums (``h*s + r``).
         reads: distinct elements read per tensor (with the image's canonical key).
         writes: distinct elements written per tensor.
+        repeated_flops: FLOPs of identical work ``flops`` leaves out (Note [Repeated
+            work] in docs/bounds.md): what a per-point count (FlopCounterMode's) adds.
     """
 
     kernel: str
@@ -112,6 +117,7 @@ class EinsumNode:
     convolution: bool
     reads: tuple[tuple[str, Count, str], ...]
     writes: tuple[tuple[str, Count, str], ...]
+    repeated_flops: Count = _NO_FLOPS
 
     @property
     def equation(self) -> str:
@@ -326,6 +332,12 @@ class EinsumGraph:
     edges: tuple[Edge, ...]
     contractions: tuple[ContractionInfo, ...]
     spills: tuple[SpillInfo, ...]
+
+    def repeated_flops(self, sizes: Mapping[str, int]) -> float:
+        """The FLOPs of repeated identical work the nodes leave out, at ``sizes`` (Note
+        [Repeated work]): a per-point counter's figure is SOLAR's plus these."""
+        return sum((n.repeated_flops.evaluate(sizes) for n in self.nodes
+                    if not n.repeated_flops.is_zero), 0.0)
 
     @property
     def name(self) -> str:

@@ -95,6 +95,8 @@ def lift_kernel(scope: Scope, kernel: Kernel, ctx: CountContext) -> list[Leaf]:
     """
     out: list[Leaf] = []
     position: dict[int, int] = {}
+    written = frozenset(s.target.tensor for s, _ in walk_stmts(kernel.body)
+                        if isinstance(s, Assign | Reduce))
     for index, (stmt, enclosing) in enumerate(walk_stmts(kernel.body)):
         position[id(stmt)] = index
         loops = [c for c in enclosing if isinstance(c, For)]
@@ -114,7 +116,8 @@ def lift_kernel(scope: Scope, kernel: Kernel, ctx: CountContext) -> list[Leaf]:
         if isinstance(stmt, If) and not is_affine_condition(stmt.cond, lv):
             out.append(_guard_node(scope, ctx, stmt, common))
         elif isinstance(stmt, Assign | Reduce):
-            out.append(_leaf_node(scope, ctx, stmt, common))
+            rep = _repeated_vars(stmt, loops, guards, written)
+            out.append(_leaf_node(scope, ctx, stmt, common, rep))
     return out
 
 
@@ -136,8 +139,36 @@ def _guard_node(scope: Scope, ctx: CountContext, stmt: If, common: _Common) -> L
     return Leaf(node, None, grouped, {})
 
 
+def _repeated_vars(stmt: Assign | Reduce, loops: Sequence[For], guards: Sequence[Expr],
+                   written: frozenset[str]) -> frozenset[str]:
+    """Note [Repeated work]: the plain loops over which ``stmt`` computes one value again
+    and again (``Y[i, n] += X[0, k] * W[k, n]``: ``i``).
+
+    Such a loop variable is a whole subscript of the target and appears nowhere else: not
+    in the value, another subscript, a guard or a loop bound. The value then reads the
+    same elements at every ``i``, and they hold the same values when the kernel writes
+    none of the tensors it reads (the target of a ``+=`` aside): one computation serves
+    every ``i``, and its result is only written many times.
+    """
+    lv = [lp.var for lp in loops]
+    reads = [e for e in walk_exprs(stmt.value) if isinstance(e, Access)]
+    if any(a.tensor in written and not (isinstance(stmt, Reduce) and a == stmt.target)
+           for a in reads):
+        return frozenset()
+    whole = {i.name for i in stmt.target.indices if isinstance(i, Name)}
+    used = set(expr_vars(stmt.value, lv))
+    used.update(v for i in stmt.target.indices if not isinstance(i, Name)
+                for v in expr_vars(i, lv))
+    used.update(v for g in guards for v in expr_vars(g, lv))
+    used.update(v for lp in loops for b in (lp.lo, lp.hi) for v in expr_vars(b, lv))
+    names = [i.name for i in stmt.target.indices if isinstance(i, Name)]
+    return frozenset(lp.var for lp in loops if not lp.seq and lp.var in whole
+                     and lp.var not in used and names.count(lp.var) == 1)
+
+
 def _leaf_node(
-    scope: Scope, ctx: CountContext, stmt: Assign | Reduce, common: _Common
+    scope: Scope, ctx: CountContext, stmt: Assign | Reduce, common: _Common,
+    repeated: frozenset[str] = frozenset(),
 ) -> Leaf:
     kernel, index, domain, value_guarded, seq_root = common
     terms, reads = analyse_value(stmt.value, domain.vars)
@@ -165,13 +196,16 @@ def _leaf_node(
         else access_image(ctx, domain, stmt.target, scope.decls.get(stmt.target.tensor))
     ]}
     grouped = _by_tensor(scope, ctx, domain, reads, value_guarded)
+    flops = _flops(ctx, domain.without(repeated), flop_terms, value_guarded)
     node = EinsumNode(
         kernel=kernel, index=index, kind="reduce" if isinstance(stmt, Reduce) else "assign",
         domain=domain, value_guarded=value_guarded, seq_root=seq_root,
         operands=_operands([r for r in reads if r.access is not stmt.target], stmt.target),
         combine=stmt.value, reduce_op=stmt.op if isinstance(stmt, Reduce) else None,
-        flops=_flops(ctx, domain, flop_terms, value_guarded), work=work, dtype=dtype,
-        convolution=conv, reads=_summary(grouped), writes=_summary(written),
+        flops=flops, work=work, dtype=dtype, convolution=conv, reads=_summary(grouped),
+        writes=_summary(written),
+        repeated_flops=_flops(ctx, domain, flop_terms, value_guarded) - flops if repeated
+        else Count.of(0),
     )
     return Leaf(node, stmt, grouped, written)
 

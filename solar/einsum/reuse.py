@@ -73,6 +73,10 @@ def _pebble_ineligible(a: Access, b: Access, c: Access, vs: Sequence[str],
         return "an operand is computed on chip (not a program input or parameter)"
     if roles[2] != "output":
         return "the result is not a program output"
+    if a.tensor == b.tensor:
+        # Smith et al. count the elements of A and of B in a segment apart; one tensor read
+        # twice (X @ X.T) serves both from one pool, and a schedule beats their bound
+        return "the operands are one tensor (X @ X.T): the bound assumes two"
     va, vb, vc = (_plain_vars(x, vs) for x in (a, b, c))
     if va is None or vb is None or vc is None:
         return "a subscript is not a plain loop index"

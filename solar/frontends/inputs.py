@@ -57,9 +57,16 @@ def parse_input_shape(text: str) -> InputShape:
     """
     m = _SPEC.match(text.strip().replace(" ", ""))
     dtype = (m.group("dtype") if m else None) or "f32"
+    numbers = re.findall(r"\d+", text)
+    if any(len(n) > 18 for n in numbers):  # over 10**18: no tensor has such a dim
+        raise UsageError(
+            f"bad --input-shape `{text[:60]}`: a number of {max(map(len, numbers))} digits",
+            code="E0912",
+            notes=("dims and bounds are at most 18 digits",),
+        )
     if m is None or dtype not in _DTYPES:
         raise UsageError(
-            f"bad --input-shape `{text}`",
+            f"bad --input-shape `{text[:60]}`",
             code="E0912",
             notes=(
                 "write [NAME=]D0,D1,...[:DTYPE], e.g. x=2,3,224,224:f32 or ids=1,16:i64<1000",

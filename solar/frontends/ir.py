@@ -17,6 +17,7 @@ from solar.frontends.protocol import (
     Progress,
     ReferenceCheck,
     ValidationPlan,
+    refuse_unsupported,
 )
 from solar.options import FrontendName
 
@@ -47,6 +48,8 @@ class IRFrontend:
                 or the reference is not a valid ``.npz`` archive (E0942).
         """
         from solar.ir import parse_program  # lark loads only when IR text is parsed
+
+        refuse_unsupported("ir", options, frozenset({"reference_file", "sizes"}))
 
         program = parse_program(read_text(path, max_bytes=MAX_IR_BYTES), filename=str(path))
         if options.reference_file is None:

@@ -60,12 +60,19 @@ __all__ = [
     "PlanStrategy",
     "Progress",
     "ReferenceCheck",
+    "OptionName",
     "ValidationPlan",
+    "refuse_unsupported",
     "require_extra",
     "require_python_file",
 ]
 
 Arrays = dict[str, np.ndarray]
+OptionName = Literal[
+    "entry", "inputs_file", "input_shapes", "reference_file", "sizes", "train", "train_step",
+    "optimizer",
+]
+"""A `FrontendOptions` field a frontend may or may not honour (`refuse_unsupported`)."""
 PlanStrategy = Literal["full", "reduced-sizes", "reduced-batch"]
 """``full``: the reference is the program itself; ``reduced-sizes``: the frontend
 re-lowered the program at sizes whose real run fits its budget; ``reduced-batch``: it
@@ -98,6 +105,8 @@ class FrontendOptions:
 
     Attributes:
         entry: ``fn`` or ``module:fn`` to analyse instead of the file's ``Model``.
+        entry_args: JSON list (positional) or object (keyword) of the arguments that
+            build the entry, when it is a module class or a factory (``--entry-args``).
         inputs_file: ``.npz``/``.pt`` with the entry's inputs (positional and keyword).
         input_shapes: inputs given by shape (``--input-shape``), drawn seeded.
         reference_file: ``.npz`` with inputs and expected outputs (hand-written IR).
@@ -118,6 +127,7 @@ class FrontendOptions:
     """
 
     entry: str | None = None
+    entry_args: str | None = None
     inputs_file: Path | None = None
     input_shapes: tuple[InputShape, ...] = ()
     reference_file: Path | None = None
@@ -267,3 +277,56 @@ def require_python_file(path: Path, name: FrontendName) -> None:
         raise FrontendError(
             f"the {name} frontend reads Python files, got `{path.name}`", code="E0509"
         )
+
+
+_FLAGS: dict[OptionName, str] = {
+    "entry": "--entry",
+    "inputs_file": "--inputs",
+    "input_shapes": "--input-shape",
+    "reference_file": "--reference",
+    "sizes": "--set",
+    "train": "--train-mode",
+    "train_step": "--train",
+    "optimizer": "--optimizer",
+}
+
+
+def _given(options: FrontendOptions, name: OptionName) -> bool:
+    if name == "train":  # --train implies a training-mode forward; only --train-mode alone
+        return options.train and not options.train_step
+    if name == "optimizer":
+        return options.optimizer != "auto"
+    value = getattr(options, name)
+    return bool(value) if not isinstance(value, Path) else True
+
+
+def refuse_unsupported(
+    frontend: FrontendName,
+    options: FrontendOptions,
+    supported: frozenset[OptionName],
+    *,
+    where: str | None = None,
+) -> None:
+    """Stop on an option the frontend would otherwise drop without a word.
+
+    No path may analyse something other than what was asked (a forward for a training
+    step, the file's inputs for ``--input-shape``): every option a frontend does not
+    honour is an error, and so is ``--optimizer`` without ``--train``. ``where`` names a
+    path inside the frontend that honours less (a ``torch.distributed`` file).
+
+    Raises:
+        UsageError: E0916, naming the option and the frontend.
+    """
+    if options.optimizer != "auto" and not options.train_step:
+        raise UsageError(
+            f"--optimizer {options.optimizer} applies to a training step: add --train",
+            code="E0916",
+        )
+    what = where or f"the {frontend} frontend"
+    for name, flag in _FLAGS.items():
+        if name not in supported and _given(options, name):
+            raise UsageError(
+                f"{flag} is not available for {what}",
+                code="E0916",
+                notes=(f"{what} would be analysed without it",),
+            )

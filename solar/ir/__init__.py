@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from solar.ir.affine import Lin, linear_form
-from solar.ir.aliases import alias_problems, alias_targets
+from solar.ir.aliases import alias_problems, alias_targets, inplace_source
 from solar.ir.comments import format_program
 from solar.ir.distributed import (
     CollectiveInfo,
@@ -20,7 +20,7 @@ from solar.ir.distributed import (
     permute_pairs,
 )
 from solar.ir.grammar import grammar_text
-from solar.ir.masks import constant_params, elide_masked_work
+from solar.ir.masks import elide_masked_work
 from solar.ir.nodes import (
     BINARY_OPS,
     COLLECTIVE_KINDS,
@@ -69,6 +69,7 @@ from solar.ir.passes import (
     merge_duplicate_kernels,
     treat_as_intermediates,
 )
+from solar.ir.predicates import pred_expr
 from solar.ir.printer import print_collective, print_expr, print_program, print_stmt
 from solar.ir.traversal import (
     accesses,
@@ -135,7 +136,6 @@ __all__ = [
     "collect_errors",
     "collective_shape_problem",
     "collectives",
-    "constant_params",
     "elide_masked_work",
     "eliminate_dead_code",
     "forward_copies",
@@ -145,6 +145,7 @@ __all__ = [
     "format_program",
     "grammar_text",
     "group_partition",
+    "inplace_source",
     "linear_form",
     "lit",
     "is_index_condition",
@@ -154,6 +155,7 @@ __all__ = [
     "parse_expr",
     "parse_program",
     "permute_pairs",
+    "pred_expr",
     "print_collective",
     "print_expr",
     "print_program",

@@ -22,10 +22,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from solar.diagnostics import Span
-from solar.ir.nodes import Access, Assign, For, If, Kernel, Program, Reduce, Stmt
+from solar.ir.nodes import Access, Assign, For, If, IntLit, Kernel, Name, Program, Reduce, Stmt
 from solar.ir.traversal import walk_exprs
 
-__all__ = ["AliasProblem", "alias_problems", "alias_targets"]
+__all__ = [
+    "AliasProblem",
+    "alias_problems",
+    "alias_targets",
+    "inplace_problems",
+    "inplace_source",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,3 +155,88 @@ def alias_problems(program: Program) -> list[AliasProblem]:
                         )
                     )
     return problems
+
+
+def inplace_source(kernel: Kernel, program: Program) -> dict[str, str]:
+    """An in-place kernel's ``{destination: source}`` (Note [In-place updates])."""
+    out: dict[str, str] = {}
+    for s in _leaves(kernel.body):
+        if isinstance(s, Assign) and isinstance(s.value, Access):
+            out.setdefault(s.target.tensor, s.value.tensor)
+    return out
+
+
+def _inplace_statement_problems(program: Program, kernel: Kernel) -> Iterator[AliasProblem]:
+    """An in-place kernel is whole copies ``D[i, j] = S[i, j]`` of an input or parameter S
+    into a temp or output D of S's dtype and shape, over plain loops ``0 .. extent``."""
+    decls = {t.name: t for t in program.tensors}
+    where = f"inplace kernel `{kernel.name}`"
+    loops: dict[str, For] = {}
+    for s in _leaves(kernel.body):
+        if isinstance(s, For):
+            loops[s.var] = s
+            continue
+        if not isinstance(s, Assign) or not isinstance(s.value, Access):
+            yield AliasProblem(f"{where}: only loops and whole copies `D[i] = S[i]`", s.span)
+            continue
+        dst, src = decls.get(s.target.tensor), decls.get(s.value.tensor)
+        if (src is None or dst is None or src.role not in ("input", "param")
+                or dst.role not in ("temp", "output") or src.dtype != dst.dtype
+                or src.shape != dst.shape):
+            yield AliasProblem(
+                f"{where}: must copy an input or parameter into a temp or output of its "
+                "dtype and shape", s.span)
+            continue
+        idx = s.target.indices
+        names = [i.name for i in idx if isinstance(i, Name)]
+        whole = (s.value.indices == idx and len(set(names)) == len(idx)
+                 and all(n in loops and loops[n].lo == IntLit(0) and loops[n].hi == extent
+                         and loops[n].step == 1 for n, extent in zip(names, dst.shape,
+                                                                      strict=False)))
+        if not whole:
+            yield AliasProblem(f"{where}: the copy must cover the whole tensor, element by "
+                               "element (`D[i, j] = S[i, j]` over `0 .. extent`)", s.span)
+
+
+def inplace_problems(program: Program) -> list[AliasProblem]:
+    """Every in-place-kernel rule ``program`` breaks (Note [In-place updates]): whole
+    copies (`_inplace_statement_problems`); no later kernel reads or writes the source (its
+    storage now holds the destination) and no earlier kernel touches the destination."""
+    problems: list[AliasProblem] = []
+    touched: list[set[str]] = [_touched(k) for k in program.kernels]
+    for ki, kernel in enumerate(program.kernels):
+        if not kernel.inplace:
+            continue
+        if kernel.locals:
+            problems.append(AliasProblem(f"inplace kernel `{kernel.name}` declares locals",
+                                         kernel.locals[0].span))
+        problems.extend(_inplace_statement_problems(program, kernel))
+        for dst, src in inplace_source(kernel, program).items():
+            later = [k.name for k, t in zip(program.kernels[ki + 1:], touched[ki + 1:],
+                                            strict=True) if src in t]
+            earlier = [k.name for k, t in zip(program.kernels[:ki], touched[:ki],
+                                              strict=True) if dst in t]
+            if later:
+                problems.append(AliasProblem(
+                    f"kernel `{later[0]}` uses `{src}` after inplace kernel `{kernel.name}` "
+                    f"gave its storage to `{dst}`", kernel.span))
+            if earlier:
+                problems.append(AliasProblem(
+                    f"kernel `{earlier[0]}` uses `{dst}` before inplace kernel "
+                    f"`{kernel.name}` creates it", kernel.span))
+    return problems
+
+
+def _touched(kernel: Kernel) -> set[str]:
+    out: set[str] = set()
+    for s in _leaves(kernel.body):
+        if isinstance(s, Assign | Reduce):
+            out.add(s.target.tensor)
+            exprs: tuple[object, ...] = (s.value, *s.target.indices)
+        elif isinstance(s, If):
+            exprs = (s.cond,)
+        else:
+            exprs = (s.lo, s.hi)
+        out.update(e.tensor for x in exprs for e in walk_exprs(x)  # type: ignore[arg-type]
+                   if isinstance(e, Access))
+    return out

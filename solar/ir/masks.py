@@ -41,18 +41,34 @@ Note [Conjunctions]: a sliding-window (local) attention mask keeps a band,
 ``i - w <= j <= i``: two comparisons joined by ``and`` (``tril(ones).triu(-w)``, whose
 formula is a select nested in a select and folds to ``select(a and b, 1.0, 0.0)``;
 ``tril(ones) * triu(ones, -w)`` of two 0/1 literals; ``m1 & m2`` of two bool masks). A
-condition is therefore a *conjunction* of affine comparisons (`_conj`): guards and
+condition is therefore a *conjunction* of affine comparisons (`conjunction`): guards and
 select branches add each of them, and the writers of a tensor read only inside the band
 are guarded by all of them (nested ``if``s, which the counters count exactly). Its
 negation is a disjunction, which no guard expresses, so a constant region is stored as
 the conjunction *outside* of which the value holds (`_Region.outside`): the masked-out
 scores of a band hold ``-inf`` outside ``a and b``, and the identity terms of a reduction
 are skipped by guarding it with ``a and b``. A ``max=`` over a band is finite when every
-row keeps a point (`_nonempty_interval`: with unit coefficients on the reduced index,
+row keeps a point (`solar.ir.predicates.nonempty`: with unit coefficients on the reduced index,
 each comparison bounds it from one side, and the interval left is non-empty at every
 outer point exactly when each lower bound is at most each upper bound over the box of
 outer loops, an affine check at the box's corners). A disjunction (``not (a and b)``
 inside a guard) is left alone: the work stays dense, a lower bound all the same.
+
+Note [Mask spellings]: a causal mask reaches the scores in many spellings: added
+(``s + triu(full(-inf), 1)``, ``generate_square_subsequent_mask``, PyTorch's math-path
+``is_causal``: ``where(tril, 0, -inf)``), filled (``masked_fill(~tril_buffer, -inf)``,
+minGPT's ``bias[:, :, :T, :T] == 0``), or multiplied in as 0/1. Step 2 brings the
+condition to the top of the statement (`_hoist`): an index-only select inside the value
+whose one branch makes the value a literal (``S + select(j > i, -inf, 0.0)`` is
+``select(j > i, -inf, S)``), and a read in a known region likewise (``exp(X - m)`` is
+``select(j <= i, exp(X - m), 0.0)``). The other operands are then read only where the
+mask keeps them, so step 3 guards their writers: Q K^T is charged on the triangle, not
+only P V. Casts to a float type keep ``0``, ``+-1`` and ``+-inf`` exactly (bf16, fp8
+scores), a ``select`` whose branches are the same literal is that literal (the
+``_safe_softmax`` of an all-masked row), and a read in the writer's own kernel sees the
+region once the writer's loop over that dimension has finished (`_Region.written_at`).
+Loop bounds may be sizes: `solar.ir.predicates.nonempty` checks a row keeps its diagonal
+for every positive binding, so a symbolic sequence length folds too.
 """
 
 from __future__ import annotations
@@ -61,17 +77,14 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
-from solar.ir.affine import Lin, linear_form
+from solar.ir.folding import const_value, drop_identities, fold_all, literal_value
 from solar.ir.nodes import (
     Access,
     Assign,
     Binary,
-    BoolLit,
     Call,
     Cast,
-    DType,
     Expr,
-    FloatLit,
     For,
     If,
     IntLit,
@@ -83,353 +96,31 @@ from solar.ir.nodes import (
     Unary,
     lit,
 )
-from solar.ir.traversal import is_index_condition
+from solar.ir.predicates import (
+    Pred,
+    all_from_dims,
+    all_to_dims,
+    conjunction,
+    conjunction_not,
+    from_dims,
+    negate,
+    nonempty,
+    pred_expr,
+    pred_of,
+    to_dims_partial,
+)
+from solar.ir.traversal import is_index_condition, map_expr, walk_exprs
 
 __all__ = ["elide_masked_work"]
 
-Pred = Lin
-"""An affine predicate ``lin <= 0``."""
-
 _IDENTITY = {"+": 0.0, "max": -math.inf, "min": math.inf, "*": 1.0}
-
-
-# ----------------------------------------------------------------------- predicates
-
-
-def _pred(e: Expr, loop_vars: frozenset[str]) -> Pred | None:
-    """``e`` as ``lin <= 0`` when it is an affine comparison of indices."""
-    if isinstance(e, Unary) and e.op == "not":
-        p = _pred(e.operand, loop_vars)
-        return None if p is None else _negate(p)
-    if not isinstance(e, Binary) or e.op not in ("<=", "<", ">=", ">"):
-        return None
-    a, b = (linear_form(x, {}, loop_vars=loop_vars) for x in (e.lhs, e.rhs))
-    if a is None or b is None:
-        return None
-    lhs, rhs = (a, b) if e.op in ("<=", "<") else (b, a)
-    coefs = dict(lhs.coefs)
-    for v, c in rhs.coefs:
-        coefs[v] = coefs.get(v, 0) - c
-    const = lhs.const - rhs.const + (1 if e.op in ("<", ">") else 0)
-    return Lin.of(coefs, const)
-
-
-def _negate(p: Pred) -> Pred:
-    """``not (L <= 0)`` is ``-L + 1 <= 0`` over the integers."""
-    return Lin.of({v: -c for v, c in p.coefs}, 1 - p.const)
-
-
-def _conj(e: Expr, loop_vars: frozenset[str]) -> tuple[Pred, ...] | None:
-    """``e`` as a conjunction of affine comparisons (Note [Conjunctions]), or None.
-
-    ``true`` is the empty conjunction; ``a and b`` joins two; ``not (a or b)`` is
-    ``not a and not b``; ``not (a and b)`` is a disjunction, so None.
-    """
-    match e:
-        case BoolLit(value=True):
-            return ()
-        case Binary(op="and", lhs=a, rhs=b):
-            ca, cb = _conj(a, loop_vars), _conj(b, loop_vars)
-            return None if ca is None or cb is None else (*ca, *cb)
-        case Unary(op="not", operand=Binary(op="or", lhs=a, rhs=b)):
-            return _conj(Binary("and", Unary("not", a), Unary("not", b)), loop_vars)
-        case Unary(op="not", operand=Unary(op="not", operand=o)):
-            return _conj(o, loop_vars)
-        case _:
-            p = _pred(e, loop_vars)
-            return None if p is None else (p,)
-
-
-def _conj_not(e: Expr, loop_vars: frozenset[str]) -> tuple[Pred, ...] | None:
-    """``not e`` as a conjunction of affine comparisons, or None."""
-    return _conj(Unary("not", e), loop_vars)
-
-
-def _all_from_dims(ps: tuple[Pred, ...], subscripts: tuple[Expr, ...],
-                   loop_vars: frozenset[str]) -> tuple[Pred, ...] | None:
-    out = tuple(_from_dims(p, subscripts, loop_vars) for p in ps)
-    return None if any(q is None for q in out) else out  # type: ignore[return-value]
-
-
-def _all_to_dims(ps: tuple[Pred, ...], subscripts: tuple[Expr, ...]) -> tuple[Pred, ...] | None:
-    out = tuple(_to_dims(p, subscripts) for p in ps)
-    return None if any(q is None for q in out) else out  # type: ignore[return-value]
-
-
-def _pred_expr(p: Pred) -> Expr:
-    """``positive terms <= negative terms - const`` as an IR comparison."""
-
-    def term(v: str, c: int) -> Expr:
-        return Name(v) if c == 1 else Binary("*", IntLit(c), Name(v))
-
-    def total(terms: list[Expr], const: int) -> Expr:
-        out: Expr | None = None
-        for t in terms:
-            out = t if out is None else Binary("+", out, t)
-        if out is None:
-            return IntLit(const)
-        return out if const == 0 else Binary("+", out, IntLit(const))
-
-    pos = [term(v, c) for v, c in p.coefs if c > 0]
-    neg = [term(v, -c) for v, c in p.coefs if c < 0]
-    lhs_const = p.const if p.const > 0 else 0
-    rhs_const = -p.const if p.const < 0 else 0
-    if lhs_const > 0:  # a + c <= b is a + (c - 1) < b: ``i < j`` rather than ``i + 1 <= j``
-        return Binary("<", total(pos, lhs_const - 1), total(neg, rhs_const))
-    return Binary("<=", total(pos, lhs_const), total(neg, rhs_const))
-
-
-def _compose(p: Pred, subs: Mapping[str, Lin]) -> Pred | None:
-    """Substitute affine forms for the variables of ``p``."""
-    coefs: dict[str, int] = {}
-    const = p.const
-    for v, c in p.coefs:
-        if v not in subs:
-            return None
-        for w, d in subs[v].coefs:
-            coefs[w] = coefs.get(w, 0) + c * d
-        const += c * subs[v].const
-    return Lin.of(coefs, const)
-
-
-def _dim(d: int) -> str:
-    return f"_{d}"
-
-
-def _to_dims(p: Pred, subscripts: tuple[Expr, ...]) -> Pred | None:
-    """A predicate over loop variables as one over a tensor's dims (plain subscripts)."""
-    names = {s.name: _dim(d) for d, s in enumerate(subscripts) if isinstance(s, Name)}
-    if len(names) != sum(isinstance(s, Name) for s in subscripts):
-        return None
-    return _compose(p, {v: Lin(((names[v], 1),), 0) for v in names})
-
-
-def _from_dims(p: Pred, subscripts: tuple[Expr, ...], loop_vars: frozenset[str]) -> Pred | None:
-    """A predicate over a tensor's dims at the subscripts of an access."""
-    subs: dict[str, Lin] = {}
-    for d, s in enumerate(subscripts):
-        lin = linear_form(s, {}, loop_vars=loop_vars)
-        if lin is not None:
-            subs[_dim(d)] = lin
-    return _compose(p, subs)
-
-
-# ----------------------------------------------------------------------- expressions
-
-
-def _map(e: Expr, f: Callable[[Expr], Expr | None]) -> Expr:
-    """Bottom-up rewrite: ``f`` returns a replacement or None."""
-    match e:
-        case Unary(operand=o):
-            e = replace(e, operand=_map(o, f))
-        case Binary(lhs=a, rhs=b):
-            e = replace(e, lhs=_map(a, f), rhs=_map(b, f))
-        case Call(args=args):
-            e = replace(e, args=tuple(_map(a, f) for a in args))
-        case Cast(operand=o):
-            e = replace(e, operand=_map(o, f))
-        case _:
-            pass
-    out = f(e)
-    return e if out is None else out
-
-
-def _lit(e: Expr) -> float | bool | None:
-    if isinstance(e, FloatLit | IntLit):
-        return float(e.value)
-    if isinstance(e, BoolLit):
-        return e.value
-    if isinstance(e, Unary) and e.op == "-" and isinstance(e.operand, FloatLit | IntLit):
-        return -float(e.operand.value)
-    return None
-
-
-def _is_one(e: Expr) -> bool:
-    """True for the float literal 1 (not ``true``: a mask times a value is a select)."""
-    return isinstance(e, FloatLit) and e.value == 1.0
-
-
-def _fold(e: Expr) -> Expr | None:
-    """One folding step at the root of ``e`` (children already folded)."""
-    match e:
-        case Cast(operand=o) if isinstance(_lit(o), bool):
-            return FloatLit(1.0 if _lit(o) else 0.0)
-        case Cast(operand=o) if isinstance(_lit(o), float):
-            return o
-        case Cast(operand=Call(func="select", args=(c, a, b))):
-            return Call("select", (c, _fold(Cast(e.dtype, a)) or Cast(e.dtype, a),
-                                   _fold(Cast(e.dtype, b)) or Cast(e.dtype, b)))
-        case Call(func="select", args=(BoolLit(value=v), a, b)):
-            return a if v else b
-        case Call(func="select", args=(c, Call(func="select", args=(c2, a, b)), b2)) if (
-            b == b2 and _is_guard(c) and _is_guard(c2)
-        ):
-            # Note [Conjunctions]: a band built as ``tril(ones).triu(-w)``
-            return Call("select", (Binary("and", c, c2), a, b))
-        case Call(func="select", args=(c, a, BoolLit(value=False))) if (
-            _is_boolean(a) and _is_guard(c) and _is_guard(a)
-        ):
-            return Binary("and", c, a)
-        case Binary(op="*", lhs=Call(func="select", args=(c1, a1, b1)),
-                    rhs=Call(func="select", args=(c2, a2, b2))) if _is_guard(c1) and _is_guard(c2):
-            # two 0/1 masks multiplied (``tril(ones) * triu(ones, -w)``): literals only
-            la, lb, ra, rb = _lit(a1), _lit(b1), _lit(a2), _lit(b2)
-            if not (isinstance(la, float) and isinstance(ra, float) and isinstance(lb, float)
-                    and isinstance(rb, float)):
-                return None
-            if lb != 0.0 or rb != 0.0 or not (math.isfinite(la) and math.isfinite(ra)):
-                return None
-            return Call("select", (Binary("and", c1, c2), lit(la * ra), b1))
-        case Binary(op="*", lhs=a, rhs=b) if _is_one(a) or _is_one(b):
-            return b if _is_one(a) else a  # x * 1 is x exactly: no operation
-        case Binary(op="==" | "!=", lhs=Call(func="select", args=(c, a, b)), rhs=r):
-            la, lb, lr = _lit(a), _lit(b), _lit(r)
-            if la is None or lb is None or lr is None:
-                return None
-            ta, tb = (x == lr if e.op == "==" else x != lr for x in (la, lb))
-            if ta and tb:
-                return BoolLit(True)
-            if not ta and not tb:
-                return BoolLit(False)
-            return c if ta else Unary("not", c)
-        case _:
-            return _fold_boolean(e)
-
-
-def _fold_boolean(e: Expr) -> Expr | None:
-    """Note [Boolean identities]: a mask formula substituted at its reads keeps the
-    re-encodings JAX wraps around it (``select(c, true, false)``, ``true and c``,
-    ``bool(f32(c))``, ``f32(c) != 0.0``); folded to ``c``, it is an affine guard again, and
-    it costs what the read it replaced did, not more."""
-    match e:
-        case Cast(dtype=DType.BOOL, operand=Cast(operand=b)) if _is_boolean(b):
-            return b  # a mask stored as 0.0/1.0 and read back as bool (flax)
-        case Binary(op="==" | "!=", lhs=Cast(dtype=dt, operand=m), rhs=r) if _is_boolean(m):
-            one: Expr = FloatLit(1.0) if dt.is_float else IntLit(1)
-            zero: Expr = FloatLit(0.0) if dt.is_float else IntLit(0)
-            return _fold(Binary(e.op, Call("select", (m, one, zero)), r))  # `mask != 0`
-        case Call(func="select", args=(c, BoolLit(value=True), BoolLit(value=False))):
-            return c  # jax.nn.dot_product_attention's causal mask
-        case Call(func="select", args=(c, BoolLit(value=False), BoolLit(value=True))):
-            return Unary("not", c)
-        case Binary(op="and" | "or", lhs=BoolLit(value=v), rhs=x) | Binary(
-            op="and" | "or", lhs=x, rhs=BoolLit(value=v)
-        ):
-            if v == (e.op == "and"):
-                return x  # true and x, false or x
-            return BoolLit(v)  # false and x, true or x
-        case _:
-            return None
-
-
-def _is_guard(e: Expr) -> bool:
-    """True if ``e`` is a condition on indices and sizes only, which the counters take as
-    a guard (Note [Index-only selects]): folding two such conditions into one ``and``
-    charges no work where a branch was not taken (Note [Conjunctions])."""
-    return is_index_condition(e)
-
-
-def _is_boolean(e: Expr) -> bool:
-    """True if ``e`` is boolean-valued by construction (a comparison or logic)."""
-    match e:
-        case BoolLit():
-            return True
-        case Binary(op=op):
-            return op in ("<", "<=", ">", ">=", "==", "!=", "and", "or")
-        case Unary(op="not"):
-            return True
-        case _:
-            return False
-
-
-def _fold_all(e: Expr, loop_vars: frozenset[str]) -> Expr:
-    def step(x: Expr) -> Expr | None:
-        out = _fold(x)
-        if isinstance(out, Unary) and out.op == "not":
-            p = _pred(out, loop_vars)
-            return out if p is None else _pred_expr(p)
-        cand = x if out is None else out
-        if isinstance(cand, Binary) and cand.op in ("<=", "<", ">=", ">"):
-            # an iota's value is its index: `i32(i) >= i32(j)` is the guard `i >= j`
-            bare = Binary(cand.op, _uncast(cand.lhs, loop_vars), _uncast(cand.rhs, loop_vars))
-            if bare != cand:
-                p = _pred(bare, loop_vars)
-                return out if p is None else _pred_expr(p)
-        return out
-
-    return _map(e, step)
-
-
-def _uncast(e: Expr, loop_vars: frozenset[str]) -> Expr:
-    """Integer casts of affine index expressions dropped (indices fit), at any depth of an
-    integer sum (``i32(i) + 3``), when the whole is then affine."""
-
-    def strip(x: Expr) -> Expr | None:
-        if (
-            isinstance(x, Cast)
-            and not x.dtype.is_float
-            and x.dtype != DType.BOOL
-            and linear_form(x.operand, {}, loop_vars=loop_vars) is not None
-        ):
-            return x.operand
-        return None
-
-    bare = _map(e, strip)
-    return bare if linear_form(bare, {}, loop_vars=loop_vars) is not None else e
-
-
-def _const_value(e: Expr, finite: Callable[[Access], bool]) -> float | None:
-    """The literal value of ``e``, treating other reads as finite unknowns, or None."""
-    v = _lit(e)
-    if isinstance(v, float):
-        return v
-    match e:
-        case Unary(op="-", operand=o):
-            x = _const_value(o, finite)
-            return None if x is None else -x
-        case Call(func="exp", args=(a,)):
-            x = _const_value(a, finite)
-            return None if x is None else (0.0 if x == -math.inf else None)
-        case Binary(op="-" | "+", lhs=a, rhs=b):
-            x = _const_value(a, finite)
-            if x is not None and math.isinf(x) and _finite_expr(b, finite):
-                return x  # inf +- a finite value
-            return None
-        case Binary(op="*", lhs=a, rhs=b):
-            for p, q in ((a, b), (b, a)):
-                if _const_value(p, finite) == 0.0 and _finite_expr(q, finite):
-                    return 0.0
-            return None
-        case Binary(op="/", lhs=a, rhs=b):
-            if _const_value(a, finite) == 0.0 and _finite_expr(b, finite):
-                return 0.0
-            return None
-        case _:
-            return None
-
-
-def _finite_expr(e: Expr, finite: Callable[[Access], bool]) -> bool:
-    """True if ``e`` is finite under the finite-values assumption."""
-    match e:
-        case Access():
-            return finite(e)
-        case FloatLit(value=v):
-            return math.isfinite(v)
-        case IntLit():
-            return True
-        case Unary(op="-", operand=o):
-            return _finite_expr(o, finite)
-        case Binary(op="+" | "-" | "*", lhs=a, rhs=b):
-            return _finite_expr(a, finite) and _finite_expr(b, finite)
-        case _:
-            return False
 
 
 @dataclass(frozen=True, slots=True)
 class _Region:
     """``tensor`` holds ``value`` wherever the conjunction ``outside`` (over its dims) does
-    not hold, once written by ``target`` in ``kernel`` (a read in that same kernel counts
-    only at the same subscripts, i.e. the element the writer has just produced). Stored
+    not hold, once written by ``target`` in ``kernel`` inside ``loops`` (a read in that
+    same kernel counts only where the writer has produced the element: `written_at`). Stored
     as its complement so that a band's two masked-out triangles are one region (Note
     [Conjunctions])."""
 
@@ -437,6 +128,18 @@ class _Region:
     outside: tuple[Pred, ...]
     kernel: str = ""
     target: tuple[Expr, ...] = ()
+    loops: tuple[For, ...] = ()
+
+    def written_at(self, a: Access, loops: tuple[For, ...]) -> bool:
+        """True if a read ``a`` in the writer's kernel, inside ``loops``, sees an element
+        the writer has produced: each subscript is the writer's, or the writer's is a loop
+        that has finished (it encloses the writer but not the read; the writer covers that
+        loop's whole range, so every element along it is written)."""
+        open_ = {id(f) for f in loops}
+        mine = {f.var: f for f in self.loops}
+        return all(w == x or (isinstance(w, Name) and w.name in mine
+                              and id(mine[w.name]) not in open_)
+                   for w, x in zip(self.target, a.indices, strict=True))
 
 
 # ----------------------------------------------------------------------- statements
@@ -458,7 +161,7 @@ def _walk(body: tuple[Stmt, ...], visit: _Visit, loops: tuple[For, ...] = (),
             case For():
                 out.append(replace(st, body=_walk(st.body, visit, (*loops, st), guards)))
             case If():
-                ps = _conj(st.cond, _loop_vars(loops))
+                ps = conjunction(st.cond, _loop_vars(loops))
                 g = guards if ps is None else (*guards, *ps)
                 out.append(replace(st, body=_walk(st.body, visit, loops, g)))
             case _:
@@ -482,7 +185,7 @@ def _guarded(st: Stmt, ps: tuple[Pred, ...], guards: tuple[Pred, ...]) -> Stmt:
     """``st`` under every condition of ``ps`` not among ``guards`` (innermost last)."""
     for p in reversed(ps):
         if p not in guards:
-            st = If(_pred_expr(p), (st,))
+            st = If(pred_expr(p), (st,))
     return st
 
 
@@ -496,7 +199,7 @@ def _reads(e: Expr, preds: tuple[Pred, ...], loop_vars: frozenset[str],
                 _reads(i, preds, loop_vars, out)
         case Call(func="select", args=(c, a, b)):
             _reads(c, preds, loop_vars, out)
-            pa, pb = _conj(c, loop_vars), _conj_not(c, loop_vars)
+            pa, pb = conjunction(c, loop_vars), conjunction_not(c, loop_vars)
             _reads(a, preds if pa is None else (*preds, *pa), loop_vars, out)
             _reads(b, preds if pb is None else (*preds, *pb), loop_vars, out)
         case Unary(operand=o) | Cast(operand=o):
@@ -512,7 +215,7 @@ def _reads(e: Expr, preds: tuple[Pred, ...], loop_vars: frozenset[str],
 
 
 def _subst(e: Expr, target: Access, value: Expr) -> Expr:
-    return _map(e, lambda x: value if x == target else None)
+    return map_expr(e, lambda x: value if x == target else None)
 
 
 # ----------------------------------------------------------------------- the pass
@@ -566,8 +269,8 @@ def _formula(m: _Masks, k: Kernel) -> tuple[str, Access, Expr] | None:
     elif (len(body) == 2 and all(isinstance(b, If) and len(b.body) == 1
                                  and isinstance(b.body[0], Assign) for b in body)):
         (c1, s1), (c2, s2) = ((b.cond, b.body[0]) for b in body)  # type: ignore[union-attr]
-        p1, p2 = _pred(c1, lv), _pred(c2, lv)
-        if p1 is None or p2 != _negate(p1) or s1.target != s2.target:  # type: ignore[union-attr]
+        p1, p2 = pred_of(c1, lv), pred_of(c2, lv)
+        if p1 is None or p2 != negate(p1) or s1.target != s2.target:  # type: ignore[union-attr]
             return None
         target, value = s1.target, Call("select", (c1, s1.value, s2.value))  # type: ignore[union-attr]
     else:
@@ -578,12 +281,12 @@ def _formula(m: _Masks, k: Kernel) -> tuple[str, Access, Expr] | None:
         return None
     if any(isinstance(x, Access) for x in _all(value)):
         return None
-    return name, target, _fold_all(value, lv)
+    return name, target, fold_all(value, lv)
 
 
 def _all(e: Expr) -> list[Expr]:
     out: list[Expr] = []
-    _map(e, lambda x: out.append(x) or None)  # type: ignore[func-returns-value]
+    map_expr(e, lambda x: out.append(x) or None)  # type: ignore[func-returns-value]
     return out
 
 
@@ -601,16 +304,20 @@ def _inline_formulas(m: _Masks) -> Program:
                     # one would move it to the vector pipe, which can be slower
                     return st
 
+                # reads inside subscripts (a gather through an ``arange`` temp) stay reads
+                inner = {id(e) for a in walk_exprs(st.value) if isinstance(a, Access)
+                         for i in a.indices for e in walk_exprs(i)}
+
                 def sub(x: Expr) -> Expr | None:
-                    if isinstance(x, Access) and x.tensor in formulas:
+                    if isinstance(x, Access) and x.tensor in formulas and id(x) not in inner:
                         w, f = formulas[x.tensor]
                         names = {s.name: i for s, i in zip(w.indices, x.indices, strict=True)
                                  if isinstance(s, Name)}
-                        return _map(f, lambda y: names.get(y.name) if isinstance(y, Name)
+                        return map_expr(f, lambda y: names.get(y.name) if isinstance(y, Name)
                                     else None)
                     return None
 
-                new = _fold_all(_map(st.value, sub), lv)
+                new = fold_all(map_expr(st.value, sub), lv)
                 return st if new == st.value else replace(st, value=new)
 
             k = replace(k, body=_walk(k.body, visit))
@@ -620,75 +327,6 @@ def _inline_formulas(m: _Masks) -> Program:
         kernels.append(k)
     return replace(m.program, kernels=tuple(kernels))
 
-
-def _nonempty(ps: tuple[Pred, ...], loops: tuple[For, ...], reduced: frozenset[str]) -> bool:
-    """Every outer point of ``loops`` keeps at least one reduction point under all of ``ps``."""
-    red = [f for f in loops if f.var in reduced]
-    if len(red) != 1 or not all(isinstance(f.lo, IntLit) and isinstance(f.hi, IntLit)
-                                and f.step == 1 for f in loops):
-        return False
-    r = red[0]
-    if len(ps) != 1:
-        return _nonempty_interval(ps, loops, r)
-    p = ps[0]
-    a = p.coef(r.var)
-    lo_r, hi_r = r.lo.value, r.hi.value - 1  # type: ignore[union-attr]
-    if hi_r < lo_r:
-        return False
-    worst = p.const + min(a * lo_r, a * hi_r)
-    for f in loops:
-        if f is r:
-            continue
-        c = p.coef(f.var)
-        lo, hi = f.lo.value, f.hi.value - 1  # type: ignore[union-attr]
-        worst += max(c * lo, c * hi)
-    return worst <= 0
-
-
-def _extent(f: For) -> tuple[int, int]:
-    """The first and last index of a loop with literal bounds."""
-    assert isinstance(f.lo, IntLit) and isinstance(f.hi, IntLit)
-    return f.lo.value, f.hi.value - 1
-
-
-def _nonempty_interval(ps: tuple[Pred, ...], loops: tuple[For, ...], r: For) -> bool:
-    """`_nonempty` for a conjunction whose reduction coefficients are 0 or +-1.
-
-    Each condition bounds ``r`` from one side by an affine form of the outer indices (or
-    holds or fails regardless of ``r``). The points of ``r`` left form the interval
-    ``[max lower, min upper]``: it is non-empty at every outer point exactly when every
-    lower bound is at most every upper bound there, and each of these differences is
-    affine, so its largest value over the box of outer loops is at a corner.
-    """
-    lo_r, hi_r = _extent(r)
-    lower, upper = [Lin((), lo_r)], [Lin((), hi_r)]
-    always: list[Lin] = []
-    for p in ps:
-        a = p.coef(r.var)
-        rest = Lin.of({v: c for v, c in p.coefs if v != r.var}, p.const)
-        if a == 1:  # r + rest <= 0: r <= -rest
-            upper.append(rest.scaled(-1))
-        elif a == -1:  # -r + rest <= 0: r >= rest
-            lower.append(rest)
-        elif a == 0:
-            always.append(rest)
-        else:
-            return False
-    outer = [f for f in loops if f is not r]
-
-    def worst(lin: Lin) -> int:
-        """The largest value of ``lin`` over the outer loops' box."""
-        return lin.const + sum(
-            max(lin.coef(f.var) * lo, lin.coef(f.var) * hi)
-            for f in outer
-            for lo, hi in (_extent(f),)
-        )
-
-    names = {f.var for f in outer}
-    if any(v not in names for lin in (*lower, *upper, *always) for v, _ in lin.coefs):
-        return False
-    return all(worst(lo.add(hi, -1)) <= 0 for lo in lower for hi in upper) and all(
-        worst(c) <= 0 for c in always)
 
 
 def _forward(m: _Masks, program: Program) -> Program:
@@ -702,27 +340,28 @@ def _forward(m: _Masks, program: Program) -> Program:
 
     def visit(st: _Leaf, loops: tuple[For, ...], guards: tuple[Pred, ...]) -> Stmt:
         lv = _loop_vars(loops)
-        hits = _hits(st.value, lv, regions, current[0])
+        hits = _hits(st.value, loops, regions, current[0])
         if isinstance(st, Reduce):
             return _reduce(st, loops, guards, hits)
+        st = _hoist(st, lv, hits, finite)
         if m.writers.get(st.target.tensor) == 1 and m.full_range(st.target, loops) and not guards:
             region = _assign_region(st, lv, hits, finite)
             if region is not None:
                 regions[st.target.tensor] = replace(region, kernel=current[0],
-                                                    target=st.target.indices)
+                                                    target=st.target.indices, loops=loops)
         return st
 
     def _reduce(st: Reduce, loops: tuple[For, ...], guards: tuple[Pred, ...],
                 hits: list[tuple[Access, _Region, tuple[Pred, ...]]]) -> Stmt:
         ident = _IDENTITY.get(st.op)
         for a, r, keep in hits:
-            v = _const_value(_subst(st.value, a, lit(r.value)), finite)
+            v = const_value(_subst(st.value, a, lit(r.value)), finite)
             if ident is None or v != ident:
                 continue
             if st.op in ("max", "min"):
                 reduced = _loop_vars(loops) - {s.name for s in st.target.indices
                                                 if isinstance(s, Name)}
-                if not _nonempty(keep, loops, reduced):
+                if not nonempty(keep, loops, reduced):
                     nonfinite.add(st.target.tensor)
             return _guarded(st, keep, guards)
         if st.op in ("max", "min"):
@@ -737,16 +376,57 @@ def _forward(m: _Masks, program: Program) -> Program:
     return replace(program, kernels=tuple(kernels))
 
 
-def _hits(value: Expr, lv: frozenset[str], regions: Mapping[str, _Region],
+def _hoist(st: Assign, lv: frozenset[str], hits: list[tuple[Access, _Region, tuple[Pred, ...]]],
+           finite: Callable[[Access], bool]) -> Assign:
+    """Note [Mask spellings]: ``st`` with the condition that makes its value a literal
+    brought to the top, ``select(c, -inf, S)``, so that the other operands are read only
+    where the mask keeps them (and their writers can be guarded, step 3).
+
+    An index-only select inside the value (``S + select(j > i, -inf, 0.0)``, an additive
+    mask; ``S * select(j <= i, 1.0, 0.0)``) whose one branch makes the whole value a
+    literal is taken out (``+ 0.0`` dropped from the other branch); a read that a known
+    region makes a literal does the same with the region's conjunction. Values are equal
+    under the finite-values assumption of Note [Constant masks].
+    """
+    if isinstance(st.value, Call) and st.value.func == "select" and any(
+            isinstance(literal_value(b), float) for b in st.value.args[1:]):
+        return st
+    for s in walk_exprs(st.value):
+        if not (isinstance(s, Call) and s.func == "select" and is_index_condition(s.args[0])):
+            continue
+        c, a, b = s.args
+        for branch, other, first in ((a, b, True), (b, a, False)):
+            v = const_value(_replace(st.value, s, branch), finite)
+            if v is None:
+                continue
+            rest = drop_identities(_replace(st.value, s, other))
+            return replace(st, value=Call("select", (c, lit(v), rest) if first
+                                          else (c, rest, lit(v))))
+    for acc, r, ps in hits:
+        v = const_value(_subst(st.value, acc, lit(r.value)), finite)
+        if v is not None and ps:
+            cond = pred_expr(ps[0])
+            for p in ps[1:]:
+                cond = Binary("and", cond, pred_expr(p))
+            return replace(st, value=Call("select", (cond, st.value, lit(v))))
+    return st
+
+
+def _replace(e: Expr, node: Expr, value: Expr) -> Expr:
+    return map_expr(e, lambda x: value if x is node else None)
+
+
+def _hits(value: Expr, loops: tuple[For, ...], regions: Mapping[str, _Region],
           kernel: str) -> list[tuple[Access, _Region, tuple[Pred, ...]]]:
     """The reads of ``value`` that fall in a known region, with the conditions (over the
     loop variables) outside of which they do."""
     hits = []
+    lv = _loop_vars(loops)
     for a, _ in _collect(value, lv):
         r = regions.get(a.tensor)
-        if r is None or (r.kernel == kernel and a.indices != r.target):
+        if r is None or (r.kernel == kernel and not r.written_at(a, loops)):
             continue
-        ps = _all_from_dims(r.outside, a.indices, lv)
+        ps = all_from_dims(r.outside, a.indices, lv)
         if ps is not None:
             hits.append((a, r, ps))
     return hits
@@ -760,14 +440,15 @@ def _assign_region(st: Assign, lv: frozenset[str],
     if isinstance(sel, Call) and sel.func == "select":
         c = sel.args[0]
         # the first branch is taken inside `c`, so outside `not c`; the second outside `c`
-        for value, outside in ((sel.args[1], _conj_not(c, lv)), (sel.args[2], _conj(c, lv))):
-            v = _lit(value)
-            dims = None if not outside else _all_to_dims(outside, target.indices)
+        for value, outside in ((sel.args[1], conjunction_not(c, lv)),
+                               (sel.args[2], conjunction(c, lv))):
+            v = literal_value(value)
+            dims = None if not outside else all_to_dims(outside, target.indices)
             if isinstance(v, float) and dims is not None:
                 return _Region(v, dims)
     for a, r, ps in hits:
-        v = _const_value(_subst(st.value, a, lit(r.value)), finite)
-        dims = _all_to_dims(ps, target.indices)
+        v = const_value(_subst(st.value, a, lit(r.value)), finite)
+        dims = all_to_dims(ps, target.indices)
         if v is not None and dims is not None:
             return _Region(v, dims)
     return None
@@ -815,7 +496,7 @@ def _cond_sites(body: tuple[Stmt, ...], loops: tuple[For, ...], guards: tuple[Pr
             lv = _loop_vars(loops)
             for a, preds in _collect(st.cond, lv):
                 sites.setdefault(a.tensor, []).append((a, (*guards, *preds), lv))
-            ps = _conj(st.cond, lv)
+            ps = conjunction(st.cond, lv)
             _cond_sites(st.body, loops, guards if ps is None else (*guards, *ps), sites)
 
 
@@ -826,22 +507,13 @@ def _common_guard(
     first, guards, _ = reads[0]
     common: list[Pred] = []
     for g in guards:
-        q = _to_dims_partial(g, first.indices)
+        q = to_dims_partial(g, first.indices)
         if q is None or q in common:
             continue
-        if all(_from_dims(q, a.indices, lv) in gs for a, gs, lv in reads):
+        if all(from_dims(q, a.indices, lv) in gs for a, gs, lv in reads):
             common.append(q)
     return tuple(common) or None
 
-
-def _to_dims_partial(p: Pred, subscripts: tuple[Expr, ...]) -> Pred | None:
-    names: dict[str, str] = {}
-    for d, s in enumerate(subscripts):
-        if isinstance(s, Name):
-            if s.name in names:
-                return None
-            names[s.name] = _dim(d)
-    return _compose(p, {v: Lin(((names[v], 1),), 0) for v in names})
 
 
 def _guard_writers(program: Program, name: str, qs: tuple[Pred, ...]) -> Program:
@@ -849,7 +521,7 @@ def _guard_writers(program: Program, name: str, qs: tuple[Pred, ...]) -> Program
         if st.target.tensor != name:
             return st
         lv = _loop_vars(loops)
-        ps = tuple(p for q in qs if (p := _from_dims(q, st.target.indices, lv)) is not None)
+        ps = tuple(p for q in qs if (p := from_dims(q, st.target.indices, lv)) is not None)
         return _guarded(st, ps, guards)
 
     kernels = tuple(replace(k, body=_walk(k.body, visit)) for k in program.kernels)
@@ -874,116 +546,3 @@ def elide_masked_work(program: Program, *, keep: frozenset[str] = frozenset()) -
     p = _forward(m, p)
     p = _backward(m, p)
     return program if p == program else p
-
-
-# ----------------------------------------------------------------------- constant params
-
-
-def constant_params(program: Program, values: Mapping[str, object]) -> Program:
-    """Turn parameters whose captured values are an index pattern into index formulas.
-
-    A buffer such as ``register_buffer("bias", torch.ones(T, T).tril())`` is known when
-    the program is captured. A ``param`` whose value (in ``values``, by IR name, with the
-    declared shape) is constant over its leading dims and, over its last two dims ``(i,
-    j)``, one value where ``j - i <= k`` (or ``i - j <= k``) and another elsewhere,
-    becomes a temp written from indices by a new first kernel; `elide_masked_work` then
-    folds it (Note [Constant masks]). Float and bool values only.
-
-    Returns:
-        The program with such parameters rewritten, or ``program`` itself.
-    """
-    import numpy as np
-
-    kernels: list[Kernel] = []
-    tensors = list(program.tensors)
-    for n, t in enumerate(program.tensors):
-        v = values.get(t.name)
-        if t.role != "param" or not isinstance(v, np.ndarray):
-            continue
-        offset = _iota_offset(v, t.shape, t.dtype)
-        if offset is not None:
-            kernels.append(_iota_kernel(t.name, t.shape[0], t.dtype, offset))
-            tensors[n] = replace(t, role="temp")
-            continue
-        if len(t.shape) < 2:
-            continue
-        if v.dtype.kind not in "fb" or not all(isinstance(s, IntLit) for s in t.shape):
-            continue
-        if tuple(v.shape) != tuple(s.value for s in t.shape):  # type: ignore[union-attr]
-            continue
-        pattern = _tri_pattern(v.reshape(-1, v.shape[-2], v.shape[-1]))
-        if pattern is None:
-            continue
-        kernels.append(_formula_kernel(t.name, t.shape, *pattern))
-        tensors[n] = replace(t, role="temp")
-    if not kernels:
-        return program
-    return replace(program, tensors=tuple(tensors), kernels=(*kernels, *program.kernels))
-
-
-def _iota_offset(v: object, shape: tuple[Expr, ...], dtype: DType) -> int | None:
-    """``c`` when ``v`` is the integer vector ``arange(n) + c`` (``n >= 2``), else None.
-
-    Note [Iota parameters]: JAX captures ``jnp.arange(T)`` inside a traced function as a
-    constant, which the IR takes as a parameter; a sliding-window mask compares two of
-    them (``q_pos >= k_pos`` and ``q_pos <= k_pos + w``). As a formula of its index the
-    comparison is an affine guard (Note [Conjunctions]); the values are the same.
-    """
-    import numpy as np
-
-    arr = np.asarray(v)
-    if (len(shape) != 1 or not isinstance(shape[0], IntLit) or dtype.is_float
-            or dtype == DType.BOOL or arr.ndim != 1 or arr.shape[0] != shape[0].value
-            or arr.shape[0] < 2 or arr.dtype.kind not in "iu"):
-        return None
-    offset = int(arr[0])
-    if not np.array_equal(arr, np.arange(arr.shape[0]) + offset):
-        return None
-    return offset
-
-
-def _iota_kernel(name: str, extent: Expr, dtype: DType, offset: int) -> Kernel:
-    value: Expr = Cast(dtype, Name("c0"))
-    if offset:
-        value = Binary("+" if offset > 0 else "-", value, IntLit(abs(offset)))
-    body = For("c0", IntLit(0), extent, (Assign(Access(name, (Name("c0"),)), value),))
-    return Kernel(f"{name}_from_indices", (), (body,))
-
-
-def _tri_pattern(v: object) -> tuple[bool, int, float | bool, float | bool] | None:
-    """``(lower, k, a, b)``: ``v[., i, j]`` is ``a`` where ``j - i <= k`` (lower) or
-    ``i - j <= k`` (upper), else ``b``; None for any other pattern."""
-    import numpy as np
-
-    arr = np.asarray(v)
-    if not (arr == arr[:1]).all():
-        return None
-    m = arr[0]
-    if (m == m.flat[0]).all():
-        # Note [Uniform parameters]: one value everywhere is an initializer's (zeros, ones),
-        # not a mask: a trainable weight that starts at zero (LoRA's B, a zero-initialised
-        # projection, stacked biases) still does its work at every later step, and a
-        # select between equal values would only add FLOPs at every read.
-        return None
-    rows, cols = m.shape
-    i, j = np.indices(m.shape)
-    a = m[0, 0].item()
-    for lower, line, diff, span in ((True, m[0], j - i, cols), (False, m[:, 0], i - j, rows)):
-        run = int(np.argmin(line == a)) if not (line == a).all() else span
-        b = line[run].item() if run < span else a
-        k = run - 1
-        if np.array_equal(m, np.where(diff <= k, a, b)):
-            return lower, k, a, b
-    return None
-
-
-def _formula_kernel(name: str, shape: tuple[Expr, ...], lower: bool, k: int,
-                    a: float | bool, b: float | bool) -> Kernel:
-    dims = [f"c{d}" for d in range(len(shape))]
-    i, j = Name(dims[-2]), Name(dims[-1])
-    cond = _pred_expr(Lin.of({j.name: 1, i.name: -1} if lower else {i.name: 1, j.name: -1}, -k))
-    body: Stmt = Assign(Access(name, tuple(Name(d) for d in dims)),
-                        Call("select", (cond, lit(a), lit(b))))
-    for d, extent in reversed(list(zip(dims, shape, strict=True))):
-        body = For(d, IntLit(0), extent, (body,))
-    return Kernel(f"{name}_from_indices", (), (body,))

@@ -140,6 +140,7 @@ KEYWORDS: frozenset[str] = frozenset(
         "local",
         "kernel",
         "alias",
+        "inplace",
         "for",
         "seq",
         "in",
@@ -430,6 +431,12 @@ class Kernel:
     so validation checks the outputs' values, but it is no launch: the bounds charge it
     nothing (Note [Alias kernels] in docs/bounds.md; rules in docs/ir.md).
 
+    ``inplace`` marks an *in-place kernel* (``inplace kernel NAME { ... }``): a whole
+    copy of an input or parameter into the tensor that later kernels update in place
+    (``x[5] = v; return x``). It runs when the IR is executed, but the destination *is*
+    the source's storage: the bounds charge it nothing, and only the elements later
+    kernels touch (Note [In-place updates] in docs/bounds.md; rules in docs/ir.md).
+
     A *collective kernel* (``collective`` set) is one collective launch: it has no locals
     and an empty ``body``, so every pass that walks statements sees no work in it; the
     executor simulates it and `solar.ir.collectives` lists it for the distributed bounds.
@@ -440,6 +447,7 @@ class Kernel:
     body: tuple[Stmt, ...]
     alias: bool = False
     collective: Collective | None = None
+    inplace: bool = False
     span: Span | None = field(default=None, compare=False, repr=False)
 
 

@@ -149,6 +149,11 @@ class _ToAst(Transformer[Token, Program]):
         body = tuple(i for i in items if not isinstance(i, TensorDecl))
         return Kernel(str(name), local_decls, body, alias=True, span=self._span(meta))
 
+    def inplace_kernel(self, meta: Any, name: Token, *items: Any) -> Kernel:
+        local_decls = tuple(i for i in items if isinstance(i, TensorDecl))
+        body = tuple(i for i in items if not isinstance(i, TensorDecl))
+        return Kernel(str(name), local_decls, body, inplace=True, span=self._span(meta))
+
     def collective_kernel(self, meta: Any, name: Token, coll: Collective) -> Kernel:
         return Kernel(str(name), (), (), collective=coll, span=self._span(meta))
 

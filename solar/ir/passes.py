@@ -273,7 +273,7 @@ def _copy_of(
     kernel: Kernel, decls: dict[str, TensorDecl]
 ) -> tuple[str, tuple[str, ...], Access] | None:
     """``(T, loop variables, source access)`` when ``kernel`` is a whole-tensor copy."""
-    if kernel.alias or kernel.locals:
+    if kernel.alias or kernel.inplace or kernel.locals:
         return None
     loops: list[For] = []
     body = kernel.body
@@ -511,7 +511,8 @@ def merge_duplicate_kernels(program: Program, *, keep: Collection[str] = ()) -> 
             kernel = _read_renamed(kernel, renamed)
             kernels[index] = kernel
         written = _written(kernel)
-        if kernel.alias or not written or any(writers.get(t) != {index} for t in written):
+        if (kernel.alias or kernel.inplace or not written
+                or any(writers.get(t) != {index} for t in written)):
             continue
         local = {d.name for d in kernel.locals}
         reads = (

@@ -180,7 +180,7 @@ def print_collective(coll: Collective) -> str:
 def _print_kernel(kernel: Kernel) -> str:
     if kernel.collective is not None:
         return f"kernel {kernel.name} {{\n{INDENT}{print_collective(kernel.collective)}\n}}"
-    head = "alias kernel" if kernel.alias else "kernel"
+    head = "alias kernel" if kernel.alias else "inplace kernel" if kernel.inplace else "kernel"
     lines = [f"{head} {kernel.name} {{"]
     lines += [INDENT + _print_decl(d) for d in kernel.locals]
     lines += [print_stmt(s, 1) for s in kernel.body]

@@ -50,6 +50,9 @@ E0224  an alias kernel breaks a rule of `solar.ir.aliases`: it must only copy (o
        access of a program-level tensor of the target's dtype, no locals) into outputs
        no other kernel writes, read no tensor an alias kernel writes, and come after
        every other kernel
+E0225  an inplace kernel breaks a rule of `solar.ir.aliases`: it must only copy whole
+       inputs or parameters into temps or outputs of their dtype and shape (no locals),
+       no later kernel may use the source, and no earlier kernel the destination
 E0250  (`solar.ir.distributed`) a collective in a program without ``world``; the world
        size is not the first size or not an integer literal, or above `MAX_WORLD`; a
        group key that is not an integer expression of ``rank`` and sizes
@@ -86,7 +89,7 @@ from typing import assert_never
 
 from solar.diagnostics import IRVerifyError, Span
 from solar.ir.affine import DepEntry, Lin, LoopBox, find_carried_shift
-from solar.ir.aliases import alias_problems
+from solar.ir.aliases import alias_problems, inplace_problems
 from solar.ir.distributed import distributed_problems
 from solar.ir.exprcheck import ExprChecker, has_access, needs_cast
 from solar.ir.nodes import (
@@ -221,6 +224,8 @@ class _Checker(ExprChecker):
             self._check_outputs()
             for problem in alias_problems(self.program):
                 self.error("E0224", problem.message, problem.span)
+            for problem in inplace_problems(self.program):
+                self.error("E0225", problem.message, problem.span)
             for dist in distributed_problems(self.program, self.sizes):
                 self.error(dist.code, dist.message, dist.span)
         except RecursionError:

@@ -8,7 +8,9 @@ future one never reaches the gate or the plot:
 E0701  the file is missing or unreadable
 E0702  not strict JSON: syntax, ``NaN``/``Infinity`` (SOLAR never writes them), a number
        that overflows, an integer over 4300 digits, nesting too deep
-E0703  not a SOLAR report (the JSON Schema rejects it)
+E0703  not a SOLAR report (the JSON Schema rejects it, strictly: ``"2.5"`` or ``true``
+       where a number goes, ``1`` where a boolean goes are rejected, as SOLAR never
+       writes them)
 E0706  ``schema_version`` missing or of another major version than this SOLAR reads
 E0708  a headroom entry disagrees with the measurement and bounds it is derived from
        (ratio not finite and positive, ratio ≠ measured / bound, ``violation`` ≠ the rule)
@@ -108,8 +110,8 @@ def read_report(path: Path) -> Report:
             code="E0706",
             notes=("re-create the report with this version of `solar analyze`",),
         )
-    try:
-        report = Report.model_validate(data)
+    try:  # strict: a string or a boolean where a number goes is refused, never coerced
+        report = Report.model_validate_json(json.dumps(data), strict=True)
     except ValidationError as err:
         first = err.errors()[0]
         where = ".".join(str(p) for p in first["loc"])

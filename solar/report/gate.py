@@ -17,7 +17,7 @@ E0705  ``--max-regression`` without ``--baseline`` or the reverse (usage, exit 2
 E0707  the report has no architectures: there is nothing to gate
 E0710  the report (or the baseline) lacks a bound the gate needs: ``--bound``, and with
        a measurement the fused and cache-aware bounds the violation check reads
-E0711  the baseline is not a baseline of this analysis: another program, input file
+E0711  the baseline is not a baseline of this analysis: another program or input file
        (unless ``allow_input_change``), entry point, sizes, architecture or precision
        policy
 E0905  a threshold is not a finite number in its range (usage, exit 2)
@@ -27,10 +27,10 @@ E0905  a threshold is not a finite number in its range (usage, exit 2)
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from solar.diagnostics import ReportError, UsageError
+from solar.diagnostics import ReportError, UsageError, printable
 from solar.options import BoundModel
 from solar.report.check import check_report, is_violation, read_report, recomputed_headroom
 from solar.report.schema import ArchBounds, BoundResult, Report
@@ -54,7 +54,8 @@ class GatePolicy:
     """Thresholds of the gate; ``None`` disables a check.
 
     ``allow_input_change`` accepts a baseline analysed from another version of the
-    input file (its sha256 differs); everything else about its identity must match.
+    input file (its sha256 differs, and its name may: the program is named after it);
+    everything else about its identity must match.
     """
 
     bound: BoundModel = "fused"
@@ -208,8 +209,12 @@ def _headroom_checks(
 def _check_identity(report: Report, baseline: Report, policy: GatePolicy) -> None:
     """E0711 unless ``baseline`` is an analysis of the same program, sizes and entry."""
     differ = []
-    if report.program != baseline.program:
-        differ.append(f"program `{baseline.program}` vs `{report.program}`")
+    # a program is named after its file: another version of it may be another file's
+    if report.program != baseline.program and not policy.allow_input_change:
+        differ.append(
+            f"program `{baseline.program}` vs `{report.program}` (pass --allow-input-change "
+            "to compare two versions of the program)"
+        )
     if report.input.entry != baseline.input.entry:
         differ.append(f"entry point {baseline.input.entry} vs {report.input.entry}")
     if report.sizes != baseline.sizes:
@@ -316,7 +321,9 @@ def evaluate_gate(
         )
     if not checks:
         checks.append(GateCheck("report", True, "report is well formed; no thresholds given"))
-    return GateResult(report.program, tuple(checks))
+    # names come from files: a newline or a bidi override must not forge or reverse a line
+    shown = (replace(c, name=printable(c.name), detail=printable(c.detail)) for c in checks)
+    return GateResult(printable(report.program), tuple(shown))
 
 
 def render_markdown(result: GateResult) -> str:

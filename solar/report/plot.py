@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from solar.diagnostics import UsageError
+from solar.diagnostics import UsageError, printable
 from solar.files import atomic_output, prepare_output
 from solar.report.labels import Box, place_labels
 from solar.report.render import LAUNCH_LATENCY_S, format_time
@@ -146,7 +146,7 @@ def _title(report: Report, row: ArchBounds) -> str:
         sizes = sizes[:87] + "..."
     cache = row.cache_assumption.split(":", 1)[0]
     used = ", ".join(sorted({f"{k.unit}:{k.precision}" for k in row.kernels if k.flops > 0}))
-    head = f"SOLAR — {report.program}" + (f" ({sizes})" if sizes else "")
+    head = f"SOLAR — {printable(report.program)}" + (f" ({sizes})" if sizes else "")
     tail = (
         f"{row.display_name} [{row.arch}]"
         + (" (measured spec)" if row.spec_measured else "")
@@ -411,7 +411,7 @@ def _draw_bars(bx: Any, row: ArchBounds) -> None:
     slowest = max((max(k.time_s, k.measured_s or 0.0) for k in top), default=0.0)
     show_launch = 0 < slowest <= 50 * LAUNCH_LATENCY_S  # bounds near or below one launch
     scale, unit = _time_unit(max(slowest, LAUNCH_LATENCY_S if show_launch else 0.0) or 1e-9)
-    names = [_literal(_short(k.name, 30)) for k in top]
+    names = [_literal(_short(printable(k.name), 30)) for k in top]
     times = [k.time_s * scale for k in top]
     colors = [_COMPUTE if k.bottleneck == "compute" else _MEMORY for k in top]
     ys = list(range(len(top)))

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from solar.diagnostics import printable
 from solar.report.schema import ArchBounds, KernelRow, Report, TrainingInfo
 
 __all__ = [
@@ -315,6 +316,9 @@ def _coverage_lines(report: Report) -> list[str]:
             lines.append(
                 f"  uncovered: {u.op} ×{u.count} ({_share(u.bytes_share)} of bytes{counted})"
             )
+            # what inside a loop stopped it (Note [What stopped a loop] in jaxfe/driver.py)
+            why = f"{u.op} uncovered:"
+            lines += [f"    {n}" for n in report.frontend.notes if n.startswith(why)]
     ind = cov.independent_flops
     if ind is not None:
         verdict = "!! SHORTFALL: SOLAR counts less" if ind.shortfall else "ok"
@@ -391,7 +395,8 @@ def render_text(report: Report, *, top: int = TOP_KERNELS) -> str:
         top: how many kernels the next-steps table lists per device.
     """
     lines = [
-        f"SOLAR {report.tool.version} — {report.program} ({report.input.path}, "
+        f"SOLAR {report.tool.version} — {printable(report.program)} "
+        f"({printable(report.input.path)}, "
         f"frontend {report.frontend.name}: {report.frontend.captured_with})",
         _ir_line(report),
     ]

@@ -40,12 +40,15 @@ from typing import Final
 
 from solar import __version__
 from solar.batch.job import arch_label, file_sha256, spec_sha256
+from solar.diagnostics import UsageError
 from solar.files import write_atomic
 from solar.sweep.spec import SweepSpec
+from solar.sweep.table import is_valid_row
 
 __all__ = [
     "JOURNAL_FORMAT",
     "JOURNAL_NAME",
+    "MAX_JOURNAL_BYTES",
     "Finished",
     "Journal",
     "read_finished",
@@ -79,6 +82,9 @@ def sweep_key(spec: SweepSpec) -> str:
             "validate": spec.validate,
             "time_budget_s": spec.time_budget_s,
             "entry": spec.entry,
+            "entry_args": spec.entry_args,
+            "inputs_sha256": None if spec.inputs_file is None else file_sha256(spec.inputs_file),
+            "input_shapes": list(spec.input_shapes),
         },
         "specs": [spec_sha256(a) for a in spec.archs],
     }
@@ -87,26 +93,56 @@ def sweep_key(spec: SweepSpec) -> str:
 
 
 def _binding(row: Mapping[str, object]) -> Binding:
-    return tuple(sorted((k[5:], int(v)) for k, v in row.items()  # type: ignore[call-overload]
+    return tuple(sorted((k[5:], v) for k, v in row.items()  # type: ignore[misc]
                         if k.startswith("size_")))  # fmt: skip
 
 
+MAX_JOURNAL_BYTES: Final = 256 << 20
+"""The largest journal ``--resume`` reads (256 MiB: a million points' rows)."""
+
+
 def _lines(path: Path, key: str) -> list[dict[str, object]]:
-    """The journal's whole lines of this key (a torn or foreign line is skipped)."""
+    """The journal's whole, well-formed lines of this key.
+
+    A torn line, a foreign one and a tampered one (a field of the wrong type, a NaN, a
+    row that is not a table row: `is_valid_row`) are all skipped alike: their points are
+    bound again. The journal is read like any input (Note [Guarded reads]): a FIFO or
+    a device in its place is not waited on, and is read as an empty journal.
+    """
+    from solar.files import DataError, parse_data, read_text
+
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        text = read_text(path, max_bytes=MAX_JOURNAL_BYTES)
+    except UsageError:
         return []
-    out = []
+    out: list[dict[str, object]] = []
     for line in text.splitlines():
         try:
-            entry = json.loads(line)
-        except json.JSONDecodeError:
+            entry = parse_data(line, fmt="json")
+        except DataError:
             continue
-        if isinstance(entry, dict) and entry.get("format") == JOURNAL_FORMAT \
-                and entry.get("key") == key and isinstance(entry.get("rows"), list):  # fmt: skip
+        if isinstance(entry, dict) and _is_line(entry, key):
             out.append(entry)
     return out
+
+
+def _is_line(entry: dict[str, object], key: str) -> bool:
+    """True when ``entry`` is a journal line of ``key`` with every field of its type."""
+    rows, reports, capture = entry.get("rows"), entry.get("reports", {}), entry.get("capture")
+    return (
+        entry.get("format") == JOURNAL_FORMAT
+        and entry.get("key") == key
+        and type(capture) is int
+        and capture >= 0
+        and isinstance(rows, list)
+        and all(is_valid_row(r) and _has_row_keys(r) for r in rows)
+        and isinstance(reports, dict)
+        and all(type(v) is str for v in reports.values())
+    )
+
+
+def _has_row_keys(row: Mapping[str, object]) -> bool:
+    return all(type(row.get(k)) is str for k in ("precision", "arch", "status"))
 
 
 def _reports_intact(
@@ -158,7 +194,7 @@ def read_finished(
     digests: dict[str, str] = {}
     last = -1
     for entry in lines:  # a later line's rows of a binding replace an earlier line's
-        last = max(last, int(entry.get("capture", -1)))  # type: ignore[call-overload]
+        last = max(last, entry["capture"])  # type: ignore[call-overload]
         digests.update(entry.get("reports") or {})  # type: ignore[call-overload]
         mine: dict[Binding, list[dict[str, object]]] = {}
         for row in entry["rows"]:  # type: ignore[attr-defined]

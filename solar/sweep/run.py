@@ -35,9 +35,10 @@ from solar.batch.engine import EngineOptions, TaskFailure, TaskRunner, task_runn
 from solar.batch.job import BatchStatus
 from solar.batch.remote import ShippedFile
 from solar.diagnostics import UsageError
+from solar.files import prepare_output_dir, write_atomic
 from solar.sweep.journal import Finished, Journal, read_finished, sweep_key
 from solar.sweep.spec import SweepSpec, sweep_points
-from solar.sweep.table import TableFormat, write_json, write_table
+from solar.sweep.table import TableFormat, is_valid_row, write_json, write_table
 from solar.sweep.task import CaptureOutcome, CaptureTask, run_capture
 
 __all__ = [
@@ -113,6 +114,9 @@ def _options(spec: SweepSpec) -> dict[str, object]:
         "time_budget_s": spec.time_budget_s,
         "entry": spec.entry,
         "cache": spec.cache,
+        "entry_args": spec.entry_args,
+        "inputs_file": None if spec.inputs_file is None else str(spec.inputs_file.resolve()),
+        "input_shapes": list(spec.input_shapes),
     }
 
 
@@ -181,13 +185,15 @@ class _Sweep:
         index, out_dir = self.first + len(self.captures), self.out_dir
         if isinstance(outcome, TaskFailure):
             outcome = CaptureOutcome(_TASK_STATUS[outcome.kind], outcome.cause)
-        (out_dir / "logs" / f"capture-{index}.log").write_bytes(outcome.log)
+        write_atomic(out_dir / "logs" / f"capture-{index}.log", outcome.log)
         for name, data in (outcome.reports or {}).items():
-            (out_dir / "reports" / name).write_bytes(data)
+            write_atomic(out_dir / "reports" / name, data)
         if outcome.status == "ok":
             free = frozenset(outcome.rebindable)
             self.rebindable = free if self.rebindable is None else self.rebindable & free
-            rows = [_row(self.spec, self.points, r, index, out_dir) for r in outcome.rows]
+            built = (_row(self.spec, self.points, r, index, out_dir) for r in outcome.rows)
+            # the model ran in that process: a row it tampered with never reaches the table
+            rows = [r for r in built if r is not None and is_valid_row(r)]
             self.rows.extend(rows)
             self.journal.record(index, rows, outcome.reports or {})  # after its reports
             done = len(group) - len(outcome.unserved)
@@ -221,21 +227,24 @@ def run_sweep(
     key are taken over, not bound again (Note [Sweep resume] in `solar.sweep.journal`).
 
     Raises:
-        UsageError: E0901 the model file cannot be read; E0908/E0932 the engine.
+        UsageError: E0901/E0902/E0943 the model file cannot be read; E0940/E0941
+            ``out_dir`` cannot be written; E0908/E0932 the engine.
         HardwareSpecError: an arch that does not load.
-        OSError: ``out_dir`` cannot be written.
     """
     limits, engine = limits or SweepLimits(), engine or EngineOptions()
     stop = stop or threading.Event()
     start = time.monotonic()
     points = sweep_points(spec)
+    shipped = ShippedFile.of(spec.model)  # a FIFO or /dev/zero is refused unread
     try:
-        shipped = ShippedFile.of(spec.model)
         key = sweep_key(spec)
     except OSError as err:
-        raise UsageError(f"cannot read {spec.model}: {err.strerror}", code="E0901") from None
-    for sub in ("reports", "logs"):
-        (out_dir / sub).mkdir(parents=True, exist_ok=True)
+        raise UsageError(f"cannot read {spec.model}: {err.strerror}", code="E0902") from None
+    prepare_output_dir(  # an unwritable --out fails before any capture
+        out_dir,
+        files=(f"sweep.{limits.table}", "sweep.json", "sweep.journal.jsonl"),
+        folders=("reports", "logs"),
+    )
     finished = (
         read_finished(out_dir, key, spec, points, reports=limits.reports)
         if resume else Finished({}, -1, [])
@@ -294,9 +303,11 @@ def _row(
     row: Mapping[str, object],
     capture: int,
     out_dir: Path,
-) -> dict[str, object]:
-    index = _int(row["point"])
-    bounds = row.get("bounds_s") or {}
+) -> dict[str, object] | None:
+    """A worker's row as a table row (``None``: not a row of this sweep's points)."""
+    index, bounds = row.get("point"), row.get("bounds_s") or {}
+    if type(index) is not int or not 0 <= index < len(points) or not isinstance(bounds, dict):
+        return None
     out: dict[str, object] = {
         "point": index,
         "file": str(spec.model),
@@ -304,7 +315,7 @@ def _row(
         "capture": capture,
         "resumed": False,
         **{k: v for k, v in row.items() if k not in ("bounds_s", "point", "report")},
-        **{f"{m}_s": v for m, v in bounds.items()},  # type: ignore[attr-defined]
+        **{f"{m}_s": v for m, v in bounds.items()},
     }
     if row.get("report"):
         out["report"] = str(out_dir / "reports" / str(row["report"]))

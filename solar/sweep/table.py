@@ -10,16 +10,16 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
 from solar.diagnostics import UsageError
-from solar.files import write_atomic
+from solar.files import atomic_output, write_atomic
 from solar.options import BOUND_MODEL_NAMES, TableFormat
 
-__all__ = ["TableFormat", "columns", "write_json", "write_table"]
+__all__ = ["TableFormat", "columns", "is_valid_row", "write_json", "write_table"]
 
 _HEAD: Final = ("point", "file")
 _TAIL: Final = (
@@ -46,6 +46,41 @@ _FLOATS: Final = frozenset(
 )
 
 
+_MAX_INT: Final = 2**63 - 1
+
+
+def is_valid_row(row: object) -> bool:
+    """True when ``row`` is a table row: each column of its type and range (ints in
+    ``[0, 2**63)``, sizes positive, floats finite and not negative, strings or None).
+
+    A row read back from a file SOLAR does not control (a ``--resume`` journal) is
+    checked with this before it may reach the table.
+
+    >>> is_valid_row({"point": 0, "size_N": 8, "fused_s": 1e-6, "status": "ok"})
+    True
+    >>> is_valid_row({"point": 0, "size_N": 8.5})
+    False
+    >>> is_valid_row({"point": 0, "fused_s": -1.0})
+    False
+    """
+    if not isinstance(row, dict) or not all(isinstance(k, str) for k in row):
+        return False
+    return all(_valid_cell(k, v) for k, v in row.items())
+
+
+def _valid_cell(column: str, value: object) -> bool:
+    if value is None:
+        return True
+    if column in _INTS or column.startswith("size_"):
+        low = 1 if column.startswith("size_") else 0
+        return type(value) is int and low <= value <= _MAX_INT
+    if column in _FLOATS:
+        return type(value) in (int, float) and 0.0 <= value < math.inf  # type: ignore[operator]
+    if column in _BOOLS:
+        return type(value) is bool
+    return type(value) is str
+
+
 def columns(size_names: Sequence[str]) -> tuple[str, ...]:
     """The table's columns for these swept sizes."""
     return (*_HEAD, *(f"size_{n}" for n in size_names), *_TAIL)
@@ -60,8 +95,8 @@ def write_table(
     """Write the rows as ``sweep.parquet`` or ``sweep.csv``; return its path.
 
     Raises:
-        UsageError: E0908 Parquet without pyarrow.
-        OSError: the file cannot be written.
+        UsageError: E0908 Parquet without pyarrow; E0940/E0941 the file cannot be
+            written.
     """
     cols = columns(size_names)
     if table_format == "csv":
@@ -88,9 +123,8 @@ def write_table(
     ]  # fmt: skip
     table = pa.Table.from_pylist([{c: row.get(c) for c in cols} for row in rows], pa.schema(fields))
     path = out_dir / "sweep.parquet"
-    tmp = out_dir / ".sweep.parquet.tmp"
-    pq.write_table(table, tmp)
-    os.replace(tmp, path)
+    with atomic_output(path) as fh:  # Note [Atomic outputs]: no `.tmp` is left behind
+        pq.write_table(table, fh)
     return path
 
 

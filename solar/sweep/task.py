@@ -132,14 +132,24 @@ def run_capture(task: CaptureTask, stop: threading.Event) -> CaptureOutcome:
             if display is not None:
                 cause = cause.replace(str(path), display)
             return CaptureOutcome(status, cause, log=tail, wall_s=ended.wall_s, peak_rss_mib=peak)
-        rows = tuple(r for r in result["rows"] if isinstance(r, dict))  # type: ignore[attr-defined]
+        rows, unserved, rebindable = (result.get(k) for k in ("rows", "unserved", "rebindable"))
+        if not (
+            isinstance(rows, list)
+            and all(isinstance(r, dict) for r in rows)
+            and isinstance(unserved, list)
+            and all(type(i) is int for i in unserved)
+            and isinstance(rebindable, list)
+            and all(type(n) is str for n in rebindable)
+        ):  # the model runs in that process: what it sent back is checked like any input
+            cause = "the capture's result is malformed (did the program write into it?)"
+            return CaptureOutcome("error", cause, log=tail, wall_s=ended.wall_s, peak_rss_mib=peak)
         reports = _split_reports(reports_path)
     return CaptureOutcome(
         "ok",
         None,
-        rows=rows,
-        unserved=tuple(int(i) for i in result["unserved"]),  # type: ignore[attr-defined]
-        rebindable=tuple(str(n) for n in result["rebindable"]),  # type: ignore[attr-defined]
+        rows=tuple(rows),
+        unserved=tuple(unserved),
+        rebindable=tuple(rebindable),
         reports=reports,
         log=tail,
         wall_s=ended.wall_s,

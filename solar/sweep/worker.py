@@ -60,6 +60,7 @@ def _capture(job: Mapping[str, object]) -> dict[str, object]:
     import hashlib
 
     from solar.diagnostics import SolarError
+    from solar.frontends.inputs import parse_input_shape
     from solar.hw import load_hardware_spec
     from solar.ir import resolve_sizes
     from solar.pipeline import (
@@ -86,6 +87,9 @@ def _capture(job: Mapping[str, object]) -> dict[str, object]:
         validate=opts["validate"],
         time_budget_s=float(opts["time_budget_s"]),
         entry=opts["entry"],
+        entry_args=opts.get("entry_args"),
+        inputs_file=Path(opts["inputs_file"]) if opts.get("inputs_file") else None,
+        input_shapes=tuple(parse_input_shape(s) for s in opts.get("input_shapes", ())),
     )
     specs = [load_hardware_spec(a) for a in options.archs]
     start = time.monotonic()

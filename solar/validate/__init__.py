@@ -18,6 +18,7 @@ from solar.validate.compare import (
     output_tolerances,
     tolerance_for,
 )
+from solar.validate.constants import constant_params
 from solar.validate.distributed import execute_distributed, run_distributed
 from solar.validate.executor import RunResult, execute_program, run_program
 from solar.validate.inputs import random_inputs
@@ -36,6 +37,7 @@ __all__ = [
     "ValidationResult",
     "Workload",
     "compare_outputs",
+    "constant_params",
     "estimate_memory_bytes",
     "estimate_workload",
     "execute_distributed",

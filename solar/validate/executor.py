@@ -28,7 +28,7 @@ import logging
 import math
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -99,11 +99,13 @@ class Machine:
         *,
         deadline: float | None,
         restrict: Mapping[tuple[int, int], np.ndarray] | None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.prepared = prepared
         self.sizes = dict(sizes)
         self.tensors = tensors
         self.deadline = deadline
+        self.clock = clock
         self.restrict = dict(restrict or {})
         self.cache = cache
         self.plan: KernelPlan | None = None
@@ -164,7 +166,7 @@ class Machine:
                 self.tensors.pop(decl.name, None)
 
     def check_time(self, stmt: Stmt) -> None:
-        if self.deadline is not None and time.monotonic() > self.deadline:
+        if self.deadline is not None and self.clock() > self.deadline:
             raise_resource(
                 "E0308",
                 "execution exceeded its time budget",
@@ -415,6 +417,7 @@ def run_program(
     memory_budget_bytes: int | None = None,
     deadline: float | None = None,
     restrict: Mapping[tuple[int, int], np.ndarray] | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> RunResult:
     """Run ``program`` and return its outputs and their written masks.
 
@@ -424,9 +427,10 @@ def run_program(
         sizes: overrides of free sizes (default bindings otherwise).
         memory_budget_bytes: refuse (E0305) when the estimate exceeds this; ``None``
             uses `memory_budget_bytes` (half of the validation memory).
-        deadline: ``time.monotonic()`` value after which to stop (E0308).
+        deadline: ``clock()`` value after which to stop (E0308).
         restrict: ``(kernel index, statement position) -> values``: run that top-level
             loop of that kernel over these values only (sampled validation).
+        clock: the clock ``deadline`` is read on (tests pass a frozen one).
 
     Returns:
         A `RunResult`; outputs may be partially written only under ``restrict``.
@@ -450,7 +454,10 @@ def run_program(
         )
     tensors = allocate_tensors(program, bound, inputs)
     with parallel.one_blas_thread():  # Note [One BLAS thread per piece]
-        Machine(prepared, bound, tensors, cache, deadline=deadline, restrict=restrict).run()
+        machine = Machine(
+            prepared, bound, tensors, cache, deadline=deadline, restrict=restrict, clock=clock
+        )
+        machine.run()
     outputs: dict[str, np.ndarray] = {}
     written: dict[str, np.ndarray | None] = {}
     for decl in program.tensors_with_role("output"):

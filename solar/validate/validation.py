@@ -267,7 +267,9 @@ def _try_sampled(req: _Request, reasons: list[str]) -> _Run | None:
     return _Run("sampled", req.free, req.inputs, req.outputs, restrict)
 
 
-def _result(start: float, status: Status, reason: str, **kw: object) -> ValidationResult:
+def _result(
+    clock: Callable[[], float], start: float, status: Status, reason: str, **kw: object
+) -> ValidationResult:
     return ValidationResult(
         status=status,
         reason=reason,
@@ -275,7 +277,7 @@ def _result(start: float, status: Status, reason: str, **kw: object) -> Validati
         sizes=kw.get("sizes", {}),  # type: ignore[arg-type]
         outputs=kw.get("outputs", ()),  # type: ignore[arg-type]
         tolerances=kw.get("tolerances", {}),  # type: ignore[arg-type]
-        wall_time_s=time.monotonic() - start,
+        wall_time_s=clock() - start,
         checked_fraction=float(kw.get("checked_fraction", 0.0)),  # type: ignore[arg-type]
         mismatch=str(kw.get("mismatch", "")),
         description=str(kw.get("description", "")),
@@ -296,6 +298,7 @@ def validate(
     memory_budget_bytes: int | None = None,
     sample_fraction: float | None = None,
     seed: int = 0,
+    clock: Callable[[], float] = time.monotonic,
 ) -> ValidationResult:
     """Check ``program`` against reference outputs (see module docstring).
 
@@ -315,12 +318,14 @@ def validate(
         sample_fraction: share of the sampled loops' iterations to run (default: what
             the time budget allows).
         seed: seed of the sampled strategy's choice of iterations.
+        clock: the clock the budget is spent on (tests pass a frozen one, so that what
+            they check does not depend on the machine's load).
 
     Returns:
         The `ValidationResult`.
     """
-    start = time.monotonic()
-    finish = functools.partial(_result, start)
+    start = clock()
+    finish = functools.partial(_result, clock, start)
     budget = (
         memory_budget_bytes if memory_budget_bytes is not None else memory_budget_bytes_default()
     )
@@ -356,7 +361,8 @@ def validate(
         run = _try_sampled(req, reasons)
     if run is None:
         return finish("skipped", "; ".join(reasons) or "nothing to run", sizes=bound)
-    return _execute(program, run, tolerance, start + time_budget_s + charged, budget, finish)
+    deadline = start + time_budget_s + charged
+    return _execute(program, run, tolerance, deadline, budget, finish, clock)
 
 
 def memory_budget_bytes_default() -> int:
@@ -371,6 +377,7 @@ def _execute(
     deadline: float,
     budget: int,
     finish: Callable[..., ValidationResult],
+    clock: Callable[[], float],
 ) -> ValidationResult:
     try:
         bound = resolve_sizes(program, run.free_sizes)
@@ -385,6 +392,7 @@ def _execute(
             memory_budget_bytes=budget,
             deadline=deadline,
             restrict=run.restrict,
+            clock=clock,
         )
     except ResourceError as err:
         return finish("skipped", err.message, error=err, **common)

@@ -245,8 +245,14 @@ def test_http_error_status(server: ScriptedServer, tmp_path: Path, status: int, 
     assert len(server.requests) == 1
 
 
-def test_malformed_response_body(server: ScriptedServer, tmp_path: Path) -> None:
-    server.push(ScriptedResponse(200, b'{"choices": []}'))
+@pytest.mark.parametrize(
+    "body",
+    [b'{"choices": []}', b"[" * 200_000 + b"]" * 200_000, b'{"choices": NaN}',
+     b'{"choices": [' + b"9" * 5000 + b"]}"],
+    ids=["no choices", "200,000-deep", "NaN", "5000 digits"],
+)  # fmt: skip
+def test_malformed_response_body(server: ScriptedServer, tmp_path: Path, body: bytes) -> None:
+    server.push(ScriptedResponse(200, body))
     with pytest.raises(LLMEndpointError) as info:
         translate_program(SOURCE, config=config_for(server.base_url, tmp_path), task=TASK)
     assert info.value.code == "E0606"

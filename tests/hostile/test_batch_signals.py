@@ -142,3 +142,39 @@ def test_a_stopped_batch_leaves_no_process_and_a_summary(tmp_path: Path, sig: in
     assert rows["a_sleeper.py"]["status"] == "cancelled"
     assert rows["b_matmul.alir"]["status"] == "ok"
     assert rows["c_softmax.alir"]["status"] == "ok"
+
+
+def test_ctrl_c_on_a_dask_batch_prints_no_worker_tracebacks(tmp_path: Path) -> None:
+    """Issue 30 item 8: Ctrl-C reaches the whole foreground process group, the Dask
+    workers too; they printed ``CancelledError`` and ``KeyboardInterrupt`` tracebacks
+    while the client stopped them. The batch runs in a group of its own, which gets the
+    SIGINT a terminal would send."""
+    pytest.importorskip("distributed")
+    started = tmp_path / "started"
+    model = tmp_path / "in" / "slow.py"
+    model.parent.mkdir()
+    model.write_text(
+        "import time, torch\nN = 8\n\nclass Model(torch.nn.Module):\n"
+        "    def forward(self, x):\n"
+        f"        open({str(started)!r}, 'w').close()\n"
+        "        time.sleep(300)\n        return x\n\n"
+        "def get_inputs():\n    return [torch.randn(N)]\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "solar", "batch", str(model.parent), "--engine", "dask",
+         "--workers", "2", "--out", str(tmp_path / "out")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 300
+        while not started.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert started.exists(), proc.stderr.read() if proc.stderr else ""
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+        _, err = proc.communicate(timeout=120)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 128 + signal.SIGINT, err
+    assert "stopped by SIGINT" in err
+    assert "Traceback" not in err and "CancelledError" not in err, err

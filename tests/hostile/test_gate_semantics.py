@@ -318,3 +318,78 @@ def test_github_step_summary_is_appended(
     assert run_cli(capsys, "gate", write()).code == 0
     text = target.read_text()
     assert text.startswith("earlier step\n") and "SOLAR gate" in text
+
+
+# ----------------------------------------- strict types and printable names (issue 30, 6)
+def _all_bounds(value: object) -> Callable[[Report], None]:
+    def edit(d: Report) -> None:
+        for b in _arch(d)["bounds"]:
+            for k in ("time_s", "compute_time_s", "memory_time_s"):
+                b[k] = value
+        _arch(d)["headroom"] = []
+
+    return edit
+
+
+def _set(path: tuple[object, ...], value: object) -> Callable[[Report], None]:
+    def edit(d: Report) -> None:
+        node: Any = d
+        for key in path[:-1]:
+            node = node[key]  # type: ignore[index]
+        node[path[-1]] = value  # type: ignore[index]
+
+    return edit
+
+
+COERCED = {  # each was coerced (a string or boolean read as a number), then gated
+    "every bound true, measured 2000 ms": _all_bounds(True),
+    "every bound a numeric string": _all_bounds("0.001"),
+    "measured time a string": _set(("measurement", "median_ms"), "2000"),
+    "measured time true": _set(("measurement", "median_ms"), True),
+    "a size a string": _set(("sizes", "M"), "32"),
+    "a size a float": _set(("sizes", "M"), 32.0),
+    "flops a boolean": _set(("flops",), False),
+    "coverage fraction a string": _set(("coverage", "covered_bytes_fraction"), "1"),
+    "a violation flag an integer": _set(("archs", 0, "headroom", 0, "violation"), 0),
+    "the program a number": _set(("program",), 7),
+    "the arch a list": _set(("archs", 0, "arch"), ["H100_SXM"]),
+}
+
+
+@pytest.mark.parametrize("case", COERCED, ids=list(COERCED))
+def test_a_value_of_the_wrong_type_is_not_coerced(
+    case: str, write: Callable[..., str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    r = run_cli(capsys, "gate", write(COERCED[case]), "--max-headroom", "1e12")
+    assert_diagnostic(r, "E0703", 1)
+    assert "PASS" not in r.out
+
+
+NAMES = {
+    "a forged log line": "matmul\nPASS  headroom:H100_SXM: forged",
+    "an escape sequence": "matmul\x1b[2K\x1b[1Agate passed",
+    "a right-to-left override": "matmul\u202egnp.live",
+    "a bidi isolate": "matmul\u2066x\u2069",
+}
+
+
+@pytest.mark.parametrize("case", NAMES, ids=list(NAMES))
+def test_control_and_bidi_characters_in_names_are_escaped(
+    case: str, write: Callable[..., str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    name = NAMES[case]
+    junit = tmp_path / "j.xml"
+    r = run_cli(capsys, "gate", write(_set(("program",), name)), "--junit", str(junit),
+                "--summary", str(tmp_path / "s.md"))  # fmt: skip
+    assert r.code == 0, r.err
+    for text in (r.out, junit.read_text(), (tmp_path / "s.md").read_text()):
+        assert not any(ch in text for ch in "\x1b\u202e\u2066\u2069"), text
+    assert r.out.count("\n") == len(r.out.strip().splitlines())  # no forged line
+    assert sum(line.startswith("PASS") for line in r.out.splitlines()) == 1  # the report check
+    if "\u202e" in name:
+        pytest.importorskip("matplotlib")
+        from solar.report import load_report
+        from solar.report.plot import _title
+
+        report = load_report(Path(write(_set(("program",), name), name="p.json")))
+        assert "\u202e" not in _title(report, report.archs[0])

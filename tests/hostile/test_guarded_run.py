@@ -134,12 +134,10 @@ def test_a_bug_in_the_child_is_an_internal_error(tmp_path: Path) -> None:
 
 
 def test_a_python_loop_stops_at_the_time_limit(tmp_path: Path) -> None:
-    start = time.monotonic()
     r = _drive(tmp_path, "while True:\n    pass", limit_s=1.0)
     assert_diagnostic(r, "E0950", 1)
-    assert "time limit of 1 s and was stopped" in r.err
+    assert "time limit of 1 s and was stopped" in r.err  # by the alarm, not the kill
     assert "in work: pass" in r.err or "driver.py" in r.err  # the user's frame as a note
-    assert time.monotonic() - start < 1.0 + GRACE_S
 
 
 def test_an_except_baseexception_loop_still_stops(tmp_path: Path) -> None:
@@ -168,7 +166,7 @@ def test_a_program_deaf_to_the_alarm_is_killed_after_the_grace(tmp_path: Path) -
     assert_diagnostic(r, "E0950", 1)
     assert "did not stop; it was killed" in r.err
     assert re.search(r"at \S+driver\.py:\d+ in work", r.err), r.err  # where it was stuck
-    assert 1.0 + GRACE_S - 0.5 < elapsed < 1.0 + GRACE_S + 10
+    assert elapsed > 1.0 + GRACE_S - 0.5  # the grace was given (a lower bound: load-proof)
 
 
 def test_processes_the_program_started_die_with_it(tmp_path: Path) -> None:
@@ -181,9 +179,7 @@ def test_processes_the_program_started_die_with_it(tmp_path: Path) -> None:
     """
     r = _drive(tmp_path, body)
     assert_diagnostic(r, "E0530", 1)
-    grandchild = int(pid_file.read_text())
-    time.sleep(0.2)
-    assert not _alive(grandchild)
+    assert _dies(int(pid_file.read_text()))
 
 
 def test_a_forked_grandchild_holding_the_pipe_does_not_stall_the_result(tmp_path: Path) -> None:
@@ -196,13 +192,103 @@ def test_a_forked_grandchild_holding_the_pipe_does_not_stall_the_result(tmp_path
     open({str(pid_file)!r}, "w").write(str(pid))
     return "done"
     """
-    start = time.monotonic()
     r = _drive(tmp_path, body)
-    assert r.code == 0, r.err
+    assert r.code == 0, r.err  # waiting for the pipe to close would end in E0950
     assert r.out.strip() == "'done'"
-    assert time.monotonic() - start < 10  # not the 30 s time limit
-    time.sleep(0.2)
-    assert not _alive(int(pid_file.read_text()))
+    assert _dies(int(pid_file.read_text()))
+
+
+# ------------------------------------------------ the result channel (issue 30, class 1)
+# Note [Result channel]: the parent once unpickled what came down the pipe, so a model
+# that wrote a pickle into it ran code in the parent. Each case writes into every pipe
+# the child holds open for writing except descriptors 1 and 2 (so, the result pipe).
+TAMPER = """
+import fcntl, pickle
+class Evil:
+    def __reduce__(self):
+        return (os.system, ("touch " + {mark!r},))
+def tamper(data):
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        try:
+            pipe = os.readlink(f"/proc/self/fd/{{fd}}").startswith("pipe:")
+            writable = fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_WRONLY
+        except OSError:
+            continue
+        if pipe and writable and fd > 2:
+            os.write(fd, data)
+"""
+
+CHANNEL_CASES = {
+    "pickle, then return": ("tamper(pickle.dumps(('ok', Evil())))\nreturn 1", "E0533"),
+    "pickle, then os._exit(0)": ("tamper(pickle.dumps(('ok', Evil())))\nos._exit(0)", "E0533"),
+    "pickle, then segfault": (
+        "tamper(pickle.dumps(('ok', Evil())))\nimport ctypes; ctypes.string_at(0)",
+        "E0531",
+    ),
+    "forged error class": (
+        "tamper(b'{\"kind\": \"error\", \"class\": \"posix.system\"}')\nos._exit(0)",
+        "E0533",
+    ),
+    "forged exit code type": (
+        "tamper(b'{\"kind\": \"error\", \"class\": \"SolarError\", \"code\": \"E1\", '"
+        "b'\"message\": \"m\", \"notes\": [], \"exit_code\": \"1\"}')\nos._exit(0)",
+        "E0533",
+    ),
+    "200,000-deep JSON": ("tamper(b'[' * 200_000 + b']' * 200_000)\nos._exit(0)", "E0533"),
+    "a value for another codec": (
+        "tamper(b'{\"kind\": \"ok\", \"value\": 7}')\nos._exit(0)",
+        "E0533",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", CHANNEL_CASES, ids=list(CHANNEL_CASES))
+def test_bytes_the_program_writes_into_the_result_pipe_run_no_code(
+    tmp_path: Path, case: str
+) -> None:
+    mark = tmp_path / "pwned"
+    body, code = CHANNEL_CASES[case]
+    r = _drive(tmp_path, TAMPER.format(mark=str(mark)) + body)
+    assert_diagnostic(r, code, 1)
+    assert not mark.exists()  # the parent never ran the pickle's os.system
+
+
+STREAM_CASES = {
+    "print to sys.__stdout__": "print('FORGED', file=sys.__stdout__, flush=True)",
+    "write to descriptor 1": "os.write(1, b'FORGED\\n')",
+    "close sys.stdout": "sys.stdout.close(); print('FORGED')",
+    "close every stream": "sys.stdout.close(); sys.stderr.close(); sys.__stdout__.close()",
+    "close descriptor 1": "os.close(1)",
+}
+
+
+@pytest.mark.parametrize("case", STREAM_CASES, ids=list(STREAM_CASES))
+def test_stdout_is_the_results_alone(tmp_path: Path, case: str) -> None:
+    # Note [Standard streams]: forked, what the program writes to stdout goes to stderr
+    r = _drive(tmp_path, STREAM_CASES[case] + "\nreturn 'done'")
+    assert r.code == 0, r.err
+    assert r.out == "'done'\n"
+
+
+@pytest.mark.parametrize("case", STREAM_CASES, ids=list(STREAM_CASES))
+def test_in_process_stdout_is_the_results_alone(tmp_path: Path, case: str) -> None:
+    # the same guard in this process (torch imported: no fork), and the streams come back
+    script = tmp_path / "inproc.py"
+    script.write_text(
+        "import os, sys, threading\n"
+        "from solar.guard import run_guarded\n"
+        "def work():\n" + textwrap.indent(STREAM_CASES[case] + "\nreturn 'done'", "    ")
+        + "\nprint(repr(run_guarded(work, isolate=False)))\n"
+        "print('after', file=sys.stderr)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, str(script)], cwd=ROOT, env=ENV, capture_output=True, text=True,
+        timeout=60, check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "'done'\n"
+    assert proc.stderr.endswith("after\n")
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
@@ -217,13 +303,20 @@ def test_a_signal_to_solar_stops_the_program(tmp_path: Path, sig: signal.Signals
     deadline = time.monotonic() + 30
     while not started.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
-    start = time.monotonic()
     proc.send_signal(sig)
-    _, err = proc.communicate(timeout=30)
+    _, err = proc.communicate(timeout=60)
     assert proc.returncode == 128 + sig
     assert f"error[E0951]: interrupted by {sig.name}" in err
     assert "Traceback" not in err
-    assert time.monotonic() - start < GRACE_S + 2
+
+
+def _dies(pid: int) -> bool:
+    """``pid`` is gone, or goes within a minute (SIGKILL was sent: how soon the kernel
+    reaps it depends on the machine's load, not on SOLAR)."""
+    deadline = time.monotonic() + 60
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not _alive(pid)
 
 
 def _alive(pid: int) -> bool:
@@ -296,7 +389,11 @@ def test_analyze_a_model_that_loops_forever(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_analyze_still_reports_a_good_model(tmp_path: Path) -> None:
     pytest.importorskip("torch")
-    r = _analyze(tmp_path, "print('noise from the model'); return a @ a")
+    forward = (
+        "import sys; print('noise from the model'); "
+        "print('forged', file=sys.__stdout__); sys.stdout.close(); return a @ a"
+    )
+    r = _analyze(tmp_path, forward)
     assert r.code == 0, r.err
     report = json.loads(r.out)  # stdout is the report alone, even from the child
     fused = next(b for b in report["archs"][0]["bounds"] if b["model"] == "fused")
@@ -310,25 +407,24 @@ def test_in_process_the_guards_still_hold(capsys: pytest.CaptureFixture[str]) ->
     import torch  # noqa: F401 - makes forking unsafe, as in a test or the Python API
 
     assert not fork_is_safe()
+    # whatever this process inherited (SIG_IGN in a background job) must come back
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM)}
     with pytest.raises(Exception) as info:
         run_guarded(lambda: sys.exit(4))
     assert getattr(info.value, "code", None) == "E0530"
     with pytest.raises(Exception) as info:
         run_guarded(_raise_keyboard_interrupt)
     assert getattr(info.value, "code", None) == "E0532"
-    start = time.monotonic()
     with pytest.raises(Exception) as info:
         run_guarded(_spin, time_limit_s=0.5)
     assert getattr(info.value, "code", None) == "E0950"
-    assert time.monotonic() - start < 3
     assert run_guarded(lambda: 42) == 42
     for limit in (1e-320, 1e-6, 1e-3):  # an alarm at once: handlers and timer still restored
         with pytest.raises(Exception) as info:
             run_guarded(_spin, time_limit_s=limit)
         assert getattr(info.value, "code", None) == "E0950"
-    assert signal.getsignal(signal.SIGALRM) in (signal.SIG_DFL, signal.SIG_IGN, None)
+    assert {s: signal.getsignal(s) for s in before} == before
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 def _raise_keyboard_interrupt() -> None:

@@ -204,4 +204,4 @@ def test_entry_inputs_npz_that_is_empty(tmp_path: Path, capsys: pytest.CaptureFi
     empty = tmp_path / "in.npz"
     empty.write_bytes(b"")
     r = run_cli(capsys, "analyze", str(src), "--entry", "fn:f", "--inputs", str(empty), "-q")
-    assert_diagnostic(r, "E0507", 1)  # the frontend's inputs-file code
+    assert_diagnostic(r, "E0942", 2)  # as every invalid .npz (docs/reliability.md)

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli_helpers import make_hostile_path
 from conftest import ROOT
 from frontends.llm_server import ScriptedResponse, ScriptedServer, chat_reply, error_reply
 from hypothesis import given
@@ -92,19 +93,20 @@ def test_slow_drip_body_fails_at_the_total_deadline(server: ScriptedServer, tmp_
     err, elapsed = _request(server.base_url, tmp_path, 1.0)
     assert err.code == "E0604"
     assert "timed out after 1 s" in err.message
-    assert elapsed < 2.0, elapsed
+    assert elapsed < 10.0, elapsed  # cut at the deadline, long before the body's ~13 s
 
 
 def test_drip_just_under_the_read_timeout_is_cut_at_the_deadline(
     server: ScriptedServer, tmp_path: Path
 ) -> None:
-    """A piece every 1.8 s with a 2 s limit: no read ever times out, the deadline does."""
+    """A piece every 5.4 s with a 6 s limit: no read ever times out, the deadline does."""
     body = chat_reply(GOOD).body
-    server.push(ScriptedResponse(200, body, drip_s=1.8, drip_bytes=len(body) // 4))
-    err, elapsed = _request(server.base_url, tmp_path, 2.0)
+    server.push(ScriptedResponse(200, body, drip_s=5.4, drip_bytes=len(body) // 4))
+    err, elapsed = _request(server.base_url, tmp_path, 6.0)
     assert err.code == "E0604"
-    # without the socket watchdog the clock is only read after the read at 3.6 s
-    assert 1.9 < elapsed < 3.0, elapsed
+    # without the socket watchdog the clock is only read after the read at 10.8 s; the
+    # margin of 4 s is for a loaded machine
+    assert 5.9 < elapsed < 10.0, elapsed
 
 
 def test_a_quick_drip_within_the_deadline_still_succeeds(
@@ -210,19 +212,19 @@ HUGE_REPLIES = {
 def test_extraction_of_a_260kb_reply_is_fast(name: str) -> None:
     reply = HUGE_REPLIES[name]
     assert 250_000 < len(reply) < 262_144
-    start = time.perf_counter()
+    start = time.process_time()  # this process's CPU time: other jobs' load does not count
     extract_ir(reply)
-    assert time.perf_counter() - start < 2.0
+    assert time.process_time() - start < 2.0
 
 
 def test_a_260kb_hostile_reply_is_one_failed_attempt(
     server: ScriptedServer, tmp_path: Path
 ) -> None:
     server.push(chat_reply(HUGE_REPLIES["unclosed openers"]))
-    start = time.monotonic()
+    start = time.process_time()
     with pytest.raises(LLMTranslationError) as info:
         translate_program(SOURCE, config=config(server.base_url, tmp_path), task=TASK)
-    assert time.monotonic() - start < 10.0
+    assert time.process_time() - start < 10.0
     assert [a.outcome for a in info.value.attempts] == ["no-ir"]
 
 
@@ -261,23 +263,16 @@ def test_unreadable_cache_entries_are_misses(
     cfg = config(server.base_url, tmp_path)
     path = cfg.cache_dir / f"{cache_key(SOURCE, TASK, model='test-model')}.json"
     cfg.cache_dir.mkdir(parents=True)
-    if kind == "fifo":
-        os.mkfifo(path)
-    elif kind == "dev-zero":
-        path.symlink_to("/dev/zero")
-    elif kind == "directory":
-        path.mkdir()
-    elif kind == "huge":
-        with path.open("wb") as fh:
-            fh.truncate((64 << 20) + 1)  # sparse: no disk used
-    else:
+    if kind == "deep-json":
         path.write_text("[" * 200_000 + "]" * 200_000)
+    else:
+        make_hostile_path(path, kind)
     server.push(chat_reply(GOOD))
     start = time.monotonic()
     with warnings.catch_warnings(), caplog.at_level("WARNING", logger="solar"):
         warnings.simplefilter("error")
         result = translate_program(SOURCE, config=cfg, task=TASK)
-    assert time.monotonic() - start < 10.0
+    assert time.monotonic() - start < 120.0  # a FIFO wait hangs; a loaded machine does not
     assert not result.from_cache
     assert "warning[E0612]: ignoring" in caplog.text
 

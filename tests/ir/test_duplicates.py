@@ -85,8 +85,9 @@ CASES: dict[str, tuple[str, tuple[str, ...], int, int, int]] = {
         HEADER + MS_S + MS_R + ROW_SUM.format(a="S", b="R"),
         (),
         1,
-        2 * 72 + 32,
-        72 + 32,
+        # the row sum S[i] + R[i] is the same at every j: once per row (Note [Repeated work])
+        2 * 72 + 8,
+        72 + 8,
     ),
     # C = A + 1 and D = B + 1 match once B is read as A: both pairs merge
     "chain": (

@@ -295,7 +295,8 @@ def test_stopping_a_dask_batch_kills_the_running_files(
     stop.set()  # what SIGINT/SIGTERM do to the client
     thread.join(60)
     assert not thread.is_alive()
-    assert time.monotonic() - stopped_at < 10  # the worker's task saw the Event
+    # the worker's task saw the Event (the model sleeps far longer; 45 s allow for load)
+    assert time.monotonic() - stopped_at < 45
     (result,) = box["summary"].files  # type: ignore[attr-defined]
     assert result.status == "cancelled"
     assert not Path(f"/proc/{child}").exists()  # the model's process is gone

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from solar.diagnostics import UsageError
 from solar.pipeline import AnalyzeOptions, analyze
 from solar.training import Phase, phase_of_kernel
 
@@ -166,16 +167,16 @@ def test_memory_of_an_adamw_step() -> None:
     assert t.peak_bytes >= t.parameter_bytes + t.optimizer_state_bytes
 
 
-def test_train_without_a_gradient_says_so(tmp_path: Path) -> None:
+def test_train_without_a_gradient_stops_instead_of_bounding_the_forward(tmp_path: Path) -> None:
     src = tmp_path / "plain.py"
     src.write_text(
         "import jax.numpy as jnp\nimport numpy as np\n\n"
         "def f(x):\n    return jnp.tanh(x)\n\n"
         "def get_inputs():\n    return [np.ones((4, 4), np.float32)]\n"
     )
-    r = analyze(src, AnalyzeOptions(train_step=True))
-    assert r.training is None
-    assert any("takes no gradient" in n for n in r.frontend.notes)
+    with pytest.raises(UsageError, match="takes no gradient") as err:
+        analyze(src, AnalyzeOptions(train_step=True))
+    assert err.value.code == "E0916"
 
 
 def test_gradient_without_train_is_bounded_as_a_whole() -> None:

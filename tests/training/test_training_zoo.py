@@ -50,9 +50,6 @@ def _check(report: object) -> None:
 
 
 def _transformers() -> object:
-    from torchvision_cpu import ensure_torchvision
-
-    ensure_torchvision()  # transformers imports torchvision
     return pytest.importorskip("transformers")
 
 
@@ -89,9 +86,6 @@ def test_bert() -> None:
 
 @pytest.mark.slow
 def test_vit() -> None:
-    from torchvision_cpu import ensure_torchvision
-
-    ensure_torchvision()
     timm = pytest.importorskip("timm")
     torch.manual_seed(0)
     model = timm.create_model(
@@ -102,9 +96,6 @@ def test_vit() -> None:
 
 @pytest.mark.slow
 def test_resnet18() -> None:
-    from torchvision_cpu import ensure_torchvision
-
-    ensure_torchvision()
     import torchvision
 
     torch.manual_seed(0)

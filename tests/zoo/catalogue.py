@@ -14,7 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from torchvision_cpu import ensure_torchvision
+import catalogue_libs as libs
+
+import solar  # noqa: F401  (as for every user: PyPI's CUDA torchvision imports, solar.torchvision_shim)
 
 Built = tuple[Any, tuple[Any, ...], dict[str, Any]]
 
@@ -29,6 +31,7 @@ class ZooModel:
         slow: too heavy for the default CI run (``-m slow`` runs it).
         validate: the ``--validate`` mode the zoo uses for it.
         note: why an entry is not plain (slow, validation off).
+        train: CI also bounds and validates its training step (one model per library).
     """
 
     name: str
@@ -36,6 +39,12 @@ class ZooModel:
     slow: bool = False
     validate: str = "auto"
     note: str = ""
+    train: bool = False
+
+    @property
+    def library(self) -> str:
+        """The import name of the library it comes from (``torch_geometric/gcn``)."""
+        return self.name.split("/")[0]
 
 
 def _image(batch: int = 1, size: int = 64) -> tuple[Any, ...]:
@@ -46,7 +55,6 @@ def _image(batch: int = 1, size: int = 64) -> tuple[Any, ...]:
 
 def _tv(name: str, size: int = 64, **kwargs: Any) -> Callable[[], Built]:
     def build() -> Built:
-        ensure_torchvision()
         import torch
         import torchvision
 
@@ -59,7 +67,6 @@ def _tv(name: str, size: int = 64, **kwargs: Any) -> Callable[[], Built]:
 
 def _tv_seg(name: str, size: int = 64, **kwargs: Any) -> Callable[[], Built]:
     def build() -> Built:
-        ensure_torchvision()
         import torch
         import torchvision
 
@@ -74,7 +81,6 @@ def _tv_seg(name: str, size: int = 64, **kwargs: Any) -> Callable[[], Built]:
 
 def _timm(name: str, size: int = 64, **kwargs: Any) -> Callable[[], Built]:
     def build() -> Built:
-        ensure_torchvision()
         import timm
         import torch
 
@@ -98,8 +104,6 @@ _SMALL = {
 def _hf_causal(config_cls: str, seq: int = 16, **overrides: Any) -> Callable[[], Built]:
     def build() -> Built:
         import torch
-
-        ensure_torchvision()  # transformers imports torchvision when it is installed
         import transformers
 
         torch.manual_seed(0)
@@ -115,8 +119,6 @@ def _hf_causal(config_cls: str, seq: int = 16, **overrides: Any) -> Callable[[],
 def _hf_bert(config_cls: str, model_cls: str, seq: int = 16, **over: Any) -> Callable[[], Built]:
     def build() -> Built:
         import torch
-
-        ensure_torchvision()  # transformers imports torchvision when it is installed
         import transformers
 
         torch.manual_seed(0)
@@ -130,8 +132,6 @@ def _hf_bert(config_cls: str, model_cls: str, seq: int = 16, **over: Any) -> Cal
 
 def _hf_t5() -> Built:
     import torch
-
-    ensure_torchvision()
     import transformers
 
     torch.manual_seed(0)
@@ -151,8 +151,6 @@ def _hf_t5() -> Built:
 
 def _hf_whisper() -> Built:
     import torch
-
-    ensure_torchvision()
     import transformers
 
     torch.manual_seed(0)
@@ -181,8 +179,6 @@ def _hf_whisper() -> Built:
 
 def _hf_vit() -> Built:
     import torch
-
-    ensure_torchvision()
     import transformers
 
     torch.manual_seed(0)
@@ -200,8 +196,6 @@ def _hf_vit() -> Built:
 
 def _hf_wav2vec2() -> Built:
     import torch
-
-    ensure_torchvision()
     import transformers
 
     torch.manual_seed(0)
@@ -289,4 +283,30 @@ ZOO: tuple[ZooModel, ...] = (
         _hf_wav2vec2,
         note="weight-normed positional convolution (_weight_norm_interface)",
     ),
+    # torch_geometric: node features (20, 16), 60 random edges (self-loops: mask indexing)
+    ZooModel("torch_geometric/gcn", libs.pyg("GCN"), train=True),
+    ZooModel("torch_geometric/gat", libs.pyg("GAT", heads=2)),
+    ZooModel("torch_geometric/graphsage", libs.pyg("GraphSAGE")),
+    ZooModel("torch_geometric/gin", libs.pyg("GIN")),
+    ZooModel("torch_geometric/transformer_conv", libs.pyg_transformer_conv),
+    # diffusers, shrunk (16x16 latents, two blocks)
+    ZooModel("diffusers/unet2d", libs.unet2d, train=True),
+    ZooModel("diffusers/unet2d_condition", libs.unet2d_condition),
+    ZooModel("diffusers/autoencoder_kl", libs.autoencoder_kl),
+    ZooModel("diffusers/dit", libs.dit),
+    # monai, 3-D at 16^3 (SwinUNETR 2-D at 64^2: its last stage needs 2^5 per dim)
+    ZooModel("monai/unet3d", libs.monai_net("UNet", channels=(8, 16, 32), strides=(2, 2),
+                                            num_res_units=1), train=True),
+    ZooModel("monai/segresnet", libs.monai_net("SegResNet", init_filters=8,
+                                               blocks_down=(1, 1, 1), blocks_up=(1, 1))),
+    ZooModel("monai/dynunet", libs.monai_net("DynUNet", kernel_size=[3, 3, 3],
+                                             strides=[1, 2, 2], upsample_kernel_size=[2, 2],
+                                             filters=[8, 16, 32])),
+    ZooModel("monai/swinunetr", libs.swinunetr),
+    # ultralytics, from the packaged model YAMLs (no weights), 64x64
+    ZooModel("ultralytics/yolov8n", libs.yolo("yolov8n.yaml"), train=True),
+    ZooModel("ultralytics/yolo11n", libs.yolo("yolo11n.yaml")),
+    # open_clip, a two-layer CLIP from its config classes
+    ZooModel("open_clip/clip_tiny", libs.clip_tiny, train=True),
 )
+

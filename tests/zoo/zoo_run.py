@@ -9,12 +9,14 @@ SOLAR's total (which also counts elementwise work, norms, softmax) must be at le
 FlopCounterMode's and close to it: `FLOP_RATIO_MAX` bounds how much more.
 
 One difference is by design: a padded convolution's taps that land on the zero padding
-multiply nothing, and SOLAR's bound (a lower bound on the work) does not count them,
-while FlopCounterMode does. So the floor SOLAR must reach is FlopCounterMode run with
+multiply nothing, nor do a transposed convolution's taps that write the outputs its
+``padding`` crops, and SOLAR's bound (a lower bound on the work) counts neither, while
+FlopCounterMode counts both. So the floor SOLAR must reach is FlopCounterMode run with
 `unpadded_conv_flop`, its own convolution formula with those taps left out (the same
 counter, one formula replaced); the table shows both counts. The floor also counts
 ``_grouped_mm`` (MoE experts; FlopCounterMode has no formula for it on CPU) as ``2 M K N``
-for its ``(M, K) x (G, K, N)`` form, in `grouped_mm_flop`.
+for its ``(M, K) x (G, K, N)`` form, in `grouped_mm_flop`, and CPU flash attention (no
+formula either) as its CUDA twin, in `cpu_attention_flop`.
 """
 
 from __future__ import annotations
@@ -92,9 +94,16 @@ def unpadded_conv_flop(
     """FlopCounterMode's convolution formula without the taps that read padding."""
     from torch.utils.flop_counter import conv_flop_count
 
-    if transposed or isinstance(padding, str):
+    if isinstance(padding, str):
         return int(conv_flop_count(x_shape, w_shape, out_shape, transposed=transposed))
     nd = len(x_shape) - 2
+    if transposed:  # input position i's tap t writes output i*s - p + t*d: count the kept
+        kept = 1
+        for d in range(nd):
+            s, p, dil = (v[d] if len(v) > 1 else v[0] for v in (stride, padding, dilation))
+            kept *= sum(1 for i in range(x_shape[2 + d]) for t in range(w_shape[2 + d])
+                        if 0 <= i * s - p + t * dil < out_shape[2 + d])
+        return 2 * x_shape[0] * w_shape[0] * w_shape[1] * kept
     taps = 1
     for d in range(nd):
         taps *= valid_taps(
@@ -118,6 +127,20 @@ def grouped_mm_flop(
     return 2 * a_shape[0] * a_shape[1] * a_shape[2] * b_shape[-1]
 
 
+def cpu_attention_flop(
+    q_shape: Any, k_shape: Any, v_shape: Any, _dropout: float = 0.0, is_causal: bool = False,
+    *args: Any, out_shape: Any = None, **kw: Any,
+) -> int:
+    """The CPU flash-attention op, which FlopCounterMode does not know: its CUDA twin's
+    formula (``sdpa_flop_count``), over the query-key pairs a causal mask keeps."""
+    from torch.utils.flop_counter import sdpa_flop_count
+
+    full = int(sdpa_flop_count(q_shape, k_shape, v_shape))
+    s_q, s_k = q_shape[-2], k_shape[-2]
+    kept = sum(min(i + 1, s_k) for i in range(s_q)) if is_causal else s_q * s_k
+    return full * kept // (s_q * s_k)
+
+
 def counter_flops(
     module: Any, args: tuple[Any, ...], kwargs: dict[str, Any], *, unpadded: bool = False
 ) -> float:
@@ -133,6 +156,7 @@ def counter_flops(
         aten.convolution: unpadded_conv_flop,
         aten._convolution: unpadded_conv_flop,
         aten._grouped_mm: grouped_mm_flop,
+        aten._scaled_dot_product_flash_attention_for_cpu: cpu_attention_flop,
     }
     mode = FlopCounterMode(display=False, custom_mapping=custom if unpadded else None)
     with torch.no_grad(), mode:

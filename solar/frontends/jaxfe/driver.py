@@ -65,6 +65,17 @@ from solar.training import Phase
 __all__ = ["LOWERINGS", "EqnCtx", "Lowerer", "LoweringFn", "NestedSink"]
 
 
+_CONTROL_FLOW = frozenset({"scan", "while", "cond", "switch"})
+"""Primitives whose bodies are lowered whole (Note [What stopped a loop])."""
+
+# Note [What stopped a loop]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A loop body (``scan``, ``while``) or a branch inside one is lowered as one kernel, so one
+# equation it cannot lower leaves the whole loop uncovered. The coverage row names the
+# loop; the equation that stopped it is in the reason, and the frontend notes carry it to
+# the report: "scan uncovered: `gather`: ... (inside its body)", or "no lowering for
+# primitive `X`", nested loops naming the innermost.
+
 class NestedSink:
     """Emission into an enclosing loop body: statements go to a list, locals to the kernel."""
 
@@ -117,6 +128,7 @@ class Lowerer(LoweringDriver):
         self._phase: Phase = "forward"
         self._body_depth = 0
         self.count_uncovered = False
+        self.donated: set[str] = set()
 
     def fresh(self, prefix: str) -> str:
         """A numbered name ``prefix0, prefix1, ...`` not used yet."""
@@ -294,6 +306,30 @@ class Lowerer(LoweringDriver):
                     return False
         return True
 
+    def take_donated(self, x: Value) -> TensorInfo | None:
+        """Note [In-place updates]: a program input that a ``jit`` donates
+        (``donate_argnums``) and no later equation reads, handed to a new temp by an
+        inplace kernel, so the current equation may update it in place as XLA does (the
+        temp *is* the input's buffer); None otherwise."""
+        if (not isinstance(x, TensorInfo) or not x.is_storage or x.ref.name not in self.donated
+                or self.sink is not None or self.guard is not None or self._pending):
+            return None
+        decl = self.pb.declaration(x.ref.name)
+        if decl is None or decl.role != "input" or any(
+                d.ref.name == x.ref.name for d in self._dest.values()):
+            return None
+        for frame in self._frames:
+            for v, val in frame.env.items():
+                if (isinstance(val, TensorInfo) and val.ref.name == x.ref.name
+                        and frame.last_use.get(v, -1) > frame.index):
+                    return None
+        new = self.declare("temp", x.dtype, x.shape, f"{x.ref.name}_donated")
+        kb = self.pb.kernel(f"{x.ref.name}_donated")
+        kb.inplace = True
+        self.copy_into(kb, new, x)
+        self.pb.add_kernel(Kernel(kb.name, (), tuple(kb.body), inplace=True))
+        return new
+
     @contextlib.contextmanager
     def _scoped(self, eqn: Any) -> Iterator[None]:
         saved = self.scope
@@ -312,6 +348,9 @@ class Lowerer(LoweringDriver):
         with self._scoped(eqn):
             if body is not None:
                 jaxpr, consts = body
+                for flag, x in zip(eqn.params.get("donated_invars", ()), ins, strict=False):
+                    if flag and isinstance(x, TensorInfo):
+                        self.donated.add(x.ref.name)
                 inner_dest = {
                     iv: self._dest[ov]
                     for iv, ov in zip(jaxpr.outvars, eqn.outvars, strict=True)
@@ -337,10 +376,15 @@ class Lowerer(LoweringDriver):
             fn = _opaque_input(opaque[0])
         elif uint8_inexact(eqn):
             fn = _uint8_arithmetic
-        if not self.catch:
+        if not self.catch:  # inside a loop body: the enclosing op's reason names this one
             if fn is None:
                 raise UnsupportedOpError(f"no lowering for primitive `{prim}`")
-            return self._apply(fn, eqn, ins)
+            try:
+                return self._apply(fn, eqn, ins)
+            except UnsupportedOpError as err:
+                if str(err).startswith(("`", "no lowering for primitive")):
+                    raise
+                raise UnsupportedOpError(f"`{prim}`: {err}") from err
         nbytes = _eqn_bytes(eqn)
         self.count(nbytes)
         got = (
@@ -381,6 +425,10 @@ class Lowerer(LoweringDriver):
         prim = eqn.primitive.name
         counted = equation_flops(eqn) if self.count_uncovered else None
         self.uncover(prim, nbytes, reason, ins, counted)
+        if prim in _CONTROL_FLOW:  # Note [What stopped a loop]
+            note = f"{prim} uncovered: {reason} (inside its body)"
+            if note not in self.notes:
+                self.notes.append(note)
         outs: list[Value] = []
         for k, v in enumerate(eqn.outvars):
             shape = tuple(int(d) for d in v.aval.shape)

@@ -15,13 +15,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from solar.diagnostics import SolarError
+from solar.diagnostics import SolarError, UsageError
 from solar.frontends.protocol import (
     FrontendOptions,
     FrontendResult,
+    OptionName,
     Progress,
     ReferenceCheck,
     ValidationPlan,
+    refuse_unsupported,
     require_extra,
     require_python_file,
 )
@@ -54,10 +56,18 @@ class JaxFrontend:
         """Capture and lower the program file at ``path`` (sizes: ``options.sizes``).
 
         Raises:
-            UsageError: jax is not installed (E0908).
+            UsageError: jax is not installed (E0908); E0916 ``--entry-args`` (they build
+                PyTorch modules; a JAX entry is a function of its inputs).
             FrontendError: loading, capture and lowering errors (`solar.frontends.jaxfe`).
         """
+        if options.entry_args is not None:
+            raise UsageError(
+                "--entry-args build a PyTorch class or factory; a JAX entry is a function "
+                "of its inputs",
+                code="E0916",
+            )
         require_python_file(path, "jax")
+        refuse_unsupported("jax", options, _JAX_OPTIONS)
         require_extra("jax", "jax")
         from solar.frontends.jaxfe.capture import trace_jax_file
         from solar.frontends.jaxfe.lowering import lower_jaxpr
@@ -144,11 +154,13 @@ class JaxFrontend:
             )
         step = _training_step(lowered.program) if options.train_step else None
         if options.train_step and step is None:
-            notes = (
-                *notes,
-                "--train: the program takes no gradient (no jax.grad, "
-                "value_and_grad or vjp in its function), so it has no training-step "
-                "phases; it is bounded as a whole",
+            raise UsageError(
+                "--train: the JAX program takes no gradient (no jax.grad, value_and_grad or "
+                "vjp in its function), so it is no training step; SOLAR does not derive "
+                "one for JAX",
+                code="E0916",
+                notes=("make the file's function the step itself (loss, jax.grad, update), "
+                       "or drop --train to bound the forward",),
             )
         if options.train_step and options.optimizer != "auto":
             notes = (
@@ -203,6 +215,11 @@ def _symbolic(
         program, sizes, capture_at, fixed=options.sizes, verify_input_bytes=budget
     )
     return sym.program, symbolic_notes(sym)
+
+
+_JAX_OPTIONS: frozenset[OptionName] = frozenset({"entry", "sizes", "train_step", "optimizer"})
+"""What the JAX frontend honours (`refuse_unsupported`): the step is the file's own, so
+``--train`` asks to bound it by phase; inputs come from the file; no training mode."""
 
 
 def _training_step(program: Program) -> StepInfo | None:

@@ -23,29 +23,26 @@ from solar.frontends.jaxfe.core import EqnOperand, Opaque, Value, ir_dtype
 from solar.frontends.jaxfe.driver import Lowerer
 from solar.frontends.jaxfe.phases import step_phases
 from solar.frontends.jaxfe.walk import is_var
-from solar.frontends.kit import LoweredProgram, TensorInfo, UnsupportedOpError, zero
+from solar.frontends.kit import LoweredProgram, TensorInfo, UnsupportedOpError
+from solar.frontends.kit.outputs import write_empty_outputs
 from solar.ir import (
     Access,
     Assign,
     For,
     If,
-    IntLit,
     Kernel,
-    Name,
     Program,
     Reduce,
     Role,
-    Stmt,
     TensorDecl,
     accesses,
-    eval_int,
     linear_form,
     resolve_sizes,
     walk_exprs,
     walk_stmts,
 )
 
-__all__ = ["alias_output_moves", "lower_jaxpr", "write_empty_outputs"]
+__all__ = ["alias_output_moves", "lower_jaxpr"]
 
 
 def lower_jaxpr(capture: JaxCapture, *, count_uncovered: bool = False) -> LoweredProgram:
@@ -139,54 +136,6 @@ def _is_alias(lw: Lowerer, out: TensorInfo, value: EqnOperand) -> bool:
 def _declare(lw: Lowerer, role: Role, var: Any, name: str) -> TensorInfo:
     shape = tuple(int(d) for d in var.aval.shape)
     return lw.declare(role, ir_dtype(var.aval.dtype), shape, name, exact=True)
-
-
-def write_empty_outputs(program: Program) -> Program:
-    """Give every zero-size output that no kernel writes an empty write, first.
-
-    A lowering skips loop nests that run no iteration, so ``jnp.zeros((0, 3)) @ w``
-    leaves its (empty) output unwritten, which the verifier rejects (E0217). The new
-    ``empty_output`` kernel writes it under its zero-trip loops, as the PyTorch
-    frontend's kernels do: no work, no traffic.
-
-    >>> from solar.ir import parse_program, print_program
-    >>> p = write_empty_outputs(parse_program('''solar-ir 1
-    ... program t
-    ... input x0 : f32[3]
-    ... output y0 : f32[0, 3]
-    ... output y1 : f32[3]
-    ... kernel k { for i in 0 .. 3 { y1[i] = x0[i] } }'''))
-    >>> print(print_program(p).split("kernel")[1].strip())
-    empty_output {
-      for i0 in 0 .. 0 {
-        for i1 in 0 .. 3 {
-          y0[i0, i1] = 0.0
-        }
-      }
-    }
-    """
-    written = {
-        accesses(stmt)[1].tensor
-        for kernel in program.kernels
-        for stmt, _ctx in walk_stmts(kernel.body)
-        if isinstance(stmt, Assign | Reduce)
-    }
-    sizes = resolve_sizes(program)
-    body: list[Stmt] = []
-    for t in program.tensors:
-        if t.role != "output" or t.name in written:
-            continue
-        if all(eval_int(s, sizes) != 0 for s in t.shape):
-            continue
-        idx = tuple(Name(f"i{k}") for k in range(len(t.shape)))
-        stmt: Stmt = Assign(Access(t.name, idx), zero(t.dtype))
-        for k in reversed(range(len(t.shape))):
-            stmt = For(f"i{k}", IntLit(0), t.shape[k], (stmt,))
-        body.append(stmt)
-    if not body:
-        return program
-    kernel = Kernel("empty_output", (), tuple(body))
-    return dataclasses.replace(program, kernels=(kernel, *program.kernels))
 
 
 def alias_output_moves(program: Program) -> Program:

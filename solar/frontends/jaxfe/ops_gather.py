@@ -102,6 +102,8 @@ def _scatter(ctx: EqnCtx) -> tuple[EqnOperand, ...] | None:
         start_batching=tuple(getattr(dn, "scatter_indices_batching_dims", ()) or ()),
     )
     inplace = ctx.lowerer.reusable(x)
+    if not inplace and (donated := ctx.lowerer.take_donated(x)) is not None:
+        x, inplace = donated, True
     out = x if inplace else ctx.out(0)
     assert isinstance(out, TensorInfo)
     negate = ctx.prim in ("scatter-sub", "scatter_sub")

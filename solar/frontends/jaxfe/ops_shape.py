@@ -358,6 +358,8 @@ def _dynamic_update_slice(ctx: EqnCtx) -> tuple[EqnOperand, ...] | None:
     x, upd = ctx.ins[0], ctx.ins[1]
     out_shape = ctx.out_shape(0)
     inplace = ctx.lowerer.reusable(x)
+    if not inplace and (donated := ctx.lowerer.take_donated(x)) is not None:
+        x, inplace = donated, True
     out = x if inplace else ctx.out(0)
     assert isinstance(out, TensorInfo)
     kb = ctx.kernel()

@@ -107,13 +107,16 @@ class KernelBuilder:
     """Collects the locals and statements of one kernel.
 
     ``alias`` builds an alias kernel (`solar.ir.Kernel`): copies into outputs that the
-    real program returns as views or aliases, run by validation, free in the bounds.
+    real program returns as views or aliases, run by validation, free in the bounds;
+    ``inplace`` an in-place kernel (the storage of an input handed to the tensor later
+    kernels update in place; Note [In-place updates] in docs/bounds.md).
     """
 
     def __init__(self, program: ProgramBuilder, name: str, *, alias: bool = False) -> None:
         self._program = program
         self.name = name
         self.alias = alias
+        self.inplace = False
         self.locals: list[TensorDecl] = []
         self.body: list[Stmt] = []
         self.collective: Collective | None = None  # a collective kernel: no body
@@ -235,7 +238,8 @@ class ProgramBuilder:
         """Append a finished kernel to the program."""
         self.add_kernel(
             Kernel(
-                kb.name, tuple(kb.locals), tuple(kb.body), alias=kb.alias, collective=kb.collective
+                kb.name, tuple(kb.locals), tuple(kb.body), alias=kb.alias,
+                collective=kb.collective, inplace=kb.inplace,
             )
         )
 

@@ -46,7 +46,7 @@ from dataclasses import dataclass, fields, is_dataclass, replace
 from fractions import Fraction
 from typing import Any
 
-from solar.diagnostics import SolarError
+from solar.diagnostics import FrontendError, SolarError
 from solar.ir import Binary, FloatLit, IntLit, Name, Program, SizeDecl, verify_program
 
 __all__ = ["CaptureAt", "SizeFit", "SymbolicProgram", "symbolic_notes", "symbolize_sizes"]
@@ -293,6 +293,16 @@ Raises:
 """
 
 
+def _probe(capture_at: CaptureAt, sizes: dict[str, int]) -> Any:
+    """``capture_at(sizes)``; a program that ends itself there (``sys.exit`` at a size it
+    was never run at) is a failed probe, so the size stays constant with a note, instead
+    of ending the analysis of the sizes the user asked for."""
+    try:
+        return capture_at(sizes)
+    except SystemExit as err:
+        raise FrontendError(f"the program called sys.exit({err.code!r})", code="E0530") from None
+
+
 def symbolize_sizes(
     program: Program,
     binding: Mapping[str, int],
@@ -332,7 +342,7 @@ def symbolize_sizes(
     derived: set[str] = set()
     for s in candidates:
         try:
-            other, sizes = capture_at({**fixed, s: binding[s] * _PERTURB})
+            other, sizes = _probe(capture_at, {**fixed, s: binding[s] * _PERTURB})
         except SolarError as err:
             constant[s] = f"capturing at {s}={binding[s] * _PERTURB} failed: {err.message}"
             continue
@@ -359,7 +369,7 @@ def symbolize_sizes(
         where = ", ".join(f"{s}={v}" for s, v in at.items())
     check = {**binding, **at}
     try:
-        checked, verify_sizes = capture_at({**fixed, **at})
+        checked, verify_sizes = _probe(capture_at, {**fixed, **at})
     except SolarError as err:
         return SymbolicProgram(program, {}, constant,
                                f"the check capture at {where} failed: {err.message}")

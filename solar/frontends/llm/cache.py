@@ -175,9 +175,11 @@ def load_entry(cache_dir: Path, key: str) -> CacheEntry | None:
         return None
     if text is None:
         return None
-    try:
-        return _entry_from_json(json.loads(text), key)
-    except (ValueError, TypeError, KeyError, RecursionError) as err:
+    from solar.files import parse_data
+
+    try:  # DataError (a ValueError): not JSON, nested too deeply, NaN
+        return _entry_from_json(parse_data(text, fmt="json"), key)
+    except (ValueError, TypeError, KeyError) as err:
         warn_cache(f"ignoring corrupt LLM cache entry {path}: {err}")
         return None
 

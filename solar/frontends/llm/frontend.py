@@ -20,6 +20,7 @@ from solar.frontends.protocol import (
     Progress,
     ReferenceCheck,
     ValidationPlan,
+    refuse_unsupported,
     require_extra,
     require_python_file,
 )
@@ -57,6 +58,7 @@ class LLMFrontend:
             LLMError: the endpoint failed or every reply was rejected (E06xx).
         """
         require_python_file(path, "llm")
+        refuse_unsupported("llm", options, frozenset({"entry"}))
         require_extra("torch", "torch")
         if options.llm is None:
             raise UsageError("--frontend llm needs --model (or SOLAR_LLM_MODEL)", code="E0909")

@@ -34,7 +34,6 @@ import contextlib
 import dataclasses
 import email.utils
 import importlib
-import json
 import logging
 import math
 import socket
@@ -255,8 +254,10 @@ _Envelope = tuple[str, int | None, int | None, str | None]
 
 def _parse_envelope(body: bytes, config: LLMConfig) -> _Envelope:
     """``(content, prompt_tokens, completion_tokens, finish_reason)`` of a chat completion."""
-    try:
-        data = json.loads(body)
+    from solar.files import parse_data
+
+    try:  # the one parser of untrusted structured text (depth, digits, NaN)
+        data: Any = parse_data(body, fmt="json")
         choice = data["choices"][0]
         content = choice["message"].get("content") or ""
         if not isinstance(content, str):

@@ -63,12 +63,11 @@ from solar.frontends.pytorch.capture_types import (
     to_numpy,
 )
 from solar.frontends.pytorch.composite import composite_calls
-from solar.frontends.pytorch.flops import padding_flops
+from solar.frontends.pytorch.flops import EXTRA_FORMULAS, padding_flops
 from solar.frontends.pytorch.loader import (
     REAL_BUDGET_BYTES,
     Instance,
     ProgramSource,
-    build_real_within_budget,
     instantiate,
     user_code,
 )
@@ -187,7 +186,9 @@ class _Recorder:
             return None
         from torch.utils.flop_counter import flop_registry
 
-        formula = flop_registry.get(func._overloadpacket)
+        formula = flop_registry.get(func._overloadpacket) or EXTRA_FORMULAS.get(
+            func._overloadpacket.__name__
+        )  # Note [Counter gaps] in flops.py
         return None if formula is None else int(formula(*args, **kwargs, out_val=out))
 
     def convert(self, a: Any, index: int) -> Any:
@@ -478,10 +479,9 @@ def capture_program(
                     ),
                 ) from err
             reason = f"{type(cause).__name__}: {cause}".splitlines()[0]
-    if real or source.target is not None:
-        inst = instantiate(source)
-    else:  # the fallback: within the budget (Note [Memory budget] in solar.budget)
-        inst = build_real_within_budget(source)
+    # the fallback builds within the budget (Note [Memory budget] in solar.budget), and
+    # through `instantiate`, so a training step, batch cut or float64 is never dropped
+    inst = instantiate(source, within_budget=not real)
     return _finish(source, inst, None, reason)
 
 
@@ -564,6 +564,14 @@ def _finish(
     out = _run(inst, rec, fake_mode)
     leaves, _ = tree_flatten(plain_outputs(out))
     outputs = tuple(_output_meta(x, ids) for x in leaves)
+    if all(o is None for o in outputs) and not any(c.mutated for c in rec.calls):
+        raise FrontendError(  # nothing to bound: no "coverage complete" over an empty program
+            f"{source.name} returned {type(out).__name__}: no tensor output (and it wrote no "
+            "tensor in place), so there is nothing to bound",
+            code="E0503",
+            notes=("the entry must return a tensor (or a container of tensors); a function "
+                   "that builds a module is an entry too: it is built, then called",),
+        )  # fmt: skip
     info = CaptureInfo(
         used_real_values=fake_mode is None,
         real_reason=reason,

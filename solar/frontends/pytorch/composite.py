@@ -23,7 +23,7 @@ capture would record something else), so it is recorded whole too, as
 ``aten.lstm.input``: the capture can then stay on ``meta``.
 
 Circular padding is recorded whole too, as ``aten._pad_circular`` (Note [Whole circular
-pad]).
+pad]), and so are the ops of `DEVICE_KERNELS` (Note [CUDA kernel granularity]).
 """
 
 from __future__ import annotations
@@ -32,7 +32,13 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any, Protocol
 
-__all__ = ["COMPOSITE_RNNS", "composite_calls", "is_composite_call", "is_whole_circular_pad"]
+__all__ = [
+    "COMPOSITE_RNNS",
+    "DEVICE_KERNELS",
+    "composite_calls",
+    "is_composite_call",
+    "is_whole_circular_pad",
+]
 
 COMPOSITE_RNNS = frozenset({"lstm", "gru", "rnn_tanh", "rnn_relu"})
 """Torch functions recorded whole (their ``.input`` overload)."""
@@ -93,6 +99,53 @@ def is_whole_circular_pad(x: Any, pad: Any, mode: Any) -> bool:
     return all(0 <= int(p) <= shape[len(shape) - 1 - k // 2] for k, p in enumerate(pad))
 
 
+# Note [CUDA kernel granularity]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The unfused model charges each kernel the target's library launches, through DRAM
+# (issue 28 item 2). A capture on CPU sees the CPU's decomposition of composite ops that
+# are one kernel on CUDA: ``nn.RMSNorm`` reaches ``pow, mean, add, rsqrt, mul, mul`` (six
+# kernels; CUDA runs ``_fused_rms_norm``), and ``softmax(half, dtype=float32)`` a cast
+# then a float softmax (CUDA runs ``_softmax(x, dim, half_to_float=True)``, reading the
+# half input). While a forward capture runs, the Python entry of each such op is wrapped:
+# the call is recorded as the one ATen op CUDA runs, and its CPU decomposition makes the
+# outputs unrecorded. A training step keeps the decomposition (its backward reads the
+# decomposition's saved values).
+
+DEVICE_KERNELS: dict[str, str] = {
+    "rms_norm": "aten.rms_norm.default (CUDA: one _fused_rms_norm kernel)",
+    "softmax": "aten._softmax.default(x, dim, half_to_float=True) for a 16-bit input and "
+               "dtype=float32 (one CUDA kernel)",
+    "log_softmax": "aten._log_softmax.default(x, dim, half_to_float=True), likewise",
+}
+"""Python entries recorded as the one ATen op CUDA runs for them."""
+
+
+def _device_call(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, tuple[
+        Any, ...]] | None:
+    """``(ATen op, its arguments)`` for a call of `DEVICE_KERNELS` CUDA runs as one kernel,
+    or None (another form: left to the decomposition)."""
+    import torch
+
+    if name == "rms_norm":
+        names = ("input", "normalized_shape", "weight", "eps")
+        if len(args) > 4 or any(k not in names for k in kwargs):
+            return None
+        b = {**dict(zip(names, args, strict=False)), **kwargs}
+        return torch.ops.aten.rms_norm.default, (b["input"], list(b["normalized_shape"]),
+                                                 b.get("weight"), b.get("eps"))
+    params = ("input", "dim", "dtype")
+    if len(args) > 3 or any(k not in params for k in kwargs):
+        return None
+    b = {**dict(zip(params, args, strict=False)), **kwargs}
+    x, dim = b.get("input"), b.get("dim")
+    if (not isinstance(x, torch.Tensor) or not isinstance(dim, int)
+            or b.get("dtype") is not torch.float32
+            or x.dtype not in (torch.float16, torch.bfloat16)):
+        return None
+    op = torch.ops.aten._softmax if name == "softmax" else torch.ops.aten._log_softmax
+    return op.default, (x, dim, True)
+
+
 def _outputs(args: tuple[Any, ...]) -> tuple[Any, ...]:
     """``(output, h_n[, c_n])`` of the call without running it (shapes from the arguments)."""
     import torch
@@ -148,30 +201,53 @@ def composite_calls(rec: _Sink, *, rnns: bool = True) -> Iterator[None]:
         whole.__name__ = name
         return whole
 
+    def unrecorded(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        rec.suspended = True
+        try:
+            return func(*args, **kwargs)
+        finally:
+            rec.suspended = False
+
     def whole_pad(*args: Any, **kwargs: Any) -> Any:
         call = _pad_args(args, kwargs)
         if rec.suspended or call is None or not is_whole_circular_pad(*call):
             return pad(*args, **kwargs)
-        rec.suspended = True
-        try:
-            out = pad(*args, **kwargs)
-        finally:
-            rec.suspended = False
+        out = unrecorded(pad, args, kwargs)
         rec.record(torch.ops.aten._pad_circular.default, (call[0], list(call[1])), {}, out)
         return out
+
+    def whole_op(name: str, func: Any) -> Any:
+        def whole(*args: Any, **kwargs: Any) -> Any:
+            call = None if rec.suspended else _device_call(name, args, kwargs)
+            if call is None:
+                return func(*args, **kwargs)
+            out = unrecorded(func, args, kwargs)
+            rec.record(call[0], call[1], {}, out)
+            return out
+
+        whole.__name__ = name
+        return whole
 
     # Note [Composite RNN capture]: patched, not intercepted by a TorchFunctionMode: an
     # active mode makes ``has_torch_function`` true, which turns off the fast paths eager
     # takes (``nn.MultiheadAttention``, ``nn.TransformerEncoderLayer``).
     missing = object()
-    saved: list[tuple[Any, str, Any]] = []
-    for owner in (_VF, torch):  # nn.RNNBase calls ``_VF.gru``; users may call ``torch.gru``
-        for name in sorted(COMPOSITE_RNNS) if rnns else ():
-            saved.append((owner, name, vars(owner).get(name, missing)))
-            setattr(owner, name, wrap(name, getattr(owner, name)))
+    # nn.RNNBase calls ``_VF.gru``; users may call ``torch.gru``. Note [CUDA kernel
+    # granularity]: the device-kernel entries in forward captures only, as the RNNs.
+    patches: list[tuple[Any, str, Any]] = [
+        (owner, name, wrap(name, getattr(owner, name)))
+        for owner in (_VF, torch) for name in (sorted(COMPOSITE_RNNS) if rnns else ())
+    ] + [
+        (owner, name, whole_op(name, getattr(owner, name)))
+        for owner, name in ((torch, "rms_norm"), (torch, "softmax"), (torch, "log_softmax"),
+                            (torch.Tensor, "softmax"), (torch.Tensor, "log_softmax"))
+        if rnns
+    ]
     pad = torch._C._nn.pad
-    saved.append((torch._C._nn, "pad", pad))
-    torch._C._nn.pad = whole_pad
+    patches.append((torch._C._nn, "pad", whole_pad))
+    saved = [(owner, name, vars(owner).get(name, missing)) for owner, name, _ in patches]
+    for owner, name, new in patches:
+        setattr(owner, name, new)
     try:
         yield
     finally:

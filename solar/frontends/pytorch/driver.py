@@ -54,6 +54,7 @@ from solar.frontends.kit import (
     shape_numel,
     uncovered_name,
 )
+from solar.frontends.kit.outputs import write_empty_outputs
 from solar.frontends.pytorch.capture_types import (
     NamedTensor,
     RecordedCall,
@@ -391,8 +392,10 @@ class _Lowerer(LoweringDriver):
         """``cur`` in a storage kernels may write.
 
         The IR forbids writing inputs and parameters (E0214), so a partial in-place
-        update of one first copies it to a new version (an extra copy eager does not
-        make; listed in `LoweredProgram.mutated`).
+        update of one first copies it to a new version in an in-place kernel: eager
+        makes no such copy, so the bounds charge it nothing and count only the elements
+        the update touches (Note [In-place updates] in docs/bounds.md; the input is
+        listed in `LoweredProgram.mutated`).
         """
         storage = cur.ref
         if self.roles.get(storage.name) not in ("input", "param"):
@@ -407,6 +410,7 @@ class _Lowerer(LoweringDriver):
             f"{storage.name}_version",
             TensorInfo(storage, shape, storage.dtype),
             TensorInfo(ref, shape, storage.dtype),
+            inplace=True,
         )
         self.rebase(storage, ref)
         return dataclasses.replace(cur, ref=ref)
@@ -526,7 +530,8 @@ class _Lowerer(LoweringDriver):
             else:
                 self._copy_out(info, name, rename)
             out_names.append(name)
-        program = aliases_last(prune_unused(rename_tensors(self.pb.build(), rename, role="output")))
+        program = rename_tensors(self.pb.build(), rename, role="output")
+        program = aliases_last(prune_unused(write_empty_outputs(program)))
         kept = {t.name for t in program.tensors}
         cap = self.capture
         lowered = self.lowered(

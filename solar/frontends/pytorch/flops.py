@@ -4,7 +4,9 @@ Contract: ``(convolution call arguments, torch's FLOPs) -> FLOPs spent on paddin
 torch's ``FlopCounterMode`` counts a convolution as ``2 * out elements * in channels
 per group * kernel taps``, every tap included; SOLAR's lowering guards the taps that
 fall in the zero padding (a multiply by zero is no necessary work, so a lower bound
-does not charge it). Note [Padding FLOPs]: to compare SOLAR's FLOPs with torch's
+does not charge it). A transposed convolution's ``padding`` crops its output instead:
+the taps that would write the cropped positions are no necessary work either. Note
+[Padding FLOPs]: to compare SOLAR's FLOPs with torch's
 count (Note [Independent FLOP count] in capture.py), the taps over padding are counted
 here from the shapes alone, independently of SOLAR's lowering, and subtracted.
 """
@@ -14,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["CONVOLUTION_OPS", "padding_flops", "valid_tap_fraction"]
+__all__ = ["CONVOLUTION_OPS", "EXTRA_FORMULAS", "padding_flops", "valid_tap_fraction"]
 
 CONVOLUTION_OPS = frozenset({"convolution", "_convolution", "convolution_overrideable"})
 """ATen convolutions whose positional arguments are ``(input, weight, bias, stride,
@@ -62,19 +64,107 @@ def _at(values: Sequence[int], d: int) -> int:
     return int(values[d] if len(values) > d else values[-1])
 
 
+def _kept_taps(
+    size: int, kernel: int, stride: int, pad: int, dilation: int, out: int
+) -> tuple[int, int]:
+    """(taps that land inside the output, all taps) of one dim of a transposed
+    convolution: input position ``i``'s tap ``t`` writes output ``i*stride - pad +
+    t*dilation``, and ``padding`` crops the outputs before 0 and past ``out``.
+
+    >>> _kept_taps(4, 3, 2, 1, 1, 7)  # outputs -1..7: the first and last are cropped
+    (10, 12)
+    """
+    kept = sum(
+        1 for i in range(size) for t in range(kernel) if 0 <= i * stride - pad + t * dilation < out
+    )
+    return kept, size * kernel
+
+
+def _transposed_fraction(x: Sequence[int], w: Sequence[int], args: Sequence[Any]) -> float:
+    """The share of a transposed convolution's taps whose output is not cropped."""
+    stride, padding, dilation = args[3], args[4], args[5]
+    out_pad = args[7] if len(args) > 7 else (0,)
+    frac = 1.0
+    for d, k in enumerate(tuple(w)[2:]):
+        size = int(tuple(x)[2 + d])
+        s, p, dil = _at(stride, d), _at(padding, d), _at(dilation, d)
+        out = (size - 1) * s - 2 * p + dil * (k - 1) + _at(out_pad, d) + 1
+        kept, total = _kept_taps(size, int(k), s, p, dil, out)
+        frac *= kept / total if total else 1.0
+    return frac
+
+
 def padding_flops(op: str, args: Sequence[Any], flops: int) -> int:
-    """The part of torch's ``flops`` for a call of ``op`` that multiplies zero padding.
+    """The part of torch's ``flops`` for a call of ``op`` that multiplies zero padding,
+    or, for a transposed convolution, that lands on outputs its ``padding`` crops.
 
     ``args`` are the call's positional arguments with tensors replaced by their shapes.
-    Zero for anything but a non-transposed convolution with padding.
+    Zero for anything but a convolution with padding.
     """
     if op not in CONVOLUTION_OPS or len(args) < 7 or flops <= 0:
         return 0
     x, w, _bias, stride, padding, dilation, transposed = args[:7]
-    if transposed or not any(int(p) for p in padding):
-        return 0
     spatial, kernel = tuple(x)[2:], tuple(w)[2:]
     if not kernel or len(spatial) != len(kernel):
         return 0
-    frac = valid_tap_fraction(spatial, kernel, stride, padding, dilation)
+    if transposed:
+        frac = _transposed_fraction(x, w, args)
+    elif not any(int(p) for p in padding):
+        return 0
+    else:
+        frac = valid_tap_fraction(spatial, kernel, stride, padding, dilation)
     return round(flops * (1.0 - frac))
+
+
+# Note [Counter gaps]
+# ~~~~~~~~~~~~~~~~~~~
+# torch's ``flop_registry`` has no formula for the CPU flash-attention ops that
+# ``scaled_dot_product_attention`` dispatches to on CPU, so the independent count saw no
+# attention FLOPs there and a SOLAR lowering that dropped them would pass the shortfall
+# check. `EXTRA_FORMULAS` fills the gap with torch's own ``sdpa_flop_count`` /
+# ``sdpa_backward_flop_count`` (the formulas of the CUDA flash ops, checked against the
+# registry in tests/frontends/pytorch/test_padding_flops.py); a causal call counts only
+# the query-key pairs the mask keeps (``k <= q``, top-left aligned as torch's is_causal),
+# which is what a lower bound may charge.
+
+
+def _causal_share(query: Any, key: Any, is_causal: bool) -> tuple[int, int]:
+    """(kept query-key pairs, all pairs) of an attention call."""
+    s_q, s_k = int(query.shape[-2]), int(key.shape[-2])
+    if not is_causal:
+        return s_q * s_k, s_q * s_k
+    return sum(min(q + 1, s_k) for q in range(s_q)), s_q * s_k
+
+
+def _cpu_flash(
+    query: Any, key: Any, value: Any, dropout_p: float = 0.0, is_causal: bool = False,
+    *_args: Any, out_val: Any = None, **_kwargs: Any,
+) -> int:
+    from torch.utils.flop_counter import sdpa_flop_count
+
+    full = sdpa_flop_count(tuple(query.shape), tuple(key.shape), tuple(value.shape))  # type: ignore[no-untyped-call]
+    kept, total = _causal_share(query, key, bool(is_causal))
+    return int(full) * kept // total if total else 0
+
+
+def _cpu_flash_backward(
+    grad_out: Any, query: Any, key: Any, value: Any, _out: Any, _lse: Any,
+    dropout_p: float = 0.0, is_causal: bool = False,
+    *_args: Any, out_val: Any = None, **_kwargs: Any,
+) -> int:
+    from torch.utils.flop_counter import sdpa_backward_flop_count
+
+    full = sdpa_backward_flop_count(  # type: ignore[no-untyped-call]
+        tuple(grad_out.shape), tuple(query.shape), tuple(key.shape), tuple(value.shape)
+    )
+    kept, total = _causal_share(query, key, bool(is_causal))
+    return int(full) * kept // total if total else 0
+
+
+EXTRA_FORMULAS: dict[str, Any] = {
+    "_scaled_dot_product_flash_attention_for_cpu": _cpu_flash,
+    "_scaled_dot_product_fused_attention_overrideable": _cpu_flash,
+    "_scaled_dot_product_flash_attention_for_cpu_backward": _cpu_flash_backward,
+}
+"""Formulas for ops torch's ``flop_registry`` does not know (Note [Counter gaps]), by
+overload-packet name, called like the registry's (tensors, then ``out_val``)."""

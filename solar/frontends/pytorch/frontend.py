@@ -20,9 +20,11 @@ from solar.diagnostics import FrontendError
 from solar.frontends.protocol import (
     FrontendOptions,
     FrontendResult,
+    OptionName,
     Progress,
     ReferenceCheck,
     ValidationPlan,
+    refuse_unsupported,
     require_extra,
     require_python_file,
 )
@@ -67,6 +69,7 @@ class TorchFrontend:
         """
         if path is not None:
             require_python_file(path, "torch")
+        refuse_unsupported("torch", options, _TORCH_OPTIONS)
         require_extra("torch", "torch")
         from solar.frontends.kit.collectives import declared_world_size
         from solar.frontends.pytorch.driver import lower_capture
@@ -76,12 +79,14 @@ class TorchFrontend:
         world = declared_world_size(path) if path is not None else None
         if world is not None:
             assert path is not None
+            refuse_unsupported("torch", options, frozenset(), where="a torch.distributed file")
             return _distributed(path, world, progress)
 
         progress("capturing ATen ops over fake tensors")
         capture = trace_model_file(
             path,
             entry=options.entry,
+            entry_args=options.entry_args,
             inputs=options.inputs_file,
             overrides=dict(options.sizes) or None,
             train=options.train,
@@ -98,6 +103,7 @@ class TorchFrontend:
                 budget,
                 budget_seconds=seconds,
                 entry=options.entry,
+                entry_args=options.entry_args,
                 inputs=options.inputs_file,
                 input_shapes=options.input_shapes,
                 op_fallback=fallback,
@@ -138,6 +144,7 @@ class TorchFrontend:
             UsageError: torch is not installed (E0908).
             FrontendError: capture and reference errors.
         """
+        refuse_unsupported("torch", options, _TORCH_OPTIONS)
         require_extra("torch", "torch")
         from solar.frontends.pytorch.driver import lower_capture
         from solar.frontends.pytorch.trace import trace_module
@@ -153,6 +160,12 @@ class TorchFrontend:
         fallback = _op_fallback(options, check)
         lowered = lower_capture(capture, op_fallback=fallback)
         return _result(capture, lowered, options, None, fallback)
+
+
+_TORCH_OPTIONS: frozenset[OptionName] = frozenset(
+    {"entry", "inputs_file", "input_shapes", "sizes", "train", "train_step", "optimizer"}
+)
+"""What the PyTorch frontend honours (`refuse_unsupported`): all but ``--reference``."""
 
 
 def _distributed(path: Path, world: int, progress: Progress) -> FrontendResult:
@@ -224,6 +237,7 @@ def _symbolic(
         other = trace_model_file(
             path,
             entry=options.entry,
+            entry_args=options.entry_args,
             overrides=dict(binding),
             train=options.train,
             step=_train_step(options),

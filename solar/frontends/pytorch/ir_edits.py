@@ -202,12 +202,14 @@ def aliases_last(program: Program) -> Program:
 
 
 def emit_copy(
-    pb: ProgramBuilder, name: str, src: TensorInfo, dst: TensorInfo, *, alias: bool = False
+    pb: ProgramBuilder, name: str, src: TensorInfo, dst: TensorInfo, *, alias: bool = False,
+    inplace: bool = False,
 ) -> None:
     """A kernel ``dst[idx] = src[idx]`` over ``dst``'s shape.
 
     With ``alias`` it is an alias kernel, unless the copy could not be one (a dtype
-    change, or subscripts that read tensors): then it stays a charged copy.
+    change, or subscripts that read tensors): then it stays a charged copy. With
+    ``inplace`` (a whole copy of an input into its next version) it is an in-place kernel.
     """
     kb = pb.kernel(name)
     idx = kb.fresh_vars(dst.rank)
@@ -218,5 +220,6 @@ def emit_copy(
         and src.ref.dtype == dst.ref.dtype
         and not any(isinstance(e, Access) for i in read.indices for e in walk_exprs(i))
     )
+    kb.inplace = inplace
     kb.emit(*nest(list(zip(idx, dst.shape, strict=True)), [body]))
     pb.finish_kernel(kb)

@@ -13,7 +13,8 @@ optionally ``get_init_inputs()``; sizes are module-level integer constants, whic
 
 Error codes: E0501 user code raised; E0502 entry point missing; E0503 entry point
 returned an unexpected value; E0504 model file missing or not Python; E0507 inputs
-file unreadable.
+file unreadable; E0513 the entry cannot be built or called with the arguments given
+(`solar.frontends.pytorch.entry`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import importlib
-import re
 import sys
 import types
 from collections.abc import Callable, Mapping
@@ -29,19 +29,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from solar.diagnostics import FrontendError, UsageError
+from solar.diagnostics import FrontendError
 from solar.frontends.inputs import InputShape
 from solar.frontends.kit import (
-    FRAMEWORK_DTYPE_NAMES,
     check_overrides,
     import_model_file,
     module_int_constants,
 )
 from solar.frontends.pytorch.batch import cut_batch
+from solar.frontends.pytorch.entry import build_entry, check_call, entry_kind
+from solar.frontends.pytorch.inputs import inputs_from_shapes, load_inputs_file
 from solar.frontends.pytorch.instance import Instance, seed_everything, user_code
-from solar.frontends.pytorch.torchvision_shim import retry_with_torchvision_shim
 from solar.frontends.pytorch.train_step import TrainStep, training_instance
-from solar.ir import DType
 
 __all__ = [
     "REAL_BUDGET_BYTES",
@@ -84,6 +83,7 @@ class ProgramSource:
     name: str
     path: Path | None = None
     entry: str | None = None
+    entry_args: str | None = None
     inputs_path: Path | None = None
     input_shapes: tuple[InputShape, ...] = ()
     overrides: tuple[tuple[str, int], ...] = ()
@@ -99,7 +99,12 @@ class ProgramSource:
 
 def _entry_point(module: types.ModuleType, name: str, path: Path) -> Callable[..., Any]:
     fn = getattr(module, name, None)
-    if fn is None or not callable(fn):
+    if fn is not None and not callable(fn):
+        raise FrontendError(
+            f"`{name}` in {path.name} is a {type(fn).__name__}, not a class or function",
+            code="E0513",
+        )
+    if fn is None:
         raise FrontendError(
             f"{path.name} has no `{name}`",
             code="E0502",
@@ -117,73 +122,6 @@ def _as_args(value: Any, what: str) -> tuple[Any, ...]:
     raise FrontendError(
         f"{what} returned {type(value).__name__}, expected a list or tuple", code="E0503"
     )
-
-
-_POSITIONAL_NPZ = re.compile(r"^arr_\d+$")
-
-
-def load_inputs_file(path: Path) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """Positional and keyword inputs from a ``.npz`` or ``.pt`` file, loaded safely.
-
-    ``.npz`` (``allow_pickle=False``): arrays named ``arr_0, arr_1...`` (``np.savez(f, a,
-    b)``) are positional, in order; any other name is a keyword (``np.savez(f, x=a)``).
-    ``.pt`` (``torch.load(weights_only=True)``): a tensor is the one positional input, a
-    list or tuple the positional inputs, a dict of str the keyword inputs.
-
-    Raises:
-        FrontendError: E0507 unreadable, unsafe or of another structure.
-    """
-    import pickle
-
-    import torch
-
-    from solar.files import MAX_NPZ_BYTES, check_input, load_npz
-
-    try:  # a FIFO or a device is refused unread; a .pt is stored, not compressed
-        check_input(path, max_bytes=MAX_NPZ_BYTES)
-    except UsageError as err:
-        raise FrontendError(err.message, code="E0507") from err
-    if path.suffix == ".npz":
-        try:  # the one .npz reader (empty, corrupt, .npy, pickled: all refused)
-            arrays = load_npz(path)
-        except UsageError as err:
-            raise FrontendError(err.message, code="E0507") from err
-        args = tuple(torch.from_numpy(a) for k, a in arrays.items() if _POSITIONAL_NPZ.match(k))
-        kwargs = {k: torch.from_numpy(a) for k, a in arrays.items() if not _POSITIONAL_NPZ.match(k)}
-        return args, kwargs
-    try:
-        obj = torch.load(path, weights_only=True)
-    except (OSError, ValueError, RuntimeError, EOFError, pickle.UnpicklingError) as err:
-        raise FrontendError(f"cannot read inputs file {path}: {err}", code="E0507") from err
-    if isinstance(obj, torch.Tensor):
-        return (obj,), {}
-    if isinstance(obj, list | tuple):
-        return tuple(obj), {}
-    if isinstance(obj, dict) and all(isinstance(k, str) for k in obj):
-        return (), dict(obj)
-    raise FrontendError(f"inputs file {path} holds {type(obj).__name__}", code="E0507")
-
-
-def inputs_from_shapes(shapes: tuple[InputShape, ...]) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """Seeded random tensors for ``--input-shape`` specs (positional, then keyword)."""
-    import torch
-
-    seed_everything()
-    args: list[Any] = []
-    kwargs: dict[str, Any] = {}
-    for spec in shapes:
-        dtype = getattr(torch, FRAMEWORK_DTYPE_NAMES[DType(spec.dtype)])
-        if spec.dtype == "bool":
-            t = torch.ones(spec.shape, dtype=dtype)
-        elif dtype.is_floating_point:
-            t = torch.randn(spec.shape, dtype=dtype)
-        else:
-            t = torch.randint(0, spec.high, spec.shape, dtype=dtype)
-        if spec.name is None:
-            args.append(t)
-        else:
-            kwargs[spec.name] = t
-    return tuple(args), kwargs
 
 
 def _tensor_attrs(root: Any) -> dict[int, str]:
@@ -212,20 +150,9 @@ def _state(module: Any) -> dict[str, Any]:
 
 def _import_source(source: ProgramSource) -> types.ModuleType:
     """The model file, or the ``pkg.mod`` of an ``entry="pkg.mod:fn"`` without a file,
-    with the size constants of ``source.overrides`` rebound.
-
-    An import that fails only because a CUDA torchvision cannot load its extension
-    beside CPU torch is retried once with its schemas declared (`torchvision_shim`).
+    with the size constants of ``source.overrides`` rebound. (A CUDA torchvision beside
+    CPU torch imports on every path: `solar.torchvision_shim`, installed by ``import solar``.)
     """
-    try:
-        return _import_once(source)
-    except FrontendError as err:
-        if err.code != "E0501" or not retry_with_torchvision_shim(err.__cause__ or err):
-            raise
-    return _import_once(source)
-
-
-def _import_once(source: ProgramSource) -> types.ModuleType:
     if source.path is not None:
         return import_model_file(
             source.path,
@@ -253,21 +180,24 @@ def _build_from_file(source: ProgramSource, fake_mode: Any) -> Instance:
     ctx = fake_mode if fake_mode is not None else contextlib.nullcontext()
     attr = source.entry.rsplit(":", 1)[-1] if source.entry is not None else "Model"
     target = _entry_point(module, attr, where)
-    builds = source.entry is None or isinstance(target, type)  # a class: build it first
+    kind = entry_kind(target, attr, entry_args=source.entry_args)
     get_init = getattr(module, "get_init_inputs", None)
+
+    def init() -> tuple[Any, ...]:
+        return _as_args(get_init(), "get_init_inputs()")  # type: ignore[misc]
+
     with ctx:
-        model: Any = target
-        if builds:
-            with user_code("get_init_inputs()"):
-                init = _as_args(get_init(), "get_init_inputs()") if callable(get_init) else ()
-            with user_code(f"{attr}(*get_init_inputs())"):
-                seed_everything()
-                model = target(*init)
-            if not callable(model):
-                raise FrontendError(
-                    f"{attr}(...) gave {type(model).__name__}, not a callable", code="E0503"
-                )
+        model = build_entry(
+            target,
+            attr,
+            kind=kind,
+            entry_args=source.entry_args,
+            init=init if callable(get_init) else None,
+            user_code=user_code,
+            seed=seed_everything,
+        )
     args, kwargs = _entry_inputs(source, module, where, ctx)
+    check_call(model, args, kwargs, what=f"{attr} on its {len(args) + len(kwargs)} input(s)")
     if fake_mode is not None and (source.inputs_path is not None or source.input_shapes):
 
         def conv(a: Any) -> Any:
@@ -315,7 +245,7 @@ def _fake_wrap(inst: Instance, fake_mode: Any) -> Instance:
     """Turn a real instance into a fake one: params and inputs via ``from_tensor``."""
     import torch
 
-    from solar.frontends.pytorch.reparam import swapped_state
+    from solar.frontends.pytorch.reparam import attributes_restored, swapped_state
 
     def conv(x: Any) -> Any:
         return fake_mode.from_tensor(x) if isinstance(x, torch.Tensor) else x
@@ -338,7 +268,7 @@ def _fake_wrap(inst: Instance, fake_mode: Any) -> Instance:
 
     def run(*a: Any, **kw: Any) -> Any:
         # not torch.func.functional_call: Note [Shared submodules] in reparam.py
-        with swapped_state(module, originals, state):
+        with swapped_state(module, originals, state), attributes_restored(module):
             return module(*a, **kw)
 
     return Instance(
@@ -347,10 +277,16 @@ def _fake_wrap(inst: Instance, fake_mode: Any) -> Instance:
 
 
 def instantiate(
-    source: ProgramSource, *, fake_mode: Any = None, real_fallback: bool = True
+    source: ProgramSource,
+    *,
+    fake_mode: Any = None,
+    real_fallback: bool = True,
+    within_budget: bool = False,
 ) -> Instance:
     """Build the program described by ``source`` (its inputs' batch cut to ``source.batch``;
-    its training step if ``source.step``).
+    float64 if ``source.float64``; its training step if ``source.step``). Every build,
+    fake, real or the real fallback of a fake one, goes through here, so none of these
+    options is dropped on a fallback path.
 
     Args:
         source: where the program comes from.
@@ -359,6 +295,8 @@ def instantiate(
             identical).
         real_fallback: when building under ``fake_mode`` fails, build it for real and
             convert (default); ``False`` re-raises instead.
+        within_budget: a real build of a file fails fast past `REAL_BUDGET_BYTES`
+            (`build_real_within_budget`: the fallback when fake tensors could not run it).
 
     Returns:
         The built `Instance`.
@@ -367,7 +305,10 @@ def instantiate(
         FrontendError: E0501-E0504, E0507 (see module docstring), E0540/E0541 (the
             training step: solar.frontends.pytorch.train_step).
     """
-    inst = _instantiate(source, fake_mode=fake_mode, real_fallback=real_fallback)
+    if within_budget and fake_mode is None and source.target is None:
+        inst = build_real_within_budget(source)
+    else:
+        inst = _instantiate(source, fake_mode=fake_mode, real_fallback=real_fallback)
     if source.batch is not None:
         inst = cut_batch(inst, source.batch)
     if source.float64 and fake_mode is None:
@@ -481,7 +422,9 @@ def build_real_within_budget(source: ProgramSource) -> Instance:
 
     The budget is enforced before anything is allocated (Note [Memory budget] in
     `solar.budget`), so a model whose ``__init__`` or ``get_inputs`` would take 40 GB
-    fails at the allocation instead of exhausting the machine.
+    fails at the allocation instead of exhausting the machine. `instantiate`
+    (``within_budget=True``) applies the batch cut, float64 and the training step on
+    top, so a capture that falls back to real tensors analyses the step asked for.
 
     Raises:
         FrontendError: E0505 over the budget; E0501-E0504, E0507 as `instantiate`.
@@ -510,6 +453,7 @@ def source_for_file(
     path: str | Path | None,
     *,
     entry: str | None = None,
+    entry_args: str | None = None,
     inputs: str | Path | None = None,
     overrides: Mapping[str, int] | None = None,
     train: bool = False,
@@ -523,6 +467,7 @@ def source_for_file(
         name=name,
         path=p,
         entry=entry,
+        entry_args=entry_args,
         inputs_path=Path(inputs) if inputs is not None else None,
         input_shapes=tuple(input_shapes),
         overrides=tuple(sorted((overrides or {}).items())),

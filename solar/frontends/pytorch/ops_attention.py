@@ -117,6 +117,11 @@ def emit_attention(ctx: LowerCtx, kb: Sink, a: Attention) -> None:
             for kd, qd, ix in zip(kv_lead, lead, outer.idx, strict=True)
         ]
     scores = kb.local(acc, [*lead, n_q, n_k], "scores")
+    # Note [Mask spellings] in solar.ir.masks: with a mask, the masked logits and the
+    # probabilities get locals of their own, each written once, so that a mask the
+    # bounds can fold (``generate_square_subsequent_mask``) skips Q K^T and P V alike
+    logits = kb.local(acc, [*lead, n_q, n_k], "logits") if a.mask is not None else scores
+    probs = kb.local(acc, [*lead, n_q, n_k], "probs") if a.mask is not None else scores
     row_max = kb.local(acc, [*lead, n_q], "row_max")
     row_sum = kb.local(acc, [*lead, n_q], "row_sum")
     o_acc = kb.local(acc, [*lead, n_q, ev], "o_acc") if acc != a.out.dtype else None
@@ -138,7 +143,7 @@ def emit_attention(ctx: LowerCtx, kb: Sink, a: Attention) -> None:
                 scaled = Call("select", (mval, scaled, Unary("-", lit(float("inf")))))
             else:
                 scaled = Binary("+", scaled, cast(mval, a.mask.dtype, acc))
-        s3 = scores[(*q_lead, i, j3)]
+        s3 = probs[(*q_lead, i, j3)]
         out_t: Access = (
             o_acc[(*q_lead, i, d2)] if o_acc is not None else ctx.write(a.out, [*q_lead, i, d2])
         )
@@ -148,16 +153,16 @@ def emit_attention(ctx: LowerCtx, kb: Sink, a: Attention) -> None:
                 [
                     Assign(s_at, lit(0.0)),
                     *nest([(d, e_dim)], [Reduce(s_at, "+", qk)]),
-                    Assign(s_at, scaled),
+                    Assign(logits[(*q_lead, i, j)], scaled),
                 ],
             ),
             Assign(m_at, Unary("-", lit(float("inf")))),
-            *nest([(j2, j_hi)], [Reduce(m_at, "max", scores[(*q_lead, i, j2)])]),
+            *nest([(j2, j_hi)], [Reduce(m_at, "max", logits[(*q_lead, i, j2)])]),
             Assign(l_at, lit(0.0)),
             *nest(
                 [(j3, j_hi)],
                 [
-                    Assign(s3, Call("exp", (Binary("-", s3, m_at),))),
+                    Assign(s3, Call("exp", (Binary("-", logits[(*q_lead, i, j3)], m_at),))),
                     Reduce(l_at, "+", s3),
                 ],
             ),
@@ -173,7 +178,7 @@ def emit_attention(ctx: LowerCtx, kb: Sink, a: Attention) -> None:
                                 "+",
                                 Binary(
                                     "*",
-                                    scores[(*q_lead, i, j4)],
+                                    probs[(*q_lead, i, j4)],
                                     cast(ctx.read(v, [*kv_idx, j4, d2]), v.dtype, acc),
                                 ),
                             )
@@ -202,7 +207,7 @@ def emit_attention(ctx: LowerCtx, kb: Sink, a: Attention) -> None:
                 [
                     Assign(
                         ctx.write(a.weights, [*q_lead, i, j5]),
-                        Binary("/", scores[(*q_lead, i, j5)], l_at),
+                        Binary("/", probs[(*q_lead, i, j5)], l_at),
                     )
                 ],
             )

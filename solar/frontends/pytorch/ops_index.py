@@ -9,7 +9,7 @@ scattered elements are written, as eager does. ``scatter_reduce`` without ``self
 starts each target from the reduction's identity (``-inf`` for ``amax``...); its
 ``mean`` keeps a sum and a count per target (Note [Scatter mean division]). Negative
 index values are not wrapped (models index with non-negative tensors); boolean-mask
-indexing has a data-dependent shape and is left uncovered.
+indexing compacts (``ops_mask_index.py``).
 """
 
 from __future__ import annotations
@@ -42,6 +42,11 @@ from solar.frontends.pytorch.lowering_utils import (
     same_value,
     scalar_lit,
     tensor_arg,
+)
+from solar.frontends.pytorch.ops_mask_index import (
+    is_mask_index,
+    lower_mask_index,
+    lower_mask_index_put,
 )
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
 from solar.ir import Access, Assign, DType, Expr, If, IntLit, Name, Reduce, ReduceOp, Stmt, lit
@@ -171,6 +176,8 @@ def advanced_index(
 
 @LOWERINGS.register("aten.index", "aten._unsafe_index")
 def _index(ctx: LowerCtx, call: OpCall) -> None:
+    if is_mask_index(call.arg(1, "indices")):
+        return lower_mask_index(ctx, call)
     x, out = tensor_arg(call, 0, "self"), out0(call)
     _, index_fn = advanced_index(x.shape, call.arg(1, "indices"))
     kb = ctx.kernel()
@@ -300,6 +307,8 @@ def _index_put(ctx: LowerCtx, call: OpCall) -> None:
     x, out = tensor_arg(call, 0, "self"), out0(call)
     values = call.arg(2, "values")
     accumulate = bool(call.arg(3, "accumulate", False))
+    if is_mask_index(call.arg(1, "indices")):
+        return lower_mask_index_put(ctx, call, accumulate=accumulate)
     rshape, index_fn = advanced_index(x.shape, call.arg(1, "indices"))
     kb = _start(ctx, call, x, out)
     kb.emit(

@@ -125,6 +125,7 @@ def reference_at_reduced_sizes(
     budget_bytes: int,
     *,
     entry: str | None = None,
+    entry_args: str | None = None,
     inputs: str | Path | None = None,
     input_shapes: tuple[InputShape, ...] = (),
     op_fallback: OpFallback | None = None,
@@ -153,6 +154,7 @@ def reference_at_reduced_sizes(
         src = source_for_file(
             path,
             entry=entry,
+            entry_args=entry_args,
             inputs=inputs,
             overrides=overrides,
             train=train,

@@ -22,7 +22,7 @@ import contextlib
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-__all__ = ["swapped_state"]
+__all__ = ["attributes_restored", "swapped_state"]
 
 
 @contextlib.contextmanager
@@ -48,3 +48,27 @@ def swapped_state(
     finally:
         for table, key, orig in slots:
             table[key] = orig
+
+
+@contextlib.contextmanager
+def attributes_restored(module: Any) -> Iterator[None]:
+    """Undo the plain attributes a fake/meta forward sets on the modules (ultralytics'
+    detection head caches ``self.anchors`` computed on the input): the user's module
+    must not keep fake tensors for its real runs (the reference, ``--measure``)."""
+    import torch
+
+    mods = list(module.modules()) if isinstance(module, torch.nn.Module) else []
+    saved = [dict(vars(m)) for m in mods]
+    try:
+        yield
+    finally:
+        for m, before in zip(mods, saved, strict=True):
+            now = vars(m)
+            for key in [k for k in now if k not in before]:
+                del now[key]
+            for key, value in before.items():
+                if now.get(key, _MISSING) is not value:
+                    now[key] = value
+
+
+_MISSING = object()

@@ -23,6 +23,7 @@ def trace_model_file(
     path: str | Path | None,
     *,
     entry: str | None = None,
+    entry_args: str | None = None,
     inputs: str | Path | None = None,
     overrides: dict[str, int] | None = None,
     real: bool = False,
@@ -38,6 +39,7 @@ def trace_model_file(
             ``get_init_inputs``), or defining the ``entry`` function; ``None`` with
             ``entry="pkg.mod:fn"`` imports ``pkg.mod`` instead.
         entry: call this function instead of ``Model`` (``"fn"`` or ``"module:fn"``).
+        entry_args: JSON arguments that build the entry (``--entry-args``).
         inputs: ``.npz``/``.pt`` file with the entry function's positional inputs
             (default: the file's ``get_inputs()``).
         overrides: replace module-level integer constants (sizes) before running.
@@ -56,6 +58,7 @@ def trace_model_file(
     source = source_for_file(
         path,
         entry=entry,
+        entry_args=entry_args,
         inputs=inputs,
         overrides=overrides,
         train=train,

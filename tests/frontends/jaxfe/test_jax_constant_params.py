@@ -1,6 +1,6 @@
 """Zero- and one-initialised Flax parameters keep their work through the whole pipeline.
 
-Note [Uniform parameters] in `solar.ir.masks`: after validation the pipeline turns
+Note [Uniform parameters] in `solar.validate.constants`: after validation the pipeline turns
 parameters whose captured values are an index pattern (a ``tril`` buffer) into index
 formulas. A uniform value is an initializer's, not a mask: LoRA's ``B`` starts at zero,
 stacked (``nn.scan``/``nn.vmap``) biases and LayerNorm scales are 2-D zeros and ones.

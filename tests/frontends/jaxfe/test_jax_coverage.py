@@ -41,6 +41,23 @@ def test_uncovered_inside_scan_uncovers_the_scan() -> None:
     lowered = check_fn(f, rand(4, 3), covered=False)
     assert [u.target for u in lowered.coverage] == ["scan"]
     assert "sort" in lowered.coverage[0].reason
+    # the note that carries it to the report (Note [What stopped a loop])
+    assert any(n.startswith("scan uncovered:") and "`sort`" in n for n in lowered.notes)
+
+
+def test_a_loop_names_the_inner_equation_that_stopped_it() -> None:
+    def f(x: Any) -> Any:  # a while_loop whose trip count depends on the values
+        def body(c: Any, _: Any) -> Any:
+            c = jax.lax.while_loop(lambda v: v.sum() < 100.0, lambda v: v * 2.0 + 1.0, c)
+            return c, c.sum()
+
+        return jax.lax.scan(body, x, None, length=2)
+
+    lowered = check_fn(f, rand(5), covered=False)
+    (op,) = lowered.coverage
+    assert op.target == "scan"
+    note = next(n for n in lowered.notes if n.startswith("scan uncovered:"))
+    assert "`while`: while_loop without a static trip count" in note, note
 
 
 def test_random_ops_are_uncovered_but_downstream_lowered() -> None:

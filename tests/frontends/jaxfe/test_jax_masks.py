@@ -78,7 +78,7 @@ def get_inputs():
 
 
 def test_local_window_scores_count_the_band(tmp_path: Any) -> None:
-    # Note [Iota parameters] in `solar.ir.masks`: the window compares two captured
+    # Note [Iota parameters] in `solar.validate.constants`: the window compares two captured
     # `arange(16)` constants; as index formulas they are the guards j <= i and
     # i - 3 <= j (Note [Conjunctions]), and Q K^T and its scale are charged on the band:
     # rows keep 1, 2, 3, then 4 keys, 58 of the 256 pairs, 2 * 58 * 8 * 2 = 1,856 FLOPs

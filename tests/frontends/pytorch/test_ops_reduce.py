@@ -137,3 +137,21 @@ def test_scan_loop_is_seq_and_outermost() -> None:
     (kernel,) = low.program.kernels
     seq_loops = [s for s in kernel.body if getattr(s, "seq", False)]
     assert len(seq_loops) == 1
+
+
+# Zero-size operands: a reduction whose output is empty emits no loops, and a reduction
+# over an empty axis writes its identity; every output is written (E0217 otherwise).
+EMPTY_REDUCTIONS = {
+    "sum_empty_rows": lambda x: x[:, :0, :].sum(-1),
+    "sum_over_empty": lambda x: x[:, :, :0].sum(-1),
+    "amax_empty_rows": lambda x: x[:, :0, :].amax(-1),
+    "mean_empty_rows": lambda x: x[:0].mean(1),
+    "argmax_empty_rows": lambda x: x[:, :0, :].argmax(-1),
+    "cumsum_empty": lambda x: x[:, :0].cumsum(1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EMPTY_REDUCTIONS))
+def test_reductions_of_zero_size_operands_write_every_output(name: str) -> None:
+    lowered = check_program(EMPTY_REDUCTIONS[name], torch.randn(2, 3, 4))
+    assert lowered.program.kernels

@@ -52,12 +52,9 @@ HEADS = {"resnet50": None, "vit_b_16": "self.net.heads.head", "swin_t": None,
 
 @pytest.fixture(scope="module", autouse=True)
 def _torchvision() -> None:
-    from zoo.torchvision_cpu import ensure_torchvision
+    import solar  # noqa: F401  (a CUDA torchvision beside CPU torch: solar.torchvision_shim)
 
-    try:
-        ensure_torchvision()
-    except ImportError:
-        pytest.skip("torchvision is not installed")
+    pytest.importorskip("torchvision")
 
 
 def _model_file(tmp_path: Path, ctor: str) -> Path:

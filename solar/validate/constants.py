@@ -1,0 +1,147 @@
+"""Parameters whose reference values are an index pattern, rewritten as index formulas.
+
+Contract: ``(Program, values by IR name) -> Program`` (pure; the same object when
+nothing applies). This is the one step of preparing a program for the bounds that reads
+the reference run's arrays (issue 25: the IR package never reads run values), so it
+lives beside the run: the preparation stage calls `constant_params` once the reference
+values are known, and `solar.ir.elide_masked_work` then folds the formulas (Note
+[Constant masks] in `solar.ir.masks`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+
+import numpy as np
+
+from solar.ir import (
+    Access,
+    Assign,
+    Binary,
+    Call,
+    Cast,
+    DType,
+    Expr,
+    For,
+    IntLit,
+    Kernel,
+    Lin,
+    Name,
+    Program,
+    Stmt,
+    eval_int,
+    lit,
+    pred_expr,
+    resolve_sizes,
+)
+
+__all__ = ["constant_params"]
+
+
+def constant_params(program: Program, values: Mapping[str, object]) -> Program:
+    """Turn parameters whose captured values are an index pattern into index formulas.
+
+    A buffer such as ``register_buffer("bias", torch.ones(T, T).tril())`` is known when
+    the program is captured. A ``param`` whose value (in ``values``, by IR name, with the
+    declared shape at the program's sizes; a symbolic extent stays symbolic in the
+    formula, the pattern taken as the buffer's construction, as ``tril`` of a size
+    constant is) is constant over its leading dims and, over its last two dims ``(i,
+    j)``, one value where ``j - i <= k`` (or ``i - j <= k``) and another elsewhere,
+    becomes a temp written from indices by a new first kernel; `elide_masked_work` then
+    folds it (Note [Constant masks]). Float and bool values only; a zero-size value is
+    left alone.
+
+    Returns:
+        The program with such parameters rewritten, or ``program`` itself.
+    """
+
+    kernels: list[Kernel] = []
+    tensors = list(program.tensors)
+    env = resolve_sizes(program)
+    for n, t in enumerate(program.tensors):
+        v = values.get(t.name)
+        if t.role != "param" or not isinstance(v, np.ndarray) or v.size == 0:
+            continue  # a zero-size parameter holds no values, so no pattern (brax)
+        if tuple(v.shape) != tuple(eval_int(s, env) for s in t.shape):
+            continue
+        offset = _iota_offset(v, t.shape, t.dtype)
+        if offset is not None:
+            kernels.append(_iota_kernel(t.name, t.shape[0], t.dtype, offset))
+            tensors[n] = replace(t, role="temp")
+            continue
+        if len(t.shape) < 2 or v.dtype.kind not in "fb":
+            continue
+        pattern = _tri_pattern(v.reshape(-1, v.shape[-2], v.shape[-1]))
+        if pattern is None:
+            continue
+        kernels.append(_formula_kernel(t.name, t.shape, *pattern))
+        tensors[n] = replace(t, role="temp")
+    if not kernels:
+        return program
+    return replace(program, tensors=tuple(tensors), kernels=(*kernels, *program.kernels))
+
+
+def _iota_offset(v: object, shape: tuple[Expr, ...], dtype: DType) -> int | None:
+    """``c`` when ``v`` is the integer vector ``arange(n) + c`` (``n >= 2``), else None.
+
+    Note [Iota parameters]: JAX captures ``jnp.arange(T)`` inside a traced function as a
+    constant, which the IR takes as a parameter; a sliding-window mask compares two of
+    them (``q_pos >= k_pos`` and ``q_pos <= k_pos + w``). As a formula of its index the
+    comparison is an affine guard (Note [Conjunctions]); the values are the same.
+    """
+
+    arr = np.asarray(v)
+    if (len(shape) != 1 or dtype.is_float or dtype == DType.BOOL or arr.ndim != 1
+            or arr.shape[0] < 2 or arr.dtype.kind not in "iu"):
+        return None
+    offset = int(arr[0])
+    if not np.array_equal(arr, np.arange(arr.shape[0]) + offset):
+        return None
+    return offset
+
+
+def _iota_kernel(name: str, extent: Expr, dtype: DType, offset: int) -> Kernel:
+    value: Expr = Cast(dtype, Name("c0"))
+    if offset:
+        value = Binary("+" if offset > 0 else "-", value, IntLit(abs(offset)))
+    body = For("c0", IntLit(0), extent, (Assign(Access(name, (Name("c0"),)), value),))
+    return Kernel(f"{name}_from_indices", (), (body,))
+
+
+def _tri_pattern(v: object) -> tuple[bool, int, float | bool, float | bool] | None:
+    """``(lower, k, a, b)``: ``v[., i, j]`` is ``a`` where ``j - i <= k`` (lower) or
+    ``i - j <= k`` (upper), else ``b``; None for any other pattern."""
+
+    arr = np.asarray(v)
+    if not (arr == arr[:1]).all():
+        return None
+    m = arr[0]
+    if (m == m.flat[0]).all():
+        # Note [Uniform parameters]: one value everywhere is an initializer's (zeros, ones),
+        # not a mask: a trainable weight that starts at zero (LoRA's B, a zero-initialised
+        # projection, stacked biases) still does its work at every later step, and a
+        # select between equal values would only add FLOPs at every read.
+        return None
+    rows, cols = m.shape
+    i, j = np.indices(m.shape)
+    a = m[0, 0].item()
+    for lower, line, diff, span in ((True, m[0], j - i, cols), (False, m[:, 0], i - j, rows)):
+        run = int(np.argmin(line == a)) if not (line == a).all() else span
+        b = line[run].item() if run < span else a
+        k = run - 1
+        if np.array_equal(m, np.where(diff <= k, a, b)):
+            return lower, k, a, b
+    return None
+
+
+def _formula_kernel(name: str, shape: tuple[Expr, ...], lower: bool, k: int,
+                    a: float | bool, b: float | bool) -> Kernel:
+    dims = [f"c{d}" for d in range(len(shape))]
+    i, j = Name(dims[-2]), Name(dims[-1])
+    cond = pred_expr(Lin.of({j.name: 1, i.name: -1} if lower else {i.name: 1, j.name: -1}, -k))
+    body: Stmt = Assign(Access(name, tuple(Name(d) for d in dims)),
+                        Call("select", (cond, lit(a), lit(b))))
+    for d, extent in reversed(list(zip(dims, shape, strict=True))):
+        body = For(d, IntLit(0), extent, (body,))
+    return Kernel(f"{name}_from_indices", (), (body,))

@@ -1,0 +1,88 @@
+"""The independent FLOP check's padding accounting (solar/frontends/pytorch/flops.py):
+taps over zero padding of a convolution, and taps of a transposed convolution that
+write the outputs its ``padding`` crops, counted from the shapes and checked against a
+brute-force enumeration and against SOLAR's own count (no false shortfall)."""
+
+from __future__ import annotations
+
+import pytest
+
+import solar
+from solar.frontends.pytorch.flops import padding_flops
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.torch
+
+# (input size, kernel, stride, padding, dilation, output_padding)
+TRANSPOSED = [
+    (4, 3, 2, 1, 1, 1),
+    (5, 4, 2, 1, 1, 0),
+    (6, 3, 1, 0, 1, 0),
+    (3, 3, 3, 2, 2, 2),
+    (7, 2, 2, 0, 1, 0),
+]
+
+
+def _brute_kept(n: int, k: int, s: int, p: int, d: int, op: int) -> int:
+    out = (n - 1) * s - 2 * p + d * (k - 1) + op + 1
+    return sum(1 for i in range(n) for t in range(k) if 0 <= i * s - p + t * d < out)
+
+
+@pytest.mark.parametrize("case", TRANSPOSED)
+def test_transposed_cropped_taps_match_enumeration(case: tuple[int, ...]) -> None:
+    n, k, s, p, d, op = case
+    cin, cout, batch = 3, 2, 2
+    total = 2 * batch * cin * cout * (n * k) ** 2  # FlopCounterMode: every input x tap
+    args = ((batch, cin, n, n), (cin, cout, k, k), None, (s, s), (p, p), (d, d), True, (op, op))
+    kept = 2 * batch * cin * cout * _brute_kept(n, k, s, p, d, op) ** 2
+    assert padding_flops("convolution", args, total) == total - kept
+
+
+@pytest.mark.parametrize("case", TRANSPOSED)
+def test_transposed_convolution_is_no_false_shortfall(case: tuple[int, ...]) -> None:
+    n, k, s, p, d, op = case
+    model = torch.nn.ConvTranspose2d(3, 2, k, stride=s, padding=p, dilation=d,
+                                     output_padding=op, bias=False)
+    report = solar.analyze(model, (torch.randn(2, 3, n, n),), validate="off")
+    check = report.coverage.independent_flops
+    assert check is not None
+    assert not check.shortfall, check
+    assert check.solar_flops >= check.covered_flops - check.padding_flops
+
+
+# Note [Counter gaps]: CPU flash attention, counted with the CUDA flash op's formula
+ATTENTION = [((2, 4, 16, 8), (2, 4, 16, 8)), ((1, 4, 12, 16), (1, 2, 20, 16))]
+
+
+@pytest.mark.parametrize(("q_shape", "kv_shape"), ATTENTION)
+def test_cpu_flash_attention_formula_agrees_with_the_registry(
+    q_shape: tuple[int, ...], kv_shape: tuple[int, ...]
+) -> None:
+    from torch.utils.flop_counter import flop_registry
+
+    from solar.frontends.pytorch.flops import EXTRA_FORMULAS
+
+    aten = torch.ops.aten
+    q, k, v = torch.randn(*q_shape), torch.randn(*kv_shape), torch.randn(*kv_shape)
+    theirs = flop_registry[aten._scaled_dot_product_flash_attention](q, k, v, out_val=None)
+    ours = EXTRA_FORMULAS["_scaled_dot_product_flash_attention_for_cpu"](q, k, v, out_val=None)
+    assert ours == theirs
+    causal = EXTRA_FORMULAS["_scaled_dot_product_flash_attention_for_cpu"](
+        q, k, v, 0.0, True, out_val=None
+    )
+    s_q, s_k = q_shape[2], kv_shape[2]
+    assert causal * s_q * s_k == theirs * sum(min(i + 1, s_k) for i in range(s_q))
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_independent_count_sees_cpu_attention(causal: bool) -> None:
+    def attend(q: object, k: object, v: object) -> object:
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+    q, k, v = (torch.randn(2, 4, 32, 16) for _ in range(3))
+    report = solar.analyze(attend, (q, k, v), validate="off")
+    check = report.coverage.independent_flops
+    assert check is not None
+    full = 2 * 2 * 4 * 32 * 32 * (16 + 16)
+    assert check.covered_flops == (full * (32 * 33 // 2) // (32 * 32) if causal else full)
+    assert not check.shortfall, check
