@@ -7,12 +7,11 @@ from typing import TYPE_CHECKING
 
 from solar import torchvision_shim
 from solar.options import DEFAULT_ARCH
+from solar.version import __version__
 
 if TYPE_CHECKING:
     from solar.options import OptimizerChoice, PrecisionPolicy, ValidateMode
     from solar.report import Report
-
-__version__ = "0.1.0"
 
 __all__ = ["__version__", "analyze"]
 

@@ -24,6 +24,7 @@ from typing import Final
 from solar.diagnostics import UsageError
 
 __all__ = [
+    "format_memory",
     "FALLBACK_BUDGET_BYTES",
     "VALIDATION_MEMORY_BYTES",
     "VALIDATION_MEMORY_ENV",
@@ -224,3 +225,16 @@ def uncapped_validation_memory() -> Iterator[None]:
         yield
     finally:
         _UNCAPPED.reset(token)
+
+
+def format_memory(n: int) -> str:
+    """``n`` bytes of memory in binary units, one decimal (budgets, a program's footprint;
+    reports quote traffic in SI units, `solar.report.format_bytes`).
+
+    >>> format_memory(3 * 2**29), format_memory(1536), format_memory(12)
+    ('1.5 GiB', '1.5 KiB', '12 B')
+    """
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"

@@ -96,6 +96,7 @@ __all__ = [
     "TimeLimitReachedError",
     "fork_is_safe",
     "run_guarded",
+    "user_stdout_to_stderr",
 ]
 
 T = TypeVar("T")
@@ -555,3 +556,17 @@ def _ended(status: int, stacks: IO[bytes]) -> FrontendError:
         "(os._exit in the program?)",
         code="E0530",
     )
+
+
+@contextlib.contextmanager
+def user_stdout_to_stderr() -> Iterator[None]:
+    """While user code runs, send what it prints to stderr.
+
+    Note [User output]: SOLAR's stdout carries data only (``--format json``, tables), so
+    a model's own ``print`` must not land in it. Every place that runs user code (the
+    frontends' ``user_code`` guards, `solar.measure`, the CLI around library calls)
+    uses this one helper. Only Python-level writes to ``sys.stdout`` are redirected;
+    native code writing to file descriptor 1 directly is not.
+    """
+    with contextlib.redirect_stdout(sys.stderr):
+        yield

@@ -18,6 +18,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from solar.guard import user_stdout_to_stderr
+
 __all__ = [
     "ProfiledOp",
     "Timing",
@@ -148,8 +150,6 @@ def time_callable(
         device: recorded in the result.
         event_timer: returns one trial's time in ms (CUDA events); overrides the clock.
     """
-    from solar.frontends.kit.loader import user_stdout_to_stderr
-
     samples: list[float] = []
     with user_stdout_to_stderr():  # the program's prints (Note [User output])
         for i in range(max(0, warmup)):
@@ -226,8 +226,6 @@ def profile_torch(run: Callable[[], object], *, cuda: bool) -> tuple[ProfiledOp,
     """The ATen ops of one run of ``run`` under torch.profiler, in execution order."""
     import torch
     from torch.profiler import ProfilerActivity, profile
-
-    from solar.frontends.kit.loader import user_stdout_to_stderr
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     with user_stdout_to_stderr(), profile(activities=activities) as prof:

@@ -49,7 +49,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, TypeVar
 
-from solar.batch.engine import EngineOptions, TaskFailure, TaskFn
+from solar.batch.tasks import EngineOptions, TaskFailure, TaskFn
 from solar.diagnostics import UsageError
 
 if TYPE_CHECKING:
@@ -225,7 +225,7 @@ def map_on_dask(
 
 @dataclass(frozen=True, slots=True)
 class DaskRunner:
-    """An open Dask client as a `solar.batch.engine.TaskRunner`."""
+    """An open Dask client as a `solar.batch.tasks.TaskRunner`."""
 
     client: Client
 

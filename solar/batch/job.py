@@ -32,9 +32,8 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, Literal, TypeAlias, get_args
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, get_args
 
-from solar import __version__
 from solar.diagnostics import UsageError
 from solar.options import (
     DEFAULT_ARCH,
@@ -44,6 +43,7 @@ from solar.options import (
     PrecisionPolicy,
     ValidateMode,
 )
+from solar.version import __version__
 
 if TYPE_CHECKING:
     from solar.pipeline import AnalyzeOptions
@@ -179,7 +179,7 @@ class BatchOptions:
         )
 
     @classmethod
-    def from_analysis_fields(cls, data: Mapping[str, object]) -> BatchOptions:
+    def from_analysis_fields(cls, data: Mapping[str, Any]) -> BatchOptions:
         """Inverse of `analysis_fields` (the limits keep their defaults).
 
         Raises:
@@ -193,16 +193,16 @@ class BatchOptions:
             raise TypeError("time_budget_s/entry have the wrong types")
         return cls(
             archs=tuple(str(a) for a in archs),
-            precision=data["precision"],  # type: ignore[arg-type]
-            cache=data["cache"],  # type: ignore[arg-type]
-            frontend=data["frontend"],  # type: ignore[arg-type]
+            precision=data["precision"],
+            cache=data["cache"],
+            frontend=data["frontend"],
             sizes={str(k): int(v) for k, v in sizes.items()},
-            validate=data["validate"],  # type: ignore[arg-type]
+            validate=data["validate"],
             time_budget_s=float(budget),
             entry=entry,
             train=bool(data["train"]),
             train_step=bool(data.get("train_step", False)),
-            optimizer=data.get("optimizer", "auto"),  # type: ignore[arg-type]
+            optimizer=data.get("optimizer", "auto"),
         )
 
 

@@ -36,7 +36,7 @@ import signal
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from solar.files import write_atomic
 
@@ -139,14 +139,14 @@ def guard_user_code(
         return {"status": "error", "error": "error[E0999]: " + _one_line(text)}
 
 
-def _analyse(job: dict[str, object]) -> dict[str, object]:
+def _analyse(job: dict[str, Any]) -> dict[str, object]:
     """Run the analysis; the result's status, error and report digest."""
     import hashlib
 
     from solar.batch.job import BatchOptions
     from solar.pipeline import analyze
 
-    options = BatchOptions.from_analysis_fields(job["options"])  # type: ignore[arg-type]
+    options = BatchOptions.from_analysis_fields(job["options"])
 
     def body() -> dict[str, object]:
         report = analyze(Path(str(job["file"])), options.analyze_options())

@@ -28,7 +28,7 @@ from solar.bounds.precision import PrecisionPolicy
 from solar.bounds.roofline import (
     Bound,
     CacheState,
-    arithmetic_intensity,
+    assemble_bound,
     memory_time_s,
     pipe_notes,
     pipe_table,
@@ -130,15 +130,10 @@ def cache_aware_bound(
         "reduction barriers; combined as max(compulsory + re-reads, pebble bounds)",
         "pipes overlap: compute time is the busiest pipe's time",
         *forced_notes,
-        *compiled.alternatives,
     ]
-    if not costs.exact:
-        notes.append("some counts are lower bounds (see docs/bounds.md)")
-    return Bound(
-        model="cache-aware", device=spec.name, precision_policy=precision_policy,
-        sizes=dict(costs.sizes), time_s=time, compute_time_s=work.compute_time_s,
-        compute_time_s_by_pipe=work.time_s_by_pipe, memory_time_s=memory, dram_bytes=dram,
-        l2_bytes=l2, flops=work.flops, flops_by_pipe=work.flops_by_pipe,
-        arithmetic_intensity=arithmetic_intensity(work.flops, dram, if_none_moved=math.inf),
-        bottleneck=bottleneck, assumptions=tuple(notes), counts_exact=costs.exact,
+    return assemble_bound(
+        "cache-aware", spec, precision_policy, compiled, costs, time_s=time,
+        bottleneck=bottleneck, compute_time_s=work.compute_time_s,
+        compute_time_s_by_pipe=work.time_s_by_pipe, memory_s=memory, dram_bytes=dram,
+        l2_bytes=l2, flops=work.flops, flops_by_pipe=work.flops_by_pipe, notes=notes,
     )

@@ -15,7 +15,6 @@ for every model; `unfused` and `cache-aware` are never below it.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -27,7 +26,7 @@ from solar.bounds.roofline import (
     Bound,
     CacheState,
     PipeTable,
-    arithmetic_intensity,
+    assemble_bound,
     by_label,
     memory_time_s,
     pipe_notes,
@@ -120,15 +119,10 @@ def fused_bound(
         cache_note,
         "program outputs are written to DRAM once per distinct element",
         "pipes overlap: compute time is the busiest pipe's time",
-        *compiled.alternatives,
     ]
-    if not costs.exact:
-        notes.append("some counts are lower bounds (see docs/bounds.md)")
-    return Bound(
-        model="fused", device=spec.name, precision_policy=precision_policy,
-        sizes=dict(costs.sizes), time_s=time, compute_time_s=work.compute_time_s,
-        compute_time_s_by_pipe=work.time_s_by_pipe, memory_time_s=memory, dram_bytes=dram,
-        l2_bytes=l2, flops=work.flops, flops_by_pipe=work.flops_by_pipe,
-        arithmetic_intensity=arithmetic_intensity(work.flops, dram, if_none_moved=math.inf),
-        bottleneck=bottleneck, assumptions=tuple(notes), counts_exact=costs.exact,
+    return assemble_bound(
+        "fused", spec, precision_policy, compiled, costs, time_s=time, bottleneck=bottleneck,
+        compute_time_s=work.compute_time_s, compute_time_s_by_pipe=work.time_s_by_pipe,
+        memory_s=memory, dram_bytes=dram, l2_bytes=l2, flops=work.flops,
+        flops_by_pipe=work.flops_by_pipe, notes=notes,
     )

@@ -40,6 +40,7 @@ __all__ = [
     "KernelBreakdown",
     "PipeTable",
     "arithmetic_intensity",
+    "assemble_bound",
     "by_label",
     "unit_time",
     "memory_time_s",
@@ -177,6 +178,42 @@ class Bound:
     kernels: Sequence[KernelBound] = ()
     assumptions: tuple[str, ...] = ()
     counts_exact: bool = True
+
+
+def assemble_bound(
+    model: BoundModel,
+    spec: HardwareSpec,
+    precision_policy: PrecisionPolicy,
+    compiled: CompiledCosts,
+    costs: CostArrays,
+    *,
+    time_s: float,
+    bottleneck: Bottleneck,
+    compute_time_s: float,
+    compute_time_s_by_pipe: Mapping[str, float],
+    memory_s: float,
+    dram_bytes: float,
+    l2_bytes: float,
+    flops: float,
+    flops_by_pipe: Mapping[str, float],
+    notes: Sequence[str],
+    kernels: Sequence[KernelBound] = (),
+) -> Bound:
+    """The one assembly of a `Bound`, for every model: its assumptions end with the
+    graph's alternatives and, where a count is only a lower bound, a note saying so; its
+    arithmetic intensity is FLOPs per DRAM byte (inf when no DRAM byte moves)."""
+    assumptions = [*notes, *compiled.alternatives]
+    if not costs.exact:
+        assumptions.append("some counts are lower bounds (see docs/bounds.md)")
+    return Bound(
+        model=model, device=spec.name, precision_policy=precision_policy,
+        sizes=dict(costs.sizes), time_s=time_s, compute_time_s=compute_time_s,
+        compute_time_s_by_pipe=compute_time_s_by_pipe, memory_time_s=memory_s,
+        dram_bytes=dram_bytes, l2_bytes=l2_bytes, flops=flops, flops_by_pipe=flops_by_pipe,
+        arithmetic_intensity=arithmetic_intensity(flops, dram_bytes, if_none_moved=math.inf),
+        bottleneck=bottleneck, kernels=kernels, assumptions=tuple(assumptions),
+        counts_exact=costs.exact,
+    )
 
 
 # --------------------------------------------------------------------------- pipes

@@ -36,7 +36,7 @@ from solar.bounds.roofline import (
     Bound,
     CacheState,
     KernelBreakdown,
-    arithmetic_intensity,
+    assemble_bound,
     by_label,
     memory_time_s,
     pipe_flops,
@@ -182,16 +182,9 @@ def unfused_bound(
     if fused.time_s > total_time:
         time, bottleneck = fused.time_s, fused.bottleneck
         notes.append("raised to the fused bound, which bounds every execution")
-    notes.extend(compiled.alternatives)
-    if not costs.exact:
-        notes.append("some counts are lower bounds (see docs/bounds.md)")
-    return Bound(
-        model="unfused", device=spec.name, precision_policy=precision_policy,
-        sizes=dict(costs.sizes), time_s=time, compute_time_s=compute_s,
-        compute_time_s_by_pipe=by_label(labels, ptime.sum(axis=0)),
-        memory_time_s=memory_s, dram_bytes=dram_b, l2_bytes=float(l2.sum()), flops=flops,
-        flops_by_pipe=by_label(labels, pf.sum(axis=0)),
-        arithmetic_intensity=arithmetic_intensity(flops, dram_b, if_none_moved=math.inf),
-        bottleneck=bottleneck, kernels=kernels, assumptions=tuple(notes),
-        counts_exact=costs.exact,
+    return assemble_bound(
+        "unfused", spec, precision_policy, compiled, costs, time_s=time, bottleneck=bottleneck,
+        compute_time_s=compute_s, compute_time_s_by_pipe=by_label(labels, ptime.sum(axis=0)),
+        memory_s=memory_s, dram_bytes=dram_b, l2_bytes=float(l2.sum()), flops=flops,
+        flops_by_pipe=by_label(labels, pf.sum(axis=0)), notes=notes, kernels=kernels,
     )

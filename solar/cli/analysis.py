@@ -238,8 +238,7 @@ def analyze(
     # the first stage is shown before the slow imports (Note [Progress from the first second])
     start = announce_start(f"analysing {source if source is not None else entry}", quiet=quiet)
     from solar.files import prepare_output, write_atomic
-    from solar.frontends.kit.loader import user_stdout_to_stderr
-    from solar.guard import ResultCodec, run_guarded
+    from solar.guard import ResultCodec, run_guarded, user_stdout_to_stderr
     from solar.pipeline import AnalyzeOptions
     from solar.pipeline import analyze as run_analyze
     from solar.report import Report, render_text
@@ -325,8 +324,7 @@ def _lift(
     from solar.cli.progress import announce_start, stage_progress
 
     start = announce_start(f"loading {source or given.entry} ({frontend} frontend)", quiet=quiet)
-    from solar.frontends.kit.loader import user_stdout_to_stderr
-    from solar.guard import run_guarded
+    from solar.guard import run_guarded, user_stdout_to_stderr
     from solar.pipeline import AnalyzeOptions, lift_source
 
     options = AnalyzeOptions(

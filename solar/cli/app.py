@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeAlias, TypeVar
 import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup
 
-from solar import __version__
 from solar.diagnostics import (
     ExecutionError,
     SolarError,
@@ -32,6 +31,7 @@ from solar.diagnostics import (
 )
 from solar.options import DEFAULT_ARCH
 from solar.outcome import InternalError, InterruptedRunError
+from solar.version import __version__
 
 if TYPE_CHECKING:
     from solar.report import ValidationInfo

@@ -16,11 +16,17 @@ from solar.frontends.protocol import (
     Frontend,
     FrontendOptions,
     FrontendResult,
+    ModuleFrontend,
     Progress,
     ReferenceCheck,
     ValidationPlan,
 )
-from solar.frontends.registry import FRONTENDS, detect_frontend, get_frontend
+from solar.frontends.registry import (
+    FRONTENDS,
+    detect_frontend,
+    get_frontend,
+    get_module_frontend,
+)
 
 __all__ = [
     "FRONTENDS",
@@ -28,6 +34,7 @@ __all__ = [
     "FrontendOptions",
     "FrontendResult",
     "IRFrontend",
+    "ModuleFrontend",
     "KernelBuilder",
     "ProgramBuilder",
     "Progress",
@@ -36,5 +43,6 @@ __all__ = [
     "ValidationPlan",
     "detect_frontend",
     "get_frontend",
+    "get_module_frontend",
     "load_npz",
 ]

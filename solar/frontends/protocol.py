@@ -18,23 +18,31 @@ and ``--measure``) takes the same module with its size constants rebound (Note [
 import per file] in `solar.frontends.kit.loader`). A file that derives values from its
 sizes while it is imported (``HIDDEN = 4 * D``, a shape tuple, a default argument) is
 executed again as a fresh module whenever the sizes change, because a module that ran
-once holds state derived from them; at the same sizes it is reused. Each capture
-attempt (meta, fake, real) builds the model again from the module's entry points, over
-meta or fake tensors, which allocates nothing. The program runs on *real* tensors for
-the reference once per analysis (besides a capture that needs real values, and the
-timed runs of ``--measure``): the PyTorch frontend builds it for real once for the
+once holds state derived from them; at the same sizes it is reused.
+
+The model is *built* (its entry points called) once per distinct size binding and kind
+of tensors: one capture per binding, over meta or fake tensors (which allocates
+nothing), and one real build for the reference. Only the first capture may take two
+attempts (meta, then fake tensors, when meta execution cannot run the program); every
+later capture (the symbolic re-captures, each step of the reduced-size search) goes
+where the first one succeeded (Note [Meta re-captures] in
+`solar.frontends.pytorch.capture`); ``tests/frontends/pytorch/test_model_builds.py``
+counts the builds. The PyTorch frontend builds the program for real once for the
 reference (full or reduced size: the search only estimates, and the reference runs at
-the sizes it settles on) and ``--measure`` takes that build (timing does not depend on parameter
-values, while the reference must see a pristine one, so it always comes first); the LLM
-frontend builds it once for its reference, its check and ``--measure``; the JAX
-frontend's capture holds the function and its inputs, and it imports the file again at
-other sizes (``jax.jit`` traces made at import would keep the old ones).
+the sizes it settles on), and ``--measure`` takes that build (timing does not depend on
+parameter values, while the reference must see a pristine one, so it always comes
+first); a float64 copy (Note [Float64 re-check] in `solar.pipeline.validation`) is
+built only when the fp32 comparison fails, and a capture that needs real values builds
+for real. The LLM frontend builds it once for its reference, its check and
+``--measure``; the JAX frontend's capture holds the function and its inputs, and it
+imports the file again at other sizes (``jax.jit`` traces made at import would keep the
+old ones).
 """
 
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
@@ -57,6 +65,7 @@ __all__ = [
     "Frontend",
     "FrontendOptions",
     "FrontendResult",
+    "ModuleFrontend",
     "PlanStrategy",
     "Progress",
     "ReferenceCheck",
@@ -158,7 +167,7 @@ class ValidationPlan:
         float64: the same real run again with the model, its parameters, inputs and
             optimizer state in float64 (same seeds, same draws): ``(inputs, outputs)``
             for `program` widened to f64, the pipeline's re-check of an fp32 comparison
-            that failed (Note [Float64 re-check] in solar/pipeline.py); ``None`` where
+            that failed (Note [Float64 re-check] in solar/pipeline/validation.py); ``None`` where
             the frontend cannot run its program in float64.
     """
 
@@ -251,6 +260,41 @@ class Frontend(Protocol):
         Raises:
             UsageError: a missing optional dependency (E0908) or option (E0909).
             FrontendError, IRSyntaxError, LLMError: the frontend's own diagnostics.
+        """
+        ...
+
+
+
+class ModuleFrontend(Frontend, Protocol):
+    """A frontend that also imports ``--entry package.module:attr`` (``load`` with
+    ``path=None``) and captures live modules (the Python API)."""
+
+    def load(
+        self,
+        path: Path | None,
+        options: FrontendOptions,
+        *,
+        progress: Progress,
+        check: ReferenceCheck | None = None,
+    ) -> FrontendResult:
+        """`Frontend.load`; with ``path=None`` the ``options.entry`` it imports."""
+        ...
+
+    def load_module(
+        self,
+        module: object,
+        example_inputs: Sequence[object],
+        options: FrontendOptions,
+        *,
+        progress: Progress,
+        check: ReferenceCheck | None = None,
+        kwargs: Mapping[str, object] | None = None,
+    ) -> FrontendResult:
+        """Capture and lower ``module`` on its example inputs.
+
+        Raises:
+            UsageError: a missing optional dependency (E0908).
+            FrontendError: capture and reference errors.
         """
         ...
 

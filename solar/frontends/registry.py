@@ -1,10 +1,13 @@
 """The frontend registry and the ``auto`` choice.
 
 Contract: ``FRONTENDS`` maps each `FrontendName` to a zero-argument factory of its
-`Frontend`. The factories import the frontend's package only when called, so
-analysing an ``.alir`` file never imports the PyTorch or JAX frontends (a cost of
-seconds, even without torch installed). ``auto`` picks ``ir`` for ``.alir`` files,
-``jax`` for files that import jax/flax and not torch, otherwise ``torch``.
+`Frontend`; `get_frontend` resolves a choice for a file, or for ``--entry`` without
+one, and `get_module_frontend` for a live module (the Python API): every source
+reaches its frontend through this table. The factories import the frontend's package
+only when called, so analysing an ``.alir`` file never imports the PyTorch or JAX
+frontends (a cost of seconds, even without torch installed). ``auto`` picks ``ir``
+for ``.alir`` files, ``jax`` for files that import jax/flax and not torch, otherwise
+``torch``.
 """
 
 from __future__ import annotations
@@ -14,10 +17,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from solar.diagnostics import UsageError
-from solar.frontends.protocol import Frontend
+from solar.frontends.protocol import Frontend, ModuleFrontend
 from solar.options import FRONTEND_NAMES, FrontendChoice, FrontendName
 
-__all__ = ["FRONTENDS", "detect_frontend", "get_frontend"]
+__all__ = ["FRONTENDS", "IMPORTING_FRONTENDS", "detect_frontend", "get_frontend",
+           "get_module_frontend"]
 
 
 def _ir() -> Frontend:
@@ -26,7 +30,7 @@ def _ir() -> Frontend:
     return IRFrontend()
 
 
-def _torch() -> Frontend:
+def _torch() -> ModuleFrontend:
     from solar.frontends.pytorch import TorchFrontend
 
     return TorchFrontend()
@@ -51,6 +55,10 @@ FRONTENDS: Mapping[FrontendName, Callable[[], Frontend]] = {
     "ir": _ir,
 }
 
+IMPORTING_FRONTENDS: Mapping[FrontendName, Callable[[], ModuleFrontend]] = {"torch": _torch}
+"""The frontends that take ``--entry package.module:attr`` without a file, and live
+modules (`ModuleFrontend`)."""
+
 
 def _mentions_jax(path: Path) -> bool:
     """False only if ``path`` cannot import jax or flax (neither word occurs in it)."""
@@ -73,19 +81,39 @@ def detect_frontend(path: Path) -> FrontendName:
     return "torch"
 
 
-def get_frontend(choice: FrontendChoice, path: Path) -> Frontend:
-    """The frontend ``choice`` names, or the one ``auto`` picks for ``path``.
+def get_frontend(choice: FrontendChoice, path: Path | None) -> Frontend:
+    """The frontend ``choice`` names, or the one ``auto`` picks for ``path``; with
+    ``path=None`` (``--entry package.module:attr``) one of `IMPORTING_FRONTENDS`.
 
     Raises:
-        UsageError: E0904 unknown name (the message lists the valid ones).
+        UsageError: E0904 unknown name (the message lists the valid ones); E0915 no
+            file and a frontend that cannot import an entry.
 
     >>> get_frontend("auto", Path("matmul.alir")).name
     'ir'
     """
+    if path is None:
+        return get_module_frontend(choice)
     name = detect_frontend(path) if choice == "auto" else choice
     for known, factory in FRONTENDS.items():
         if known == name:
             return factory()
     raise UsageError(
         f"unknown frontend `{name}`; valid: auto, {', '.join(FRONTEND_NAMES)}", code="E0904"
+    )
+
+
+def get_module_frontend(choice: FrontendChoice) -> ModuleFrontend:
+    """The frontend of an imported entry or a live module (``auto``: PyTorch's).
+
+    Raises:
+        UsageError: E0915 ``choice`` cannot import an entry or take a live module.
+    """
+    name = "torch" if choice == "auto" else choice
+    for known, factory in IMPORTING_FRONTENDS.items():
+        if known == name:
+            return factory()
+    raise UsageError(
+        "give a model file, or --entry package.module:attr (PyTorch) without one",
+        code="E0915",
     )

@@ -3,7 +3,7 @@
 Contract: ``Program -> Program`` with every ``f32`` (tensor declarations, kernel locals
 and ``f32(...)`` casts) made ``f64``; integer and bool types are untouched. The result
 computes the same function in a wider type, which is what validation's float64
-re-check executes (Note [Float64 re-check] in solar/pipeline.py). Only a program whose
+re-check executes (Note [Float64 re-check] in solar/pipeline/validation.py). Only a program whose
 floating types are all ``f32`` or ``f64`` is widened meaningfully: a narrower type
 (``f16``, ``bf16``, ``f8*``) rounds on purpose, and widening it would change what the
 program computes (`float_dtypes` lets the caller check).

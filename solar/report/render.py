@@ -22,7 +22,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from solar.diagnostics import printable
+from solar.report.render_distributed import distributed_lines
 from solar.report.schema import ArchBounds, KernelRow, Report, TrainingInfo
+from solar.report.units import format_bytes, format_flops, format_time
 
 __all__ = [
     "LAUNCH_LATENCY_S",
@@ -43,25 +45,6 @@ LAUNCH_LATENCY_S = 2e-6
 real lower bounds but no implementation gets near them (Note [Tiny bounds])."""
 
 
-def format_time(seconds: float) -> str:
-    """Seconds with an adaptive unit.
-
-    >>> format_time(2.05e-3)
-    '2.050 ms'
-    >>> format_time(9.76e280)
-    '9.760e+280 s'
-    """
-    if seconds >= 1e6:  # 11.6 days: digits past this say nothing
-        return f"{seconds:.3e} s"
-    if seconds >= 1.0:
-        return f"{seconds:.3f} s"
-    if seconds >= 1e-3:
-        return f"{seconds * 1e3:.3f} ms"
-    if seconds >= 1e-6:
-        return f"{seconds * 1e6:.3f} µs"
-    return f"{seconds * 1e9:.1f} ns"
-
-
 def _intensity(flops_per_byte: float) -> str:
     """FLOPs per byte in at most 8 characters (``inf`` when no byte moves).
 
@@ -69,27 +52,6 @@ def _intensity(flops_per_byte: float) -> str:
     ('10.7', '1.97e+279')
     """
     return f"{flops_per_byte:.1f}" if flops_per_byte < 1e7 else f"{flops_per_byte:.3g}"
-
-
-def _scaled(value: float, unit: str) -> str:
-    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= factor:
-            return f"{value / factor:.3g} {prefix}{unit}"
-    return f"{value:.3g} {unit}"
-
-
-def format_flops(value: float) -> str:
-    """FLOPs with an SI prefix.
-
-    >>> format_flops(1.37e11)
-    '137 GFLOP'
-    """
-    return _scaled(value, "FLOP")
-
-
-def format_bytes(value: float) -> str:
-    """Bytes with an SI prefix (powers of 10, as bandwidths are quoted)."""
-    return _scaled(value, "B")
 
 
 def _validation_line(report: Report) -> str:
@@ -101,7 +63,7 @@ def _validation_line(report: Report) -> str:
     tol = v.outputs[0] if v.outputs else None
     tol_text = f", rtol {tol.rtol:.1e} atol {tol.atol:.1e}" if tol else ""
     head = f"validation: {v.status.upper()} ({v.strategy}"
-    if v.dtype == "float64":  # Note [Float64 re-check] in solar/pipeline.py
+    if v.dtype == "float64":  # Note [Float64 re-check] in solar/pipeline/validation.py
         head += ", in float64: the fp32 check failed"
     if v.fraction_checked < 1.0:
         head += f", {v.fraction_checked:.1%} of outputs checked"
@@ -424,8 +386,6 @@ def render_text(report: Report, *, top: int = TOP_KERNELS) -> str:
         lines.append("")
         lines.extend(_training_block(report.training))
     if report.distributed is not None:
-        from solar.report.render_distributed import distributed_lines
-
         lines.append("")
         lines.extend(distributed_lines(report.distributed))
     for w in report.warnings:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from solar.report.distributed import DistributedInfo
-from solar.report.render import format_bytes, format_flops, format_time
+from solar.report.units import format_bytes, format_flops, format_time
 
 __all__ = ["distributed_lines"]
 

@@ -158,7 +158,7 @@ class OutputCheck(BaseModel):
 
 class Fp32Check(BaseModel):
     """The fp32 comparison that a float64 re-check followed (Note [Float64 re-check]
-    in solar/pipeline.py): kept, with why it was not accepted."""
+    in solar/pipeline/validation.py): kept, with why it was not accepted."""
 
     model_config = _FROZEN
     status: Literal["failed"] = "failed"

@@ -189,7 +189,7 @@ def validation_info(
 
 def float64_validation(fp32: ValidationInfo, wide: ValidationInfo) -> ValidationInfo:
     """The section of a float64 re-check ``wide`` run after the fp32 check ``fp32``
-    failed (Note [Float64 re-check] in solar/pipeline.py): ``wide``'s status, outputs and
+    failed (Note [Float64 re-check] in solar/pipeline/validation.py): ``wide``'s status, outputs and
     tolerances, with the fp32 check kept in ``fp32_check`` and why it was not accepted.
 
     Args:

@@ -38,12 +38,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
-from solar import __version__
 from solar.batch.job import arch_label, file_sha256, spec_sha256
 from solar.diagnostics import UsageError
 from solar.files import write_atomic
 from solar.sweep.spec import SweepSpec
 from solar.sweep.table import is_valid_row
+from solar.version import __version__
 
 __all__ = [
     "JOURNAL_FORMAT",

@@ -2,8 +2,8 @@
 
 Contract: reads a capture job (the model file, the analysis options, the size
 binding to capture at, the points to bound, the archs and precision policies),
-captures and prepares the program once (`solar.pipeline.load_program`,
-`prepare_program`), validates it once, compiles its costs once
+captures and prepares the program once (`solar.pipeline.prepare`, Note [One
+preparation path]), validates it once, compiles its costs once
 (`solar.pipeline.report_base`), then bounds every point it can serve by re-binding
 sizes (`solar.pipeline.bounds_at`, a fraction of a millisecond each; Note [Symbolic
 re-binding]) and, when asked, building each point's report (`solar.pipeline.report_at`)
@@ -37,8 +37,8 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from solar.batch.worker import guard_user_code, serve
 from solar.sweep.task import SWEEP_JOB_FORMAT
@@ -56,31 +56,31 @@ def rebindable_sizes(frontend: str, program: object) -> frozenset[str]:
     return frozenset(d.name for d in program.sizes if isinstance(d.value, IntLit))
 
 
-def _capture(job: Mapping[str, object]) -> dict[str, object]:
-    import hashlib
-
+def _capture(job: Mapping[str, Any]) -> dict[str, object]:
+    """Capture, prepare and validate once; bound every point it can serve (``job``: the
+    JSON `solar.sweep.task` wrote)."""
     from solar.diagnostics import SolarError
     from solar.frontends.inputs import parse_input_shape
     from solar.hw import load_hardware_spec
     from solar.ir import resolve_sizes
     from solar.pipeline import (
         AnalyzeOptions,
+        FileSource,
         bounds_at,
         effective_precision,
-        load_program,
-        prepare_program,
+        prepare,
         report_at,
         report_base,
+        source_info,
         validate_front,
     )
-    from solar.report import InputInfo
     from solar.sweep.journal import report_name
 
-    opts = dict(job["options"])  # type: ignore[call-overload]
-    capture = {str(k): int(v) for k, v in dict(job["capture"]).items()}  # type: ignore[call-overload]
+    opts = dict(job["options"])
+    capture = {str(k): int(v) for k, v in dict(job["capture"]).items()}
     path = Path(str(job["file"]))
     options = AnalyzeOptions(
-        archs=tuple(job["archs"]),  # type: ignore[arg-type]
+        archs=tuple(job["archs"]),
         cache=opts["cache"],
         frontend=opts["frontend"],
         sizes=capture,
@@ -93,13 +93,11 @@ def _capture(job: Mapping[str, object]) -> dict[str, object]:
     )
     specs = [load_hardware_spec(a) for a in options.archs]
     start = time.monotonic()
-    front = load_program(path, options)
-    prepared = prepare_program(front, options)
+    prepared = prepare(FileSource(path), options)
+    front = prepared.front
     validation = validate_front(prepared, options, lambda _m: None)
     display = job.get("display") or str(path)
-    source = InputInfo(
-        path=str(display), sha256=hashlib.sha256(path.read_bytes()).hexdigest(), entry=options.entry
-    )
+    source = source_info(FileSource(path), options, display=str(display))
     base = report_base(prepared, source, specs, validation)
     capture_s = time.monotonic() - start
     free = rebindable_sizes(front.name, prepared.program)
@@ -110,13 +108,13 @@ def _capture(job: Mapping[str, object]) -> dict[str, object]:
     start = time.monotonic()
     # Note [Reports in one file]: every report of the capture, one line each
     with Path(str(job["reports_path"])).open("w", encoding="utf-8") as reports:
-        for index, point in job["points"]:  # type: ignore[attr-defined]
+        for index, point in job["points"]:
             changed = {k: int(v) for k, v in point.items() if capture.get(k) != int(v)}
             if not set(changed) <= free:
                 unserved.append(int(index))
                 continue
             binding = "symbolic" if changed else "captured"
-            for precision in job["precisions"]:  # type: ignore[attr-defined]
+            for precision in job["precisions"]:
                 used = effective_precision(front, precision)
                 try:
                     sizes = resolve_sizes(prepared.program, {**front.ir_sizes, **changed})
@@ -132,7 +130,7 @@ def _capture(job: Mapping[str, object]) -> dict[str, object]:
                 name = None
                 if job.get("reports", True):  # compact JSON: the report schema, unrounded
                     name = report_name(int(index), precision)
-                    report = report_at(base, sizes, replace(options, precision=used), point=at)
+                    report = report_at(base, at, options)
                     reports.write(f"{name}\t{report.model_dump_json()}\n")
                 rows.extend(
                     {"point": index, "precision": precision, "arch": spec.name, "status": status,

@@ -11,6 +11,7 @@ docs/validation.md for semantics, error codes, dtypes and the tolerance policy.
 
 from __future__ import annotations
 
+from solar.reduced_sizes import ReducedSizes, RunBudget, RunCost, reduce_sizes, size_candidates
 from solar.validate.compare import (
     OutputComparison,
     Tolerance,
@@ -23,7 +24,6 @@ from solar.validate.distributed import execute_distributed, run_distributed
 from solar.validate.executor import RunResult, execute_program, run_program
 from solar.validate.inputs import random_inputs
 from solar.validate.memory import Workload, estimate_memory_bytes, estimate_workload
-from solar.validate.reduced import ReducedSizes, RunBudget, RunCost, reduce_sizes, size_candidates
 from solar.validate.validation import ReferenceProvider, ValidationResult, validate
 
 __all__ = [

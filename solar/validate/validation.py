@@ -5,7 +5,7 @@ that faults or mismatches (that is a result), and never reports success it did n
 see. Strategies (docs/validation.md):
 
 * ``full``: execute at the reference sizes and compare every element;
-* ``reduced-sizes``: shrink the free sizes (the search of `solar.validate.reduced`,
+* ``reduced-sizes``: shrink the free sizes (the search of `solar.reduced_sizes`,
   which the frontends use too) until the predicted work and memory fit the budget,
   ask the caller's ``reference_at(sizes)`` for reference data at those sizes, and
   compare everything there;
@@ -34,11 +34,11 @@ import numpy as np
 
 from solar.diagnostics import ExecutionError, IRVerifyError, ResourceError, SolarError
 from solar.ir import Assign, For, IntLit, Program, Reduce, eval_int, resolve_sizes, walk_stmts
+from solar.reduced_sizes import RunBudget, RunCost, reduce_sizes
 from solar.validate.affine import free_names
 from solar.validate.compare import OutputComparison, Tolerance, compare_outputs, output_tolerances
 from solar.validate.executor import run_program
 from solar.validate.memory import Workload, estimate_workload, memory_budget_bytes
-from solar.validate.reduced import RunBudget, RunCost, reduce_sizes
 
 __all__ = [
     "ReferenceProvider",

@@ -1,4 +1,4 @@
-"""Validation's float64 re-check (Note [Float64 re-check] in solar/pipeline.py).
+"""Validation's float64 re-check (Note [Float64 re-check] in solar/pipeline/validation.py).
 
 A deep, narrow CNN with a training-mode batch norm after every convolution, at batch 2
 on 3x3 maps (each norm over 18 values), is ill-conditioned enough that its step's fp32
@@ -30,7 +30,8 @@ from solar.ir import (
     print_program,
     walk_stmts,
 )
-from solar.pipeline import AnalyzeOptions, _recheck_in_float64, analyze, analyze_module
+from solar.pipeline import AnalyzeOptions, analyze, analyze_module
+from solar.pipeline.validation import _recheck_in_float64
 from solar.report import OutputCheck, Report, ValidationInfo, render_text
 
 torch = pytest.importorskip("torch")

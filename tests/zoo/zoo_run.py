@@ -258,7 +258,7 @@ def run_zoo_train(
     """One training step of ``model`` at batch `TRAIN_BATCH` (default loss: the mean of
     every floating output; ``optimizer`` update), cold cache, the entry's validation (an
     fp32 comparison that fails is re-checked in float64 by the pipeline itself, Note
-    [Float64 re-check] in solar/pipeline.py)."""
+    [Float64 re-check] in solar/pipeline/validation.py)."""
     import torch
 
     from solar.pipeline import AnalyzeOptions, analyze_module
@@ -321,7 +321,7 @@ def _status(val: Any) -> str:
     if val.status == "skipped":
         codes = re.findall(r"error\[(E\d+)\]", val.reason or "")
         return f"skipped ({codes[0] if codes else (val.reason or '?')[:60]})"
-    if val.dtype == "float64":  # Note [Float64 re-check] in solar/pipeline.py
+    if val.dtype == "float64":  # Note [Float64 re-check] in solar/pipeline/validation.py
         return f"{val.status}/{val.strategy} (float64; fp32 failed)"
     return f"{val.status}/{val.strategy}"
 

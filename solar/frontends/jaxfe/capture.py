@@ -51,7 +51,7 @@ from solar.frontends.kit import (
     sanitize_name,
     user_frames,
 )
-from solar.frontends.kit.loader import user_stdout_to_stderr
+from solar.guard import user_stdout_to_stderr
 
 __all__ = [
     "CaptureKind",

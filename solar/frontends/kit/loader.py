@@ -17,7 +17,6 @@ part of a traceback, and whether SOLAR raised it).
 from __future__ import annotations
 
 import ast
-import contextlib
 import copy
 import hashlib
 import importlib.util
@@ -25,12 +24,13 @@ import itertools
 import sys
 import traceback
 import types
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
 from solar.diagnostics import FrontendError, UsageError
+from solar.guard import user_stdout_to_stderr
 
 __all__ = [
     "UserCode",
@@ -345,17 +345,3 @@ def raised_by_solar(err: BaseException) -> bool:
     """True when ``err`` was raised in SOLAR's own code (a bug, not the user's fault)."""
     frames = traceback.extract_tb(err.__traceback__)
     return bool(frames) and frames[-1].filename.startswith(_SOLAR_DIR)
-
-
-@contextlib.contextmanager
-def user_stdout_to_stderr() -> Iterator[None]:
-    """While user code runs, send what it prints to stderr.
-
-    Note [User output]: SOLAR's stdout carries data only (``--format json``, tables), so
-    a model's own ``print`` must not land in it. Every place that runs user code (the
-    frontends' ``user_code`` guards, `solar.measure`, the CLI around library calls)
-    uses this one helper. Only Python-level writes to ``sys.stdout`` are redirected;
-    native code writing to file descriptor 1 directly is not.
-    """
-    with contextlib.redirect_stdout(sys.stderr):
-        yield

@@ -6,7 +6,7 @@ the tracer's capture. A tracer whose program's real run would exceed
 how to capture the file with some constants overridden, a capture's constants, how
 many bytes a real run of a capture touches, and how to lower a capture and run it for
 real. The search itself (which constants, in which order, when to stop, the
-description the report shows) is `solar.validate.reduce_sizes`, the one the validator's
+description the report shows) is `solar.reduced_sizes.reduce_sizes`, the one the validator's
 ``reduced-sizes`` strategy uses; it only re-captures, and the real program runs once,
 at the sizes it picks. Each re-capture runs the model file anew (Note [Model-file
 runs] in `solar.frontends.protocol`).
@@ -35,9 +35,11 @@ from typing import Generic, NamedTuple, TypeVar
 
 import numpy as np
 
+from solar.budget import executor_budget_bytes, format_memory, memory_budget_bytes
 from solar.diagnostics import FrontendError
 from solar.frontends.kit.lowered import LoweredProgram
 from solar.ir import Program
+from solar.reduced_sizes import RunBudget, RunCost, reduce_sizes
 
 __all__ = [
     "REFERENCE_MEMORY_FRACTION",
@@ -72,7 +74,6 @@ def reference_budget_bytes(requested: int | None = None) -> int:
     """
     if requested is not None:
         return requested
-    from solar.budget import memory_budget_bytes  # the one MemAvailable reader
 
     return memory_budget_bytes(REFERENCE_MEMORY_FRACTION)
 
@@ -80,7 +81,7 @@ def reference_budget_bytes(requested: int | None = None) -> int:
 class ReducedReference(NamedTuple):
     """A program lowered at reduced sizes with its reference data, and the tracer's
     capture it came from (``built``: a tracer may run it again, in float64 for the
-    pipeline's re-check, Note [Float64 re-check] in solar/pipeline.py)."""
+    pipeline's re-check, Note [Float64 re-check] in solar/pipeline/validation.py)."""
 
     lowered: LoweredProgram
     inputs: Arrays
@@ -119,7 +120,6 @@ def executor_seconds(program: Program, reference_bytes: int) -> float:
     where the executor's memory estimate is over its budget for a reference budget of
     ``reference_bytes`` (`solar.budget.executor_budget_bytes`, Note
     [Validation memory]): it would refuse the run."""
-    from solar.budget import executor_budget_bytes
     from solar.validate import estimate_workload
 
     work = estimate_workload(program)
@@ -156,9 +156,6 @@ def reduced_reference(
         FrontendError: E0511 when no reduction fits; capture errors; what
             ``recapture.reference`` raises.
     """
-    # the validator's package is imported only when a reference is needed (not free)
-    from solar.validate.reduced import RunBudget, RunCost, format_bytes, reduce_sizes
-
     base = dict(start or {})
 
     def rebuild(overrides: Mapping[str, int]) -> B:
@@ -174,10 +171,10 @@ def reduced_reference(
     found = reduce_sizes(sizes, rebuild, cost, budget, start=first)
     if not found.fits:
         raise FrontendError(
-            f"no reduced size of {path.name} fits {format_bytes(budget_bytes)}",
+            f"no reduced size of {path.name} fits {format_memory(budget_bytes)}",
             code="E0511",
             notes=(
-                f"smallest program tried: {format_bytes(found.cost.bytes)}",
+                f"smallest program tried: {format_memory(found.cost.bytes)}",
                 f"size constants considered: {', '.join(found.candidates) or 'none'}",
             ),
         )
@@ -228,7 +225,6 @@ def reduced_batch_reference(
             or the program does not run at a smaller batch); what
             ``recapture.reference`` raises.
     """
-    from solar.validate.reduced import format_bytes
 
     full_bytes, fixed = recapture.program_bytes(full), recapture.fixed_bytes(full)
     n = recapture.batch
@@ -251,23 +247,23 @@ def reduced_batch_reference(
                 if math.isfinite(seconds)
                 else "over the executor's memory budget"
             )
-            tried.append(f"batch {b}: {format_bytes(cost)}, {check}")
+            tried.append(f"batch {b}: {format_memory(cost)}, {check}")
             if cost <= budget_bytes and seconds <= budget_seconds:
                 lowered, inputs, outputs = recapture.reference(built)
                 description = (
                     f"cut the inputs' batch {n}->{b} "
-                    f"(program {format_bytes(full_bytes)} -> {format_bytes(cost)})"
+                    f"(program {format_memory(full_bytes)} -> {format_memory(cost)})"
                 )
                 return ReducedReference(lowered, inputs, outputs, description, built)
             if b == 1:
                 break
             b //= 2
     raise FrontendError(
-        f"no reduced batch of {name} fits {format_bytes(budget_bytes)}",
+        f"no reduced batch of {name} fits {format_memory(budget_bytes)}",
         code="E0514",
         notes=(
-            f"parameters and constants: {format_bytes(fixed)}; full program "
-            f"{format_bytes(full_bytes)} at batch {n}",
+            f"parameters and constants: {format_memory(fixed)}; full program "
+            f"{format_memory(full_bytes)} at batch {n}",
             *tried,
         ),
     )

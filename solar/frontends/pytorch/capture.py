@@ -431,14 +431,15 @@ def _fake_blocked_errors() -> tuple[type[BaseException], ...]:
 
 
 def capture_program(
-    source: ProgramSource, *, real: bool = False, meta_only: bool = False
+    source: ProgramSource, *, real: bool = False, on_meta: bool | None = None
 ) -> TorchCapture:
     """Capture ``source`` at ATen level (fake tensors unless ``real`` or forced).
 
     Args:
         source: the program.
         real: capture with real tensors from the start.
-        meta_only: capture on the meta device or fail (Note [Meta re-captures]).
+        on_meta: ``True``: capture on the meta device or fail; ``False``: do not try
+            it; ``None``: try it first (Note [Meta re-captures]).
 
     Returns:
         The capture.
@@ -449,7 +450,7 @@ def capture_program(
     """
     reason = "requested" if real else None
     if not real:
-        meta = _capture_on_meta(source, strict=meta_only)
+        meta = _capture_on_meta(source, strict=bool(on_meta)) if on_meta is not False else None
         if meta is not None:
             return meta
         from torch._subclasses.fake_tensor import FakeTensorMode
@@ -510,8 +511,11 @@ def _quiet_fake_tensors() -> Iterator[None]:
 # re-binding]). When the first capture ran on the meta device, the program runs there:
 # a re-capture that fails on meta fails because of its sizes (a doubled size that breaks
 # a shape constraint), and the fake-tensor path would fail the same way after importing
-# torch._dynamo (about 0.7 s) for nothing. Such re-captures pass ``meta_only`` and the
-# size simply stays constant, as it would after the fake path failed too.
+# torch._dynamo (about 0.7 s) for nothing. Such re-captures pass ``on_meta=True`` and the
+# size simply stays constant, as it would after the fake path failed too. When the first
+# capture could not run on meta, no re-capture tries it (``on_meta=False``: the same
+# program meets the same op meta cannot run, and the attempt would build the model once
+# more for nothing; Note [Model-file runs] in `solar.frontends.protocol`).
 
 _META_ERRORS = (RuntimeError, NotImplementedError, TypeError, ValueError, AttributeError)
 """What meta execution raises for what it cannot do (besides user-code `FrontendError` E0501)."""

@@ -241,7 +241,7 @@ def _symbolic(
             overrides=dict(binding),
             train=options.train,
             step=_train_step(options),
-            meta_only=capture.info.on_meta,
+            on_meta=capture.info.on_meta,
         )
         return lower_capture(other, op_fallback=fallback).program, other.info.sizes
 
@@ -322,7 +322,7 @@ def _float64_values(
     lowered: LoweredProgram, capture: TorchCapture, budget: int
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """The real run of ``capture`` again in float64 (Note [Float64 re-check] in
-    solar/pipeline.py): a float64 copy of the model, the same inputs, parameters,
+    solar/pipeline/validation.py): a float64 copy of the model, the same inputs, parameters,
     optimizer state and seeded draws, cast; ``(inputs, outputs)`` by IR name.
 
     The float64 run touches twice the fp32 run's bytes; it may use twice the reference
@@ -333,14 +333,14 @@ def _float64_values(
         FrontendError: E0511 when the float64 run exceeds twice ``budget``; the
             reference run's own errors.
     """
+    from solar.budget import format_memory
     from solar.frontends.pytorch.reference import program_bytes, reference_values
-    from solar.validate.reduced import format_bytes
 
     need = 2 * program_bytes(capture)
     if need > 2 * budget:
         raise FrontendError(
-            f"the float64 run needs about {format_bytes(need)}, over twice the reference "
-            f"budget ({format_bytes(budget)})",
+            f"the float64 run needs about {format_memory(need)}, over twice the reference "
+            f"budget ({format_memory(budget)})",
             code="E0511",
         )
     wide = replace(capture, source=replace(capture.source, float64=True))

@@ -16,7 +16,7 @@ from typing import Any
 
 from solar.diagnostics import FrontendError
 from solar.frontends.kit import raised_by_solar, user_frames
-from solar.frontends.kit.loader import user_stdout_to_stderr
+from solar.guard import user_stdout_to_stderr
 
 __all__ = ["SEED", "Instance", "seed_everything", "user_code"]
 

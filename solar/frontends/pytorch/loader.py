@@ -77,7 +77,7 @@ class ProgramSource:
             train_step); implies ``train``.
         float64: build a real instance in float64 (a copy of the module, its floating
             inputs and a step's targets and optimizer state cast, values unchanged), for
-            validation's float64 re-check (Note [Float64 re-check] in solar/pipeline.py).
+            validation's float64 re-check (Note [Float64 re-check] in solar/pipeline/validation.py).
     """
 
     name: str

@@ -9,7 +9,8 @@ on the fp8 tensor-core roof (issue 28 item 7: it was uncovered, 13.9x loose).
 from __future__ import annotations
 
 from solar.frontends.kit import TensorInfo, UnsupportedOpError, nest
-from solar.frontends.pytorch.lowering_utils import cast, operand, out0, tensor_arg
+from solar.frontends.kit.dtypes import cast
+from solar.frontends.pytorch.lowering_utils import operand, out0, tensor_arg
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
 from solar.ir import Assign, Binary, DType, Expr, Reduce, lit
 

@@ -149,6 +149,8 @@ def reference_at_reduced_sizes(
     Raises:
         FrontendError: E0511 when no reduction fits; loader/capture errors.
     """
+    # a program the first capture could not run on meta is not tried there again
+    meta = None if capture is None or capture.info.on_meta else False
 
     def capture_with(overrides: Mapping[str, int]) -> TorchCapture:
         src = source_for_file(
@@ -161,7 +163,7 @@ def reference_at_reduced_sizes(
             input_shapes=input_shapes,
             step=step,
         )
-        return capture_program(src)
+        return capture_program(src, on_meta=meta)
 
     def lowered_reference(cap: TorchCapture) -> tuple[LoweredProgram, Arrays, Arrays]:
         lowered = lower_capture(cap, op_fallback=op_fallback)
@@ -211,7 +213,8 @@ def reference_at_reduced_batch(
         )
 
     def capture_at(n: int) -> TorchCapture:
-        return capture_program(replace(capture.source, batch=n))
+        return capture_program(replace(capture.source, batch=n),
+                               on_meta=None if capture.info.on_meta else False)
 
     def lowered_reference(cap: TorchCapture) -> tuple[LoweredProgram, Arrays, Arrays]:
         lowered = lower_capture(cap, op_fallback=op_fallback)

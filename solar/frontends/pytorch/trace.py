@@ -30,7 +30,7 @@ def trace_model_file(
     train: bool = False,
     input_shapes: tuple[InputShape, ...] = (),
     step: TrainStep | None = None,
-    meta_only: bool = False,
+    on_meta: bool | None = None,
 ) -> TorchCapture:
     """Capture a model file at ATen level.
 
@@ -47,7 +47,8 @@ def trace_model_file(
         train: keep the model in training mode (default: ``eval()``).
         input_shapes: inputs given by shape instead (``--input-shape``).
         step: capture one training step around the model (train_step.py).
-        meta_only: capture on the meta device or fail (Note [Meta re-captures]).
+        on_meta: capture on the meta device only (``True``), never (``False``), or
+            try it first (``None``; Note [Meta re-captures]).
 
     Returns:
         The capture.
@@ -65,7 +66,7 @@ def trace_model_file(
         input_shapes=input_shapes,
         step=step,
     )
-    return capture_program(source, real=real, meta_only=meta_only)
+    return capture_program(source, real=real, on_meta=on_meta)
 
 
 def trace_module(

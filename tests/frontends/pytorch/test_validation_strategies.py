@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from solar.pipeline import AnalyzeOptions, analyze, analyze_front, load_program
+from solar.pipeline import AnalyzeOptions, FileSource, analyze, analyze_front, load_program
 from solar.report import InputInfo, coverage_info, render_text
 
 torch = pytest.importorskip("torch")
@@ -167,7 +167,7 @@ def test_dropped_work_is_reported_as_a_shortfall(fft_file: Path) -> None:
     """The failure the issue saw (ConvNeXt's work feeding an uncovered op dropped as dead
     code): without the keep-alive, the FLOP check catches it loudly."""
     options = AnalyzeOptions(validate="off")
-    front = load_program(fft_file, options)
+    front = load_program(FileSource(fft_file), options)
     assert front.keep_live  # the linear's output, read by the uncovered FFT
     dropped = dataclasses.replace(front, keep_live=())
     source = InputInfo(path=str(fft_file), sha256="0" * 64)

@@ -36,6 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from solar.budget import format_memory
 from solar.diagnostics import SolarError
 
 __all__ = [
@@ -43,7 +44,6 @@ __all__ = [
     "ReducedSizes",
     "RunBudget",
     "RunCost",
-    "format_bytes",
     "reduce_sizes",
     "size_candidates",
 ]
@@ -158,25 +158,13 @@ class ReducedSizes(Generic[B]):
         >>> r.description
         'scaled B 16->4 (program 1.0 MiB -> 256.0 KiB)'
         """
-        full = format_bytes(self.full_cost.bytes)
+        full = format_memory(self.full_cost.bytes)
         if not self.overrides:
             return f"full size ({full})"
         scaled = ", ".join(
             f"{k} {self.original[k]}->{v}" for k, v in sorted(self.overrides.items())
         )
-        return f"scaled {scaled} (program {full} -> {format_bytes(self.cost.bytes)})"
-
-
-def format_bytes(n: int) -> str:
-    """``n`` bytes in binary units, one decimal.
-
-    >>> format_bytes(3 * 2**29), format_bytes(1536), format_bytes(12)
-    ('1.5 GiB', '1.5 KiB', '12 B')
-    """
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{n} B"
+        return f"scaled {scaled} (program {full} -> {format_memory(self.cost.bytes)})"
 
 
 def size_candidates(sizes: Mapping[str, int], *, declared: bool = False) -> list[str]:

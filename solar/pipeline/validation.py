@@ -1,0 +1,192 @@
+"""Validation: the prepared program run against the source program's own outputs.
+
+Contract: ``PreparedProgram + AnalyzeOptions -> ValidationInfo`` (`validate_front`).
+The reference run is the one preparation already made, when it made one (Note [One
+preparation path] in `solar.pipeline.prepare`); the policy (when to skip, when to plan
+again within more memory, when to re-check in float64) is this module's.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from solar.budget import (
+    executor_budget_bytes,
+    memory_budget_bytes,
+    memory_pool_is_default,
+    uncapped_validation_memory,
+)
+from solar.diagnostics import FrontendError
+from solar.frontends import Progress, ValidationPlan
+from solar.frontends.kit import reference_budget_bytes
+from solar.ir import DType, float_dtypes, widen_to_f64
+from solar.pipeline.options import AnalyzeOptions
+from solar.pipeline.prepare import PreparedProgram
+from solar.report import ValidationInfo, float64_validation, skipped_validation, validation_info
+
+__all__ = ["validate_front"]
+
+
+def validate_front(
+    prepared: PreparedProgram, options: AnalyzeOptions, progress: Progress
+) -> ValidationInfo:
+    """Run the IR against the source program's own outputs, as the options say.
+
+    A program that cannot be checked within the default validation memory is planned
+    again within ``MemAvailable``'s shares (Note [Validation memory] in `solar.budget`).
+    """
+    info = _validate_once(prepared, options, progress)
+    reference = prepared.reference
+    if reference is None or not _over_default_memory(info, options):
+        return info
+    progress("over the 1 GiB validation memory: planning again within MemAvailable")
+    reference.forget()
+    with uncapped_validation_memory():
+        wide = _validate_once(prepared, options, progress)
+    if wide.status == "skipped":
+        return info
+    note = ("checked within MemAvailable: the program does not fit the 1 GiB validation "
+            "memory (SOLAR_VALIDATION_MEMORY=1024 keeps the cap and skips)")
+    return wide.model_copy(update={"reason": f"{wide.reason}; {note}" if wide.reason
+                                   else note})
+
+
+def _over_default_memory(info: ValidationInfo, options: AnalyzeOptions) -> bool:
+    """Skipped for memory under the default validation memory, which may widen."""
+    reason = (info.reason or "").lower()
+    return (info.status == "skipped" and options.validate != "off"
+            and memory_pool_is_default() and options.reference_budget_bytes is None
+            and any(w in reason for w in ("e0511", "e0514", "e0305", "memory")))
+
+
+def _validate_once(
+    prepared: PreparedProgram, options: AnalyzeOptions, progress: Progress
+) -> ValidationInfo:
+    if options.validate == "off":
+        return skipped_validation("validation disabled (--validate off)")
+    if prepared.reference is None:
+        return skipped_validation(
+            prepared.front.no_reference_reason or "no source program to compare against"
+        )
+    from solar.validate import validate  # only when validating (its import is not free)
+
+    if prepared.reference.plan is None:  # preparation may have run it (constant buffers)
+        progress("computing reference outputs")
+    try:
+        plan = prepared.reference()
+    except FrontendError as err:
+        # Note [Validation never blocks analysis]: under ``auto`` a program whose real
+        # run cannot be made to fit (or diverges from its capture) is still analysed;
+        # the report says why it was not validated. ``--validate full`` insists.
+        if options.validate != "auto":
+            raise
+        notes = list(err.notes)
+        if err.code in ("E0511", "E0514") and options.reference_budget_bytes is None:
+            notes.append(_MORE_MEMORY)
+        return skipped_validation(
+            f"no reference run: error[{err.code}]: {'; '.join((err.message, *notes))}"
+        )
+    progress(f"validating IR ({plan.strategy})")
+    strategy: Literal["auto", "full", "sampled"] = "auto"
+    if options.validate == "full" or options.validate == "sampled":
+        strategy = options.validate
+    result = validate(
+        plan.program,
+        plan.inputs,
+        plan.outputs,
+        strategy=strategy,
+        time_budget_s=options.time_budget_s,
+        memory_budget_bytes=_executor_budget(options),
+    )
+    info = validation_info(
+        result, planned_strategy=plan.strategy, description=plan.description, sizes=plan.sizes
+    )
+    if result.status == "failed":
+        return _recheck_in_float64(plan, info, strategy, options, progress)
+    return info
+
+
+# Note [Float64 re-check]
+# ~~~~~~~~~~~~~~~~~~~~~~~
+# The tolerance policy (docs/validation.md) scales with the longest reduction feeding an
+# output, not with how much the computation amplifies rounding. A deep stack of
+# training-mode batch norms over a small batch (ResNet-50's step at batch 2 on 64x64
+# images: the last stage normalises 8 values per channel, and each backward subtracts
+# means of nearly equal terms) amplifies the rounding of every layer below, so two
+# correct fp32 implementations (numpy's and torch's summation orders) differ beyond it,
+# on a few elements of many outputs (ResNet-50: 254 of 645). That is the program's
+# conditioning, not the IR, and taking the rounding away tells the two apart: when the
+# fp32 comparison of a program whose floating types are all f32 fails, the frontend runs
+# the program again in float64 (a float64 copy of the model, the same inputs,
+# parameters, optimizer state and seeded draws, cast exactly), the IR is widened to f64
+# (`widen_to_f64`: the same statements, every f32 made f64) and the two are compared at
+# the float64 tolerance (base rtol 1e-9: rounding ~1e-16 amplified as in fp32 stays far
+# below it, while a wrong lowering still differs by its own relative error). The report
+# then describes the float64 check (``dtype: float64``, its outputs, tolerances, errors,
+# sizes) and keeps the fp32 one (``fp32_check``: its errors, failing outputs and why it
+# was not accepted). A program with a type narrower than f32 (f16, bf16, f8) rounds on
+# purpose and is not re-checked: widening it would change what it computes; nor is a
+# mismatch that is not finite (an fp32 overflow the wider range would hide). Why not validate such
+# steps in float64 directly: the fp32 check is the evidence for the program as it runs,
+# and 25 of the zoo's 33 steps pass it; the re-check costs a second real run and check
+# only where fp32 fails (a wrong IR pays it too, and fails twice). docs/validation.md
+# § Float64 re-check has the rest.
+
+
+def _recheck_in_float64(
+    plan: ValidationPlan,
+    fp32: ValidationInfo,
+    strategy: Literal["auto", "full", "sampled"],
+    options: AnalyzeOptions,
+    progress: Progress,
+) -> ValidationInfo:
+    """Note [Float64 re-check]: ``fp32`` if it cannot apply, else the float64 check."""
+    dtypes = float_dtypes(plan.program)
+    if plan.float64 is None or DType.F32 not in dtypes or not dtypes <= {DType.F32, DType.F64}:
+        return fp32
+    from solar.validate import validate
+
+    def unchecked(why: str) -> ValidationInfo:
+        reason = "; ".join(p for p in (fp32.reason, f"float64 re-check not run: {why}") if p)
+        return fp32.model_copy(update={"reason": reason})
+
+    if any(o.max_abs_error is None for o in fp32.outputs if not o.passed):
+        # an overflow or NaN where the program has a finite value (or a missing output)
+        # is no rounding error, and float64 could hide an fp32 overflow
+        return unchecked("the fp32 mismatch is not finite (overflow, NaN or a missing "
+                         "output), which rounding does not explain")
+    progress("fp32 validation failed: re-checking in float64")
+
+    try:
+        inputs, outputs = plan.float64()
+    except FrontendError as err:
+        return unchecked(f"error[{err.code}]: {err.message}")
+    result = validate(
+        widen_to_f64(plan.program),
+        inputs,
+        outputs,
+        strategy=strategy,
+        time_budget_s=options.time_budget_s,
+    )
+    if result.status not in ("passed", "failed"):
+        return unchecked(f"{result.status}: {result.reason}")
+    wide = validation_info(
+        result, planned_strategy=plan.strategy, description=plan.description, sizes=plan.sizes
+    )
+    return float64_validation(fp32, wide)
+
+
+_MORE_MEMORY = (
+    "the budget is a share of the validation memory (Note [Validation memory]): "
+    "SOLAR_VALIDATION_MEMORY=MiB (default 1024) or =available, or --reference-budget MiB, "
+    "allows more"
+)
+
+
+def _executor_budget(options: AnalyzeOptions) -> int:
+    """The executor's memory budget for a plan made within the reference budget (Note
+    [Validation memory]); with ``--reference FILE`` half of MemAvailable: the user's
+    data fixes the sizes, so there is nothing smaller to check."""
+    if options.reference_file is not None:
+        return memory_budget_bytes(capped=False)
+    return executor_budget_bytes(reference_budget_bytes(options.reference_budget_bytes))
