@@ -66,7 +66,7 @@ def test_ir_fmt_prints_canonical_text(capsys: pytest.CaptureFixture[str]) -> Non
         (["analyze", MATMUL, "--frontend", "cobol"], 2, "error[E0904]"),
         (["ir", "fmt", "nope.alir"], 2, "error[E0901]"),
         (["gate", "nope.json"], 1, "error[E0701]"),
-        (["no-such-command"], 2, "No such command"),
+        (["no-such-command"], 2, "error[E0904]: no such command"),
     ],
 )
 def test_error_exit_codes(
@@ -265,3 +265,20 @@ def test_every_bound_model_is_registered_under_its_option_name() -> None:
     from solar.bounds import BOUND_MODELS
 
     assert tuple(BOUND_MODELS) == options.BOUND_MODEL_NAMES
+
+
+@pytest.mark.torch
+def test_provision_says_an_fp32_matmul_may_run_on_any_fp32_accurate_pipe(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 31: a matmul model's requirement is not "vector fp32" alone."""
+    pytest.importorskip("torch")
+    r = run_cli(capsys, "provision", str(SAMPLES / "torch" / "linear_gelu.py"),
+                "--target-ms", "0.05", "-q")
+    assert r.code == 0, r.err
+    lines = r.out.splitlines()
+    matmul = next(i for i, x in enumerate(lines) if "of matmul/convolution work" in x)
+    assert lines[matmul].startswith("  vector:fp32     >= ")
+    assert "tensor:3xtf32" in lines[matmul + 1] and "whichever the device has" in lines[matmul + 1]
+    # the gelu's vector work keeps a line of its own, with no alternative pipe
+    assert any(re.fullmatch(r"  vector:fp32     >= [\d.,]+ TFLOP/s", x) for x in lines)

@@ -164,3 +164,44 @@ def test_calibrate_refuses_a_bandwidth_below_what_a_spec_may_hold(
     assert r.code == 2
     assert "error[E0404]: measured memory bandwidth 0.4 GB/s" in r.err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("path", COMMANDS, ids=lambda p: " ".join(p) or "solar")
+def test_every_help_page_fits_an_80_column_terminal(
+    path: tuple[str, ...], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "80")  # Note [Narrow help]
+    r = run_cli(capsys, *path, "--help")
+    assert r.code == 0, r.err
+    wide = [line for line in r.out.splitlines() if len(line) > 80]
+    assert not wide, wide
+    assert "Examples:" in r.out and "$ solar" in r.out
+    assert "Exit codes:" in r.out
+    # every example command starts its own line (not joined into a paragraph)
+    assert all(line.lstrip().startswith("$ solar") for line in r.out.splitlines()
+               if "$ solar" in line)
+
+
+def test_analyze_help_on_80_columns_keeps_descriptions_beside_options(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    out = run_cli(capsys, "analyze", "--help").out
+    assert re.search(r"^  --arch SPEC +Hardware spec: a name from `solar specs$", out, re.M), out
+    assert re.search(r"^  -o, --output <path> +Write the JSON report here\.$", out, re.M)
+
+
+@pytest.mark.parametrize(("argv", "message", "note"), [
+    (("analyze", MATMUL, "--arc", "H100_SXM"), "no such option: --arc", "did you mean --arch"),
+    (("bounds", MATMUL, "--bogus"), "no such option: --bogus", "bounds --help`"),
+    (("analyze", MATMUL, "extra"), "got unexpected extra argument(s) (extra)", "analyze --help`"),
+    (("sweep",), "missing argument 'source'", "sweep --help`"),
+])  # fmt: skip
+def test_command_line_mistakes_are_coded_usage_diagnostics(
+    argv: tuple[str, ...], message: str, note: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    r = run_cli(capsys, *argv)
+    assert r.code == 2
+    assert r.err.startswith(f"error[E0904]: {message}\n"), r.err
+    assert note in r.err
+    assert "Traceback" not in r.err and "Usage:" not in r.err

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -141,6 +141,10 @@ class InverseRoofline:
         required_dram_bandwidth_bytes_per_s: ``dram_bytes / T``.
         required_flops_per_s: ``FLOPs_pipe / T`` per pipe label.
         devices: per listed device, its bound and whether it meets T.
+        alternatives: per pipe label, the other pipes the policy lets some of its work
+            run on (an fp32 matmul keyed ``vector:fp32`` runs on ``tensor:3xtf32`` too):
+            that work's requirement is on whichever of them a device has.
+        flexible_flops_per_s: of ``required_flops_per_s``, the part of that work.
     """
 
     target_time_s: float
@@ -151,6 +155,8 @@ class InverseRoofline:
     required_dram_bandwidth_bytes_per_s: float
     required_flops_per_s: Mapping[str, float]
     devices: tuple[DeviceRequirement, ...]
+    alternatives: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    flexible_flops_per_s: Mapping[str, float] = field(default_factory=dict)
 
 
 def inverse_roofline(
@@ -180,13 +186,19 @@ def inverse_roofline(
         dram_bytes = float(np.sum(dram))
     else:
         dram_bytes = compulsory_bytes(costs)
-    kind_label = [policy_pipe(k.work, k.dtype, k.convolution, precision_policy)[0].label
+    kind_pipes = [policy_pipe(k.work, k.dtype, k.convolution, precision_policy)
                   for k in compiled.work_kinds]
+    kind_label = [pipes[0].label for pipes in kind_pipes]
     flops: dict[str, float] = {}
+    flexible: dict[str, float] = {}
+    alternatives: dict[str, tuple[str, ...]] = {}
     for kind, group_flops in zip(compiled.group_work.tolist(), costs.group_flops.tolist(),
                                  strict=True):
         label = kind_label[kind]
         flops[label] = flops.get(label, 0.0) + float(group_flops)
+        if len(kind_pipes[kind]) > 1 and group_flops > 0:
+            flexible[label] = flexible.get(label, 0.0) + float(group_flops)
+            alternatives[label] = tuple(p.label for p in kind_pipes[kind][1:])
     devices = []
     fp32 = _has_fp32_work(compiled, sizes)
     for spec in specs:
@@ -202,4 +214,6 @@ def inverse_roofline(
         required_dram_bandwidth_bytes_per_s=dram_bytes / target_time_s,
         required_flops_per_s={k: v / target_time_s for k, v in sorted(flops.items())},
         devices=tuple(devices),
+        alternatives=alternatives,
+        flexible_flops_per_s={k: v / target_time_s for k, v in sorted(flexible.items())},
     )

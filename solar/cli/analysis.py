@@ -28,12 +28,16 @@ from solar.cli.app import (
 )
 from solar.cli.distributed import (
     ClusterOption,
+    FailOption,
     GlobalBatchOption,
     MicroBatchOption,
+    MoeLoadOption,
+    MoeSlotsOption,
     ParallelOption,
     PhaseOption,
     PlanFileOption,
     RecomputeOption,
+    ScheduleOption,
     distributed_request,
 )
 from solar.cli.inputs import (
@@ -212,6 +216,10 @@ def analyze(
     micro_batch: MicroBatchOption = None,
     global_batch: GlobalBatchOption = None,
     recompute: RecomputeOption = "none",
+    schedule: ScheduleOption = None,
+    fail: FailOption = None,
+    moe_load: MoeLoadOption = None,
+    moe_slots: MoeSlotsOption = None,
     phase: PhaseOption = None,
 ) -> None:
     """Analyse a program: frontend → validate → bounds → report.
@@ -243,7 +251,8 @@ def analyze(
         if path is not None:
             prepare_output(path)  # a bad -o fails before any work
     request = distributed_request(cluster, parallel, plan, micro_batch, global_batch,
-                                  recompute, phase, train=train)
+                                  recompute, phase, train=train, schedule=schedule,
+                                  fail=fail, moe_load=moe_load, moe_slots=moe_slots)
     if not arch and request is not None:  # the cluster's device, not the default one
         from solar.hw.cluster_loader import load_cluster_spec
 

@@ -131,18 +131,68 @@ def _no_type(ctx: Any) -> None:
     del ctx
 
 
+NARROW_HELP_COLUMNS = 100
+"""Note [Narrow help]: below this terminal width ``--help`` is click's plain layout.
+Rich's option table gives ``--flag/--no-flag`` a column of its own and squeezes the
+descriptions into a third of an 80-column terminal, a word or two a line; click's
+layout wraps each description under its option at the full width."""
+
+
+def _plain_epilog(command: Any, formatter: Any) -> None:
+    """The epilog of click's layout line by line (example commands are not prose to
+    join); a line wider than the terminal wraps under itself."""
+    import textwrap
+
+    if not command.epilog:
+        return
+    formatter.write_paragraph()
+    width = max(40, formatter.width - 2)
+    for line in command.epilog.splitlines():
+        body = line.lstrip()
+        indent = " " * (len(line) - len(body) + (2 if body.startswith("$") else 0))
+        wrapped = textwrap.wrap(line, width, subsequent_indent=indent) or [""]
+        formatter.write("".join(f"  {x}".rstrip() + "\n" for x in wrapped))
+
+
+def _plain_help(command: Any, ctx: Any, formatter: Any, rich: Any) -> None:
+    import shutil
+
+    if shutil.get_terminal_size().columns < NARROW_HELP_COLUMNS:
+        # click's own formatter: the class above typer's in the method order
+        typer_cls = TyperCommand if isinstance(command, TyperCommand) else TyperGroup
+        click_cls: Any = typer_cls.__mro__[1]
+        click_cls.format_help(command, ctx, formatter)
+    else:
+        rich(ctx, formatter)
+
+
 class SolarCommand(TyperCommand):
-    """A command whose help shows flags without a type tag (Note [Flag metavars])."""
+    """A command whose help shows flags without a type tag (Note [Flag metavars]) and
+    stays readable on a narrow terminal (Note [Narrow help])."""
 
     def get_params(self, ctx: Any) -> list[Any]:
         return _untyped_flags(super().get_params(ctx))
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        _plain_help(self, ctx, formatter, super().format_help)
+
+    def format_epilog(self, ctx: Any, formatter: Any) -> None:
+        del ctx
+        _plain_epilog(self, formatter)
 
 
 class SolarGroup(TyperGroup):
-    """A command group whose help shows flags without a type tag."""
+    """A command group whose help shows flags without a type tag (Note [Narrow help])."""
 
     def get_params(self, ctx: Any) -> list[Any]:
         return _untyped_flags(super().get_params(ctx))
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        _plain_help(self, ctx, formatter, super().format_help)
+
+    def format_epilog(self, ctx: Any, formatter: Any) -> None:
+        del ctx
+        _plain_epilog(self, formatter)
 
 
 def use_solar_commands(typer_app: typer.Typer) -> None:
@@ -325,7 +375,8 @@ def _run_app() -> None:
     except Exception as err:  # noqa: BLE001 — the one boundary: anything unexpected -> exit 2
         show = getattr(err, "show", None)
         if callable(show) and hasattr(err, "exit_code"):  # click/typer usage errors
-            show()
+            # unknown option, missing or extra argument (typer's vendored click)
+            echo_err(click_usage(err).render())
             sys.exit(2)
         echo_err(f"error[E0999]: internal error: {type(err).__name__}: {err}")
         echo_err("  = note: this is a bug in SOLAR; set SOLAR_DEBUG=1 to see the traceback")
@@ -339,6 +390,24 @@ def _bad_parameter(err: typer.BadParameter) -> UsageError:
     text = err.format_message().replace("Value error, ", "").rstrip(".")
     notes = (f"see `{err.ctx.command_path} --help`",) if err.ctx is not None else ()
     return UsageError(text[:1].lower() + text[1:], code="E0904", notes=notes)
+
+
+def click_usage(err: Any) -> UsageError:
+    """click's rejection of a command line (an option it does not know, a missing or
+    extra argument) as a SOLAR usage diagnostic (E0904), with click's suggestions.
+    typer vendors its own click, so the error is recognised by its attributes."""
+    notes = []
+    option = getattr(err, "option_name", None)
+    if option is not None and hasattr(err, "possibilities"):  # click's NoSuchOption
+        text = f"no such option: {option}"
+        if err.possibilities:
+            notes.append("did you mean " + " or ".join(sorted(err.possibilities)[:3]) + "?")
+    else:
+        message = str(err.format_message()).rstrip(".")
+        text = message[:1].lower() + message[1:]
+    if getattr(err, "ctx", None) is not None:
+        notes.append(f"see `{err.ctx.command_path} --help`")
+    return UsageError(text, code="E0904", notes=tuple(notes))
 
 
 @app.callback(invoke_without_command=True)

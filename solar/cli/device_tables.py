@@ -97,7 +97,15 @@ def provision_text(inv: InverseRoofline) -> str:
         f"({format_bytes(inv.dram_bytes)} moved)",
     ]
     for unit, need in sorted(inv.required_flops_per_s.items()):
-        lines.append(f"  {unit:<15} >= {need / 1e12:,.3f} TFLOP/s")
+        flexible = inv.flexible_flops_per_s.get(unit, 0.0)
+        if need > flexible:
+            lines.append(f"  {unit:<15} >= {(need - flexible) / 1e12:,.3f} TFLOP/s")
+        if flexible > 0:  # matmul work the policy also lets run on other pipes
+            lines.append(
+                f"  {unit:<15} >= {flexible / 1e12:,.3f} TFLOP/s of matmul/convolution work, "
+                f"or as fast on\n{'':<21}{', '.join(inv.alternatives[unit])} "
+                "(whichever the device has)"
+            )
     lines.append(f"{'device':<18} {'bound':>12}  {'meets target':<12}  precision")
     marked = False
     for d in inv.devices:

@@ -21,13 +21,18 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ClusterOption",
+    "FailOption",
+    "MoeLoadOption",
+    "MoeSlotsOption",
     "GlobalBatchOption",
     "MicroBatchOption",
     "ParallelOption",
     "PhaseOption",
     "PlanFileOption",
     "RecomputeOption",
+    "ScheduleOption",
     "distributed_request",
+    "parse_schedules",
 ]
 
 ClusterOption: TypeAlias = Annotated[
@@ -64,6 +69,54 @@ PhaseOption: TypeAlias = Annotated[
                                  "or decode (one forward; the default otherwise)."),
 ]
 
+ScheduleOption: TypeAlias = Annotated[
+    str | None,
+    typer.Option("--schedule", metavar="NAMES",
+                 help="Pipeline schedules to bound, comma-separated: gpipe, 1f1b, "
+                      "interleaved, zb-h1, zb-h2, zbv, dualpipe, or all (with --train and "
+                      "pp > 1; docs/distributed.md)."),
+]
+
+FailOption: TypeAlias = Annotated[
+    list[str] | None,
+    typer.Option("--fail", metavar="stage=S:k=K",
+                 help="K data-parallel replicas of pipeline stage S are down; their "
+                      "micro-batches go to the survivors (repeatable; docs/distributed.md)."),
+]
+
+MoeLoadOption: TypeAlias = Annotated[
+    str | None,
+    typer.Option("--moe-load", metavar="FILE|uniform|zipf:A",
+                 help="Tokens per expert per step and layer (.npz array `counts` or .csv "
+                      "step,layer,expert,tokens), or a synthetic load."),
+]
+MoeSlotsOption: TypeAlias = Annotated[
+    int | None,
+    typer.Option("--moe-slots", min=1,
+                 help="Expert slots per GPU for adaptive placement (default experts/ep)."),
+]
+
+
+def parse_schedules(text: str | None) -> tuple[str, ...]:
+    """``--schedule`` as names (``all`` stays ``all``).
+
+    >>> parse_schedules("1f1b, zbv")
+    ('1f1b', 'zbv')
+
+    Raises:
+        PlanError: E0804 an unknown schedule name.
+    """
+    if text is None:
+        return ()
+    from solar.distributed.schedules import SCHEDULES
+
+    names = tuple(x.strip() for x in text.split(",") if x.strip())
+    bad = [n for n in names if n not in (*SCHEDULES, "all")]
+    if bad or not names:
+        raise PlanError(f"unknown --schedule `{', '.join(bad) or text}`", code="E0804",
+                        notes=(f"schedules: {', '.join(SCHEDULES)}, all",))
+    return names
+
 
 def distributed_request(
     cluster: str | None,
@@ -75,6 +128,10 @@ def distributed_request(
     phase: Phase | None,
     *,
     train: bool,
+    schedule: str | None = None,
+    fail: list[str] | None = None,
+    moe_load: str | None = None,
+    moe_slots: int | None = None,
 ) -> DistributedRequest | None:
     """The `solar.distributed.DistributedRequest` the options ask for, or ``None``.
 
@@ -85,13 +142,16 @@ def distributed_request(
     """
     given = [n for n, v in (("--parallel", parallel), ("--plan", plan_file),
                             ("--micro-batch", micro_batch), ("--global-batch", global_batch),
-                            ("--phase", phase)) if v is not None]
+                            ("--phase", phase), ("--schedule", schedule),
+                            ("--fail", fail or None), ("--moe-load", moe_load),
+                            ("--moe-slots", moe_slots)) if v is not None]
     if cluster is None:
         if given or recompute != "none":
             raise PlanError(f"{', '.join(given) or '--recompute'} need(s) --cluster",
                             code="E0806")
         return None
     from solar.distributed import DistributedRequest, load_plan_file, parse_parallel
+    from solar.distributed.failures import parse_failure
     from solar.hw.cluster_loader import load_cluster_spec
 
     spec = load_cluster_spec(cluster)
@@ -111,4 +171,7 @@ def distributed_request(
         recompute=recompute,
         phase=chosen,
         plan_file=pf,
+        schedules=parse_schedules(schedule),
+        failures=tuple(parse_failure(f) for f in fail or ()),
+        moe_load=moe_load, moe_slots=moe_slots,
     )

@@ -136,6 +136,7 @@ def sweep(
         parse_axis,
         run_sweep,
     )
+    from solar.sweep.table import text_table
 
     fields: dict[str, object] = {"model": source}
     if source.suffix in (".yaml", ".yml"):
@@ -193,6 +194,7 @@ def sweep(
     finally:
         for s, old in previous.items():
             signal.signal(s, old)
+    typer.echo("\n".join(text_table(summary.rows, spec.size_names, summary.table_path)))
     counts = ", ".join(f"{n} {s}" for s, n in sorted(summary.counts.items()))
     resumed = f" ({summary.resumed} resumed)" if summary.resumed else ""
     typer.echo(

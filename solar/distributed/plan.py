@@ -16,7 +16,10 @@ Error codes (`PlanError`, exit 2: the command line or plan is at fault):
 * ``E0804`` a malformed ``--parallel`` value (unknown key, not a positive integer);
 * ``E0805`` a malformed plan YAML file;
 * ``E0806`` an option combination that cannot work (``--phase train`` without
-  ``--train``, plan options without ``--cluster``).
+  ``--train``, plan options without ``--cluster``, ``--schedule``/``--fail`` without a
+  pipelined training step);
+* ``E0807``-``E0810`` pipeline schedules, failures and expert loads
+  (`solar.distributed.schedules`, `.failures`, `.moe`; docs/distributed.md).
 """
 
 from __future__ import annotations

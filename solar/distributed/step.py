@@ -34,6 +34,9 @@ from solar.distributed.collectives import (
     min_bytes_per_rank,
     place_groups,
 )
+from solar.distributed.failures import Failure
+from solar.distributed.moe_step import moe_info
+from solar.distributed.pipelining import PipelineReport, pipeline_report
 from solar.distributed.plan import ParallelPlan, Phase, PlanFile, Recompute, check_plan
 from solar.distributed.plan_collectives import plan_collectives
 from solar.distributed.structure import ModelStructure, infer_structure
@@ -74,6 +77,11 @@ class DistributedRequest:
         recompute: activation recompute policy.
         phase: train (one optimizer step) or prefill/decode (one forward).
         plan_file: the plan file's model facts, if one was given.
+        schedules: pipeline schedules to bound (``all`` for every one); empty: the
+            plan's own (1f1b, or interleaved with vpp > 1).
+        failures: data-parallel replicas down per stage (``--fail``).
+        moe_load: tokens per expert (``--moe-load``: a file, ``uniform``, ``zipf:A``).
+        moe_slots: expert slots per GPU for adaptive placement (``--moe-slots``).
     """
 
     cluster: str
@@ -83,6 +91,10 @@ class DistributedRequest:
     recompute: Recompute = "none"
     phase: Phase = "train"
     plan_file: PlanFile | None = field(default=None)
+    schedules: tuple[str, ...] = ()
+    failures: tuple[Failure, ...] = ()
+    moe_load: str | None = None
+    moe_slots: int | None = None
 
 
 def _structure_info(s: ModelStructure) -> StructureInfo:
@@ -185,8 +197,43 @@ def bound_step(
                                         recompute=request.recompute, phase=request.phase)
         return [(c, _stride(plan, c.axis)) for c in colls], notes
 
-    return _assemble(cluster, spec, plan, world, request, s, work, hbm_s, memory,
+    info = _assemble(cluster, spec, plan, world, request, s, work, hbm_s, memory,
                      collectives_of)
+    if request.moe_load is not None:
+        info = info.model_copy(update={"moe": moe_info(
+            program, s, plan, cluster, peak_flops_per_s=work.peak_flops_per_s,
+            moe_load=request.moe_load, slots=request.moe_slots, micro_batches=m)})
+    if request.plan is None or request.phase != "train" or plan.pp < 2:
+        if request.failures or request.schedules:
+            raise PlanError("--schedule and --fail bound a pipelined training step: give "
+                            "--train and a plan with pp >= 2", code="E0806")
+        return info
+    pipe = pipeline_report(program, unfused.kernels, s, plan, sizes, cluster,
+                           micro_batches=m, recompute=request.recompute,
+                           schedules=request.schedules, failures=request.failures)
+    return _with_pipeline(info, pipe)
+
+
+def _with_pipeline(info: DistributedInfo, pipe: PipelineReport) -> DistributedInfo:
+    """Add the pipeline section; the schedule-free bound raises the step bound where it
+    is higher (Note [Schedule-free bounds] in `solar.distributed.schedules`)."""
+    step = info.step
+    assumptions = (*("per-hop latency is zero in the bound; pipeline fill and drain are in "
+                     "it (schedule-free)" if a.startswith("per-hop latency and pipeline")
+                     else a for a in info.assumptions),
+                   "pipeline ranks run their F/B/W operations one at a time (one compute "
+                   "stream); chunks of a rank are equal shares of its layers")
+    if step.time_s is not None and pipe.bound_s > step.time_s:
+        scale = step.time_s / pipe.bound_s
+        step = step.model_copy(update={
+            "time_s": pipe.bound_s,
+            "binding": pipe.binding,
+            "mfu_ceiling": step.mfu_ceiling * scale if step.mfu_ceiling else None,
+            "tokens_per_s_ceiling": step.tokens_per_s_ceiling * scale
+            if step.tokens_per_s_ceiling else None,
+        })
+    return info.model_copy(update={"step": step, "schedule": pipe.info, "stages": pipe.stages,
+                                   "failures": pipe.failures, "assumptions": assumptions})
 
 
 Placed: TypeAlias = tuple[Collective, "int | GroupPlacement"]

@@ -215,6 +215,10 @@ class FrontendResult:
         padding_flops: of ``counted_flops``, those multiplying zero padding (which
             SOLAR does not count).
         step: for a training step (``--train``), its loss, optimizer and phases.
+        module_paths: the dotted module paths the program ran in (``nn.Module`` paths,
+            JAX name scopes): the report's per-module view (`solar.report.breakdown`).
+        uncounted_ops: the lowered ops the independent counter has no formula for (its
+            FLOPs check cannot see their work), most FLOP-heavy kinds first.
     """
 
     name: FrontendName
@@ -237,6 +241,8 @@ class FrontendResult:
     counted_flops: int | None = None
     padding_flops: int = 0
     step: StepInfo | None = None
+    module_paths: tuple[str, ...] = ()
+    uncounted_ops: tuple[str, ...] = ()
 
 
 class Frontend(Protocol):

@@ -49,6 +49,7 @@ from solar.report import (
     build_arch_bounds,
     coverage_info,
     tiny_bound_warnings,
+    with_profile,
 )
 from solar.version import __version__
 
@@ -307,7 +308,7 @@ def report_at(base: ReportBase, point: PointBounds, options: AnalyzeOptions) -> 
     at_analysed = _at_analysed(base, point.sizes)
     # a model file's own size constants, unless hand-written IR replaced its program
     own = program is front.program and front.source_sizes and at_analysed
-    return Report(
+    report = Report(
         tool=ToolInfo(version=__version__),
         input=base.source,
         frontend=FrontendInfo(
@@ -339,6 +340,7 @@ def report_at(base: ReportBase, point: PointBounds, options: AnalyzeOptions) -> 
         training=base.training if at_analysed else None,
         warnings=_warnings(point.coverage, base.validation, archs),
     )
+    return with_profile(report, front, program, point.sizes)  # solar.report.breakdown
 
 
 def _warnings(

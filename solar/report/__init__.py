@@ -3,6 +3,7 @@ gate and plots."""
 
 from __future__ import annotations
 
+from solar.report.breakdown import with_profile
 from solar.report.distributed import (
     CollectiveRow,
     DistributedInfo,
@@ -34,6 +35,7 @@ from solar.report.schema import (
     REPORT_SCHEMA_VERSION,
     ArchBounds,
     BoundResult,
+    BreakdownRow,
     CoverageInfo,
     Fp32Check,
     FrontendInfo,
@@ -68,6 +70,7 @@ __all__ = [
     "REPORT_SCHEMA_VERSION",
     "ArchBounds",
     "BoundResult",
+    "BreakdownRow",
     "CoverageInfo",
     "FrontendInfo",
     "GateCheck",
@@ -117,4 +120,5 @@ __all__ = [
     "float64_validation",
     "skipped_validation",
     "validation_info",
+    "with_profile",
 ]

@@ -181,10 +181,20 @@ def plot_report(report: Report, output: Path, *, arch: str | None = None) -> Pat
     if report.distributed is None:
         fig, (ax, bx) = plt.subplots(1, 2, figsize=(15, 6.2), width_ratios=(1.25, 1))
     else:
-        from solar.report.plot_distributed import draw_ranks
+        from solar.report.plot_distributed import draw_ranks, extra_panels
 
-        fig, (ax, bx, dx) = plt.subplots(1, 3, figsize=(21, 6.2), width_ratios=(1.25, 1, 0.9))
+        extras = extra_panels(report.distributed)
+        rows = 2 if extras else 1
+        fig, axes = plt.subplots(rows, 3, figsize=(21, 6.2 * rows),
+                                 width_ratios=(1.25, 1, 0.9), squeeze=False)
+        ax, bx, dx = axes[0]
         draw_ranks(dx, report.distributed)
+        for i in range(3 * (rows - 1)):
+            panel = axes[1][i]
+            if i < len(extras):
+                extras[i](panel)
+            else:
+                panel.axis("off")
     _draw_roofline(ax, report, row)
     _draw_bars(bx, row)
     fig.suptitle(_title(report, row), fontsize=11)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from solar.report.distributed import DistributedInfo
 
-__all__ = ["draw_ranks"]
+__all__ = ["draw_ranks", "extra_panels"]
+
+_OPS = {"F": "#4477AA", "B": "#EE6677", "W": "#228833"}
 
 _COLORS = {"compute": "#4477AA", "hbm": "#228833", "injection": "#CCBB44",
            "scale-out": "#EE6677"}
@@ -36,3 +39,65 @@ def draw_ranks(ax: Any, d: DistributedInfo) -> None:
     ax.set_title(title if d.step.time_s is not None else f"{title}: DOES NOT FIT",
                  fontsize=10)
     ax.legend(fontsize=8, title="stacked: no-overlap sum", title_fontsize=8)
+
+
+def extra_panels(d: DistributedInfo) -> list[Callable[[Any], None]]:
+    """The panels of the report's pipeline, failure and MoE sections, as drawers."""
+    out: list[Callable[[Any], None]] = []
+    sc = d.schedule
+    drawn = next((r for r in sc.schedules if r.schedule == sc.drawn), None) if sc else None
+    if drawn is not None and drawn.gantt:
+        out.append(lambda ax: _draw_gantt(ax, d))
+    if d.failures is not None:
+        out.append(lambda ax: _draw_failures(ax, d))
+    if d.moe is not None and d.moe.loads:
+        out.append(lambda ax: _draw_moe(ax, d))
+    return out
+
+
+def _draw_gantt(ax: Any, d: DistributedInfo) -> None:
+    """The drawn schedule's operations per rank (F, B, W), the schedule-free bound."""
+    assert d.schedule is not None
+    row = next(r for r in d.schedule.schedules if r.schedule == d.schedule.drawn)
+    top = row.time_s or 1.0
+    scale, unit = next(((s, u) for s, u in ((1.0, "s"), (1e3, "ms"), (1e6, "µs"))
+                        if top * s >= 1.0), (1e9, "ns"))
+    for rank, ops in enumerate(row.gantt):
+        for name, start, end in ops:
+            ax.barh(rank, (end - start) * scale, left=start * scale, height=0.8,
+                    color=_OPS.get(name[0], "#999999"), edgecolor="white", linewidth=0.3)
+    ax.axvline(d.schedule.bound_s * scale, color="black", linestyle="--",
+               label="any schedule >=")
+    for kind, color in _OPS.items():
+        ax.barh([], [], color=color, label=kind)
+    ax.invert_yaxis()
+    ax.set_xlabel(f"time ({unit})")
+    ax.set_ylabel("pipeline rank")
+    ax.set_title(f"{row.schedule}: step >= {row.time_s * scale:.3g} {unit}", fontsize=10)
+    ax.legend(fontsize=8, loc="lower right")
+
+
+def _draw_failures(ax: Any, d: DistributedInfo) -> None:
+    """Step bound against replicas down at the binding stage."""
+    fl = d.failures
+    assert fl is not None
+    ks = [k for k, _ in fl.curve]
+    ax.plot(ks, [t for _, t in fl.curve], marker="o", label="re-routed to survivors")
+    ax.axhline(fl.drop_pipelines_s, color="#EE6677", linestyle=":",
+               label="drop the failed pipelines (this failure set)")
+    ax.set_xlabel(f"replicas down at stage {max(fl.binding_stage, 0)}")
+    ax.set_ylabel("step bound (s)")
+    ax.set_title("step bound with failures", fontsize=10)
+    ax.legend(fontsize=8)
+
+
+def _draw_moe(ax: Any, d: DistributedInfo) -> None:
+    """Tokens per expert (rows) and step (columns), the first MoE layer."""
+    mo = d.moe
+    assert mo is not None
+    grid = [[step[0][e] for step in mo.loads] for e in range(mo.experts)]
+    im = ax.imshow(grid, aspect="auto", cmap="viridis")
+    ax.figure.colorbar(im, ax=ax, label="tokens")
+    ax.set_xlabel("step")
+    ax.set_ylabel("expert")
+    ax.set_title(f"expert load, layer 0 ({mo.source})", fontsize=10)

@@ -23,8 +23,14 @@ from collections.abc import Sequence
 
 from solar.diagnostics import printable
 from solar.report.render_distributed import distributed_lines
+from solar.report.render_profile import (
+    breakdown_lines,
+    column_notes,
+    kernel_table,
+    precision_hint,
+)
 from solar.report.schema import ArchBounds, KernelRow, Report, TrainingInfo
-from solar.report.units import format_bytes, format_flops, format_time
+from solar.report.units import format_bytes, format_count, format_flops, format_time
 
 __all__ = [
     "LAUNCH_LATENCY_S",
@@ -95,69 +101,6 @@ def next_step(k: KernelRow) -> str:
     return "fewer FLOPs per element"
 
 
-def _roof(k: KernelRow) -> str:
-    return f"{k.unit}:{k.precision}" if k.bottleneck == "compute" else "memory"
-
-
-def _kernel_lines(arch: ArchBounds, top: int) -> list[str]:
-    kernels = arch.kernels
-    if not kernels or top <= 0:
-        return []
-    name_w = 28
-    measured = [k for k in kernels if k.measured_s is not None]
-    lines = []
-    if measured:
-        ranked = sorted(measured, key=lambda k: -((k.measured_s or 0.0) - k.time_s))[:top]
-        lines.append(
-            f"  next steps: {len(ranked)} of {len(kernels)} kernels by gap to SOL "
-            f"(measured - bound; {len(measured)} matched to profiled ops):"
-        )
-        lines.append(f"    {'kernel':<{name_w}} {'bound':>10} {'measured':>10} {'gap':>10}  "
-                     f"{'roof':<13} next step")
-        for k in ranked:
-            m = k.measured_s or 0.0
-            lines.append(
-                f"    {_short(k.name, name_w):<{name_w}} {format_time(k.time_s):>10} "
-                f"{format_time(m):>10} {format_time(max(0.0, m - k.time_s)):>10}  "
-                f"{_roof(k):<13} {next_step(k)}"
-            )
-        return lines
-    total = sum(k.time_s for k in kernels) or 1.0
-    ranked = sorted(kernels, key=lambda k: -k.time_s)[:top]
-    lines.append(
-        f"  next steps: {len(ranked)} of {len(kernels)} kernels by unfused bound "
-        "(no per-kernel measurement of this device):"
-    )
-    lines.append(f"    {'kernel':<{name_w}} {'bound':>10} {'share':>6}  {'roof':<13} next step")
-    for k in ranked:
-        lines.append(
-            f"    {_short(k.name, name_w):<{name_w}} {format_time(k.time_s):>10} "
-            f"{k.time_s / total:6.1%}  {_roof(k):<13} {next_step(k)}"
-        )
-    return lines
-
-
-def _short(name: str, width: int) -> str:
-    return name if len(name) <= width else name[: width - 3] + "..."
-
-
-def _precision_hint(arch: ArchBounds) -> list[str]:
-    """Suggest ``--precision bf16`` when fp32 matmuls carry most of the unfused bound."""
-    if arch.precision_policy in ("bf16", "fp16", "fp8"):
-        return []
-    total = sum(k.time_s for k in arch.kernels)
-    fp32_mm = sum(
-        k.time_s for k in arch.kernels
-        if k.unit == "tensor" and (k.precision in ("fp32", "tf32") or "x" in k.precision)
-    )
-    if total <= 0 or fp32_mm / total < 0.5:
-        return []
-    return [
-        f"  hint: fp32 matmuls are {fp32_mm / total:.0%} of the unfused bound; "
-        "--precision bf16 shows\n        the bound with bf16 matmuls"
-    ]
-
-
 def _headroom_lines(arch: ArchBounds, report: Report) -> list[str]:
     lines = []
     for h in arch.headroom:
@@ -209,12 +152,27 @@ def _bound_notes(arch: ArchBounds, report: Report) -> list[str]:
     if fused is not None and unfused is not None and unfused.time_s > fused.time_s:
         gain = unfused.time_s - fused.time_s
         share = gain / unfused.time_s
+        lever = ""
+        if share >= 0.2:
+            lever = ": fuse the memory-bound kernels"
+        elif fused.bottleneck == "compute":  # only then does a faster roof move the bound
+            lever = "; the compute roof is the bigger lever"
         lines.append(
-            f"  fusion: gains at most {format_time(gain)} ({share:.0%} of unfused)"
-            + (": fuse the memory-bound kernels" if share >= 0.2
-               else "; the compute roof is the bigger lever")
+            f"  fusion: gains at most {format_time(gain)} ({share:.0%} of unfused){lever}"
         )
     return lines
+
+
+def _policy_assumption(arch: ArchBounds) -> list[str]:
+    """What a reduced-precision policy assumes: the compute roofs change, the bytes
+    do not (the IR keeps the dtypes it was captured with)."""
+    if arch.precision_policy not in ("bf16", "fp16", "fp8"):
+        return []
+    return [
+        f"  precision: matmuls and convolutions at the {arch.precision_policy} tensor peak; "
+        "tensors keep their\n    captured dtypes, so the bytes are those of the captured "
+        "program (cast the model itself\n    to bound the traffic of narrower tensors)"
+    ]
 
 
 def _arch_block(arch: ArchBounds, report: Report, top: int) -> list[str]:
@@ -223,6 +181,7 @@ def _arch_block(arch: ArchBounds, report: Report, top: int) -> list[str]:
         + (" (measured spec)" if arch.spec_measured else "")
         + f" — precision policy {arch.precision_policy}",
         f"  cache: {arch.cache_assumption}",
+        *_policy_assumption(arch),
         f"  {'model':<12} {'bound':>12} {'compute':>12} {'memory':>12} {'DRAM bytes':>11} "
         f"{'AI F/B':>8}  bottleneck",
     ]
@@ -232,10 +191,13 @@ def _arch_block(arch: ArchBounds, report: Report, top: int) -> list[str]:
             f"{format_time(b.memory_time_s):>12} {format_bytes(b.dram_bytes):>11} "
             f"{_intensity(b.arithmetic_intensity_flops_per_byte):>8}  {b.bottleneck}"
         )
+    lines.extend(column_notes(arch))
     lines.extend(_bound_notes(arch, report))
     lines.extend(_headroom_lines(arch, report))
-    lines.extend(_kernel_lines(arch, top))
-    lines.extend(_precision_hint(arch))
+    lines.extend(kernel_table(arch.kernels, top, next_step))
+    lines.extend(breakdown_lines(arch, report.op_types, "op type", top))
+    lines.extend(breakdown_lines(arch, report.modules, "module", top))
+    lines.extend(precision_hint(arch))
     return lines
 
 
@@ -284,11 +246,16 @@ def _coverage_lines(report: Report) -> list[str]:
     ind = cov.independent_flops
     if ind is not None:
         verdict = "!! SHORTFALL: SOLAR counts less" if ind.shortfall else "ok"
+        if not ind.shortfall and ind.unseen_ops and ind.covered_flops < 0.9 * ind.solar_flops:
+            names = ", ".join(ind.unseen_ops[:4])
+            more = f" and {len(ind.unseen_ops) - 4} more" if len(ind.unseen_ops) > 4 else ""
+            verdict = f"ok; the counter has no formula for {names}{more}"
         padding = f", {format_flops(ind.padding_flops)} over padding" if ind.padding_flops else ""
+        sep = "\n    " if len(verdict) > 40 else " "
         lines.append(
             f"  FLOPs check vs {ind.counter.rsplit('.', 1)[-1]}: SOLAR "
             f"{format_flops(ind.solar_flops)}, counted {format_flops(ind.covered_flops)} "
-            f"in covered ops{padding} ({verdict})"
+            f"in covered ops{padding}{sep}({verdict})"
         )
     return lines
 
@@ -372,6 +339,11 @@ def render_text(report: Report, *, top: int = TOP_KERNELS) -> str:
         f"work: {format_flops(report.flops)}; compulsory traffic {traffic} "
         "(inputs, parameters, outputs once)"
     )
+    if report.parameters is not None:
+        lines.append(
+            f"parameters: {format_count(report.parameters)} elements, "
+            f"{format_bytes(report.parameter_bytes or 0)} (parameters and buffers)"
+        )
     if report.measurement is not None:
         m = report.measurement
         lines.append(

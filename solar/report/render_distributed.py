@@ -57,5 +57,81 @@ def distributed_lines(d: DistributedInfo) -> list[str]:
         f"{format_bytes(mem.optimizer_state_bytes)}, activations "
         f"{format_bytes(mem.activation_bytes)}){'' if mem.feasible else ': DOES NOT FIT'}"
     )
+    lines.extend(_schedule_lines(d))
+    lines.extend(_moe_lines(d))
     lines.extend(f"  assumes: {a}" for a in d.assumptions)
     return lines
+
+
+GANTT_WIDTH = 64
+
+
+def _gantt(ops: tuple[tuple[str, float, float], ...], end: float) -> str:
+    """One rank's timeline in GANTT_WIDTH cells: the op kind (F, B, W) running at each
+    cell's middle, ``.`` when idle."""
+    cells = []
+    for i in range(GANTT_WIDTH):
+        t = (i + 0.5) * end / GANTT_WIDTH
+        cells.append(next((op[0][0] for op in ops if op[1] <= t < op[2]), "."))
+    return "".join(cells)
+
+
+def _schedule_lines(d: DistributedInfo) -> list[str]:
+    sc = d.schedule
+    if sc is None:
+        return []
+    lines = [
+        f"  pipeline: any schedule >= {format_time(sc.bound_s)}; one-way schedules >= "
+        f"{format_time(sc.one_way_s)} (binds: {sc.binding}, stage {sc.binding_stage}; "
+        f"work {format_time(sc.work_s)}, fill {format_time(sc.fill_s)}, drain "
+        f"{format_time(sc.drain_s)}); periodic (no optimizer sync) >= "
+        f"{format_time(sc.periodic_s)}; boundary send {format_time(sc.send_s)}",
+    ]
+    lines.extend(
+        f"  schedule {r.schedule:<11} >= {format_time(r.time_s):<11} bubble max "
+        f"{format_time(max(r.bubble_s, default=0.0)):<11} in flight max "
+        f"{max(r.in_flight, default=0.0):g}" for r in sc.schedules)
+    drawn = next((r for r in sc.schedules if r.schedule == sc.drawn), None)
+    lines.append("  stage  F            B            W            O            bubble")
+    for st in d.stages:
+        lines.append(f"  {st.stage:>5}  {format_time(st.forward_s):<11}  "
+                     f"{format_time(st.input_grad_s):<11}  {format_time(st.weight_grad_s):<11}  "
+                     f"{format_time(st.optimizer_s):<11}  {format_time(st.bubble_s)}")
+    fl = d.failures
+    if fl is not None:
+        lines.append(f"  failures: step >= {format_time(fl.time_s)} (no failure "
+                     f"{format_time(fl.no_failure_s)}; dropping the pipelines "
+                     f"{format_time(fl.drop_pipelines_s)})")
+        lines.extend(
+            f"    stage {r.stage}: {r.down} down, +{r.extra_micro_batches} micro-batch(es) "
+            f"= {format_time(r.extra_work_s)} per survivor "
+            f"({'fits in' if r.fits_in_bubble else 'exceeds'} the bubble), "
+            f"{format_bytes(r.extra_boundary_bytes)} re-routed, ~"
+            f"{format_bytes(r.extra_activation_bytes)} more activations" for r in fl.stages)
+    if drawn is not None and drawn.gantt:
+        lines.append(f"  {drawn.schedule} timeline (F forward, B input grad, W weight grad, "
+                     f". idle; 0 .. {format_time(drawn.time_s)}):")
+        lines.extend(f"  {r:>5} |{_gantt(ops, drawn.time_s)}|"
+                     for r, ops in enumerate(drawn.gantt))
+    return lines
+
+
+def _moe_lines(d: DistributedInfo) -> list[str]:
+    mo = d.moe
+    if mo is None:
+        return []
+
+    def worst(xs: tuple[float, ...]) -> str:
+        return format_time(max(xs, default=0.0))
+
+    peak = max((x for row in mo.imbalance for x in row), default=1.0)
+    return [
+        f"  moe: {mo.source}, {mo.experts} experts x {mo.layers} layer(s) x {mo.steps} "
+        f"step(s) on ep={mo.group} ({mo.slots_per_gpu} slot(s) per GPU); expert phase per "
+        f"step (worst step) >= static {worst(mo.static_s)}, lagged adaptive "
+        f"{worst(mo.lagged_s)} (moves {worst(mo.move_s)}), oracle {worst(mo.oracle_s)}, "
+        f"balanced {worst(mo.balanced_s)}; imbalance up to {peak:.2f}x",
+        f"    all-to-all per step: {format_bytes(max(mo.a2a_bytes_per_rank, default=0.0))} "
+        f"into the busiest GPU, {format_bytes(max(mo.node_cut_bytes, default=0.0))} across "
+        f"the busiest domain's boundary, >= {worst(mo.a2a_s)}",
+    ]

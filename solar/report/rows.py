@@ -88,6 +88,8 @@ def build_kernel_row(kernel: KernelBound) -> KernelRow:
         time_s=kernel.time_s,
         bottleneck=kernel.bottleneck,
         arithmetic_intensity_flops_per_byte=_intensity(kernel.flops, total_bytes),
+        dram_bytes=kernel.dram_bytes,
+        memory_time_s=kernel.memory_time_s,
     )
 
 

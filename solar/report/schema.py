@@ -21,6 +21,7 @@ __all__ = [
     "REPORT_SCHEMA_VERSION",
     "ArchBounds",
     "BoundResult",
+    "BreakdownRow",
     "CoverageInfo",
     "FrontendInfo",
     "Fp32Check",
@@ -44,7 +45,7 @@ __all__ = [
     "report_json_schema",
 ]
 
-REPORT_SCHEMA_VERSION = "1.4"
+REPORT_SCHEMA_VERSION = "1.5"
 
 _FROZEN = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
@@ -128,6 +129,11 @@ class IndependentFlops(BaseModel):
         description="solar_flops < (covered_flops - padding_flops) * (1 - tolerance)"
     )
     tolerance: float
+    unseen_ops: tuple[str, ...] = Field(
+        default=(),
+        description="lowered ops the counter has no formula for: their work is in "
+        "solar_flops but not in covered_flops (fused internal ops first)",
+    )
 
 
 class CoverageInfo(BaseModel):
@@ -205,6 +211,31 @@ class KernelRow(BaseModel):
     arithmetic_intensity_flops_per_byte: float
     measured_s: float | None = Field(
         default=None, description="profiled time of the ops matched to this kernel, on this device"
+    )
+    dram_bytes: float | None = Field(
+        default=None, description="of `bytes`, those charged at DRAM bandwidth (the rest: L2)"
+    )
+    memory_time_s: float | None = Field(
+        default=None, description="its memory term: the larger of its DRAM and L2 times"
+    )
+
+
+class BreakdownRow(BaseModel):
+    """The unfused kernels of one module (or of one op type), summed."""
+
+    model_config = _FROZEN
+    name: str = Field(
+        description="dotted module path (`modules`) or op name (`op_types`); '' is the "
+        "program's own top level"
+    )
+    kernels: int
+    flops: float
+    bytes: float = Field(description="all bytes its kernels move (DRAM and L2)")
+    time_s: dict[str, float] = Field(
+        description="the sum of its kernels' unfused bounds, per architecture"
+    )
+    bottleneck: dict[str, Literal["compute", "memory"]] = Field(
+        description="per architecture, the roof of the kernels carrying most of `time_s`"
     )
 
 
@@ -368,6 +399,20 @@ class Report(BaseModel):
     measurement: Measurement | None = None
     training: TrainingInfo | None = None
     distributed: DistributedInfo | None = None
+    parameters: int | None = Field(
+        default=None,
+        description="elements of the parameters and buffers the program reads; null for "
+        "programs without any (IR files say `param`)",
+    )
+    parameter_bytes: int | None = None
+    modules: tuple[BreakdownRow, ...] = Field(
+        default=(),
+        description="FLOPs, bytes and bound per module (nn.Module path, JAX name scope), "
+        "each summing every kernel under it (fvcore's by_module)",
+    )
+    op_types: tuple[BreakdownRow, ...] = Field(
+        default=(), description="the same per op type (the op a kernel was lowered from)"
+    )
     warnings: tuple[str, ...] = ()
 
     def to_json(self) -> str:

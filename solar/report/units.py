@@ -3,7 +3,7 @@ an SI prefix (a leaf: every renderer imports it, it imports none)."""
 
 from __future__ import annotations
 
-__all__ = ["format_bytes", "format_flops", "format_time"]
+__all__ = ["format_bytes", "format_count", "format_flops", "format_time"]
 
 
 def format_time(seconds: float) -> str:
@@ -44,3 +44,12 @@ def format_flops(value: float) -> str:
 def format_bytes(value: float) -> str:
     """Bytes with an SI prefix (powers of 10, as bandwidths are quoted)."""
     return _scaled(value, "B")
+
+
+def format_count(value: float) -> str:
+    """A count with an SI prefix.
+
+    >>> format_count(25_557_032), format_count(12)
+    ('25.6 M', '12')
+    """
+    return _scaled(value, "").rstrip() if value >= 1e3 else f"{value:.0f}"

@@ -19,7 +19,18 @@ from solar.diagnostics import UsageError
 from solar.files import atomic_output, write_atomic
 from solar.options import BOUND_MODEL_NAMES, TableFormat
 
-__all__ = ["TableFormat", "columns", "is_valid_row", "write_json", "write_table"]
+__all__ = [
+    "SHOWN_ROWS",
+    "TableFormat",
+    "columns",
+    "is_valid_row",
+    "text_table",
+    "write_json",
+    "write_table",
+]
+
+SHOWN_ROWS: Final = 40
+"""Rows `text_table` prints; the written table holds them all."""
 
 _HEAD: Final = ("point", "file")
 _TAIL: Final = (
@@ -143,3 +154,37 @@ def write_json(summary: Mapping[str, object], out_dir: Path) -> Path:
     path = out_dir / "sweep.json"
     write_atomic(path, json.dumps(summary, indent=1, sort_keys=True) + "\n")
     return path
+
+
+def text_table(rows: Sequence[Mapping[str, object]], size_names: Sequence[str],
+               table_path: Path) -> list[str]:
+    """The rows as the terminal shows them: sizes, policy, device, status, FLOPs and
+    the three bounds (the first `SHOWN_ROWS`; the file has every column and row)."""
+    from solar.report.render import format_flops, format_time
+
+    def time_cell(value: object) -> str:
+        return format_time(float(value)) if isinstance(value, int | float) else "-"
+
+    sizes = [f"size_{n}" for n in size_names]
+    head = [*size_names, "precision", "arch", "status", "FLOPs",
+            *(m for m in BOUND_MODEL_NAMES)]
+    body = []
+    for r in rows[:SHOWN_ROWS]:
+        flops = r.get("flops")
+        body.append([
+            *(str(r.get(c, "")) for c in sizes),
+            str(r.get("precision", "")), str(r.get("arch", "")), str(r.get("status", "")),
+            format_flops(float(flops)) if isinstance(flops, int | float) else "-",
+            *(time_cell(r.get(f"{m}_s")) for m in BOUND_MODEL_NAMES),
+        ])
+    widths = [max(len(x) for x in col) for col in zip(head, *body, strict=True)]
+    left = len(size_names) + 3  # sizes and words left-aligned, numbers right-aligned
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(c.ljust(w) if i < left else c.rjust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
+
+    lines = [line(head), *(line(b) for b in body)]
+    if len(rows) > SHOWN_ROWS:
+        lines.append(f"... {len(rows) - SHOWN_ROWS} more rows in {table_path}")
+    return lines

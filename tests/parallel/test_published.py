@@ -70,3 +70,8 @@ def test_bound_is_at_most_the_measured_step(run: object) -> None:
     assert d.step.time_s <= r.measured_s
     # and not vacuous: the bound is at least a third of the measured step
     assert d.step.time_s >= r.measured_s / 3
+    if d.schedule is not None:  # pipelined: the run's own schedule (Megatron's 1F1B or
+        # interleaved 1F1B) bounds it too, and the schedule-free bound is below that
+        own = next(s for s in d.schedule.schedules if s.schedule == d.schedule.drawn)
+        assert d.schedule.bound_s <= own.time_s * (1 + 1e-9)
+        assert own.time_s <= r.measured_s

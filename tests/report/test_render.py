@@ -82,3 +82,52 @@ def test_an_uncovered_op_without_a_flop_count_is_unknown_not_zero(tmp_path: Path
     assert "uncovered ops with no FLOP count" in text
     warning = next(w for w in report.warnings if w.startswith("partial coverage"))
     assert f"{fft.op}" in warning and "their work is unknown" in warning
+
+
+# a thin matmul (K = 4): memory-bound, so bf16 matmuls leave the bound where it is
+THIN_MM = """solar-ir 1
+program thin_mm
+size N = 4096
+size K = 4
+input A : f32[N, K]
+input B : f32[K, N]
+output C : f32[N, N]
+kernel mm { for i in 0 .. N { for j in 0 .. N { C[i, j] = 0.0
+  for k in 0 .. K { C[i, j] += A[i, k] * B[k, j] } } } }
+"""
+
+
+def test_no_hint_that_leaves_the_bound_unchanged(tmp_path: Path) -> None:
+    path = tmp_path / "thin_mm.alir"
+    path.write_text(THIN_MM)
+    report = analyze(path, AnalyzeOptions(archs=("H100_SXM",), validate="off"))
+    fused = next(b for b in report.archs[0].bounds if b.model == "fused")
+    assert fused.bottleneck == "memory"
+    text = render_text(report)
+    assert "hint:" not in text
+    assert "the compute roof is the bigger lever" not in text
+
+
+def test_precision_hint_names_the_bound_it_gives(tmp_path: Path) -> None:
+    report = _report(tmp_path, 4096)
+    text = render_text(report)
+    assert "  hint: fp32/TF32 tensor-core kernels (matmuls, convolutions) are" in text
+    bf16 = analyze(tmp_path / "mm_copy_4096.alir",
+                   AnalyzeOptions(archs=("H100_SXM",), validate="off", precision="bf16"))
+    fused = next(b for b in bf16.archs[0].bounds if b.model == "fused")
+    # the hint's promise is an upper bound on what --precision bf16 then reports
+    promised = text.split("--precision bf16 bounds: fused <= ")[1].split(" (")[0]
+    assert fused.time_s <= _seconds(promised) * 1.0005
+
+
+def _seconds(text: str) -> float:
+    value, unit = text.split()
+    return float(value) * {"s": 1.0, "ms": 1e-3, "µs": 1e-6, "ns": 1e-9}[unit]
+
+
+def test_columns_say_when_they_are_l2_figures(tmp_path: Path) -> None:
+    warm = render_text(_report(tmp_path, 1024))  # fits the L2: no DRAM byte moves
+    assert "  AI F/B column: FLOPs per L2 byte for unfused, fused, cache-aware" in warm
+    assert "  memory column: the L2 term (bytes at L2 bandwidth)" in warm
+    cold = render_text(_report(tmp_path, 1024, cache="cold"))
+    assert "AI F/B column" not in cold

@@ -146,6 +146,18 @@ def test_a_sweep_file_and_its_errors(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert done.code == 0, done.err
     assert "6 points, 1 capture(s), 12 rows (12 ok)" in done.out
     assert "6/6 points" in done.err
+    # the table itself is printed too, one line per row (issue 31)
+    table = done.out.splitlines()
+    assert table[0].split() == ["M", "N", "precision", "arch", "status", "FLOPs", "unfused",
+                                "fused", "cache-aware"]
+    rows = json.loads((tmp_path / "o" / "sweep.json").read_text())["rows"]
+    assert len(table) == 1 + len(rows) + 1
+    first = table[1].split()
+    assert first[:5] == ["8", "8", "default", "H100_SXM", "ok"]
+    from solar.report import format_flops, format_time
+
+    assert " ".join(first[5:7]) == format_flops(rows[0]["flops"])
+    assert " ".join(first[7:9]) == format_time(rows[0]["unfused_s"])
     with pytest.raises(UsageError) as bad:
         parse_axis("M=8,zero")
     assert bad.value.code == "E0933"

@@ -116,6 +116,7 @@ class Lowerer(LoweringDriver):
         self.catch = True
         self.strip_root = strip_root
         self.scope = ""
+        self.dotted_scope = ""  # `scope` with its parts joined by dots
         self.constants: list[tuple[str, np.ndarray]] = self.journaled([])
         self.cond_regions: list[CondRegion] = self.journaled([])
         self._consts: dict[int, tuple[Any, Value]] = self.journaled({})
@@ -332,14 +333,18 @@ class Lowerer(LoweringDriver):
 
     @contextlib.contextmanager
     def _scoped(self, eqn: Any) -> Iterator[None]:
-        saved = self.scope
-        inner = sanitize_scope(str(eqn.source_info.name_stack), self.strip_root and not saved)
+        saved, saved_dotted = self.scope, self.dotted_scope
+        strip = self.strip_root and not saved
+        inner = sanitize_scope(str(eqn.source_info.name_stack), strip)
         if inner:
             self.scope = sanitize_name(f"{saved}_{inner}" if saved else inner)
+            dotted = sanitize_scope(str(eqn.source_info.name_stack), strip, sep=".")
+            self.dotted_scope = f"{saved_dotted}.{dotted}" if saved_dotted else dotted
+            self.module_paths.add(self.dotted_scope)
         try:
             yield
         finally:
-            self.scope = saved
+            self.scope, self.dotted_scope = saved, saved_dotted
 
     def _lower_one(self, eqn: Any, ins: Sequence[Value], path: tuple[int, ...]) -> list[Value]:
         body = inline_body(eqn)

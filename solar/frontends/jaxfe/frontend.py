@@ -185,6 +185,7 @@ class JaxFrontend:
             xla_cost_analysis=xla,
             xla_unavailable=unavailable,
             step=step,
+            module_paths=lowered.module_paths,
         )
 
 

@@ -40,7 +40,7 @@ INLINE_PRIMITIVES = frozenset(
 its ``solve`` jaxpr, on the solve constants and the right-hand sides; see `inline_args`)."""
 
 
-def sanitize_scope(stack: str, strip_root: bool) -> str:
+def sanitize_scope(stack: str, strip_root: bool, sep: str = "_") -> str:
     """A kernel-name prefix from a jax name stack (``"Model/Dense_0"`` -> ``"Dense_0"``).
 
     Parts that are not identifiers (``jnp.einsum``'s ``bi,oi->bo``, ``jvp(...)``) are dropped.
@@ -51,7 +51,7 @@ def sanitize_scope(stack: str, strip_root: bool) -> str:
     parts = [p for p in stack.split("/") if p.isidentifier()]
     if strip_root and parts:
         parts = parts[1:]
-    return "_".join(parts)
+    return sep.join(parts)
 
 
 def inline_body(eqn: Any) -> tuple[Any, Sequence[Any]] | None:

@@ -75,6 +75,7 @@ class LoweringDriver:
         self.uncovered: list[UncoveredValue] = self.journaled([])
         self.notes: list[str] = self.journaled([])
         self.journaled(self.coverage.keep_alive)
+        self.module_paths: set[str] = set()  # dotted scopes seen (the report's modules)
 
     def journaled(self, items: J) -> J:
         """Register an append-only list or dict that `rollback` truncates; returns it."""
@@ -201,4 +202,5 @@ class LoweringDriver:
             notes=tuple(self.notes),
             constant_values=tuple(constant_values),
             cond_regions=tuple(cond_regions),
+            module_paths=tuple(sorted(self.module_paths)),
         )

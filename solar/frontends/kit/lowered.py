@@ -87,6 +87,7 @@ class LoweredProgram:
         notes: remarks for the report (dropped outputs, cond regions...).
         constant_values: ``(IR name, value)`` of constants the lowering captured (JAX).
         cond_regions: value-dependent branch regions (JAX; see `CondRegion`).
+        module_paths: dotted scopes the kernels were named under (JAX name stacks).
     """
 
     program: Program
@@ -106,6 +107,7 @@ class LoweredProgram:
     )
     cond_regions: tuple[CondRegion, ...] = ()
     generated: tuple[str, ...] = ()
+    module_paths: tuple[str, ...] = ()
 
     @property
     def fully_covered(self) -> bool:

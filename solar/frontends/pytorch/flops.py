@@ -13,10 +13,19 @@ here from the shapes alone, independently of SOLAR's lowering, and subtracted.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["CONVOLUTION_OPS", "EXTRA_FORMULAS", "padding_flops", "valid_tap_fraction"]
+if TYPE_CHECKING:
+    from solar.frontends.pytorch.capture_types import RecordedCall
+
+__all__ = [
+    "CONVOLUTION_OPS",
+    "EXTRA_FORMULAS",
+    "padding_flops",
+    "uncounted_ops",
+    "valid_tap_fraction",
+]
 
 CONVOLUTION_OPS = frozenset({"convolution", "_convolution", "convolution_overrideable"})
 """ATen convolutions whose positional arguments are ``(input, weight, bias, stride,
@@ -168,3 +177,17 @@ EXTRA_FORMULAS: dict[str, Any] = {
 }
 """Formulas for ops torch's ``flop_registry`` does not know (Note [Counter gaps]), by
 overload-packet name, called like the registry's (tensors, then ``out_val``)."""
+
+
+def uncounted_ops(calls: Iterable[RecordedCall]) -> tuple[str, ...]:
+    """The ops of ``calls`` that compute but that torch's FLOP counter has no formula
+    for: fused internal ops (``_transformer_encoder_layer_fwd``) first, then by the
+    elements they write, most first (the report names them beside the FLOPs check)."""
+    from solar.frontends.pytorch.capture_types import op_name
+
+    written: dict[str, int] = {}
+    for c in calls:
+        if c.counted_flops is None and c.kind not in ("view", "host"):
+            op = op_name(c.target)
+            written[op] = written.get(op, 0) + sum(m.numel for m in c.outputs if m is not None)
+    return tuple(sorted(written, key=lambda op: (not op.startswith("_"), -written[op], op)))

@@ -367,6 +367,7 @@ def _result(
     reduced: Callable[[int, float], ValidationPlan] | None,
     fallback: OpFallback | None,
 ) -> FrontendResult:
+    from solar.frontends.pytorch.flops import uncounted_ops
     from solar.frontends.pytorch.reference import (
         program_bytes,
         reference_at_reduced_batch,
@@ -486,4 +487,6 @@ def _result(
         padding_flops=info.padding_flops,
         generated_values=lowered.generated,
         step=step,
+        module_paths=tuple(sorted({c.module_path for c in capture.calls if c.module_path})),
+        uncounted_ops=uncounted_ops(capture.calls),
     )

@@ -98,6 +98,8 @@ class ProgramSource:
 
 
 def _entry_point(module: types.ModuleType, name: str, path: Path) -> Callable[..., Any]:
+    from solar.frontends.pytorch.entry_hint import entry_notes
+
     fn = getattr(module, name, None)
     if fn is not None and not callable(fn):
         raise FrontendError(
@@ -106,12 +108,7 @@ def _entry_point(module: types.ModuleType, name: str, path: Path) -> Callable[..
         )
     if fn is None:
         raise FrontendError(
-            f"{path.name} has no `{name}`",
-            code="E0502",
-            notes=(
-                "a model file defines `class Model(nn.Module)`, `get_inputs()` and "
-                "`get_init_inputs()`",
-            ),
+            f"{path.name} has no `{name}`", code="E0502", notes=entry_notes(module, name)
         )
     return fn  # type: ignore[no-any-return]
 

@@ -1,0 +1,214 @@
+"""The profiler-style tables of the terminal summary: kernels (full names, FLOPs and
+bytes), op types, modules, and the hints whose effect on the bound is computed.
+
+Contract: ``ArchBounds -> list[str]``, deterministic. A name longer than the name
+column goes on a line of its own above its numbers, never cut (Note [Full names]).
+
+Note [Full names]
+~~~~~~~~~~~~~~~~~
+Kernel and module names are paths (``layer4_1_conv2_conv2d``) and the part that tells
+two kernels apart is often at the end, so a name is never shortened: when any name of
+a table is wider than its column, every row of that table prints its name on a line of
+its own and the numbers below it.
+
+Note [Hints that move the bound]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A hint is printed only with the bound its action gives. ``--precision bf16`` puts the
+fp32/TF32 tensor-core kernels (matmuls, convolutions) at the bf16 tensor peak: each
+such kernel of the unfused model then takes the larger of its FLOPs at that peak and
+its memory term (the policy changes compute roofs, not bytes); the fused bound's
+tensor time becomes those kernels' FLOPs at the bf16 peak plus the bf16 work it
+already had. When neither bound moves by at least ``HINT_MIN_GAIN``, no hint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from solar.diagnostics import printable
+from solar.report.schema import ArchBounds, BreakdownRow, KernelRow
+
+__all__ = [
+    "HINT_MIN_GAIN",
+    "breakdown_lines",
+    "column_notes",
+    "kernel_table",
+    "precision_hint",
+]
+
+HINT_MIN_GAIN = 0.05
+"""A hint must lower a bound by at least this share of it (Note [Hints that move the bound])."""
+
+NAME_W = 24
+"""The kernel column of one-line rows; a longer name takes a line of its own."""
+
+_LOW_PRECISION = ("bf16", "fp16", "fp8")
+
+
+def _fmt() -> tuple[Callable[[float], str], Callable[[float], str], Callable[[float], str]]:
+    from solar.report.render import format_bytes, format_flops, format_time
+
+    return format_time, format_flops, format_bytes
+
+
+def _table(head: str, names: Sequence[str], cells: Sequence[str], width: int) -> list[str]:
+    """Rows of ``names`` and ``cells`` under ``head`` (Note [Full names])."""
+    w = max((len(n) for n in names), default=0)
+    if w <= width:
+        w = max(w, len(head.split()[0]) if head else 0)
+        first, _, rest = head.partition(" ")
+        lines = [f"    {first:<{w}} {rest}"]
+        lines.extend(f"    {n:<{w}} {c}" for n, c in zip(names, cells, strict=True))
+        return lines
+    first, _, rest = head.partition(" ")
+    lines = [f"    {first}", f"      {rest}"]
+    for n, c in zip(names, cells, strict=True):
+        lines.append(f"    {n}")
+        lines.append(f"      {c}")
+    return lines
+
+
+def _fp32_tensor(k: KernelRow) -> bool:
+    return k.unit == "tensor" and (k.precision in ("fp32", "tf32") or "x" in k.precision)
+
+
+def roof_label(k: KernelRow) -> str:
+    """The roof that binds a kernel: its pipe when compute-bound, else ``memory``."""
+    return f"{k.unit}:{k.precision}" if k.bottleneck == "compute" else "memory"
+
+
+def kernel_table(kernels: Sequence[KernelRow], top: int, next_step: Callable[[KernelRow], str]
+                 ) -> list[str]:
+    """The next-steps table: by gap to SOL when measured, else by unfused bound, with
+    each kernel's FLOPs and bytes (all it moves, DRAM and L2)."""
+    if not kernels or top <= 0:
+        return []
+    ftime, fflops, fbytes = _fmt()
+    measured = [k for k in kernels if k.measured_s is not None]
+    if measured:
+        ranked = sorted(measured, key=lambda k: -((k.measured_s or 0.0) - k.time_s))[:top]
+        head = [
+            f"  next steps: {len(ranked)} of {len(kernels)} kernels by gap to SOL "
+            f"(measured - bound; {len(measured)} matched to profiled ops):"
+        ]
+        cells = [
+            f"{ftime(k.time_s):>10} {ftime(k.measured_s or 0.0):>10} "
+            f"{ftime(max(0.0, (k.measured_s or 0.0) - k.time_s)):>10}  "
+            f"{roof_label(k):<13} {next_step(k)}"
+            for k in ranked
+        ]
+        cols = f"kernel {'bound':>10} {'measured':>10} {'gap':>10}  {'roof':<13} next step"
+        return [*head, *_table(cols, [k.name for k in ranked], cells, 28)]
+    total = sum(k.time_s for k in kernels) or 1.0
+    ranked = sorted(kernels, key=lambda k: -k.time_s)[:top]
+    head = [
+        f"  next steps: {len(ranked)} of {len(kernels)} kernels by unfused bound "
+        "(no per-kernel measurement of this device):"
+    ]
+    cells = [
+        f"{ftime(k.time_s):>10} {k.time_s / total:6.1%} {fflops(k.flops):>11} "
+        f"{fbytes(k.bytes):>9}  {roof_label(k):<13} {next_step(k)}"
+        for k in ranked
+    ]
+    cols = f"kernel {'bound':>10} {'share':>6} {'FLOPs':>11} {'bytes':>9}  {'roof':<13} next step"
+    return [*head, *_table(cols, [k.name for k in ranked], cells, NAME_W)]
+
+
+def breakdown_lines(arch: ArchBounds, rows: Sequence[BreakdownRow], what: str, top: int
+                    ) -> list[str]:
+    """A by-op-type or by-module table of ``arch``'s unfused bound, slowest first; none
+    when every row is a single kernel (the next-steps table shows those)."""
+    mine = [r for r in rows if arch.arch in r.time_s]
+    if top <= 0 or all(r.kernels == 1 for r in mine):
+        return []  # nothing grouped: the kernel table says it all
+    ftime, fflops, fbytes = _fmt()
+    total = sum(k.time_s for k in arch.kernels) or 1.0
+    ranked = sorted(mine, key=lambda r: (-r.time_s[arch.arch], r.name))[:top]
+    label = "op" if what == "op type" else "module"
+    extra = "; a module includes its submodules" if what == "module" else ""
+    cells = [
+        f"{r.kernels:>7} {ftime(r.time_s[arch.arch]):>10} {r.time_s[arch.arch] / total:6.1%} "
+        f"{fflops(r.flops):>11} {fbytes(r.bytes):>9}  {r.bottleneck[arch.arch]}"
+        for r in ranked
+    ]
+    cols = (f"{label} {'kernels':>7} {'bound':>10} {'share':>6} {'FLOPs':>11} {'bytes':>9}  "
+            "bottleneck")
+    title = f"  by {what}: {len(ranked)} of {len(mine)} by unfused bound{extra}:"
+    # module paths come from user code (`add_module` takes any name): escaped for one line
+    names = [printable(r.name) or "(top level)" for r in ranked]
+    return [title, *_table(cols, names, cells, 36)]
+
+
+def _bf16_bounds(arch: ArchBounds) -> tuple[float, float, float, float] | None:
+    """(unfused, unfused at bf16, fused, fused at bf16) (Note [Hints that move the bound])."""
+    peak = arch.peak_flops_per_s.get("tensor:bf16")
+    by_model = {b.model: b for b in arch.bounds}
+    unfused, fused = by_model.get("unfused"), by_model.get("fused")
+    if not peak or unfused is None or fused is None:
+        return None
+    if any(_fp32_tensor(k) and k.memory_time_s is None for k in arch.kernels):
+        return None  # a report from before kernels carried their memory term
+    moved = [k for k in arch.kernels if _fp32_tensor(k)]
+    if not moved:
+        return None
+    unfused_bf16 = unfused.time_s - sum(
+        k.time_s - max(k.flops / peak, k.memory_time_s or 0.0) for k in moved
+    )
+    units = dict(fused.compute_time_s_by_unit)
+    tensor_bf16 = units.pop("tensor:bf16", 0.0) + sum(k.flops for k in moved) / peak
+    for key in [u for u in units if u.startswith("tensor:") and u.split(":")[1] not in
+                _LOW_PRECISION]:
+        units.pop(key)
+    fused_bf16 = max([tensor_bf16, fused.memory_time_s, *units.values()])
+    return unfused.time_s, unfused_bf16, fused.time_s, min(fused.time_s, fused_bf16)
+
+
+def precision_hint(arch: ArchBounds) -> list[str]:
+    """``--precision bf16`` with the bounds it gives, when it moves one by at least
+    `HINT_MIN_GAIN` (Note [Hints that move the bound])."""
+    if arch.precision_policy in _LOW_PRECISION:
+        return []
+    est = _bf16_bounds(arch)
+    if est is None:
+        return []
+    ftime, _, _ = _fmt()
+    unfused, unfused_bf16, fused, fused_bf16 = est
+    gains = [(name, old, new) for name, old, new in
+             (("fused", fused, fused_bf16), ("unfused", unfused, unfused_bf16))
+             if old > 0 and (old - new) / old >= HINT_MIN_GAIN]
+    if not gains:
+        return []
+    share = sum(k.time_s for k in arch.kernels if _fp32_tensor(k)) / (unfused or 1.0)
+    moves = ", ".join(f"{name} <= {ftime(new)} (-{(old - new) / old:.0%})"
+                      for name, old, new in gains)
+    return [
+        f"  hint: fp32/TF32 tensor-core kernels (matmuls, convolutions) are {share:.0%} of the "
+        "unfused bound;",
+        f"        --precision bf16 bounds: {moves}",
+    ]
+
+
+def column_notes(arch: ArchBounds) -> list[str]:
+    """What the bounds table's ``memory`` and ``AI F/B`` columns are where they are
+    not DRAM figures: the L2 term when it exceeds DRAM time, FLOPs per L2 byte when a
+    row moves no DRAM byte."""
+    l2_memory = []
+    l2_intensity = []
+    bw = arch.dram_bandwidth_bytes_per_s
+    for b in arch.bounds:
+        if bw > 0 and b.memory_time_s > b.dram_bytes / bw * 1.001:
+            l2_memory.append(b.model)
+        if b.dram_bytes == 0 and b.l2_bytes > 0:
+            l2_intensity.append(b.model)
+    lines = []
+    if l2_memory:
+        lines.append(
+            f"  memory column: the L2 term (bytes at L2 bandwidth) for {', '.join(l2_memory)}; "
+            "it exceeds the DRAM term"
+        )
+    if l2_intensity:
+        lines.append(
+            f"  AI F/B column: FLOPs per L2 byte for {', '.join(l2_intensity)} "
+            "(no DRAM bytes)"
+        )
+    return lines

@@ -1,0 +1,116 @@
+"""The profiler views as a user sees them (issue 31): ``solar analyze`` on PyTorch
+samples prints full kernel names with their FLOPs and bytes, tables by op type and by
+module, the parameter count, the ops the FLOP check cannot see, and hints that name the
+bound they give; the JSON report carries ``modules``, ``op_types`` and ``parameters``."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.cli_helpers import run_cli
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.torch
+
+ROOT = Path(__file__).resolve().parents[2]
+RESNET = ROOT / "samples" / "torch" / "resnet_block.py"
+ENCODER = ROOT / "samples" / "torch" / "transformer_encoder.py"
+ARGS = ("--arch", "H100_SXM", "--validate", "off")
+
+
+def _json(capsys: pytest.CaptureFixture[str], tmp_path: Path, sample: Path, *extra: str
+          ) -> dict:
+    out = tmp_path / "report.json"
+    r = run_cli(capsys, "analyze", str(sample), *ARGS, "--format", "json", "-o", str(out), *extra)
+    assert r.code == 0, r.err
+    return json.loads(out.read_text())
+
+
+def _text(capsys: pytest.CaptureFixture[str], sample: Path, *extra: str) -> str:
+    r = run_cli(capsys, "analyze", str(sample), *ARGS, *extra)
+    assert r.code == 0, r.err
+    return r.out
+
+
+def _model(sample: Path) -> torch.nn.Module:
+    spec = importlib.util.spec_from_file_location(sample.stem, sample)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.Model(*mod.get_init_inputs())
+
+
+def test_json_report_has_modules_op_types_and_parameters(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    report = _json(capsys, tmp_path, RESNET)
+    assert report["schema_version"] == "1.5"
+    modules = {m["name"]: m for m in report["modules"]}
+    # every nn.Module that ran a kernel, with the parents of nested ones (fvcore's by_module)
+    assert {"conv1", "bn1", "conv2", "bn2", "relu", "shortcut", "shortcut.0",
+            "shortcut.1"} <= set(modules)
+    parent, kids = modules["shortcut"], (modules["shortcut.0"], modules["shortcut.1"])
+    assert parent["kernels"] == sum(k["kernels"] for k in kids)
+    assert parent["flops"] == pytest.approx(sum(k["flops"] for k in kids))
+    assert parent["time_s"]["H100_SXM"] == pytest.approx(sum(k["time_s"]["H100_SXM"] for k in kids))
+    ops = {o["name"]: o for o in report["op_types"]}
+    assert ops["conv2d"]["kernels"] == 3 and ops["conv2d"]["bottleneck"]["H100_SXM"] == "compute"
+    kernels = report["archs"][0]["kernels"]
+    assert sum(o["flops"] for o in report["op_types"]) == pytest.approx(
+        sum(k["flops"] for k in kernels))
+    model = _model(RESNET)
+    weights = sum(p.numel() for p in model.parameters())
+    everything = weights + sum(b.numel() for b in model.buffers())
+    assert weights <= report["parameters"] <= everything
+    assert report["parameter_bytes"] >= 4 * weights
+
+
+def test_summary_prints_full_names_flops_bytes_and_tables(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    text = _text(capsys, RESNET, "--top", "20")
+    report = _json(capsys, tmp_path, RESNET)
+    kernels = report["archs"][0]["kernels"]
+    longest = max(kernels, key=lambda k: len(k["name"]))
+    assert len(longest["name"]) > 20
+    assert re.search(rf"^    {longest['name']}\b", text, re.M), "kernel names are never cut"
+    assert "..." not in text
+    head = next(x for x in text.splitlines() if "FLOPs" in x and "roof" in x)
+    assert "bytes" in head  # the next-steps table has FLOPs and bytes columns
+    assert "7.05 GFLOP" in text  # conv2's FLOPs, as `format_flops` prints them
+    assert "  by op type:" in text and "  by module:" in text
+    assert re.search(r"^    shortcut\.0 +1 ", text, re.M)
+    assert re.search(r"^parameters: \d+(\.\d+)? k elements, [\d.]+ kB \(parameters and buffers\)$",
+                     text, re.M)
+
+
+def test_flop_check_names_the_ops_the_counter_cannot_see(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # an eval-mode TransformerEncoderLayer runs as one fast-path op the counter has no
+    # formula for: the check names it instead of a bare "(ok)"
+    text = _text(capsys, ENCODER)
+    assert "(ok; the counter has no formula for _transformer_encoder_layer_fwd)" in text
+    report = _json(capsys, tmp_path, ENCODER)
+    unseen = report["coverage"]["independent_flops"]["unseen_ops"]
+    assert unseen[0] == "_transformer_encoder_layer_fwd"
+
+
+def test_precision_hint_promises_a_bound_that_bf16_meets(capsys: pytest.CaptureFixture[str]
+                                                          ) -> None:
+    text = _text(capsys, RESNET)
+    hint = re.search(r"--precision bf16 bounds: fused <= ([\d.]+) (\S+)", text)
+    assert hint, text
+    bf16 = _text(capsys, RESNET, "--precision", "bf16")
+    fused = re.search(r"^  fused +([\d.]+) (\S+)", bf16, re.M)
+    assert fused and fused.group(2) == hint.group(2)
+    assert float(fused.group(1)) <= float(hint.group(1))  # the hint never over-promises
+    assert "--precision bf16 bounds" not in bf16  # no hint once followed
+    # the what-if says what it assumed: compute roofs move, bytes stay the captured ones
+    assert "  precision: matmuls and convolutions at the bf16 tensor peak; tensors keep their\n" \
+        "    captured dtypes, so the bytes are those of the captured program" in bf16
