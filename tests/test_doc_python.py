@@ -85,11 +85,11 @@ BLOCKS = [block for doc in DOCS for block in parse_blocks(doc)]
 
 
 def _marks(block: Block) -> list[pytest.MarkDecorator]:
-    imports = block.imports()
+    imports, script = block.imports(), block.script
     marks = []
-    if imports & {"torch", "torchvision", "transformers", "timm"}:
+    if imports & {"torch", "torchvision", "transformers", "timm"} or "samples/torch/" in script:
         marks.append(pytest.mark.torch)
-    if imports & {"jax", "flax", "equinox"} or "jaxfe" in block.script:
+    if imports & {"jax", "flax", "equinox"} or "jaxfe" in script or "samples/jax/" in script:
         marks.append(pytest.mark.jax)
     return marks
 

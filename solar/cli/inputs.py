@@ -16,12 +16,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, TypeAlias
+from typing import TYPE_CHECKING, Annotated, TypeAlias
 
 import typer
 
 from solar.diagnostics import UsageError
-from solar.frontends.inputs import InputShape, parse_input_shape
+
+if TYPE_CHECKING:  # solar.frontends imports numpy: not for --help (tests/test_startup.py)
+    from solar.frontends.inputs import InputShape
 
 __all__ = [
     "EntryArgsOption",
@@ -110,6 +112,8 @@ def program_inputs(
     Raises:
         UsageError: E0912 a bad ``--input-shape``; E0916 bad ``--entry-args``.
     """
+    from solar.frontends.inputs import parse_input_shape
+
     return ProgramInputs(
         entry=entry,
         entry_args=None if entry_args is None else parse_entry_args(entry_args),

@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 
 from solar.diagnostics import printable
 from solar.report.schema import ArchBounds, BreakdownRow, KernelRow
+from solar.report.units import format_bytes, format_flops, format_time
 
 __all__ = [
     "HINT_MIN_GAIN",
@@ -46,8 +47,6 @@ _LOW_PRECISION = ("bf16", "fp16", "fp8")
 
 
 def _fmt() -> tuple[Callable[[float], str], Callable[[float], str], Callable[[float], str]]:
-    from solar.report.render import format_bytes, format_flops, format_time
-
     return format_time, format_flops, format_bytes
 
 
