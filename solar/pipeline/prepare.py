@@ -40,12 +40,14 @@ from solar.frontends import (
     get_frontend,
     get_module_frontend,
 )
+from solar.frontends.kit import reference_budget_bytes
 from solar.ir import (
     DType,
     IntLit,
     Program,
     elide_masked_work,
     eliminate_dead_code,
+    eval_int,
     fill_generated,
     forward_copies,
     merge_duplicate_kernels,
@@ -240,7 +242,10 @@ def prepare_program(
     sizes = resolve_sizes(program, front.ir_sizes)
     precision = effective_precision(front, options.precision)
     remembered = RememberedReference(reference) if reference is not None else None
-    rewritten = _with_constant_params(program, remembered, say)
+    rewritten = _with_constant_params(
+        program, remembered, say,
+        affordable=options.validate != "off" or _fits_reference(program, sizes, options),
+    )  # fmt: skip
     say("lifting to einsum graph")
     bounds = bounds_program(front, rewritten)
     if bounds.masked:
@@ -299,12 +304,19 @@ _MASK_NOTE = (
 
 
 def _with_constant_params(
-    program: Program, reference: RememberedReference | None, progress: Progress
+    program: Program,
+    reference: RememberedReference | None,
+    progress: Progress,
+    *,
+    affordable: bool = True,
 ) -> Program:
     """``program`` with parameters whose captured values are an index pattern as index
-    formulas (Note [One preparation path]); ``program`` itself when none is, or when
-    the real run is not available."""
-    if reference is None or not _may_hold_pattern(program):
+    formulas (Note [One preparation path]); ``program`` itself when none is, when the
+    real run is not available, or when it is not ``affordable`` (validation is off and
+    the program does not fit the reference budget: a run nobody asked for would need a
+    reduced-size search; the bounds then charge a constant mask dense, loose, not
+    unsound)."""
+    if reference is None or not affordable or not _may_hold_pattern(program):
         return program
     progress("computing reference outputs")
     try:
@@ -314,6 +326,18 @@ def _with_constant_params(
     from solar.validate import constant_params  # the real run has paid for numpy's import
 
     return constant_params(program, plan.inputs)
+
+
+def _fits_reference(program: Program, sizes: Mapping[str, int], options: AnalyzeOptions) -> bool:
+    """Whether every tensor of ``program`` at ``sizes`` fits the reference budget (a
+    real run at these sizes needs no reduced-size search)."""
+    total = 0
+    for t in program.tensors:
+        n = 1
+        for d in t.shape:
+            n *= eval_int(d, sizes)
+        total += n * t.dtype.itemsize_bytes
+    return total <= reference_budget_bytes(options.reference_budget_bytes)
 
 
 def _may_hold_pattern(program: Program) -> bool:
