@@ -338,35 +338,12 @@ def symbolize_sizes(
     if not candidates:
         return SymbolicProgram(program, {}, constant, "the file has no size constant above 1")
     skel, base_ints = _literals(program)
-    moved: dict[str, tuple[int, ...]] = {}
-    derived: set[str] = set()
-    for s in candidates:
-        try:
-            other, sizes = _probe(capture_at, {**fixed, s: binding[s] * _PERTURB})
-        except SolarError as err:
-            constant[s] = f"capturing at {s}={binding[s] * _PERTURB} failed: {err.message}"
-            continue
-        derived.update(k for k, v in sizes.items() if k != s and binding.get(k) != v)
-        o_skel, ints = _literals(other)
-        if o_skel != skel:
-            constant[s] = f"the program's structure changes with {s}"
-            continue
-        moved[s] = ints
-    for s in sorted(derived & set(moved)):
-        del moved[s]
+    moved, derived = _perturb_each(skel, candidates, binding, capture_at, fixed, constant)
     follows = tuple(sorted(derived & set(binding)))
     fits = _fit_all(base_ints, moved, binding, constant)
     if fits is None or not moved:
         return SymbolicProgram(program, {}, constant, "no size constant could be followed")
-    names = sorted(moved)
-    at = {s: binding[s] * _VERIFY for s in names}
-    where = "3x"
-    if verify_input_bytes is not None and (
-        _input_bytes(program, fits, {**binding, **at}) > verify_input_bytes
-    ):
-        at = {s: v // 2 if v % 2 == 0 and v >= 4 else v * _VERIFY for s, v in
-              ((s, binding[s]) for s in names)}
-        where = ", ".join(f"{s}={v}" for s, v in at.items())
+    at, where = _check_point(program, fits, binding, sorted(moved), verify_input_bytes)
     check = {**binding, **at}
     try:
         checked, verify_sizes = _probe(capture_at, {**fixed, **at})
@@ -391,6 +368,55 @@ def symbolize_sizes(
     return replace(
         _build(program, binding, chosen, constant), derived=follows, checked_at=where
     )
+
+
+def _perturb_each(
+    skel: object,
+    candidates: list[str],
+    binding: Mapping[str, int],
+    capture_at: CaptureAt,
+    fixed: Mapping[str, int],
+    constant: dict[str, str],
+) -> tuple[dict[str, tuple[int, ...]], set[str]]:
+    """Re-capture at 2x each candidate: ``(the literals of each that kept the program's
+    structure, the constants that moved with another: derived)``; why the others stay
+    constant goes into ``constant``. A derived constant is no size of its own."""
+    moved: dict[str, tuple[int, ...]] = {}
+    derived: set[str] = set()
+    for s in candidates:
+        try:
+            other, sizes = _probe(capture_at, {**fixed, s: binding[s] * _PERTURB})
+        except SolarError as err:
+            constant[s] = f"capturing at {s}={binding[s] * _PERTURB} failed: {err.message}"
+            continue
+        derived.update(k for k, v in sizes.items() if k != s and binding.get(k) != v)
+        o_skel, ints = _literals(other)
+        if o_skel != skel:
+            constant[s] = f"the program's structure changes with {s}"
+            continue
+        moved[s] = ints
+    for s in sorted(derived & set(moved)):
+        del moved[s]
+    return moved, derived
+
+
+def _check_point(
+    program: Program,
+    fits: Mapping[int, list[SizeFit]],
+    binding: Mapping[str, int],
+    names: list[str],
+    verify_input_bytes: int | None,
+) -> tuple[dict[str, int], str]:
+    """Where the fits are checked, and how the note names it: 3x each size, or halved
+    sizes when the inputs there would be over ``verify_input_bytes``."""
+    at = {s: binding[s] * _VERIFY for s in names}
+    if verify_input_bytes is None or (
+        _input_bytes(program, fits, {**binding, **at}) <= verify_input_bytes
+    ):
+        return at, "3x"
+    at = {s: v // 2 if v % 2 == 0 and v >= 4 else v * _VERIFY for s, v in
+          ((s, binding[s]) for s in names)}
+    return at, ", ".join(f"{s}={v}" for s, v in at.items())
 
 
 def _input_bytes(
