@@ -25,6 +25,7 @@ from solar.frontends.kit import (
     UnsupportedOpError,
     accumulate_dtype,
     cast,
+    expand_param,
     guard,
     nest,
 )
@@ -67,9 +68,9 @@ def _convolution_backward(ctx: LowerCtx, call: OpCall) -> None:
         raise UnsupportedOpError("unbatched convolution backward")
     groups = int(call.arg(9, "groups"))
     fwd = ConvArgs(
-        stride=_expand(call.arg(4, "stride"), nd),
-        padding=_expand(call.arg(5, "padding"), nd),
-        dilation=_expand(call.arg(6, "dilation"), nd),
+        stride=expand_param(call.arg(4, "stride"), nd, "stride"),
+        padding=expand_param(call.arg(5, "padding"), nd, "padding"),
+        dilation=expand_param(call.arg(6, "dilation"), nd, "dilation"),
         transposed=not transposed,
         groups=groups,
     )
@@ -107,11 +108,6 @@ def _convolution_backward(ctx: LowerCtx, call: OpCall) -> None:
                 ]
             )
         )
-
-
-def _expand(v: object, nd: int) -> tuple[int, ...]:
-    vals = tuple(int(a) for a in v) if isinstance(v, tuple | list) else (int(v),)  # type: ignore[call-overload]
-    return vals * nd if len(vals) == 1 else vals
 
 
 @LOWERINGS.register("aten.embedding_dense_backward.default")
@@ -266,9 +262,9 @@ def _avg_pool_backward(nd: int) -> Callable[[LowerCtx, OpCall], None]:
         count_include_pad, divisor_override)``: the forward's windows and divisors
         (``ceil_mode`` and excluded padding give windows of varying size)."""
         g, out = tensor_arg(call, 0, "grad_output"), out0(call)
-        kernel = _expand(call.arg(2, "kernel_size"), nd)
-        stride = _expand(call.arg(3, "stride") or kernel, nd)
-        padding = _expand(call.arg(4, "padding"), nd)
+        kernel = expand_param(call.arg(2, "kernel_size"), nd, "kernel_size")
+        stride = expand_param(call.arg(3, "stride") or kernel, nd, "stride")
+        padding = expand_param(call.arg(4, "padding"), nd, "padding")
         include_pad = bool(call.arg(6, "count_include_pad"))
         override = call.arg(7, "divisor_override")
         in_sp = out.shape[out.rank - nd :]

@@ -118,11 +118,10 @@ class _Rnn:
                 *nest([(k2, hid)], [Reduce(gh[b, g], "+", hin)]),
             ]
         else:
-            init: Expr = lit(0.0)
-            if bias_i is not None and bias_h is not None:
-                init = _add(bias_i, bias_h)
-            elif bias_i is not None or bias_h is not None:
-                init = bias_i if bias_i is not None else bias_h  # type: ignore[assignment]
+            present = [e for e in (bias_i, bias_h) if e is not None]
+            init: Expr = lit(0.0) if not present else present[0]
+            if len(present) == 2:
+                init = _add(present[0], present[1])
             pre = [
                 Assign(gi[b, g], init),
                 *nest([(k, n_in)], [Reduce(gi[b, g], "+", xin)]),

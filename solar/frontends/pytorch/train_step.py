@@ -143,8 +143,8 @@ def phase_of_kernel(name: str) -> Phase:
 
 
 # ---------------------------------------------------------------------------- building
-def _hook(namespace: Any, name: str) -> Any:
-    fn = getattr(namespace, name, None) if namespace is not None else None
+def _hook(namespace: Any, name: str) -> Callable[..., Any] | None:
+    fn: object = getattr(namespace, name, None) if namespace is not None else None
     return fn if callable(fn) else None
 
 
@@ -152,17 +152,17 @@ def _file_loss(namespace: Any) -> Callable[..., Any] | None:
     """``loss_fn`` of the file, or what its ``get_loss()`` returns."""
     fn = _hook(namespace, "loss_fn")
     if fn is not None:
-        return fn  # type: ignore[no-any-return]
+        return fn
     get = _hook(namespace, "get_loss")
     if get is None:
         return None
     with user_code("get_loss()"):
-        loss = get()
+        loss: object = get()
     if not callable(loss):
         raise FrontendError(
             f"get_loss() returned {type(loss).__name__}, expected a callable", code="E0503"
         )
-    return loss  # type: ignore[no-any-return]
+    return loss
 
 
 def _targets(namespace: Any, fake_mode: Any) -> tuple[Any, ...]:
