@@ -47,6 +47,7 @@ from solar.bounds.roofline import (
     KernelBound,
     arithmetic_intensity,
     memory_time_s,
+    pipe_labels,
 )
 from solar.bounds.unfused import unfused_bound
 
@@ -79,6 +80,7 @@ __all__ = [
     "fused_bound",
     "inverse_roofline",
     "memory_time_s",
+    "pipe_labels",
     "pebble_bytes",
     "policy_pipe",
     "resolve_pipe",

@@ -294,21 +294,10 @@ class Evaluator:
     def eval(self, expr: Expr, mask: np.ndarray | None) -> Value:
         """The value of ``expr`` at every domain point (see module docstring)."""
         match expr:
-            case FloatLit(value=v):
-                return v
-            case IntLit(value=v):
-                return v
-            case BoolLit(value=v):
+            case FloatLit(value=v) | IntLit(value=v) | BoolLit(value=v):
                 return v
             case Name(name=n):
-                if n in self.domain.axes:
-                    return self.domain.var_array(n)
-                if n in self.domain.scalars:
-                    return self.domain.scalars[n]
-                if n in self.sizes:
-                    return self.sizes[n]
-                self.fault("E0309", f"`{n}` is not a loop index or a size")
-                return 0
+                return self._name(n)
             case Access():
                 return self.read(expr, mask)
             case Unary(op="-", operand=o):
@@ -324,6 +313,17 @@ class Evaluator:
             case _:
                 self.fault("E0309", f"unsupported expression {type(expr).__name__}")
                 return 0
+
+    def _name(self, n: str) -> Value:
+        """A loop index (its values over the domain), a scalar or a size."""
+        if n in self.domain.axes:
+            return self.domain.var_array(n)
+        if n in self.domain.scalars:
+            return self.domain.scalars[n]
+        if n in self.sizes:
+            return self.sizes[n]
+        self.fault("E0309", f"`{n}` is not a loop index or a size")
+        return 0
 
     def split_last(
         self, expr: Expr, mask: np.ndarray | None
