@@ -130,7 +130,7 @@ class KernelBreakdown(Sequence[KernelBound]):
             return NotImplemented
         return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
 
-    __hash__ = None  # type: ignore[assignment]
+    # unhashable: a class that defines __eq__ and no __hash__ gets __hash__ = None
 
     def __repr__(self) -> str:
         return f"KernelBreakdown({list(self)!r})"

@@ -187,16 +187,15 @@ class Evaluator:
     def _read_affine(
         self, acc: Access, st: TensorState, forms: tuple[Lin, ...], mask: np.ndarray | None
     ) -> tuple[np.ndarray, bool]:
-        key = ("pads", id(forms), st.data.shape)
-        known = self.domain.recipes.get(key)
-        if known is None:
-            pads_list: list[tuple[int, int]] = []
+        key = (id(forms), st.data.shape)
+        pads = self.domain.recipes.pads.get(key)
+        if pads is None:
+            found: list[tuple[int, int]] = []
             for form, extent in zip(forms, st.data.shape, strict=True):
                 lo, hi = box_range(form, self.domain)
-                pads_list.append((max(0, -lo), max(0, hi - extent + 1)))
-            known = tuple(pads_list)
-            self.domain.recipes[key] = known
-        pads: tuple[tuple[int, int], ...] = known  # type: ignore[assignment]
+                found.append((max(0, -lo), max(0, hi - extent + 1)))
+            pads = tuple(found)
+            self.domain.recipes.pads[key] = pads
         padded = any(a or b for a, b in pads)
         if not padded:
             view = affine_view(st.data, forms, self.domain)
@@ -385,10 +384,10 @@ class Evaluator:
                 if x.shape == shape and x.dtype == np.result_type(*args):
                     out = x
                     break
-        result = ufunc(*args, out=out) if out is not None else ufunc(*args)
+        result: Value = ufunc(*args, out=out) if out is not None else ufunc(*args)
         if isinstance(result, np.ndarray) and result.ndim:
             self.owned[id(result)] = result
-        return result  # type: ignore[no-any-return]
+        return result
 
     def _floor_op(self, op: str, a: Value, b: Value, mask: np.ndarray | None) -> Value:
         if kind_of(a) in "iu" and kind_of(b) in "iu":
