@@ -89,16 +89,58 @@ def test_summary_prints_full_names_flops_bytes_and_tables(
                      text, re.M)
 
 
+_OPAQUE = """
+import torch
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.qkv = torch.nn.Linear(64, 192)
+        self.proj = torch.nn.Linear(64, 64)
+
+    def forward(self, x):
+        out, _ = torch._native_multi_head_attention(
+            x, x, x, 64, 4, self.qkv.weight, self.qkv.bias, self.proj.weight, self.proj.bias,
+            need_weights=False)
+        return out
+
+def get_inputs():
+    return [torch.randn(2, 128, 64)]
+
+def get_init_inputs():
+    return []
+"""
+
+
 def test_flop_check_names_the_ops_the_counter_cannot_see(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    # an eval-mode TransformerEncoderLayer runs as one fast-path op the counter has no
-    # formula for: the check names it instead of a bare "(ok)"
-    text = _text(capsys, ENCODER)
-    assert "(ok; the counter has no formula for _transformer_encoder_layer_fwd)" in text
-    report = _json(capsys, tmp_path, ENCODER)
+    # a program calling torch's fused attention op itself: the counter has no formula
+    # for it, and the check names it instead of a bare "(ok)"
+    model = tmp_path / "opaque.py"
+    model.write_text(_OPAQUE)
+    text = _text(capsys, model)
+    assert "(ok; the counter has no formula for _native_multi_head_attention)" in text
+    report = _json(capsys, tmp_path, model)
     unseen = report["coverage"]["independent_flops"]["unseen_ops"]
-    assert unseen[0] == "_transformer_encoder_layer_fwd"
+    assert unseen[0] == "_native_multi_head_attention"
+
+
+def test_eval_mode_transformer_layers_are_their_kernels(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # Note [No fused fast path]: an eval-mode TransformerEncoderLayer is captured as the
+    # kernels training mode runs, not one opaque fast-path op, and the counter sees them
+    report = _json(capsys, tmp_path, ENCODER)
+    train = _json(capsys, tmp_path, ENCODER, "--train-mode")
+    names = [k["name"] for k in report["archs"][0]["kernels"]]
+    assert names == [k["name"] for k in train["archs"][0]["kernels"]]
+    assert {"post_self_attn_attention", "pre_linear1_addmm"} <= set(names)
+    assert [b["time_s"] for b in report["archs"][0]["bounds"]] == \
+        [b["time_s"] for b in train["archs"][0]["bounds"]]
+    check = report["coverage"]["independent_flops"]
+    assert check["total_flops"] >= 0.99 * check["solar_flops"]
+    assert not any(op.startswith(("_transformer", "_native")) for op in check["unseen_ops"])
 
 
 def test_precision_hint_promises_a_bound_that_bf16_meets(capsys: pytest.CaptureFixture[str]

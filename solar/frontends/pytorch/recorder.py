@@ -341,6 +341,36 @@ def tensor_bytes(xs: Any) -> int:
     return sum(x.numel() * x.element_size() for x in leaves if isinstance(x, torch.Tensor))
 
 
+# Note [No fused fast path]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~
+# In eval mode, `nn.TransformerEncoderLayer` and `nn.MultiheadAttention` take torch's
+# "fast path": one opaque ATen call per layer (``_transformer_encoder_layer_fwd``,
+# ``_native_multi_head_attention``) that torch's FLOP counter has no formula for, while
+# training mode runs the same math as its kernels (linear, attention, layer norm, ...).
+# The program runs with the fast path off (`torch.backends.mha.set_fastpath_enabled`)
+# during both the capture and the real replay, so eval and ``--train-mode`` give the same
+# kernels and the FLOP check counts them. The fast path computes the same function (the
+# same weights, the same formulas; only the kernel boundaries and rounding differ), so
+# the reference the replay gives is the model's own output, up to rounding.
+
+
+@contextlib.contextmanager
+def _no_fused_fast_path() -> Iterator[None]:
+    """Note [No fused fast path]: torch's fused MHA fast path off meanwhile."""
+    import torch
+
+    mha = getattr(torch.backends, "mha", None)
+    if mha is None:  # torch < 2.1 has no switch
+        yield
+        return
+    before = mha.get_fastpath_enabled()
+    mha.set_fastpath_enabled(False)
+    try:
+        yield
+    finally:
+        mha.set_fastpath_enabled(before)
+
+
 def run_recorded(inst: Instance, rec: Recorder, fake_mode: Any) -> Any:
     import torch
 
@@ -348,6 +378,7 @@ def run_recorded(inst: Instance, rec: Recorder, fake_mode: Any) -> Any:
     watch = fake_mode.watch() if isinstance(fake_mode, MetaMode) else contextlib.nullcontext()
     with (
         torch.no_grad(),  # a training step enables grad itself (train_step.py)
+        _no_fused_fast_path(),
         ctx,
         # a training step differentiates through the RNN's per-step ops: no whole-call record
         _recording(rec, inst.module, composites=not hasattr(inst.fn, "solar_train_step")),
