@@ -11,7 +11,7 @@ under it; Note [Independent FLOP count] in capture.py says what ``count_flops`` 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -36,7 +36,7 @@ from solar.frontends.pytorch.flops import EXTRA_FORMULAS, padding_flops
 from solar.frontends.pytorch.loader import Instance, user_code
 from solar.frontends.pytorch.meta_mode import MetaMode
 
-__all__ = ["Ids", "Recorder", "register_tensors", "run_recorded", "tensor_bytes"]
+__all__ = ["Ids", "Recorder", "register_tensors", "run_recorded", "setting", "tensor_bytes"]
 
 
 _CONSTANT_VALUE_LIMIT = 1 << 24
@@ -355,20 +355,26 @@ def tensor_bytes(xs: Any) -> int:
 
 
 @contextlib.contextmanager
-def _no_fused_fast_path() -> Iterator[None]:
-    """Note [No fused fast path]: torch's fused MHA fast path off meanwhile."""
-    import torch
-
-    mha = getattr(torch.backends, "mha", None)
-    if mha is None:  # torch < 2.1 has no switch
+def setting(get: Callable[[], Any], put: Callable[[Any], None], value: Any) -> Iterator[None]:
+    """A global torch setting (read by ``get``, written by ``put``) at ``value``
+    meanwhile, restored after; ``value`` ``None`` leaves it as it is."""
+    if value is None:
         yield
         return
-    before = mha.get_fastpath_enabled()
-    mha.set_fastpath_enabled(False)
+    before = get()
+    put(value)
     try:
         yield
     finally:
-        mha.set_fastpath_enabled(before)
+        put(before)
+
+
+def _no_fused_fast_path() -> contextlib.AbstractContextManager[None]:
+    """Note [No fused fast path]: torch's fused MHA fast path off meanwhile."""
+    import torch
+
+    mha = torch.backends.mha
+    return setting(mha.get_fastpath_enabled, mha.set_fastpath_enabled, False)
 
 
 def run_recorded(inst: Instance, rec: Recorder, fake_mode: Any) -> Any:

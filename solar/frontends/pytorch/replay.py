@@ -10,7 +10,7 @@ that the real run performs the same calls as the capture (E0506 otherwise; Note
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +20,13 @@ from solar.diagnostics import FrontendError
 from solar.frontends.pytorch.capture import plain_outputs
 from solar.frontends.pytorch.capture_types import NamedTensor, TorchCapture, to_numpy
 from solar.frontends.pytorch.loader import instantiate
-from solar.frontends.pytorch.recorder import Ids, Recorder, register_tensors, run_recorded
+from solar.frontends.pytorch.recorder import (
+    Ids,
+    Recorder,
+    register_tensors,
+    run_recorded,
+    setting,
+)
 
 __all__ = ["RealValues", "replay_values"]
 
@@ -110,21 +116,12 @@ def replay_values(capture: TorchCapture, *, keep: frozenset[int] = frozenset()) 
     return RealValues(inputs, params, constants, outputs, rec.kept, rec.diverged)
 
 
-@contextlib.contextmanager
-def _default_dtype(dtype: Any) -> Iterator[None]:
+def _default_dtype(dtype: Any) -> contextlib.AbstractContextManager[None]:
     """``dtype`` as torch's default floating type meanwhile (``None``: unchanged): a
     float64 replay's own factories (``torch.zeros(n)`` in a forward) make float64."""
     import torch
 
-    if dtype is None:
-        yield
-        return
-    before = torch.get_default_dtype()
-    torch.set_default_dtype(dtype)
-    try:
-        yield
-    finally:
-        torch.set_default_dtype(before)
+    return setting(torch.get_default_dtype, torch.set_default_dtype, dtype)
 
 
 def _check_kept(capture: TorchCapture, keep: frozenset[int], rec: Recorder) -> None:
