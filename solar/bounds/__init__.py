@@ -38,6 +38,7 @@ from solar.bounds.precision import (
     policy_pipe,
     resolve_pipe,
 )
+from solar.bounds.recast import bf16_what_if, recast_costs, recast_program
 from solar.bounds.registry import BOUND_MODELS, check_model, compute_bound_set, compute_bounds
 from solar.bounds.roofline import (
     Bottleneck,
@@ -69,6 +70,7 @@ __all__ = [
     "ResolvedPipe",
     "SymbolicCosts",
     "arithmetic_intensity",
+    "bf16_what_if",
     "cache_aware_bound",
     "check_model",
     "compile_costs",
@@ -81,6 +83,8 @@ __all__ = [
     "memory_time_s",
     "pebble_bytes",
     "policy_pipe",
+    "recast_costs",
+    "recast_program",
     "resolve_pipe",
     "spill_bytes",
     "symbolic_costs",
