@@ -104,12 +104,18 @@ def kernel_table(kernels: Sequence[KernelRow], top: int, next_step: Callable[[Ke
         f"  next steps: {len(ranked)} of {len(kernels)} kernels by unfused bound "
         "(no per-kernel measurement of this device):"
     ]
+    # the user's source line of each kernel, when the frontend knows it (kernels[].source)
+    w = max((len(k.source or "-") for k in ranked), default=0) if any(
+        k.source for k in ranked) else 0
+    src = [f"{k.source or '-':<{w}}  " if w else "" for k in ranked]
     cells = [
         f"{ftime(k.time_s):>10} {k.time_s / total:6.1%} {fflops(k.flops):>11} "
-        f"{fbytes(k.bytes):>9}  {roof_label(k):<13} {next_step(k)}"
-        for k in ranked
+        f"{fbytes(k.bytes):>9}  {s}{roof_label(k):<13} {next_step(k)}"
+        for k, s in zip(ranked, src, strict=True)
     ]
-    cols = f"kernel {'bound':>10} {'share':>6} {'FLOPs':>11} {'bytes':>9}  {'roof':<13} next step"
+    where = f"{'source':<{w}}  " if w else ""
+    cols = (f"kernel {'bound':>10} {'share':>6} {'FLOPs':>11} {'bytes':>9}  {where}{'roof':<13} "
+            "next step")
     return [*head, *_table(cols, [k.name for k in ranked], cells, NAME_W)]
 
 

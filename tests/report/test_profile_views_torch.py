@@ -216,3 +216,21 @@ def test_bf16_what_if_moves_the_bytes_of_the_model_really_cast(
     assert fp32["archs"][0]["bf16_bounds_s"] == {
         m: b["time_s"] for m, b in rows[0].items()}
     assert what_if["archs"][0]["bf16_bounds_s"] is None
+
+
+def test_kernels_carry_their_source_line(capsys: pytest.CaptureFixture[str], tmp_path: Path
+                                         ) -> None:
+    # Note [Kernel sources]: each kernel names the line of the model that made it, in the
+    # JSON and in the next-steps table
+    report = _json(capsys, tmp_path, RESNET)
+    lines = RESNET.read_text().splitlines()
+    kernels = {k["name"]: k["source"] for k in report["archs"][0]["kernels"]}
+    for name, code in (("conv1_conv2d", "out = self.relu(self.bn1(self.conv1(x)))"),
+                       ("conv2_conv2d", "out = self.bn2(self.conv2(out))"),
+                       ("add", "return self.relu(out + self.shortcut(x))")):
+        file, line = kernels[name].split(":")
+        assert file == "resnet_block.py" and lines[int(line) - 1].strip() == code
+    text = _text(capsys, RESNET)
+    assert re.search(r"^    kernel +bound +share +FLOPs +bytes +source +roof +next step$", text,
+                     re.M)
+    assert re.search(rf"^    conv2_conv2d .* {kernels['conv2_conv2d']} +tensor:", text, re.M)

@@ -11,6 +11,8 @@ under it; Note [Independent FLOP count] in capture.py says what ``count_flops`` 
 from __future__ import annotations
 
 import contextlib
+import os
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -232,8 +234,52 @@ class Recorder:
                 path,
                 counted,
                 padding,
+                user_source(),
             )
         )
+
+
+# Note [Kernel sources]
+# ~~~~~~~~~~~~~~~~~~~~~
+# Each recorded call keeps the user's source line that made it (`RecordedCall.source`,
+# the report's ``kernels[].source``): the innermost Python frame on the stack whose file
+# is not part of torch, SOLAR (its dispatch and function modes sit between torch's
+# frames) or the standard library (``model.py:42``; a library such as transformers
+# counts as the user's code). The walk stops at `Instance.call`, where SOLAR calls the
+# program: frames further out are SOLAR's callers (the CLI, a test), not the program.
+# Only the code object's file name and the frame's line are read, walking
+# ``sys._getframe``: no traceback is formatted. A call no user frame made (autograd's
+# backward, run from SOLAR's training step) has none.
+_INTERNAL: list[str] = []
+
+
+def _internal_prefixes() -> tuple[str, ...]:
+    """The directories of SOLAR, torch and the standard library, and ``<``."""
+    if not _INTERNAL:
+        import sysconfig
+
+        import torch
+
+        import solar
+
+        _INTERNAL.extend(os.path.dirname(m.__file__ or "") + os.sep for m in (solar, torch))
+        _INTERNAL.append(sysconfig.get_paths()["stdlib"] + os.sep)
+        _INTERNAL.append("<")  # <frozen importlib._bootstrap>, <string>
+    return tuple(_INTERNAL)
+
+
+def user_source() -> str:
+    """``file.py:line`` of the innermost user frame on the stack, or ``""`` (Note
+    [Kernel sources])."""
+    skipped = _internal_prefixes()
+    entry = Instance.call.__code__
+    frame: Any = sys._getframe(1)
+    while frame is not None and frame.f_code is not entry:
+        name = frame.f_code.co_filename
+        if not name.startswith(skipped):
+            return f"{os.path.basename(name)}:{frame.f_lineno}"
+        frame = frame.f_back
+    return ""
 
 
 # Note [No-op restrides]
