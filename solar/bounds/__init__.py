@@ -38,7 +38,7 @@ from solar.bounds.precision import (
     policy_pipe,
     resolve_pipe,
 )
-from solar.bounds.recast import bf16_what_if, recast_costs, recast_program
+from solar.bounds.recast import recast_costs, recast_program
 from solar.bounds.registry import BOUND_MODELS, check_model, compute_bound_set, compute_bounds
 from solar.bounds.roofline import (
     Bottleneck,
@@ -50,6 +50,7 @@ from solar.bounds.roofline import (
     memory_time_s,
 )
 from solar.bounds.unfused import unfused_bound
+from solar.bounds.what_if import bf16_what_if
 
 __all__ = [
     "BOUND_MODELS",

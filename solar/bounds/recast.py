@@ -24,22 +24,14 @@ whole, which the note of each bound states.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from solar.bounds.costs import CompiledCosts, compile_costs
-from solar.bounds.errors import BoundError
 from solar.bounds.precision import PrecisionPolicy
 from solar.einsum import lift_to_einsum
-from solar.hw import HardwareSpec
 from solar.ir import DType, Program, TensorDecl
-from solar.options import CacheState
 
-if TYPE_CHECKING:
-    from solar.bounds.roofline import Bound
-
-__all__ = ["bf16_what_if", "recast_costs", "recast_dtype", "recast_note", "recast_program"]
+__all__ = ["recast_costs", "recast_dtype", "recast_note", "recast_program"]
 
 _TARGET: dict[str, DType] = {"bf16": DType.BF16, "fp16": DType.F16, "fp8": DType.F8E4M3}
 _RECASTABLE = frozenset({DType.F32, DType.F16, DType.BF16})
@@ -118,21 +110,3 @@ def recast_note(policy: PrecisionPolicy) -> str | None:
             f"{'s' if dtype.itemsize_bytes > 1 else ''} per element, as the program cast to "
             f"{dtype.value}; integer, boolean and fp64 tensors keep their dtype "
             "(Note [Precision what-if bytes])")
-
-
-def bf16_what_if(
-    compiled: CompiledCosts, spec: HardwareSpec, *, precision: PrecisionPolicy,
-    sizes: Mapping[str, int] | None, cache: CacheState,
-) -> tuple[Bound, ...] | None:
-    """Every model's bound under ``--precision bf16``, what the report's hint promises
-    (Note [Hints that move the bound] in `solar.report.render_profile`): ``None`` when
-    ``precision`` already recasts, or when the device has no usable peak for it."""
-    from solar.bounds.registry import compute_bound_set  # the registry imports the models
-
-    if recast_dtype(precision) is not None:
-        return None
-    try:
-        return compute_bound_set(compiled, spec, precision_policy="bf16", sizes=sizes,
-                                 cache=cache)
-    except BoundError:
-        return None

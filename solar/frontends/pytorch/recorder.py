@@ -260,9 +260,9 @@ def _internal_prefixes() -> tuple[str, ...]:
 
         import torch
 
-        import solar
-
-        _INTERNAL.extend(os.path.dirname(m.__file__ or "") + os.sep for m in (solar, torch))
+        solar = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        _INTERNAL.append(solar + os.sep)  # this file is solar/frontends/pytorch/recorder.py
+        _INTERNAL.append(os.path.dirname(torch.__file__ or "") + os.sep)
         _INTERNAL.append(sysconfig.get_paths()["stdlib"] + os.sep)
         _INTERNAL.append("<")  # <frozen importlib._bootstrap>, <string>
     return tuple(_INTERNAL)
