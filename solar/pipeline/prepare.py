@@ -179,13 +179,17 @@ class RememberedReference:
 def _reference_for(
     program: Program, reference: Callable[[], ValidationPlan] | None
 ) -> Callable[[], ValidationPlan] | None:
-    """``reference``, with its values compared against ``program`` instead."""
+    """``reference``, with its values (and its float64 re-check's) compared against
+    ``program`` instead."""
     if reference is None:
         return None
     base = reference
 
     def substituted() -> ValidationPlan:
-        return replace(base(), program=program)
+        plan = base()
+        wide = plan.float64
+        return replace(plan, program=program,
+                       float64=None if wide is None else lambda: replace(wide(), program=program))
 
     return substituted
 
