@@ -6,9 +6,18 @@ torch is imported inside the functions only.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["P2P_OPS", "has_dtensor", "local_shard", "p2p_outputs", "script_object_arg"]
+__all__ = [
+    "P2P_OPS",
+    "distributed_capture",
+    "has_dtensor",
+    "local_shard",
+    "p2p_outputs",
+    "script_object_arg",
+]
 
 P2P_OPS = frozenset({"c10d.send.default", "c10d.recv_.default"})
 """Point-to-point ops: recorded although they return no tensor (Note [Point-to-point
@@ -63,3 +72,72 @@ def local_shard(t: Any) -> Any:
     """A DTensor's shard on this rank (the tensor its local ops read), else ``t``."""
     local = getattr(t, "_local_tensor", None)
     return local if local is not None and hasattr(t, "device_mesh") else t
+
+
+# Note [DDP capture]
+# DistributedDataParallel's reducer registers autograd hooks on the module's own
+# parameter objects and all-reduces bucketed gradients from C++. A capture runs the
+# model with its state swapped for fake tensors, so those hooks never fire and the
+# reducer's copies never reach the recorder. While a distributed file is captured
+# (and while its real gloo run is recorded), `DistributedDataParallel.forward` runs
+# the wrapped module directly and gives each parameter that requires grad a one-shot
+# post-accumulate-grad hook doing what the reducer does to it: scale the gradient by
+# 1 / group size (into a new tensor: the gradient may be a view), all-reduce (sum) it
+# over DDP's process group in place (``c10d.allreduce_``, lowered like
+# ``dist.all_reduce``) and make it the parameter's ``.grad``. One all-reduce per
+# parameter, in the order the gradients become ready: the bytes are those of DDP's
+# buckets (a bucket holds each gradient once; the all-reduce bound is linear in the
+# bytes, and per-launch latency is zero in the bound). Buffers (BatchNorm statistics)
+# that DDP broadcasts at each forward are not charged (a lower bound stays sound).
+# A gradient reaches its hook only through ``.backward()``: the step's ``loss.backward()``
+# must run inside the file (an entry or forward that calls it).
+
+
+def _ddp_forward(self: Any, *args: Any, **kwargs: Any) -> Any:
+    import torch.distributed as dist
+
+    group = self.process_group
+    scale = 1.0 / dist.get_world_size(group)
+    for p in self.module.parameters():
+        if not p.requires_grad:
+            continue
+        handle: list[Any] = []
+
+        def reduce(param: Any, handle: list[Any] = handle) -> None:
+            handle.pop().remove()  # one step: a later run registers its own
+            grad = param.grad * scale  # a new tensor: the gradient may be a view
+            dist.all_reduce(grad, group=group)
+            param.grad = grad
+
+        handle.append(p.register_post_accumulate_grad_hook(reduce))
+    return self.module(*args, **kwargs)
+
+
+def _batch_sends_first(original: Any) -> Any:
+    """``batch_isend_irecv`` with the sends of the batch posted first (Note
+    [Point-to-point capture]: a receive pairs with the oldest unpaired send)."""
+    import torch.distributed as dist
+
+    def batch(ops: list[Any]) -> Any:
+        ordered = sorted(ops, key=lambda op: op.op is not dist.isend)
+        return original(ordered)
+
+    return batch
+
+
+@contextlib.contextmanager
+def distributed_capture() -> Iterator[None]:
+    """What a distributed capture changes in torch while it runs: DDP's gradient
+    reduction in Python (Note [DDP capture]) and batched point-to-point ops posted
+    sends first (the batch's order does not matter to torch)."""
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    saved = DistributedDataParallel.forward, dist.batch_isend_irecv
+    DistributedDataParallel.forward = _ddp_forward  # type: ignore[method-assign]
+    dist.batch_isend_irecv = _batch_sends_first(saved[1])
+    try:
+        yield
+    finally:
+        DistributedDataParallel.forward = saved[0]  # type: ignore[method-assign]
+        dist.batch_isend_irecv = saved[1]

@@ -40,6 +40,7 @@ from solar.frontends.kit.collectives import (
     merge_ranks,
     world_size_of,
 )
+from solar.frontends.pytorch.capture_dist import distributed_capture
 from solar.ir import Program, parse_program, print_program
 
 __all__ = [
@@ -134,7 +135,7 @@ def capture_distributed(path: str | Path, *, world: int | None = None) -> Distri
     world = world if world is not None else world_size_of(path)
     ranks, destinations = [], []
     for rank in range(world):
-        with _fake_group(rank, world):
+        with _fake_group(rank, world), distributed_capture():
             _, lowered, dest = capture_rank(path, rank, world)
         ranks.append(lowered)
         destinations.append(dest)
@@ -169,8 +170,9 @@ def run_gloo_rank(path: str, rank: int, world: int, store: str, out: str) -> Non
         timeout=timedelta(seconds=REAL_RUN_TIMEOUT_S),
     )
     try:
-        capture, lowered, dest = capture_rank(path, rank, world)
-        inputs, outputs = reference_data(lowered, capture)
+        with distributed_capture():
+            capture, lowered, dest = capture_rank(path, rank, world)
+            inputs, outputs = reference_data(lowered, capture)
     finally:
         dist.destroy_process_group()
     arrays = {f"in:{k}": v for k, v in inputs.items()}
