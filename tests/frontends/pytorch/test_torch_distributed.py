@@ -288,3 +288,29 @@ def test_ddp_capture_reduces_gradients_as_ddps_own_reducer(tmp_path: Path) -> No
     outs = [p.communicate(timeout=240) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outs[0][1][-500:]
     assert all(float(out.decode().strip()) < 1e-6 for out, _ in outs)
+
+
+def test_rank_dependent_literals_become_affine_in_rank() -> None:
+    d = capture_distributed(SAMPLES / "dist_rank_slices.py")
+    verify_program(d.program)
+    text = print_program(d.program)
+    for line in ("x0[i0 + 4 * rank, i1]", "t2_full[i0, i1] = rank", "* (1.0 + 0.5 * rank)"):
+        assert line in text
+    check = validate_with_gloo(SAMPLES / "dist_rank_slices.py", timeout_s=240)
+    assert check.world == 3 and check.max_abs_error["y0"] < 1e-5
+
+
+def test_rank_dependent_literals_that_are_not_affine_are_e0552(tmp_path: Path) -> None:
+    path = _write(tmp_path, """
+        class Model(nn.Module):
+            def forward(self, x):
+                r = dist.get_rank()
+                return funcol.all_reduce(x[r * r : r * r + 2] * 2.0, "sum", dist.group.WORLD)
+
+        def get_inputs():
+            return [torch.randn(8, 4)]
+    """)
+    path.write_text(path.read_text().replace("WORLD_SIZE = 2", "WORLD_SIZE = 3"))
+    with pytest.raises(FrontendError) as err:  # offsets 0, 1, 4: two ranks always fit
+        capture_distributed(path)
+    assert err.value.code == "E0552" and "a + b * rank" in err.value.notes[0]
