@@ -125,19 +125,88 @@ def _batch_sends_first(original: Any) -> Any:
     return batch
 
 
+# Note [FSDP2 capture]
+# ``fully_shard`` packs a layer's parameter shards into one flat buffer
+# (``fsdp.all_gather_copy_in``), all-gathers it (``c10d._allgather_base_``), and
+# copies each parameter out of the gathered buffer (``fsdp.split_with_sizes_copy``);
+# in the backward it packs the gradients (``fsdp.chunk_cat``) and reduce-scatters
+# them (``c10d._reduce_scatter_base_``). The two copies write ``out=`` tensors and
+# return nothing, so the recorder would drop them, and the copy-in writes the rank's
+# slice of the gathered buffer. While a distributed file is captured, the three
+# ``fsdp`` ops run as the ATen ops they are made of: the copy-in is the concatenation
+# of the shards (the all-gather then writes every slice, this rank's included), the
+# copy-out one ``copy_`` per parameter from a split of the buffer, the chunk-cat one
+# ``copy_`` of the concatenated per-rank chunks. An uneven chunk-cat (FSDP pads it)
+# keeps torch's op (reported uncovered). FSDP frees the gathered parameters' storage
+# after use (``free_storage``): a real replay gives ``empty`` tensors fixed values from
+# numpy, whose storage cannot be resized, so freeing one is skipped (memory only).
+
+
+def _all_gather_copy_in(inputs: Any, output: Any, sizes: Any, numel: Any, rank: Any) -> Any:
+    import torch
+
+    return torch.cat([t.reshape(-1) for t in inputs]), output
+
+
+def _split_with_sizes_copy(gathered: Any, sizes: Any, dim: int = 0, *, out: Any) -> None:
+    import torch
+
+    for target, part in zip(out, torch.split(gathered, list(sizes), dim), strict=True):
+        target.copy_(part)
+
+
+def _free_storage(original: Any) -> Any:
+    def free_storage(tensor: Any) -> None:
+        if tensor.untyped_storage().resizable():
+            original(tensor)
+
+    return free_storage
+
+
+def _chunk_cat(original: Any) -> Any:
+    def chunk_cat(tensors: Any, dim: int, num_chunks: int, *, out: Any) -> None:
+        import torch
+
+        if dim != 0 or any(t.shape[0] % num_chunks for t in tensors):
+            return original(tensors, dim, num_chunks, out=out)  # type: ignore[no-any-return]
+        rows = [t.reshape(num_chunks, -1) for t in tensors]
+        out.copy_(torch.cat(rows, dim=1).reshape(out.shape))
+        return None
+
+    return chunk_cat
+
+
 @contextlib.contextmanager
 def distributed_capture() -> Iterator[None]:
     """What a distributed capture changes in torch while it runs: DDP's gradient
-    reduction in Python (Note [DDP capture]) and batched point-to-point ops posted
-    sends first (the batch's order does not matter to torch)."""
+    reduction in Python (Note [DDP capture]), FSDP2's copy ops as ATen ops (Note
+    [FSDP2 capture]), and batched point-to-point ops posted sends first (the batch's
+    order does not matter to torch)."""
+    import torch
     import torch.distributed as dist
+    from torch.distributed.fsdp._fully_shard import (
+        _fsdp_collectives,  # registers fsdp ops
+        _fsdp_param,
+    )
     from torch.nn.parallel import DistributedDataParallel
 
+    assert _fsdp_collectives is not None
+    free = _fsdp_param.free_storage
+    _fsdp_param.free_storage = _free_storage(free)
+    fsdp = torch.ops.fsdp
+    names = ("all_gather_copy_in", "split_with_sizes_copy", "chunk_cat")
     saved = DistributedDataParallel.forward, dist.batch_isend_irecv
+    ops = {n: getattr(fsdp, n) for n in names}
     DistributedDataParallel.forward = _ddp_forward  # type: ignore[method-assign]
     dist.batch_isend_irecv = _batch_sends_first(saved[1])
+    patched = (_all_gather_copy_in, _split_with_sizes_copy, _chunk_cat(ops["chunk_cat"]))
+    for name, fn in zip(names, patched, strict=True):
+        setattr(fsdp, name, fn)
     try:
         yield
     finally:
         DistributedDataParallel.forward = saved[0]  # type: ignore[method-assign]
         dist.batch_isend_irecv = saved[1]
+        for name, op in ops.items():
+            setattr(fsdp, name, op)
+        _fsdp_param.free_storage = free

@@ -314,3 +314,44 @@ def test_rank_dependent_literals_that_are_not_affine_are_e0552(tmp_path: Path) -
     with pytest.raises(FrontendError) as err:  # offsets 0, 1, 4: two ranks always fit
         capture_distributed(path)
     assert err.value.code == "E0552" and "a + b * rank" in err.value.notes[0]
+
+
+def test_fsdp2_gathers_parameters_and_reduce_scatters_gradients() -> None:
+    d = capture_distributed(SAMPLES / "dist_fsdp_mlp.py")
+    verify_program(d.program)
+    assert all(r.coverage == () for r in d.ranks)
+    up, down = (32 * 16 + 32) * 4, (16 * 32 + 16) * 4  # each layer's full parameters
+    got = [(c.kind, c.op, c.buffer_bytes) for c in collectives(d.program)]
+    assert got == [("all_gather", None, up), ("all_gather", None, down),
+                   ("reduce_scatter", "avg", down), ("reduce_scatter", "avg", up)]
+    check = validate_with_gloo(SAMPLES / "dist_fsdp_mlp.py", timeout_s=240)
+    assert check.world == 2 and max(check.max_abs_error.values()) < 1e-6
+
+
+def test_fsdp2_copy_ops_as_aten_ops_match_torchs() -> None:
+    """Note [FSDP2 capture]: the replacements write what the fsdp ops write."""
+    import torch
+    from torch.distributed.fsdp._fully_shard import _fsdp_collectives
+
+    from solar.frontends.pytorch.capture_dist import distributed_capture
+
+    assert _fsdp_collectives is not None  # defines the fsdp ops
+    g = torch.Generator().manual_seed(0)
+    shards = [torch.randn(12, generator=g), torch.randn(6, generator=g)]
+    grads = [torch.randn(8, 3, generator=g), torch.randn(4, generator=g)]
+    gathered = torch.randn(2, 18, generator=g)
+
+    def run() -> list[torch.Tensor]:
+        buffer = torch.zeros(36)
+        given, _ = torch.ops.fsdp.all_gather_copy_in(shards, buffer, [12, 6], 18, 1)
+        outs = [torch.zeros(2, 12), torch.zeros(2, 6)]
+        torch.ops.fsdp.split_with_sizes_copy(gathered, [12, 6], dim=1, out=outs)
+        packed = torch.zeros(28)
+        torch.ops.fsdp.chunk_cat(grads, 0, 2, out=packed)
+        return [given.clone(), *outs, packed]
+
+    want = run()
+    with distributed_capture():
+        got = run()
+    for a, b in zip(got, want, strict=True):  # torch's chunk_cat also reshapes `out`
+        torch.testing.assert_close(a.reshape(-1), b.reshape(-1), rtol=0, atol=0)
