@@ -1,7 +1,12 @@
-"""What the recorder needs of torch.distributed: DTensor calls, shards and c10d arguments.
+"""What the recorder needs of torch.distributed: DTensor calls, shards and c10d arguments,
+and what a distributed capture changes in torch while it runs.
 
-Contract: pure helpers for `solar.frontends.pytorch.capture` (Note [DTensor capture]);
-torch is imported inside the functions only.
+Contract: pure helpers for `solar.frontends.pytorch.capture` (Note [DTensor capture]),
+and `distributed_capture`, a context manager `solar.frontends.pytorch.distributed` holds
+around each rank's capture and real run: DDP's gradient reduction in Python (Note [DDP
+capture]), FSDP2's copy ops as ATen ops (Note [FSDP2 capture]), batched point-to-point
+ops posted sends first. Everything it patches is restored on exit; torch is imported
+inside the functions only.
 """
 
 from __future__ import annotations
