@@ -355,3 +355,17 @@ def test_fsdp2_copy_ops_as_aten_ops_match_torchs() -> None:
         got = run()
     for a, b in zip(got, want, strict=True):  # torch's chunk_cat also reshapes `out`
         torch.testing.assert_close(a.reshape(-1), b.reshape(-1), rtol=0, atol=0)
+
+
+def test_ddp_under_train_all_reduces_in_the_backward_and_matches_gloo() -> None:
+    from solar.frontends.pytorch.train_step import TrainStep
+
+    d = capture_distributed(SAMPLES / "dist_ddp_train.py", step=TrainStep())
+    verify_program(d.program)
+    reduces = [k.name for k in d.program.kernels if k.collective is not None]
+    assert reduces and all(name.startswith("backward_all_reduce") for name in reduces)
+    assert any(k.name.startswith("optimizer_") for k in d.program.kernels)
+    assert sum(c.buffer_bytes for c in collectives(d.program)) == (16 * 32 + 32 + 32 * 8 + 8) * 4
+    check = validate_with_gloo(SAMPLES / "dist_ddp_train.py", train=True, timeout_s=240)
+    assert check.world == 2 and len(check.max_abs_error) == 9  # loss, 4 grads, 4 params
+    assert max(check.max_abs_error.values()) < 1e-6
