@@ -93,18 +93,22 @@ def local_shard(t: Any) -> Any:
 # parameter, in the order the gradients become ready: the bytes are those of DDP's
 # buckets (a bucket holds each gradient once; the all-reduce bound is linear in the
 # bytes, and per-launch latency is zero in the bound). Buffers (BatchNorm statistics)
-# that DDP broadcasts at each forward are not charged (a lower bound stays sound).
+# that DDP broadcasts at each forward are not charged (a lower bound stays sound). A
+# forward under ``no_sync()`` (gradient accumulation) or without grad gets no hooks, as
+# DDP's reducer skips it.
 # A gradient reaches its hook only through ``.backward()``: the step's ``loss.backward()``
 # must run inside the file (an entry or forward that calls it).
 
 
 def _ddp_forward(self: Any, *args: Any, **kwargs: Any) -> Any:
+    import torch
     import torch.distributed as dist
 
     group = self.process_group
     scale = 1.0 / dist.get_world_size(group)
+    sync = torch.is_grad_enabled() and self.require_backward_grad_sync  # False: no_sync()
     for p in self.module.parameters():
-        if not p.requires_grad:
+        if not p.requires_grad or not sync:
             continue
         handle: list[Any] = []
 

@@ -369,3 +369,26 @@ def test_ddp_under_train_all_reduces_in_the_backward_and_matches_gloo() -> None:
     check = validate_with_gloo(SAMPLES / "dist_ddp_train.py", train=True, timeout_s=240)
     assert check.world == 2 and len(check.max_abs_error) == 9  # loss, 4 grads, 4 params
     assert max(check.max_abs_error.values()) < 1e-6
+
+
+def test_ddp_no_sync_micro_batch_is_not_all_reduced(tmp_path: Path) -> None:
+    path = _write(tmp_path, """
+        from torch.nn.parallel import DistributedDataParallel
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.ddp = DistributedDataParallel(nn.Linear(8, 4))
+
+            def forward(self, x):
+                with torch.enable_grad():
+                    with self.ddp.no_sync():  # accumulate: no communication
+                        self.ddp(x[:2]).sum().backward()
+                    self.ddp(x[2:]).sum().backward()  # the last micro-batch reduces
+                return tuple(p.grad for p in self.ddp.parameters())
+
+        def get_inputs():
+            return [torch.randn(4, 8)]
+    """)
+    d = capture_distributed(path)
+    assert [c.buffer_bytes for c in collectives(d.program)] == [4 * 4, 32 * 4]
