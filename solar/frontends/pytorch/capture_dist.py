@@ -95,7 +95,9 @@ def local_shard(t: Any) -> Any:
 # bytes, and per-launch latency is zero in the bound). Buffers (BatchNorm statistics)
 # that DDP broadcasts at each forward are not charged (a lower bound stays sound). A
 # forward under ``no_sync()`` (gradient accumulation) or without grad gets no hooks, as
-# DDP's reducer skips it.
+# DDP's reducer skips it. A DDP with a communication hook (``register_comm_hook``: fp16
+# compression, PowerSGD...) or mixed precision is refused (E0559): charging the
+# gradients' own bytes could exceed what its reduction moves.
 # A gradient reaches its hook only through ``.backward()``: the step's ``loss.backward()``
 # must run inside the file (an entry or forward that calls it).
 
@@ -104,6 +106,15 @@ def _ddp_forward(self: Any, *args: Any, **kwargs: Any) -> Any:
     import torch
     import torch.distributed as dist
 
+    if self._comm_hooks or self.mixed_precision is not None:
+        from solar.diagnostics import FrontendError
+
+        raise FrontendError(
+            "DistributedDataParallel with a communication hook or mixed precision is not "
+            "captured: the bytes its reduction moves depend on them (a compressing hook "
+            "moves fewer than the gradients)",
+            code="E0559",
+        )
     group = self.process_group
     scale = 1.0 / dist.get_world_size(group)
     sync = torch.is_grad_enabled() and self.require_backward_grad_sync  # False: no_sync()

@@ -392,3 +392,25 @@ def test_ddp_no_sync_micro_batch_is_not_all_reduced(tmp_path: Path) -> None:
     """)
     d = capture_distributed(path)
     assert [c.buffer_bytes for c in collectives(d.program)] == [4 * 4, 32 * 4]
+
+
+def test_ddp_with_a_compressing_comm_hook_is_e0559(tmp_path: Path) -> None:
+    path = _write(tmp_path, """
+        from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+        from torch.nn.parallel import DistributedDataParallel
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.ddp = DistributedDataParallel(nn.Linear(8, 4))
+                self.ddp.register_comm_hook(None, default_hooks.fp16_compress_hook)
+
+            def forward(self, x):
+                return self.ddp(x)
+
+        def get_inputs():
+            return [torch.randn(4, 8)]
+    """)
+    with pytest.raises(FrontendError) as err:
+        capture_distributed(path)
+    assert err.value.code == "E0559"
