@@ -78,8 +78,9 @@ class TorchFrontend:
         world = declared_world_size(path) if path is not None else None
         if world is not None:
             assert path is not None
-            refuse_unsupported("torch", options, frozenset(), where="a torch.distributed file")
-            return _distributed(path, world, progress)
+            refuse_unsupported("torch", options, _DISTRIBUTED_OPTIONS,
+                               where="a torch.distributed file")
+            return _distributed(path, world, progress, _train_step(options))
 
         progress("capturing ATen ops over fake tensors")
         capture = trace_model_file(
@@ -162,13 +163,19 @@ _TORCH_OPTIONS: frozenset[OptionName] = frozenset(
 """What the PyTorch frontend honours (`refuse_unsupported`): all but ``--reference``."""
 
 
-def _distributed(path: Path, world: int, progress: Progress) -> FrontendResult:
+_DISTRIBUTED_OPTIONS: frozenset[OptionName] = frozenset({"train_step", "optimizer"})
+"""What a ``torch.distributed`` file honours: a training step (``--train``)."""
+
+
+def _distributed(
+    path: Path, world: int, progress: Progress, step: TrainStep | None
+) -> FrontendResult:
     """A ``torch.distributed`` file (``WORLD_SIZE = n``): each rank captured under the
     fake process group, merged into one SPMD program (docs/distributed.md)."""
     from solar.frontends.pytorch.distributed import capture_distributed
 
     progress(f"capturing {world} ranks under the fake process group")
-    dist = capture_distributed(path, world=world)
+    dist = capture_distributed(path, world=world, step=step)
     first = dist.ranks[0]
     return FrontendResult(
         name="torch",
