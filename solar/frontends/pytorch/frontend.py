@@ -11,6 +11,7 @@ Note [Model-file runs] in `solar.frontends.protocol`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -360,6 +361,19 @@ def _float64_rerun(
     return lambda: _float64_values(red.lowered, built, budget)
 
 
+def _only_time_over(fits_bytes: bool, seconds: float, tried: list[str]) -> bool:
+    """True when the full program's real run fits its budget and only its check's time
+    is over (the validator samples it); a check over the executor's memory is refused
+    before the build (Note [Budget before the build] in `solar.budget`), and why is
+    added to ``tried``."""
+    if fits_bytes and seconds == math.inf:
+        tried.append(
+            "the full program's run fits the reference budget, but its check would not fit "
+            "the executor's memory beside the model and values the run holds"
+        )
+    return fits_bytes and seconds < math.inf
+
+
 def _result(
     capture: TorchCapture,
     lowered: LoweredProgram,
@@ -393,6 +407,9 @@ def _result(
         budget = reference_budget_bytes(options.reference_budget_bytes)
         seconds = options.time_budget_s * EXECUTOR_TIME_SHARE
         fits_bytes = program_bytes(capture) <= budget
+        # Note [Budget before the build]
+        held = 2 * program_bytes(capture)
+        full_seconds = executor_seconds(lowered.program, budget, held_bytes=held)
 
         def full() -> ValidationPlan:
             inputs, outputs, diverged = reference_values(lowered, real.for_reference(capture))
@@ -412,7 +429,7 @@ def _result(
                 float64=lambda: _float64_values(lowered, capture, budget),
             )
 
-        if fits_bytes and executor_seconds(lowered.program, budget) <= seconds:
+        if fits_bytes and full_seconds <= seconds:
             return full()
         tried: list[str] = []
         if reduced is not None and info.sizes:
@@ -440,7 +457,7 @@ def _result(
                 sizes=dict(info.sizes),
                 float64=_float64_rerun(red, budget),
             )
-        if fits_bytes:
+        if _only_time_over(fits_bytes, full_seconds, tried):
             return full()
         raise FrontendError(
             f"no reduced program of {capture.name} fits the reference budget "

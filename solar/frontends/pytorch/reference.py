@@ -180,8 +180,10 @@ def reference_at_reduced_sizes(
 def _check_seconds(budget_bytes: int, capture: TorchCapture) -> float:
     """The executor's predicted time to check ``capture``'s program (lowered without
     any LLM fallback: an uncovered op is an input, which costs it nothing), infinite
-    over its memory budget for a reference budget of ``budget_bytes``."""
-    return executor_seconds(lower_capture(capture).program, budget_bytes)
+    over its memory budget for a reference budget of ``budget_bytes`` once the run
+    holds its model and values (Note [Budget before the build] in `solar.budget`)."""
+    held = 2 * program_bytes(capture)
+    return executor_seconds(lower_capture(capture).program, budget_bytes, held_bytes=held)
 
 
 def _sizes(capture: TorchCapture) -> Mapping[str, int]:
