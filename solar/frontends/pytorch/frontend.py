@@ -15,7 +15,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from solar.diagnostics import FrontendError
 from solar.frontends.protocol import (
@@ -279,6 +279,8 @@ class _RealBuild:
     def __init__(self, source: ProgramSource) -> None:
         self._source = source
         self._built: Instance | None = None
+        self._prebuilt: ProgramSource | None = None
+        self._as_built: tuple[tuple[str, int, int], ...] = ()
         self._measured = False
 
     def for_reference(self, capture: TorchCapture) -> TorchCapture:
@@ -294,8 +296,8 @@ class _RealBuild:
             return capture
         src = self._source
         inst = instantiate(replace(src, step=None, train=src.train or src.step is not None))
-        self._built = inst
-        prebuilt = ProgramSource(
+        self._built, self._as_built = inst, _fingerprint(inst)
+        prebuilt = self._prebuilt = ProgramSource(
             name=self._source.name,
             target=inst.fn,
             example_inputs=inst.args,
@@ -305,6 +307,21 @@ class _RealBuild:
             namespace=inst.namespace,  # a training step reads the file's hooks
         )
         return replace(capture, source=prebuilt)
+
+    def for_float64(self, capture: TorchCapture) -> TorchCapture:
+        """``capture`` to run in float64: a float64 copy of the reference's build when
+        the reference left it as built (no parameter, buffer, tensor attribute or input
+        replaced or written in place: their version counters say so; no training step),
+        else a fresh float64 build (Note [Model-file runs])."""
+        inst, prebuilt = self._built, self._prebuilt
+        if (
+            inst is None
+            or prebuilt is None
+            or self._source.step is not None
+            or _fingerprint(inst) != self._as_built
+        ):
+            return replace(capture, source=replace(capture.source, float64=True))
+        return replace(capture, source=replace(prebuilt, float64=True))
 
     def for_measure(self) -> Instance:
         """The reference's build if there is one, else a fresh one."""
@@ -319,12 +336,35 @@ class _RealBuild:
         return inst if step is None else training_instance(inst, step)
 
 
+def _fingerprint(inst: Instance) -> tuple[tuple[str, int, int], ...]:
+    """Every tensor of a built program (parameters, buffers, tensor attributes, inputs)
+    by where it is, with its identity and version counter: equal twice when nothing was
+    replaced or written in place in between."""
+    import torch
+    from torch.utils._pytree import tree_flatten
+
+    found: list[tuple[str, Any]] = list(inst.state.items())
+    module = inst.module
+    if isinstance(module, torch.nn.Module):
+        found += list(module.named_parameters()) + list(module.named_buffers())
+        for path, mod in module.named_modules():
+            found += [(f"{path}.{k}", v) for k, v in vars(mod).items()
+                      if isinstance(v, torch.Tensor)]
+    leaves, _ = tree_flatten(inst.input_tree())
+    found += [(f"input {k}", x) for k, x in enumerate(leaves)]
+    return tuple(
+        (name, id(t), t._version) for name, t in found if isinstance(t, torch.Tensor)
+    )
+
+
 def _float64_values(
     lowered: LoweredProgram, capture: TorchCapture, budget: int
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """The real run of ``capture`` again in float64 (Note [Float64 re-check] in
     solar/pipeline/validation.py): a float64 copy of the model, the same inputs, parameters,
-    optimizer state and seeded draws, cast; ``(inputs, outputs)`` by IR name.
+    optimizer state and seeded draws, cast; ``(inputs, outputs)`` by IR name. ``capture``'s
+    source is a float64 one (`_RealBuild.for_float64`; a reduced plan's own capture is
+    made float64 here).
 
     The float64 run touches twice the fp32 run's bytes; it may use twice the reference
     budget (by default half of ``MemAvailable``, the executor's own share), since the
@@ -344,7 +384,9 @@ def _float64_values(
             f"budget ({format_memory(budget)})",
             code="E0511",
         )
-    wide = replace(capture, source=replace(capture.source, float64=True))
+    wide = capture
+    if not capture.source.float64:
+        wide = replace(capture, source=replace(capture.source, float64=True))
     inputs, outputs, _ = reference_values(lowered, wide)
     return inputs, outputs
 
@@ -426,7 +468,7 @@ def _result(
                 "full",
                 note,
                 sizes=dict(info.sizes),
-                float64=lambda: _float64_values(lowered, capture, budget),
+                float64=lambda: _float64_values(lowered, real.for_float64(capture), budget),
             )
 
         if fits_bytes and full_seconds <= seconds:
