@@ -23,6 +23,7 @@ from solar.cli.distributed import (
     MicroBatchOption,
     PhaseOption,
     RecomputeOption,
+    ScheduleOption,
 )
 from solar.cli.inputs import (
     EntryArgsOption,
@@ -53,6 +54,8 @@ __all__ = ["sweep"]
         "solar sweep sweep.yaml --engine dask",
         "solar sweep gpt.py --train --cluster DGX_H100 --parallel tp=1,2,4,8 --parallel pp=1,2,4 "
         "--parallel dp=4 --global-batch 64  # plans ranked by bound",
+        "solar sweep gpt.py --train --cluster DGX_H100 --parallel pp=4,8 --parallel vpp=1,2 "
+        "--parallel mb=1,2 --global-batch 256 --schedule all --engine dask  # schedules",
         exit_codes="Exit codes: 0 every point analysed; 1 a capture failed or failed "
         "validation; 2 usage; 129/130/143 stopped by SIGHUP/SIGINT/SIGTERM (after the table "
         "is written).",
@@ -106,14 +109,16 @@ def sweep(
     parallel: Annotated[
         list[str] | None,
         typer.Option("--parallel", metavar="KEY=VALUES",
-                     help="With --cluster: sweep a plan axis, e.g. tp=1,2,4,8 (repeatable); "
-                          "the plans are ranked by step bound (docs/distributed.md)."),
+                     help="With --cluster: sweep a plan axis, e.g. tp=1,2,4,8, or mb=1,2 "
+                          "(micro-batch sizes) (repeatable); the plans are ranked by step "
+                          "bound (docs/distributed.md)."),
     ] = None,
     micro_batch: MicroBatchOption = None,
     global_batch: GlobalBatchOption = None,
     train: Annotated[bool, typer.Option("--train", help="Plans of a training step.")] = False,
     recompute: RecomputeOption = "none",
     phase: PhaseOption = None,
+    schedule: ScheduleOption = None,
 ) -> None:
     """Sweep one model: each distinct program captured once, sizes re-bound symbolically.
 
@@ -123,7 +128,7 @@ def sweep(
     if cluster is not None or parallel:
         _plan_sweep(source, cluster, parallel or [], set_, frontend, entry, out, engine,
                     scheduler, workers, timeout, max_rss, micro_batch, global_batch, train,
-                    recompute, phase)
+                    recompute, phase, schedule)
         return
     from solar.batch import EngineOptions
     from solar.batch.job import BatchOptions
@@ -215,21 +220,24 @@ def _plan_sweep(
     frontend: FrontendChoice | None, entry: str | None, out: Path, engine: EngineName,
     scheduler: str | None, workers: int, timeout: float, max_rss: float | None,
     micro_batch: int | None, global_batch: int | None, train: bool, recompute: Recompute,
-    phase: StepPhase | None,
+    phase: StepPhase | None, schedule: str | None = None,
 ) -> None:
-    """``solar sweep --cluster C --parallel ...``: plans ranked by step bound."""
+    """``solar sweep --cluster C --parallel ...``: plans ranked by step bound, fanned out
+    over the engine's workers (Note [Plan fan-out] in `solar.sweep.plans`)."""
     from solar.batch import EngineOptions
     from solar.batch.remote import ShippedFile
     from solar.cli.app import parse_sets
+    from solar.cli.distributed import parse_schedules
     from solar.diagnostics import PlanError
     from solar.hw.cluster_loader import load_cluster_spec
-    from solar.sweep.plans import PlanSweep, plan_grid, run_plan_sweep, write_plan_table
+    from solar.sweep.plans import PlanSweep, plan_points, run_plan_sweep, write_plan_table
 
     if cluster is None or not axes:
         raise PlanError("a plan sweep needs --cluster and at least one --parallel axis",
                         code="E0806")
     load_cluster_spec(cluster)  # a bad cluster fails before any work
-    plans = plan_grid(axes)
+    points = plan_points(axes)
+    plans = [p for p, _ in points]
     chosen = phase or ("train" if train else "prefill")
     task = PlanSweep(
         shipped=ShippedFile.of(source),
@@ -238,9 +246,11 @@ def _plan_sweep(
         cluster=cluster, plans=tuple(p.label() for p in plans),
         micro_batch=micro_batch or 1, global_batch=global_batch, recompute=recompute,
         phase=chosen, timeout_s=timeout or None, max_rss_mib=max_rss,
+        micro_batches=tuple(mb for _, mb in points), schedules=parse_schedules(schedule),
     )
     engines = EngineOptions(engine=engine, workers=workers, scheduler=scheduler)
-    echo_err(f"bounding {len(plans)} plan(s) on {cluster} (one capture)")
+    echo_err(f"bounding {len(plans)} plan(s) on {cluster} "
+             f"({min(workers, len(plans))} task(s), one capture each)")
     result = run_plan_sweep(task, engines)
     if result.get("status") != "ok":
         echo_err(f"the capture failed ({result.get('status')}): {result.get('error')}")
@@ -252,5 +262,7 @@ def _plan_sweep(
         step = row.get("step_s")
         shown = f"{step:.4g} s" if isinstance(step, float) else "-"
         why = row.get("binding") if row.get("status") == "ok" else row.get("error") or ""
-        typer.echo(f"{row['rank']:>4}  {row['plan']:<32} {row['status']:<10} {shown:>12}  {why}")
+        label = f"{row['plan']} mb={row.get('micro_batch')}" + (
+            f" {row['schedule']}" if row.get("schedule") else "")
+        typer.echo(f"{row['rank']:>4}  {label:<40} {row['status']:<10} {shown:>12}  {why}")
     typer.echo(f"{len(rows)} plans; table: {path}")

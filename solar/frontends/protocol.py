@@ -175,10 +175,13 @@ class ValidationPlan:
         description: for a reduced plan, what was scaled (the report shows it).
         sizes: the sizes the reference was produced at, for the report.
         float64: the same real run again with the model, its parameters, inputs and
-            optimizer state in float64 (same seeds, same draws): ``(inputs, outputs)``
-            for `program` widened to f64, the pipeline's re-check of an fp32 comparison
-            that failed (Note [Float64 re-check] in solar/pipeline/validation.py); ``None`` where
-            the frontend cannot run its program in float64.
+            optimizer state in float64 (same seeds, same draws): the plan of the
+            pipeline's re-check of an fp32 comparison that failed (Note [Float64
+            re-check] in solar/pipeline/validation.py), whose ``program`` is run widened to
+            f64 on its float64 ``inputs``; at this plan's sizes, or smaller where its
+            widened check would not fit (Note [Float64 re-check size] in
+            solar/frontends/pytorch/frontend.py); ``None`` where the frontend cannot run
+            its program in float64.
     """
 
     program: Program
@@ -187,7 +190,7 @@ class ValidationPlan:
     strategy: PlanStrategy = "full"
     description: str = ""
     sizes: Mapping[str, int] = field(default_factory=dict)
-    float64: Callable[[], tuple[Arrays, Arrays]] | None = field(default=None, compare=False)
+    float64: Callable[[], ValidationPlan] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

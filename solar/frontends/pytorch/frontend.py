@@ -11,13 +11,11 @@ Note [Model-file runs] in `solar.frontends.protocol`.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from solar.diagnostics import FrontendError
 from solar.frontends.protocol import (
     FrontendOptions,
     FrontendResult,
@@ -32,9 +30,8 @@ from solar.frontends.protocol import (
 from solar.options import FrontendName
 
 if TYPE_CHECKING:
-    import numpy as np
 
-    from solar.frontends.kit import LoweredProgram, ReducedReference
+    from solar.frontends.kit import LoweredProgram
     from solar.frontends.pytorch.capture import TorchCapture
     from solar.frontends.pytorch.loader import Instance, ProgramSource
     from solar.frontends.pytorch.registry import OpFallback
@@ -74,6 +71,7 @@ class TorchFrontend:
         require_extra("torch", "torch")
         from solar.frontends.kit.collectives import declared_world_size
         from solar.frontends.pytorch.driver import lower_capture
+        from solar.frontends.pytorch.plans import reduced_plan
         from solar.frontends.pytorch.reference import reference_at_reduced_sizes
         from solar.frontends.pytorch.trace import trace_model_file
 
@@ -98,7 +96,7 @@ class TorchFrontend:
         progress(f"lowering {capture.info.num_calls} ATen calls")
         lowered = lower_capture(capture, op_fallback=fallback)
 
-        def reduced(src: Path, budget: int, seconds: float) -> ValidationPlan:
+        def reduced(src: Path, budget: int, seconds: float, float64: bool) -> ValidationPlan:
             red = reference_at_reduced_sizes(
                 src,
                 budget,
@@ -112,21 +110,16 @@ class TorchFrontend:
                 step=_train_step(options),
                 start=dict(options.sizes),
                 capture=capture,
+                float64=float64,
             )
-            return ValidationPlan(
-                red.lowered.program,
-                red.inputs,
-                red.outputs,
-                "reduced-sizes",
-                red.description,
-                sizes=dict(red.sizes or {}),
-                float64=_float64_rerun(red, budget),
-            )
+            return reduced_plan(red, "reduced-sizes", dict(red.sizes or {}), budget)
 
         if path is None:  # an imported module: no size constants to rebind
             return _result(capture, lowered, options, None, fallback)
         src = path
-        result = _result(capture, lowered, options, lambda b, t: reduced(src, b, t), fallback)
+        result = _result(
+            capture, lowered, options, lambda b, t, w: reduced(src, b, t, w), fallback
+        )
         return _symbolic(result, capture, lowered, path, options, progress, fallback)
 
     def load_module(
@@ -357,156 +350,22 @@ def _fingerprint(inst: Instance) -> tuple[tuple[str, int, int], ...]:
     )
 
 
-def _float64_values(
-    lowered: LoweredProgram, capture: TorchCapture, budget: int
-) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """The real run of ``capture`` again in float64 (Note [Float64 re-check] in
-    solar/pipeline/validation.py): a float64 copy of the model, the same inputs, parameters,
-    optimizer state and seeded draws, cast; ``(inputs, outputs)`` by IR name. ``capture``'s
-    source is a float64 one (`_RealBuild.for_float64`; a reduced plan's own capture is
-    made float64 here).
-
-    The float64 run touches twice the fp32 run's bytes; it may use twice the reference
-    budget (by default half of ``MemAvailable``, the executor's own share), since the
-    fp32 run has finished.
-
-    Raises:
-        FrontendError: E0511 when the float64 run exceeds twice ``budget``; the
-            reference run's own errors.
-    """
-    from solar.budget import format_memory
-    from solar.frontends.pytorch.reference import program_bytes, reference_values
-
-    need = 2 * program_bytes(capture)
-    if need > 2 * budget:
-        raise FrontendError(
-            f"the float64 run needs about {format_memory(need)}, over twice the reference "
-            f"budget ({format_memory(budget)})",
-            code="E0511",
-        )
-    wide = capture
-    if not capture.source.float64:
-        wide = replace(capture, source=replace(capture.source, float64=True))
-    inputs, outputs, _ = reference_values(lowered, wide)
-    return inputs, outputs
-
-
-def _float64_rerun(
-    red: ReducedReference, budget: int
-) -> Callable[[], tuple[dict[str, np.ndarray], dict[str, np.ndarray]]] | None:
-    """`_float64_values` of a reduced plan's own capture, if it kept one."""
-    from solar.frontends.pytorch.capture import TorchCapture
-
-    built = red.built
-    if not isinstance(built, TorchCapture):
-        return None
-    return lambda: _float64_values(red.lowered, built, budget)
-
-
-def _only_time_over(fits_bytes: bool, seconds: float, tried: list[str]) -> bool:
-    """True when the full program's real run fits its budget and only its check's time
-    is over (the validator samples it); a check over the executor's memory is refused
-    before the build (Note [Budget before the build] in `solar.budget`), and why is
-    added to ``tried``."""
-    if fits_bytes and seconds == math.inf:
-        tried.append(
-            "the full program's run fits the reference budget, but its check would not fit "
-            "the executor's memory beside the model and values the run holds"
-        )
-    return fits_bytes and seconds < math.inf
-
-
 def _result(
     capture: TorchCapture,
     lowered: LoweredProgram,
     options: FrontendOptions,
-    reduced: Callable[[int, float], ValidationPlan] | None,
+    reduced: Callable[[int, float, bool], ValidationPlan] | None,
     fallback: OpFallback | None,
 ) -> FrontendResult:
     from solar.frontends.pytorch.flops import uncounted_ops
-    from solar.frontends.pytorch.reference import (
-        program_bytes,
-        reference_at_reduced_batch,
-        reference_values,
-    )
-
     info = capture.info
     real = _RealBuild(capture.source)
 
     def reference() -> ValidationPlan:
-        """Note [Reference strategies]: the program at full size when its real run fits
-        the budget (memory, and the executor's predicted time to check it); else
-        re-lowered at smaller size constants (a model file that has them); else with
-        its inputs' batch cut; else, when only the time is over, at full size (the
-        validator samples it or says why not); else E0511 with every reason (the
-        pipeline then reports validation ``skipped``, never fails the analysis)."""
-        from solar.frontends.kit import (
-            EXECUTOR_TIME_SHARE,
-            executor_seconds,
-            reference_budget_bytes,
-        )
+        """Note [Reference strategies] (`solar.frontends.pytorch.plans`)."""
+        from solar.frontends.pytorch.plans import ReferencePlanner
 
-        budget = reference_budget_bytes(options.reference_budget_bytes)
-        seconds = options.time_budget_s * EXECUTOR_TIME_SHARE
-        fits_bytes = program_bytes(capture) <= budget
-        # Note [Budget before the build]
-        held = 2 * program_bytes(capture)
-        full_seconds = executor_seconds(lowered.program, budget, held_bytes=held)
-
-        def full() -> ValidationPlan:
-            inputs, outputs, diverged = reference_values(lowered, real.for_reference(capture))
-            note = (
-                f"the real run left the captured calls {diverged} (control flow on tensor "
-                "values or on tracing): outputs compared end to end"
-                if diverged
-                else ""
-            )
-            return ValidationPlan(
-                lowered.program,
-                inputs,
-                outputs,
-                "full",
-                note,
-                sizes=dict(info.sizes),
-                float64=lambda: _float64_values(lowered, real.for_float64(capture), budget),
-            )
-
-        if fits_bytes and full_seconds <= seconds:
-            return full()
-        tried: list[str] = []
-        if reduced is not None and info.sizes:
-            try:
-                return reduced(budget, seconds)
-            except FrontendError as err:
-                if err.code != "E0511":
-                    raise
-                tried += [err.message, *err.notes]
-        try:
-            red = reference_at_reduced_batch(
-                capture, budget, op_fallback=fallback, budget_seconds=seconds
-            )
-        except FrontendError as err:
-            if err.code != "E0514":
-                raise
-            tried += [err.message, *err.notes]
-        else:
-            return ValidationPlan(
-                red.lowered.program,
-                red.inputs,
-                red.outputs,
-                "reduced-batch",
-                red.description,
-                sizes=dict(info.sizes),
-                float64=_float64_rerun(red, budget),
-            )
-        if _only_time_over(fits_bytes, full_seconds, tried):
-            return full()
-        raise FrontendError(
-            f"no reduced program of {capture.name} fits the reference budget "
-            f"({budget / 2**20:,.1f} MiB)",
-            code="E0511",
-            notes=tuple(tried),
-        )
+        return ReferencePlanner(capture, lowered, options, reduced, fallback, real).plan()
 
     def measure() -> Timing:
         from solar.measure import measure_torch

@@ -145,7 +145,9 @@ def test_the_float64_copy_is_the_reference_build_in_float64(
     from dataclasses import replace
 
     from solar.frontends.pytorch.capture import TorchCapture
-    from solar.frontends.pytorch.frontend import _float64_values
+    from solar.frontends.pytorch.driver import lower_capture
+    from solar.frontends.pytorch.plans import _float64_values
+    from solar.frontends.pytorch.trace import trace_model_file
 
     path = SAMPLES / "torch" / "linear_gelu.py"
     result = TorchFrontend().load(path, FrontendOptions(), progress=lambda _: None)
@@ -153,19 +155,15 @@ def test_the_float64_copy_is_the_reference_build_in_float64(
     plan = result.reference()
     assert plan.strategy == "full" and plan.float64 is not None
     builds = _spy(monkeypatch)
-    inputs, outputs = plan.float64()
+    wide = plan.float64()
     assert builds == []  # no model built: the reference's, copied
-    assert all(a.dtype != np.float32 for a in outputs.values())
+    assert all(a.dtype != np.float32 for a in wide.outputs.values())
     monkeypatch.undo()
-
-    from solar.frontends.pytorch.trace import trace_model_file
 
     capture: TorchCapture = trace_model_file(path)
     fresh = replace(capture, source=replace(capture.source, float64=True))
-    from solar.frontends.pytorch.driver import lower_capture
-
     fresh_inputs, fresh_outputs = _float64_values(lower_capture(capture), fresh, 1 << 30)
     for name, value in fresh_outputs.items():
-        np.testing.assert_array_equal(outputs[name], value)
+        np.testing.assert_array_equal(wide.outputs[name], value)
     for name, value in fresh_inputs.items():
-        np.testing.assert_array_equal(inputs[name], value)
+        np.testing.assert_array_equal(wide.inputs[name], value)
