@@ -38,6 +38,7 @@ from solar.bounds.precision import (
     policy_pipe,
     resolve_pipe,
 )
+from solar.bounds.recast import recast_costs, recast_program
 from solar.bounds.registry import BOUND_MODELS, check_model, compute_bound_set, compute_bounds
 from solar.bounds.roofline import (
     Bottleneck,
@@ -49,6 +50,7 @@ from solar.bounds.roofline import (
     memory_time_s,
 )
 from solar.bounds.unfused import unfused_bound
+from solar.bounds.what_if import bf16_what_if
 
 __all__ = [
     "BOUND_MODELS",
@@ -69,6 +71,7 @@ __all__ = [
     "ResolvedPipe",
     "SymbolicCosts",
     "arithmetic_intensity",
+    "bf16_what_if",
     "cache_aware_bound",
     "check_model",
     "compile_costs",
@@ -81,6 +84,8 @@ __all__ = [
     "memory_time_s",
     "pebble_bytes",
     "policy_pipe",
+    "recast_costs",
+    "recast_program",
     "resolve_pipe",
     "spill_bytes",
     "symbolic_costs",

@@ -20,6 +20,7 @@ from solar.bounds.costs import CompiledCosts, as_compiled
 from solar.bounds.errors import BoundError
 from solar.bounds.fused import compulsory_bytes
 from solar.bounds.precision import PrecisionPolicy, check_policy, policy_pipe
+from solar.bounds.recast import recast_costs
 from solar.bounds.registry import BOUND_MODELS, check_model, compute_bounds
 from solar.bounds.roofline import Bottleneck, BoundModel, CacheState
 from solar.bounds.unfused import kernel_traffic
@@ -179,7 +180,7 @@ def inverse_roofline(
         raise BoundError(
             f"target time must be positive and finite, got {target_time_s!r}", code="E0453"
         )
-    compiled = as_compiled(graph)
+    compiled = recast_costs(as_compiled(graph), precision_policy)  # Note [Precision what-if bytes]
     costs = compiled.evaluate(sizes)
     if model == "unfused":
         dram, _ = kernel_traffic(compiled, costs).split(math.inf)

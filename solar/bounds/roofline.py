@@ -27,6 +27,7 @@ import numpy as np
 
 from solar.bounds.costs import CompiledCosts, CostArrays
 from solar.bounds.precision import Pipe, PrecisionPolicy, ResolvedPipe, resolve_pipe
+from solar.bounds.recast import recast_note
 from solar.einsum import WorkClass
 from solar.hw import HardwareSpec
 from solar.options import BoundModel, CacheState
@@ -280,6 +281,9 @@ def _pipe_table(compiled: CompiledCosts, spec: HardwareSpec, policy: PrecisionPo
 def pipe_notes(table: PipeTable, policy: PrecisionPolicy) -> list[str]:
     """Assumption lines describing the policy and each pipe's peak."""
     out = [f"precision policy `{policy}` (docs/bounds.md)"]
+    recast = recast_note(policy)
+    if recast is not None:
+        out.append(recast)
     for r in table.resolved:
         src = r.source
         how = src.label if src.passes == 1 else (

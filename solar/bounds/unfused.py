@@ -32,6 +32,7 @@ import numpy as np
 from solar.bounds.costs import CompiledCosts, CostArrays
 from solar.bounds.fused import fused_bound
 from solar.bounds.precision import PrecisionPolicy
+from solar.bounds.recast import recast_costs
 from solar.bounds.roofline import (
     Bound,
     CacheState,
@@ -125,6 +126,7 @@ def unfused_bound(
         IRVerifyError: invalid size binding.
         ValueError: ``fused`` is not a fused bound of this device, policy and binding.
     """
+    compiled = recast_costs(compiled, precision_policy)  # Note [Precision what-if bytes]
     costs = compiled.evaluate(sizes)
     if fused is None:
         fused = fused_bound(compiled, spec, precision_policy=precision_policy, sizes=sizes,

@@ -232,6 +232,8 @@ class FrontendResult:
             JAX name scopes): the report's per-module view (`solar.report.breakdown`).
         uncounted_ops: the lowered ops the independent counter has no formula for (its
             FLOPs check cannot see their work), most FLOP-heavy kinds first.
+        kernel_sources: ``(kernel, "file.py:line")``: the user's source line each kernel
+            came from (the report's ``kernels[].source``), where the frontend knows it.
     """
 
     name: FrontendName
@@ -256,6 +258,7 @@ class FrontendResult:
     step: StepInfo | None = None
     module_paths: tuple[str, ...] = ()
     uncounted_ops: tuple[str, ...] = ()
+    kernel_sources: tuple[tuple[str, str], ...] = ()
 
 
 class Frontend(Protocol):

@@ -156,6 +156,7 @@ def build_arch_bounds(
     precision_policy: PrecisionPolicy,
     cache: CacheState,
     measurement: Measurement | None = None,
+    bf16: Sequence[Bound] | None = None,
 ) -> ArchBounds:
     """The report row of one device: its roofs, every bound, kernels and headroom.
 
@@ -167,6 +168,8 @@ def build_arch_bounds(
         cache: the cache state they assume.
         measurement: a measured time, for headroom (skipped when it names another
             device).
+        bf16: the same bounds under ``--precision bf16`` (Note [Precision what-if
+            bytes] in `solar.bounds.recast`), for the hint, or ``None``.
 
     Returns:
         The row.
@@ -191,4 +194,5 @@ def build_arch_bounds(
             tuple(build_kernel_row(k) for k in unfused.kernels), measurement, spec
         ),
         headroom=_headroom(bounds, measurement, spec),
+        bf16_bounds_s=None if bf16 is None else {b.model: b.time_s for b in bf16},
     )

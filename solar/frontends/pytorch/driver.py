@@ -531,6 +531,7 @@ class _Lowerer(LoweringDriver):
                 if m is not None:
                     self.metas.setdefault(m.id, m)
         for call in self.capture.calls:
+            self.pb.source = call.source  # the report's kernels[].source
             self.lower_call(call)
         return self.finish()
 

@@ -407,4 +407,5 @@ def _result(
         step=step,
         module_paths=tuple(sorted({c.module_path for c in capture.calls if c.module_path})),
         uncounted_ops=uncounted_ops(capture.calls),
+        kernel_sources=lowered.kernel_sources,
     )

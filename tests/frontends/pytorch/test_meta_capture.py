@@ -30,8 +30,8 @@ ALL_SAMPLES = sorted(p.stem for p in SAMPLES.glob("*.py") if not p.stem.startswi
 """The dist_*.py samples need a process group: test_torch_distributed.py captures them."""
 FALLS_BACK = {
     "sdpa": "aten._scaled_dot_product_flash_attention_for_cpu.default",
-    "mha": "aten._native_multi_head_attention.default",
-    "transformer_encoder": "aten._transformer_encoder_layer_fwd.default",
+    "mha": "aten._scaled_dot_product_flash_attention_for_cpu.default",  # fast path off
+    "transformer_encoder": "aten._scaled_dot_product_flash_attention_for_cpu.default",
     "inplace_ops": "aten.lift_fresh.default",  # x[:, 0] = 0.0 lifts a CPU constant
     "l2_convtranspose_add_min_gelu": "aten.lift_fresh.default",  # torch.tensor(0.0)
     "gpt_block": "aten._scaled_dot_product_flash_attention_for_cpu.default",
