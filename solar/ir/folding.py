@@ -76,6 +76,15 @@ def fold(e: Expr) -> Expr | None:
             is_boolean(a) and _is_guard(c) and _is_guard(a)
         ):
             return Binary("and", c, a)
+        case Binary(op="*" | "==" | "!="):
+            return _fold_product(e)
+        case _:
+            return _fold_boolean(e)
+
+
+def _fold_product(e: Binary) -> Expr | None:
+    """`fold` for a product of 0/1 masks, ``x * 1`` and a comparison of a literal select."""
+    match e:
         case Binary(op="*", lhs=Call(func="select", args=(c1, a1, b1)),
                     rhs=Call(func="select", args=(c2, a2, b2))) if _is_guard(c1) and _is_guard(c2):
             # two 0/1 masks multiplied (``tril(ones) * triu(ones, -w)``): literals only
@@ -196,14 +205,8 @@ def const_value(e: Expr, finite: Callable[[Access], bool]) -> float | None:
         case Call(func="exp", args=(a,)):
             x = const_value(a, finite)
             return None if x is None else (0.0 if x == -math.inf else None)
-        case Binary(op="-" | "+", lhs=a, rhs=b):
-            x = const_value(a, finite)
-            if x is not None and math.isinf(x) and finite_expr(b, finite):
-                return x  # inf +- a finite value
-            y = const_value(b, finite)
-            if y is not None and math.isinf(y) and finite_expr(a, finite):
-                return y if e.op == "+" else -y  # a finite value +- inf
-            return None
+        case Binary(op="-" | "+" | "*" | "/"):
+            return _const_arith(e, finite)
         case Call(func="select", args=(_, a, b)):
             # both branches the same literal (PyTorch's _safe_softmax zeroes an all-masked
             # row, which a masked-out P already is): the condition does not matter
@@ -213,6 +216,21 @@ def const_value(e: Expr, finite: Callable[[Access], bool]) -> float | None:
             # Note [Exact casts]: 0, +-1 and +-inf are exact in every float type
             x = const_value(o, finite)
             return x if x in _EXACT else None
+        case _:
+            return None
+
+
+def _const_arith(e: Binary, finite: Callable[[Access], bool]) -> float | None:
+    """`const_value` of a sum, difference, product or quotient."""
+    match e:
+        case Binary(op="-" | "+", lhs=a, rhs=b):
+            x = const_value(a, finite)
+            if x is not None and math.isinf(x) and finite_expr(b, finite):
+                return x  # inf +- a finite value
+            y = const_value(b, finite)
+            if y is not None and math.isinf(y) and finite_expr(a, finite):
+                return y if e.op == "+" else -y  # a finite value +- inf
+            return None
         case Binary(op="*", lhs=a, rhs=b):
             for p, q in ((a, b), (b, a)):
                 if const_value(p, finite) == 0.0 and finite_expr(q, finite):

@@ -342,7 +342,7 @@ def _forward(m: _Masks, program: Program) -> Program:
         lv = _loop_vars(loops)
         hits = _hits(st.value, loops, regions, current[0])
         if isinstance(st, Reduce):
-            return _reduce(st, loops, guards, hits)
+            return _reduce_identity(st, loops, guards, hits, finite, nonfinite)
         st = _hoist(st, lv, hits, finite)
         if m.writers.get(st.target.tensor) == 1 and m.full_range(st.target, loops) and not guards:
             region = _assign_region(st, lv, hits, finite)
@@ -351,29 +351,32 @@ def _forward(m: _Masks, program: Program) -> Program:
                                                     target=st.target.indices, loops=loops)
         return st
 
-    def _reduce(st: Reduce, loops: tuple[For, ...], guards: tuple[Pred, ...],
-                hits: list[tuple[Access, _Region, tuple[Pred, ...]]]) -> Stmt:
-        ident = _IDENTITY.get(st.op)
-        for a, r, keep in hits:
-            v = const_value(_subst(st.value, a, lit(r.value)), finite)
-            if ident is None or v != ident:
-                continue
-            if st.op in ("max", "min"):
-                reduced = _loop_vars(loops) - {s.name for s in st.target.indices
-                                                if isinstance(s, Name)}
-                if not nonempty(keep, loops, reduced):
-                    nonfinite.add(st.target.tensor)
-            return _guarded(st, keep, guards)
-        if st.op in ("max", "min"):
-            nonfinite.add(st.target.tensor) if any(
-                math.isinf(r.value) for _, r, _ in hits) else None
-        return st
-
     kernels = []
     for k in program.kernels:
         current[0] = k.name
         kernels.append(replace(k, body=_walk(k.body, visit)))
     return replace(program, kernels=tuple(kernels))
+
+
+def _reduce_identity(st: Reduce, loops: tuple[For, ...], guards: tuple[Pred, ...],
+                     hits: list[tuple[Access, _Region, tuple[Pred, ...]]],
+                     finite: Callable[[Access], bool], nonfinite: set[str]) -> Stmt:
+    """Step 2 for a reduction: guarded where a constant region makes its terms the
+    identity; a max/min that may see an infinite term (or no term) joins ``nonfinite``."""
+    ident = _IDENTITY.get(st.op)
+    for a, r, keep in hits:
+        v = const_value(_subst(st.value, a, lit(r.value)), finite)
+        if ident is None or v != ident:
+            continue
+        if st.op in ("max", "min"):
+            reduced = _loop_vars(loops) - {s.name for s in st.target.indices
+                                            if isinstance(s, Name)}
+            if not nonempty(keep, loops, reduced):
+                nonfinite.add(st.target.tensor)
+        return _guarded(st, keep, guards)
+    if st.op in ("max", "min") and any(math.isinf(r.value) for _, r, _ in hits):
+        nonfinite.add(st.target.tensor)
+    return st
 
 
 def _hoist(st: Assign, lv: frozenset[str], hits: list[tuple[Access, _Region, tuple[Pred, ...]]],
