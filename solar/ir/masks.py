@@ -77,7 +77,13 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
-from solar.ir.folding import const_value, drop_identities, fold_all, literal_value
+from solar.ir.folding import (
+    const_value,
+    drop_identities,
+    fold_all,
+    inline_literal_scalars,
+    literal_value,
+)
 from solar.ir.nodes import (
     Access,
     Assign,
@@ -544,6 +550,9 @@ def elide_masked_work(program: Program, *, keep: frozenset[str] = frozenset()) -
         mask applies.
     """
     m = _Masks(program, keep)
+    p = replace(program, kernels=tuple(inline_literal_scalars(k, lambda t: m.writers.get(t, 0))
+                                       for k in program.kernels))
+    m = _Masks(p, keep)
     p = _inline_formulas(m)
     m = _Masks(p, keep)
     p = _forward(m, p)
