@@ -28,6 +28,27 @@ KORTHIKANTI = (
     "calculon-ai/calculon calculon/llm/validation.py and validation/seqsel/tab5/*.json)"
 )
 
+NARAYANAN = (
+    "https://arxiv.org/abs/2104.04473 (Narayanan et al., 'Efficient Large-Scale Language "
+    "Model Training on GPU Clusters Using Megatron-LM', SC'21, Table 1: achieved teraFLOP/s "
+    "per GPU on Selene's DGX A100 80GB, full recomputation, sequence 2048, vocabulary "
+    "51,200; seen via SotaroKaneda/MLCarbon data/megatron_table.csv, which transcribes it; "
+    "the step time is the paper's eq. (3) FLOPs over GPUs x the achieved rate)"
+)
+
+
+def narayanan_step_s(batch: int, layers: int, hidden: int, gpus: int, tflops: float,
+                     seq: int = 2048, vocab: int = 51200) -> float:
+    """A Table 1 row's measured step time: eq. (3)'s FLOPs per iteration,
+    ``96 B s l h^2 (1 + s/6h + V/16lh)``, over ``gpus x`` the achieved rate.
+
+    >>> round(narayanan_step_s(2304, 80, 12288, 1536, 148.0), 2)
+    24.82
+    """
+    flops = 96 * batch * seq * layers * hidden ** 2 * (
+        1 + seq / (6 * hidden) + vocab / (16 * layers * hidden))
+    return flops / (gpus * tflops * 1e12)
+
 
 @dataclass(frozen=True)
 class Run:
@@ -45,6 +66,7 @@ class Run:
     cluster: str = "DGX_A100"
     seq: int = 2048
     source: str = KORTHIKANTI
+    own_schedule: bool = True  # the plan's default schedule is the one the run used
 
     @property
     def gpus(self) -> int:
@@ -65,6 +87,17 @@ RUNS = (
         37.83),
     Run("1T full", 128, 25600, 160, "tp=8,pp=64,dp=1", 512, 1, "full", 94.42),
     Run("1T seq+sel", 128, 25600, 160, "tp=8,pp=64,dp=1,sp=1", 512, 1, "selective", 71.49),
+    # Narayanan et al. Table 1 (PTD-P); the schedule and micro-batch size of each row are
+    # not given: micro-batch 1 (the least pipeline fill) and vpp=1's transfers (the
+    # fewest), so `own_schedule` is off (docs/distributed.md, "Published runs")
+    *(Run(f"N21 {name}", layers, hidden, heads, plan, batch, 1, "full",
+          round(narayanan_step_s(batch, layers, hidden, gpus, tflops), 3),
+          source=NARAYANAN, own_schedule=False)
+      for name, layers, hidden, heads, plan, batch, gpus, tflops in (
+          ("39.1B", 48, 8192, 64, "tp=8,pp=2,dp=32", 1536, 512, 138.0),
+          ("76.1B", 60, 10240, 80, "tp=8,pp=4,dp=32", 1792, 1024, 140.0),
+          ("145.6B", 80, 12288, 96, "tp=8,pp=8,dp=24", 2304, 1536, 148.0),
+          ("310.1B", 96, 16384, 128, "tp=8,pp=16,dp=15", 2160, 1920, 155.0))),
 )
 
 

@@ -11,8 +11,10 @@ from __future__ import annotations
 import signal
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -23,6 +25,7 @@ from solar.cli.distributed import (
     MicroBatchOption,
     PhaseOption,
     RecomputeOption,
+    ScheduleOption,
 )
 from solar.cli.inputs import (
     EntryArgsOption,
@@ -41,6 +44,9 @@ from solar.options import (
     ValidateMode,
 )
 
+if TYPE_CHECKING:
+    from solar.sweep import CaptureRecord
+
 __all__ = ["sweep"]
 
 
@@ -53,6 +59,8 @@ __all__ = ["sweep"]
         "solar sweep sweep.yaml --engine dask",
         "solar sweep gpt.py --train --cluster DGX_H100 --parallel tp=1,2,4,8 --parallel pp=1,2,4 "
         "--parallel dp=4 --global-batch 64  # plans ranked by bound",
+        "solar sweep gpt.py --train --cluster DGX_H100 --parallel pp=4,8 --parallel vpp=1,2 "
+        "--parallel mb=1,2 --global-batch 256 --schedule all --engine dask  # schedules",
         exit_codes="Exit codes: 0 every point analysed; 1 a capture failed or failed "
         "validation; 2 usage; 129/130/143 stopped by SIGHUP/SIGINT/SIGTERM (after the table "
         "is written).",
@@ -106,14 +114,16 @@ def sweep(
     parallel: Annotated[
         list[str] | None,
         typer.Option("--parallel", metavar="KEY=VALUES",
-                     help="With --cluster: sweep a plan axis, e.g. tp=1,2,4,8 (repeatable); "
-                          "the plans are ranked by step bound (docs/distributed.md)."),
+                     help="With --cluster: sweep a plan axis, e.g. tp=1,2,4,8, or mb=1,2 "
+                          "(micro-batch sizes) (repeatable); the plans are ranked by step "
+                          "bound (docs/distributed.md)."),
     ] = None,
     micro_batch: MicroBatchOption = None,
     global_batch: GlobalBatchOption = None,
     train: Annotated[bool, typer.Option("--train", help="Plans of a training step.")] = False,
     recompute: RecomputeOption = "none",
     phase: PhaseOption = None,
+    schedule: ScheduleOption = None,
 ) -> None:
     """Sweep one model: each distinct program captured once, sizes re-bound symbolically.
 
@@ -123,20 +133,54 @@ def sweep(
     if cluster is not None or parallel:
         _plan_sweep(source, cluster, parallel or [], set_, frontend, entry, out, engine,
                     scheduler, workers, timeout, max_rss, micro_batch, global_batch, train,
-                    recompute, phase)
+                    recompute, phase, schedule)
         return
     from solar.batch import EngineOptions
     from solar.batch.job import BatchOptions
     from solar.hw import load_hardware_spec
-    from solar.sweep import (
-        CaptureRecord,
-        SweepLimits,
-        SweepSpec,
-        load_sweep_file,
-        parse_axis,
-        run_sweep,
-    )
+    from solar.sweep import SweepLimits, SweepSpec, run_sweep
     from solar.sweep.table import text_table
+
+    fields = _spec_fields(source, arch, set_, precision, cache, frontend, validate, entry,
+                          entry_args, inputs, input_shape)
+    spec = SweepSpec(**fields)  # type: ignore[arg-type]
+    BatchOptions(timeout_s=timeout or None, max_rss_mib=max_rss)  # E0931 on a bad limit
+    for name in spec.archs:  # a bad spec is a usage error before any work
+        load_hardware_spec(name)
+    engines = EngineOptions(engine=engine, workers=workers, scheduler=scheduler)
+    limits = SweepLimits(
+        timeout_s=timeout or None, max_rss_mib=max_rss, table=table,
+        reports=reports,
+    )  # fmt: skip
+    stop = threading.Event()
+    with _stopping_on_signals(stop) as received:
+        summary = run_sweep(spec, out, limits=limits, engine=engines,
+                            progress=_progress_printer(time.monotonic()), stop=stop,
+                            resume=resume)
+    typer.echo("\n".join(text_table(summary.rows, spec.size_names, summary.table_path)))
+    counts = ", ".join(f"{n} {s}" for s, n in sorted(summary.counts.items()))
+    resumed = f" ({summary.resumed} resumed)" if summary.resumed else ""
+    typer.echo(
+        f"{summary.points} points{resumed}, {len(summary.captures)} capture(s), "
+        f"{len(summary.rows)} rows "
+        f"({counts}) in {summary.wall_s:.1f} s; re-bound symbolically: "
+        f"{', '.join(summary.rebindable) or 'none'}; table: {summary.table_path}"
+    )
+    if received:
+        echo_err(f"stopped by {received[0]}; the table lists what finished")
+        raise typer.Exit(128 + signal.Signals[received[0]].value)
+    if summary.failed or summary.counts.get("validation-failed"):
+        raise typer.Exit(1)
+
+
+def _spec_fields(
+    source: Path, arch: list[str] | None, set_: list[str] | None, precision: str | None,
+    cache: CacheState | None, frontend: FrontendChoice | None, validate: ValidateMode | None,
+    entry: str | None, entry_args: str | None, inputs: Path | None,
+    input_shape: list[str] | None,
+) -> dict[str, object]:
+    """`SweepSpec` keyword arguments: the sweep file's, then the options given."""
+    from solar.sweep import load_sweep_file, parse_axis
 
     fields: dict[str, object] = {"model": source}
     if source.suffix in (".yaml", ".yml"):
@@ -157,16 +201,11 @@ def sweep(
             fields[key] = value
     if input_shape:
         fields["input_shapes"] = tuple(input_shape)
-    spec = SweepSpec(**fields)  # type: ignore[arg-type]
-    BatchOptions(timeout_s=timeout or None, max_rss_mib=max_rss)  # E0931 on a bad limit
-    for name in spec.archs:  # a bad spec is a usage error before any work
-        load_hardware_spec(name)
-    engines = EngineOptions(engine=engine, workers=workers, scheduler=scheduler)
-    limits = SweepLimits(
-        timeout_s=timeout or None, max_rss_mib=max_rss, table=table,
-        reports=reports,
-    )  # fmt: skip
-    start = time.monotonic()
+    return fields
+
+
+def _progress_printer(start: float) -> Callable[[int, int, CaptureRecord], None]:
+    """One progress line per finished capture, on stderr."""
 
     def progress(done: int, total: int, record: CaptureRecord) -> None:
         bar = "#" * int(20 * done / total)
@@ -178,36 +217,26 @@ def sweep(
             f"binding {record.bind_s:.1f} s; {time.monotonic() - start:.1f} s{detail}"
         )
 
-    stop = threading.Event()
+    return progress
+
+
+@contextmanager
+def _stopping_on_signals(stop: threading.Event) -> Iterator[list[str]]:
+    """SIGINT, SIGTERM and SIGHUP set ``stop`` (the sweep ends with the table of what
+    finished); yields the names of the signals received."""
     received: list[str] = []
 
     def handler(signum: int, _frame: object) -> None:
         received.append(signal.Signals(signum).name)
         stop.set()
 
-    stops = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # each ends it with the table
+    stops = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     previous = {s: signal.signal(s, handler) for s in stops}
     try:
-        summary = run_sweep(
-            spec, out, limits=limits, engine=engines, progress=progress, stop=stop, resume=resume
-        )
+        yield received
     finally:
         for s, old in previous.items():
             signal.signal(s, old)
-    typer.echo("\n".join(text_table(summary.rows, spec.size_names, summary.table_path)))
-    counts = ", ".join(f"{n} {s}" for s, n in sorted(summary.counts.items()))
-    resumed = f" ({summary.resumed} resumed)" if summary.resumed else ""
-    typer.echo(
-        f"{summary.points} points{resumed}, {len(summary.captures)} capture(s), "
-        f"{len(summary.rows)} rows "
-        f"({counts}) in {summary.wall_s:.1f} s; re-bound symbolically: "
-        f"{', '.join(summary.rebindable) or 'none'}; table: {summary.table_path}"
-    )
-    if received:
-        echo_err(f"stopped by {received[0]}; the table lists what finished")
-        raise typer.Exit(128 + signal.Signals[received[0]].value)
-    if summary.failed or summary.counts.get("validation-failed"):
-        raise typer.Exit(1)
 
 
 def _plan_sweep(
@@ -215,21 +244,24 @@ def _plan_sweep(
     frontend: FrontendChoice | None, entry: str | None, out: Path, engine: EngineName,
     scheduler: str | None, workers: int, timeout: float, max_rss: float | None,
     micro_batch: int | None, global_batch: int | None, train: bool, recompute: Recompute,
-    phase: StepPhase | None,
+    phase: StepPhase | None, schedule: str | None = None,
 ) -> None:
-    """``solar sweep --cluster C --parallel ...``: plans ranked by step bound."""
+    """``solar sweep --cluster C --parallel ...``: plans ranked by step bound, fanned out
+    over the engine's workers (Note [Plan fan-out] in `solar.sweep.plans`)."""
     from solar.batch import EngineOptions
     from solar.batch.remote import ShippedFile
     from solar.cli.app import parse_sets
+    from solar.cli.distributed import parse_schedules
     from solar.diagnostics import PlanError
     from solar.hw.cluster_loader import load_cluster_spec
-    from solar.sweep.plans import PlanSweep, plan_grid, run_plan_sweep, write_plan_table
+    from solar.sweep.plans import PlanSweep, plan_points, run_plan_sweep, write_plan_table
 
     if cluster is None or not axes:
         raise PlanError("a plan sweep needs --cluster and at least one --parallel axis",
                         code="E0806")
     load_cluster_spec(cluster)  # a bad cluster fails before any work
-    plans = plan_grid(axes)
+    points = plan_points(axes)
+    plans = [p for p, _ in points]
     chosen = phase or ("train" if train else "prefill")
     task = PlanSweep(
         shipped=ShippedFile.of(source),
@@ -238,9 +270,11 @@ def _plan_sweep(
         cluster=cluster, plans=tuple(p.label() for p in plans),
         micro_batch=micro_batch or 1, global_batch=global_batch, recompute=recompute,
         phase=chosen, timeout_s=timeout or None, max_rss_mib=max_rss,
+        micro_batches=tuple(mb for _, mb in points), schedules=parse_schedules(schedule),
     )
     engines = EngineOptions(engine=engine, workers=workers, scheduler=scheduler)
-    echo_err(f"bounding {len(plans)} plan(s) on {cluster} (one capture)")
+    echo_err(f"bounding {len(plans)} plan(s) on {cluster} "
+             f"({min(workers, len(plans))} task(s), one capture each)")
     result = run_plan_sweep(task, engines)
     if result.get("status") != "ok":
         echo_err(f"the capture failed ({result.get('status')}): {result.get('error')}")
@@ -252,5 +286,7 @@ def _plan_sweep(
         step = row.get("step_s")
         shown = f"{step:.4g} s" if isinstance(step, float) else "-"
         why = row.get("binding") if row.get("status") == "ok" else row.get("error") or ""
-        typer.echo(f"{row['rank']:>4}  {row['plan']:<32} {row['status']:<10} {shown:>12}  {why}")
+        label = f"{row['plan']} mb={row.get('micro_batch')}" + (
+            f" {row['schedule']}" if row.get("schedule") else "")
+        typer.echo(f"{row['rank']:>4}  {label:<40} {row['status']:<10} {shown:>12}  {why}")
     typer.echo(f"{len(rows)} plans; table: {path}")

@@ -3,6 +3,14 @@
 
 Contract: ``(Program, ModelStructure, plan, cluster, peak, moe_load, ...) -> MoeInfo``.
 ``moe_load`` is a ``.npz``/``.csv`` path or ``uniform`` / ``zipf:ALPHA``.
+
+Note [Charged all-to-all]: without a load the routing is unknown and the least any
+routing must move is zero (every token may stay on its GPU), so the plan's all-to-all
+row is shown, not charged. With ``--moe-load`` the tokens each GPU's experts receive are
+known, and ``in_g >= max(0, L_g - T/G)`` tokens must arrive from other GPUs, four times
+per layer (Note [Expert placement bounds]); that time, for the load's least busy step and
+the average pipeline stage's share of the layers, is a resource of its own in the step
+bound (its links also carry other traffic, so it is never added to them).
 """
 
 from __future__ import annotations
@@ -22,9 +30,9 @@ from solar.distributed.plan import ParallelPlan
 from solar.distributed.structure import ModelStructure
 from solar.hw.cluster import ClusterSpec
 from solar.ir import Program
-from solar.report.distributed import MoeInfo
+from solar.report.distributed import DistributedInfo, MoeInfo, StepRow
 
-__all__ = ["moe_info"]
+__all__ = ["moe_info", "raise_step", "with_moe"]
 
 _EXPERT = re.compile(r"(?:^|_)experts_(\d+)_")
 
@@ -98,3 +106,28 @@ def moe_info(
         a2a_bytes_per_rank=b.a2a_bytes_per_rank, node_cut_bytes=b.node_cut_bytes,
         a2a_s=b.a2a_s, loads=load.counts if e * len(load.counts) <= 4096 else (),
     )
+
+
+def raise_step(step: StepRow, time_s: float, binding: str) -> StepRow:
+    """``step`` with its bound raised to ``time_s`` where that is higher (the ceilings
+    scale with it)."""
+    if step.time_s is None or time_s <= step.time_s:
+        return step
+    scale = step.time_s / time_s
+    return step.model_copy(update={
+        "time_s": time_s,
+        "binding": binding,
+        "mfu_ceiling": step.mfu_ceiling * scale if step.mfu_ceiling else None,
+        "tokens_per_s_ceiling": step.tokens_per_s_ceiling * scale
+        if step.tokens_per_s_ceiling else None,
+    })
+
+
+def with_moe(info: DistributedInfo, moe: MoeInfo, pp: int) -> DistributedInfo:
+    """Add the ``moe`` section and charge its all-to-all (Note [Charged all-to-all])."""
+    a2a_s = min(moe.a2a_s, default=0.0) / pp
+    note = ("MoE all-to-all charged from --moe-load: the tokens each GPU's experts receive "
+            "beyond its own share, 4 per layer, the load's least step, 1/pp of the layers")
+    return info.model_copy(update={
+        "moe": moe, "step": raise_step(info.step, a2a_s, "MoE all-to-all (ep)"),
+        "assumptions": (*info.assumptions, note)})

@@ -4,8 +4,8 @@ Contract: ``(ModelStructure, ParallelPlan, ...) -> tuple[Collective, ...]`` per 
 stage, pure. Counts are per rank per step; layer counts per stage are the average
 L/pp (the busiest stage has at least as many layers). Each collective is one the plan
 cannot do without; its bytes are the minimum that collective needs (`solar.distributed.
-collectives`). What the structure cannot tell (the K/V width for context parallelism,
-the routing of an MoE all-to-all) is left out of the bound and said in the assumptions.
+collectives`). What the structure cannot tell (the routing of an MoE all-to-all
+without ``--moe-load``) is left out of the bound and said in the assumptions.
 
 * TP: per layer and micro-batch, one all-reduce of the block's activations
   (tokens x hidden) at each row-parallel output in the forward and one at each
@@ -18,6 +18,26 @@ the routing of an MoE all-to-all) is left out of the bound and said in the assum
 * DP: the gradients of the rank's parameters, all-reduced once per step (ZeRO 0), or
   reduce-scattered plus the updated parameters all-gathered (ZeRO 1-2), or gathered for
   every micro-batch (ZeRO 3). With cp > 1 the gradient group is dp*cp.
+* CP: Note [Context-parallel K/V].
+
+Note [Context-parallel K/V]: the sequence of ``N`` tokens is split over ``cp`` ranks
+(``N / cp`` each, as the compute split assumes) and attention is causal (or full) over
+the whole sequence, so every later token's output depends on the keys and values of
+the first chunk. Whatever splits heads and tokens, the rank holding that chunk must send
+out, for each of its ``N / cp`` tokens and each head, that head's K and V, or the
+token's layer input (``hidden``, every head's at once), or partial outputs of the later
+queries (at least ``hidden`` per later token: more); so at least
+``N / cp x min(2 kv, hidden)`` bytes, ``1/tp`` of them per TP rank (TP splits the heads,
+and each TP rank can send a different slice of the layer input). Charged, slightly
+below that, as an all-gather over the cp group of ``S = N min(2 kv, hidden) / (cp tp)``
+(``(cp-1)/cp S`` per rank), once per layer and micro-batch in the forward. Megatron's
+all-gather and ring (p2p) context parallelism move about ``cp`` times this per rank
+(every rank gets all K/V of its heads), Ulysses' head-split all-to-all about
+``(hidden + 2 kv) / min(2 kv, hidden)`` times (Megatron-LM ``cp_comm_type`` p2p /
+all_gather / a2a; Liu et al., "Ring Attention", arXiv 2310.01889; Jacobs et al.,
+"DeepSpeed Ulysses", arXiv 2309.14509). Assumed (and listed): no attention window, and
+no rank recomputes another rank's chunk to avoid the exchange. The backward's dK/dV
+exchange is not charged: its least is not proven here.
 """
 
 from __future__ import annotations
@@ -27,6 +47,22 @@ from solar.distributed.plan import ParallelPlan, Phase, Recompute
 from solar.distributed.structure import ModelStructure
 
 __all__ = ["plan_collectives"]
+
+
+def _context_parallel(s: ModelStructure, plan: ParallelPlan, count: float, dtype: str,
+                      notes: list[str]) -> list[Collective]:
+    """Note [Context-parallel K/V]."""
+    if not s.kv_width or not s.hidden:
+        notes.append("context-parallel K/V exchange not charged: no attention K/V width "
+                     "was recognised; the compute split by cp is")
+        return []
+    per_token = min(2 * s.kv_width, s.hidden) * s.act_bytes / plan.tp
+    notes.append("context parallelism: attention spans the whole sequence (no window) and "
+                 "no rank recomputes another rank's sequence chunk (the forward K/V exchange "
+                 "is charged; the backward dK/dV exchange is not, its minimum is not proven)")
+    return [Collective("all_gather", plan.cp, s.tokens * per_token / plan.cp, dtype, "cp",
+                       "forward", count, "K/V of the other sequence chunks, the least any "
+                       "split of heads and tokens moves (min(2 kv, hidden) / (cp tp) per token)")]
 
 
 def _dtype(nbytes: int) -> str:
@@ -102,8 +138,7 @@ def plan_collectives(  # noqa: C901 - one block per plan axis
         if s.expert_param_bytes:
             notes.append("expert gradients' data-parallel reduction not charged")
     if plan.cp > 1:
-        notes.append("context-parallel K/V exchange not charged (the K/V width is not "
-                     "inferred); the compute split by cp is")
+        out.extend(_context_parallel(s, plan, m * layers, dtype, notes))
     if plan.ep > 1 and s.moe and s.hidden:
         per = 4.0 if train else 2.0
         out.append(Collective("all_to_all", plan.ep, act, dtype, "ep",
@@ -111,6 +146,6 @@ def plan_collectives(  # noqa: C901 - one block per plan axis
                               m * layers * per, "routed tokens (top-1, uniform routing)",
                               in_bound=False))
         notes.append("MoE all-to-all shown for uniform top-1 routing but not charged: with "
-                     "unknown routing the minimum over routings is zero (the next issue "
-                     "takes router histograms)")
+                     "unknown routing the minimum over routings is zero (--moe-load charges "
+                     "the given routing's)")
     return tuple(out), tuple(notes)

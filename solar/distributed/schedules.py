@@ -8,14 +8,15 @@ micro-batch: F (forward), B (input gradient), W (weight gradient), the optimizer
 gradient, over the link between neighbouring ranks). Uneven ranks (embedding on the
 first, LM head on the last) are the normal case.
 
-Note [Fixed orders]: a schedule is a fixed order of operations per rank. The order is
-generated once by the schedule's rule on unit times (F = B = W = 1, P = 0: the drawings
-of the papers), then timed with the real costs as a longest path: an operation starts
-when its rank is free and its inputs have arrived. Each rank is one resource that
-never runs two operations at once. Because the order does not depend on the costs, the
-timed step is monotone in every cost, and with costs that are lower bounds it is a
-lower bound of any run of that order. Schedules without a split backward
-(gpipe, 1f1b, interleaved) run B and W as one operation.
+Note [Fixed orders]: a schedule is a fixed order of operations per rank. GPipe, 1F1B,
+interleaved 1F1B, ZB-H1/H2 and DualPipe follow their published rules, which do not read
+the costs; ZB-V's generator reads the mean F, B, W and P the way its authors' runtime
+reads the profiled ones (Note [ZB-V order] in `paper_orders`). The order is then timed
+with the real costs as a longest path: an operation starts when its rank is free and
+its inputs have arrived. Each rank is one resource that never runs two operations at
+once. For a fixed order the timed step is monotone in every cost, and with costs that
+are lower bounds it is a lower bound of any run of that order. Schedules without a
+split backward (gpipe, 1f1b, interleaved) run B and W as one operation.
 
 Note [Schedule-free bounds] (docs/distributed.md derives them): for every synchronous
 schedule that flushes each step, whose micro-batches all enter at rank 0 and whose ranks
@@ -36,6 +37,7 @@ from dataclasses import dataclass
 from typing import Final, Literal, TypeAlias, get_args
 
 from solar.diagnostics import PlanError
+from solar.distributed.paper_orders import dualpipe_orders, zbv_orders
 
 __all__ = [
     "SCHEDULES",
@@ -208,7 +210,7 @@ Op: TypeAlias = tuple[OpKind, int, int]
 
 @dataclass(frozen=True, slots=True)
 class _Shape:
-    """How a schedule lays virtual stages on ranks and what its rule is."""
+    """How a schedule lays virtual stages on ranks."""
 
     p: int
     m: int
@@ -216,16 +218,15 @@ class _Shape:
     device: tuple[int, ...]  # rank of each virtual stage (one direction)
     split: bool
     forward_first: bool  # gpipe: every forward before any backward
-    limit: tuple[int, ...]  # chunk-micro-batches a rank may hold (F done, W not)
     bidirectional: bool = False
 
 
 def _shape(schedule: Schedule, p: int, m: int, v: int) -> _Shape:
     split = schedule in _SPLIT
     if schedule == "gpipe":
-        return _Shape(p, m, 1, tuple(range(p)), False, True, (m,) * p)
+        return _Shape(p, m, 1, tuple(range(p)), False, True)
     if schedule in ("1f1b", "zb-h1", "zb-h2"):  # zb-h1/h2 orders: `_zero_bubble_h`
-        return _Shape(p, m, 1, tuple(range(p)), split, False, tuple(p - d for d in range(p)))
+        return _Shape(p, m, 1, tuple(range(p)), split, False)
     if schedule == "interleaved":
         if v < 2:
             raise PlanError("the interleaved schedule needs vpp >= 2 chunks per rank",
@@ -235,16 +236,12 @@ def _shape(schedule: Schedule, p: int, m: int, v: int) -> _Shape:
                             f"multiple of the pipeline stages ({p})", code="E0808",
                             notes=("Megatron-LM's interleaved schedule groups micro-batches "
                                    "by pipeline depth",))
-        limit = tuple(min(m * v, 2 * (p - d - 1) + (v - 1) * p + 1) for d in range(p))
-        return _Shape(p, m, v, tuple(vs % p for vs in range(p * v)), False, False, limit)
-    if schedule == "zbv":
-        return _Shape(p, m, 2, tuple(range(p)) + tuple(reversed(range(p))), True, False,
-                      (2 * p,) * p)
-    # dualpipe: micro-batches enter from both ends; rank d holds stages d and p-1-d
-    if p % 2 or m % 2:
-        raise PlanError(f"dualpipe needs an even number of stages and micro-batches "
-                        f"(pp={p}, micro-batches={m})", code="E0808")
-    return _Shape(p, m, 1, tuple(range(p)), True, False, (p + 1,) * p, bidirectional=True)
+        return _Shape(p, m, v, tuple(vs % p for vs in range(p * v)), False, False)
+    if schedule == "zbv":  # Note [ZB-V order]
+        return _Shape(p, m, 2, tuple(range(p)) + tuple(reversed(range(p))), True, False)
+    # dualpipe (Note [DualPipe order]): micro-batches enter from both ends; rank d holds
+    # stages d and p-1-d; `dualpipe_orders` checks its sizes
+    return _Shape(p, m, 1, tuple(range(p)), True, False, bidirectional=True)
 
 
 def _rank_of(shape: _Shape, op: Op) -> int:
@@ -331,74 +328,18 @@ def _zero_bubble_h(shape: _Shape, extra_warmup: bool) -> list[list[Op]]:
     return orders
 
 
-def _orders(schedule: Schedule, shape: _Shape) -> list[list[Op]]:
+def _orders(schedule: Schedule, shape: _Shape, costs: StageCosts | None) -> list[list[Op]]:
     if schedule in ("zb-h1", "zb-h2"):
         return _zero_bubble_h(shape, extra_warmup=schedule == "zb-h2")
-    return _generate(shape) if shape.split else _one_f_one_b(shape)
-
-
-def _generate(shape: _Shape) -> list[list[Op]]:
-    """Each rank's order, by the schedule's rule on unit times (Note [Fixed orders]):
-    a rank that is free runs its most urgent ready op (backward first, then forward
-    within its memory limit, then weight gradients; gpipe: forward first)."""
-    total = len(shape.device) * shape.m * (3 if shape.split else 2)
-    done: dict[Op, float] = {}
-    free = [0.0] * shape.p
-    held = [0] * shape.p
-    ready: list[set[Op]] = [set() for _ in range(shape.p)]
-    for mb in range(shape.m):
-        ready[_rank_of(shape, ("F", mb, 0))].add(("F", mb, 0))
-    orders: list[list[Op]] = [[] for _ in range(shape.p)]
-    release: OpKind = "W" if shape.split else "B"
-    cache: dict[int, tuple[float, tuple[int, int, int], Op] | None] = {}
-    while len(done) < total:
-        for r in range(shape.p):
-            if r not in cache:
-                cache[r] = _pick(shape, r, ready[r], done, free[r], held[r], strict=True)
-        picks = [(c[0], r, c[1], c[2]) for r, c in cache.items() if c is not None]
-        if not picks:  # every rank at its memory limit: let forwards through
-            loose = [(r, _pick(shape, r, ready[r], done, free[r], held[r], strict=False))
-                     for r in range(shape.p)]
-            picks = [(c[0], r, c[1], c[2]) for r, c in loose if c is not None]
-        if not picks:  # cannot happen: some op is always ready
-            raise PlanError("internal: schedule order deadlock", code="E0808")
-        start, r, _, op = min(picks)
-        ready[r].discard(op)
-        done[op] = free[r] = start + 1.0
-        orders[r].append(op)
-        held[r] += 1 if op[0] == "F" else -1 if op[0] == release else 0
-        cache.pop(r)
-        for nxt in _successors(shape, op):
-            if all(d in done for d, _ in _deps(shape, nxt)):
-                nr = _rank_of(shape, nxt)
-                ready[nr].add(nxt)
-                cache.pop(nr, None)
-    return orders
-
-
-def _pick(shape: _Shape, r: int, ready: set[Op], done: dict[Op, float], free: float,
-          held: int, *, strict: bool) -> tuple[float, tuple[int, int, int], Op] | None:
-    """Rank ``r``'s next op: the earliest start, then the most urgent. A forward over the
-    rank's memory limit waits (``strict``)."""
-    blocked = held >= shape.limit[r] and strict
-    best: tuple[float, tuple[int, int, int], Op] | None = None
-    for op in ready:
-        if blocked and op[0] == "F":
-            continue
-        start = max([free, *(done[d] for d, _ in _deps(shape, op))])
-        key = (start, _priority(shape, op), op)
-        if best is None or key < best:
-            best = key
-    return best
-
-
-def _priority(shape: _Shape, op: Op) -> tuple[int, int, int]:
-    kind, mb, vs = op
-    if shape.forward_first:
-        rank = {"F": 0, "B": 1, "W": 2}[kind]
-    else:  # backward first; weight gradients fill what is left (zero-bubble)
-        rank = {"B": 0, "F": 1, "W": 2}[kind]
-    return (rank, mb, -vs if kind == "F" else vs)
+    if schedule == "dualpipe":
+        return dualpipe_orders(shape.p, shape.m)
+    if schedule == "zbv":  # the generator reads the mean per-chunk costs, as the reference
+        mean = (1.0, 1.0, 1.0) if costs is None else tuple(
+            sum(x) / (2 * shape.p) for x in (costs.forward_s, costs.input_grad_s,
+                                            costs.weight_grad_s))
+        return zbv_orders(shape.p, shape.m, (mean[0], mean[1], mean[2]),
+                          0.0 if costs is None else costs.send_s)
+    return _one_f_one_b(shape)
 
 
 def schedule_orders(schedule: Schedule, stages: int, micro_batches: int,
@@ -409,7 +350,7 @@ def schedule_orders(schedule: Schedule, stages: int, micro_batches: int,
         PlanError: E0808 a schedule that cannot run with these sizes.
     """
     shape = _shape(schedule, stages, micro_batches, chunks)
-    return tuple(tuple(o) for o in _orders(schedule, shape))
+    return tuple(tuple(o) for o in _orders(schedule, shape, None))
 
 
 def _cost(costs: StageCosts, shape: _Shape, op: Op) -> float:
@@ -425,17 +366,18 @@ def _cost(costs: StageCosts, shape: _Shape, op: Op) -> float:
 
 
 def bound_schedule(costs: StageCosts, schedule: Schedule, micro_batches: int,
-                   chunks: int = 1) -> ScheduleBound:
+                   chunks: int = 1, *, order_costs: StageCosts | None = None) -> ScheduleBound:
     """Time ``schedule``'s fixed orders with ``costs`` (a longest path).
 
-    ``chunks`` is the interleaved schedule's vpp (zbv uses 2, the others 1).
+    ``chunks`` is the interleaved schedule's vpp (zbv uses 2, the others 1). The zbv
+    order is generated from ``order_costs`` (default ``costs``; Note [ZB-V order]).
 
     Raises:
         PlanError: E0807 malformed costs; E0808 a schedule these sizes cannot run.
     """
     _check(costs, micro_batches, chunks)
     shape = _shape(schedule, costs.stages, micro_batches, chunks)
-    orders = _orders(schedule, shape)
+    orders = _orders(schedule, shape, order_costs or costs)
     end: dict[Op, float] = {}
     free = [0.0] * shape.p
     pos = [0] * shape.p

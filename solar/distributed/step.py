@@ -35,7 +35,7 @@ from solar.distributed.collectives import (
     place_groups,
 )
 from solar.distributed.failures import Failure
-from solar.distributed.moe_step import moe_info
+from solar.distributed.moe_step import moe_info, raise_step, with_moe
 from solar.distributed.pipelining import PipelineReport, pipeline_report
 from solar.distributed.plan import ParallelPlan, Phase, PlanFile, Recompute, check_plan
 from solar.distributed.plan_collectives import plan_collectives
@@ -200,9 +200,9 @@ def bound_step(
     info = _assemble(cluster, spec, plan, world, request, s, work, hbm_s, memory,
                      collectives_of)
     if request.moe_load is not None:
-        info = info.model_copy(update={"moe": moe_info(
+        info = with_moe(info, moe_info(
             program, s, plan, cluster, peak_flops_per_s=work.peak_flops_per_s,
-            moe_load=request.moe_load, slots=request.moe_slots, micro_batches=m)})
+            moe_load=request.moe_load, slots=request.moe_slots, micro_batches=m), plan.pp)
     if request.plan is None or request.phase != "train" or plan.pp < 2:
         if request.failures or request.schedules:
             raise PlanError("--schedule and --fail bound a pipelined training step: give "
@@ -223,15 +223,7 @@ def _with_pipeline(info: DistributedInfo, pipe: PipelineReport) -> DistributedIn
                      else a for a in info.assumptions),
                    "pipeline ranks run their F/B/W operations one at a time (one compute "
                    "stream); chunks of a rank are equal shares of its layers")
-    if step.time_s is not None and pipe.bound_s > step.time_s:
-        scale = step.time_s / pipe.bound_s
-        step = step.model_copy(update={
-            "time_s": pipe.bound_s,
-            "binding": pipe.binding,
-            "mfu_ceiling": step.mfu_ceiling * scale if step.mfu_ceiling else None,
-            "tokens_per_s_ceiling": step.tokens_per_s_ceiling * scale
-            if step.tokens_per_s_ceiling else None,
-        })
+    step = raise_step(step, pipe.bound_s, pipe.binding)
     return info.model_copy(update={"step": step, "schedule": pipe.info, "stages": pipe.stages,
                                    "failures": pipe.failures, "assumptions": assumptions})
 

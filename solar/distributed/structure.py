@@ -51,6 +51,8 @@ _ATTN = re.compile(r"(^|_)(self_)?(attn|attention|mixer|qkv|c_attn|query_key_val
 _MLP = re.compile(r"(^|_)(mlp|ffn|feed_forward|fc\d*|c_fc|dense_h_to_4h|up_proj|gate_proj|"
                   r"w[123]|linear[12])(_|$)")
 _MOE = re.compile(r"(^|_)experts?(_|$)")
+_KEY = re.compile(r"(^|_)(k_proj|wk|key|to_k)_weight$")
+_FUSED_QKV = re.compile(r"(^|_)(qkv|c_attn|query_key_value|wqkv|to_qkv|in_proj)_weight$")
 _NORM = re.compile(r"(norm|(^|_)ln(_?f|_?\d+)?(_|$))")
 _HEAD_NAMES = ("HEADS", "N_HEAD", "N_HEADS", "NHEAD", "NUM_HEADS", "NUM_ATTENTION_HEADS",
                "N_HEADS_Q")
@@ -78,6 +80,8 @@ class ModelStructure:
         replicated: kernels TP leaves replicated (Note [Replicated work]).
         stack_forward: forward kernels of the stack (what a full recompute repeats).
         phase: each kernel's phase.
+        kv_width: the width of K (= of V) per token, summed over heads, when the block
+            has attention (Note [K/V width]); None when it has none or it is unknown.
     """
 
     layers: int
@@ -97,6 +101,7 @@ class ModelStructure:
     replicated: frozenset[str]
     stack_forward: frozenset[str]
     phase: Mapping[str, str]
+    kv_width: int | None = None
 
 
 def kernel_tensors(kernel: Kernel) -> tuple[frozenset[str], frozenset[str]]:
@@ -125,6 +130,24 @@ def _nbytes(decl: TensorDecl, sizes: Mapping[str, int]) -> int:
 
 def _shape(decl: TensorDecl, sizes: Mapping[str, int]) -> tuple[int, ...]:
     return tuple(eval_int(d, sizes) for d in decl.shape)
+
+
+def _kv_width(shapes: Mapping[str, tuple[int, ...]], hidden: int | None,
+              heads: int | None) -> int | None:
+    """Note [K/V width]: a key projection's output width (``k_proj``-like weights, the
+    dimension that is not the hidden), or a fused Q/K/V projection's ``(out - hidden) / 2``
+    (queries take the hidden); without either, one head ``hidden / heads`` (at least one
+    K/V head: a lower estimate, which keeps the K/V exchange a lower bound)."""
+    if not hidden:
+        return None
+    for name, sh in shapes.items():
+        if len(sh) == 2 and hidden in sh:
+            other = sh[0] if sh[1] == hidden else sh[1]
+            if _KEY.search(name):
+                return other
+            if _FUSED_QKV.search(name) and other > hidden and (other - hidden) % 2 == 0:
+                return (other - hidden) // 2
+    return hidden // heads if heads else None
 
 
 def _stack(params: Iterable[str], hint: str | None) -> tuple[str | None, int]:
@@ -261,4 +284,6 @@ def infer_structure(
         replicated=replicated,
         stack_forward=stack_forward,
         phase=phase,
+        kv_width=_kv_width({n: _shape(decls[n], sizes) for n in block}, hidden, heads)
+        if attn else None,
     )

@@ -41,6 +41,7 @@ from solar.frontends import (
     get_module_frontend,
 )
 from solar.frontends.kit import reference_budget_bytes
+from solar.frontends.kit.sorting import sorts_as_copies
 from solar.ir import (
     DType,
     IntLit,
@@ -179,13 +180,17 @@ class RememberedReference:
 def _reference_for(
     program: Program, reference: Callable[[], ValidationPlan] | None
 ) -> Callable[[], ValidationPlan] | None:
-    """``reference``, with its values compared against ``program`` instead."""
+    """``reference``, with its values (and its float64 re-check's) compared against
+    ``program`` instead."""
     if reference is None:
         return None
     base = reference
 
     def substituted() -> ValidationPlan:
-        return replace(base(), program=program)
+        plan = base()
+        wide = plan.float64
+        return replace(plan, program=program,
+                       float64=None if wide is None else lambda: replace(wide(), program=program))
 
     return substituted
 
@@ -377,6 +382,8 @@ def bounds_program(front: FrontendResult, program: Program) -> BoundsProgram:
     # masks first: a draw filled with zeros would read as a constant mask; duplicates
     # before the fills: two draws filled with zeros would read as one (Note [Duplicate
     # kernels])
+    if front.name == "jax":  # sorts without their rank counts (Note [Sort ranks])
+        program = sorts_as_copies(program)
     unmasked = elide_masked_work(program, keep=keep)
     merged = merge_duplicate_kernels(unmasked, keep=keep)
     filled = fill_generated(merged, front.generated_values)

@@ -8,7 +8,8 @@ again within more memory, when to re-check in float64) is this module's.
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Literal
 
 from solar.budget import (
     executor_budget_bytes,
@@ -23,6 +24,9 @@ from solar.ir import DType, float_dtypes, widen_to_f64
 from solar.pipeline.options import AnalyzeOptions
 from solar.pipeline.prepare import PreparedProgram
 from solar.report import ValidationInfo, float64_validation, skipped_validation, validation_info
+
+if TYPE_CHECKING:
+    from solar.validate import ValidationResult
 
 __all__ = ["validate_front"]
 
@@ -53,10 +57,15 @@ def validate_front(
 
 def _over_default_memory(info: ValidationInfo, options: AnalyzeOptions) -> bool:
     """Skipped for memory under the default validation memory, which may widen."""
-    reason = (info.reason or "").lower()
-    return (info.status == "skipped" and options.validate != "off"
-            and memory_pool_is_default() and options.reference_budget_bytes is None
-            and any(w in reason for w in ("e0511", "e0514", "e0305", "memory")))
+    return info.status == "skipped" and _may_widen_memory(info.reason or "", options)
+
+
+def _may_widen_memory(reason: str, options: AnalyzeOptions) -> bool:
+    """``reason`` (a skip's) is memory under the default validation memory, which may
+    widen (Note [Validation memory])."""
+    return (options.validate != "off" and memory_pool_is_default()
+            and options.reference_budget_bytes is None
+            and any(w in reason.lower() for w in ("e0511", "e0514", "e0305", "memory")))
 
 
 def _validate_once(
@@ -158,21 +167,43 @@ def _recheck_in_float64(
     progress("fp32 validation failed: re-checking in float64")
 
     try:
-        inputs, outputs = plan.float64()
+        wide_plan = plan.float64()
     except FrontendError as err:
         return unchecked(f"error[{err.code}]: {err.message}")
-    result = validate(
-        widen_to_f64(plan.program),
-        inputs,
-        outputs,
-        strategy=strategy,
-        time_budget_s=options.time_budget_s,
-    )
+    def check() -> ValidationResult:
+        return validate(
+            widen_to_f64(wide_plan.program),
+            wide_plan.inputs,
+            wide_plan.outputs,
+            strategy=strategy,
+            time_budget_s=options.time_budget_s,
+            memory_budget_bytes=_executor_budget(options),
+        )
+
+    result = check()
+    within = ""
+    if result.status == "skipped" and _may_widen_memory(result.reason or "", options):
+        # Note [Float64 re-check size]: nothing smaller fits (a model whose parameters
+        # alone, widened, exceed the executor's share); planned within MemAvailable as
+        # the fp32 check would be (Note [Validation memory])
+        progress("float64 re-check over the 1 GiB validation memory: within MemAvailable")
+        with uncapped_validation_memory():
+            result = check()
+        within = ("float64 re-check within MemAvailable: its widened program does not fit "
+                  "the 1 GiB validation memory")
     if result.status not in ("passed", "failed"):
         return unchecked(f"{result.status}: {result.reason}")
     wide = validation_info(
-        result, planned_strategy=plan.strategy, description=plan.description, sizes=plan.sizes
+        result, planned_strategy=wide_plan.strategy, description=wide_plan.description,
+        sizes=wide_plan.sizes,
     )
+    if (wide_plan.strategy, dict(wide_plan.sizes)) != (plan.strategy, dict(plan.sizes)):
+        smaller = (f"float64 re-check smaller than the fp32 check ({plan.strategy}"
+                   f"{', ' + _sizes(plan.sizes) if plan.sizes else ''}): the fp32 plan widened "
+                   "to f64 does not fit the executor's budget (Note [Float64 re-check size])")
+        within = "; ".join(p for p in (within, smaller) if p)
+    if within:
+        wide = wide.model_copy(update={"reason": "; ".join(p for p in (wide.reason, within) if p)})
     return float64_validation(fp32, wide)
 
 
@@ -181,6 +212,10 @@ _MORE_MEMORY = (
     "SOLAR_VALIDATION_MEMORY=MiB (default 1024) or =available, or --reference-budget MiB, "
     "allows more"
 )
+
+
+def _sizes(sizes: Mapping[str, int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sizes.items())
 
 
 def _executor_budget(options: AnalyzeOptions) -> int:

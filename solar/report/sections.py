@@ -211,7 +211,8 @@ def float64_validation(fp32: ValidationInfo, wide: ValidationInfo) -> Validation
         why = (
             f"{beyond}; not accepted as a failure because the same program in float64 "
             "agrees within the float64 tolerance: the fp32 differences are rounding "
-            "amplified by the program's conditioning, not the IR"
+            "amplified by the program's conditioning (or tipping a discontinuity: ReLU's "
+            "kink, a max, a comparison), not the IR"
         )
     else:
         why = f"{beyond}; the float64 re-check fails too: the IR computes something else"

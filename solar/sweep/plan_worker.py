@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from solar.batch.worker import guard_user_code, serve
 from solar.sweep.plans import PLAN_JOB_FORMAT
+
+if TYPE_CHECKING:
+    from solar.report import DistributedInfo
 
 __all__ = ["main"]
 
@@ -38,15 +42,24 @@ def _bound_all(job: dict[str, object]) -> dict[str, object]:
     )
     prepared = lift_source(Path(str(job["file"])), options)
     step = prepared.front.step
+    plans = [str(x) for x in job["plans"]]  # type: ignore[attr-defined]
+    micros = list(job.get("micro_batches") or [None] * len(plans))  # type: ignore[call-overload]
+    schedules = tuple(str(x) for x in job.get("schedules") or ())  # type: ignore[attr-defined]
     rows: list[dict[str, object]] = []
-    for label in job["plans"]:  # type: ignore[attr-defined]
-        plan = parse_parallel(str(label))
+    for label, mb in zip(plans, micros, strict=True):
+        plan = parse_parallel(label)
+        micro_size = int(mb) if mb else micro
+        total = int(glob) if glob else micro_size * plan.dp  # type: ignore[call-overload]
+        piped = bool(schedules) and train and phase == "train" and plan.pp >= 2
         request = DistributedRequest(
-            cluster, plan, micro, int(glob) if glob else micro * plan.dp,  # type: ignore[call-overload]
+            cluster, plan, micro_size, total,
             recompute=job["recompute"],  # type: ignore[arg-type]
             phase=phase,  # type: ignore[arg-type]
+            schedules=schedules if piped else (),
         )
-        row: dict[str, object] = {"plan": plan.label(), "world": plan.world}
+        row: dict[str, object] = {"plan": plan.label(), "world": plan.world,
+                                  "micro_batch": micro_size,
+                                  "micro_batches": total // (plan.dp * micro_size) or None}
         try:
             info = bound_prepared(prepared.program, prepared.graph, prepared.sizes, request,
                                   phase_of=step.phase_of if step is not None else None,
@@ -55,15 +68,32 @@ def _bound_all(job: dict[str, object]) -> dict[str, object]:
         except PlanError as err:
             rows.append({**row, "status": "invalid", "error": f"{err.code}: {err.message}"})
             continue
-        rows.append({
+        base: dict[str, object] = {
             **row,
             "status": "ok" if info.memory.feasible else "infeasible",
             "step_s": info.step.time_s, "binding": info.step.binding,
             "mfu_ceiling": info.step.mfu_ceiling,
             "tokens_per_s_ceiling": info.step.tokens_per_s_ceiling,
             "memory_bytes": info.memory.total_bytes, "error": None,
-        })
+        }
+        rows.extend(_schedule_rows(base, info) if piped else [base])
     return {"status": "ok", "error": None, "rows": rows}
+
+
+def _schedule_rows(base: dict[str, object], info: DistributedInfo) -> list[dict[str, object]]:
+    """One row per bounded schedule: the step bound under that schedule is the larger of
+    the plan's step bound and the schedule's (its pipeline, timed in its order)."""
+    sched = info.schedule
+    if sched is None or not sched.schedules:
+        return [base]
+    step = info.step.time_s
+    out = []
+    for r in sched.schedules:
+        time_s = None if step is None else max(step, r.time_s)
+        out.append({**base, "schedule": r.schedule, "step_s": time_s,
+                    "binding": f"schedule {r.schedule}"
+                    if step is not None and r.time_s > step else base["binding"]})
+    return out
 
 
 def _run(job: dict[str, object]) -> dict[str, object]:

@@ -131,6 +131,9 @@ def test_moe_section_on_a_captured_step(tmp_path: Path, capsys: pytest.CaptureFi
     for s, o, b in zip(d.moe.static_s, d.moe.oracle_s, d.moe.balanced_s, strict=True):
         assert b <= o * (1 + 1e-9) and o <= s * (1 + 1e-9)
     assert "moe: zipf:1.2" in render_text(report)
+    # Note [Charged all-to-all]: the load's all-to-all is a resource of the step bound
+    assert d.step.time_s is not None and d.step.time_s >= min(d.moe.a2a_s) / 2
+    assert any(a.startswith("MoE all-to-all charged") for a in d.assumptions)
     pytest.importorskip("matplotlib")
     from solar.report.plot import plot_report
 
@@ -141,3 +144,16 @@ def test_moe_section_on_a_captured_step(tmp_path: Path, capsys: pytest.CaptureFi
                   "HIDDEN=64", "--set", "HEADS=4", "--set", "SEQ=32", "--cluster", "DGX_H100",
                   "--parallel", "dp=2", "--global-batch", "2", "--moe-load", "uniform")
     assert bad.code == 2 and "error[E0810]" in bad.err
+
+
+def test_raise_step_takes_the_higher_bound_and_scales_the_ceilings() -> None:
+    from solar.distributed.moe_step import raise_step
+    from solar.report.distributed import StepRow
+
+    row = StepRow(time_s=2.0, binding="compute", binding_rank=0, mfu_ceiling=0.5,
+                  mfu_peak_flops_per_s=1.0, tokens_per_s_ceiling=100.0, model_flops=1.0,
+                  no_overlap_s=3.0, alpha_estimate_s=2.0)
+    up = raise_step(row, 4.0, "MoE all-to-all (ep)")
+    assert (up.time_s, up.binding, up.mfu_ceiling, up.tokens_per_s_ceiling) == (
+        4.0, "MoE all-to-all (ep)", 0.25, 50.0)
+    assert raise_step(row, 1.0, "x") is row

@@ -107,3 +107,27 @@ def test_memory_per_zero_stage(plan: str, params: float, grads: float, state: fl
         pytest.approx(params), pytest.approx(grads), pytest.approx(state))
     assert mem.activation_bytes == pytest.approx(1e8 / 4)  # saved / (tp x pp x cp)
     assert mem.feasible
+
+
+@pytest.mark.parametrize(("kv", "tp", "per_token"), [
+    (H, 1, H * 2),          # MHA: 2 kv > hidden, the layer input is smaller
+    (H, 2, H * 2 // 2),     # heads split over tp
+    (H // 8, 1, H // 4 * 2),  # GQA: K and V (2 kv) are smaller than the hidden
+])
+def test_context_parallel_gathers_the_other_chunks_k_and_v(kv: int, tp: int,
+                                                           per_token: int) -> None:
+    """Note [Context-parallel K/V]: an all-gather of min(2 kv, hidden)/(cp tp) bytes per
+    token over the cp group, once per layer and micro-batch in the forward."""
+    colls, notes = plan_collectives(_structure(kv_width=kv), parse_parallel(f"tp={tp},cp=4"),
+                                    stage=0, micro_batches=4, recompute="none", phase="train")
+    (c,) = [c for c in colls if c.axis == "cp"]
+    assert (c.op, c.group_size, c.phase, c.count) == ("all_gather", 4, "forward", 4 * LAYERS)
+    assert c.bytes == TOKENS * per_token / 4
+    assert any("recomputes another rank's sequence chunk" in n for n in notes)
+
+
+def test_context_parallel_without_attention_is_not_charged() -> None:
+    colls, notes = plan_collectives(_structure(), parse_parallel("cp=2"), stage=0,
+                                    micro_batches=1, recompute="none", phase="train")
+    assert not [c for c in colls if c.axis == "cp"]
+    assert any("K/V exchange not charged" in n for n in notes)

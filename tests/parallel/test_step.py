@@ -52,6 +52,17 @@ def test_structure_is_read_off_the_program(step: PreparedProgram) -> None:
     assert s.replicated_kernels > 0         # the layer norms
 
 
+def test_context_parallel_charges_the_k_v_gather(step: PreparedProgram) -> None:
+    """Fused QKV (3 x 64 wide): K/V width 64, so min(2 kv, hidden) = 64 per token, / (cp
+    tp); the ranks move (cp-1)/cp of it for the 32 tokens (Note [Context-parallel K/V])."""
+    info = _bound(step, "tp=2,cp=2,dp=2")
+    (row,) = [c for c in info.collectives if c.axis == "cp"]
+    itemsize = 4  # the sample's float32 activations
+    assert (row.op, row.in_bound) == ("all_gather", True)
+    assert row.bytes_per_rank == 32 * 64 * itemsize / (2 * 2)
+    assert row.min_bytes_per_rank == pytest.approx(row.bytes_per_rank / 2)
+
+
 @pytest.mark.parametrize("plan", ["tp=2,dp=4", "tp=4,dp=2", "tp=2,pp=2,dp=2", "tp=2,dp=4,zero=3"])
 def test_sharding_never_raises_a_rank_s_compute(step: PreparedProgram, plan: str) -> None:
     base = _bound(step, "tp=1,dp=8").ranks[0].compute_s
@@ -99,7 +110,7 @@ def test_report_and_summary(tmp_path: Path) -> None:
     req = DistributedRequest("DGX_H100", parse_parallel("tp=2,pp=2,dp=2"), 2, 8)
     report = analyze(BLOCK, AnalyzeOptions(validate="off", train=True, train_step=True,
                                            distributed=req))
-    assert report.distributed is not None and report.schema_version == "1.5"
+    assert report.distributed is not None and report.schema_version == "1.6"
     text = render_text(report)
     assert "distributed: tp=2,pp=2,dp=2 on DGX_H100" in text and "step >= " in text
     again = type(report).model_validate_json(report.to_json())

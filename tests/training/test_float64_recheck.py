@@ -185,9 +185,9 @@ def test_only_rounding_like_mismatches_of_wide_programs_are_rechecked(
     x = np.array([1.0, 2.0])
     calls: list[int] = []
 
-    def float64() -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    def float64() -> ValidationPlan:
         calls.append(1)
-        return {"x": x}, {"y": 2.0 * x}
+        return ValidationPlan(program, {"x": x}, {"y": 2.0 * x})
 
     plan = ValidationPlan(program, {"x": x}, {"y": x}, float64=float64)
     failed = OutputCheck(

@@ -47,12 +47,9 @@ JAX_ZOO: tuple[JaxZooEntry, ...] = (
     JaxZooEntry("flax.nnx/mlp_sgd_step", "nnx_mlp_train.py", ("flax",), train=True),
     JaxZooEntry(
         "mjx/double_pendulum", "mjx_double_pendulum.py", ("mujoco",), slow=True,
-        known_gap="`sort` inside mjx.step's scan body has no lowering (the whole scan is "
-        "uncovered); validation stops in ir/masks.py on an empty constant",
     ),
     JaxZooEntry(
         "brax/inverted_pendulum", "brax_inverted_pendulum.py", ("brax",), slow=True,
-        known_gap="validation stops in ir/masks.py on an empty constant (issue 29 item 3)",
     ),
 )
 

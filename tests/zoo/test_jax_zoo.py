@@ -1,5 +1,5 @@
 """The JAX zoo (jax_zoo.py): equinox and flax.nnx programs and training steps analyse
-complete and validate; MJX and brax run, with their known gaps stated (slow)."""
+complete and validate; so do MJX and brax (slow)."""
 
 from __future__ import annotations
 

@@ -71,7 +71,11 @@ class JaxFrontend:
         require_extra("jax", "jax")
         from solar.frontends.jaxfe.capture import trace_jax_file
         from solar.frontends.jaxfe.lowering import lower_jaxpr
-        from solar.frontends.jaxfe.reference import reference_at_reduced_sizes, reference_data
+        from solar.frontends.jaxfe.reference import (
+            float64_literals,
+            reference_at_reduced_sizes,
+            reference_data,
+        )
         from solar.frontends.jaxfe.xla import xla_cost_analysis
         from solar.frontends.kit.collectives import declared_world_size
 
@@ -120,7 +124,14 @@ class JaxFrontend:
                 and executor_seconds(lowered.program, budget) <= seconds
             ):
                 inputs, outputs = reference_data(capture, lowered=lowered)
-                return ValidationPlan(lowered.program, inputs, outputs, "full")
+
+                def float64() -> ValidationPlan:
+                    ins, outs = reference_data(capture, lowered=lowered, float64=True)
+                    program = float64_literals(lowered.program)
+                    return ValidationPlan(program, ins, outs, "full")
+
+                wide = None if lowered.uncovered_values else float64
+                return ValidationPlan(lowered.program, inputs, outputs, "full", float64=wide)
             red = reference_at_reduced_sizes(
                 path,
                 budget,
@@ -186,6 +197,7 @@ class JaxFrontend:
             xla_unavailable=unavailable,
             step=step,
             module_paths=lowered.module_paths,
+            kernel_sources=lowered.kernel_sources,
         )
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -39,11 +39,15 @@ from solar.frontends.kit import (
 
 __all__ = [
     "eval_with_taps",
+    "float64_literals",
     "program_bytes",
     "reference_at_reduced_sizes",
     "reference_data",
     "to_numpy",
 ]
+
+if TYPE_CHECKING:
+    from solar.ir import Expr, Program
 
 Tap = tuple[tuple[int, ...], int]
 Arrays = dict[str, np.ndarray]
@@ -67,6 +71,7 @@ def reference_data(
     *,
     lowered: LoweredProgram | None = None,
     entry: str | None = None,
+    float64: bool = False,
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Run the real program (jit, CPU) and collect everything the IR program reads.
 
@@ -75,6 +80,8 @@ def reference_data(
         lowered: the lowering whose extra inputs (constants, uncovered values) to fill;
             lowered from ``source`` when omitted.
         entry: the entry point when ``source`` is a path.
+        float64: run it in float64 instead (Note [JAX float64 run]); the lowering must
+            have no uncovered values (their op-by-op evaluation follows the fp32 jaxpr).
 
     Returns:
         ``(inputs, outputs)`` keyed by IR names.
@@ -90,14 +97,20 @@ def reference_data(
         lowered = lower_jaxpr(capture)
     params = capture.init_params()
     args = (*params, *capture.input_values)
-    with user_code(f"running {capture.name}"):
-        outs = jax.jit(capture.flat_fn)(*args)
+    if float64:
+        assert not lowered.uncovered_values, "no float64 run with uncovered values"
+        args = tuple(jax.tree_util.tree_map(_widened, a) for a in args)
+        with user_code(f"running {capture.name} in float64"), jax.enable_x64(True):
+            outs = jax.jit(capture.flat_fn)(*args)
+    else:
+        with user_code(f"running {capture.name}"):
+            outs = jax.jit(capture.flat_fn)(*args)
     inputs: dict[str, np.ndarray] = {}
     for name, value in zip(capture.arg_names, args, strict=True):
         if name is not None:
             inputs[name] = to_numpy(value)
     for name, value in lowered.constant_values:
-        inputs[name] = to_numpy(value)
+        inputs[name] = _widened(to_numpy(value)) if float64 else to_numpy(value)
     taps = [(v.site, v.output) for v in lowered.uncovered_values]
     if taps:
         with user_code(f"evaluating {capture.name} op by op"):
@@ -108,6 +121,65 @@ def reference_data(
         name: to_numpy(v) for name, v in zip(lowered.outputs, outs, strict=True) if name is not None
     }
     return inputs, outputs
+
+
+# Note [JAX float64 run]
+# ~~~~~~~~~~~~~~~~~~~~~~
+# The float64 re-check (Note [Float64 re-check] in solar/pipeline/validation.py) needs
+# the program run again in float64. JAX computes in float32 unless `jax_enable_x64` is
+# set; `jax.enable_x64(True)` sets it for the block only, so the function is jitted
+# again there on float64 copies of its float32 arguments (exact casts; parameters,
+# inputs and jaxpr constants alike). Inside, Python scalars and `jnp.zeros(n)` default
+# to float64 too; a dtype the program spells out (`jnp.float32`, `.astype(jnp.float32)`)
+# stays what it says, so such a program is re-checked only partly widened (its IR is
+# widened everywhere): it may then fail in float64 and the verdict stays the fp32
+# failure. Other arguments (PRNG keys, integers) are passed unchanged. A jaxpr stores
+# the Python scalars it computes with (a time step `dt = 1e-3`, a stiffness) rounded to
+# float32, so the IR's literals are float32 values; the float64 run computes with the
+# Python values themselves, and for a chaotic rollout that 5e-8 relative difference in
+# `dt` is as large as the fp32 rounding the re-check is meant to take away. The
+# re-check's program therefore has each float32 literal replaced by the shortest decimal
+# that rounds to it (`float64_literals`: `0.0010000000474974513` -> `0.001`), the Python
+# literal a user writes; a literal with more than float32's 9 significant digits
+# (`1 / 3`) comes back within float32 precision of what was written and may still
+# differ there.
+
+
+def float64_literals(program: Program) -> Program:
+    """``program`` with each float literal that is a float32 value replaced by the
+    shortest decimal that rounds to it (Note [JAX float64 run]): a jaxpr holds a Python
+    scalar (``dt = 1e-3``) rounded to float32 (``0.0010000000474974513``), while the
+    float64 run computes with the Python value itself (``0.001``)."""
+    import dataclasses
+
+    from solar.ir import FloatLit
+    from solar.ir.traversal import map_expr, map_exprs
+
+    def decimal(e: Expr) -> Expr | None:
+        if not isinstance(e, FloatLit) or not math.isfinite(e.value):
+            return None
+        single = np.float32(e.value)
+        if float(single) != e.value:
+            return None  # not a float32 value: written wider, kept
+        shortest = np.format_float_positional(single, unique=True, trim="-")
+        return dataclasses.replace(e, value=float(shortest))
+
+    def stmt(e: Expr) -> Expr:
+        return map_expr(e, decimal)
+
+    kernels = tuple(
+        dataclasses.replace(k, body=tuple(map_exprs(st, stmt) for st in k.body))
+        for k in program.kernels
+    )
+    return dataclasses.replace(program, kernels=kernels)
+
+
+def _widened(x: Any) -> Any:
+    """A float32 array as float64 (exact); anything else unchanged."""
+    dtype = getattr(x, "dtype", None)
+    if dtype is not None and np.dtype(dtype) == np.float32:
+        return np.asarray(x, dtype=np.float64)
+    return x
 
 
 def program_bytes(capture: JaxCapture) -> int:

@@ -57,9 +57,9 @@ from solar.frontends.kit.index import (
 from solar.frontends.kit.loader import (
     UserCode,
     check_overrides,
+    guard_user_code,
     import_model_file,
     module_int_constants,
-    raised_by_solar,
     user_frames,
 )
 from solar.frontends.kit.lowered import CondRegion, LoweredProgram, UncoveredValue
@@ -128,6 +128,7 @@ __all__ = [
     "iadd",
     "iadd_const_last",
     "check_overrides",
+    "guard_user_code",
     "import_model_file",
     "symbolic_notes",
     "symbolize_sizes",
@@ -142,7 +143,6 @@ __all__ = [
     "one",
     "output_name",
     "param_name",
-    "raised_by_solar",
     "range_guard",
     "reduce_identity",
     "reduced_batch_reference",

@@ -1,7 +1,7 @@
 """Record whole-sequence recurrent calls as one ATen call, not one per time step.
 
 Contract: `composite_calls(rec)` is a context manager entered inside the capture's
-recording (capture.py); while it is active, every ``torch.lstm`` / ``torch.gru`` /
+recording (recorder.py); while it is active, every ``torch.lstm`` / ``torch.gru`` /
 ``torch.rnn_tanh`` / ``torch.rnn_relu`` call on a padded (not packed) batch is recorded
 as one call of the matching ATen op (``aten.gru.input``...), which ops_rnn.py lowers to
 one kernel with a ``seq for t`` recurrence, and nothing of its per-step decomposition
@@ -45,7 +45,7 @@ COMPOSITE_RNNS = frozenset({"lstm", "gru", "rnn_tanh", "rnn_relu"})
 
 
 class _Sink(Protocol):
-    """What the capture's recorder offers this module (capture._Recorder)."""
+    """What the capture's recorder offers this module (recorder.Recorder)."""
 
     suspended: bool
 

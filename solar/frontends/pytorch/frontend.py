@@ -14,9 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from solar.diagnostics import FrontendError
 from solar.frontends.protocol import (
     FrontendOptions,
     FrontendResult,
@@ -31,9 +30,8 @@ from solar.frontends.protocol import (
 from solar.options import FrontendName
 
 if TYPE_CHECKING:
-    import numpy as np
 
-    from solar.frontends.kit import LoweredProgram, ReducedReference
+    from solar.frontends.kit import LoweredProgram
     from solar.frontends.pytorch.capture import TorchCapture
     from solar.frontends.pytorch.loader import Instance, ProgramSource
     from solar.frontends.pytorch.registry import OpFallback
@@ -73,14 +71,16 @@ class TorchFrontend:
         require_extra("torch", "torch")
         from solar.frontends.kit.collectives import declared_world_size
         from solar.frontends.pytorch.driver import lower_capture
+        from solar.frontends.pytorch.plans import reduced_plan
         from solar.frontends.pytorch.reference import reference_at_reduced_sizes
         from solar.frontends.pytorch.trace import trace_model_file
 
         world = declared_world_size(path) if path is not None else None
         if world is not None:
             assert path is not None
-            refuse_unsupported("torch", options, frozenset(), where="a torch.distributed file")
-            return _distributed(path, world, progress)
+            refuse_unsupported("torch", options, _DISTRIBUTED_OPTIONS,
+                               where="a torch.distributed file")
+            return _distributed(path, world, progress, _train_step(options))
 
         progress("capturing ATen ops over fake tensors")
         capture = trace_model_file(
@@ -97,7 +97,7 @@ class TorchFrontend:
         progress(f"lowering {capture.info.num_calls} ATen calls")
         lowered = lower_capture(capture, op_fallback=fallback)
 
-        def reduced(src: Path, budget: int, seconds: float) -> ValidationPlan:
+        def reduced(src: Path, budget: int, seconds: float, float64: bool) -> ValidationPlan:
             red = reference_at_reduced_sizes(
                 src,
                 budget,
@@ -111,21 +111,16 @@ class TorchFrontend:
                 step=_train_step(options),
                 start=dict(options.sizes),
                 capture=capture,
+                float64=float64,
             )
-            return ValidationPlan(
-                red.lowered.program,
-                red.inputs,
-                red.outputs,
-                "reduced-sizes",
-                red.description,
-                sizes=dict(red.sizes or {}),
-                float64=_float64_rerun(red, budget),
-            )
+            return reduced_plan(red, "reduced-sizes", dict(red.sizes or {}), budget)
 
         if path is None:  # an imported module: no size constants to rebind
             return _result(capture, lowered, options, None, fallback)
         src = path
-        result = _result(capture, lowered, options, lambda b, t: reduced(src, b, t), fallback)
+        result = _result(
+            capture, lowered, options, lambda b, t, w: reduced(src, b, t, w), fallback
+        )
         return _symbolic(result, capture, lowered, path, options, progress, fallback)
 
     def load_module(
@@ -168,13 +163,19 @@ _TORCH_OPTIONS: frozenset[OptionName] = frozenset(
 """What the PyTorch frontend honours (`refuse_unsupported`): all but ``--reference``."""
 
 
-def _distributed(path: Path, world: int, progress: Progress) -> FrontendResult:
+_DISTRIBUTED_OPTIONS: frozenset[OptionName] = frozenset({"train_step", "optimizer"})
+"""What a ``torch.distributed`` file honours: a training step (``--train``)."""
+
+
+def _distributed(
+    path: Path, world: int, progress: Progress, step: TrainStep | None
+) -> FrontendResult:
     """A ``torch.distributed`` file (``WORLD_SIZE = n``): each rank captured under the
     fake process group, merged into one SPMD program (docs/distributed.md)."""
     from solar.frontends.pytorch.distributed import capture_distributed
 
     progress(f"capturing {world} ranks under the fake process group")
-    dist = capture_distributed(path, world=world)
+    dist = capture_distributed(path, world=world, step=step)
     first = dist.ranks[0]
     return FrontendResult(
         name="torch",
@@ -278,6 +279,8 @@ class _RealBuild:
     def __init__(self, source: ProgramSource) -> None:
         self._source = source
         self._built: Instance | None = None
+        self._prebuilt: ProgramSource | None = None
+        self._as_built: tuple[tuple[str, int, int], ...] = ()
         self._measured = False
 
     def for_reference(self, capture: TorchCapture) -> TorchCapture:
@@ -293,8 +296,8 @@ class _RealBuild:
             return capture
         src = self._source
         inst = instantiate(replace(src, step=None, train=src.train or src.step is not None))
-        self._built = inst
-        prebuilt = ProgramSource(
+        self._built, self._as_built = inst, _fingerprint(inst)
+        prebuilt = self._prebuilt = ProgramSource(
             name=self._source.name,
             target=inst.fn,
             example_inputs=inst.args,
@@ -304,6 +307,21 @@ class _RealBuild:
             namespace=inst.namespace,  # a training step reads the file's hooks
         )
         return replace(capture, source=prebuilt)
+
+    def for_float64(self, capture: TorchCapture) -> TorchCapture:
+        """``capture`` to run in float64: a float64 copy of the reference's build when
+        the reference left it as built (no parameter, buffer, tensor attribute or input
+        replaced or written in place: their version counters say so; no training step),
+        else a fresh float64 build (Note [Model-file runs])."""
+        inst, prebuilt = self._built, self._prebuilt
+        if (
+            inst is None
+            or prebuilt is None
+            or self._source.step is not None
+            or _fingerprint(inst) != self._as_built
+        ):
+            return replace(capture, source=replace(capture.source, float64=True))
+        return replace(capture, source=replace(prebuilt, float64=True))
 
     def for_measure(self) -> Instance:
         """The reference's build if there is one, else a fresh one."""
@@ -318,136 +336,43 @@ class _RealBuild:
         return inst if step is None else training_instance(inst, step)
 
 
-def _float64_values(
-    lowered: LoweredProgram, capture: TorchCapture, budget: int
-) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """The real run of ``capture`` again in float64 (Note [Float64 re-check] in
-    solar/pipeline/validation.py): a float64 copy of the model, the same inputs, parameters,
-    optimizer state and seeded draws, cast; ``(inputs, outputs)`` by IR name.
+def _fingerprint(inst: Instance) -> tuple[tuple[str, int, int], ...]:
+    """Every tensor of a built program (parameters, buffers, tensor attributes, inputs)
+    by where it is, with its identity and version counter: equal twice when nothing was
+    replaced or written in place in between."""
+    import torch
+    from torch.utils._pytree import tree_flatten
 
-    The float64 run touches twice the fp32 run's bytes; it may use twice the reference
-    budget (by default half of ``MemAvailable``, the executor's own share), since the
-    fp32 run has finished.
-
-    Raises:
-        FrontendError: E0511 when the float64 run exceeds twice ``budget``; the
-            reference run's own errors.
-    """
-    from solar.budget import format_memory
-    from solar.frontends.pytorch.reference import program_bytes, reference_values
-
-    need = 2 * program_bytes(capture)
-    if need > 2 * budget:
-        raise FrontendError(
-            f"the float64 run needs about {format_memory(need)}, over twice the reference "
-            f"budget ({format_memory(budget)})",
-            code="E0511",
-        )
-    wide = replace(capture, source=replace(capture.source, float64=True))
-    inputs, outputs, _ = reference_values(lowered, wide)
-    return inputs, outputs
-
-
-def _float64_rerun(
-    red: ReducedReference, budget: int
-) -> Callable[[], tuple[dict[str, np.ndarray], dict[str, np.ndarray]]] | None:
-    """`_float64_values` of a reduced plan's own capture, if it kept one."""
-    from solar.frontends.pytorch.capture import TorchCapture
-
-    built = red.built
-    if not isinstance(built, TorchCapture):
-        return None
-    return lambda: _float64_values(red.lowered, built, budget)
+    found: list[tuple[str, Any]] = list(inst.state.items())
+    module = inst.module
+    if isinstance(module, torch.nn.Module):
+        found += list(module.named_parameters()) + list(module.named_buffers())
+        for path, mod in module.named_modules():
+            found += [(f"{path}.{k}", v) for k, v in vars(mod).items()
+                      if isinstance(v, torch.Tensor)]
+    leaves, _ = tree_flatten(inst.input_tree())
+    found += [(f"input {k}", x) for k, x in enumerate(leaves)]
+    return tuple(
+        (name, id(t), t._version) for name, t in found if isinstance(t, torch.Tensor)
+    )
 
 
 def _result(
     capture: TorchCapture,
     lowered: LoweredProgram,
     options: FrontendOptions,
-    reduced: Callable[[int, float], ValidationPlan] | None,
+    reduced: Callable[[int, float, bool], ValidationPlan] | None,
     fallback: OpFallback | None,
 ) -> FrontendResult:
     from solar.frontends.pytorch.flops import uncounted_ops
-    from solar.frontends.pytorch.reference import (
-        program_bytes,
-        reference_at_reduced_batch,
-        reference_values,
-    )
-
     info = capture.info
     real = _RealBuild(capture.source)
 
     def reference() -> ValidationPlan:
-        """Note [Reference strategies]: the program at full size when its real run fits
-        the budget (memory, and the executor's predicted time to check it); else
-        re-lowered at smaller size constants (a model file that has them); else with
-        its inputs' batch cut; else, when only the time is over, at full size (the
-        validator samples it or says why not); else E0511 with every reason (the
-        pipeline then reports validation ``skipped``, never fails the analysis)."""
-        from solar.frontends.kit import (
-            EXECUTOR_TIME_SHARE,
-            executor_seconds,
-            reference_budget_bytes,
-        )
+        """Note [Reference strategies] (`solar.frontends.pytorch.plans`)."""
+        from solar.frontends.pytorch.plans import ReferencePlanner
 
-        budget = reference_budget_bytes(options.reference_budget_bytes)
-        seconds = options.time_budget_s * EXECUTOR_TIME_SHARE
-        fits_bytes = program_bytes(capture) <= budget
-
-        def full() -> ValidationPlan:
-            inputs, outputs, diverged = reference_values(lowered, real.for_reference(capture))
-            note = (
-                f"the real run left the captured calls {diverged} (control flow on tensor "
-                "values or on tracing): outputs compared end to end"
-                if diverged
-                else ""
-            )
-            return ValidationPlan(
-                lowered.program,
-                inputs,
-                outputs,
-                "full",
-                note,
-                sizes=dict(info.sizes),
-                float64=lambda: _float64_values(lowered, capture, budget),
-            )
-
-        if fits_bytes and executor_seconds(lowered.program, budget) <= seconds:
-            return full()
-        tried: list[str] = []
-        if reduced is not None and info.sizes:
-            try:
-                return reduced(budget, seconds)
-            except FrontendError as err:
-                if err.code != "E0511":
-                    raise
-                tried += [err.message, *err.notes]
-        try:
-            red = reference_at_reduced_batch(
-                capture, budget, op_fallback=fallback, budget_seconds=seconds
-            )
-        except FrontendError as err:
-            if err.code != "E0514":
-                raise
-            tried += [err.message, *err.notes]
-        else:
-            return ValidationPlan(
-                red.lowered.program,
-                red.inputs,
-                red.outputs,
-                "reduced-batch",
-                red.description,
-                sizes=dict(info.sizes),
-                float64=_float64_rerun(red, budget),
-            )
-        if fits_bytes:
-            return full()
-        raise FrontendError(
-            f"no reduced program of {capture.name} fits the reference budget "
-            f"({budget / 2**20:,.1f} MiB)",
-            code="E0511",
-            notes=tuple(tried),
-        )
+        return ReferencePlanner(capture, lowered, options, reduced, fallback, real).plan()
 
     def measure() -> Timing:
         from solar.measure import measure_torch
@@ -489,4 +414,5 @@ def _result(
         step=step,
         module_paths=tuple(sorted({c.module_path for c in capture.calls if c.module_path})),
         uncounted_ops=uncounted_ops(capture.calls),
+        kernel_sources=lowered.kernel_sources,
     )

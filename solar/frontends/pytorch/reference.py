@@ -40,11 +40,13 @@ from solar.frontends.kit import (
     reduced_batch_reference,
     reduced_reference,
 )
-from solar.frontends.pytorch.capture import TorchCapture, capture_program, replay_values
+from solar.frontends.pytorch.capture import TorchCapture, capture_program
 from solar.frontends.pytorch.driver import lower_capture
 from solar.frontends.pytorch.loader import source_for_file
 from solar.frontends.pytorch.registry import OpFallback
+from solar.frontends.pytorch.replay import replay_values
 from solar.frontends.pytorch.train_step import TrainStep
+from solar.ir import widen_to_f64
 from solar.ir.traversal import eval_int
 
 __all__ = [
@@ -75,7 +77,7 @@ def reference_values(
     lowered: LoweredProgram, capture: TorchCapture
 ) -> tuple[Arrays, Arrays, str | None]:
     """`reference_data` plus where the real run left the captured calls (Note [Diverging
-    replay] in capture.py), or ``None``."""
+    replay] in replay.py), or ``None``."""
     keep = frozenset(v.site[0] for v in lowered.uncovered_values)
     vals = replay_values(capture, keep=keep)
     inputs: Arrays = {}
@@ -134,13 +136,16 @@ def reference_at_reduced_sizes(
     start: Mapping[str, int] | None = None,
     capture: TorchCapture | None = None,
     budget_seconds: float | None = None,
+    float64: bool = False,
 ) -> ReducedReference:
     """Lower a model file at sizes whose real run (`program_bytes`) fits ``budget_bytes``.
 
     `reduced_reference` over the file's size constants (``path``, ``budget_bytes``,
     ``start``, ``capture``: as there); ``entry``, ``inputs``, ``train``, ``step`` say how to
     capture it and ``op_fallback`` how to lower it. With ``budget_seconds``, the
-    executor's predicted time to check the program must fit it too.
+    executor's predicted time to check the program must fit it too; with ``float64``,
+    the time and memory to check it widened to f64 (the float64 re-check's size, Note
+    [Float64 re-check] in solar/pipeline/validation.py).
 
     Returns:
         ``(lowered, inputs, outputs, description, built)``; the description says which
@@ -169,7 +174,10 @@ def reference_at_reduced_sizes(
         lowered = lower_capture(cap, op_fallback=op_fallback)
         return (lowered, *reference_data(lowered, cap))
 
-    seconds = None if budget_seconds is None else functools.partial(_check_seconds, budget_bytes)
+    seconds = (
+        None if budget_seconds is None
+        else functools.partial(_check_seconds, budget_bytes, float64=float64)
+    )
     recapture = Recapture(capture_with, _sizes, program_bytes, lowered_reference, seconds)
     return reduced_reference(
         Path(path), recapture, budget_bytes, start=start, capture=capture,
@@ -177,11 +185,17 @@ def reference_at_reduced_sizes(
     )
 
 
-def _check_seconds(budget_bytes: int, capture: TorchCapture) -> float:
+def _check_seconds(budget_bytes: int, capture: TorchCapture, *, float64: bool = False) -> float:
     """The executor's predicted time to check ``capture``'s program (lowered without
     any LLM fallback: an uncovered op is an input, which costs it nothing), infinite
-    over its memory budget for a reference budget of ``budget_bytes``."""
-    return executor_seconds(lower_capture(capture).program, budget_bytes)
+    over its memory budget for a reference budget of ``budget_bytes`` once the run
+    holds its model and values (Note [Budget before the build] in `solar.budget`); with
+    ``float64``, of the program widened to f64."""
+    program = lower_capture(capture).program
+    held = 2 * program_bytes(capture)
+    return executor_seconds(
+        widen_to_f64(program) if float64 else program, budget_bytes, held_bytes=held
+    )
 
 
 def _sizes(capture: TorchCapture) -> Mapping[str, int]:
@@ -194,9 +208,11 @@ def reference_at_reduced_batch(
     *,
     op_fallback: OpFallback | None = None,
     budget_seconds: float = math.inf,
+    float64: bool = False,
 ) -> ReducedReference:
     """Lower ``capture``'s program with its inputs' batch cut until a real run fits
-    ``budget_bytes`` and the executor's predicted check fits ``budget_seconds``.
+    ``budget_bytes`` and the executor's predicted check fits ``budget_seconds`` (with
+    ``float64``: its check widened to f64, as `reference_at_reduced_sizes`).
 
     Raises:
         FrontendError: E0514 when the inputs have no batch dimension or no cut fits;
@@ -222,7 +238,7 @@ def reference_at_reduced_batch(
 
     recapture = BatchRecapture(
         batch, capture_at, program_bytes, _fixed_bytes, lowered_reference,
-        functools.partial(_check_seconds, budget_bytes),
+        functools.partial(_check_seconds, budget_bytes, float64=float64),
     )
     return reduced_batch_reference(capture.name, recapture, capture, budget_bytes, budget_seconds)
 

@@ -222,13 +222,12 @@ GATHER: list[Case] = [
 ]
 
 TABLE = ELEMENTWISE + SHAPE + REDUCE + LINALG + GATHER
-_FIXED_SORT = {"take_along_axis"}  # uses argsort (uncovered) only to build indices
 
 
 @pytest.mark.parametrize(("name", "fn", "inputs"), TABLE, ids=[c[0] for c in TABLE])
 def test_primitive(name: str, fn: Callable[..., Any], inputs: tuple[Any, ...]) -> None:
     tol = 2e-2 if name.startswith("bf16") else 1e-5
-    check_fn(fn, *inputs, rtol=tol, atol=tol, covered=name not in _FIXED_SORT)
+    check_fn(fn, *inputs, rtol=tol, atol=tol)
 
 
 CONVS: list[tuple[str, dict[str, Any], tuple[int, ...], tuple[int, ...]]] = [
