@@ -14,7 +14,9 @@ instance's callable runs, on the same (fake or real) tensors the forward uses:
    that DDP's gradient hooks fire; their gradients are read from ``.grad``).
 3. **optimizer**: one update written out of place with the ATen calls of PyTorch's
    single-tensor (``foreach=False``) implementations, so each kernel eager launches is
-   one IR kernel (Note [Optimizer math]). Its state (momentum buffer, Adam moments) is
+   one IR kernel (Note [Optimizer math]); a file's ``fused=True`` optimizer is the one
+   ``_fused_<kind>`` call CUDA runs, one kernel per parameter (Note [Fused optimizer] in
+   ops_optim.py). Its state (momentum buffer, Adam moments) is
    program state: ``inst.state`` entries ``<kind>.<parameter>``, so the IR names them
    ``p_exp_avg_<parameter>`` and the reference gives them seeded non-trivial values.
 
@@ -99,6 +101,8 @@ class OptimizerSpec:
         weight_decay: L2 penalty (Adam, SGD) or decoupled decay (AdamW).
         betas: Adam's moment decay rates.
         eps: Adam's denominator term.
+        fused: the user asked for ``fused=True``: the update is one ``_fused_<kind>`` call
+            (one kernel per parameter, Note [Fused optimizer] in ops_optim.py).
     """
 
     kind: OptimizerKind
@@ -109,6 +113,7 @@ class OptimizerSpec:
     weight_decay: float = 0.0
     betas: tuple[float, float] = (0.9, 0.999)
     eps: float = 1e-8
+    fused: bool = False
 
     @property
     def state_kinds(self) -> tuple[str, ...]:
@@ -215,6 +220,7 @@ def optimizer_from(opt: Any) -> OptimizerSpec:
             dampening=float(group.get("dampening", 0.0)),
             nesterov=bool(group.get("nesterov", False)),
             weight_decay=float(group.get("weight_decay", 0.0)),
+            fused=bool(group.get("fused")),
         )
     b1, b2 = group.get("betas", (0.9, 0.999))
     return OptimizerSpec(
@@ -223,6 +229,7 @@ def optimizer_from(opt: Any) -> OptimizerSpec:
         weight_decay=float(group.get("weight_decay", 0.0)),
         betas=(float(b1), float(b2)),
         eps=float(group.get("eps", 1e-8)),
+        fused=bool(group.get("fused")),
     )
 
 
@@ -316,6 +323,8 @@ def _update(
     import torch
 
     lr, wd = spec.lr, spec.weight_decay
+    if spec.fused:
+        return _fused_update(spec, p, g, state)
     if spec.kind == "sgd":
         if wd != 0.0:
             g = torch.add(g, p, alpha=wd)
@@ -338,6 +347,47 @@ def _update(
     bc2_sqrt = (1.0 - b2**ADAM_STEP) ** 0.5
     denom = torch.add(torch.div(torch.sqrt(v2), bc2_sqrt), spec.eps)
     return torch.addcdiv(p, m2, denom, value=-lr / bc1), (m2, v2)
+
+
+def _fused_update(
+    spec: OptimizerSpec, p: Any, g: Any, state: Sequence[Any]
+) -> tuple[Any, tuple[Any, ...]]:
+    """The update as the one ``_fused_<kind>`` ATen call eager makes for ``fused=True``
+    (its functional form, on one-parameter lists; Note [Fused optimizer] in ops_optim.py)."""
+    import torch
+
+    aten = torch.ops.aten
+    if spec.kind == "sgd":
+        _meta_fused_sgd()
+        ps, _, bufs = aten._fused_sgd.default(
+            [p], [g], list(state), weight_decay=spec.weight_decay, momentum=spec.momentum,
+            lr=spec.lr, dampening=spec.dampening, nesterov=spec.nesterov, maximize=False,
+            is_first_step=False,
+        )
+        return ps[0], tuple(bufs)
+    op = aten._fused_adamw if spec.kind == "adamw" else aten._fused_adam
+    step = torch.full((), float(ADAM_STEP), dtype=torch.float32, device=p.device)
+    ps, _, ms, vs, _ = op.default(
+        [p], [g], [state[0]], [state[1]], [], [step], lr=spec.lr, beta1=spec.betas[0],
+        beta2=spec.betas[1], weight_decay=spec.weight_decay, eps=spec.eps, amsgrad=False,
+        maximize=False,
+    )
+    return ps[0], (ms[0], vs[0])
+
+
+_META_SGD: list[Any] = []
+
+
+def _meta_fused_sgd() -> None:
+    """A ``meta`` kernel for ``aten::_fused_sgd_`` (torch has none; Adam's exist): it
+    updates in place, so on ``meta`` it does nothing. Registered once."""
+    import torch
+
+    if _META_SGD or torch._C._dispatch_has_kernel_for_dispatch_key("aten::_fused_sgd_", "Meta"):
+        return
+    lib = torch.library.Library("aten", "IMPL", "Meta")  # type: ignore[no-untyped-call]
+    lib.impl("_fused_sgd_", lambda *args, **kwargs: None)  # type: ignore[no-untyped-call]
+    _META_SGD.append(lib)
 
 
 def _state_values(kind: str, p: Any, k: int) -> Any:
@@ -467,6 +517,8 @@ def describe_optimizer(spec: OptimizerSpec) -> str:
         parts.append(f"eps={spec.eps:g}")
     if spec.weight_decay:
         parts.append(f"weight_decay={spec.weight_decay:g}")
+    if spec.fused:
+        parts.append("fused")
     return f"{spec.kind}({', '.join(parts)})"
 
 
