@@ -179,3 +179,45 @@ def test_safe_softmax_zeroes_fully_masked_rows() -> None:
     x[0, 0, 1] = float("-inf")
     check_op(A._safe_softmax.default, x, -1)
     check_op(A._safe_softmax.default, torch.randn(4, 3), 0)
+
+
+class _Sdpa(nn.Module):  # type: ignore[misc]
+    def __init__(self, causal: bool) -> None:
+        super().__init__()
+        self.causal = causal
+
+    def forward(self, q: Any, k: Any, v: Any) -> Any:
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
+
+
+# (B, H, L, E, causal): the hand minimum of an inference attention is q, k, v read and
+# out written once (4 * B*H*L*E fp32 values); the logsumexp output of the flash op (B*H*L
+# values) is read by nothing, and the flash/memory-efficient kernels do not write it
+# without grad: dead, not charged. A training step's backward reads it: charged.
+_LSE_TABLE = [(2, 4, 128, 32, True), (1, 8, 256, 64, False)]
+
+
+@pytest.mark.parametrize(("b", "h", "n", "e", "causal"), _LSE_TABLE)
+def test_unread_logsumexp_is_not_charged_at_inference(
+    b: int, h: int, n: int, e: int, causal: bool
+) -> None:
+    from solar.pipeline import AnalyzeOptions, analyze_module
+
+    qkv = [torch.randn(b, h, n, e) for _ in range(3)]
+    r = analyze_module(_Sdpa(causal), qkv, AnalyzeOptions(cache="cold"))
+    assert r.validation.status == "passed"
+    (kernel,) = r.archs[0].kernels
+    hand = 4 * 4 * b * h * n * e
+    assert kernel.bytes == hand
+    assert r.fused_dram_bytes == hand
+
+
+def test_logsumexp_is_charged_when_the_backward_reads_it() -> None:
+    from solar.pipeline import AnalyzeOptions, analyze_module
+
+    b, h, n, e = _LSE_TABLE[0][:4]
+    qkv = [torch.randn(b, h, n, e, requires_grad=True) for _ in range(3)]
+    r = analyze_module(_Sdpa(True), qkv, AnalyzeOptions(train_step=True, cache="cold"))
+    forward = next(k for k in r.archs[0].kernels if k.name.endswith("attention")
+                   and not k.name.startswith("backward"))
+    assert forward.bytes == 4 * 4 * b * h * n * e + 4 * b * h * n  # + the logsumexp
