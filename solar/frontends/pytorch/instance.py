@@ -9,6 +9,7 @@ arbitrary exceptions from the user's code are caught and turned into `FrontendEr
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -69,8 +70,44 @@ def seed_everything(seed: int = SEED) -> None:
     random.seed(seed)
 
 
+# Note [Higher-order ops]
+# ~~~~~~~~~~~~~~~~~~~~~~~~
+# ``torch.cond`` (and ``while_loop``, ``scan``, ``map``...) reach the capture's dispatch
+# mode as one higher-order operator whose branches or bodies are Python callables, not
+# ATen calls; torch has no rule for the mode and raises NotImplementedError. Recording the
+# branch eager takes would charge it whether or not the other is cheaper (a bound above
+# the minimum where the data picks the cheaper one; a fake capture does not even know
+# which); both branches as guarded kernels with the cheapest charged (JAX's ``lax.cond``:
+# Note [Cheapest branch] in solar/einsum/branches.py) is not built for torch yet. The
+# capture refuses such a program with E0515 naming the operator. (The mode cannot raise
+# it itself: inside ``torch.cond``'s eager compile, dynamo traces the mode's hook.)
+_NO_HOP_RULE = re.compile(r"no rule registered for HigherOrderOperator (\w+)")
+
+
+def _higher_order(err: Exception) -> FrontendError | None:
+    """E0515 for a higher-order operator the capture met (Note [Higher-order ops])."""
+    found = _NO_HOP_RULE.search(str(err)) if isinstance(err, NotImplementedError) else None
+    if found is None:
+        return None
+    name = found.group(1)
+    return FrontendError(
+        f"torch.{name} (a higher-order operator) is not supported by the PyTorch capture",
+        code="E0515",
+        notes=(
+            *user_frames(err),
+            f"SOLAR records ATen calls; torch.{name} takes Python callables as its branches "
+            "or body",
+            "branch in plain Python on sizes, or bound each branch as its own program",
+        ),
+    )
+
+
 def _explain(what: str, err: Exception) -> FrontendError | None:
-    """A backward under the inference capture: say how to bound the training step."""
+    """A backward under the inference capture: say how to bound the training step; a
+    higher-order operator: E0515 (Note [Higher-order ops])."""
+    hop = _higher_order(err)
+    if hop is not None:
+        return hop
     if "does not require grad" not in str(err):
         return None
     name = type(err).__name__
