@@ -32,14 +32,10 @@ from solar.frontends.kit import TensorInfo, UnsupportedOpError, nest
 from solar.frontends.kit.dtypes import cast
 from solar.frontends.pytorch.lowering_utils import binop, fn, scalar_lit
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
+from solar.frontends.pytorch.train_step import ADAM_STEP
 from solar.ir import Assign, DType, Expr, Name, Stmt
 
 __all__: list[str] = []
-
-ADAM_STEP = 10
-"""The step count of the bias corrections (train_step.ADAM_STEP; a constant here so this
-module does not import the training step)."""
-
 
 def _lists(call: OpCall, count: int) -> list[tuple[TensorInfo, ...]]:
     lists = [tuple(call.args[k]) for k in range(count)]
