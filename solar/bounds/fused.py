@@ -24,6 +24,7 @@ from solar.bounds.costs import CompiledCosts, CostArrays
 from solar.bounds.precision import Pipe, PrecisionPolicy
 from solar.bounds.recast import recast_costs
 from solar.bounds.roofline import (
+    UNITS_NOTE,
     Bound,
     CacheState,
     PipeTable,
@@ -120,7 +121,7 @@ def fused_bound(
         "fused: the whole program is one kernel with unlimited on-chip memory",
         cache_note,
         "program outputs are written to DRAM once per distinct element",
-        "pipes overlap: compute time is the busiest pipe's time",
+        UNITS_NOTE,
     ]
     return assemble_bound(
         "fused", spec, precision_policy, compiled, costs, time_s=time, bottleneck=bottleneck,
