@@ -351,8 +351,10 @@ def unit_time_of(times: Mapping[ResolvedPipe, float]) -> float:
     ...                    ("vector", Precision.FP32, 1)))
     >>> unit_time_of({tf32: 1.0, x3: 2.0, fp32: 2.5}), unit_time_of({tf32: 1.0, fp32: 2.5})
     (3.0, 2.5)
+    >>> unit_time_of({})
+    0.0
     """
-    tensor = sum(t for r, t in times.items() if _on_tensor_unit(r))
+    tensor = sum((t for r, t in times.items() if _on_tensor_unit(r)), 0.0)
     return max([tensor, *(t for r, t in times.items() if not _on_tensor_unit(r))])
 
 

@@ -108,7 +108,7 @@ def rank_work(
             peaks[label] = k.flops / k.compute_time_s
     main = max(flops_by_pipe, key=lambda p: flops_by_pipe[p], default=None)
     return RankWork(
-        compute_s=unit_time_of(by_pipe) if by_pipe else 0.0,
+        compute_s=unit_time_of(by_pipe),
         phases_s=phases,
         model_flops=model_flops * global_batch / micro_batch,
         peak_flops_per_s=peaks.get(main, 0.0) if main is not None else 0.0,
