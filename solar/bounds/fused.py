@@ -60,7 +60,7 @@ class ProgramCompute:
     Attributes:
         flops_by_pipe: FLOPs per pipe.
         time_s_by_pipe: FLOPs / peak per pipe.
-        compute_time_s: the busiest pipe's time.
+        compute_time_s: the busiest unit's time (`unit_time`: the tensor pipes add).
         flops: all FLOPs.
     """
 
@@ -71,7 +71,7 @@ class ProgramCompute:
 
 
 def program_compute(table: PipeTable, costs: CostArrays) -> ProgramCompute:
-    """Whole-program FLOPs and time per pipe, and the busiest pipe's time."""
+    """Whole-program FLOPs and time per pipe, and the busiest unit's time."""
     flops = np.zeros(len(table.resolved))
     if len(table.group_pipe):
         np.add.at(flops, table.group_pipe, costs.group_flops)
