@@ -49,6 +49,7 @@ from solar.bounds.roofline import (
     arithmetic_intensity,
     memory_time_s,
     pipe_labels,
+    unit_time_of,
 )
 from solar.bounds.unfused import unfused_bound
 from solar.bounds.what_if import bf16_what_if
@@ -92,4 +93,5 @@ __all__ = [
     "spill_bytes",
     "symbolic_costs",
     "unfused_bound",
+    "unit_time_of",
 ]

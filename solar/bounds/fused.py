@@ -24,6 +24,7 @@ from solar.bounds.costs import CompiledCosts, CostArrays
 from solar.bounds.precision import Pipe, PrecisionPolicy
 from solar.bounds.recast import recast_costs
 from solar.bounds.roofline import (
+    UNITS_NOTE,
     Bound,
     CacheState,
     PipeTable,
@@ -59,7 +60,7 @@ class ProgramCompute:
     Attributes:
         flops_by_pipe: FLOPs per pipe.
         time_s_by_pipe: FLOPs / peak per pipe.
-        compute_time_s: the busiest pipe's time.
+        compute_time_s: the busiest unit's time (`unit_time`: the tensor pipes add).
         flops: all FLOPs.
     """
 
@@ -70,7 +71,7 @@ class ProgramCompute:
 
 
 def program_compute(table: PipeTable, costs: CostArrays) -> ProgramCompute:
-    """Whole-program FLOPs and time per pipe, and the busiest pipe's time."""
+    """Whole-program FLOPs and time per pipe, and the busiest unit's time."""
     flops = np.zeros(len(table.resolved))
     if len(table.group_pipe):
         np.add.at(flops, table.group_pipe, costs.group_flops)
@@ -120,7 +121,7 @@ def fused_bound(
         "fused: the whole program is one kernel with unlimited on-chip memory",
         cache_note,
         "program outputs are written to DRAM once per distinct element",
-        "pipes overlap: compute time is the busiest pipe's time",
+        UNITS_NOTE,
     ]
     return assemble_bound(
         "fused", spec, precision_policy, compiled, costs, time_s=time, bottleneck=bottleneck,

@@ -39,11 +39,13 @@ __all__ = [
     "CacheState",
     "KernelBound",
     "KernelBreakdown",
+    "UNITS_NOTE",
     "PipeTable",
     "arithmetic_intensity",
     "assemble_bound",
     "by_pipe",
     "unit_time",
+    "unit_time_of",
     "memory_time_s",
     "pipe_flops",
     "pipe_labels",
@@ -54,6 +56,10 @@ __all__ = [
 ]
 
 Bottleneck: TypeAlias = Literal["compute", "memory"]
+
+# The assumption line of the models that charge one compute time for the whole program.
+UNITS_NOTE = ("pipes on the tensor cores add and distinct units overlap: compute time is the "
+              "busiest unit's time (Note [Shared units])")
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,10 +75,13 @@ class KernelBound:
         work_class: the kernel's work class (``contraction`` or ``vector``).
         pipe: its busiest pipe (requested unit and precision), or ``None`` when the
             kernel executes no FLOPs.
-        compute_time_s: busiest pipe's time.
+        compute_time_s: busiest unit's time (`unit_time`: its tensor pipes add).
         memory_time_s: max of DRAM and L2 time.
         time_s: ``max(compute_time_s, memory_time_s)``.
         bottleneck: which term is larger.
+        compute_time_s_by_pipe: the kernel's time on each pipe it uses, keyed by the
+            resolved pipe (its source unit decides which pipes share a unit:
+            `unit_time_of`); empty for a kernel without FLOPs.
     """
 
     name: str
@@ -85,6 +94,7 @@ class KernelBound:
     memory_time_s: float
     time_s: float
     bottleneck: Bottleneck
+    compute_time_s_by_pipe: Mapping[ResolvedPipe, float]
 
 
 class KernelBreakdown(Sequence[KernelBound]):
@@ -95,16 +105,20 @@ class KernelBreakdown(Sequence[KernelBound]):
         work_classes: work class per kernel.
         columns: flops, DRAM bytes, L2 bytes, compute and memory time per kernel.
         pipes: busiest pipe per kernel (``None`` without FLOPs).
+        pipe_times: the resolved pipes and each kernel's time on them (a kernels x pipes
+            matrix).
     """
 
-    __slots__ = ("_cols", "_names", "_pipes", "_work_classes")
+    __slots__ = ("_cols", "_names", "_pipe_times", "_pipes", "_work_classes")
 
     def __init__(self, names: Sequence[str], work_classes: Sequence[WorkClass],
-                 columns: Sequence[Sequence[float]], pipes: Sequence[Pipe | None]) -> None:
+                 columns: Sequence[Sequence[float]], pipes: Sequence[Pipe | None],
+                 pipe_times: tuple[Sequence[ResolvedPipe], np.ndarray]) -> None:
         self._names = names
         self._work_classes = work_classes
         self._cols = columns
         self._pipes = pipes
+        self._pipe_times = pipe_times
 
     def __len__(self) -> int:
         return len(self._names)
@@ -120,10 +134,13 @@ class KernelBreakdown(Sequence[KernelBound]):
             return tuple(self[j] for j in range(len(self))[i])
         flops, dram, l2, compute, memory = (c[i] for c in self._cols)
         time_s, bottleneck = roofline_time(compute, memory)
+        resolved, times = self._pipe_times
+        by_pipe = {r: float(t) for r, t in zip(resolved, times[i].tolist(), strict=True) if t > 0}
         return KernelBound(
             name=self._names[i], flops=flops, dram_bytes=dram, l2_bytes=l2,
             work_class=self._work_classes[i], pipe=self._pipes[i], compute_time_s=compute,
             memory_time_s=memory, time_s=time_s, bottleneck=bottleneck,
+            compute_time_s_by_pipe=by_pipe,
         )
 
     def __eq__(self, other: object) -> bool:
@@ -316,11 +333,34 @@ def unit_time(table: PipeTable, times: np.ndarray) -> np.ndarray:
     """
     if times.shape[-1] == 0:
         return np.asarray(times.sum(axis=-1))
-    shared = np.array([r.source.unit == "tensor" for r in table.resolved])
+    shared = np.array([_on_tensor_unit(r) for r in table.resolved])
     if shared.sum() < 2:
         return np.asarray(times.max(axis=-1))
     tensor = times[..., shared].sum(axis=-1, keepdims=True)
     return np.asarray(np.concatenate([tensor, times[..., ~shared]], axis=-1).max(axis=-1))
+
+
+def unit_time_of(times: Mapping[ResolvedPipe, float]) -> float:
+    """`unit_time` of a pipe -> time mapping: the pipes on the tensor cores summed, then
+    the max over that sum and each other pipe (Note [Shared units]).
+
+    >>> from solar.hw import Precision
+    >>> from solar.bounds.precision import Pipe, ResolvedPipe
+    >>> tf32, x3, fp32 = (ResolvedPipe(Pipe(u, p, n), 1.0, Pipe(u, p), "") for u, p, n in
+    ...                   (("tensor", Precision.TF32, 1), ("tensor", Precision.TF32, 3),
+    ...                    ("vector", Precision.FP32, 1)))
+    >>> unit_time_of({tf32: 1.0, x3: 2.0, fp32: 2.5}), unit_time_of({tf32: 1.0, fp32: 2.5})
+    (3.0, 2.5)
+    >>> unit_time_of({})
+    0.0
+    """
+    tensor = sum((t for r, t in times.items() if _on_tensor_unit(r)), 0.0)
+    return max([tensor, *(t for r, t in times.items() if not _on_tensor_unit(r))])
+
+
+def _on_tensor_unit(r: ResolvedPipe) -> bool:
+    # the unit of the figure the peak comes from, which is where the work runs
+    return r.source.unit == "tensor"
 
 
 def pipe_flops(table: PipeTable, costs: CostArrays, n_kernels: int) -> np.ndarray:

@@ -1,9 +1,10 @@
 """The unfused model: every kernel is its own launch, and the times add up.
 
 Contract: ``(CompiledCosts, HardwareSpec) -> Bound`` with a per-kernel breakdown.
-Per kernel k: ``t_k >= max(busiest pipe's FLOPs / peak, DRAM bytes / DRAM bw,
-L2 bytes / L2 bw)``; the bound is ``sum_k t_k`` (launches are sequential), and never
-below the fused bound (which bounds every execution).
+Per kernel k: ``t_k >= max(busiest unit's time, DRAM bytes / DRAM bw, L2 bytes / L2 bw)``
+(a unit's time: its pipes' FLOPs / peak, the tensor pipes added, Note [Shared units]);
+the bound is ``sum_k t_k`` (launches are sequential), and never below the fused bound
+(which bounds every execution).
 
 Which bytes hit DRAM (Note [L2 residency], docs/bounds.md "Byte rules"): a kernel
 moves the distinct program-level elements it reads and writes (kernel-local
@@ -154,7 +155,7 @@ def unfused_bound(
         tuple(k.name for k in compiled.graph.kernels),
         tuple(k.unit for k in compiled.graph.kernels),
         (kflops.tolist(), dram.tolist(), l2.tolist(), compute.tolist(), memory.tolist()),
-        pipes,
+        pipes, (table.resolved, ptime),
     )
     total_time = float(np.maximum(compute, memory).sum())
     compute_s, memory_s = float(compute.sum()), float(memory.sum())
@@ -162,7 +163,7 @@ def unfused_bound(
     notes = [
         *pipe_notes(table, precision_policy),
         "unfused: each kernel is a separate launch; the bound sums per-kernel "
-        "max(busiest pipe, DRAM bytes / DRAM bw, L2 bytes / L2 bw)",
+        "max(busiest unit, DRAM bytes / DRAM bw, L2 bytes / L2 bw)",
         *(["cold cache: each input/parameter element is first read from DRAM",
             "program outputs are written to DRAM by their last writer"] if cache == "cold" else
           ["warm cache (Note [Warm cache]): any data may be L2-resident at a kernel's start, "

@@ -46,6 +46,7 @@ _TAIL: Final = (
     "validation",
     "flops",
     "fused_dram_bytes",
+    "compulsory_dram_bytes",
     *(f"{m}_s" for m in BOUND_MODEL_NAMES),
     "report",
     "error",
@@ -53,7 +54,8 @@ _TAIL: Final = (
 _INTS: Final = frozenset({"point", "capture"})
 _BOOLS: Final = frozenset({"resumed"})
 _FLOATS: Final = frozenset(
-    {"coverage", "flops", "fused_dram_bytes", *(f"{m}_s" for m in BOUND_MODEL_NAMES)}
+    {"coverage", "flops", "fused_dram_bytes", "compulsory_dram_bytes",
+     *(f"{m}_s" for m in BOUND_MODEL_NAMES)}
 )
 
 
