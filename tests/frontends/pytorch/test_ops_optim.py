@@ -74,3 +74,15 @@ def test_single_tensor_adam_keeps_its_launches(tmp_path: Path) -> None:
     bounds = {b.model: b for b in opt.archs[0].bounds}  # type: ignore[attr-defined]
     # the intermediates (lerp's, sqrt's... outputs) go through memory between launches
     assert bounds["unfused"].time_s > bounds["fused"].time_s * 1.1
+
+
+@pytest.mark.parametrize("kind", ["sgd", "adam", "adamw"])
+def test_fused_update_runs_on_meta_tensors(kind: str) -> None:
+    # torch has no meta kernel for _fused_sgd_: the training step registers a no-op one
+    from solar.frontends.pytorch.train_step import OptimizerSpec, _fused_update
+
+    p, g, s = (torch.empty(5, 3, device="meta") for _ in range(3))
+    spec = OptimizerSpec(kind, momentum=0.9, fused=True)  # type: ignore[arg-type]
+    new_p, state = _fused_update(spec, p, g, [s] if kind == "sgd" else [s, s])
+    assert new_p.device.type == "meta" and tuple(new_p.shape) == (5, 3)
+    assert len(state) == len(spec.state_kinds)
