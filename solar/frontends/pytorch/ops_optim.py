@@ -47,10 +47,10 @@ def _lists(call: OpCall, count: int) -> list[tuple[TensorInfo, ...]]:
 
 def _outputs(call: OpCall, n: int, lists: int) -> list[tuple[TensorInfo, ...]]:
     """Per parameter, its output of each of the first ``lists`` output lists."""
-    outs = call.outputs
-    if len(outs) < n * lists or not all(isinstance(o, TensorInfo) for o in outs[: n * lists]):
+    outs = [o for o in call.outputs[: n * lists] if isinstance(o, TensorInfo)]
+    if len(outs) < n * lists:
         raise UnsupportedOpError(f"{call.op}: an output is not a tensor")
-    return [tuple(outs[j + k * n] for k in range(lists)) for j in range(n)]  # type: ignore[misc]
+    return [tuple(outs[j + k * n] for k in range(lists)) for j in range(n)]
 
 
 def _check(call: OpCall) -> None:
