@@ -25,7 +25,8 @@ Note [Identical kernels]
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
+from typing import assert_never
 
 from solar.einsum.count import Count
 from solar.einsum.counter import CountContext
@@ -35,21 +36,28 @@ from solar.einsum.leaves import Leaf, Scope, lift_kernel
 from solar.ir import (
     Access,
     Assign,
+    Binary,
+    BoolLit,
+    Call,
+    Cast,
     Expr,
+    FloatLit,
+    For,
     If,
+    IntLit,
     Kernel,
+    Name,
     Reduce,
     Stmt,
-    TensorDecl,
+    Unary,
     map_expr,
     walk_stmts,
 )
-from solar.ir.traversal import map_exprs
 
 __all__ = ["KernelMemo"]
 
 _Rows = tuple[tuple[str, Count, str], ...]
-_Key = tuple[Kernel, tuple[TensorDecl | None, ...], bool]
+_Key = tuple[Hashable, ...]
 
 
 @dataclasses.dataclass
@@ -75,27 +83,59 @@ class KernelMemo:
 
 
 def structural_key(scope: Scope, kernel: Kernel) -> tuple[_Key, tuple[str, ...]]:
-    """The memo key of ``kernel`` and its tensor names in canonical order."""
+    """The memo key of ``kernel`` and its tensor names in canonical order.
+
+    The body is fingerprinted as nested tuples holding every field of every node but spans
+    and tensor names (`tests/einsum/test_memo.py` checks the census of fields).
+    """
     order: dict[str, str] = {}
-
-    def canon(name: str) -> str:
-        return order.setdefault(name, str(len(order)))
-
-    def rename(e: Expr) -> Expr | None:
-        if isinstance(e, Access):
-            return dataclasses.replace(e, tensor=canon(e.tensor))
-        return None
-
-    local_decls = tuple(dataclasses.replace(t, name=canon(t.name)) for t in kernel.locals)
-    body = tuple(map_exprs(s, lambda e: map_expr(e, rename)) for s in kernel.body)
-    shape = dataclasses.replace(kernel, name="", locals=local_decls, body=body)
+    local_decls = tuple(
+        (order.setdefault(t.name, str(len(order))), t.role, t.dtype, t.shape)
+        for t in kernel.locals
+    )
+    body = tuple(_stmt_key(st, order) for st in kernel.body)
     names = tuple(order)
     decls = tuple(
-        None if (d := scope.decls.get(n)) is None else dataclasses.replace(d, name=order[n])
+        None if (d := scope.decls.get(n)) is None else (order[n], d.role, d.dtype, d.shape)
         for n in names
     )
     conv = any("conv" in n.lower() for n in (kernel.name, *names))
-    return (shape, decls, conv), names
+    flags = (kernel.alias, kernel.inplace, kernel.collective)
+    return (flags, local_decls, body, decls, conv), names
+
+
+def _stmt_key(st: Stmt, order: dict[str, str]) -> Hashable:
+    match st:
+        case Assign(target=t, value=v):
+            return ("=", _expr_key(t, order), _expr_key(v, order))
+        case Reduce(target=t, op=op, value=v):
+            return ("+=", op, _expr_key(t, order), _expr_key(v, order))
+        case For(var=var, lo=lo, hi=hi, body=body, step=step, seq=seq):
+            return ("for", var, _expr_key(lo, order), _expr_key(hi, order), step, seq,
+                    tuple(_stmt_key(s, order) for s in body))
+        case If(cond=c, body=body):
+            return ("if", _expr_key(c, order), tuple(_stmt_key(s, order) for s in body))
+        case _:
+            assert_never(st)
+
+
+def _expr_key(e: Expr, order: dict[str, str]) -> Hashable:
+    match e:
+        case Access(tensor=t, indices=idx):
+            return ("[", order.setdefault(t, str(len(order))),
+                    tuple(_expr_key(i, order) for i in idx))
+        case IntLit() | FloatLit() | BoolLit() | Name():
+            return e
+        case Unary(op=op, operand=o):
+            return ("u", op, _expr_key(o, order))
+        case Binary(op=op, lhs=a, rhs=b):
+            return ("b", op, _expr_key(a, order), _expr_key(b, order))
+        case Call(func=f, args=args):
+            return ("c", f, tuple(_expr_key(a, order) for a in args))
+        case Cast(dtype=dt, operand=o):
+            return ("k", dt, _expr_key(o, order))
+        case _:
+            assert_never(e)
 
 
 def _renamed(leaf: Leaf, kernel: str, stmts: list[Stmt], rename: Mapping[str, str]) -> Leaf:
@@ -103,16 +143,21 @@ def _renamed(leaf: Leaf, kernel: str, stmts: list[Stmt], rename: Mapping[str, st
     node = leaf.node
 
     def expr(e: Expr) -> Expr:
-        return map_expr(e, lambda x: dataclasses.replace(x, tensor=rename[x.tensor])
+        return map_expr(e, lambda x: Access(rename[x.tensor], x.indices, x.span)
                         if isinstance(x, Access) else None)
+
+    def image(i: AccessImage) -> AccessImage:
+        indices = tuple(expr(x) for x in i.indices)
+        if all(a is b for a, b in zip(indices, i.indices, strict=True)):
+            return i
+        return dataclasses.replace(i, indices=indices)
 
     def summary(rows: _Rows) -> _Rows:
         return tuple((rename[t], c, f"union:{rename[t]}" if k == f"union:{t}" else k)
                      for t, c, k in rows)
 
     def images(grouped: dict[str, list[AccessImage]]) -> dict[str, list[AccessImage]]:
-        return {rename[t]: [dataclasses.replace(i, indices=tuple(expr(x) for x in i.indices))
-                            for i in imgs] for t, imgs in grouped.items()}
+        return {rename[t]: [image(i) for i in imgs] for t, imgs in grouped.items()}
 
     stmt = stmts[node.index]
     assert isinstance(stmt, Assign | Reduce | If)

@@ -8,12 +8,14 @@ not), and for every bundled IR sample.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import solar.ir as ir
 from solar.einsum.counter import CountContext
 from solar.einsum.leaves import Leaf, Scope, lift_kernel
 from solar.einsum.memo import KernelMemo, structural_key
@@ -133,3 +135,24 @@ def test_samples_lift_identically(path: Path) -> None:
     program = parse_program(path.read_text(), filename=str(path))
     fresh, memoised, _ = _both(program)
     assert memoised == fresh
+
+
+# The fields the structural key reads, per node class; a new field must join the key.
+CENSUS = {
+    "Kernel": ["name", "locals", "body", "alias", "collective", "inplace", "span"],
+    "TensorDecl": ["name", "role", "dtype", "shape", "span"],
+    "Assign": ["target", "value", "span"],
+    "Reduce": ["target", "op", "value", "span"],
+    "For": ["var", "lo", "hi", "body", "step", "seq", "span"],
+    "If": ["cond", "body", "span"],
+    "Access": ["tensor", "indices", "span"],
+    "Unary": ["op", "operand", "span"],
+    "Binary": ["op", "lhs", "rhs", "span"],
+    "Call": ["func", "args", "span"],
+    "Cast": ["dtype", "operand", "span"],
+}
+
+
+@pytest.mark.parametrize("cls", list(CENSUS))
+def test_key_covers_every_field(cls: str) -> None:
+    assert [f.name for f in dataclasses.fields(getattr(ir, cls))] == CENSUS[cls]
