@@ -51,6 +51,7 @@ from solar.ir import (
     Stmt,
     Unary,
     map_expr,
+    walk_exprs,
     walk_stmts,
 )
 
@@ -64,7 +65,7 @@ _Key = tuple[Hashable, ...]
 class KernelMemo:
     """`lift_kernel` results by kernel structure, for one lift (Note [Identical kernels])."""
 
-    _seen: dict[_Key, tuple[Kernel, tuple[str, ...], list[Leaf]]] = dataclasses.field(
+    _seen: dict[_Key, tuple[tuple[str, ...], list[Leaf], bool]] = dataclasses.field(
         default_factory=dict
     )
 
@@ -74,12 +75,20 @@ class KernelMemo:
         hit = self._seen.get(key)
         if hit is None:
             leaves = lift_kernel(scope, kernel, ctx)
-            self._seen[key] = (kernel, names, leaves)
+            self._seen[key] = (names, leaves, any(_gathers(lf) for lf in leaves))
             return leaves
-        _, first_names, first = hit
+        first_names, first, gathers = hit
         rename = dict(zip(first_names, names, strict=True))
         stmts = [s for s, _ in walk_stmts(kernel.body)]
-        return [_renamed(lf, kernel.name, stmts, rename) for lf in first]
+        return [_renamed(lf, kernel.name, stmts, rename, gathers) for lf in first]
+
+
+def _gathers(leaf: Leaf) -> bool:
+    """Whether a subscript of ``leaf`` reads a tensor (then renaming rewrites subscripts)."""
+    indices = [i for o in leaf.node.operands for i in o.indices]
+    indices += [i for g in (leaf.reads, leaf.writes) for imgs in g.values() for img in imgs
+                for i in img.indices]
+    return any(isinstance(x, Access) for i in indices for x in walk_exprs(i))
 
 
 def structural_key(scope: Scope, kernel: Kernel) -> tuple[_Key, tuple[str, ...]]:
@@ -138,15 +147,21 @@ def _expr_key(e: Expr, order: dict[str, str]) -> Hashable:
             assert_never(e)
 
 
-def _renamed(leaf: Leaf, kernel: str, stmts: list[Stmt], rename: Mapping[str, str]) -> Leaf:
-    """``leaf`` of an identical kernel, relabelled for ``kernel`` (Note [Identical kernels])."""
+def _renamed(leaf: Leaf, kernel: str, stmts: list[Stmt], rename: Mapping[str, str],
+             gathers: bool) -> Leaf:
+    """``leaf`` of an identical kernel, relabelled for ``kernel`` (Note [Identical kernels]);
+    subscripts are rewritten only where one reads a tensor (``gathers``)."""
     node = leaf.node
 
     def expr(e: Expr) -> Expr:
+        if not gathers:
+            return e
         return map_expr(e, lambda x: Access(rename[x.tensor], x.indices, x.span)
                         if isinstance(x, Access) else None)
 
     def image(i: AccessImage) -> AccessImage:
+        if not gathers:
+            return i
         indices = tuple(expr(x) for x in i.indices)
         if all(a is b for a, b in zip(indices, i.indices, strict=True)):
             return i

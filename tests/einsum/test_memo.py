@@ -23,7 +23,8 @@ from solar.ir import Program, parse_program, verify_program
 
 SAMPLES = sorted(Path(__file__).parents[2].joinpath("samples", "ir").glob("*.alir"))
 
-# A layer: a norm over rows, a matmul and a gated activation; {p} prefixes its tensors.
+# A layer: a norm over rows, a matmul and an activation plus rows gathered through an index
+# tensor; {p} prefixes its tensors.
 LAYER = """kernel {p}norm {{
   local {p}m : f32[B]
   for b in 0 .. B {{ {p}m[b] = 0.0
@@ -32,9 +33,10 @@ LAYER = """kernel {p}norm {{
 kernel {p}mm {{ for b in 0 .. B {{ for n in 0 .. D {{ {p}y[b, n] = 0.0
   for k in 0 .. D {{ {p}y[b, n] += {p}h[b, k] * {p}w[k, n] }} }} }} }}
 kernel {p}act {{ for b in 0 .. B {{ for n in 0 .. D {{ if n < D - 1 {{
-  {p}o[b, n] = select({p}y[b, n] > 0.0, {p}y[b, n] * {c}, {p}g[{idx}, n]) }} }} }} }}
+  {p}o[b, n] = select({p}y[b, n] > 0.0, {p}y[b, n] * {c}, 0.0) + {p}g[{p}{idx}, n] }} }} }} }}
 """
 DECLS = """param {p}w : {dt}[D, D]
+input {p}ix : i64[B]
 param {p}g : f32[4, D]
 temp {p}h : f32[B, D]
 temp {p}y : f32[B, D]
@@ -47,7 +49,7 @@ def _program(layers: list[dict[str, str]]) -> Program:
     head = "solar-ir 1\nprogram p\nsize B = 8\nsize D = 16\ninput X : f32[B, D]\n"
     decls, kernels, x = [], [], "X"
     for i, layer in enumerate(layers):
-        fields = {"dt": "f32", "c": "0.5", "idx": "0", **layer, "x": x}
+        fields = {"dt": "f32", "c": "0.5", "idx": "ix[b]", **layer, "x": x}
         role = "output" if i == len(layers) - 1 else "temp"
         decls.append(DECLS.format(role=role, **fields))
         kernels.append(LAYER.format(**fields))
@@ -74,6 +76,7 @@ def test_renamed_layers_share_one_entry() -> None:
     # three kernels per layer; the first norm reads the input and the last activation
     # writes the output (other roles), so 5 entries serve 18 kernels
     assert len(memo._seen) == 5
+    assert [g for _, _, g in memo._seen.values()].count(True) == 2  # the activations gather
 
 
 # Same shape, one difference each: these must not share an entry with the base layer.
@@ -81,7 +84,7 @@ def test_renamed_layers_share_one_entry() -> None:
 VARIANTS = {
     "constant": ({"c": "0.25"}, 1),
     "dtype": ({"dt": "bf16"}, 1),
-    "gather_row": ({"idx": "1"}, 1),
+    "gather_row": ({"idx": "ix[0]"}, 1),
     # the convolution flag reads names: b's mm and act get entries of their own, and b's
     # norm shares one with c's (which reads conv_o)
     "name_with_conv": ({"p": "conv_"}, 2),
@@ -100,7 +103,7 @@ def test_differing_kernels_do_not_share(change: dict[str, str], touched: int) ->
 def test_guard_bound_and_shape_changes_are_other_keys() -> None:
     head = "solar-ir 1\nprogram p\nsize B = 8\nsize D = 16\ninput X : f32[B, D]\n"
     decls = DECLS.format(p="a_", dt="f32", role="output")
-    text = LAYER.format(p="a_", x="X", c="0.5", idx="0")
+    text = LAYER.format(p="a_", x="X", c="0.5", idx="ix[b]")
 
     def key(decls: str, text: str) -> object:
         program = parse_program(head + decls + text)
