@@ -38,6 +38,7 @@ from solar.bounds.precision import (
     policy_pipe,
     resolve_pipe,
 )
+from solar.bounds.recast import recast_costs, recast_program
 from solar.bounds.registry import BOUND_MODELS, check_model, compute_bound_set, compute_bounds
 from solar.bounds.roofline import (
     Bottleneck,
@@ -47,8 +48,10 @@ from solar.bounds.roofline import (
     KernelBound,
     arithmetic_intensity,
     memory_time_s,
+    pipe_labels,
 )
 from solar.bounds.unfused import unfused_bound
+from solar.bounds.what_if import bf16_what_if
 
 __all__ = [
     "BOUND_MODELS",
@@ -69,6 +72,7 @@ __all__ = [
     "ResolvedPipe",
     "SymbolicCosts",
     "arithmetic_intensity",
+    "bf16_what_if",
     "cache_aware_bound",
     "check_model",
     "compile_costs",
@@ -79,8 +83,11 @@ __all__ = [
     "fused_bound",
     "inverse_roofline",
     "memory_time_s",
+    "pipe_labels",
     "pebble_bytes",
     "policy_pipe",
+    "recast_costs",
+    "recast_program",
     "resolve_pipe",
     "spill_bytes",
     "symbolic_costs",

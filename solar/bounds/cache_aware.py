@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from solar.bounds.costs import CompiledCosts, CostArrays
 from solar.bounds.fused import compulsory_traffic, program_compute
 from solar.bounds.precision import PrecisionPolicy
+from solar.bounds.recast import recast_costs
 from solar.bounds.roofline import (
     Bound,
     CacheState,
@@ -103,6 +104,7 @@ def cache_aware_bound(
         BoundError: E0452 the spec has no usable peak for some work.
         IRVerifyError: invalid size binding.
     """
+    compiled = recast_costs(compiled, precision_policy)  # Note [Precision what-if bytes]
     costs = compiled.evaluate(sizes)
     table = pipe_table(compiled, spec, precision_policy)
     work = program_compute(table, costs)

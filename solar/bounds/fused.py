@@ -21,13 +21,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from solar.bounds.costs import CompiledCosts, CostArrays
-from solar.bounds.precision import PrecisionPolicy
+from solar.bounds.precision import Pipe, PrecisionPolicy
+from solar.bounds.recast import recast_costs
 from solar.bounds.roofline import (
     Bound,
     CacheState,
     PipeTable,
     assemble_bound,
-    by_label,
+    by_pipe,
     memory_time_s,
     pipe_notes,
     pipe_table,
@@ -56,14 +57,14 @@ class ProgramCompute:
     """The whole program's compute on one device.
 
     Attributes:
-        flops_by_pipe: FLOPs per pipe label.
-        time_s_by_pipe: FLOPs / peak per pipe label.
+        flops_by_pipe: FLOPs per pipe.
+        time_s_by_pipe: FLOPs / peak per pipe.
         compute_time_s: the busiest pipe's time.
         flops: all FLOPs.
     """
 
-    flops_by_pipe: dict[str, float]
-    time_s_by_pipe: dict[str, float]
+    flops_by_pipe: dict[Pipe, float]
+    time_s_by_pipe: dict[Pipe, float]
     compute_time_s: float
     flops: float
 
@@ -74,12 +75,12 @@ def program_compute(table: PipeTable, costs: CostArrays) -> ProgramCompute:
     if len(table.group_pipe):
         np.add.at(flops, table.group_pipe, costs.group_flops)
     times = flops / table.peaks if len(flops) else flops
-    by_pipe = by_label(table.labels, flops)
+    flops_by_pipe = by_pipe(table.pipes, flops)
     return ProgramCompute(
-        flops_by_pipe=by_pipe,
-        time_s_by_pipe=by_label(table.labels, times),
+        flops_by_pipe=flops_by_pipe,
+        time_s_by_pipe=by_pipe(table.pipes, times),
         compute_time_s=float(unit_time(table, times)) if len(times) else 0.0,
-        flops=float(sum(by_pipe.values())),
+        flops=float(sum(flops_by_pipe.values())),
     )
 
 
@@ -107,6 +108,7 @@ def fused_bound(
         BoundError: E0452 the spec has no usable peak for some work.
         IRVerifyError: invalid size binding.
     """
+    compiled = recast_costs(compiled, precision_policy)  # Note [Precision what-if bytes]
     costs = compiled.evaluate(sizes)
     table = pipe_table(compiled, spec, precision_policy)
     work = program_compute(table, costs)

@@ -27,6 +27,7 @@ import numpy as np
 
 from solar.bounds.costs import CompiledCosts, CostArrays
 from solar.bounds.precision import Pipe, PrecisionPolicy, ResolvedPipe, resolve_pipe
+from solar.bounds.recast import recast_note
 from solar.einsum import WorkClass
 from solar.hw import HardwareSpec
 from solar.options import BoundModel, CacheState
@@ -41,10 +42,11 @@ __all__ = [
     "PipeTable",
     "arithmetic_intensity",
     "assemble_bound",
-    "by_label",
+    "by_pipe",
     "unit_time",
     "memory_time_s",
     "pipe_flops",
+    "pipe_labels",
     "pipe_notes",
     "pipe_table",
     "roofline_time",
@@ -129,7 +131,7 @@ class KernelBreakdown(Sequence[KernelBound]):
             return NotImplemented
         return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
 
-    __hash__ = None  # type: ignore[assignment]
+    # unhashable: a class that defines __eq__ and no __hash__ gets __hash__ = None
 
     def __repr__(self) -> str:
         return f"KernelBreakdown({list(self)!r})"
@@ -146,14 +148,15 @@ class Bound:
         sizes: the full size binding.
         time_s: the bound.
         compute_time_s: compute term (see each model).
-        compute_time_s_by_pipe: time per pipe, keyed by `Pipe.label` (``tensor:tf32``...).
+        compute_time_s_by_pipe: time per pipe (labelled only at the report's edge,
+            `pipe_labels`: ``tensor:tf32``...).
         memory_time_s: memory term.
         dram_bytes: bytes charged at DRAM bandwidth.
         l2_bytes: bytes charged at L2 bandwidth: all bytes moved (fused, cache-aware);
             the bytes served by L2, disjoint from ``dram_bytes`` (unfused, whose L2 term
             charges both: Note [L2 pass]).
         flops: all FLOPs.
-        flops_by_pipe: FLOPs per pipe, keyed by `Pipe.label`.
+        flops_by_pipe: FLOPs per pipe.
         arithmetic_intensity: FLOPs per DRAM byte (inf with no DRAM traffic).
         bottleneck: ``compute`` or ``memory``.
         kernels: per-kernel breakdown (unfused only).
@@ -167,12 +170,12 @@ class Bound:
     sizes: Mapping[str, int]
     time_s: float
     compute_time_s: float
-    compute_time_s_by_pipe: Mapping[str, float]
+    compute_time_s_by_pipe: Mapping[Pipe, float]
     memory_time_s: float
     dram_bytes: float
     l2_bytes: float
     flops: float
-    flops_by_pipe: Mapping[str, float]
+    flops_by_pipe: Mapping[Pipe, float]
     arithmetic_intensity: float
     bottleneck: Bottleneck
     kernels: Sequence[KernelBound] = ()
@@ -190,12 +193,12 @@ def assemble_bound(
     time_s: float,
     bottleneck: Bottleneck,
     compute_time_s: float,
-    compute_time_s_by_pipe: Mapping[str, float],
+    compute_time_s_by_pipe: Mapping[Pipe, float],
     memory_s: float,
     dram_bytes: float,
     l2_bytes: float,
     flops: float,
-    flops_by_pipe: Mapping[str, float],
+    flops_by_pipe: Mapping[Pipe, float],
     notes: Sequence[str],
     kernels: Sequence[KernelBound] = (),
 ) -> Bound:
@@ -224,8 +227,8 @@ class PipeTable:
     """The pipe of every FLOP group of a graph on one device under one policy.
 
     Attributes:
-        resolved: the distinct pipes the work is charged to (one per label), resolved
-            on the device, in order of first appearance.
+        resolved: the distinct pipes the work is charged to (one per requested
+            `Pipe`), resolved on the device, in order of first appearance.
         group_pipe: index into ``resolved`` per FLOP group.
         group_kernel: kernel index per FLOP group.
         peaks: peak FLOP/s per pipe.
@@ -237,9 +240,9 @@ class PipeTable:
     peaks: np.ndarray
 
     @property
-    def labels(self) -> tuple[str, ...]:
-        """`Pipe.label` per pipe."""
-        return tuple(r.label for r in self.resolved)
+    def pipes(self) -> tuple[Pipe, ...]:
+        """The pipe each column is charged to (`ResolvedPipe.requested`)."""
+        return tuple(r.requested for r in self.resolved)
 
 
 def pipe_table(compiled: CompiledCosts, spec: HardwareSpec, policy: PrecisionPolicy) -> PipeTable:
@@ -257,19 +260,19 @@ def pipe_table(compiled: CompiledCosts, spec: HardwareSpec, policy: PrecisionPol
 
 
 def _pipe_table(compiled: CompiledCosts, spec: HardwareSpec, policy: PrecisionPolicy) -> PipeTable:
-    index: dict[str, int] = {}
+    index: dict[Pipe, int] = {}
     resolved: list[ResolvedPipe] = []
     kind_pipe: list[int] = []
     for kind in compiled.work_kinds:
         rp = resolve_pipe(spec, kind.work, kind.dtype, kind.convolution, policy)
-        if rp.label not in index:
-            index[rp.label] = len(index)
+        if rp.requested not in index:
+            index[rp.requested] = len(index)
             resolved.append(rp)
-        elif rp.peak_flops_per_s > resolved[index[rp.label]].peak_flops_per_s:
-            # Two fallbacks under one label (float and integer work on a TPU's absent
+        elif rp.peak_flops_per_s > resolved[index[rp.requested]].peak_flops_per_s:
+            # Two fallbacks for one pipe (float and integer work on a TPU's absent
             # vector:fp32): one pipe, so the larger peak, which keeps a lower bound.
-            resolved[index[rp.label]] = rp
-        kind_pipe.append(index[rp.label])
+            resolved[index[rp.requested]] = rp
+        kind_pipe.append(index[rp.requested])
     group_pipe = np.array(kind_pipe, dtype=np.int64)[compiled.group_work]
     return PipeTable(
         tuple(resolved), group_pipe, compiled.group_kernel,
@@ -280,6 +283,9 @@ def _pipe_table(compiled: CompiledCosts, spec: HardwareSpec, policy: PrecisionPo
 def pipe_notes(table: PipeTable, policy: PrecisionPolicy) -> list[str]:
     """Assumption lines describing the policy and each pipe's peak."""
     out = [f"precision policy `{policy}` (docs/bounds.md)"]
+    recast = recast_note(policy)
+    if recast is not None:
+        out.append(recast)
     for r in table.resolved:
         src = r.source
         how = src.label if src.passes == 1 else (
@@ -325,9 +331,20 @@ def pipe_flops(table: PipeTable, costs: CostArrays, n_kernels: int) -> np.ndarra
     return out
 
 
-def by_label(labels: Sequence[str], values: np.ndarray) -> dict[str, float]:
-    """Label -> float mapping (sorted labels)."""
-    return {lab: float(v) for lab, v in sorted(zip(labels, values, strict=True))}
+def by_pipe(pipes: Sequence[Pipe], values: np.ndarray) -> dict[Pipe, float]:
+    """Pipe -> float mapping, in label order."""
+    pairs = sorted(zip(pipes, values.tolist(), strict=True), key=lambda pv: pv[0].label)
+    return {p: float(v) for p, v in pairs}
+
+
+def pipe_labels(values: Mapping[Pipe, float]) -> dict[str, float]:
+    """The report's edge: `Pipe.label` -> value, sorted by label.
+
+    >>> from solar.hw import Precision
+    >>> pipe_labels({Pipe("vector", Precision.FP32): 2.0, Pipe("tensor", Precision.TF32, 3): 1.0})
+    {'tensor:3xtf32': 1.0, 'vector:fp32': 2.0}
+    """
+    return {p.label: v for p, v in sorted(values.items(), key=lambda pv: pv[0].label)}
 
 
 # --------------------------------------------------------------------------- roofline

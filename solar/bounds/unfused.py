@@ -32,12 +32,13 @@ import numpy as np
 from solar.bounds.costs import CompiledCosts, CostArrays
 from solar.bounds.fused import fused_bound
 from solar.bounds.precision import PrecisionPolicy
+from solar.bounds.recast import recast_costs
 from solar.bounds.roofline import (
     Bound,
     CacheState,
     KernelBreakdown,
     assemble_bound,
-    by_label,
+    by_pipe,
     memory_time_s,
     pipe_flops,
     pipe_notes,
@@ -125,6 +126,7 @@ def unfused_bound(
         IRVerifyError: invalid size binding.
         ValueError: ``fused`` is not a fused bound of this device, policy and binding.
     """
+    compiled = recast_costs(compiled, precision_policy)  # Note [Precision what-if bytes]
     costs = compiled.evaluate(sizes)
     if fused is None:
         fused = fused_bound(compiled, spec, precision_policy=precision_policy, sizes=sizes,
@@ -133,7 +135,7 @@ def unfused_bound(
             "fused", spec.name, precision_policy, dict(costs.sizes)):
         raise ValueError("`fused` must be the fused bound of the same device, policy and sizes")
     table = pipe_table(compiled, spec, precision_policy)
-    labels = table.labels
+    pipes_charged = table.pipes
     nk = len(compiled.graph.kernels)
     pf = pipe_flops(table, costs, nk)
     ptime = pf / table.peaks if pf.shape[1] else pf
@@ -184,7 +186,7 @@ def unfused_bound(
         notes.append("raised to the fused bound, which bounds every execution")
     return assemble_bound(
         "unfused", spec, precision_policy, compiled, costs, time_s=time, bottleneck=bottleneck,
-        compute_time_s=compute_s, compute_time_s_by_pipe=by_label(labels, ptime.sum(axis=0)),
+        compute_time_s=compute_s, compute_time_s_by_pipe=by_pipe(pipes_charged, ptime.sum(axis=0)),
         memory_s=memory_s, dram_bytes=dram_b, l2_bytes=float(l2.sum()), flops=flops,
-        flops_by_pipe=by_label(labels, pf.sum(axis=0)), notes=notes, kernels=kernels,
+        flops_by_pipe=by_pipe(pipes_charged, pf.sum(axis=0)), notes=notes, kernels=kernels,
     )

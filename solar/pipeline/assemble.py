@@ -20,6 +20,7 @@ from solar.bounds import (
     Bound,
     BoundModel,
     CompiledCosts,
+    bf16_what_if,
     compile_costs,
     compute_bound_set,
     fused_bound,
@@ -302,7 +303,9 @@ def report_at(base: ReportBase, point: PointBounds, options: AnalyzeOptions) -> 
     prepared, program, front = base.prepared, base.prepared.program, base.prepared.front
     archs = tuple(
         build_arch_bounds(spec, bounds, precision_policy=point.precision, cache=point.cache,
-                          measurement=base.measurement)
+                          measurement=base.measurement,
+                          bf16=bf16_what_if(base.compiled, spec, precision=point.precision,
+                                            sizes=point.sizes, cache=point.cache))
         for spec, bounds in zip(base.specs, point.bounds, strict=True)
     )
     at_analysed = _at_analysed(base, point.sizes)

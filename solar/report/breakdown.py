@@ -29,7 +29,14 @@ if TYPE_CHECKING:
     from solar.frontends.protocol import FrontendResult
     from solar.ir import Program
 
-__all__ = ["by_module", "by_op_type", "kernel_origin", "parameter_totals", "with_profile"]
+__all__ = [
+    "by_module",
+    "by_op_type",
+    "kernel_origin",
+    "parameter_totals",
+    "with_profile",
+    "with_sources",
+]
 
 _REPEAT = re.compile(r"(_\d+)+$")
 
@@ -160,11 +167,25 @@ def parameter_totals(program: Program, sizes: Mapping[str, int]) -> tuple[int, i
     return count, nbytes
 
 
+def with_sources(archs: Sequence[ArchBounds], sources: Mapping[str, str]
+                 ) -> tuple[ArchBounds, ...]:
+    """``archs`` with each kernel row's user source line (``kernels[].source``), where
+    the frontend knows it."""
+    if not sources:
+        return tuple(archs)
+    return tuple(
+        a.model_copy(update={"kernels": tuple(
+            k.model_copy(update={"source": sources.get(k.name)}) for k in a.kernels)})
+        for a in archs
+    )
+
+
 def with_profile(
     report: Report, front: FrontendResult, program: Program, sizes: Mapping[str, int]
 ) -> Report:
     """``report`` with its profiler views: per module and per op type (from its kernel
-    rows), the parameter count at ``sizes``, and the ops its FLOPs check cannot see."""
+    rows), the parameter count at ``sizes``, the ops its FLOPs check cannot see, and
+    each kernel's source line."""
     params = parameter_totals(program, sizes)
     cov = report.coverage
     ind = cov.independent_flops
@@ -172,7 +193,9 @@ def with_profile(
         cov = cov.model_copy(update={
             "independent_flops": ind.model_copy(update={"unseen_ops": front.uncounted_ops})
         })
+    archs = with_sources(report.archs, dict(front.kernel_sources))
     return report.model_copy(update={
+        "archs": archs,
         "modules": by_module(report.archs, front.module_paths),
         "op_types": by_op_type(report.archs, front.module_paths),
         "parameters": None if params is None else params[0],

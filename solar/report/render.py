@@ -164,14 +164,17 @@ def _bound_notes(arch: ArchBounds, report: Report) -> list[str]:
 
 
 def _policy_assumption(arch: ArchBounds) -> list[str]:
-    """What a reduced-precision policy assumes: the compute roofs change, the bytes
-    do not (the IR keeps the dtypes it was captured with)."""
-    if arch.precision_policy not in ("bf16", "fp16", "fp8"):
+    """What a reduced-precision policy assumes (Note [Precision what-if bytes] in
+    `solar.bounds.recast`): the program cast to that dtype, compute roofs and bytes."""
+    policy = arch.precision_policy
+    if policy not in ("bf16", "fp16", "fp8"):
         return []
+    size = 1 if policy == "fp8" else 2
+    wider = "fp32, bf16 and fp16" if policy == "fp8" else "fp32"
     return [
-        f"  precision: matmuls and convolutions at the {arch.precision_policy} tensor peak; "
-        "tensors keep their\n    captured dtypes, so the bytes are those of the captured "
-        "program (cast the model itself\n    to bound the traffic of narrower tensors)"
+        f"  precision: the program cast to {policy}: matmuls and convolutions at the {policy} "
+        f"tensor peak,\n    {wider} tensors (inputs, parameters, activations, outputs) at "
+        f"{size} byte{'s' if size > 1 else ''}; integer and fp64 tensors keep their dtype"
     ]
 
 

@@ -13,12 +13,12 @@ its own and the numbers below it.
 
 Note [Hints that move the bound]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-A hint is printed only with the bound its action gives. ``--precision bf16`` puts the
-fp32/TF32 tensor-core kernels (matmuls, convolutions) at the bf16 tensor peak: each
-such kernel of the unfused model then takes the larger of its FLOPs at that peak and
-its memory term (the policy changes compute roofs, not bytes); the fused bound's
-tensor time becomes those kernels' FLOPs at the bf16 peak plus the bf16 work it
-already had. When neither bound moves by at least ``HINT_MIN_GAIN``, no hint.
+A hint is printed only with the bound its action gives. ``--precision bf16`` is the
+program cast to bf16 (Note [Precision what-if bytes] in `solar.bounds.recast`): its
+fp32/TF32 matmuls and convolutions at the bf16 tensor peak and its fp32 tensors at two
+bytes. The pipeline bounds that what-if with every model (`ArchBounds.bf16_bounds_s`),
+so the hint promises exactly what ``--precision bf16`` then reports. When neither the
+fused nor the unfused bound moves by at least ``HINT_MIN_GAIN``, no hint.
 """
 
 from __future__ import annotations
@@ -104,12 +104,18 @@ def kernel_table(kernels: Sequence[KernelRow], top: int, next_step: Callable[[Ke
         f"  next steps: {len(ranked)} of {len(kernels)} kernels by unfused bound "
         "(no per-kernel measurement of this device):"
     ]
+    # the user's source line of each kernel, when the frontend knows it (kernels[].source)
+    w = max((len(k.source or "-") for k in ranked), default=0) if any(
+        k.source for k in ranked) else 0
+    src = [f"{k.source or '-':<{w}}  " if w else "" for k in ranked]
     cells = [
         f"{ftime(k.time_s):>10} {k.time_s / total:6.1%} {fflops(k.flops):>11} "
-        f"{fbytes(k.bytes):>9}  {roof_label(k):<13} {next_step(k)}"
-        for k in ranked
+        f"{fbytes(k.bytes):>9}  {s}{roof_label(k):<13} {next_step(k)}"
+        for k, s in zip(ranked, src, strict=True)
     ]
-    cols = f"kernel {'bound':>10} {'share':>6} {'FLOPs':>11} {'bytes':>9}  {'roof':<13} next step"
+    where = f"{'source':<{w}}  " if w else ""
+    cols = (f"kernel {'bound':>10} {'share':>6} {'FLOPs':>11} {'bytes':>9}  {where}{'roof':<13} "
+            "next step")
     return [*head, *_table(cols, [k.name for k in ranked], cells, NAME_W)]
 
 
@@ -138,51 +144,27 @@ def breakdown_lines(arch: ArchBounds, rows: Sequence[BreakdownRow], what: str, t
     return [title, *_table(cols, names, cells, 36)]
 
 
-def _bf16_bounds(arch: ArchBounds) -> tuple[float, float, float, float] | None:
-    """(unfused, unfused at bf16, fused, fused at bf16) (Note [Hints that move the bound])."""
-    peak = arch.peak_flops_per_s.get("tensor:bf16")
-    by_model = {b.model: b for b in arch.bounds}
-    unfused, fused = by_model.get("unfused"), by_model.get("fused")
-    if not peak or unfused is None or fused is None:
-        return None
-    if any(_fp32_tensor(k) and k.memory_time_s is None for k in arch.kernels):
-        return None  # a report from before kernels carried their memory term
-    moved = [k for k in arch.kernels if _fp32_tensor(k)]
-    if not moved:
-        return None
-    unfused_bf16 = unfused.time_s - sum(
-        k.time_s - max(k.flops / peak, k.memory_time_s or 0.0) for k in moved
-    )
-    units = dict(fused.compute_time_s_by_unit)
-    tensor_bf16 = units.pop("tensor:bf16", 0.0) + sum(k.flops for k in moved) / peak
-    for key in [u for u in units if u.startswith("tensor:") and u.split(":")[1] not in
-                _LOW_PRECISION]:
-        units.pop(key)
-    fused_bf16 = max([tensor_bf16, fused.memory_time_s, *units.values()])
-    return unfused.time_s, unfused_bf16, fused.time_s, min(fused.time_s, fused_bf16)
-
-
 def precision_hint(arch: ArchBounds) -> list[str]:
     """``--precision bf16`` with the bounds it gives, when it moves one by at least
     `HINT_MIN_GAIN` (Note [Hints that move the bound])."""
-    if arch.precision_policy in _LOW_PRECISION:
-        return []
-    est = _bf16_bounds(arch)
-    if est is None:
+    what_if = arch.bf16_bounds_s
+    if arch.precision_policy in _LOW_PRECISION or not what_if:
         return []
     ftime, _, _ = _fmt()
-    unfused, unfused_bf16, fused, fused_bf16 = est
-    gains = [(name, old, new) for name, old, new in
-             (("fused", fused, fused_bf16), ("unfused", unfused, unfused_bf16))
-             if old > 0 and (old - new) / old >= HINT_MIN_GAIN]
+    now = {b.model: b.time_s for b in arch.bounds}
+    gains = [(name, now[name], what_if[name]) for name in ("fused", "unfused")
+             if now.get(name, 0.0) > 0 and name in what_if
+             and (now[name] - what_if[name]) / now[name] >= HINT_MIN_GAIN]
     if not gains:
         return []
-    share = sum(k.time_s for k in arch.kernels if _fp32_tensor(k)) / (unfused or 1.0)
+    unfused = now.get("unfused") or 1.0
+    share = sum(k.time_s for k in arch.kernels if _fp32_tensor(k)) / unfused
     moves = ", ".join(f"{name} <= {ftime(new)} (-{(old - new) / old:.0%})"
                       for name, old, new in gains)
     return [
-        f"  hint: fp32/TF32 tensor-core kernels (matmuls, convolutions) are {share:.0%} of the "
-        "unfused bound;",
+        f"  hint: cast to bf16: fp32/TF32 matmuls and convolutions ({share:.0%} of the unfused "
+        "bound)",
+        "        at the bf16 tensor peak, fp32 tensors at 2 bytes;",
         f"        --precision bf16 bounds: {moves}",
     ]
 

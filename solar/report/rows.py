@@ -14,13 +14,13 @@ class as unit.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from solar.report.schema import ArchBounds, BoundResult, Headroom, KernelRow, Measurement
 
 if TYPE_CHECKING:
-    from solar.bounds import Bound, CacheState, KernelBound, PrecisionPolicy
+    from solar.bounds import Bound, CacheState, KernelBound, Pipe, PrecisionPolicy
     from solar.hw import HardwareSpec
 
 __all__ = ["build_arch_bounds", "build_bound_result", "build_kernel_row"]
@@ -40,6 +40,12 @@ def _roofs(spec: HardwareSpec) -> dict[str, float]:
     return dict(sorted(roofs.items()))
 
 
+def _labelled(values: Mapping[Pipe, float]) -> dict[str, float]:
+    from solar.bounds import pipe_labels  # as in `_intensity`
+
+    return pipe_labels(values)
+
+
 def build_bound_result(bound: Bound) -> BoundResult:
     """One bound model as a report row.
 
@@ -53,7 +59,7 @@ def build_bound_result(bound: Bound) -> BoundResult:
         model=bound.model,
         time_s=bound.time_s,
         compute_time_s=bound.compute_time_s,
-        compute_time_s_by_unit=dict(sorted(bound.compute_time_s_by_pipe.items())),
+        compute_time_s_by_unit=_labelled(bound.compute_time_s_by_pipe),
         memory_time_s=bound.memory_time_s,
         flops=bound.flops,
         dram_bytes=bound.dram_bytes,
@@ -156,6 +162,7 @@ def build_arch_bounds(
     precision_policy: PrecisionPolicy,
     cache: CacheState,
     measurement: Measurement | None = None,
+    bf16: Sequence[Bound] | None = None,
 ) -> ArchBounds:
     """The report row of one device: its roofs, every bound, kernels and headroom.
 
@@ -167,6 +174,8 @@ def build_arch_bounds(
         cache: the cache state they assume.
         measurement: a measured time, for headroom (skipped when it names another
             device).
+        bf16: the same bounds under ``--precision bf16`` (Note [Precision what-if
+            bytes] in `solar.bounds.recast`), for the hint, or ``None``.
 
     Returns:
         The row.
@@ -191,4 +200,5 @@ def build_arch_bounds(
             tuple(build_kernel_row(k) for k in unfused.kernels), measurement, spec
         ),
         headroom=_headroom(bounds, measurement, spec),
+        bf16_bounds_s=None if bf16 is None else {b.model: b.time_s for b in bf16},
     )

@@ -45,7 +45,7 @@ __all__ = [
     "report_json_schema",
 ]
 
-REPORT_SCHEMA_VERSION = "1.5"
+REPORT_SCHEMA_VERSION = "1.6"
 
 _FROZEN = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
@@ -218,6 +218,11 @@ class KernelRow(BaseModel):
     memory_time_s: float | None = Field(
         default=None, description="its memory term: the larger of its DRAM and L2 times"
     )
+    source: str | None = Field(
+        default=None,
+        description="the user's source line that produced it, `file.py:42` (the innermost "
+        "frame outside torch, JAX and SOLAR); null when the frontend does not know it",
+    )
 
 
 class BreakdownRow(BaseModel):
@@ -287,6 +292,12 @@ class ArchBounds(BaseModel):
     bounds: tuple[BoundResult, ...]
     kernels: tuple[KernelRow, ...] = ()
     headroom: tuple[Headroom, ...] = ()
+    bf16_bounds_s: dict[str, float] | None = Field(
+        default=None,
+        description="each model's bound under `--precision bf16` (the program cast to bf16: "
+        "fp32 tensors at 2 bytes, contractions at the bf16 tensor peak), for the hint; null "
+        "under a bf16/fp16/fp8 policy",
+    )
 
 
 class KernelTiming(BaseModel):

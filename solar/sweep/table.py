@@ -86,7 +86,8 @@ def _valid_cell(column: str, value: object) -> bool:
         low = 1 if column.startswith("size_") else 0
         return type(value) is int and low <= value <= _MAX_INT
     if column in _FLOATS:
-        return type(value) in (int, float) and 0.0 <= value < math.inf  # type: ignore[operator]
+        return (isinstance(value, int | float) and not isinstance(value, bool)
+                and 0.0 <= value < math.inf)
     if column in _BOOLS:
         return type(value) is bool
     return type(value) is str

@@ -14,6 +14,7 @@ from solar.bounds import (
     CompiledCosts,
     compile_costs,
     compute_bounds,
+    recast_costs,
 )
 from solar.hw import HardwareSpec, list_hardware_specs, load_hardware_spec
 
@@ -80,7 +81,7 @@ def test_warm_credit_is_tighter_and_ordered(text: str, spec: HardwareSpec, polic
     """Over all specs: the periodic credit is never below the old one, warm <= cold, and
     cache-aware >= fused >= 0 under both cache states."""
     c = _compiled(text)
-    costs = c.evaluate()
+    costs = recast_costs(c, policy).evaluate()  # bf16/fp16/fp8 cast the tensors too
     r = float(costs.compulsory_read_bytes.sum())
     w = float(costs.compulsory_written_bytes.sum())
     kw = {"precision_policy": policy}

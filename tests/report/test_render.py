@@ -84,14 +84,15 @@ def test_an_uncovered_op_without_a_flop_count_is_unknown_not_zero(tmp_path: Path
     assert f"{fft.op}" in warning and "their work is unknown" in warning
 
 
-# a thin matmul (K = 4): memory-bound, so bf16 matmuls leave the bound where it is
+# a thin bf16 matmul (K = 4): memory-bound and already bf16, so --precision bf16 leaves
+# the bound where it is
 THIN_MM = """solar-ir 1
 program thin_mm
 size N = 4096
 size K = 4
-input A : f32[N, K]
-input B : f32[K, N]
-output C : f32[N, N]
+input A : bf16[N, K]
+input B : bf16[K, N]
+output C : bf16[N, N]
 kernel mm { for i in 0 .. N { for j in 0 .. N { C[i, j] = 0.0
   for k in 0 .. K { C[i, j] += A[i, k] * B[k, j] } } } }
 """
@@ -111,13 +112,27 @@ def test_no_hint_that_leaves_the_bound_unchanged(tmp_path: Path) -> None:
 def test_precision_hint_names_the_bound_it_gives(tmp_path: Path) -> None:
     report = _report(tmp_path, 4096)
     text = render_text(report)
-    assert "  hint: fp32/TF32 tensor-core kernels (matmuls, convolutions) are" in text
+    assert "  hint: cast to bf16: fp32/TF32 matmuls and convolutions (" in text
     bf16 = analyze(tmp_path / "mm_copy_4096.alir",
                    AnalyzeOptions(archs=("H100_SXM",), validate="off", precision="bf16"))
     fused = next(b for b in bf16.archs[0].bounds if b.model == "fused")
-    # the hint's promise is an upper bound on what --precision bf16 then reports
+    # the hint promises what --precision bf16 then reports (Note [Hints that move the bound])
+    assert report.archs[0].bf16_bounds_s is not None
+    assert report.archs[0].bf16_bounds_s["fused"] == fused.time_s
     promised = text.split("--precision bf16 bounds: fused <= ")[1].split(" (")[0]
-    assert fused.time_s <= _seconds(promised) * 1.0005
+    assert fused.time_s == pytest.approx(_seconds(promised), rel=1e-3)
+
+
+def test_memory_bound_fp32_program_hints_the_bytes_bf16_halves(tmp_path: Path) -> None:
+    # Note [Precision what-if bytes]: casting a memory-bound fp32 program halves its bytes
+    path = tmp_path / "thin_mm_fp32.alir"
+    path.write_text(THIN_MM.replace("bf16[", "f32["))
+    report = analyze(path, AnalyzeOptions(archs=("H100_SXM",), validate="off"))
+    fused = next(b for b in report.archs[0].bounds if b.model == "fused")
+    assert fused.bottleneck == "memory"
+    assert report.archs[0].bf16_bounds_s is not None
+    assert report.archs[0].bf16_bounds_s["fused"] == pytest.approx(fused.time_s / 2, rel=1e-3)
+    assert "--precision bf16 bounds: fused <= " in render_text(report)
 
 
 def _seconds(text: str) -> float:

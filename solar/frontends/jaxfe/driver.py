@@ -34,6 +34,7 @@ from solar.frontends.jaxfe.core import (
     read,
     uint8_inexact,
 )
+from solar.frontends.jaxfe.sources import eqn_source
 from solar.frontends.jaxfe.walk import (
     inline_args,
     inline_body,
@@ -333,7 +334,8 @@ class Lowerer(LoweringDriver):
 
     @contextlib.contextmanager
     def _scoped(self, eqn: Any) -> Iterator[None]:
-        saved, saved_dotted = self.scope, self.dotted_scope
+        saved, saved_dotted, saved_source = self.scope, self.dotted_scope, self.pb.source
+        self.pb.source = eqn_source(eqn) or saved_source  # Note [JAX kernel sources]
         strip = self.strip_root and not saved
         inner = sanitize_scope(str(eqn.source_info.name_stack), strip)
         if inner:
@@ -344,7 +346,7 @@ class Lowerer(LoweringDriver):
         try:
             yield
         finally:
-            self.scope, self.dotted_scope = saved, saved_dotted
+            self.scope, self.dotted_scope, self.pb.source = saved, saved_dotted, saved_source
 
     def _lower_one(self, eqn: Any, ins: Sequence[Value], path: tuple[int, ...]) -> list[Value]:
         body = inline_body(eqn)

@@ -197,6 +197,7 @@ class JaxFrontend:
             xla_unavailable=unavailable,
             step=step,
             module_paths=lowered.module_paths,
+            kernel_sources=lowered.kernel_sources,
         )
 
 

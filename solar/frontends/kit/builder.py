@@ -167,6 +167,10 @@ class ProgramBuilder:
         self._sizes: list[SizeDecl] = []
         self._tensors: list[TensorDecl] = []
         self._kernels: list[Kernel] = []
+        # the user's source line of the op being lowered (`model.py:42`), and that of
+        # each kernel added meanwhile: the report's `kernels[].source`
+        self.source = ""
+        self.kernel_sources: dict[str, str] = {}
 
     def unique(self, hint: str) -> str:
         """A fresh identifier based on ``hint`` (logged for `rollback`)."""
@@ -246,6 +250,8 @@ class ProgramBuilder:
     def add_kernel(self, kernel: Kernel) -> None:
         """Append a finished kernel."""
         self._kernels.append(kernel)
+        if self.source:
+            self.kernel_sources[kernel.name] = self.source
 
     def build(self) -> Program:
         """The program built so far."""

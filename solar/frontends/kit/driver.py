@@ -203,4 +203,5 @@ class LoweringDriver:
             constant_values=tuple(constant_values),
             cond_regions=tuple(cond_regions),
             module_paths=tuple(sorted(self.module_paths)),
+            kernel_sources=tuple(sorted(self.pb.kernel_sources.items())),
         )

@@ -88,6 +88,8 @@ class LoweredProgram:
         constant_values: ``(IR name, value)`` of constants the lowering captured (JAX).
         cond_regions: value-dependent branch regions (JAX; see `CondRegion`).
         module_paths: dotted scopes the kernels were named under (JAX name stacks).
+        kernel_sources: ``(kernel, "file.py:line")``: the user's source line of the op
+            each kernel was lowered from, where the frontend knows it.
     """
 
     program: Program
@@ -108,6 +110,7 @@ class LoweredProgram:
     cond_regions: tuple[CondRegion, ...] = ()
     generated: tuple[str, ...] = ()
     module_paths: tuple[str, ...] = ()
+    kernel_sources: tuple[tuple[str, str], ...] = ()
 
     @property
     def fully_covered(self) -> bool:

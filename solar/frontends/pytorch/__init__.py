@@ -10,8 +10,9 @@ Pipeline::
     lowered = lower_capture(capture)                            # IR program + coverage
     inputs, outputs = reference_data(lowered, capture)          # real values by IR name
 
-See capture.py (recording), driver.py (lowering, naming, aliasing), reference.py
-(reference values, reduced sizes) and registry.py (the lowering table API).
+See capture.py (capture), recorder.py (recording), replay.py (real replay), driver.py
+(lowering, naming, aliasing), reference.py (reference values, reduced sizes) and
+registry.py (the lowering table API).
 """
 
 from __future__ import annotations

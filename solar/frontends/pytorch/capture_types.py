@@ -98,6 +98,9 @@ class RecordedCall:
             formula for the op (or the capture did not count).
         padding_flops: of ``counted_flops``, the multiply-adds over zero padding
             (convolutions; Note [Padding FLOPs] in flops.py).
+        source: the user's source line that made the call, ``model.py:42`` (the
+            innermost frame outside torch and SOLAR; Note [Kernel sources] in
+            recorder.py), or ``""`` when no such frame ran it.
     """
 
     index: int
@@ -110,6 +113,7 @@ class RecordedCall:
     module_path: str
     counted_flops: int | None = None
     padding_flops: int = 0
+    source: str = ""
 
 
 @dataclass(frozen=True, slots=True)

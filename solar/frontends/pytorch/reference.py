@@ -40,10 +40,11 @@ from solar.frontends.kit import (
     reduced_batch_reference,
     reduced_reference,
 )
-from solar.frontends.pytorch.capture import TorchCapture, capture_program, replay_values
+from solar.frontends.pytorch.capture import TorchCapture, capture_program
 from solar.frontends.pytorch.driver import lower_capture
 from solar.frontends.pytorch.loader import source_for_file
 from solar.frontends.pytorch.registry import OpFallback
+from solar.frontends.pytorch.replay import replay_values
 from solar.frontends.pytorch.train_step import TrainStep
 from solar.ir import widen_to_f64
 from solar.ir.traversal import eval_int
@@ -76,7 +77,7 @@ def reference_values(
     lowered: LoweredProgram, capture: TorchCapture
 ) -> tuple[Arrays, Arrays, str | None]:
     """`reference_data` plus where the real run left the captured calls (Note [Diverging
-    replay] in capture.py), or ``None``."""
+    replay] in replay.py), or ``None``."""
     keep = frozenset(v.site[0] for v in lowered.uncovered_values)
     vals = replay_values(capture, keep=keep)
     inputs: Arrays = {}
@@ -187,10 +188,14 @@ def reference_at_reduced_sizes(
 def _check_seconds(budget_bytes: int, capture: TorchCapture, *, float64: bool = False) -> float:
     """The executor's predicted time to check ``capture``'s program (lowered without
     any LLM fallback: an uncovered op is an input, which costs it nothing), infinite
-    over its memory budget for a reference budget of ``budget_bytes``; with ``float64``,
-    of the program widened to f64."""
+    over its memory budget for a reference budget of ``budget_bytes`` once the run
+    holds its model and values (Note [Budget before the build] in `solar.budget`); with
+    ``float64``, of the program widened to f64."""
     program = lower_capture(capture).program
-    return executor_seconds(widen_to_f64(program) if float64 else program, budget_bytes)
+    held = 2 * program_bytes(capture)
+    return executor_seconds(
+        widen_to_f64(program) if float64 else program, budget_bytes, held_bytes=held
+    )
 
 
 def _sizes(capture: TorchCapture) -> Mapping[str, int]:

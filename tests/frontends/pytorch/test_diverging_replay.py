@@ -1,4 +1,4 @@
-"""Note [Diverging replay] (capture.py): a program that branches on being traced, whose
+"""Note [Diverging replay] (replay.py): a program that branches on being traced, whose
 random draws are needed by call position, still validates end to end; a draw the real
 run never makes is E0506 (validation skipped, with the reason)."""
 
