@@ -19,7 +19,8 @@ from solar.einsum.count import Count
 from solar.einsum.counter import CountContext
 from solar.einsum.graph import Edge, EinsumGraph, KernelCost, ProgramTensor
 from solar.einsum.image import AccessImage, union_by_key, union_images
-from solar.einsum.leaves import Leaf, Scope, lift_kernel
+from solar.einsum.leaves import Leaf, Scope
+from solar.einsum.memo import KernelMemo
 from solar.einsum.reuse import contractions, spills
 from solar.einsum.traffic import kernel_cost
 from solar.ir import DType, IntLit, Kernel, Program, alias_targets, inplace_source
@@ -55,6 +56,7 @@ def lift_to_einsum(program: Program) -> EinsumGraph:
     """
     ctx = CountContext(_definitions(program))
     scope = Scope.of(program)
+    memo = KernelMemo()  # Note [Identical kernels]
     leaves: list[Leaf] = []
     kernels: list[KernelCost] = []
     alias_leaves: list[Leaf] = []
@@ -65,7 +67,7 @@ def lift_to_einsum(program: Program) -> EinsumGraph:
             storage.update(inplace_source(kernel, program))
             kernels.append(_alias_cost(scope, kernel, ki))
             continue
-        kl = lift_kernel(scope, kernel, ctx)
+        kl = memo.lift(scope, kernel, ctx)
         if kernel.alias:
             alias_leaves.extend(kl)
             kernels.append(_alias_cost(scope, kernel, ki))

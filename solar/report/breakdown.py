@@ -53,13 +53,31 @@ def kernel_origin(name: str, module_paths: Sequence[str]) -> tuple[str, str]:
     >>> kernel_origin("add", ["layer1"])
     ('', 'add')
     """
-    best = ""
-    for path in module_paths:
-        ident = _identifier(path)
-        if ident and name.startswith(ident + "_") and len(path) > len(best):
-            best = path
-    rest = name[len(_identifier(best)) + 1:] if best else name
-    return best, _REPEAT.sub("", rest) or rest
+    return _Origins(module_paths).of(name)
+
+
+class _Origins:
+    """`kernel_origin` over one list of module paths, for many kernels: each path's
+    identifier is made once, and a name looks up its ``_``-delimited prefixes instead of
+    scanning every path. The longest path wins, the first of equal lengths."""
+
+    def __init__(self, module_paths: Sequence[str]) -> None:
+        self._by_ident: dict[str, tuple[int, int, str]] = {}
+        for index, path in enumerate(module_paths):
+            ident = _identifier(path)
+            rank = (len(path), -index, path)
+            if ident and rank[:2] > self._by_ident.get(ident, (-1, 0, ""))[:2]:
+                self._by_ident[ident] = rank
+        self._seen: dict[str, tuple[str, str]] = {}
+
+    def of(self, name: str) -> tuple[str, str]:
+        if name not in self._seen:
+            found = [self._by_ident[name[:i]] for i, c in enumerate(name)
+                     if c == "_" and name[:i] in self._by_ident]
+            best = max(found)[2] if found else ""
+            rest = name[len(_identifier(best)) + 1:] if best else name
+            self._seen[name] = (best, _REPEAT.sub("", rest) or rest)
+        return self._seen[name]
 
 
 def _rows(groups: Mapping[str, list[tuple[str, KernelRow]]], archs: Sequence[str]
@@ -103,9 +121,10 @@ def by_module(archs: Sequence[ArchBounds], module_paths: Sequence[str]
     if not archs or not module_paths:
         return ()
     groups: dict[str, list[tuple[str, KernelRow]]] = {}
+    origins = _Origins(module_paths)
     for arch in archs:
         for k in arch.kernels:
-            path, _ = kernel_origin(k.name, module_paths)
+            path, _ = origins.of(k.name)
             parts = path.split(".") if path else []
             for depth in range(1, len(parts) + 1):
                 groups.setdefault(".".join(parts[:depth]), []).append((arch.arch, k))
@@ -118,9 +137,10 @@ def by_op_type(archs: Sequence[ArchBounds], module_paths: Sequence[str]
     if not archs:
         return ()
     groups: dict[str, list[tuple[str, KernelRow]]] = {}
+    origins = _Origins(module_paths)
     for arch in archs:
         for k in arch.kernels:
-            _, op = kernel_origin(k.name, module_paths)
+            _, op = origins.of(k.name)
             groups.setdefault(op, []).append((arch.arch, k))
     return _rows(groups, [a.arch for a in archs])
 
