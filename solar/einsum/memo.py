@@ -25,8 +25,7 @@ Note [Identical kernels]
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Hashable, Mapping
-from typing import assert_never
+from collections.abc import Mapping
 
 from solar.einsum.count import Count
 from solar.einsum.counter import CountContext
@@ -36,36 +35,28 @@ from solar.einsum.leaves import Leaf, Scope, lift_kernel
 from solar.ir import (
     Access,
     Assign,
-    Binary,
-    BoolLit,
-    Call,
-    Cast,
     Expr,
-    FloatLit,
-    For,
     If,
-    IntLit,
     Kernel,
-    Name,
     Reduce,
     Stmt,
-    Unary,
     map_expr,
     walk_exprs,
     walk_stmts,
 )
+from solar.ir.structure import StructuralKey
+from solar.ir.structure import structural_key as kernel_key
 
 __all__ = ["KernelMemo"]
 
 _Rows = tuple[tuple[str, Count, str], ...]
-_Key = tuple[Hashable, ...]
 
 
 @dataclasses.dataclass
 class KernelMemo:
     """`lift_kernel` results by kernel structure, for one lift (Note [Identical kernels])."""
 
-    _seen: dict[_Key, tuple[tuple[str, ...], list[Leaf], bool]] = dataclasses.field(
+    _seen: dict[StructuralKey, tuple[tuple[str, ...], list[Leaf], bool]] = dataclasses.field(
         default_factory=dict
     )
 
@@ -91,60 +82,10 @@ def _gathers(leaf: Leaf) -> bool:
     return any(isinstance(x, Access) for i in indices for x in walk_exprs(i))
 
 
-def structural_key(scope: Scope, kernel: Kernel) -> tuple[_Key, tuple[str, ...]]:
-    """The memo key of ``kernel`` and its tensor names in canonical order.
-
-    The body is fingerprinted as nested tuples holding every field of every node but spans
-    and tensor names (`tests/einsum/test_memo.py` checks the census of fields).
-    """
-    order: dict[str, str] = {}
-    local_decls = tuple(
-        (order.setdefault(t.name, str(len(order))), t.role, t.dtype, t.shape)
-        for t in kernel.locals
-    )
-    body = tuple(_stmt_key(st, order) for st in kernel.body)
-    names = tuple(order)
-    decls = tuple(
-        None if (d := scope.decls.get(n)) is None else (order[n], d.role, d.dtype, d.shape)
-        for n in names
-    )
-    conv = any("conv" in n.lower() for n in (kernel.name, *names))
-    flags = (kernel.alias, kernel.inplace, kernel.collective)
-    return (flags, local_decls, body, decls, conv), names
-
-
-def _stmt_key(st: Stmt, order: dict[str, str]) -> Hashable:
-    match st:
-        case Assign(target=t, value=v):
-            return ("=", _expr_key(t, order), _expr_key(v, order))
-        case Reduce(target=t, op=op, value=v):
-            return ("+=", op, _expr_key(t, order), _expr_key(v, order))
-        case For(var=var, lo=lo, hi=hi, body=body, step=step, seq=seq):
-            return ("for", var, _expr_key(lo, order), _expr_key(hi, order), step, seq,
-                    tuple(_stmt_key(s, order) for s in body))
-        case If(cond=c, body=body):
-            return ("if", _expr_key(c, order), tuple(_stmt_key(s, order) for s in body))
-        case _:
-            assert_never(st)
-
-
-def _expr_key(e: Expr, order: dict[str, str]) -> Hashable:
-    match e:
-        case Access(tensor=t, indices=idx):
-            return ("[", order.setdefault(t, str(len(order))),
-                    tuple(_expr_key(i, order) for i in idx))
-        case IntLit() | FloatLit() | BoolLit() | Name():
-            return e
-        case Unary(op=op, operand=o):
-            return ("u", op, _expr_key(o, order))
-        case Binary(op=op, lhs=a, rhs=b):
-            return ("b", op, _expr_key(a, order), _expr_key(b, order))
-        case Call(func=f, args=args):
-            return ("c", f, tuple(_expr_key(a, order) for a in args))
-        case Cast(dtype=dt, operand=o):
-            return ("k", dt, _expr_key(o, order))
-        case _:
-            assert_never(e)
+def structural_key(scope: Scope, kernel: Kernel) -> tuple[StructuralKey, tuple[str, ...]]:
+    """The memo key of ``kernel`` and its tensor names in canonical order
+    (`solar.ir.structure.structural_key` over the scope's declarations)."""
+    return kernel_key(scope.decls, kernel)
 
 
 def _renamed(leaf: Leaf, kernel: str, stmts: list[Stmt], rename: Mapping[str, str],

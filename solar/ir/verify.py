@@ -113,6 +113,7 @@ from solar.ir.nodes import (
     Unary,
 )
 from solar.ir.printer import print_expr
+from solar.ir.structure import StructuralKey, kernel_nodes, node_positions, structural_key
 from solar.ir.traversal import eval_int, resolve_sizes, walk_exprs
 
 __all__ = ["SUPPORTED_VERSIONS", "VerifyInfo", "collect_errors", "verify_program"]
@@ -202,6 +203,26 @@ class _Frame:
     reads: list[DepEntry] = field(default_factory=list)
 
 
+# Note [Verifying identical kernels]
+#     A kernel's body checks depend on it only through `structural_key` over the tensors in
+#     scope (program tensors and its locals) and on run-wide state that is equal for every
+#     kernel: sizes, size and tensor names, the world. So a kernel whose key matches an
+#     earlier kernel that passed every check (its name new, its locals declared cleanly)
+#     passes too, and adds to the run the same facts under the bijection of names: the
+#     tensors it writes, its gathers and value-dependent ifs, by position. Only clean
+#     kernels are remembered, so a kernel with an error is always checked itself, and its
+#     diagnostics carry its own spans.
+@dataclass(frozen=True, slots=True)
+class _Facts:
+    """What checking a clean kernel adds to the run, by position (Note [Verifying identical
+    kernels]): tensors newly written (canonical name indices), gathers and value-dependent
+    ifs (indices into `kernel_nodes`)."""
+
+    writes: tuple[int, ...]
+    indirect: tuple[int, ...]
+    value_ifs: tuple[int, ...]
+
+
 class _Checker(ExprChecker):
     """One verification run over declarations and statements."""
 
@@ -213,6 +234,8 @@ class _Checker(ExprChecker):
         self.pos = 0
         self.value_ifs: list[If] = []
         self.writers: dict[str, list[str]] = {}
+        self.kernel_writes: list[str] = []  # tensors the current kernel adds to `writers`
+        self.seen: dict[StructuralKey, _Facts] = {}
 
     def run(self) -> None:
         try:
@@ -361,6 +384,7 @@ class _Checker(ExprChecker):
                 )
 
     def _check_kernel(self, kernel: Kernel) -> None:
+        before = len(self.errors)
         if kernel.name in self.kernel_names:
             self.error(
                 "E0202",
@@ -377,7 +401,7 @@ class _Checker(ExprChecker):
             self._enter_rank()
         for decl in kernel.locals:
             self._check_tensor_decl(decl, local=True)
-        self._check_body(kernel.body)
+        self._check_kernel_body(kernel, clean=len(self.errors) == before)
         for decl in kernel.locals:
             if self.tensors.get(decl.name) is decl:
                 del self.tensors[decl.name]
@@ -385,6 +409,38 @@ class _Checker(ExprChecker):
             self.loops.pop()
             del self.scope[RANK]
         self.kernel = None
+
+    def _check_kernel_body(self, kernel: Kernel, *, clean: bool) -> None:
+        """Check the body, or replay an identical clean kernel's facts
+        (Note [Verifying identical kernels])."""
+        key: StructuralKey | None = None
+        if clean:
+            try:
+                key, names = structural_key(self.tensors, kernel)
+            except RecursionError:  # the body check reports E0223 at its own place
+                key = None
+        hit = None if key is None else self.seen.get(key)
+        if hit is not None:
+            self._replay(kernel, names, hit)
+            return
+        before = len(self.errors), len(self.indirect), len(self.value_ifs)
+        self.kernel_writes = []
+        self._check_body(kernel.body)
+        if key is None or len(self.errors) != before[0]:
+            return
+        facts = _Facts(
+            tuple(names.index(t) for t in self.kernel_writes),
+            *node_positions(kernel, self.indirect[before[1]:], self.value_ifs[before[2]:]),
+        )
+        self.seen[key] = facts
+
+    def _replay(self, kernel: Kernel, names: tuple[str, ...], facts: _Facts) -> None:
+        for i in facts.writes:
+            self.writers.setdefault(names[i], []).append(kernel.name)
+        if facts.indirect or facts.value_ifs:
+            accs, ifs = kernel_nodes(kernel)
+            self.indirect.extend(accs[i] for i in facts.indirect)
+            self.value_ifs.extend(ifs[i] for i in facts.value_ifs)
 
     def _enter_rank(self) -> None:
         """Bind ``rank`` like a loop ``for rank in 0 .. W`` around the kernel body."""
@@ -492,6 +548,7 @@ class _Checker(ExprChecker):
             kernels = self.writers.setdefault(target.tensor, [])
             if not kernels or kernels[-1] != self.kernel.name:
                 kernels.append(self.kernel.name)
+                self.kernel_writes.append(target.tensor)
         reads = [e for e in walk_exprs(stmt.value) if isinstance(e, Access)]
         for idx in target.indices:
             reads += [e for e in walk_exprs(idx) if isinstance(e, Access)]
