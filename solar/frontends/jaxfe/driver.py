@@ -34,7 +34,7 @@ from solar.frontends.jaxfe.core import (
     read,
     uint8_inexact,
 )
-from solar.frontends.jaxfe.sources import eqn_source
+from solar.frontends.jaxfe.sources import eqn_function_scope, eqn_source
 from solar.frontends.jaxfe.walk import (
     inline_args,
     inline_body,
@@ -164,6 +164,10 @@ class Lowerer(LoweringDriver):
         name = f"{self.scope}_{hint}" if self.scope else hint
         if self._phase != "forward":  # Note [JAX step phases]: named like a PyTorch step's
             name = f"{self._phase}_{name}"
+            # the phase is a module of the report, as a PyTorch step's (Note [Kernel origins])
+            self.module_paths.add(self._phase)
+            if self.dotted_scope:
+                self.module_paths.add(f"{self._phase}.{self.dotted_scope}")
         kb = self.pb.kernel(name)
         self._pending.append(kb)
         return kb
@@ -343,6 +347,12 @@ class Lowerer(LoweringDriver):
             dotted = sanitize_scope(str(eqn.source_info.name_stack), strip, sep=".")
             self.dotted_scope = f"{saved_dotted}.{dotted}" if saved_dotted else dotted
             self.module_paths.add(self.dotted_scope)
+        elif not saved and inline_body(eqn) is None:  # Note [JAX kernel names]
+            named = eqn_function_scope(eqn)
+            if named:
+                self.scope = sanitize_name("_".join(named))
+                self.dotted_scope = ".".join(named)
+                self.module_paths.add(self.dotted_scope)
         try:
             yield
         finally:

@@ -7,6 +7,23 @@ standard library and the JAX libraries that wrap ``lax`` calls (Flax, equinox, h
 optax: their module paths already name the kernel, Note [Kernel origins]) are skipped
 too, so the line is the innermost one of the user's own code. Only file names and line
 numbers are read, no traceback is formatted.
+
+Note [JAX kernel names]
+~~~~~~~~~~~~~~~~~~~~~~~
+A kernel is named ``<scope>_<primitive>``. Inside a Flax/haiku module the scope is the
+module path of jax's name stack (``Dense_0``). Outside every module the name stack says
+nothing (jax inlines ``jnp``/``jax.nn`` calls into the caller's jaxpr), so the scope comes
+from the equation's traceback (`eqn_function_scope`): the user's own functions between
+the entry and the equation (``def attention(...)`` called from the entry ``f``), then the
+``jax.nn`` function the innermost of them called (``gelu``, ``softmax``), giving
+``attention_softmax_exp`` rather than ``exp_3``. Methods count by their own name; dunder
+methods (``Model.__call__``), lambdas, private (``_x``) names and a ``jax.nn`` name equal
+to its primitive (``jax.nn.tanh``'s ``tanh``) add nothing; the entry is the frame that
+SOLAR's capture called, and a stack jax cut short (a ``jax.nn`` body traced once and
+cached) gives its ``jax.nn`` name only. The dotted scope (``attention.softmax``) joins
+``module_paths``, so the report's op-type rows still read ``exp`` and its module rows
+gain the function (Note [Kernel origins] in `solar.report.breakdown`). Names stay unique
+(the builder numbers repeats) and stable (function names, not line numbers).
 """
 
 from __future__ import annotations
@@ -15,10 +32,12 @@ import importlib.util
 import os
 from typing import Any
 
-__all__ = ["eqn_source"]
+__all__ = ["eqn_function_scope", "eqn_source"]
 
 _LIBRARIES = ("jax", "jaxlib", "flax", "equinox", "haiku", "optax", "solar")
 _SKIP: list[str] = []
+_NN: list[str] = []
+_SOLAR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "")
 
 
 def _skipped() -> tuple[str, ...]:
@@ -47,3 +66,41 @@ def eqn_source(eqn: Any) -> str:
         if not frame.file_name.startswith(skip):
             return f"{os.path.basename(frame.file_name)}:{frame.start_line}"
     return ""
+
+
+
+def _nn_api() -> str:
+    if not _NN:
+        import jax._src.nn
+
+        _NN.append(os.path.join(os.path.dirname(jax._src.nn.__file__), ""))
+    return _NN[0]
+
+
+def _plain(name: str) -> bool:
+    return name.isidentifier() and not name.startswith("_")
+
+
+def eqn_function_scope(eqn: Any) -> tuple[str, ...]:
+    """The functions an equation was made in, outermost first, for its kernel name
+    (Note [JAX kernel names]): the user's own functions below the entry, then the
+    ``jax.nn`` function the innermost one called (``("attention", "softmax")``)."""
+    traceback = getattr(getattr(eqn, "source_info", None), "traceback", None)
+    if traceback is None:
+        return ()
+    skip, nn_api = _skipped(), _nn_api()
+    user: list[str] = []
+    api = ""
+    for frame in traceback.frames:  # innermost first
+        if frame.file_name.startswith(_SOLAR):  # the capture that called the entry
+            break
+        if not frame.file_name.startswith(skip):
+            user.append(frame.function_name.rsplit(".", 1)[-1])
+        elif not user and frame.file_name.startswith(nn_api):
+            api = frame.function_name  # ends as the outermost jax.nn frame below the user's
+    else:  # a stack cut short (a body jax traced once and cached): its jax.nn name only
+        user = []
+    named = [n for n in reversed(user[:-1]) if _plain(n)]  # user[-1]: the entry
+    if _plain(api) and api != eqn.primitive.name:
+        named.append(api)
+    return tuple(named)
