@@ -46,6 +46,26 @@ def test_kernels_are_named_from_the_user_functions_and_jax_nn() -> None:
         "attention.softmax", "exp")
 
 
+def test_a_jitted_function_names_its_body_and_a_jitted_entry_does_not() -> None:
+    # jax traces a jit body on a stack of its own: the call's function scope and the
+    # `jit` name carry over; the entry's own name adds nothing
+    attn = jax.jit(attention)
+
+    def block(x):  # type: ignore[no-untyped-def]
+        return attn(x, x, x)
+
+    @jax.jit
+    def g(x):  # type: ignore[no-untyped-def]
+        return block(x) + attn(x, x, x) * 2.0 + jax.nn.relu(x)
+
+    x = np.ones((8, 8), np.float32)
+    names = [k.name for k in lower_jaxpr(trace_function(g, [x])).program.kernels]
+    assert {"block_attention_dot_general", "block_attention_softmax_exp",
+            "attention_dot_general", "attention_softmax_exp", "relu_max", "mul",
+            "add"} <= set(names)
+    assert not any(n.startswith("g_") for n in names)
+
+
 def test_names_are_stable() -> None:
     x = np.ones((4, 4), np.float32)
     runs = [[k.name for k in lower_jaxpr(trace_function(f, [x, x, x, x])).program.kernels]
@@ -58,7 +78,8 @@ def test_names_are_stable() -> None:
     [
         ("flax_mlp.py", {"gelu_tanh", "gelu_tanh_1", "softmax_exp", "Dense_0_dot_general"}),
         ("mpc_rollout.py", {"softmax_exp", "softmax_reduce_sum"}),
-        ("train_mlp_sgd.py", {"model_dot_general", "relu_max", "backward_model_dot_general"}),
+        ("train_mlp_sgd.py", {"model_dot_general", "model_relu_max",
+                              "backward_model_dot_general"}),
     ],
 )
 def test_samples_name_their_functions(sample: str, expected: set[str]) -> None:
