@@ -109,13 +109,17 @@ VALIDATION_MEMORY_ENV: Final = "SOLAR_VALIDATION_MEMORY"
 """Overrides `VALIDATION_MEMORY_BYTES`: MiB, or ``available`` for no cap."""
 
 
-def memory_budget_bytes(fraction: float = 0.5, *, capped: bool = True) -> int:
+def memory_budget_bytes(
+    fraction: float = 0.5, *, capped: bool = True, held_bytes: int = 0
+) -> int:
     """A safe default budget: ``fraction`` of the validation memory, at most ``fraction``
     of MemAvailable (4 GiB when unknown) (Note [Validation memory]).
 
     Args:
         fraction: the share.
         capped: ``False``: of MemAvailable alone.
+        held_bytes: memory this process will hold by the time the budget is read
+            again (a reference run's model and values): MemAvailable less it.
 
     Raises:
         UsageError: E0905 when ``SOLAR_VALIDATION_MEMORY`` is malformed.
@@ -124,22 +128,39 @@ def memory_budget_bytes(fraction: float = 0.5, *, capped: bool = True) -> int:
     True
     """
     cap = validation_memory_bytes() if capped else None
-    available = _available_bytes()
+    available = max(_available_bytes() - held_bytes, 0)
     if cap is not None:
         available = min(available, cap)
     return int(available * fraction)
 
 
-def executor_budget_bytes(reference_bytes: int) -> int:
+def executor_budget_bytes(reference_bytes: int, *, held_bytes: int = 0) -> int:
     """The executor's budget for checking a reference that may touch ``reference_bytes``:
     its default (`memory_budget_bytes`), raised to twice the reference's budget (within
     half of MemAvailable) when that is larger, so a reference the user let run at
     a size (``--reference-budget``) is also checked there (Note [Validation memory]).
+    ``held_bytes``: what the reference will hold when the executor reads its budget
+    (Note [Budget before the build]).
 
     >>> executor_budget_bytes(1) == memory_budget_bytes()
     True
     """
-    return max(memory_budget_bytes(), min(2 * reference_bytes, memory_budget_bytes(capped=False)))
+    uncapped = memory_budget_bytes(capped=False, held_bytes=held_bytes)
+    return max(memory_budget_bytes(held_bytes=held_bytes), min(2 * reference_bytes, uncapped))
+
+
+# Note [Budget before the build]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Budgets are shares of MemAvailable, read when they are needed. The executor reads its
+# own after the reference ran, when this process holds the real build (its parameters
+# and inputs) and the reference values copied to arrays: about twice the run's bytes
+# less than when the frontend planned. Planned with the larger figure, a plan could
+# pass before the build and be refused after it: a KernelBench level-3 MLP (2.7 GB of
+# parameters) built, ran and copied its model, peaking at 5.6 GB RSS (12.1 GB in the
+# report that found it), for a check the executor then skipped. So the frontend plans
+# with what the reference will hold taken off (``held_bytes``): a plan the executor
+# would refuse is refused before anything is allocated, and its program is checked at
+# reduced sizes or batch, or skipped with the reason, at the capture's footprint.
 
 
 def validation_memory_bytes() -> int | None:

@@ -43,12 +43,7 @@ the next bytecode, or is killed `GRACE_S` seconds later, and the command ends wi
 E0951. A ``KeyboardInterrupt`` the program raises without a signal is E0532, not an
 interrupt.
 
-Note [Standard streams]: stdout is the report's alone. While ``fn`` runs, descriptor 1
-points at stderr (in the child for good; in this process until ``fn`` returns), so a
-model's ``print(..., file=sys.__stdout__)`` or a native library writing to descriptor 1
-cannot corrupt ``--format json``. The program sees ``sys.stdout``, ``sys.stderr`` and
-their ``__dunder__`` twins as streams whose ``close`` only flushes, and descriptors 1
-and 2 are put back afterwards, so a model that closes them leaves SOLAR able to print.
+Note [Standard streams] (in `solar.streams`): while ``fn`` runs, stdout is the report's alone.
 """
 
 from __future__ import annotations
@@ -66,7 +61,7 @@ import tempfile
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
 from typing import IO, Any, Final, TypeVar
@@ -84,6 +79,7 @@ from solar.outcome import (
     encode_error,
     encode_value,
 )
+from solar.streams import standard_streams, user_stdout_to_stderr
 
 __all__ = [
     "DEFAULT_TIME_LIMIT_S",
@@ -96,6 +92,7 @@ __all__ = [
     "TimeLimitReachedError",
     "fork_is_safe",
     "run_guarded",
+    "run_own_process",
     "user_stdout_to_stderr",
 ]
 
@@ -120,6 +117,12 @@ _SIGNAL_CAUSES: Final = {
     signal.SIGABRT: "aborted",
     signal.SIGKILL: "the kernel's OOM killer, or another process",
 }
+
+
+_guarded_until: float | None = None
+"""In a guarded child: when its time limit runs out (``time.monotonic()``); else None."""
+_guarded_stacks_fd: int | None = None
+"""In a guarded child: where its faulthandler writes (`run_own_process` re-arms it)."""
 
 
 class TimeLimitReachedError(BaseException):
@@ -171,6 +174,66 @@ def run_guarded(
     return _run_here(fn, time_limit_s)
 
 
+def run_own_process(fn: Callable[[], T], *, codec: ResultCodec[T]) -> T:
+    """``fn()`` in a process of its own where the guarded run can give it one, else here.
+
+    Note [Probes in a process of their own]: SOLAR runs some user code of its own
+    choosing, beyond what the user asked for: the re-captures at other sizes for the
+    symbolic formulas (Note [Symbolic sizes by re-binding]). A program that crashes only
+    at such a size (a segfault, an abort) must not take the analysis with it: the size
+    stays constant with a note, as after ``sys.exit`` there. So in a guarded child
+    (Note [Guarded run]) such a probe is forked once more, with the rest of the time
+    limit. That child has torch imported, which a fork survives while CUDA is not
+    initialised and nothing runs on torch's thread pool: the child works on one thread
+    (the probe captures over meta or fake tensors, which compute nothing). Where the
+    fork is not safe (CUDA, JAX, threads, no guarded child: the Python API, tests in one
+    process) the probe runs here, as before.
+
+    Raises:
+        SolarError: what ``fn`` raises; E0530/E0531 when the probe's process ends or
+            is killed; E0950, E0951 as `run_guarded`.
+    """
+    if _guarded_until is None or _guarded_stacks_fd is None or not _fork_is_safe_here():
+        return fn()
+    left = max(_guarded_until - time.monotonic(), 1e-3)
+    # the watchdog's thread would not survive the fork (its lock stays taken there)
+    faulthandler.cancel_dump_traceback_later()
+    try:
+        if _native_threads() != 1:
+            return fn()
+
+        def single_threaded() -> T:
+            if "torch" in sys.modules:
+                sys.modules["torch"].set_num_threads(1)
+            return fn()
+
+        return _run_in_child(single_threaded, left, codec)
+    finally:
+        left = max(_guarded_until - time.monotonic(), 0.0)
+        faulthandler.dump_traceback_later(
+            left + GRACE_S - 1.0, file=_guarded_stacks_fd, exit=False
+        )
+
+
+def _native_threads() -> int:
+    """This process's threads, native ones included (1 where it cannot tell)."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return threading.active_count()
+
+
+def _fork_is_safe_here() -> bool:
+    """A fork of this guarded child can run a probe: the main and only thread, no JAX or
+    TensorFlow, and torch (if imported) without CUDA initialised."""
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    if threading.active_count() != 1 or "jax" in sys.modules or "tensorflow" in sys.modules:
+        return False
+    torch = sys.modules.get("torch")
+    return torch is None or not torch.cuda.is_initialized()
+
+
 # ------------------------------------------------------------------ in this process
 class _Signals:
     """Which stop signal arrived while ``fn`` ran (to tell a Ctrl-C from a program's
@@ -218,71 +281,10 @@ def _guards(time_limit_s: float, signals: _Signals) -> Iterator[None]:
 def _run_here(fn: Callable[[], T], time_limit_s: float) -> T:
     signals = _Signals()
     try:
-        with _standard_streams(), _guards(time_limit_s, signals):
+        with standard_streams(), _guards(time_limit_s, signals):
             return fn()
     except (TimeLimitReachedError, SystemExit, KeyboardInterrupt) as err:
         raise _diagnose(err, signals, time_limit_s) from None
-
-
-class _KeptOpen:
-    """A standard stream as the program sees it: ``close`` only flushes (Note [Standard
-    streams]); everything else is the stream's own."""
-
-    def __init__(self, stream: IO[str]) -> None:
-        self._stream = stream
-
-    def close(self) -> None:
-        """Flush instead of closing: SOLAR still needs the stream."""
-        with contextlib.suppress(OSError, ValueError):
-            self._stream.flush()
-
-    def __enter__(self) -> _KeptOpen:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
-
-
-_STREAMS: Final = ("stdout", "stderr", "__stdout__", "__stderr__")
-
-
-@contextlib.contextmanager
-def _standard_streams(*, restore: bool = True) -> Iterator[None]:
-    """Note [Standard streams]: descriptor 1 on stderr and unclosable ``sys`` streams
-    while the block runs; both put back afterwards. The child (``restore=False``) keeps
-    no copy of the real stdout's descriptor, so the program cannot write to it."""
-    old = {name: getattr(sys, name) for name in _STREAMS}
-    _flush(old.values())
-    saved: tuple[int, int] | None = None
-    if restore:
-        with contextlib.suppress(OSError):  # a descriptor closed already: left as it is
-            saved = (os.dup(1), os.dup(2))
-    try:
-        if saved is not None or not restore:
-            with contextlib.suppress(OSError):
-                os.dup2(2, 1)
-        for name, stream in old.items():
-            if stream is not None:
-                setattr(sys, name, _KeptOpen(stream))
-        yield
-    finally:
-        _flush(old.values())
-        for name, stream in old.items():
-            setattr(sys, name, stream)
-        if saved is not None:
-            for fd, copy in zip((1, 2), saved, strict=True):
-                os.dup2(copy, fd)
-                os.close(copy)
-
-
-def _flush(streams: Iterable[IO[str] | None]) -> None:
-    for stream in streams:
-        with contextlib.suppress(OSError, ValueError, AttributeError):
-            if stream is not None:
-                stream.flush()
 
 
 def _diagnose(err: BaseException, signals: _Signals, time_limit_s: float) -> SolarError:
@@ -362,6 +364,8 @@ def _child(
     stacks_fd: int,
 ) -> None:
     """Run ``fn``, send its outcome down ``write_fd`` as JSON and leave (never returns)."""
+    global _guarded_until, _guarded_stacks_fd
+    _guarded_until, _guarded_stacks_fd = time.monotonic() + time_limit_s, stacks_fd
     status = 0
     try:
         os.setpgid(0, 0)
@@ -372,7 +376,7 @@ def _child(
         )
         signals = _Signals()
         try:
-            with _standard_streams(restore=False), _guards(time_limit_s, signals):
+            with standard_streams(restore=False), _guards(time_limit_s, signals):
                 value = fn()
             payload = encode_value(value, codec)
         except SolarError as err:
@@ -556,17 +560,3 @@ def _ended(status: int, stacks: IO[bytes]) -> FrontendError:
         "(os._exit in the program?)",
         code="E0530",
     )
-
-
-@contextlib.contextmanager
-def user_stdout_to_stderr() -> Iterator[None]:
-    """While user code runs, send what it prints to stderr.
-
-    Note [User output]: SOLAR's stdout carries data only (``--format json``, tables), so
-    a model's own ``print`` must not land in it. Every place that runs user code (the
-    frontends' ``user_code`` guards, `solar.measure`, the CLI around library calls)
-    uses this one helper. Only Python-level writes to ``sys.stdout`` are redirected;
-    native code writing to file descriptor 1 directly is not.
-    """
-    with contextlib.redirect_stdout(sys.stderr):
-        yield

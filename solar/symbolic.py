@@ -8,9 +8,11 @@ evaluated at any size binding with `evaluate`.
 from __future__ import annotations
 
 import functools
+import operator
 import random
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import TypeAlias
 
@@ -88,39 +90,54 @@ def to_sympy(
     >>> to_sympy(parse_expr("(H - 3) // 2 + 1"))
     floor(H/2 - 3/2) + 1
     """
-    idx = frozenset(indices)
-    sizes = sizes or {}
+    return _ToSympy(frozenset(indices), sizes or {}).go(expr)
 
-    def go(e: Expr) -> SymExpr:
+
+def _floor_div(a: SymExpr, b: SymExpr) -> SymExpr:
+    return sympy.floor(a / b)
+
+
+_SYMPY_BINARY: Mapping[str, Callable[[SymExpr, SymExpr], SymExpr]] = {
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "//": _floor_div,
+    "%": sympy.Mod,
+}
+_SYMPY_CALLS: Mapping[str, Callable[[SymExpr, SymExpr], SymExpr]] = {
+    "min": sympy.Min,
+    "max": sympy.Max,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class _ToSympy:
+    """`to_sympy` over one scope: index names and substituted sizes."""
+
+    indices: frozenset[str]
+    sizes: Mapping[str, SymExpr]
+
+    def go(self, e: Expr) -> SymExpr:
         match e:
             case IntLit(value=v):
                 return sympy.Integer(v)
             case Name(name=n):
-                if n in idx:
-                    return index_symbol(n)
-                if n in sizes:
-                    return sizes[n]
-                return size_symbol(n)
+                return self.name(n)
             case Unary(op="-", operand=o):
-                return -go(o)
-            case Binary(op="+", lhs=a, rhs=b):
-                return go(a) + go(b)
-            case Binary(op="-", lhs=a, rhs=b):
-                return go(a) - go(b)
-            case Binary(op="*", lhs=a, rhs=b):
-                return go(a) * go(b)
-            case Binary(op="//", lhs=a, rhs=b):
-                return sympy.floor(go(a) / go(b))
-            case Binary(op="%", lhs=a, rhs=b):
-                return sympy.Mod(go(a), go(b))
-            case Call(func="min", args=(a, b)):
-                return sympy.Min(go(a), go(b))
-            case Call(func="max", args=(a, b)):
-                return sympy.Max(go(a), go(b))
+                return -self.go(o)
+            case Binary(op=op, lhs=a, rhs=b) if op in _SYMPY_BINARY:
+                return _SYMPY_BINARY[op](self.go(a), self.go(b))
+            case Call(func=f, args=(a, b)) if f in _SYMPY_CALLS:
+                return _SYMPY_CALLS[f](self.go(a), self.go(b))
             case _:
                 raise ValueError(f"not an integer expression: {type(e).__name__}")
 
-    return go(expr)
+    def name(self, n: str) -> SymExpr:
+        if n in self.indices:
+            return index_symbol(n)
+        if n in self.sizes:
+            return self.sizes[n]
+        return size_symbol(n)
 
 
 def product(factors: Iterable[SymExpr | int]) -> SymExpr:

@@ -151,7 +151,7 @@ def _run_task(fn: TaskFn[T, R], item: T, stop_name: str) -> R:
         done.set()
 
 
-def _outcome(future: Future[object]) -> object:
+def _outcome(future: Future[R]) -> R | TaskFailure:
     """A finished future's result, or the `TaskFailure` it stands for."""
     from distributed import KilledWorker
 
@@ -194,7 +194,7 @@ def map_on_dask(
     ]
     index = {f.key: i for i, f in enumerate(futures)}
     pending = set(futures)
-    finished: queue.SimpleQueue[Future[object]] = queue.SimpleQueue()
+    finished: queue.SimpleQueue[Future[R]] = queue.SimpleQueue()
 
     def collect() -> None:  # as_completed blocks without a timeout: feed a queue instead
         for future in as_completed(futures, loop=client.loop):
@@ -207,7 +207,8 @@ def map_on_dask(
             with contextlib.suppress(queue.Empty):
                 future = finished.get(timeout=_WAIT_S)
                 pending.discard(future)
-                on_done(index[future.key], _outcome(future))  # type: ignore[arg-type]
+                outcome = _outcome(future)
+                on_done(index[future.key], outcome)
             if stop.is_set() and give_up_at is None:
                 event.set()  # Note [Stopping tasks on a cluster]
                 give_up_at = time.monotonic() + STOP_GRACE_S

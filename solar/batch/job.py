@@ -88,7 +88,7 @@ batch was interrupted first; ``skipped``: not a model file (`solar.batch.discove
 
 BATCH_STATUSES: Final[tuple[BatchStatus, ...]] = get_args(BatchStatus)
 FAILED_STATUSES: Final = frozenset({"error", "timeout", "memory-limit", "crashed"})
-ROW_FORMAT: Final = "solar-batch-row/1"
+ROW_FORMAT: Final = "solar-batch-row/2"  # 2: fused_dram_bytes is the fused row's (issue 31)
 JOB_FORMAT: Final = "solar-batch-job/1"
 MAX_TIMEOUT_S: Final = 7 * 24 * 3600.0
 
@@ -218,9 +218,13 @@ class BatchRow:
         error: the diagnostic or the cause of the failure, on one line.
         report: the file's JSON report (analysed files only).
         log: the file's captured stdout/stderr.
-        frontend, coverage, validation, precision, flops, fused_dram_bytes: from the
-            report (``coverage`` is the covered share of tensor bytes; ``precision`` the
-            arch's precision policy).
+        frontend, coverage, validation, precision, flops: from the report
+            (``coverage`` is the covered share of tensor bytes; ``precision`` the arch's
+            precision policy).
+        fused_dram_bytes: the DRAM bytes of the fused bound on this arch, as the report's
+            fused row (a warm L2 may hold all of it: then 0).
+        compulsory_dram_bytes: the compulsory DRAM traffic, cold, on any arch (inputs,
+            parameters, outputs once: the report's top-level ``fused_dram_bytes``).
         bounds_s: seconds per bound model on this arch.
         headroom: measured time over each bound (only with a measurement).
         wall_s: the file's wall time (the whole analysis, all archs).
@@ -240,6 +244,7 @@ class BatchRow:
     precision: str | None = None
     flops: float | None = None
     fused_dram_bytes: float | None = None
+    compulsory_dram_bytes: float | None = None
     bounds_s: dict[str, float] | None = None
     headroom: dict[str, float] | None = None
     wall_s: float = 0.0
@@ -363,7 +368,9 @@ def rows_from_report(
             validation=report.validation.status,
             precision=bounds.precision_policy,
             flops=report.flops,
-            fused_dram_bytes=report.fused_dram_bytes,
+            fused_dram_bytes=next(
+                (b.dram_bytes for b in bounds.bounds if b.model == "fused"), None),
+            compulsory_dram_bytes=report.fused_dram_bytes,
             bounds_s={b.model: b.time_s for b in bounds.bounds},
             headroom={h.model: h.ratio for h in bounds.headroom} or None,
             wall_s=wall_s,

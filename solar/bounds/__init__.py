@@ -48,6 +48,8 @@ from solar.bounds.roofline import (
     KernelBound,
     arithmetic_intensity,
     memory_time_s,
+    pipe_labels,
+    unit_time_of,
 )
 from solar.bounds.unfused import unfused_bound
 from solar.bounds.what_if import bf16_what_if
@@ -82,6 +84,7 @@ __all__ = [
     "fused_bound",
     "inverse_roofline",
     "memory_time_s",
+    "pipe_labels",
     "pebble_bytes",
     "policy_pipe",
     "recast_costs",
@@ -90,4 +93,5 @@ __all__ = [
     "spill_bytes",
     "symbolic_costs",
     "unfused_bound",
+    "unit_time_of",
 ]

@@ -19,13 +19,13 @@ import numpy as np
 from solar.bounds.costs import CompiledCosts, as_compiled
 from solar.bounds.errors import BoundError
 from solar.bounds.fused import compulsory_bytes
-from solar.bounds.precision import PrecisionPolicy, check_policy, policy_pipe
+from solar.bounds.precision import Pipe, PrecisionPolicy, check_policy, policy_pipe
 from solar.bounds.recast import recast_costs
 from solar.bounds.registry import BOUND_MODELS, check_model, compute_bounds
 from solar.bounds.roofline import Bottleneck, BoundModel, CacheState
 from solar.bounds.unfused import kernel_traffic
 from solar.einsum import EinsumGraph
-from solar.hw import HardwareSpec
+from solar.hw import HardwareSpec, Precision
 from solar.ir import DType
 
 __all__ = [
@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 
-_REDUCED = frozenset({"tf32", "bf16", "fp16", "fp8"})
+_REDUCED = frozenset({Precision.TF32, Precision.BF16, Precision.FP16, Precision.FP8})
 
 
 def _has_fp32_work(compiled: CompiledCosts, sizes: Mapping[str, int] | None) -> bool:
@@ -50,21 +50,22 @@ def _has_fp32_work(compiled: CompiledCosts, sizes: Mapping[str, int] | None) -> 
     return False
 
 
-def reduced_precision(flops_by_pipe: Mapping[str, float], fp32_work: bool) -> bool:
+def reduced_precision(flops_by_pipe: Mapping[Pipe, float], fp32_work: bool) -> bool:
     """Whether fp32 work is charged at a single-pass reduced-precision peak.
 
     Note [Precision per row]: a device without the pipe the policy asks for (a TPU has
     no TF32) runs the work on the one it has, so the same program can be bounded at
     TF32 on one device and at the bf16 MXU peak on another. Rows say so.
 
-    >>> reduced_precision({"tensor:bf16": 1.0, "vector:fp32": 2.0}, True)
+    >>> bf16, fp32 = Pipe("tensor", Precision.BF16), Pipe("vector", Precision.FP32)
+    >>> reduced_precision({bf16: 1.0, fp32: 2.0}, True)
     True
-    >>> reduced_precision({"tensor:3xtf32": 1.0}, True)
+    >>> reduced_precision({Pipe("tensor", Precision.TF32, 3): 1.0}, True)
     False
     """
     return fp32_work and any(
-        flops > 0 and label.split(":", 1)[-1] in _REDUCED
-        for label, flops in flops_by_pipe.items()
+        flops > 0 and pipe.passes == 1 and pipe.precision in _REDUCED
+        for pipe, flops in flops_by_pipe.items()
     )
 
 
@@ -73,8 +74,8 @@ class PlatformRow:
     """One (device, model) bound.
 
     Attributes:
-        flops_by_pipe: FLOPs per pipe label (``tensor:bf16``...): the precision each
-            FLOP was charged at on this device.
+        flops_by_pipe: FLOPs per pipe (``tensor:bf16``...): the precision each FLOP
+            was charged at on this device.
         reduced_precision: fp32 work charged at a reduced-precision peak (Note
             [Precision per row]).
     """
@@ -88,7 +89,7 @@ class PlatformRow:
     dram_bytes: float
     flops: float
     bottleneck: Bottleneck
-    flops_by_pipe: Mapping[str, float]
+    flops_by_pipe: Mapping[Pipe, float]
     reduced_precision: bool
 
 
@@ -110,7 +111,7 @@ def cross_platform(
         for model in models:
             b = compute_bounds(compiled, spec, model=model, precision_policy=precision_policy,
                                sizes=sizes, cache=cache)
-            by_pipe = dict(sorted(b.flops_by_pipe.items()))
+            by_pipe = dict(b.flops_by_pipe)  # in label order
             rows.append(PlatformRow(spec.name, model, precision_policy, b.time_s,
                                     b.compute_time_s, b.memory_time_s, b.dram_bytes, b.flops,
                                     b.bottleneck, by_pipe, reduced_precision(by_pipe, fp32)))
@@ -125,7 +126,7 @@ class DeviceRequirement:
     time_s: float
     meets: bool
     required_dram_bandwidth_bytes_per_s: float
-    flops_by_pipe: Mapping[str, float]
+    flops_by_pipe: Mapping[Pipe, float]
     reduced_precision: bool
 
 
@@ -138,11 +139,11 @@ class InverseRoofline:
         model: the bound model.
         precision_policy: the policy mapping work to pipes.
         dram_bytes: DRAM bytes of the model with unlimited caches (device-independent).
-        flops_by_pipe: FLOPs per requested pipe label.
+        flops_by_pipe: FLOPs per requested pipe.
         required_dram_bandwidth_bytes_per_s: ``dram_bytes / T``.
-        required_flops_per_s: ``FLOPs_pipe / T`` per pipe label.
+        required_flops_per_s: ``FLOPs_pipe / T`` per pipe.
         devices: per listed device, its bound and whether it meets T.
-        alternatives: per pipe label, the other pipes the policy lets some of its work
+        alternatives: per pipe, the other pipes the policy lets some of its work
             run on (an fp32 matmul keyed ``vector:fp32`` runs on ``tensor:3xtf32`` too):
             that work's requirement is on whichever of them a device has.
         flexible_flops_per_s: of ``required_flops_per_s``, the part of that work.
@@ -152,12 +153,12 @@ class InverseRoofline:
     model: BoundModel
     precision_policy: PrecisionPolicy
     dram_bytes: float
-    flops_by_pipe: Mapping[str, float]
+    flops_by_pipe: Mapping[Pipe, float]
     required_dram_bandwidth_bytes_per_s: float
-    required_flops_per_s: Mapping[str, float]
+    required_flops_per_s: Mapping[Pipe, float]
     devices: tuple[DeviceRequirement, ...]
-    alternatives: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    flexible_flops_per_s: Mapping[str, float] = field(default_factory=dict)
+    alternatives: Mapping[Pipe, tuple[Pipe, ...]] = field(default_factory=dict)
+    flexible_flops_per_s: Mapping[Pipe, float] = field(default_factory=dict)
 
 
 def inverse_roofline(
@@ -189,32 +190,35 @@ def inverse_roofline(
         dram_bytes = compulsory_bytes(costs)
     kind_pipes = [policy_pipe(k.work, k.dtype, k.convolution, precision_policy)
                   for k in compiled.work_kinds]
-    kind_label = [pipes[0].label for pipes in kind_pipes]
-    flops: dict[str, float] = {}
-    flexible: dict[str, float] = {}
-    alternatives: dict[str, tuple[str, ...]] = {}
+    flops: dict[Pipe, float] = {}
+    flexible: dict[Pipe, float] = {}
+    alternatives: dict[Pipe, tuple[Pipe, ...]] = {}
     for kind, group_flops in zip(compiled.group_work.tolist(), costs.group_flops.tolist(),
                                  strict=True):
-        label = kind_label[kind]
-        flops[label] = flops.get(label, 0.0) + float(group_flops)
+        pipe = kind_pipes[kind][0]
+        flops[pipe] = flops.get(pipe, 0.0) + float(group_flops)
         if len(kind_pipes[kind]) > 1 and group_flops > 0:
-            flexible[label] = flexible.get(label, 0.0) + float(group_flops)
-            alternatives[label] = tuple(p.label for p in kind_pipes[kind][1:])
+            flexible[pipe] = flexible.get(pipe, 0.0) + float(group_flops)
+            alternatives[pipe] = kind_pipes[kind][1:]
     devices = []
     fp32 = _has_fp32_work(compiled, sizes)
     for spec in specs:
         b = compute_bounds(compiled, spec, model=model, precision_policy=precision_policy,
                            sizes=sizes, cache=cache)
-        by_pipe = dict(sorted(b.flops_by_pipe.items()))
+        by_pipe = dict(b.flops_by_pipe)  # in label order
         devices.append(DeviceRequirement(spec.name, b.time_s, b.time_s <= target_time_s,
                                          b.dram_bytes / target_time_s, by_pipe,
                                          reduced_precision(by_pipe, fp32)))
     return InverseRoofline(
         target_time_s=target_time_s, model=model, precision_policy=precision_policy,
-        dram_bytes=dram_bytes, flops_by_pipe=dict(sorted(flops.items())),
+        dram_bytes=dram_bytes, flops_by_pipe=_label_order(flops),
         required_dram_bandwidth_bytes_per_s=dram_bytes / target_time_s,
-        required_flops_per_s={k: v / target_time_s for k, v in sorted(flops.items())},
+        required_flops_per_s=_label_order({k: v / target_time_s for k, v in flops.items()}),
         devices=tuple(devices),
         alternatives=alternatives,
-        flexible_flops_per_s={k: v / target_time_s for k, v in sorted(flexible.items())},
+        flexible_flops_per_s=_label_order({k: v / target_time_s for k, v in flexible.items()}),
     )
+
+
+def _label_order(values: Mapping[Pipe, float]) -> dict[Pipe, float]:
+    return dict(sorted(values.items(), key=lambda pv: pv[0].label))

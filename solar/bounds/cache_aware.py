@@ -27,6 +27,7 @@ from solar.bounds.fused import compulsory_traffic, program_compute
 from solar.bounds.precision import PrecisionPolicy
 from solar.bounds.recast import recast_costs
 from solar.bounds.roofline import (
+    UNITS_NOTE,
     Bound,
     CacheState,
     assemble_bound,
@@ -130,7 +131,7 @@ def cache_aware_bound(
         cache_note,
         "extra traffic only where proven: matmul pebble bound (Smith et al. 2019), "
         "reduction barriers; combined as max(compulsory + re-reads, pebble bounds)",
-        "pipes overlap: compute time is the busiest pipe's time",
+        UNITS_NOTE,
         *forced_notes,
     ]
     return assemble_bound(

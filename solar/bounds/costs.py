@@ -124,6 +124,8 @@ class CompiledCosts:
     _slices: Mapping[str, slice]
     alternatives: tuple[str, ...] = ()
     _memo: dict[object, object] = field(default_factory=dict, compare=False, repr=False)
+    _last: dict[tuple[tuple[str, int], ...] | None, CostArrays] = field(
+        default_factory=dict, compare=False, repr=False)
 
     def evaluate(self, sizes: Mapping[str, int] | None = None) -> CostArrays:
         """Evaluate every count at a binding of the graph's free sizes.
@@ -136,11 +138,12 @@ class CompiledCosts:
             CountOverflowError: a count overflows a float (E0455).
         """
         key = None if sizes is None else tuple(sorted(sizes.items()))
-        last = self._memo.get("evaluate")
-        if last is not None and last[0] == key:  # type: ignore[index]
-            return cast("CostArrays", last[1])  # type: ignore[index]
+        last = self._last.get(key)
+        if last is not None:
+            return last
         arrays = self._evaluate(sizes)
-        self._memo["evaluate"] = (key, arrays)
+        self._last.clear()  # the last binding only
+        self._last[key] = arrays
         return arrays
 
     def memo(self, key: object, make: Callable[[], object]) -> object:

@@ -21,14 +21,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from solar.bounds.costs import CompiledCosts, CostArrays
-from solar.bounds.precision import PrecisionPolicy
+from solar.bounds.precision import Pipe, PrecisionPolicy
 from solar.bounds.recast import recast_costs
 from solar.bounds.roofline import (
+    UNITS_NOTE,
     Bound,
     CacheState,
     PipeTable,
     assemble_bound,
-    by_label,
+    by_pipe,
     memory_time_s,
     pipe_notes,
     pipe_table,
@@ -57,30 +58,30 @@ class ProgramCompute:
     """The whole program's compute on one device.
 
     Attributes:
-        flops_by_pipe: FLOPs per pipe label.
-        time_s_by_pipe: FLOPs / peak per pipe label.
-        compute_time_s: the busiest pipe's time.
+        flops_by_pipe: FLOPs per pipe.
+        time_s_by_pipe: FLOPs / peak per pipe.
+        compute_time_s: the busiest unit's time (`unit_time`: the tensor pipes add).
         flops: all FLOPs.
     """
 
-    flops_by_pipe: dict[str, float]
-    time_s_by_pipe: dict[str, float]
+    flops_by_pipe: dict[Pipe, float]
+    time_s_by_pipe: dict[Pipe, float]
     compute_time_s: float
     flops: float
 
 
 def program_compute(table: PipeTable, costs: CostArrays) -> ProgramCompute:
-    """Whole-program FLOPs and time per pipe, and the busiest pipe's time."""
+    """Whole-program FLOPs and time per pipe, and the busiest unit's time."""
     flops = np.zeros(len(table.resolved))
     if len(table.group_pipe):
         np.add.at(flops, table.group_pipe, costs.group_flops)
     times = flops / table.peaks if len(flops) else flops
-    by_pipe = by_label(table.labels, flops)
+    flops_by_pipe = by_pipe(table.pipes, flops)
     return ProgramCompute(
-        flops_by_pipe=by_pipe,
-        time_s_by_pipe=by_label(table.labels, times),
+        flops_by_pipe=flops_by_pipe,
+        time_s_by_pipe=by_pipe(table.pipes, times),
         compute_time_s=float(unit_time(table, times)) if len(times) else 0.0,
-        flops=float(sum(by_pipe.values())),
+        flops=float(sum(flops_by_pipe.values())),
     )
 
 
@@ -120,7 +121,7 @@ def fused_bound(
         "fused: the whole program is one kernel with unlimited on-chip memory",
         cache_note,
         "program outputs are written to DRAM once per distinct element",
-        "pipes overlap: compute time is the busiest pipe's time",
+        UNITS_NOTE,
     ]
     return assemble_bound(
         "fused", spec, precision_policy, compiled, costs, time_s=time, bottleneck=bottleneck,

@@ -39,13 +39,16 @@ __all__ = [
     "CacheState",
     "KernelBound",
     "KernelBreakdown",
+    "UNITS_NOTE",
     "PipeTable",
     "arithmetic_intensity",
     "assemble_bound",
-    "by_label",
+    "by_pipe",
     "unit_time",
+    "unit_time_of",
     "memory_time_s",
     "pipe_flops",
+    "pipe_labels",
     "pipe_notes",
     "pipe_table",
     "roofline_time",
@@ -53,6 +56,10 @@ __all__ = [
 ]
 
 Bottleneck: TypeAlias = Literal["compute", "memory"]
+
+# The assumption line of the models that charge one compute time for the whole program.
+UNITS_NOTE = ("pipes on the tensor cores add and distinct units overlap: compute time is the "
+              "busiest unit's time (Note [Shared units])")
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,10 +75,13 @@ class KernelBound:
         work_class: the kernel's work class (``contraction`` or ``vector``).
         pipe: its busiest pipe (requested unit and precision), or ``None`` when the
             kernel executes no FLOPs.
-        compute_time_s: busiest pipe's time.
+        compute_time_s: busiest unit's time (`unit_time`: its tensor pipes add).
         memory_time_s: max of DRAM and L2 time.
         time_s: ``max(compute_time_s, memory_time_s)``.
         bottleneck: which term is larger.
+        compute_time_s_by_pipe: the kernel's time on each pipe it uses, keyed by the
+            resolved pipe (its source unit decides which pipes share a unit:
+            `unit_time_of`); empty for a kernel without FLOPs.
     """
 
     name: str
@@ -84,6 +94,7 @@ class KernelBound:
     memory_time_s: float
     time_s: float
     bottleneck: Bottleneck
+    compute_time_s_by_pipe: Mapping[ResolvedPipe, float]
 
 
 class KernelBreakdown(Sequence[KernelBound]):
@@ -94,16 +105,20 @@ class KernelBreakdown(Sequence[KernelBound]):
         work_classes: work class per kernel.
         columns: flops, DRAM bytes, L2 bytes, compute and memory time per kernel.
         pipes: busiest pipe per kernel (``None`` without FLOPs).
+        pipe_times: the resolved pipes and each kernel's time on them (a kernels x pipes
+            matrix).
     """
 
-    __slots__ = ("_cols", "_names", "_pipes", "_work_classes")
+    __slots__ = ("_cols", "_names", "_pipe_times", "_pipes", "_work_classes")
 
     def __init__(self, names: Sequence[str], work_classes: Sequence[WorkClass],
-                 columns: Sequence[Sequence[float]], pipes: Sequence[Pipe | None]) -> None:
+                 columns: Sequence[Sequence[float]], pipes: Sequence[Pipe | None],
+                 pipe_times: tuple[Sequence[ResolvedPipe], np.ndarray]) -> None:
         self._names = names
         self._work_classes = work_classes
         self._cols = columns
         self._pipes = pipes
+        self._pipe_times = pipe_times
 
     def __len__(self) -> int:
         return len(self._names)
@@ -119,10 +134,13 @@ class KernelBreakdown(Sequence[KernelBound]):
             return tuple(self[j] for j in range(len(self))[i])
         flops, dram, l2, compute, memory = (c[i] for c in self._cols)
         time_s, bottleneck = roofline_time(compute, memory)
+        resolved, times = self._pipe_times
+        by_pipe = {r: float(t) for r, t in zip(resolved, times[i].tolist(), strict=True) if t > 0}
         return KernelBound(
             name=self._names[i], flops=flops, dram_bytes=dram, l2_bytes=l2,
             work_class=self._work_classes[i], pipe=self._pipes[i], compute_time_s=compute,
             memory_time_s=memory, time_s=time_s, bottleneck=bottleneck,
+            compute_time_s_by_pipe=by_pipe,
         )
 
     def __eq__(self, other: object) -> bool:
@@ -130,7 +148,7 @@ class KernelBreakdown(Sequence[KernelBound]):
             return NotImplemented
         return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
 
-    __hash__ = None  # type: ignore[assignment]
+    # unhashable: a class that defines __eq__ and no __hash__ gets __hash__ = None
 
     def __repr__(self) -> str:
         return f"KernelBreakdown({list(self)!r})"
@@ -147,14 +165,15 @@ class Bound:
         sizes: the full size binding.
         time_s: the bound.
         compute_time_s: compute term (see each model).
-        compute_time_s_by_pipe: time per pipe, keyed by `Pipe.label` (``tensor:tf32``...).
+        compute_time_s_by_pipe: time per pipe (labelled only at the report's edge,
+            `pipe_labels`: ``tensor:tf32``...).
         memory_time_s: memory term.
         dram_bytes: bytes charged at DRAM bandwidth.
         l2_bytes: bytes charged at L2 bandwidth: all bytes moved (fused, cache-aware);
             the bytes served by L2, disjoint from ``dram_bytes`` (unfused, whose L2 term
             charges both: Note [L2 pass]).
         flops: all FLOPs.
-        flops_by_pipe: FLOPs per pipe, keyed by `Pipe.label`.
+        flops_by_pipe: FLOPs per pipe.
         arithmetic_intensity: FLOPs per DRAM byte (inf with no DRAM traffic).
         bottleneck: ``compute`` or ``memory``.
         kernels: per-kernel breakdown (unfused only).
@@ -168,12 +187,12 @@ class Bound:
     sizes: Mapping[str, int]
     time_s: float
     compute_time_s: float
-    compute_time_s_by_pipe: Mapping[str, float]
+    compute_time_s_by_pipe: Mapping[Pipe, float]
     memory_time_s: float
     dram_bytes: float
     l2_bytes: float
     flops: float
-    flops_by_pipe: Mapping[str, float]
+    flops_by_pipe: Mapping[Pipe, float]
     arithmetic_intensity: float
     bottleneck: Bottleneck
     kernels: Sequence[KernelBound] = ()
@@ -191,12 +210,12 @@ def assemble_bound(
     time_s: float,
     bottleneck: Bottleneck,
     compute_time_s: float,
-    compute_time_s_by_pipe: Mapping[str, float],
+    compute_time_s_by_pipe: Mapping[Pipe, float],
     memory_s: float,
     dram_bytes: float,
     l2_bytes: float,
     flops: float,
-    flops_by_pipe: Mapping[str, float],
+    flops_by_pipe: Mapping[Pipe, float],
     notes: Sequence[str],
     kernels: Sequence[KernelBound] = (),
 ) -> Bound:
@@ -225,8 +244,8 @@ class PipeTable:
     """The pipe of every FLOP group of a graph on one device under one policy.
 
     Attributes:
-        resolved: the distinct pipes the work is charged to (one per label), resolved
-            on the device, in order of first appearance.
+        resolved: the distinct pipes the work is charged to (one per requested
+            `Pipe`), resolved on the device, in order of first appearance.
         group_pipe: index into ``resolved`` per FLOP group.
         group_kernel: kernel index per FLOP group.
         peaks: peak FLOP/s per pipe.
@@ -238,9 +257,9 @@ class PipeTable:
     peaks: np.ndarray
 
     @property
-    def labels(self) -> tuple[str, ...]:
-        """`Pipe.label` per pipe."""
-        return tuple(r.label for r in self.resolved)
+    def pipes(self) -> tuple[Pipe, ...]:
+        """The pipe each column is charged to (`ResolvedPipe.requested`)."""
+        return tuple(r.requested for r in self.resolved)
 
 
 def pipe_table(compiled: CompiledCosts, spec: HardwareSpec, policy: PrecisionPolicy) -> PipeTable:
@@ -258,19 +277,19 @@ def pipe_table(compiled: CompiledCosts, spec: HardwareSpec, policy: PrecisionPol
 
 
 def _pipe_table(compiled: CompiledCosts, spec: HardwareSpec, policy: PrecisionPolicy) -> PipeTable:
-    index: dict[str, int] = {}
+    index: dict[Pipe, int] = {}
     resolved: list[ResolvedPipe] = []
     kind_pipe: list[int] = []
     for kind in compiled.work_kinds:
         rp = resolve_pipe(spec, kind.work, kind.dtype, kind.convolution, policy)
-        if rp.label not in index:
-            index[rp.label] = len(index)
+        if rp.requested not in index:
+            index[rp.requested] = len(index)
             resolved.append(rp)
-        elif rp.peak_flops_per_s > resolved[index[rp.label]].peak_flops_per_s:
-            # Two fallbacks under one label (float and integer work on a TPU's absent
+        elif rp.peak_flops_per_s > resolved[index[rp.requested]].peak_flops_per_s:
+            # Two fallbacks for one pipe (float and integer work on a TPU's absent
             # vector:fp32): one pipe, so the larger peak, which keeps a lower bound.
-            resolved[index[rp.label]] = rp
-        kind_pipe.append(index[rp.label])
+            resolved[index[rp.requested]] = rp
+        kind_pipe.append(index[rp.requested])
     group_pipe = np.array(kind_pipe, dtype=np.int64)[compiled.group_work]
     return PipeTable(
         tuple(resolved), group_pipe, compiled.group_kernel,
@@ -314,11 +333,34 @@ def unit_time(table: PipeTable, times: np.ndarray) -> np.ndarray:
     """
     if times.shape[-1] == 0:
         return np.asarray(times.sum(axis=-1))
-    shared = np.array([r.source.unit == "tensor" for r in table.resolved])
+    shared = np.array([_on_tensor_unit(r) for r in table.resolved])
     if shared.sum() < 2:
         return np.asarray(times.max(axis=-1))
     tensor = times[..., shared].sum(axis=-1, keepdims=True)
     return np.asarray(np.concatenate([tensor, times[..., ~shared]], axis=-1).max(axis=-1))
+
+
+def unit_time_of(times: Mapping[ResolvedPipe, float]) -> float:
+    """`unit_time` of a pipe -> time mapping: the pipes on the tensor cores summed, then
+    the max over that sum and each other pipe (Note [Shared units]).
+
+    >>> from solar.hw import Precision
+    >>> from solar.bounds.precision import Pipe, ResolvedPipe
+    >>> tf32, x3, fp32 = (ResolvedPipe(Pipe(u, p, n), 1.0, Pipe(u, p), "") for u, p, n in
+    ...                   (("tensor", Precision.TF32, 1), ("tensor", Precision.TF32, 3),
+    ...                    ("vector", Precision.FP32, 1)))
+    >>> unit_time_of({tf32: 1.0, x3: 2.0, fp32: 2.5}), unit_time_of({tf32: 1.0, fp32: 2.5})
+    (3.0, 2.5)
+    >>> unit_time_of({})
+    0.0
+    """
+    tensor = sum((t for r, t in times.items() if _on_tensor_unit(r)), 0.0)
+    return max([tensor, *(t for r, t in times.items() if not _on_tensor_unit(r))])
+
+
+def _on_tensor_unit(r: ResolvedPipe) -> bool:
+    # the unit of the figure the peak comes from, which is where the work runs
+    return r.source.unit == "tensor"
 
 
 def pipe_flops(table: PipeTable, costs: CostArrays, n_kernels: int) -> np.ndarray:
@@ -329,9 +371,20 @@ def pipe_flops(table: PipeTable, costs: CostArrays, n_kernels: int) -> np.ndarra
     return out
 
 
-def by_label(labels: Sequence[str], values: np.ndarray) -> dict[str, float]:
-    """Label -> float mapping (sorted labels)."""
-    return {lab: float(v) for lab, v in sorted(zip(labels, values, strict=True))}
+def by_pipe(pipes: Sequence[Pipe], values: np.ndarray) -> dict[Pipe, float]:
+    """Pipe -> float mapping, in label order."""
+    pairs = sorted(zip(pipes, values.tolist(), strict=True), key=lambda pv: pv[0].label)
+    return {p: float(v) for p, v in pairs}
+
+
+def pipe_labels(values: Mapping[Pipe, float]) -> dict[str, float]:
+    """The report's edge: `Pipe.label` -> value, sorted by label.
+
+    >>> from solar.hw import Precision
+    >>> pipe_labels({Pipe("vector", Precision.FP32): 2.0, Pipe("tensor", Precision.TF32, 3): 1.0})
+    {'tensor:3xtf32': 1.0, 'vector:fp32': 2.0}
+    """
+    return {p.label: v for p, v in sorted(values.items(), key=lambda pv: pv[0].label)}
 
 
 # --------------------------------------------------------------------------- roofline

@@ -1,9 +1,10 @@
 """The unfused model: every kernel is its own launch, and the times add up.
 
 Contract: ``(CompiledCosts, HardwareSpec) -> Bound`` with a per-kernel breakdown.
-Per kernel k: ``t_k >= max(busiest pipe's FLOPs / peak, DRAM bytes / DRAM bw,
-L2 bytes / L2 bw)``; the bound is ``sum_k t_k`` (launches are sequential), and never
-below the fused bound (which bounds every execution).
+Per kernel k: ``t_k >= max(busiest unit's time, DRAM bytes / DRAM bw, L2 bytes / L2 bw)``
+(a unit's time: its pipes' FLOPs / peak, the tensor pipes added, Note [Shared units]);
+the bound is ``sum_k t_k`` (launches are sequential), and never below the fused bound
+(which bounds every execution).
 
 Which bytes hit DRAM (Note [L2 residency], docs/bounds.md "Byte rules"): a kernel
 moves the distinct program-level elements it reads and writes (kernel-local
@@ -38,7 +39,7 @@ from solar.bounds.roofline import (
     CacheState,
     KernelBreakdown,
     assemble_bound,
-    by_label,
+    by_pipe,
     memory_time_s,
     pipe_flops,
     pipe_notes,
@@ -135,7 +136,7 @@ def unfused_bound(
             "fused", spec.name, precision_policy, dict(costs.sizes)):
         raise ValueError("`fused` must be the fused bound of the same device, policy and sizes")
     table = pipe_table(compiled, spec, precision_policy)
-    labels = table.labels
+    pipes_charged = table.pipes
     nk = len(compiled.graph.kernels)
     pf = pipe_flops(table, costs, nk)
     ptime = pf / table.peaks if pf.shape[1] else pf
@@ -154,7 +155,7 @@ def unfused_bound(
         tuple(k.name for k in compiled.graph.kernels),
         tuple(k.unit for k in compiled.graph.kernels),
         (kflops.tolist(), dram.tolist(), l2.tolist(), compute.tolist(), memory.tolist()),
-        pipes,
+        pipes, (table.resolved, ptime),
     )
     total_time = float(np.maximum(compute, memory).sum())
     compute_s, memory_s = float(compute.sum()), float(memory.sum())
@@ -162,7 +163,7 @@ def unfused_bound(
     notes = [
         *pipe_notes(table, precision_policy),
         "unfused: each kernel is a separate launch; the bound sums per-kernel "
-        "max(busiest pipe, DRAM bytes / DRAM bw, L2 bytes / L2 bw)",
+        "max(busiest unit, DRAM bytes / DRAM bw, L2 bytes / L2 bw)",
         *(["cold cache: each input/parameter element is first read from DRAM",
             "program outputs are written to DRAM by their last writer"] if cache == "cold" else
           ["warm cache (Note [Warm cache]): any data may be L2-resident at a kernel's start, "
@@ -186,7 +187,7 @@ def unfused_bound(
         notes.append("raised to the fused bound, which bounds every execution")
     return assemble_bound(
         "unfused", spec, precision_policy, compiled, costs, time_s=time, bottleneck=bottleneck,
-        compute_time_s=compute_s, compute_time_s_by_pipe=by_label(labels, ptime.sum(axis=0)),
+        compute_time_s=compute_s, compute_time_s_by_pipe=by_pipe(pipes_charged, ptime.sum(axis=0)),
         memory_s=memory_s, dram_bytes=dram_b, l2_bytes=float(l2.sum()), flops=flops,
-        flops_by_pipe=by_label(labels, pf.sum(axis=0)), notes=notes, kernels=kernels,
+        flops_by_pipe=by_pipe(pipes_charged, pf.sum(axis=0)), notes=notes, kernels=kernels,
     )

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from solar.options import BOUND_MODEL_NAMES
 
 if TYPE_CHECKING:
-    from solar.bounds import InverseRoofline, PlatformRow
+    from solar.bounds import InverseRoofline, Pipe, PlatformRow
 
 __all__ = ["compare_json", "compare_text", "provision_json", "provision_text"]
 
@@ -26,10 +26,16 @@ _MARK_NOTE = (
 )
 
 
-def _pipes(flops_by_pipe: Mapping[str, float]) -> str:
+def _pipes(flops_by_pipe: Mapping[Pipe, float]) -> str:
     """Pipe labels by FLOPs, largest first: ``tensor:tf32+vector:fp32``."""
-    items = sorted(((f, p) for p, f in flops_by_pipe.items() if f > 0), reverse=True)
+    items = sorted(((f, p.label) for p, f in flops_by_pipe.items() if f > 0), reverse=True)
     return "+".join(p for _, p in items) or "-"
+
+
+def _labelled(values: Mapping[Pipe, float]) -> dict[str, float]:
+    from solar.bounds import pipe_labels
+
+    return pipe_labels(values)
 
 
 def compare_text(rows: Sequence[PlatformRow]) -> str:
@@ -77,7 +83,7 @@ def compare_json(rows: Sequence[PlatformRow], sizes: Mapping[str, int]) -> str:
                 "dram_bytes": r.dram_bytes,
                 "flops": r.flops,
                 "bottleneck": r.bottleneck,
-                "flops_by_pipe": dict(r.flops_by_pipe),
+                "flops_by_pipe": _labelled(r.flops_by_pipe),
                 "reduced_precision": r.reduced_precision,
             }
             for r in rows
@@ -96,14 +102,15 @@ def provision_text(inv: InverseRoofline) -> str:
         f"  DRAM bandwidth  >= {format_bytes(inv.required_dram_bandwidth_bytes_per_s)}/s "
         f"({format_bytes(inv.dram_bytes)} moved)",
     ]
-    for unit, need in sorted(inv.required_flops_per_s.items()):
-        flexible = inv.flexible_flops_per_s.get(unit, 0.0)
+    for pipe, need in sorted(inv.required_flops_per_s.items(), key=lambda pn: pn[0].label):
+        unit = pipe.label
+        flexible = inv.flexible_flops_per_s.get(pipe, 0.0)
         if need > flexible:
             lines.append(f"  {unit:<15} >= {(need - flexible) / 1e12:,.3f} TFLOP/s")
         if flexible > 0:  # matmul work the policy also lets run on other pipes
             lines.append(
                 f"  {unit:<15} >= {flexible / 1e12:,.3f} TFLOP/s of matmul/convolution work, "
-                f"or as fast on\n{'':<21}{', '.join(inv.alternatives[unit])} "
+                f"or as fast on\n{'':<21}{', '.join(p.label for p in inv.alternatives[pipe])} "
                 "(whichever the device has)"
             )
     lines.append(f"{'device':<18} {'bound':>12}  {'meets target':<12}  precision")
@@ -130,16 +137,16 @@ def provision_json(inv: InverseRoofline, sizes: Mapping[str, int]) -> str:
         "model": inv.model,
         "precision_policy": inv.precision_policy,
         "dram_bytes": inv.dram_bytes,
-        "flops_by_pipe": dict(inv.flops_by_pipe),
+        "flops_by_pipe": _labelled(inv.flops_by_pipe),
         "required_dram_bandwidth_bytes_per_s": inv.required_dram_bandwidth_bytes_per_s,
-        "required_flops_per_s": dict(inv.required_flops_per_s),
+        "required_flops_per_s": _labelled(inv.required_flops_per_s),
         "devices": [
             {
                 "device": d.device,
                 "time_s": d.time_s,
                 "meets": d.meets,
                 "required_dram_bandwidth_bytes_per_s": d.required_dram_bandwidth_bytes_per_s,
-                "flops_by_pipe": dict(d.flops_by_pipe),
+                "flops_by_pipe": _labelled(d.flops_by_pipe),
                 "reduced_precision": d.reduced_precision,
             }
             for d in inv.devices

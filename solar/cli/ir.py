@@ -178,13 +178,12 @@ def _check_memory(program: Program, sizes: dict[str, int]) -> None:
     """
     from solar.diagnostics import ResourceError
     from solar.validate import estimate_memory_bytes
-    from solar.validate.memory import memory_budget_bytes
+    from solar.validate.memory import memory_budget_bytes, over_budget_message
 
     needed, budget = estimate_memory_bytes(program, sizes), memory_budget_bytes()
     if needed > budget:
         raise ResourceError(
-            f"executing `{program.name}` needs about {needed / 2**20:,.0f} MiB, over the "
-            f"memory budget of {budget / 2**20:,.0f} MiB",
+            over_budget_message(f"`{program.name}`", needed, budget),
             code="E0305",
             span=program.span,
             notes=("run it at smaller sizes with --set NAME=VALUE",),

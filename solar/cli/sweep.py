@@ -11,8 +11,10 @@ from __future__ import annotations
 import signal
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -41,6 +43,9 @@ from solar.options import (
     TableFormat,
     ValidateMode,
 )
+
+if TYPE_CHECKING:
+    from solar.sweep import CaptureRecord
 
 __all__ = ["sweep"]
 
@@ -133,15 +138,49 @@ def sweep(
     from solar.batch import EngineOptions
     from solar.batch.job import BatchOptions
     from solar.hw import load_hardware_spec
-    from solar.sweep import (
-        CaptureRecord,
-        SweepLimits,
-        SweepSpec,
-        load_sweep_file,
-        parse_axis,
-        run_sweep,
-    )
+    from solar.sweep import SweepLimits, SweepSpec, run_sweep
     from solar.sweep.table import text_table
+
+    fields = _spec_fields(source, arch, set_, precision, cache, frontend, validate, entry,
+                          entry_args, inputs, input_shape)
+    spec = SweepSpec(**fields)  # type: ignore[arg-type]
+    BatchOptions(timeout_s=timeout or None, max_rss_mib=max_rss)  # E0931 on a bad limit
+    for name in spec.archs:  # a bad spec is a usage error before any work
+        load_hardware_spec(name)
+    engines = EngineOptions(engine=engine, workers=workers, scheduler=scheduler)
+    limits = SweepLimits(
+        timeout_s=timeout or None, max_rss_mib=max_rss, table=table,
+        reports=reports,
+    )  # fmt: skip
+    stop = threading.Event()
+    with _stopping_on_signals(stop) as received:
+        summary = run_sweep(spec, out, limits=limits, engine=engines,
+                            progress=_progress_printer(time.monotonic()), stop=stop,
+                            resume=resume)
+    typer.echo("\n".join(text_table(summary.rows, spec.size_names, summary.table_path)))
+    counts = ", ".join(f"{n} {s}" for s, n in sorted(summary.counts.items()))
+    resumed = f" ({summary.resumed} resumed)" if summary.resumed else ""
+    typer.echo(
+        f"{summary.points} points{resumed}, {len(summary.captures)} capture(s), "
+        f"{len(summary.rows)} rows "
+        f"({counts}) in {summary.wall_s:.1f} s; re-bound symbolically: "
+        f"{', '.join(summary.rebindable) or 'none'}; table: {summary.table_path}"
+    )
+    if received:
+        echo_err(f"stopped by {received[0]}; the table lists what finished")
+        raise typer.Exit(128 + signal.Signals[received[0]].value)
+    if summary.failed or summary.counts.get("validation-failed"):
+        raise typer.Exit(1)
+
+
+def _spec_fields(
+    source: Path, arch: list[str] | None, set_: list[str] | None, precision: str | None,
+    cache: CacheState | None, frontend: FrontendChoice | None, validate: ValidateMode | None,
+    entry: str | None, entry_args: str | None, inputs: Path | None,
+    input_shape: list[str] | None,
+) -> dict[str, object]:
+    """`SweepSpec` keyword arguments: the sweep file's, then the options given."""
+    from solar.sweep import load_sweep_file, parse_axis
 
     fields: dict[str, object] = {"model": source}
     if source.suffix in (".yaml", ".yml"):
@@ -162,16 +201,11 @@ def sweep(
             fields[key] = value
     if input_shape:
         fields["input_shapes"] = tuple(input_shape)
-    spec = SweepSpec(**fields)  # type: ignore[arg-type]
-    BatchOptions(timeout_s=timeout or None, max_rss_mib=max_rss)  # E0931 on a bad limit
-    for name in spec.archs:  # a bad spec is a usage error before any work
-        load_hardware_spec(name)
-    engines = EngineOptions(engine=engine, workers=workers, scheduler=scheduler)
-    limits = SweepLimits(
-        timeout_s=timeout or None, max_rss_mib=max_rss, table=table,
-        reports=reports,
-    )  # fmt: skip
-    start = time.monotonic()
+    return fields
+
+
+def _progress_printer(start: float) -> Callable[[int, int, CaptureRecord], None]:
+    """One progress line per finished capture, on stderr."""
 
     def progress(done: int, total: int, record: CaptureRecord) -> None:
         bar = "#" * int(20 * done / total)
@@ -183,36 +217,26 @@ def sweep(
             f"binding {record.bind_s:.1f} s; {time.monotonic() - start:.1f} s{detail}"
         )
 
-    stop = threading.Event()
+    return progress
+
+
+@contextmanager
+def _stopping_on_signals(stop: threading.Event) -> Iterator[list[str]]:
+    """SIGINT, SIGTERM and SIGHUP set ``stop`` (the sweep ends with the table of what
+    finished); yields the names of the signals received."""
     received: list[str] = []
 
     def handler(signum: int, _frame: object) -> None:
         received.append(signal.Signals(signum).name)
         stop.set()
 
-    stops = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # each ends it with the table
+    stops = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     previous = {s: signal.signal(s, handler) for s in stops}
     try:
-        summary = run_sweep(
-            spec, out, limits=limits, engine=engines, progress=progress, stop=stop, resume=resume
-        )
+        yield received
     finally:
         for s, old in previous.items():
             signal.signal(s, old)
-    typer.echo("\n".join(text_table(summary.rows, spec.size_names, summary.table_path)))
-    counts = ", ".join(f"{n} {s}" for s, n in sorted(summary.counts.items()))
-    resumed = f" ({summary.resumed} resumed)" if summary.resumed else ""
-    typer.echo(
-        f"{summary.points} points{resumed}, {len(summary.captures)} capture(s), "
-        f"{len(summary.rows)} rows "
-        f"({counts}) in {summary.wall_s:.1f} s; re-bound symbolically: "
-        f"{', '.join(summary.rebindable) or 'none'}; table: {summary.table_path}"
-    )
-    if received:
-        echo_err(f"stopped by {received[0]}; the table lists what finished")
-        raise typer.Exit(128 + signal.Signals[received[0]].value)
-    if summary.failed or summary.counts.get("validation-failed"):
-        raise typer.Exit(1)
 
 
 def _plan_sweep(

@@ -21,10 +21,11 @@ pure. Each kernel is placed on a pipeline rank and given a phase:
   wrongly put in W can only lower a schedule's time; a W kernel counted as B is at
   most a norm's parameter gradient.
 
-Each operation's time is the max over pipes of its kernels' compute times (the fused
-model's overlap of tensor and vector units), divided by the plan's sharding of each
-kernel (tp x cp; replicated kernels cp, or tp x cp under sequence parallelism; the
-optimizer tp, and dp under ZeRO >= 1). A full recompute adds the stage's stack forward
+Each operation's time: its kernels' per-pipe compute times, each divided by the plan's
+sharding of the kernel (tp x cp; replicated kernels cp, or tp x cp under sequence
+parallelism; the optimizer tp, and dp under ZeRO >= 1), summed per pipe and combined by
+the single-device unit rule (`unit_time_of`: the tensor pipes add on the one matrix
+unit, distinct units overlap). A full recompute adds the stage's stack forward
 to its B. A rank runs its operations one at a time (one compute stream).
 """
 
@@ -33,7 +34,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from solar.bounds import KernelBound
+from solar.bounds import KernelBound, ResolvedPipe, unit_time_of
 from solar.distributed.plan import ParallelPlan, Recompute
 from solar.distributed.schedules import StageCosts
 from solar.distributed.structure import ModelStructure, kernel_tensors
@@ -151,30 +152,27 @@ def stage_costs(
     replicated = (plan.tp if plan.sp else 1) * plan.cp
     opt_div = plan.tp * (plan.dp if plan.zero >= 1 else 1)
     # busy[phase][stage][pipe]
-    busy: dict[str, list[dict[str, float]]] = {ph: [{} for _ in range(pp)]
-                                               for ph in ("F", "B", "W", "O")}
-    opt_total: dict[str, float] = {}
+    busy: dict[str, list[dict[ResolvedPipe, float]]] = {ph: [{} for _ in range(pp)]
+                                                        for ph in ("F", "B", "W", "O")}
+    opt_total: dict[ResolvedPipe, float] = {}
     for k in kernels:
         phase = s.phase.get(k.name, "forward")
-        pipe = "none" if k.pipe is None else f"{k.pipe.unit}:{k.pipe.precision}"
         if phase == "optimizer":
-            opt_total[pipe] = opt_total.get(pipe, 0.0) + k.compute_time_s / opt_div
+            _add(opt_total, k, opt_div)
             continue
         div = replicated if k.name in s.replicated else sharded
-        t = k.compute_time_s / div
         r = stage.get(k.name, 0)
         kinds = ["F"] if phase == "forward" else ["B" if k.name in chain else "W"]
         if phase == "forward" and recompute == "full" and k.name in s.stack_forward:
             kinds.append("B")
         for kind in kinds:
-            row = busy[kind][r]
-            row[pipe] = row.get(pipe, 0.0) + t
+            _add(busy[kind][r], k, div)
     owned = _param_stage_bytes(program, s, stage, sizes, pp)
     total = sum(owned) or 1.0
-    opt = max(opt_total.values(), default=0.0)
+    opt = unit_time_of(opt_total)
 
     def per(kind: str) -> tuple[float, ...]:
-        return tuple(max(busy[kind][r].values(), default=0.0) for r in range(pp))
+        return tuple(unit_time_of(busy[kind][r]) for r in range(pp))
 
     return StageCosts(
         forward_s=per("F"), input_grad_s=per("B"), weight_grad_s=per("W"),
@@ -184,6 +182,11 @@ def stage_costs(
         activation_bytes=tuple(x / (plan.tp * plan.cp)
                                for x in _saved_bytes(program, s, made, sizes, pp)),
     )
+
+
+def _add(busy: dict[ResolvedPipe, float], k: KernelBound, div: int) -> None:
+    for rp, t in k.compute_time_s_by_pipe.items():
+        busy[rp] = busy.get(rp, 0.0) + t / div
 
 
 def _saved_bytes(program: Program, s: ModelStructure, made: Mapping[str, int],

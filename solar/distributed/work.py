@@ -14,9 +14,10 @@ the busiest rank does at least the average, so the bound stays a lower bound. Ex
 parallelism moves work between ranks without shrinking any rank's average, so ep
 divides nothing. A full recompute runs the stack's forward kernels once more.
 
-Compute overlaps across pipes (tensor and vector units) as in the fused model: the
-compute resource is the max over pipes of each pipe's summed time (Note [Overlapping
-units] in `solar.bounds.roofline`).
+Compute overlaps across units as in the fused model: each kernel's time on each pipe
+is summed over the step, the pipes on the tensor cores add (one matrix unit: Note
+[Shared units]) and distinct units overlap (the max; Note [Overlapping units] in
+`solar.bounds.roofline`), by the single-device rule `unit_time_of`.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from solar.bounds import KernelBound
+from solar.bounds import KernelBound, Pipe, ResolvedPipe, unit_time_of
 from solar.distributed.plan import ParallelPlan, Phase, Recompute
 from solar.distributed.structure import ModelStructure
 
@@ -36,7 +37,7 @@ class RankWork:
     """One rank's compute for one step.
 
     Attributes:
-        compute_s: max over pipes of the pipe's busy time.
+        compute_s: the busiest unit's time (`unit_time_of` of the per-pipe busy times).
         phases_s: busy time per phase (summed over pipes; for display).
         model_flops: FLOPs of the whole step's forward and backward, all ranks
             (no recompute): the MFU numerator.
@@ -47,10 +48,6 @@ class RankWork:
     phases_s: Mapping[str, float]
     model_flops: float
     peak_flops_per_s: float
-
-
-def _pipe_label(k: KernelBound) -> str:
-    return "none" if k.pipe is None else f"{k.pipe.unit}:{k.pipe.precision}"
 
 
 def rank_work(
@@ -82,16 +79,16 @@ def rank_work(
     sharded = plan.tp * plan.cp * plan.pp
     replicated = (plan.tp if plan.sp else 1) * plan.cp * plan.pp
     optimizer = plan.tp * plan.pp * (plan.dp if plan.zero >= 1 else 1)
-    by_pipe: dict[str, float] = {}
+    by_pipe: dict[ResolvedPipe, float] = {}
     phases: dict[str, float] = {}
-    flops_by_pipe: dict[str, float] = {}
-    peaks: dict[str, float] = {}
+    flops_by_pipe: dict[Pipe | None, float] = {}
+    peaks: dict[Pipe | None, float] = {}
     model_flops = 0.0
     for k in kernels:
         ph = structure.phase.get(k.name, "forward")
         if phase != "train" and ph != "forward":
             continue
-        label = _pipe_label(k)
+        label = k.pipe
         if ph == "optimizer":
             runs, div = 1.0, optimizer
         else:
@@ -102,8 +99,8 @@ def rank_work(
                 runs += micro_batches
                 phases["recompute"] = phases.get("recompute", 0.0) + \
                     micro_batches * k.compute_time_s / div
-        t = runs * k.compute_time_s / div
-        by_pipe[label] = by_pipe.get(label, 0.0) + t
+        for rp, t in k.compute_time_s_by_pipe.items():
+            by_pipe[rp] = by_pipe.get(rp, 0.0) + runs * t / div
         phases[ph] = phases.get(ph, 0.0) + (float(micro_batches) if ph != "optimizer" else 1.0) \
             * k.compute_time_s / div
         flops_by_pipe[label] = flops_by_pipe.get(label, 0.0) + k.flops
@@ -111,7 +108,7 @@ def rank_work(
             peaks[label] = k.flops / k.compute_time_s
     main = max(flops_by_pipe, key=lambda p: flops_by_pipe[p], default=None)
     return RankWork(
-        compute_s=max(by_pipe.values(), default=0.0),
+        compute_s=unit_time_of(by_pipe),
         phases_s=phases,
         model_flops=model_flops * global_batch / micro_batch,
         peak_flops_per_s=peaks.get(main, 0.0) if main is not None else 0.0,

@@ -29,7 +29,7 @@ Note [Index-only selects]
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from solar.ir import (
     FUNCTIONS,
@@ -152,55 +152,71 @@ def analyse_value(
     Returns:
         ``(terms, reads)``; terms with equal guards are merged.
     """
-    lv = frozenset(loop_vars)
-    terms: dict[tuple[Expr, ...], int] = {}
-    reads: list[ReadSite] = []
+    walk = _ValueWalk(frozenset(loop_vars))
+    walk.go(expr, guards)
+    return [FlopTerm(n, g) for g, n in walk.terms.items()], walk.reads
 
-    def add(n: int, g: tuple[Expr, ...]) -> None:
+
+@dataclass(slots=True)
+class _ValueWalk:
+    """One `analyse_value` run: FLOPs per guard tuple and the reads, in visit order."""
+
+    loop_vars: frozenset[str]
+    terms: dict[tuple[Expr, ...], int] = field(default_factory=dict)
+    reads: list[ReadSite] = field(default_factory=list)
+
+    def add(self, n: int, g: tuple[Expr, ...]) -> None:
         if n:
-            terms[g] = terms.get(g, 0) + n
+            self.terms[g] = self.terms.get(g, 0) + n
 
-    def go(e: Expr, g: tuple[Expr, ...]) -> None:
+    def charge(self, e: Expr, n: int, g: tuple[Expr, ...]) -> None:
+        """``n`` FLOPs for ``e`` unless it is loop-invariant (constant-folded)."""
+        if n and not _invariant(e, self.loop_vars):
+            self.add(n, g)
+
+    def go(self, e: Expr, g: tuple[Expr, ...]) -> None:
         match e:
             case Access():
-                reads.append(ReadSite(e, g))
-                reads.extend(_index_reads(e, g))
+                self.reads.append(ReadSite(e, g))
+                self.reads.extend(_index_reads(e, g))
             case Cast(operand=o):
-                go(o, g)
+                self.go(o, g)
             case Unary(op=op, operand=o):
-                add(1 if op == "-" and not _invariant(e, lv) else 0, g)
-                go(o, g)
+                self.charge(e, 1 if op == "-" else 0, g)
+                self.go(o, g)
             case Binary(op=op, lhs=a, rhs=b):
-                add(1 if op in _ARITH | _COMPARE and not _invariant(e, lv) else 0, g)
-                go(a, g)
-                go(b, g)
-            case Call(func="select", args=(c, a, b)) if is_affine_condition(c, lv):
-                # Note [Index-only selects]: the condition splits the iteration space, so
-                # an implementation evaluates neither it nor the select per point.
-                go(a, (*g, *_conjuncts(c)))
-                go(b, (*g, *_conjuncts(negate_condition(c))))
+                self.charge(e, 1 if op in _ARITH | _COMPARE else 0, g)
+                self.go(a, g)
+                self.go(b, g)
             case Call(func="select", args=(c, a, b)):
-                add(0 if _invariant(e, lv) else 1, g)
-                go(c, g)
-                _value_select(a, b, g)
+                self.select(e, c, a, b, g)
             case Call(func=f, args=args):
-                add(0 if _invariant(e, lv) else FUNCTIONS[f][1], g)
+                self.charge(e, FUNCTIONS[f][1], g)
                 for x in args:
-                    go(x, g)
+                    self.go(x, g)
             case IntLit() | FloatLit() | BoolLit() | Name():
                 pass
 
-    def _value_select(a: Expr, b: Expr, g: tuple[Expr, ...]) -> None:
-        ta, ra = analyse_value(a, lv, g)
-        tb, rb = analyse_value(b, lv, g)
+    def select(self, e: Expr, c: Expr, a: Expr, b: Expr, g: tuple[Expr, ...]) -> None:
+        if is_affine_condition(c, self.loop_vars):
+            # Note [Index-only selects]: the condition splits the iteration space, so
+            # an implementation evaluates neither it nor the select per point.
+            self.go(a, (*g, *_conjuncts(c)))
+            self.go(b, (*g, *_conjuncts(negate_condition(c))))
+            return
+        self.charge(e, 1, g)
+        self.go(c, g)
+        self.value_select(a, b, g)
+
+    def value_select(self, a: Expr, b: Expr, g: tuple[Expr, ...]) -> None:
+        """A value-dependent select: the cheaper branch, and the reads both share."""
+        ta, ra = analyse_value(a, self.loop_vars, g)
+        tb, rb = analyse_value(b, self.loop_vars, g)
         fa = sum(t.flops for t in ta) if all(t.guards == g for t in ta) else 0
         fb = sum(t.flops for t in tb) if all(t.guards == g for t in tb) else 0
-        add(min(fa, fb), g)
+        self.add(min(fa, fb), g)
         shared = {r.access for r in rb}
-        reads.extend(r for r in ra if r.access in shared)
-
-    go(expr, guards)
-    return [FlopTerm(n, g) for g, n in terms.items()], reads
+        self.reads.extend(r for r in ra if r.access in shared)
 
 
 def flops_per_point(expr: Expr, loop_vars: Sequence[str]) -> int:

@@ -255,8 +255,10 @@ def is_window_sum(index: Expr, domain: Domain) -> bool:
 
     ``oh*s + kh`` (a convolution's window) is one; ``h*Dh + d`` with ``d`` in ``0 .. Dh``
     (a flattened pair of dims: heads split from a packed projection, ``b*SEQ + i``) is not,
-    since every ``(h, d)`` names a distinct element. Anything else with two loop variables
-    counts as a window: the convolution flag only lets TF32 charge the work, the faster
+    since every ``(h, d)`` names a distinct element, nor is a nested linearisation
+    (``(b*H + h)*Dh + d``) or a ``//`` or ``%`` digit of one (packed-qkv attention: its
+    twin matmuls got TF32 and 3xTF32). Anything else with two loop variables counts as a
+    window: the convolution flag only lets TF32 charge the work, the faster
     rate, so doubt keeps the bound lower.
 
     >>> from solar.ir import parse_expr
@@ -267,6 +269,11 @@ def is_window_sum(index: Expr, domain: Domain) -> bool:
     False
     >>> is_window_sum(parse_expr("2 * h + r"), dom)
     True
+    >>> is_window_sum(parse_expr("(h * D + d) // 64"), dom), is_window_sum(
+    ...     parse_expr("(2 * h + r) % 4"), dom)
+    (False, True)
+    >>> is_window_sum(parse_expr("((h * D + d) * 3 + r) % 64"), dom)
+    False
     >>> tri = Domain((LoopDim("i", IntLit(0), Name("S")),
     ...               LoopDim("j", IntLit(0), parse_expr("i + 1"))))
     >>> is_window_sum(parse_expr("b * S + j"), Domain((LoopDim("b", IntLit(0), Name("B")),
@@ -275,26 +282,51 @@ def is_window_sum(index: Expr, domain: Domain) -> bool:
     """
     if len(expr_vars(index, domain.vars)) < 2:
         return False
+    if isinstance(index, Binary) and index.op in ("//", "%") and not expr_vars(
+            index.rhs, domain.vars):
+        # a digit of a flattened index (packed q/k/v heads, ``(h*D + d) // 64``) is a
+        # window exactly when the flattened index is one
+        return is_window_sum(index.lhs, domain)
+    loops = {loop.var: loop for loop in domain.loops}
+    return not _linearised(index, loops)
+
+
+def _linearised(index: Expr, loops: Mapping[str, LoopDim]) -> bool:
+    """Whether ``index`` is a mixed-radix linearisation of distinct loop variables, up to a
+    constant offset: one variable (times a loop-free factor), or ``X * c + v`` with ``v``
+    in ``0 .. c`` (or fewer) and ``X`` such a linearisation of other variables, nested as
+    ``((b * H + h) * Dh + d)``. Every point then names a distinct element."""
     terms: list[Expr] = []
     if not _sum_terms(index, terms):
-        return True
-    loops = {loop.var: loop for loop in domain.loops}
-    coefs: dict[str, Expr] = {}
-    for term in terms:
-        names = expr_vars(term, loops)
-        if not names:
-            continue  # a constant offset
-        var, coef = _scaled_var(term, loops)
-        if var is None or var in coefs:
+        return False
+    terms = [t for t in terms if expr_vars(t, loops)]
+    if len(terms) == 1:
+        var, _ = _scaled_var(terms[0], loops)
+        if var is not None:
             return True
-        coefs[var] = coef
-    if len(coefs) != 2:
-        return True
-    (u, cu), (_, cv) = sorted(coefs.items(), key=lambda kv: kv[1] != IntLit(1))
-    if cu != IntLit(1):
-        return True
-    inner = loops[u]
-    return not (inner.lo == IntLit(0) and inner.step == 1 and _at_most(inner.hi, cv, loops))
+        outer, _ = _scaled(terms[0], loops)
+        return outer is not None and _linearised(outer, loops)
+    if len(terms) != 2:
+        return False
+    for v, rest in ((terms[0], terms[1]), (terms[1], terms[0])):
+        if not (isinstance(v, Name) and v.name in loops):
+            continue
+        inner = loops[v.name]
+        outer, radix = _scaled(rest, loops)
+        if (outer is not None and v.name not in expr_vars(outer, loops)
+                and inner.lo == IntLit(0) and inner.step == 1
+                and _at_most(inner.hi, radix, loops) and _linearised(outer, loops)):
+            return True
+    return False
+
+
+def _scaled(term: Expr, loops: Mapping[str, LoopDim]) -> tuple[Expr | None, Expr]:
+    """``(X, E)`` for ``X * E`` or ``E * X`` with ``E`` free of loops (X may be a sum)."""
+    if isinstance(term, Binary) and term.op == "*":
+        for x, coef in ((term.lhs, term.rhs), (term.rhs, term.lhs)):
+            if expr_vars(x, loops) and not expr_vars(coef, loops):
+                return x, coef
+    return None, IntLit(0)
 
 
 def _at_most(hi: Expr, bound: Expr, loops: Mapping[str, LoopDim]) -> bool:

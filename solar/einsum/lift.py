@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from solar.einsum.branches import charge_cheapest_branches
 from solar.einsum.count import Count
 from solar.einsum.counter import CountContext
 from solar.einsum.graph import Edge, EinsumGraph, KernelCost, ProgramTensor
@@ -75,6 +76,7 @@ def lift_to_einsum(program: Program) -> EinsumGraph:
                 key = (ki, lf.stmt.target.tensor)
                 writes[key] = writes.get(key, _ZERO) + ctx.points(lf.node.domain)
         kernels.append(kernel_cost(scope, kernel, ki, kl))
+    kernels = charge_cheapest_branches(scope, program, ctx, kernels)
     nodes = tuple(lf.node for lf in leaves)
     return EinsumGraph(
         program=program,

@@ -20,23 +20,33 @@ sizes while it is imported (``HIDDEN = 4 * D``, a shape tuple, a default argumen
 executed again as a fresh module whenever the sizes change, because a module that ran
 once holds state derived from them; at the same sizes it is reused.
 
-The model is *built* (its entry points called) once per distinct size binding and kind
-of tensors: one capture per binding, over meta or fake tensors (which allocates
-nothing), and one real build for the reference. Only the first capture may take two
-attempts (meta, then fake tensors, when meta execution cannot run the program); every
-later capture (the symbolic re-captures, each step of the reduced-size search) goes
-where the first one succeeded (Note [Meta re-captures] in
-`solar.frontends.pytorch.capture`); ``tests/frontends/pytorch/test_model_builds.py``
-counts the builds. The PyTorch frontend builds the program for real once for the
+The model is *built* (its entry points called: ``Model(...)``, an ``--entry`` class or
+factory, ``get_inputs``) once per distinct size binding it is captured at, over meta or
+fake tensors (which allocates nothing), plus one real build for the reference (a build
+over no values cannot give values). The first capture builds on meta; when meta
+execution cannot run the forward, that same build is captured over fake tensors
+(`loader.meta_to_fake`: its tensors made fake CPU ones, its attributes as they were
+before the meta forward) and only a module holding meta tensors besides its
+parameters and buffers, a training step, a batch cut or a float64 build is built again.
+Every later capture (the symbolic re-captures, each step of the reduced-size search)
+goes where the first one succeeded (Note [Meta re-captures] in
+`solar.frontends.pytorch.capture`), one build each; in a guarded child each
+re-capture runs in a process of its own (Note [Probes in a process of their own] in
+`solar.guard`). The PyTorch frontend builds the program for real once for the
 reference (full or reduced size: the search only estimates, and the reference runs at
-the sizes it settles on), and ``--measure`` takes that build (timing does not depend on
+the sizes it settles on); ``--measure`` times that build (timing does not depend on
 parameter values, while the reference must see a pristine one, so it always comes
-first); a float64 copy (Note [Float64 re-check] in `solar.pipeline.validation`) is
-built only when the fp32 comparison fails, and a capture that needs real values builds
-for real. The LLM frontend builds it once for its reference, its check and
-``--measure``; the JAX frontend's capture holds the function and its inputs, and it
-imports the file again at other sizes (``jax.jit`` traces made at import would keep the
-old ones).
+first), so it builds nothing more, though timing runs the forward once per warm-up,
+trial and the profiled run; the float64 copy (Note [Float64 re-check] in
+`solar.pipeline.validation`, only when the fp32 comparison fails) is a float64 copy of
+that build when the reference left it as built (version counters), else a fresh float64
+build (a training step updates the parameters); a capture that needs real values builds
+for real. ``tests/frontends/pytorch/test_model_builds.py`` counts the builds, the
+constructor's and forward's side effects (with and without ``--measure``) and the
+float64 copy (gpt_block: 7 builds for 6 bindings, from 19). The LLM frontend builds it
+once for its reference, its check and ``--measure``; the JAX frontend's capture holds
+the function and its inputs, and it imports the file again at other sizes (``jax.jit``
+traces made at import would keep the old ones).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ reporting* (they never claim a violation that is not real):
 from __future__ import annotations
 
 import bisect
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
@@ -107,31 +107,68 @@ def linear_form(
         case Unary(op="-", operand=o):
             inner = linear_form(o, sizes, loop_vars=loop_vars)
             return None if inner is None else inner.scaled(-1)
-        case Binary(op="+" | "-" | "*" | "//" | "%" as op, lhs=a, rhs=b):
-            la = linear_form(a, sizes, loop_vars=loop_vars)
-            lb = linear_form(b, sizes, loop_vars=loop_vars)
-            if la is None or lb is None:
-                return None
-            if op == "+":
-                return la.add(lb)
-            if op == "-":
-                return la.add(lb, -1)
-            if op == "*":
-                if not la.coefs:
-                    return lb.scaled(la.const)
-                return la.scaled(lb.const) if not lb.coefs else None
-            if la.coefs or lb.coefs or lb.const == 0:
-                return None
-            return Lin((), la.const // lb.const if op == "//" else la.const % lb.const)
-        case Call(func="min" | "max" as f, args=(a, b)):
-            la = linear_form(a, sizes, loop_vars=loop_vars)
-            lb = linear_form(b, sizes, loop_vars=loop_vars)
-            if la is None or lb is None or la.coefs or lb.coefs:
-                return None
-            pick = min if f == "min" else max
-            return Lin((), pick(la.const, lb.const))
+        case Binary(op=op, lhs=a, rhs=b) if op in _LIN_BINARY:
+            return _lin_pair(_LIN_BINARY[op], a, b, sizes, loop_vars)
+        case Call(func=f, args=(a, b)) if f in _LIN_CALLS:
+            return _lin_pair(_LIN_CALLS[f], a, b, sizes, loop_vars)
         case _:
             return None
+
+
+def _lin_pair(
+    op: Callable[[Lin, Lin], Lin | None], a: Expr, b: Expr,
+    sizes: Mapping[str, int], loop_vars: AbstractSet[str] | None,
+) -> Lin | None:
+    la = linear_form(a, sizes, loop_vars=loop_vars)
+    lb = linear_form(b, sizes, loop_vars=loop_vars)
+    return None if la is None or lb is None else op(la, lb)
+
+
+def _lin_add(la: Lin, lb: Lin) -> Lin:
+    return la.add(lb)
+
+
+def _lin_sub(la: Lin, lb: Lin) -> Lin:
+    return la.add(lb, -1)
+
+
+def _lin_mul(la: Lin, lb: Lin) -> Lin | None:
+    """Affine only with a loop-invariant factor."""
+    if not la.coefs:
+        return lb.scaled(la.const)
+    return la.scaled(lb.const) if not lb.coefs else None
+
+
+def _lin_floordiv(la: Lin, lb: Lin) -> Lin | None:
+    """Constants only (the divisor nonzero)."""
+    if la.coefs or lb.coefs or lb.const == 0:
+        return None
+    return Lin((), la.const // lb.const)
+
+
+def _lin_mod(la: Lin, lb: Lin) -> Lin | None:
+    """Constants only (the divisor nonzero)."""
+    if la.coefs or lb.coefs or lb.const == 0:
+        return None
+    return Lin((), la.const % lb.const)
+
+
+def _lin_min(la: Lin, lb: Lin) -> Lin | None:
+    return None if la.coefs or lb.coefs else Lin((), min(la.const, lb.const))
+
+
+def _lin_max(la: Lin, lb: Lin) -> Lin | None:
+    return None if la.coefs or lb.coefs else Lin((), max(la.const, lb.const))
+
+
+_LIN_BINARY: Mapping[str, Callable[[Lin, Lin], Lin | None]] = {
+    "+": _lin_add,
+    "-": _lin_sub,
+    "*": _lin_mul,
+    "//": _lin_floordiv,
+    "%": _lin_mod,
+}
+_LIN_CALLS: Mapping[str, Callable[[Lin, Lin], Lin | None]] = {"min": _lin_min, "max": _lin_max}
 
 
 def _name_form(

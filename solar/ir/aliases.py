@@ -22,7 +22,19 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from solar.diagnostics import Span
-from solar.ir.nodes import Access, Assign, For, If, IntLit, Kernel, Name, Program, Reduce, Stmt
+from solar.ir.nodes import (
+    Access,
+    Assign,
+    Expr,
+    For,
+    If,
+    IntLit,
+    Kernel,
+    Name,
+    Program,
+    Reduce,
+    Stmt,
+)
 from solar.ir.traversal import walk_exprs
 
 __all__ = [
@@ -51,8 +63,8 @@ def _leaves(body: tuple[Stmt, ...]) -> Iterator[Stmt]:
             yield s
 
 
-def _reads_tensor(*exprs: object) -> bool:
-    return any(isinstance(e, Access) for x in exprs for e in walk_exprs(x))  # type: ignore[arg-type]
+def _reads_tensor(*exprs: Expr) -> bool:
+    return any(isinstance(e, Access) for x in exprs for e in walk_exprs(x))
 
 
 def alias_targets(kernel: Kernel) -> tuple[str, ...]:
@@ -232,11 +244,10 @@ def _touched(kernel: Kernel) -> set[str]:
     for s in _leaves(kernel.body):
         if isinstance(s, Assign | Reduce):
             out.add(s.target.tensor)
-            exprs: tuple[object, ...] = (s.value, *s.target.indices)
+            exprs: tuple[Expr, ...] = (s.value, *s.target.indices)
         elif isinstance(s, If):
             exprs = (s.cond,)
         else:
             exprs = (s.lo, s.hi)
-        out.update(e.tensor for x in exprs for e in walk_exprs(x)  # type: ignore[arg-type]
-                   if isinstance(e, Access))
+        out.update(e.tensor for x in exprs for e in walk_exprs(x) if isinstance(e, Access))
     return out

@@ -29,6 +29,7 @@ from solar.ir.nodes import (
     Kernel,
     Program,
     SizeName,
+    TensorDecl,
     TensorName,
 )
 from solar.ir.printer import print_expr
@@ -305,9 +306,30 @@ def _collective_problems(
     coll = kernel.collective
     assert coll is not None
     span = coll.span or kernel.span
+    problem = _form_problem(program, kernel, coll, group_sizes, span)
+    if problem is not None:
+        return [problem]
+    decls = {t.name: t for t in program.tensors}
+    src, tgt = decls.get(coll.source), decls.get(coll.target)
+    if src is None or tgt is None:
+        name = coll.source if src is None else coll.target
+        return [DistProblem("E0203", f"collective on `{name}`, which is not a program-level "
+                            "tensor", span)]
+    problem = _operand_problem(coll, src, tgt, span)
+    if problem is None:
+        problem = _extent_problem(coll, src, tgt, sizes, group_sizes, span)
+    return [] if problem is None else [problem]
+
+
+def _form_problem(
+    program: Program, kernel: Kernel, coll: Collective,
+    group_sizes: Mapping[str | None, int], span: Span | None,
+) -> DistProblem | None:
+    """The collective kernel's shape: alone in its kernel, the arguments of its kind, a
+    declared group."""
     if kernel.body or kernel.locals or kernel.alias:
-        return [DistProblem("E0253", f"collective kernel `{kernel.name}` holds other "
-                            "statements or locals", span)]
+        return DistProblem("E0253", f"collective kernel `{kernel.name}` holds other "
+                           "statements or locals", span)
     given = {a for a in _ARGS if getattr(coll, a) is not None} - {"group"}
     needs = _NEEDS[coll.kind]
     if given != needs:
@@ -316,45 +338,55 @@ def _collective_problems(
             [f"needs {', '.join(f'`{a}=`' for a in missing)}"] * bool(missing)
             + [f"takes no {', '.join(f'`{a}=`' for a in extra)}"] * bool(extra)
         )
-        return [DistProblem("E0253", f"{coll.kind} {what}", span)]
+        return DistProblem("E0253", f"{coll.kind} {what}", span)
     if coll.group is not None and coll.group not in group_sizes:
         known = ", ".join(g.name for g in program.groups) or "none declared"
-        return [DistProblem("E0253", f"unknown group `{coll.group}` (groups: {known})", span)]
+        return DistProblem("E0253", f"unknown group `{coll.group}` (groups: {known})", span)
     if coll.kind == "permute" and coll.group is not None:
-        return [DistProblem("E0253", "permute takes no `group=`: `to=` names a rank of the "
-                            "world", span)]
-    decls = {t.name: t for t in program.tensors}
-    src, tgt = decls.get(coll.source), decls.get(coll.target)
-    if src is None or tgt is None:
-        name = coll.source if src is None else coll.target
-        return [DistProblem("E0203", f"collective on `{name}`, which is not a program-level "
-                            "tensor", span)]
+        return DistProblem("E0253", "permute takes no `group=`: `to=` names a rank of the "
+                           "world", span)
+    return None
+
+
+def _operand_problem(
+    coll: Collective, src: TensorDecl, tgt: TensorDecl, span: Span | None
+) -> DistProblem | None:
+    """What the source and target tensors' roles and dtypes allow."""
     if tgt.role in ("input", "param"):
-        return [DistProblem("E0214", f"collective writes {tgt.role} `{tgt.name}`", span)]
+        return DistProblem("E0214", f"collective writes {tgt.role} `{tgt.name}`", span)
     if src.dtype != tgt.dtype:
-        return [DistProblem("E0252", f"{coll.kind} from {src.dtype.value} `{src.name}` into "
-                            f"{tgt.dtype.value} `{tgt.name}`: the dtypes differ", span)]
+        return DistProblem("E0252", f"{coll.kind} from {src.dtype.value} `{src.name}` into "
+                           f"{tgt.dtype.value} `{tgt.name}`: the dtypes differ", span)
     if coll.op == "avg" and not src.dtype.is_float:
-        return [DistProblem("E0253", "op=avg needs a floating-point tensor", span)]
+        return DistProblem("E0253", "op=avg needs a floating-point tensor", span)
+    return None
+
+
+def _extent_problem(
+    coll: Collective, src: TensorDecl, tgt: TensorDecl, sizes: Mapping[str, int],
+    group_sizes: Mapping[str | None, int], span: Span | None,
+) -> DistProblem | None:
+    """At the size binding: the root and the permutation within the group, the shapes
+    the collective's kind needs."""
     n = group_sizes.get(coll.group)
     if n is None:
-        return []  # its group is already reported
+        return None  # its group is already reported
     if coll.kind == "broadcast" and not 0 <= (coll.root or 0) < n:
-        return [DistProblem("E0253", f"root={coll.root} is outside groups of {n} ranks", span)]
+        return DistProblem("E0253", f"root={coll.root} is outside groups of {n} ranks", span)
     if coll.kind == "permute":
         problem = _permute_problem(coll, group_sizes[None], sizes)
         if problem is not None:
-            return [DistProblem("E0254", problem, coll.to.span if coll.to else span)]
+            return DistProblem("E0254", problem, coll.to.span if coll.to else span)
     try:
         src_shape = tuple(eval_int(d, sizes) for d in src.shape)
         tgt_shape = tuple(eval_int(d, sizes) for d in tgt.shape)
     except (KeyError, ValueError, ZeroDivisionError):
-        return []  # the shapes are reported as E0209
+        return None  # the shapes are reported as E0209
     problem = collective_shape_problem(coll, src_shape, tgt_shape, n)
     if problem is not None:
-        return [DistProblem("E0252", f"`{tgt.name} = {coll.kind}({src.name}, ...)`: {problem}",
-                            span)]
-    return []
+        return DistProblem("E0252", f"`{tgt.name} = {coll.kind}({src.name}, ...)`: {problem}",
+                           span)
+    return None
 
 
 def _permute_problem(coll: Collective, world: int, sizes: Mapping[str, int]) -> str | None:

@@ -183,11 +183,8 @@ class ExprChecker:
                 return "float"
             case BoolLit():
                 return "bool"
-            case Name(name=n):
-                if n in self.scope or n in self.size_decls:
-                    return "int"
-                self._unbound(expr)
-                return None
+            case Name():
+                return self._name(expr)
             case Access():
                 return self.access(expr)
             case Unary(op="not", operand=o):
@@ -195,17 +192,8 @@ class ExprChecker:
                 return "bool"
             case Unary(operand=o):
                 return _arith(self.expr(o), "int")
-            case Binary(op="and" | "or" as op, lhs=a, rhs=b):
-                self.require_bool(a, f"operand of `{op}`")
-                self.require_bool(b, f"operand of `{op}`")
-                return "bool"
-            case Binary(op=op, lhs=a, rhs=b):
-                ka, kb = self.expr(a), self.expr(b)
-                if op in ("<", "<=", ">", ">=", "==", "!="):
-                    return "bool"
-                if op == "/":
-                    return None if ka is None or kb is None else "float"
-                return _arith(ka, kb)
+            case Binary():
+                return self._binary(expr)
             case Call():
                 return self._call(expr)
             case Cast(dtype=d, operand=o):
@@ -213,6 +201,25 @@ class ExprChecker:
                 return kind_of(d)
             case _:
                 assert_never(expr)
+
+    def _name(self, name: Name) -> Kind | None:
+        if name.name in self.scope or name.name in self.size_decls:
+            return "int"
+        self._unbound(name)
+        return None
+
+    def _binary(self, expr: Binary) -> Kind | None:
+        op, a, b = expr.op, expr.lhs, expr.rhs
+        if op in ("and", "or"):
+            self.require_bool(a, f"operand of `{op}`")
+            self.require_bool(b, f"operand of `{op}`")
+            return "bool"
+        ka, kb = self.expr(a), self.expr(b)
+        if op in ("<", "<=", ">", ">=", "==", "!="):
+            return "bool"
+        if op == "/":
+            return None if ka is None or kb is None else "float"
+        return _arith(ka, kb)
 
     def _unbound(self, name: Name) -> None:
         notes: tuple[str, ...] = ()

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import replace
 
 from solar.ir.affine import linear_form
 from solar.ir.nodes import (
     Access,
+    Assign,
     Binary,
     BoolLit,
     Call,
@@ -23,11 +25,13 @@ from solar.ir.nodes import (
     Expr,
     FloatLit,
     IntLit,
+    Kernel,
+    Stmt,
     Unary,
     lit,
 )
 from solar.ir.predicates import pred_expr, pred_of
-from solar.ir.traversal import is_index_condition, map_expr
+from solar.ir.traversal import is_index_condition, map_expr, map_exprs, walk_exprs
 
 __all__ = [
     "const_value",
@@ -35,6 +39,7 @@ __all__ = [
     "finite_expr",
     "fold",
     "fold_all",
+    "inline_literal_scalars",
     "is_boolean",
     "literal_value",
 ]
@@ -76,6 +81,41 @@ def fold(e: Expr) -> Expr | None:
             is_boolean(a) and _is_guard(c) and _is_guard(a)
         ):
             return Binary("and", c, a)
+        case Binary(lhs=IntLit() | BoolLit(), rhs=IntLit() | BoolLit()):
+            return _fold_int(e)
+        case Call(func="min" | "max", args=(IntLit(value=a), IntLit(value=b))):
+            return IntLit(min(a, b) if e.func == "min" else max(a, b))  # both >= 0
+        case Binary(op="*" | "==" | "!="):
+            return _fold_product(e)
+        case _:
+            return _fold_boolean(e)
+
+
+_COMPARE: dict[str, Callable[[int, int], bool]] = {
+    "<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b, "==": lambda a, b: a == b, "!=": lambda a, b: a != b,
+}
+_INT_ARITH: dict[str, Callable[[int, int], int]] = {
+    "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+}
+
+
+def _fold_int(e: Binary) -> Expr | None:
+    """Integer literal arithmetic and comparisons (an index's bounds check on a literal
+    index: ``0 <= 5 and 5 <= 1023``), and logic on boolean literals; exact."""
+    a, b = e.lhs, e.rhs
+    if isinstance(a, IntLit) and isinstance(b, IntLit):
+        if e.op in _COMPARE:
+            return BoolLit(_COMPARE[e.op](a.value, b.value))
+        if e.op in _INT_ARITH:
+            return lit(_INT_ARITH[e.op](a.value, b.value))
+        return None
+    return _fold_boolean(e)
+
+
+def _fold_product(e: Binary) -> Expr | None:
+    """`fold` for a product of 0/1 masks, ``x * 1`` and a comparison of a literal select."""
+    match e:
         case Binary(op="*", lhs=Call(func="select", args=(c1, a1, b1)),
                     rhs=Call(func="select", args=(c2, a2, b2))) if _is_guard(c1) and _is_guard(c2):
             # two 0/1 masks multiplied (``tril(ones) * triu(ones, -w)``): literals only
@@ -196,14 +236,8 @@ def const_value(e: Expr, finite: Callable[[Access], bool]) -> float | None:
         case Call(func="exp", args=(a,)):
             x = const_value(a, finite)
             return None if x is None else (0.0 if x == -math.inf else None)
-        case Binary(op="-" | "+", lhs=a, rhs=b):
-            x = const_value(a, finite)
-            if x is not None and math.isinf(x) and finite_expr(b, finite):
-                return x  # inf +- a finite value
-            y = const_value(b, finite)
-            if y is not None and math.isinf(y) and finite_expr(a, finite):
-                return y if e.op == "+" else -y  # a finite value +- inf
-            return None
+        case Binary(op="-" | "+" | "*" | "/"):
+            return _const_arith(e, finite)
         case Call(func="select", args=(_, a, b)):
             # both branches the same literal (PyTorch's _safe_softmax zeroes an all-masked
             # row, which a masked-out P already is): the condition does not matter
@@ -213,6 +247,21 @@ def const_value(e: Expr, finite: Callable[[Access], bool]) -> float | None:
             # Note [Exact casts]: 0, +-1 and +-inf are exact in every float type
             x = const_value(o, finite)
             return x if x in _EXACT else None
+        case _:
+            return None
+
+
+def _const_arith(e: Binary, finite: Callable[[Access], bool]) -> float | None:
+    """`const_value` of a sum, difference, product or quotient."""
+    match e:
+        case Binary(op="-" | "+", lhs=a, rhs=b):
+            x = const_value(a, finite)
+            if x is not None and math.isinf(x) and finite_expr(b, finite):
+                return x  # inf +- a finite value
+            y = const_value(b, finite)
+            if y is not None and math.isinf(y) and finite_expr(a, finite):
+                return y if e.op == "+" else -y  # a finite value +- inf
+            return None
         case Binary(op="*", lhs=a, rhs=b):
             for p, q in ((a, b), (b, a)):
                 if const_value(p, finite) == 0.0 and finite_expr(q, finite):
@@ -265,3 +314,28 @@ def drop_identities(e: Expr) -> Expr:
 
     return map_expr(e, step)
 
+
+
+def inline_literal_scalars(k: Kernel, writers: Callable[[str], int]) -> Kernel:
+    """Note [Literal scalars]: a scalar local that a kernel writes once, at its top level,
+    with a value of literals only (a scatter's clamped start and bounds check at a literal
+    index, ``inb[] = 0 <= 5 and 5 <= 1023``), has that value at every later read: the
+    reads are replaced by the folded value, so ``X[start[], u] = select(inb[], v[u],
+    X[start[], u])`` is the affine write ``X[5, u] = v[u]`` the counters charge exactly.
+    ``writers(name)`` is the number of statements that write ``name``."""
+    local = {t.name for t in k.locals if not t.shape}
+    known: dict[str, Expr] = {}
+
+    def inline(e: Expr) -> Expr:
+        r = map_expr(e, lambda x: known.get(x.tensor) if isinstance(x, Access) else None)
+        return e if r is e else map_expr(r, fold)
+
+    body: list[Stmt] = []
+    for st in k.body:
+        new = map_exprs(st, inline) if known else st
+        if (isinstance(new, Assign) and new.target.tensor in local
+                and writers(new.target.tensor) == 1
+                and not any(isinstance(a, Access) for a in walk_exprs(new.value))):
+            known[new.target.tensor] = map_expr(new.value, fold)
+        body.append(new)
+    return k if not known else replace(k, body=tuple(body))

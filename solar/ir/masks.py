@@ -77,7 +77,13 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
-from solar.ir.folding import const_value, drop_identities, fold_all, literal_value
+from solar.ir.folding import (
+    const_value,
+    drop_identities,
+    fold_all,
+    inline_literal_scalars,
+    literal_value,
+)
 from solar.ir.nodes import (
     Access,
     Assign,
@@ -230,30 +236,65 @@ class _Masks:
         for k in program.kernels:
             self.decls.update((t.name, t) for t in k.locals)
         self.keep = keep
+        self.sizes = {d.name: d.value for d in program.sizes}
         self.writers: dict[str, int] = {}
         for st, _, _ in _leaves(program):
             self.writers[st.target.tensor] = self.writers.get(st.target.tensor, 0) + 1
 
     def full_range(self, target: Access, loops: tuple[For, ...]) -> bool:
-        """The target's subscripts are distinct plain loops over the whole shape."""
+        """The target's subscripts are distinct plain loops over the whole shape (a dim
+        may be a head split in two, ``A * h + r``: Note [Split heads])."""
         decl = self.decls[target.tensor]
         by_var = {f.var: f for f in loops}
-        seen: set[str] = set()
+        seen: list[str] = []
         for s, extent in zip(target.indices, decl.shape, strict=True):
             if isinstance(s, IntLit) and s.value == 0 and extent == IntLit(1):
                 continue
-            if not isinstance(s, Name) or s.name not in by_var or s.name in seen:
-                return False
-            f = by_var[s.name]
-            seen.add(s.name)
-            if f.seq or f.step != 1 or f.lo != IntLit(0) or f.hi != extent:
-                return False
+            dims = [(s, extent)] if isinstance(s, Name) else _split_dim(s, extent, self.sizes)
+            for v, hi in dims or [(Name(""), extent)]:
+                f = by_var.get(v.name)
+                if (f is None or f.seq or f.step != 1 or f.lo != IntLit(0) or f.hi != hi
+                        or v.name in seen):
+                    return False
+                seen.append(v.name)
         return True
 
     def maskable(self, name: str) -> bool:
         decl = self.decls.get(name)
         return (decl is not None and decl.role in ("temp", "local")
                 and name not in self.keep and self.writers.get(name, 0) >= 1)
+
+
+def _split_dim(s: Expr, extent: Expr, sizes: Mapping[str, Expr]) -> list[tuple[Name, Expr]]:
+    """Note [Split heads]: ``A * h + r`` over a dim of extent ``A * B`` (or ``E`` with ``A``
+    the size ``E // B``: grouped-query attention's query heads per K/V head) covers the dim
+    when ``r`` runs over ``0 .. A`` and ``h`` over ``0 .. B``: ``[(h, B), (r, A)]``, or
+    ``[]`` for any other subscript."""
+    if not (isinstance(s, Binary) and s.op == "+" and isinstance(s.rhs, Name)
+            and isinstance(s.lhs, Binary) and s.lhs.op == "*"):
+        return []
+    a, h = s.lhs.lhs, s.lhs.rhs
+    if isinstance(a, Name) and a.name not in sizes:
+        a, h = h, a
+    if not isinstance(h, Name):
+        return []
+    for b in _factors(extent, a, sizes):
+        return [(h, b), (s.rhs, a)]
+    return []
+
+
+def _factors(extent: Expr, a: Expr, sizes: Mapping[str, Expr]) -> list[Expr]:
+    """``B`` with ``extent == a * B`` structurally (``a * B``, ``B * a``, literals, or ``a``
+    defined as ``extent // B``)."""
+    if isinstance(extent, Binary) and extent.op == "*" and a in (extent.lhs, extent.rhs):
+        return [extent.rhs if extent.lhs == a else extent.lhs]
+    if isinstance(extent, IntLit) and isinstance(a, IntLit) and a.value > 0 and (
+            extent.value % a.value == 0):
+        return [IntLit(extent.value // a.value)]
+    d = sizes.get(a.name) if isinstance(a, Name) else None
+    if isinstance(d, Binary) and d.op == "//" and d.lhs == extent:
+        return [d.rhs]
+    return []
 
 
 def _formula(m: _Masks, k: Kernel) -> tuple[str, Access, Expr] | None:
@@ -342,7 +383,7 @@ def _forward(m: _Masks, program: Program) -> Program:
         lv = _loop_vars(loops)
         hits = _hits(st.value, loops, regions, current[0])
         if isinstance(st, Reduce):
-            return _reduce(st, loops, guards, hits)
+            return _reduce_identity(st, loops, guards, hits, finite, nonfinite)
         st = _hoist(st, lv, hits, finite)
         if m.writers.get(st.target.tensor) == 1 and m.full_range(st.target, loops) and not guards:
             region = _assign_region(st, lv, hits, finite)
@@ -351,29 +392,32 @@ def _forward(m: _Masks, program: Program) -> Program:
                                                     target=st.target.indices, loops=loops)
         return st
 
-    def _reduce(st: Reduce, loops: tuple[For, ...], guards: tuple[Pred, ...],
-                hits: list[tuple[Access, _Region, tuple[Pred, ...]]]) -> Stmt:
-        ident = _IDENTITY.get(st.op)
-        for a, r, keep in hits:
-            v = const_value(_subst(st.value, a, lit(r.value)), finite)
-            if ident is None or v != ident:
-                continue
-            if st.op in ("max", "min"):
-                reduced = _loop_vars(loops) - {s.name for s in st.target.indices
-                                                if isinstance(s, Name)}
-                if not nonempty(keep, loops, reduced):
-                    nonfinite.add(st.target.tensor)
-            return _guarded(st, keep, guards)
-        if st.op in ("max", "min"):
-            nonfinite.add(st.target.tensor) if any(
-                math.isinf(r.value) for _, r, _ in hits) else None
-        return st
-
     kernels = []
     for k in program.kernels:
         current[0] = k.name
         kernels.append(replace(k, body=_walk(k.body, visit)))
     return replace(program, kernels=tuple(kernels))
+
+
+def _reduce_identity(st: Reduce, loops: tuple[For, ...], guards: tuple[Pred, ...],
+                     hits: list[tuple[Access, _Region, tuple[Pred, ...]]],
+                     finite: Callable[[Access], bool], nonfinite: set[str]) -> Stmt:
+    """Step 2 for a reduction: guarded where a constant region makes its terms the
+    identity; a max/min that may see an infinite term (or no term) joins ``nonfinite``."""
+    ident = _IDENTITY.get(st.op)
+    for a, r, keep in hits:
+        v = const_value(_subst(st.value, a, lit(r.value)), finite)
+        if ident is None or v != ident:
+            continue
+        if st.op in ("max", "min"):
+            reduced = _loop_vars(loops) - {x.name for s in st.target.indices
+                                            for x in walk_exprs(s) if isinstance(x, Name)}
+            if not nonempty(keep, loops, reduced):
+                nonfinite.add(st.target.tensor)
+        return _guarded(st, keep, guards)
+    if st.op in ("max", "min") and any(math.isinf(r.value) for _, r, _ in hits):
+        nonfinite.add(st.target.tensor)
+    return st
 
 
 def _hoist(st: Assign, lv: frozenset[str], hits: list[tuple[Access, _Region, tuple[Pred, ...]]],
@@ -541,6 +585,9 @@ def elide_masked_work(program: Program, *, keep: frozenset[str] = frozenset()) -
         mask applies.
     """
     m = _Masks(program, keep)
+    p = replace(program, kernels=tuple(inline_literal_scalars(k, lambda t: m.writers.get(t, 0))
+                                       for k in program.kernels))
+    m = _Masks(p, keep)
     p = _inline_formulas(m)
     m = _Masks(p, keep)
     p = _forward(m, p)

@@ -12,8 +12,8 @@ import gc
 import itertools
 import math
 import re
-from collections.abc import Iterable, Iterator
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, Final, get_args
 
 from lark import Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, VisitError
@@ -30,6 +30,7 @@ from solar.ir.nodes import (
     Call,
     Cast,
     Collective,
+    CollectiveKind,
     DType,
     Expr,
     FloatLit,
@@ -41,6 +42,8 @@ from solar.ir.nodes import (
     Name,
     Program,
     Reduce,
+    ReduceOp,
+    Role,
     SizeDecl,
     Stmt,
     TensorDecl,
@@ -57,6 +60,11 @@ verifying grow with the token count (linearly; Lark's parse dominates), so this 
 them (the figures are in docs/reliability.md). About 100,000 one-line statements."""
 
 _TOKEN_RE = re.compile(r"[\w.]+|[^\s\w]")
+
+# The grammar's keywords as the IR's closed types (H3): a table, not a cast.
+_ROLES: Final[Mapping[str, Role]] = {r: r for r in get_args(Role)}
+_REDUCE_OPS: Final[Mapping[str, ReduceOp]] = {f"{op}=": op for op in get_args(ReduceOp)}
+_COLLECTIVE_KINDS: Final[Mapping[str, CollectiveKind]] = {k: k for k in COLLECTIVE_KINDS}
 
 _OPENERS = {"(": ")", "[": "]", "{": "}"}
 _CLOSERS = {v: k for k, v in _OPENERS.items()}
@@ -120,8 +128,8 @@ class _ToAst(Transformer[Token, Program]):
     def size_decl(self, meta: Any, name: Token, value: Expr) -> SizeDecl:
         return SizeDecl(str(name), value, span=self._span(meta))
 
-    def role(self, meta: Any, tok: Token) -> str:
-        return str(tok)
+    def role(self, meta: Any, tok: Token) -> Role:
+        return _ROLES[str(tok)]
 
     def dtype(self, meta: Any, tok: Token) -> DType:
         return DType(str(tok))
@@ -130,9 +138,9 @@ class _ToAst(Transformer[Token, Program]):
         return dims
 
     def tensor_decl(
-        self, meta: Any, role: str, name: Token, dtype: DType, shape: tuple[Expr, ...]
+        self, meta: Any, role: Role, name: Token, dtype: DType, shape: tuple[Expr, ...]
     ) -> TensorDecl:
-        return TensorDecl(str(name), role, dtype, shape, span=self._span(meta))  # type: ignore[arg-type]
+        return TensorDecl(str(name), role, dtype, shape, span=self._span(meta))
 
     def local_decl(
         self, meta: Any, name: Token, dtype: DType, shape: tuple[Expr, ...]
@@ -164,7 +172,8 @@ class _ToAst(Transformer[Token, Program]):
         self, meta: Any, target: Token, kind: Token, source: Token, *args: tuple[Token, Expr]
     ) -> Collective:
         span = self._span(meta)
-        if str(kind) not in COLLECTIVE_KINDS:
+        chosen = _COLLECTIVE_KINDS.get(str(kind))
+        if chosen is None:
             raise IRSyntaxError(
                 f"unknown collective `{kind}`; collectives are: {', '.join(COLLECTIVE_KINDS)}",
                 code="E0150",
@@ -176,7 +185,7 @@ class _ToAst(Transformer[Token, Program]):
                 where = _token_span(self.source, key)
                 raise IRSyntaxError(f"argument `{key}` given twice", code="E0150", span=where)
             fields[str(key)] = self._coll_value(key, value)
-        return Collective(str(kind), str(target), str(source), **fields, span=span)  # type: ignore[arg-type]
+        return Collective(chosen, str(target), str(source), **fields, span=span)
 
     def _coll_value(self, key: Token, value: Expr) -> object:
         """One keyword argument of a collective, checked for its form (not its meaning)."""
@@ -210,7 +219,7 @@ class _ToAst(Transformer[Token, Program]):
         return Assign(target, value, span=self._span(meta))
 
     def reduce(self, meta: Any, target: Access, op: Token, value: Expr) -> Reduce:
-        return Reduce(target, str(op)[:-1], value, span=self._span(meta))  # type: ignore[arg-type]
+        return Reduce(target, _REDUCE_OPS[str(op)], value, span=self._span(meta))
 
     def step(self, meta: Any, tok: Token) -> int:
         return int(tok)

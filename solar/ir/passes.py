@@ -45,16 +45,16 @@ __all__ = [
 ]
 
 
-def _reads(expr_sources: tuple[object, ...]) -> set[str]:
+def _reads(expr_sources: tuple[Expr, ...]) -> set[str]:
     out: set[str] = set()
     for e in expr_sources:
-        for sub in walk_exprs(e):  # type: ignore[arg-type]
+        for sub in walk_exprs(e):
             if isinstance(sub, Access):
                 out.add(sub.tensor)
     return out
 
 
-def _leaf_uses(stmt: Assign | Reduce, guards: tuple[object, ...]) -> set[str]:
+def _leaf_uses(stmt: Assign | Reduce, guards: tuple[Expr, ...]) -> set[str]:
     """Tensors a leaf statement reads, other than its own target element."""
     return _reads((stmt.value, *stmt.target.indices, *guards))
 
@@ -64,7 +64,7 @@ def _live_tensors(program: Program, keep: Collection[str] = ()) -> set[str]:
     tensor makes its reads (value, indices, enclosing conditions and loop bounds) live."""
     leaves: list[tuple[str, set[str]]] = []
 
-    def collect(body: tuple[Stmt, ...], ctx: tuple[object, ...]) -> None:
+    def collect(body: tuple[Stmt, ...], ctx: tuple[Expr, ...]) -> None:
         for s in body:
             match s:
                 case Assign() | Reduce():

@@ -97,35 +97,51 @@ def print_expr(expr: Expr) -> str:
     '(i + 1) * 2'
     """
     match expr:
-        case IntLit(value=v):
-            return str(v)
-        case FloatLit(value=v):
-            return _float_text(v)
-        case BoolLit(value=v):
-            return "true" if v else "false"
+        case IntLit() | FloatLit() | BoolLit():
+            return _literal_text(expr)
         case Name(name=n):
             return n
         case Access():
             return f"{expr.tensor}[{', '.join(print_expr(i) for i in expr.indices)}]"
-        case Unary(op="not", operand=o):
-            return f"not {_wrap(o, _PREC['not'])}"
-        case Unary(operand=o):
-            inner = _wrap(o, _UNARY)
-            if inner.startswith("-"):
-                inner = f"({inner})"
-            return f"-{inner}"
-        case Binary(op=op, lhs=lhs, rhs=rhs):
-            level = _PREC[op]
-            if level == _PREC["<"]:
-                # comparisons do not chain: both sides must bind tighter
-                return f"{_wrap(lhs, level + 1)} {op} {_wrap(rhs, level + 1)}"
-            return f"{_wrap(lhs, level)} {op} {_wrap(rhs, level + 1)}"
+        case Unary():
+            return _unary_text(expr)
+        case Binary():
+            return _binary_text(expr)
         case Call(func=f, args=args):
             return f"{f}({', '.join(print_expr(a) for a in args)})"
         case Cast(dtype=d, operand=o):
             return f"{d.value}({print_expr(o)})"
         case _:
             assert_never(expr)
+
+
+def _literal_text(lit: IntLit | FloatLit | BoolLit) -> str:
+    match lit:
+        case IntLit(value=v):
+            return str(v)
+        case FloatLit(value=v):
+            return _float_text(v)
+        case BoolLit(value=v):
+            return "true" if v else "false"
+        case _:
+            assert_never(lit)
+
+
+def _unary_text(expr: Unary) -> str:
+    if expr.op == "not":
+        return f"not {_wrap(expr.operand, _PREC['not'])}"
+    inner = _wrap(expr.operand, _UNARY)
+    if inner.startswith("-"):
+        inner = f"({inner})"
+    return f"-{inner}"
+
+
+def _binary_text(expr: Binary) -> str:
+    level = _PREC[expr.op]
+    if level == _PREC["<"]:
+        # comparisons do not chain: both sides must bind tighter
+        return f"{_wrap(expr.lhs, level + 1)} {expr.op} {_wrap(expr.rhs, level + 1)}"
+    return f"{_wrap(expr.lhs, level)} {expr.op} {_wrap(expr.rhs, level + 1)}"
 
 
 def print_stmt(stmt: Stmt, indent: int = 0) -> str:

@@ -14,13 +14,13 @@ class as unit.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from solar.report.schema import ArchBounds, BoundResult, Headroom, KernelRow, Measurement
 
 if TYPE_CHECKING:
-    from solar.bounds import Bound, CacheState, KernelBound, PrecisionPolicy
+    from solar.bounds import Bound, CacheState, KernelBound, Pipe, PrecisionPolicy
     from solar.hw import HardwareSpec
 
 __all__ = ["build_arch_bounds", "build_bound_result", "build_kernel_row"]
@@ -40,6 +40,12 @@ def _roofs(spec: HardwareSpec) -> dict[str, float]:
     return dict(sorted(roofs.items()))
 
 
+def _labelled(values: Mapping[Pipe, float]) -> dict[str, float]:
+    from solar.bounds import pipe_labels  # as in `_intensity`
+
+    return pipe_labels(values)
+
+
 def build_bound_result(bound: Bound) -> BoundResult:
     """One bound model as a report row.
 
@@ -53,7 +59,7 @@ def build_bound_result(bound: Bound) -> BoundResult:
         model=bound.model,
         time_s=bound.time_s,
         compute_time_s=bound.compute_time_s,
-        compute_time_s_by_unit=dict(sorted(bound.compute_time_s_by_pipe.items())),
+        compute_time_s_by_unit=_labelled(bound.compute_time_s_by_pipe),
         memory_time_s=bound.memory_time_s,
         flops=bound.flops,
         dram_bytes=bound.dram_bytes,

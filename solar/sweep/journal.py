@@ -56,7 +56,7 @@ __all__ = [
     "sweep_key",
 ]
 
-JOURNAL_FORMAT: Final = "solar-sweep-row/1"
+JOURNAL_FORMAT: Final = "solar-sweep-row/2"  # 2: fused_dram_bytes is the fused row's (issue 31)
 JOURNAL_NAME: Final = "sweep.journal.jsonl"
 _REUSABLE: Final = frozenset({"ok", "validation-failed"})
 

@@ -27,7 +27,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, get_args
+from typing import Final, TypeGuard, get_args
 
 from solar.diagnostics import UsageError
 from solar.options import (
@@ -195,7 +195,7 @@ def _axis_values(name: str, raw: object) -> tuple[int, ...]:
     )
 
 
-def _is_int(value: object) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -235,9 +235,9 @@ def _choice(value: object, key: str, choices: tuple[str, ...]) -> str:
 
 def _positive_seconds(value: object, key: str) -> float:
     """A sweep file's time option, as the CLI checks one (`check_positive`)."""
-    if not _is_int(value) and not isinstance(value, float):
+    if not (_is_int(value) or isinstance(value, float)):
         raise UsageError(f"sweep file: `{key}` must be a number of seconds", code="E0933")
-    seconds = float(value)  # type: ignore[arg-type]
+    seconds = float(value)
     if not 0.0 < seconds < math.inf:
         raise UsageError(f"sweep file: `{key}` must be positive, got {seconds:g}", code="E0933")
     return seconds

@@ -46,6 +46,7 @@ _TAIL: Final = (
     "validation",
     "flops",
     "fused_dram_bytes",
+    "compulsory_dram_bytes",
     *(f"{m}_s" for m in BOUND_MODEL_NAMES),
     "report",
     "error",
@@ -53,7 +54,8 @@ _TAIL: Final = (
 _INTS: Final = frozenset({"point", "capture"})
 _BOOLS: Final = frozenset({"resumed"})
 _FLOATS: Final = frozenset(
-    {"coverage", "flops", "fused_dram_bytes", *(f"{m}_s" for m in BOUND_MODEL_NAMES)}
+    {"coverage", "flops", "fused_dram_bytes", "compulsory_dram_bytes",
+     *(f"{m}_s" for m in BOUND_MODEL_NAMES)}
 )
 
 
@@ -86,7 +88,8 @@ def _valid_cell(column: str, value: object) -> bool:
         low = 1 if column.startswith("size_") else 0
         return type(value) is int and low <= value <= _MAX_INT
     if column in _FLOATS:
-        return type(value) in (int, float) and 0.0 <= value < math.inf  # type: ignore[operator]
+        return (isinstance(value, int | float) and not isinstance(value, bool)
+                and 0.0 <= value < math.inf)
     if column in _BOOLS:
         return type(value) is bool
     return type(value) is str

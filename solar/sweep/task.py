@@ -133,8 +133,11 @@ def run_capture(task: CaptureTask, stop: threading.Event) -> CaptureOutcome:
                 cause = cause.replace(str(path), display)
             return CaptureOutcome(status, cause, log=tail, wall_s=ended.wall_s, peak_rss_mib=peak)
         rows, unserved, rebindable = (result.get(k) for k in ("rows", "unserved", "rebindable"))
+        capture_s, bind_s = result.get("capture_s"), result.get("bind_s")
         if not (
-            isinstance(rows, list)
+            isinstance(capture_s, int | float)
+            and isinstance(bind_s, int | float)
+            and isinstance(rows, list)
             and all(isinstance(r, dict) for r in rows)
             and isinstance(unserved, list)
             and all(type(i) is int for i in unserved)
@@ -153,8 +156,8 @@ def run_capture(task: CaptureTask, stop: threading.Event) -> CaptureOutcome:
         reports=reports,
         log=tail,
         wall_s=ended.wall_s,
-        capture_s=float(result["capture_s"]),  # type: ignore[arg-type]
-        bind_s=float(result["bind_s"]),  # type: ignore[arg-type]
+        capture_s=float(capture_s),
+        bind_s=float(bind_s),
         peak_rss_mib=peak,
     )
 

@@ -137,7 +137,10 @@ def _capture(job: Mapping[str, Any]) -> dict[str, object]:
                      "binding": binding, "precision_used": used, "frontend": front.name,
                      "coverage": at.coverage.covered_bytes_fraction,
                      "validation": validation.status,
-                     "flops": at.work.flops, "fused_dram_bytes": at.work.dram_bytes,
+                     "flops": at.work.flops,
+                     # the fused row's, on this arch; the cold compulsory traffic apart (issue 31)
+                     "fused_dram_bytes": next(b.dram_bytes for b in bounds if b.model == "fused"),
+                     "compulsory_dram_bytes": at.work.dram_bytes,
                      "bounds_s": {b.model: b.time_s for b in bounds},
                      "report": name, "error": error}
                     for spec, bounds in zip(specs, at.bounds, strict=True)

@@ -8,11 +8,15 @@ forms of subscripts are `solar.ir.Lin` (built with `solar.ir.linear_form`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import TypeAlias
 
 from solar.ir import Access, Binary, Call, Expr, IntLit, Name, Unary, walk_exprs
 
 __all__ = ["free_names", "int_range", "reads_tensor"]
+
+Range: TypeAlias = tuple[int, int]
+"""Inclusive ``(lo, hi)`` bounds of an integer."""
 
 
 def free_names(expr: Expr) -> frozenset[str]:
@@ -39,8 +43,8 @@ def reads_tensor(expr: Expr, tensor: str | None = None) -> bool:
 
 
 def int_range(
-    expr: Expr, sizes: Mapping[str, int], ranges: Mapping[str, tuple[int, int]]
-) -> tuple[int, int] | None:
+    expr: Expr, sizes: Mapping[str, int], ranges: Mapping[str, Range]
+) -> Range | None:
     """Inclusive ``(lo, hi)`` bounds of an integer expression over a box of variables.
 
     Args:
@@ -66,32 +70,65 @@ def int_range(
         case Unary(op="-", operand=o):
             r = int_range(o, sizes, ranges)
             return None if r is None else (-r[1], -r[0])
-        case Binary(op="+" | "-" | "*" as op, lhs=a, rhs=b):
-            ra, rb = int_range(a, sizes, ranges), int_range(b, sizes, ranges)
-            if ra is None or rb is None:
-                return None
-            if op == "+":
-                return ra[0] + rb[0], ra[1] + rb[1]
-            if op == "-":
-                return ra[0] - rb[1], ra[1] - rb[0]
-            products = [x * y for x in ra for y in rb]
-            return min(products), max(products)
-        case Binary(op="//", lhs=a, rhs=b):
-            ra, rb = int_range(a, sizes, ranges), int_range(b, sizes, ranges)
-            if ra is None or rb is None or rb[0] <= 0:
-                return None
-            quotients = [x // y for x in ra for y in rb]
-            return min(quotients), max(quotients)
-        case Binary(op="%", lhs=_, rhs=b):
-            rb = int_range(b, sizes, ranges)
-            if rb is None or rb[0] <= 0:
-                return None
-            return 0, rb[1] - 1
-        case Call(func="min" | "max" as f, args=(a, b)):
-            ra, rb = int_range(a, sizes, ranges), int_range(b, sizes, ranges)
-            if ra is None or rb is None:
-                return None
-            pick = min if f == "min" else max
-            return pick(ra[0], rb[0]), pick(ra[1], rb[1])
+        case Binary(op="%", rhs=b):
+            return _mod_range(int_range(b, sizes, ranges))
+        case Binary(op=op, lhs=a, rhs=b) if op in _RANGE_BINARY:
+            return _combine(_RANGE_BINARY[op], a, b, sizes, ranges)
+        case Call(func=f, args=(a, b)) if f in _RANGE_CALLS:
+            return _combine(_RANGE_CALLS[f], a, b, sizes, ranges)
         case _:
             return None
+
+
+def _combine(
+    op: Callable[[Range, Range], Range | None], a: Expr, b: Expr,
+    sizes: Mapping[str, int], ranges: Mapping[str, Range],
+) -> Range | None:
+    ra, rb = int_range(a, sizes, ranges), int_range(b, sizes, ranges)
+    return None if ra is None or rb is None else op(ra, rb)
+
+
+def _add_range(ra: Range, rb: Range) -> Range:
+    return ra[0] + rb[0], ra[1] + rb[1]
+
+
+def _sub_range(ra: Range, rb: Range) -> Range:
+    return ra[0] - rb[1], ra[1] - rb[0]
+
+
+def _mul_range(ra: Range, rb: Range) -> Range:
+    products = [x * y for x in ra for y in rb]
+    return min(products), max(products)
+
+
+def _floordiv_range(ra: Range, rb: Range) -> Range | None:
+    if rb[0] <= 0:
+        return None
+    quotients = [x // y for x in ra for y in rb]
+    return min(quotients), max(quotients)
+
+
+def _mod_range(rb: Range | None) -> Range | None:
+    if rb is None or rb[0] <= 0:
+        return None
+    return 0, rb[1] - 1
+
+
+def _min_range(ra: Range, rb: Range) -> Range:
+    return min(ra[0], rb[0]), min(ra[1], rb[1])
+
+
+def _max_range(ra: Range, rb: Range) -> Range:
+    return max(ra[0], rb[0]), max(ra[1], rb[1])
+
+
+_RANGE_BINARY: Mapping[str, Callable[[Range, Range], Range | None]] = {
+    "+": _add_range,
+    "-": _sub_range,
+    "*": _mul_range,
+    "//": _floordiv_range,
+}
+_RANGE_CALLS: Mapping[str, Callable[[Range, Range], Range | None]] = {
+    "min": _min_range,
+    "max": _max_range,
+}

@@ -159,19 +159,9 @@ def run_contraction(ev: Evaluator, plan: ContractionPlan) -> np.ndarray | None:
     operands: list[ArrayOperand] = []
     seen: dict[Expr, np.ndarray] = {}  # (X - m) * (X - m): evaluate once
     for expr, divides in plan.factors:
-        if isinstance(expr, Access) and not divides:
-            arr = ev.read(expr, mask)
-        elif expr in seen and not divides:
-            arr = seen[expr]
-        else:
-            arr = np.asarray(ev.eval(expr, mask))
-            seen[expr] = arr
-            if arr.dtype == np.bool_:
-                arr = arr.astype(np.int64)
-            if divides:
-                arr = 1.0 / arr
-            if mask is not None and arr.dtype.kind == "f" and not np.isfinite(arr).all():
-                return None
+        arr = _factor(ev, expr, divides, seen)
+        if arr is None:
+            return None
         if arr.ndim == 0 or all(n == 1 for n in arr.shape):
             scale = scale * arr.reshape(())
             continue
@@ -195,6 +185,27 @@ def run_contraction(ev: Evaluator, plan: ContractionPlan) -> np.ndarray | None:
     if not (isinstance(factor, float) and factor == 1.0):
         result = result * np.asarray(factor).astype(result.dtype, copy=False)
     return result
+
+
+def _factor(
+    ev: Evaluator, expr: Expr, divides: bool, seen: dict[Expr, np.ndarray]
+) -> np.ndarray | None:
+    """One factor's values over ``ev.domain`` (its reciprocal when it divides), or
+    ``None`` when a computed factor is non-finite under a guard (run point-wise)."""
+    mask = ev.domain.mask
+    if isinstance(expr, Access) and not divides:
+        return ev.read(expr, mask)
+    if expr in seen and not divides:
+        return seen[expr]
+    arr = np.asarray(ev.eval(expr, mask))
+    seen[expr] = arr
+    if arr.dtype == np.bool_:
+        arr = arr.astype(np.int64)
+    if divides:
+        arr = 1.0 / arr
+    if mask is not None and arr.dtype.kind == "f" and not np.isfinite(arr).all():
+        return None
+    return arr
 
 
 def contract(

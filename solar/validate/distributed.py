@@ -43,6 +43,7 @@ from solar.validate import parallel
 from solar.validate.dtypes import output_array, round_to_dtype
 from solar.validate.executor import Machine, RunResult, default_budget, prepared_program
 from solar.validate.faults import raise_resource
+from solar.validate.memory import over_budget_message
 from solar.validate.state import TensorState, allocate_tensors
 
 __all__ = ["execute_distributed", "run_distributed", "simulate_collective", "specialize_rank"]
@@ -237,8 +238,7 @@ def _machines(
     if needed > limit:
         raise_resource(
             "E0305",
-            f"executing the {len(inputs)} ranks of `{program.name}` needs about "
-            f"{needed / 2**20:.0f} MiB, over the memory budget of {limit / 2**20:.0f} MiB",
+            over_budget_message(f"the {len(inputs)} ranks of `{program.name}`", needed, limit),
             span=program.span,
         )
     return machines

@@ -187,16 +187,15 @@ class Evaluator:
     def _read_affine(
         self, acc: Access, st: TensorState, forms: tuple[Lin, ...], mask: np.ndarray | None
     ) -> tuple[np.ndarray, bool]:
-        key = ("pads", id(forms), st.data.shape)
-        known = self.domain.recipes.get(key)
-        if known is None:
-            pads_list: list[tuple[int, int]] = []
+        key = (id(forms), st.data.shape)
+        pads = self.domain.recipes.pads.get(key)
+        if pads is None:
+            found: list[tuple[int, int]] = []
             for form, extent in zip(forms, st.data.shape, strict=True):
                 lo, hi = box_range(form, self.domain)
-                pads_list.append((max(0, -lo), max(0, hi - extent + 1)))
-            known = tuple(pads_list)
-            self.domain.recipes[key] = known
-        pads: tuple[tuple[int, int], ...] = known  # type: ignore[assignment]
+                found.append((max(0, -lo), max(0, hi - extent + 1)))
+            pads = tuple(found)
+            self.domain.recipes.pads[key] = pads
         padded = any(a or b for a, b in pads)
         if not padded:
             view = affine_view(st.data, forms, self.domain)
@@ -294,21 +293,10 @@ class Evaluator:
     def eval(self, expr: Expr, mask: np.ndarray | None) -> Value:
         """The value of ``expr`` at every domain point (see module docstring)."""
         match expr:
-            case FloatLit(value=v):
-                return v
-            case IntLit(value=v):
-                return v
-            case BoolLit(value=v):
+            case FloatLit(value=v) | IntLit(value=v) | BoolLit(value=v):
                 return v
             case Name(name=n):
-                if n in self.domain.axes:
-                    return self.domain.var_array(n)
-                if n in self.domain.scalars:
-                    return self.domain.scalars[n]
-                if n in self.sizes:
-                    return self.sizes[n]
-                self.fault("E0309", f"`{n}` is not a loop index or a size")
-                return 0
+                return self._name(n)
             case Access():
                 return self.read(expr, mask)
             case Unary(op="-", operand=o):
@@ -324,6 +312,17 @@ class Evaluator:
             case _:
                 self.fault("E0309", f"unsupported expression {type(expr).__name__}")
                 return 0
+
+    def _name(self, n: str) -> Value:
+        """A loop index (its values over the domain), a scalar or a size."""
+        if n in self.domain.axes:
+            return self.domain.var_array(n)
+        if n in self.domain.scalars:
+            return self.domain.scalars[n]
+        if n in self.sizes:
+            return self.sizes[n]
+        self.fault("E0309", f"`{n}` is not a loop index or a size")
+        return 0
 
     def split_last(
         self, expr: Expr, mask: np.ndarray | None
@@ -385,10 +384,10 @@ class Evaluator:
                 if x.shape == shape and x.dtype == np.result_type(*args):
                     out = x
                     break
-        result = ufunc(*args, out=out) if out is not None else ufunc(*args)
+        result: Value = ufunc(*args, out=out) if out is not None else ufunc(*args)
         if isinstance(result, np.ndarray) and result.ndim:
             self.owned[id(result)] = result
-        return result  # type: ignore[no-any-return]
+        return result
 
     def _floor_op(self, op: str, a: Value, b: Value, mask: np.ndarray | None) -> Value:
         if kind_of(a) in "iu" and kind_of(b) in "iu":

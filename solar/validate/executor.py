@@ -48,7 +48,7 @@ from solar.validate.grids import (
     iter_chunks,
     split_taps,
 )
-from solar.validate.memory import memory_budget_bytes, workload_of
+from solar.validate.memory import memory_budget_bytes, over_budget_message, workload_of
 from solar.validate.prepare import KernelPlan, PreparedProgram, prepare_program
 from solar.validate.scan import ScanMatch, match_scan, run_scan
 from solar.validate.state import (
@@ -448,8 +448,7 @@ def run_program(
     if needed > budget:
         raise_resource(
             "E0305",
-            f"executing `{program.name}` needs about {needed / 2**20:.0f} MiB, over the "
-            f"memory budget of {budget / 2**20:.0f} MiB",
+            over_budget_message(f"`{program.name}`", needed, budget),
             span=program.span,
         )
     tensors = allocate_tensors(program, bound, inputs)

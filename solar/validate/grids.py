@@ -44,7 +44,7 @@ import itertools
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import cast
+from typing import TypeAlias
 
 import numpy as np
 
@@ -56,6 +56,9 @@ __all__ = [
     "SMALL_REDUCTION",
     "Axis",
     "Domain",
+    "Recipes",
+    "TargetPlan",
+    "ViewRecipe",
     "affine_view",
     "box_range",
     "is_injective",
@@ -131,6 +134,22 @@ class Axis:
         return Axis(self.var, self.index, self.start + lo * self.step, self.step, hi - lo)
 
 
+ViewRecipe: TypeAlias = tuple[tuple[int, ...], tuple[int, ...], int]
+"""A strided view's shape, strides and offset, in bytes (`affine_view`)."""
+TargetPlan: TypeAlias = tuple[tuple[Lin, ...], frozenset[int]]
+"""A target's affine forms and used domain axes (`solar.validate.writes.target_axes`)."""
+
+
+@dataclass(slots=True)
+class Recipes:
+    """Geometry computed for one domain (views, pads, write plans), reused by later runs;
+    one typed cache per kind."""
+
+    views: dict[object, ViewRecipe] = field(default_factory=dict)
+    pads: dict[object, tuple[tuple[int, int], ...]] = field(default_factory=dict)
+    targets: dict[object, TargetPlan | None] = field(default_factory=dict)
+
+
 class Domain:
     """A set of iteration points (see module docstring). Immutable by convention."""
 
@@ -164,7 +183,7 @@ class Domain:
         self._cache: dict[str, np.ndarray] = {}
         self._nonempty = False  # known to have an active point
         self._children: dict[object, Domain] = {}
-        self.recipes: dict[object, object] = {}
+        self.recipes = Recipes()
         """Geometry computed for this domain (views, write plans), reused by later runs."""
 
     @property
@@ -347,9 +366,9 @@ def affine_view(
     """
     item = base.itemsize
     key = (id(forms), base.shape, item, None if shift is None else tuple(shift))
-    recipe = domain.recipes.get(key)
+    recipe = domain.recipes.views.get(key)
     if recipe is not None:
-        shape_r, strides_r, offset_r = cast("tuple[tuple[int, ...], tuple[int, ...], int]", recipe)
+        shape_r, strides_r, offset_r = recipe
         return np.ndarray(
             shape_r, dtype=base.dtype, buffer=base, offset=offset_r, strides=strides_r
         )
@@ -373,7 +392,7 @@ def affine_view(
         if extent == 1:
             strides[k] = 0
     shape_t, strides_t = tuple(shape), tuple(s * item for s in strides)
-    domain.recipes[key] = (shape_t, strides_t, offset * item)
+    domain.recipes.views[key] = (shape_t, strides_t, offset * item)
     return np.ndarray(
         shape_t, dtype=base.dtype, buffer=base, offset=offset * item, strides=strides_t
     )

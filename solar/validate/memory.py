@@ -61,9 +61,20 @@ __all__ = [
     "estimate_workload",
     "executor_budget_bytes",
     "memory_budget_bytes",
+    "over_budget_message",
     "validation_memory_bytes",
     "workload_of",
 ]
+
+def over_budget_message(what: str, needed: float, budget: float) -> str:
+    """The E0305 message, for every executor that checks its budget before allocating.
+
+    >>> over_budget_message("`mm`", 3 * 2**20, 2**30)
+    'executing `mm` needs about 3 MiB, over the memory budget of 1,024 MiB'
+    """
+    return (f"executing {what} needs about {needed / 2**20:,.0f} MiB, over the memory budget "
+            f"of {budget / 2**20:,.0f} MiB")
+
 
 # Conservative throughput model of the executor on a small CPU (2 cores).
 _SECONDS_PER_POINT_OP = 3e-9

@@ -28,7 +28,7 @@ import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal, TypeAlias
+from typing import Literal, Protocol, TypeAlias, TypedDict, Unpack
 
 import numpy as np
 
@@ -267,21 +267,58 @@ def _try_sampled(req: _Request, reasons: list[str]) -> _Run | None:
     return _Run("sampled", req.free, req.inputs, req.outputs, restrict)
 
 
+class _Fields(TypedDict, total=False):
+    """The optional fields of a `ValidationResult` (its defaults when absent)."""
+
+    strategy: Literal["full", "reduced-sizes", "sampled"] | None
+    sizes: Mapping[str, int]
+    outputs: tuple[OutputComparison, ...]
+    tolerances: Mapping[str, Tolerance]
+    checked_fraction: float
+    mismatch: str
+    description: str
+    error: SolarError | None
+
+
+class _RunFields(TypedDict):
+    """What every result of one run says."""
+
+    strategy: Literal["full", "reduced-sizes", "sampled"]
+    sizes: Mapping[str, int]
+    description: str
+
+
+class _ComparedFields(_RunFields):
+    """What every result of a run whose outputs were compared says."""
+
+    outputs: tuple[OutputComparison, ...]
+    tolerances: Mapping[str, Tolerance]
+    checked_fraction: float
+
+
+class _Finish(Protocol):
+    """`_result` with its clock and start bound."""
+
+    def __call__(self, status: Status, reason: str, /, **kw: Unpack[_Fields]
+                 ) -> ValidationResult: ...
+
+
 def _result(
-    clock: Callable[[], float], start: float, status: Status, reason: str, **kw: object
+    clock: Callable[[], float], start: float, status: Status, reason: str, /,
+    **kw: Unpack[_Fields],
 ) -> ValidationResult:
     return ValidationResult(
         status=status,
         reason=reason,
-        strategy=kw.get("strategy"),  # type: ignore[arg-type]
-        sizes=kw.get("sizes", {}),  # type: ignore[arg-type]
-        outputs=kw.get("outputs", ()),  # type: ignore[arg-type]
-        tolerances=kw.get("tolerances", {}),  # type: ignore[arg-type]
+        strategy=kw.get("strategy"),
+        sizes=kw.get("sizes", {}),
+        outputs=kw.get("outputs", ()),
+        tolerances=kw.get("tolerances", {}),
         wall_time_s=clock() - start,
-        checked_fraction=float(kw.get("checked_fraction", 0.0)),  # type: ignore[arg-type]
-        mismatch=str(kw.get("mismatch", "")),
-        description=str(kw.get("description", "")),
-        error=kw.get("error"),  # type: ignore[arg-type]
+        checked_fraction=kw.get("checked_fraction", 0.0),
+        mismatch=kw.get("mismatch", ""),
+        description=kw.get("description", ""),
+        error=kw.get("error"),
     )
 
 
@@ -325,7 +362,7 @@ def validate(
         The `ValidationResult`.
     """
     start = clock()
-    finish = functools.partial(_result, clock, start)
+    finish: _Finish = functools.partial(_result, clock, start)
     budget = (
         memory_budget_bytes if memory_budget_bytes is not None else memory_budget_bytes_default()
     )
@@ -376,14 +413,16 @@ def _execute(
     tolerance: Tolerance | Mapping[str, Tolerance] | None,
     deadline: float,
     budget: int,
-    finish: Callable[..., ValidationResult],
+    finish: _Finish,
     clock: Callable[[], float],
 ) -> ValidationResult:
     try:
         bound = resolve_sizes(program, run.free_sizes)
     except IRVerifyError as err:
         return finish("error", err.render(), strategy=run.strategy, error=err)
-    common = {"strategy": run.strategy, "sizes": bound, "description": run.description}
+    common: _RunFields = {
+        "strategy": run.strategy, "sizes": bound, "description": run.description,
+    }
     try:
         result = run_program(
             program,
@@ -423,7 +462,7 @@ def _execute(
     fraction = checked / total if total else 1.0
     bad = [c for c in comparisons if not c.ok]
     extra = sorted(set(result.outputs) - set(run.expected))
-    kw = {
+    kw: _ComparedFields = {
         **common,
         "outputs": comparisons,
         "tolerances": tolerances,

@@ -21,6 +21,7 @@ from solar.validate.dtypes import round_to_dtype
 from solar.validate.evaluate import Evaluator, Value
 from solar.validate.grids import (
     SMALL_REDUCTION,
+    TargetPlan,
     affine_view,
     blocks,
     box_range,
@@ -58,22 +59,22 @@ def reduce_identity(op: ReduceOp, dtype: np.dtype[np.generic]) -> float | int:
     return info.min if op == "max" else info.max
 
 
-def target_axes(ev: Evaluator, target: Access) -> tuple[tuple[Lin, ...], frozenset[int]] | None:
+def target_axes(ev: Evaluator, target: Access) -> TargetPlan | None:
     """Affine forms and used domain axes of a target that one strided view can update.
 
     Returns ``None`` when the target needs element-wise updates: non-affine or sampled
     subscripts, a box reaching outside the tensor, or colliding points.
     """
-    key = ("target", id(target))
-    recipes = ev.domain.recipes
-    if key in recipes:
-        return recipes[key]  # type: ignore[return-value]
+    plans = ev.domain.recipes.targets
+    key = id(target)
+    if key in plans:
+        return plans[key]
     plan = _target_axes(ev, target)
-    recipes[key] = plan
+    plans[key] = plan
     return plan
 
 
-def _target_axes(ev: Evaluator, target: Access) -> tuple[tuple[Lin, ...], frozenset[int]] | None:
+def _target_axes(ev: Evaluator, target: Access) -> TargetPlan | None:
     st = ev.state(target)
     forms = ev.forms(target)
     if forms is None or not ev.viewable(forms):
@@ -289,17 +290,19 @@ def _reduce_axes(
             rows = math.prod(val.shape[: reduced[0]])
             total = val.reshape(rows, window) @ np.ones(window, dtype=val.dtype)
             return total.reshape(kept_shape(val.shape, reduced))
-        return ufunc.reduce(val, axis=reduced, keepdims=True)  # type: ignore[no-any-return]
+        summed: np.ndarray = ufunc.reduce(val, axis=reduced, keepdims=True)
+        return summed
     for k in reduced:
         shape[k] = extents[k]
     full = tuple(shape)
-    return ufunc.reduce(  # type: ignore[no-any-return]
+    masked: np.ndarray = ufunc.reduce(
         np.broadcast_to(val, full),
         axis=reduced,
         keepdims=True,
         where=True if mask is None else np.broadcast_to(mask, full),
         initial=identity,
     )
+    return masked
 
 
 def kept_shape(shape: tuple[int, ...], reduced: tuple[int, ...]) -> tuple[int, ...]:

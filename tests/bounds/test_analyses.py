@@ -6,8 +6,16 @@ import math
 
 import pytest
 
-from solar.bounds import BOUND_MODELS, BoundError, compute_bounds, cross_platform, inverse_roofline
-from solar.hw import load_hardware_spec
+from solar.bounds import (
+    BOUND_MODELS,
+    BoundError,
+    Pipe,
+    compute_bounds,
+    cross_platform,
+    inverse_roofline,
+    pipe_labels,
+)
+from solar.hw import Precision, load_hardware_spec
 
 from .conftest import LINEAR_GELU, graph, h100, matmul_text
 
@@ -36,7 +44,7 @@ def test_inverse_roofline_fused() -> None:
     # 201,326,592 B in 2 ms: 100.7 GB/s; 137.4 GFLOP in 2 ms: 68.7 TFLOP/s of fp32 (keyed
     # by the policy's pipe, vector:fp32); each device may meet it by 3xTF32
     assert inv.required_dram_bandwidth_bytes_per_s == pytest.approx(MM_BYTES / target)
-    assert inv.required_flops_per_s == {"vector:fp32": pytest.approx(MM / target)}
+    assert inv.required_flops_per_s == {Pipe("vector", Precision.FP32): pytest.approx(MM / target)}
     meets = {d.device: d.meets for d in inv.devices}
     # 3xTF32: H100 494.7 / 3 = 164.9 (0.83 ms), A100 156 / 3 = 52 (2.64 ms), B200 1125 / 3
     assert meets == {"H100_SXM": True, "A100_SXM_80GB": False, "B200": True}
@@ -47,7 +55,7 @@ def test_inverse_roofline_unfused_counts_temps_as_on_chip() -> None:
                            precision_policy="tf32")
     # unlimited L2: only X, W, b (cold) and Y (final write) reach DRAM
     assert inv.dram_bytes == (8192 * 1024 * 2 + 8192 + 8192 * 8192) * 4
-    assert set(inv.required_flops_per_s) == {"tensor:tf32", "vector:fp32"}
+    assert set(pipe_labels(inv.required_flops_per_s)) == {"tensor:tf32", "vector:fp32"}
 
 
 @pytest.mark.parametrize("bad", [0.0, -1.0, math.inf, math.nan])

@@ -136,7 +136,7 @@ def test_issue_example_numbers() -> None:
     assert b.dram_bytes == MM_F32_BYTES
     assert b.memory_time_s == pytest.approx(60.1e-6, rel=1e-3)
     assert b.bottleneck == "compute"
-    assert b.flops_by_pipe == {"tensor:3xtf32": MM}
+    assert b.flops_by_pipe == {Pipe("tensor", Precision.TF32, 3): MM}
     (k,) = b.kernels
     assert (k.name, k.work_class, k.pipe, k.bottleneck) == (
         "mm", "contraction", Pipe("tensor", Precision.TF32, 3), "compute")
@@ -159,7 +159,8 @@ def test_arithmetic_intensity_and_units() -> None:
     b = compute_bounds(graph(matmul_text()), h100(), model="fused", precision_policy="tf32",
                        cache="cold")
     assert b.arithmetic_intensity == pytest.approx(MM / MM_F32_BYTES)
-    assert b.compute_time_s_by_pipe == {"tensor:tf32": pytest.approx(MM / 494.7e12)}
+    tf32 = Pipe("tensor", Precision.TF32)
+    assert b.compute_time_s_by_pipe == {tf32: pytest.approx(MM / 494.7e12)}
 
 
 PIPES = [

@@ -52,3 +52,43 @@ def test_a_sliding_window_is_a_convolution() -> None:
     graph = lift_to_einsum(parse_program(CONV))
     (node,) = [n for n in graph.nodes if n.work == "contraction"]
     assert node.convolution
+
+
+ONE = """solar-ir 1
+program one
+size H = 2
+size D = 4
+size S = 8
+input A : f32[S, 64]
+input B : f32[S, 64]
+output O : f32[S, S]
+kernel mm {
+  for i in 0 .. S { for j in 0 .. S {
+    O[i, j] = 0.0
+    for h in 0 .. H { for d in 0 .. D { for r in 0 .. 3 {
+      O[i, j] += A[i, %(IDX)s] * B[j, h * D + d]
+    } } }
+  } }
+}"""
+
+# subscript of A: convolution (a window) or not, by hand
+SUBSCRIPTS = {
+    "h * D + d": False,                       # a flattened pair: distinct elements
+    "(h * D + d) // 8": False,                # a digit of one (packed q/k/v split)
+    "(h * D + d) % 8": False,
+    "((h * D + d) * 3 + r) % 64": False,      # nested: ((h, d), r) in mixed radix
+    "(r * H + h) * D + d": False,
+    "d + D * h": False,                       # either order of the terms
+    "2 * d + r": True,                        # stride-2 window, 3 taps overlap
+    "d + r": True,                            # stride-1 window
+    "(d + r) // 2": True,                     # a digit of a window is still one
+    "(h * D + d) * 2 + r": True,              # r in 0..3 overflows its radix 2
+    "h * D + d + r": True,                    # three loop terms: doubt keeps TF32
+}
+
+
+@pytest.mark.parametrize("idx", list(SUBSCRIPTS))
+def test_window_or_linearisation_table(idx: str) -> None:
+    graph = lift_to_einsum(parse_program(ONE % {"IDX": idx}))
+    (node,) = [n for n in graph.nodes if n.work == "contraction"]
+    assert node.convolution is SUBSCRIPTS[idx]

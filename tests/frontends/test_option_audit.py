@@ -37,8 +37,12 @@ DROPPED = [
                  id="jax-optimizer", marks=_JAX),
     pytest.param(TORCH, ("--optimizer", "adamw"), "applies to a training step",
                  id="torch-optimizer", marks=_TORCH),
-    pytest.param(DIST, ("--train",), "--train is not available for a torch.distributed file",
-                 id="torch-distributed-train", marks=_TORCH),
+    pytest.param(DIST, ("--train-mode",),
+                 "--train-mode is not available for a torch.distributed file",
+                 id="torch-distributed-train-mode", marks=_TORCH),
+    pytest.param(DIST, ("--input-shape", "8,32"),
+                 "--input-shape is not available for a torch.distributed file",
+                 id="torch-distributed-input-shape", marks=_TORCH),
 ]
 
 

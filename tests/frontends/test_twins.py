@@ -41,9 +41,11 @@ class Twin:
     jax_inputs: Callable[..., tuple[np.ndarray, ...]] = lambda *a: a
     ints: tuple[tuple[tuple[int, ...], int], ...] = ()
     """Extra int32 index arrays after the float ones: ``(shape, high)`` each."""
-    same_bytes: bool = True
-    """False where the frameworks' output dtypes differ (torch's int64 indices vs JAX's
-    int32): the FLOPs must still agree."""
+    torch_int64: bool = False
+    """Give PyTorch the index arrays as int64 (its default; JAX without x64 keeps int32)."""
+    byte_gap: int = 0
+    """PyTorch's fused bytes minus JAX's, where the frameworks' dtypes differ (int64
+    indices or results vs int32): 4 bytes per such element. The FLOPs must agree."""
 
 
 def _flip_transpose(x: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -99,12 +101,12 @@ TWINS += [
         lambda x: jnp.all(x > 0, 1),
         ((4, 6),),
     ),
-    Twin(  # torch's indices are int64, JAX's int32
+    Twin(  # torch's indices are int64, JAX's int32: 4 bytes more per result
         "arg_reduce",
         lambda x: x.argmax(1),
         lambda x: jnp.argmax(x, 1),
         ((4, 6, 5),),
-        same_bytes=False,
+        byte_gap=4 * 4 * 5,
     ),
     Twin("scan_sum", lambda x: torch.cumsum(x, 1), lambda x: lax.cumsum(x, 1), ((3, 7, 2),)),
     Twin(
@@ -142,7 +144,86 @@ TWINS += [
     ),
 ]
 
-_MOVES = {"pad_constant", "gather", "embedding"}
+
+def _max_pool_grad_torch(x: Any, g: Any) -> tuple[Any, Any]:
+    """Eager's max pooling keeps its indices for the backward."""
+    a = torch.ops.aten
+    y, i = a.max_pool2d_with_indices(x, [3, 3], [2, 2], [1, 1])
+    return y, a.max_pool2d_with_indices_backward(g, x, [3, 3], [2, 2], [1, 1], [1, 1], False, i)
+
+
+def _max_pool_grad_jax(x: Any, g: Any) -> tuple[Any, Any]:
+    """``reduce_window`` max and its VJP, ``select_and_scatter_add``."""
+    pads = ((0, 0), (0, 0), (1, 1), (1, 1))
+    y, vjp = jax.vjp(
+        lambda v: lax.reduce_window(v, -jnp.inf, lax.max, (1, 1, 3, 3), (1, 1, 2, 2), pads), x
+    )
+    return y, vjp(g)[0]
+
+
+def _conv_weight_grad_torch(x: Any, w: Any, g: Any) -> Any:
+    return torch.ops.aten.convolution_backward(
+        g, x, w, None, [2, 2], [1, 1], [1, 1], False, [0, 0], 2, [False, True, False]
+    )[1]
+
+
+def _conv_weight_grad_jax(x: Any, w: Any, g: Any) -> Any:
+    def conv(v: Any) -> Any:
+        return lax.conv_general_dilated(x, v, (2, 2), ((1, 1), (1, 1)), feature_group_count=2)
+
+    return jax.vjp(conv, w)[1](g)[0]
+
+
+_SCATTER_ALONG_0 = lax.ScatterDimensionNumbers(
+    update_window_dims=(),
+    inserted_window_dims=(0,),
+    scatter_dims_to_operand_dims=(0,),
+    operand_batching_dims=(1,),
+    scatter_indices_batching_dims=(1,),
+)
+
+TWINS += [
+    Twin(  # 3 int64 indices against 3 int32 ones
+        "gather_int64",
+        lambda x, i: torch.index_select(x, 0, i),
+        lambda x, i: lax.gather(x, i[:, None], _GATHER_ROWS, (1, 4), mode=_IN_BOUNDS),
+        ((5, 4),),
+        ints=(((3,), 5),),
+        torch_int64=True,
+        byte_gap=3 * 4,
+    ),
+    Twin("var", lambda x: x.var(1), lambda x: jnp.var(x, 1, ddof=1), ((4, 6, 5),)),
+    Twin("std", lambda x: x.std(1), lambda x: jnp.std(x, 1, ddof=1), ((4, 6, 5),)),
+    Twin(
+        "pad_reflect",
+        lambda x: F.pad(x, (2, 1), mode="reflect"),
+        lambda x: jnp.pad(x, ((0, 0), (0, 0), (2, 1)), mode="reflect"),
+        ((2, 5, 6),),
+    ),
+    Twin(  # eager charges the select in the forward (its indices), XLA in the backward
+        "max_pool_grad",
+        _max_pool_grad_torch,
+        _max_pool_grad_jax,
+        ((2, 3, 8, 8), (2, 3, 4, 4)),
+    ),
+    Twin(
+        "conv_weight_grad",
+        _conv_weight_grad_torch,
+        _conv_weight_grad_jax,
+        ((2, 4, 9, 8), (6, 2, 3, 3), (2, 6, 5, 4)),
+    ),
+    Twin(
+        "scatter_add",
+        lambda x, s, i: x.scatter_add(0, i, s),
+        lambda x, s, i: lax.scatter_add(x, i[..., None], s, _SCATTER_ALONG_0, mode=_IN_BOUNDS),
+        ((5, 4), (3, 4)),
+        ints=(((3, 4), 5),),
+        torch_int64=True,
+        byte_gap=3 * 4 * 4,
+    ),
+]
+
+_MOVES = {"pad_constant", "pad_reflect", "gather", "gather_int64", "embedding"}
 """Families that only move data: their twins agree on bytes, at 0 FLOPs."""
 
 
@@ -161,11 +242,17 @@ def test_twins_lower_to_the_same_work(twin: Twin) -> None:
 
     rng = np.random.default_rng(0)
     arrays = [rng.standard_normal(s).astype(np.float32) for s in twin.shapes]
-    arrays += [rng.integers(0, high, shape).astype(np.int32) for shape, high in twin.ints]
-    torch_low = lower_capture(trace_module(twin.torch_fn, [torch.from_numpy(a) for a in arrays]))
-    jax_low = lower_jaxpr(trace_function(twin.jax_fn, list(twin.jax_inputs(*arrays))))
+    ints = [rng.integers(0, high, shape) for shape, high in twin.ints]
+    torch_ints = [i.astype(np.int64 if twin.torch_int64 else np.int32) for i in ints]
+    torch_args = [torch.from_numpy(a) for a in [*arrays, *torch_ints]]
+    torch_low = lower_capture(trace_module(twin.torch_fn, torch_args))
+    jax_args = list(twin.jax_inputs(*arrays, *[i.astype(np.int32) for i in ints]))
+    jax_low = lower_jaxpr(trace_function(twin.jax_fn, jax_args))
     assert torch_low.fully_covered and jax_low.fully_covered
-    torch_work, jax_work = _work(torch_low.program), _work(jax_low.program)
-    assert torch_work == jax_work if twin.same_bytes else torch_work[0] == jax_work[0]
-    assert torch_work[0] > 0 or twin.family in _MOVES
-
+    (torch_flops, torch_bytes), (jax_flops, jax_bytes) = (
+        _work(torch_low.program),
+        _work(jax_low.program),
+    )
+    assert torch_flops == jax_flops
+    assert torch_bytes - jax_bytes == twin.byte_gap
+    assert torch_flops > 0 or twin.family in _MOVES

@@ -494,3 +494,29 @@ def test_a_compiled_forward_leaves_nothing_on_stderr_at_exit(tmp_path: Path) -> 
     assert proc.returncode == 0, proc.stderr
     assert "coverage: complete" in proc.stdout
     assert "Exception ignored" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("ending", "why"),
+    [
+        ("import ctypes; ctypes.string_at(0)", "killed by SIGSEGV (segmentation fault)"),
+        ("import os; os.abort()", "killed by SIGABRT (aborted)"),
+        ("import os; os._exit(4)", "exit status 4"),
+        ("import sys; sys.exit(3)", "sys.exit(3)"),
+    ],
+    ids=["segfault", "abort", "os._exit", "sys.exit"],
+)
+def test_a_crash_at_the_size_probe_keeps_the_size_constant(
+    tmp_path: Path, ending: str, why: str
+) -> None:
+    """Note [Probes in a process of their own]: a program that crashes only at SOLAR's own
+    2x size probe is analysed at the sizes asked for (was: E0531, exit 1)."""
+    pytest.importorskip("torch")
+    r = _analyze(tmp_path, f"if a.shape[0] != 8: {ending}\n        return a @ a")
+    assert r.code == 0, r.err
+    report = json.loads(r.out)
+    assert report["sizes"] == {"N": 8} and report["symbolic_sizes"] == []
+    assert "size N stays constant in the formulas: capturing at N=16 failed: " in r.out
+    assert why in r.out

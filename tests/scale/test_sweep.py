@@ -25,6 +25,7 @@ from sample_sizes import small_ir_text
 from solar.batch import EngineOptions
 from solar.diagnostics import UsageError
 from solar.pipeline import AnalyzeOptions, analyze
+from solar.report import ArchBounds, BoundResult, Report
 from solar.sweep import (
     SweepLimits,
     SweepSpec,
@@ -60,7 +61,9 @@ def test_matmul_sizes_are_rebound_without_recapture(tmp_path: Path) -> None:
     for row in summary.rows:
         m, n = row["size_M"], row["size_N"]
         assert row["flops"] == 2 * m * n * 16  # one multiply-add per (m, n, k)
-        assert row["fused_dram_bytes"] == 4 * (m * 16 + 16 * n + m * n)  # A, B, C in f32
+        item = 2 if row["precision"] == "bf16" else 4  # --precision bf16 moves bf16 bytes
+        assert row["compulsory_dram_bytes"] == item * (m * 16 + 16 * n + m * n)  # A, B, C
+        assert row["fused_dram_bytes"] == 0.0  # warm: an L2 holds it all
         assert row["binding"] == ("captured" if (m, n) == (64, 32) else "symbolic")
         assert row["status"] == "ok"
     lines = (tmp_path / "out" / "sweep.csv").read_text().splitlines()
@@ -69,6 +72,32 @@ def test_matmul_sizes_are_rebound_without_recapture(tmp_path: Path) -> None:
     data = json.loads((tmp_path / "out" / "sweep.json").read_text())
     assert data["points"] == 4 and len(data["captures"]) == 1
     assert len(list((tmp_path / "out" / "reports").glob("*.json"))) == 4 * 2
+
+
+def _fused_row(arch: ArchBounds) -> BoundResult:
+    (row,) = [b for b in arch.bounds if b.model == "fused"]
+    return row
+
+
+@pytest.mark.parametrize("cache", ["warm", "cold"])
+def test_fused_dram_bytes_is_the_fused_row_s_on_each_arch(tmp_path: Path, cache: str) -> None:
+    """Issue 31: the column is the fused bound's DRAM bytes on that arch (a warm L2 keeps
+    up to its capacity), as in the batch CSV; the cold compulsory traffic is its own column."""
+    n = 4096
+    spec = SweepSpec(SAMPLES / "ir" / "matmul.alir", axes=(("M", (n,)), ("N", (n,)), ("K", (n,))),
+                     archs=("H100_SXM", "B200"), validate="off", cache=cache)  # type: ignore[arg-type]
+    rows = run_sweep(spec, tmp_path / "out", limits=SweepLimits(table="csv")).rows
+    compulsory = 4.0 * 3 * n * n  # A, B, C in f32, once each
+    assert [r["compulsory_dram_bytes"] for r in rows] == [compulsory, compulsory]
+    for row in rows:
+        report = Report.model_validate_json(Path(str(row["report"])).read_text())
+        (arch,) = [a for a in report.archs if a.arch == row["arch"]]
+        assert row["fused_dram_bytes"] == _fused_row(arch).dram_bytes
+    fused = [r["fused_dram_bytes"] for r in rows]
+    if cache == "cold":
+        assert fused == [compulsory, compulsory]
+    else:  # less each arch's L2 (50 MB on H100, more on B200)
+        assert compulsory > fused[0] > fused[1]
 
 
 def test_every_row_equals_solar_analyze_at_its_binding(tmp_path: Path) -> None:
@@ -84,7 +113,8 @@ def test_every_row_equals_solar_analyze_at_its_binding(tmp_path: Path) -> None:
         report = analyze(BLOCK, AnalyzeOptions(sizes={"B": 8, "T": 64}, precision=row["precision"]))
         assert (row["size_B"], row["size_T"]) == (8, 64)
         assert row["flops"] == report.flops
-        assert row["fused_dram_bytes"] == report.fused_dram_bytes
+        assert row["compulsory_dram_bytes"] == report.fused_dram_bytes
+        assert row["fused_dram_bytes"] == _fused_row(report.archs[0]).dram_bytes
         bounds = {b.model: b.time_s for b in report.archs[0].bounds}
         assert row["unfused_s"] == bounds["unfused"]
         assert row["fused_s"] == bounds["fused"]
@@ -99,8 +129,6 @@ def test_sweep_reports_are_solar_analyze_set_reports(
     """A handful of points (the captured one and re-bound ones, two archs, two policies):
     each sweep report, rendered as `solar analyze -o` renders, is byte-identical to
     ``solar analyze --set`` at that binding, and each table row holds its numbers."""
-    from solar.report import Report
-
     out = tmp_path / "sweep"
     done = run_cli(capsys, "sweep", str(BLOCK), "--set", "B=1,8", "--set", "T=16,64",
                    "--set", "H=4,8", "--arch", "H100_SXM", "--arch", "B200",
@@ -123,10 +151,11 @@ def test_sweep_reports_are_solar_analyze_set_reports(
             assert [r["arch"] for r in mine] == ["H100_SXM", "B200"]
             for row, arch in zip(mine, report.archs, strict=True):
                 assert row["binding"] == ("captured" if point == 0 else "symbolic")
-                assert (row["flops"], row["fused_dram_bytes"]) == (
+                assert (row["flops"], row["compulsory_dram_bytes"]) == (
                     report.flops,
                     report.fused_dram_bytes,
                 )
+                assert row["fused_dram_bytes"] == _fused_row(arch).dram_bytes
                 assert row["coverage"] == report.coverage.covered_bytes_fraction
                 assert {b.model: b.time_s for b in arch.bounds} == {
                     m: row[f"{m}_s"] for m in ("unfused", "fused", "cache-aware")

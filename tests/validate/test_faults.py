@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_helpers import run_cli
 
 from solar.diagnostics import ExecutionError, ResourceError
 from solar.ir import parse_program
-from solar.validate import execute_program, run_program
+from solar.validate import estimate_memory_bytes, execute_program, run_program
+from solar.validate.memory import memory_budget_bytes, over_budget_message
 
 HEADER = "solar-ir 1\nprogram bad\n"
 X4 = np.arange(4, dtype=np.float32)
@@ -242,6 +245,26 @@ def test_memory_budget_refused_before_allocating() -> None:
         execute_program(parse_program(HEADER + text), {}, memory_budget_bytes=1 << 16)
     assert info.value.code == "E0305"
     assert "memory budget" in info.value.message
+
+
+def test_cli_and_executor_refuse_with_one_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`solar ir run` checks the budget before the executor does; both say it one way."""
+    text = HEADER + (
+        f"size N = {2**40}\ninput X : f32[N]\noutput Y : f32[N]\nkernel k {{\n"
+        "  for i in 0 .. N {\n    Y[i] = X[i]\n  }\n}\n"
+    )
+    program = parse_program(text)
+    with pytest.raises(ResourceError) as info:
+        execute_program(program, {})
+    expected = over_budget_message(
+        "`bad`", estimate_memory_bytes(program, {}), memory_budget_bytes())
+    assert info.value.message == expected
+    (tmp_path / "big.alir").write_text(text)
+    r = run_cli(capsys, "ir", "run", str(tmp_path / "big.alir"))
+    assert r.code == 1 and "error[E0305]" in r.err
+    assert expected in r.err
 
 
 def test_time_budget_stops_execution() -> None:

@@ -33,7 +33,8 @@ import inspect
 import random
 import re
 import types
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -43,6 +44,7 @@ import numpy as np
 from solar.diagnostics import FrontendError
 from solar.frontends.jaxfe.core import DTYPES
 from solar.frontends.kit import (
+    guard_user_code,
     import_model_file,
     input_name,
     module_int_constants,
@@ -51,7 +53,6 @@ from solar.frontends.kit import (
     sanitize_name,
     user_frames,
 )
-from solar.guard import user_stdout_to_stderr
 
 __all__ = [
     "CaptureKind",
@@ -123,31 +124,29 @@ def require_jax() -> Any:
     return jax
 
 
-@contextlib.contextmanager
-def user_code(what: str, code: str = "E0521") -> Iterator[None]:
-    """Run user code; any exception it raises becomes `FrontendError` ``code``.
+def _explain(what: str, err: Exception) -> FrontendError | None:
+    """Python control flow on a traced value: E0526 with what to use instead."""
+    name = type(err).__name__
+    if "Concretization" not in name and "TracerBool" not in name and "TracerInteger" not in name:
+        return None
+    return FrontendError(
+        f"{what}: the program branches on traced values ({name})",
+        code="E0526",
+        notes=(
+            *user_frames(err),
+            "use jax.lax.cond/jnp.where, or make the value a static Python scalar",
+        ),
+    )
+
+
+def user_code(what: str, code: str = "E0521") -> AbstractContextManager[None]:
+    """Run user code; any exception it raises becomes `FrontendError` ``code``
+    (`solar.frontends.kit.guard_user_code`, the one gate of every frontend).
 
     Raises:
         FrontendError: with the last user frames and the exception message as notes.
     """
-    try:
-        with user_stdout_to_stderr():  # Note [User output]
-            yield
-    except FrontendError:
-        raise
-    except Exception as err:
-        name = type(err).__name__
-        if "Concretization" in name or "TracerBool" in name or "TracerInteger" in name:
-            raise FrontendError(
-                f"{what}: the program branches on traced values ({name})",
-                code="E0526",
-                notes=(
-                    *user_frames(err),
-                    "use jax.lax.cond/jnp.where, or make the value a static Python scalar",
-                ),
-            ) from err
-        notes = (*user_frames(err), f"{name}: {str(err).splitlines()[0] if str(err) else ''}")
-        raise FrontendError(f"{what} raised {name}", code=code, notes=notes) from err
+    return guard_user_code(what, code=code, explain=_explain, first_line=True)
 
 
 _IMPORT_RE = re.compile(r"^\s*(?:import|from)\s+([A-Za-z_][\w]*)", re.MULTILINE)

@@ -12,7 +12,9 @@ simulated IR (`solar.validate.execute_distributed`) with the real run's shards.
 
 ``jit`` with ``NamedSharding`` alone is not captured: its per-device program is what
 XLA's SPMD partitioner makes of it, which the jaxpr does not hold (E0557; write the
-sharded part with ``shard_map``).
+sharded part with ``shard_map``). The error's notes name the collectives the
+partitioner gives each device (read from the compiled per-device HLO,
+`_partitioner_collectives`), so the user sees what the ``shard_map`` must write.
 
 Codes: E0557 not one shard_map, E0558 the capture subprocess failed or timed out,
 E0556 outputs differ from the real run (plus E0550-E0554 from the merge).
@@ -23,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -120,6 +123,30 @@ def _spec_slices(
     return tuple(out)
 
 
+_HLO_COLLECTIVE = re.compile(
+    r"= (\w+\[[\d,]*\])\S* (all-reduce|all-gather|reduce-scatter|all-to-all|"
+    r"collective-permute)(?:-start)?\("
+)
+
+
+def _partitioner_collectives(capture: Any) -> tuple[str, ...]:
+    """What XLA's SPMD partitioner makes each device communicate in a ``jit`` with
+    shardings: the collectives of the compiled per-device HLO, as notes for E0557 (what
+    a ``shard_map`` of the program would write)."""
+    import jax
+
+    try:
+        text = jax.jit(capture.flat_fn).lower(*capture.abstract_args).compile().as_text()
+    except (RuntimeError, ValueError, TypeError):  # not compilable here: no notes
+        return ()
+    found = [f"{m.group(2)} of {m.group(1)}" for m in _HLO_COLLECTIVE.finditer(text or "")]
+    if not found:
+        return ()
+    return (f"XLA's partitioner gives each device {len(found)} collective(s): "
+            + ", ".join(found[:8]) + ("..." if len(found) > 8 else ""),
+            "write the sharded computation with jax.shard_map to capture it")
+
+
 def run_host_worker(path: str, out: str, real: bool) -> None:
     """The subprocess body: capture ``path``, lower its shard_map body, merge, and save
     the IR text (``ir``), the mesh, and with ``real`` each rank's inputs and outputs."""
@@ -130,7 +157,11 @@ def run_host_worker(path: str, out: str, real: bool) -> None:
     from solar.frontends.jaxfe.ops_collective import DESTINATIONS, MESH
 
     capture = trace_jax_file(path)
-    eqn = _unwrap(capture.closed_jaxpr.jaxpr)
+    try:
+        eqn = _unwrap(capture.closed_jaxpr.jaxpr)
+    except FrontendError as err:
+        raise FrontendError(err.message, code=err.code,
+                            notes=_partitioner_collectives(capture)) from None
     mesh_obj = eqn.params["mesh"]
     mesh = tuple((str(n), int(s)) for n, s in zip(mesh_obj.axis_names, mesh_obj.axis_sizes,
                                                    strict=True))
@@ -185,8 +216,9 @@ from solar.frontends.jaxfe.distributed import run_host_worker
 try:
     run_host_worker(sys.argv[1], sys.argv[2], sys.argv[3] == "real")
 except SolarError as err:
+    import json
     with open(sys.argv[2] + ".err", "w", encoding="utf-8") as f:
-        f.write(err.code + "\\n" + err.message)
+        json.dump({"code": err.code, "message": err.message, "notes": list(err.notes)}, f)
     sys.exit(3)
 """
 
@@ -216,8 +248,8 @@ def _run_worker(path: Path, world: int, real: bool, timeout_s: float) -> dict[st
             ) from None
         if os.path.exists(out + ".err"):  # the worker's own coded error, passed on
             with open(out + ".err", encoding="utf-8") as f:
-                code, message = f.read().split("\n", 1)
-            raise FrontendError(message, code=code)
+                err = json.load(f)
+            raise FrontendError(err["message"], code=err["code"], notes=tuple(err["notes"]))
         if done.returncode != 0:
             text = done.stderr.decode(errors="replace").strip().splitlines()
             last = next((ln for ln in reversed(text) if "Error" in ln), text[-1] if text else "")

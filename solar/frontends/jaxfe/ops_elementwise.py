@@ -148,21 +148,23 @@ _FOLD: dict[str, Callable[..., object]] = {
 
 def _fold(ctx: EqnCtx, fn: Callable[..., object]) -> tuple[EqnOperand, ...] | None:
     """Fold an equation whose inputs are all literals; ``None`` if not foldable."""
-    if not all(isinstance(x, Lit) for x in ctx.ins):
+    lits = [x for x in ctx.ins if isinstance(x, Lit)]
+    if len(lits) != len(ctx.ins):
         return None
     dtype = ctx.out_dtype(0)
     with np.errstate(all="ignore"):
-        value = np.asarray(fn(*[np.asarray(x.value) for x in ctx.ins]))  # type: ignore[union-attr]
+        value = np.asarray(fn(*[np.asarray(x.value) for x in lits]))
     py = value.item()
     return (Lit(_coerce(py, dtype), dtype, ctx.out_shape(0)),)
 
 
-def _coerce(value: object, dtype: DType) -> float | int | bool:
+def _coerce(value: float | int | bool, dtype: DType) -> float | int | bool:
+    """A folded numpy scalar's Python value as ``dtype`` holds it."""
     if dtype == DType.BOOL:
         return bool(value)
     if dtype.is_float:
-        return float(value)  # type: ignore[arg-type]
-    return int(value)  # type: ignore[call-overload,no-any-return]
+        return float(value)
+    return int(value)
 
 
 def _simple(ctx: EqnCtx) -> tuple[EqnOperand, ...] | None:

@@ -31,10 +31,14 @@ from solar.ir import Expr, ReduceOp, Unary, lit
 __all__: list[str] = []
 
 
+_MODES: dict[str, IndexMode] = {"CLIP": "CLIP", "FILL_OR_DROP": "FILL_OR_DROP"}
+"""XLA's ``GatherScatterMode`` names the emitter handles apart (the rest promise bounds)."""
+
+
 def _mode(params: Any) -> IndexMode:
     mode = params.get("mode")
     name = (getattr(mode, "name", None) or str(mode)).rsplit(".", 1)[-1].upper()
-    return name if name in ("CLIP", "FILL_OR_DROP") else "PROMISE_IN_BOUNDS"  # type: ignore[return-value]
+    return _MODES.get(name, "PROMISE_IN_BOUNDS")
 
 
 def _start(indices: EqnOperand) -> StartReader:

@@ -13,27 +13,24 @@ Contract: ``EqnCtx -> None``; each equation emits one kernel:
   PyTorch frontend's reductions are adapters of the same emitters).
 * ``cumsum/cumprod/cummax/cummin/cumlogsumexp``: `solar.frontends.kit.emit.scan`
   (a ``seq`` loop over the scanned axis carrying a running value), honouring ``reverse``.
-* ``select_and_scatter_add``: the gradient of max/min pooling (``reduce_window`` itself
-  is ops_pool.py).
+* ``select_and_scatter_add``: the gradient of max/min pooling, the kit's
+  `emit_select_scatter` (PyTorch's max-pooling backward is the same emitter);
+  ``reduce_window`` itself is ops_pool.py.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import math
 from collections.abc import Sequence
+from typing import Literal
 
 from solar.frontends.jaxfe.core import EqnOperand, Lit, read
 from solar.frontends.jaxfe.driver import LOWERINGS, EqnCtx
 from solar.frontends.kit import (
-    Nest,
     TensorInfo,
     UnsupportedOpError,
     cast,
-    const_int,
-    guard,
-    range_guard,
 )
+from solar.frontends.kit.emit.pool import WindowSpec, emit_select_scatter, select_by_compare
 from solar.frontends.kit.emit.reduce import (
     ReduceRows,
     emit_arg_reduce,
@@ -42,18 +39,10 @@ from solar.frontends.kit.emit.reduce import (
 )
 from solar.frontends.kit.emit.scan import emit_scan
 from solar.ir import (
-    Access,
-    Assign,
-    Binary,
     DType,
     Expr,
-    For,
-    If,
     IntLit,
-    Reduce,
     ReduceOp,
-    Stmt,
-    lit,
 )
 
 _REDUCE_OPS: dict[str, ReduceOp] = {
@@ -151,85 +140,23 @@ def _cumulative(ctx: EqnCtx) -> None:
     )
 
 
-_SELECT_OPS: dict[str, str] = {"ge": ">", "gt": ">", "le": "<", "lt": "<"}
+_SELECT_OPS: dict[str, Literal[">", "<"]] = {"ge": ">", "gt": ">", "le": "<", "lt": "<"}
 
 
 @LOWERINGS.register("select_and_scatter_add")
 def _select_and_scatter_add(ctx: EqnCtx) -> None:
     """The gradient of max/min pooling: each window's source value is added at the
-    window's first extreme tap.
-
-    One kernel: zero the result; per window, a ``seq`` walk over the in-bounds taps
-    keeps the running extreme and its tap (``if x > m { m = x; a = tap }``: one compare
-    per tap, the value-guarded updates count 0), then ``res[window start + a] += source``
-    (one FLOP per window). That is XLA's select-and-scatter: a select per tap, a
-    scatter per window.
-    """
+    window's first extreme tap (`solar.frontends.kit.emit.pool.emit_select_scatter` with
+    `select_by_compare`: a select per tap, a scatter per window, as XLA's)."""
     src, x = ctx.ins
     p = ctx.params
     cmp = _SELECT_OPS.get(getattr(p["select_prim"], "name", str(p["select_prim"])))
     if cmp is None or not isinstance(x, TensorInfo) or not ctx.out_dtype(0).is_float:
         raise UnsupportedOpError("select_and_scatter_add with a select other than ge/le")
-    nd = len(x.shape)
-    win = tuple(int(v) for v in p["window_dimensions"])
-    strides = tuple(int(v) for v in p["window_strides"])
-    pads = tuple((int(a), int(b)) for a, b in p["padding"])
-    o_shape = src.shape
-    for d in range(nd):
-        for o in range(o_shape[d]):
-            if not any(0 <= o * strides[d] + w - pads[d][0] < x.shape[d] for w in range(win[d])):
-                raise UnsupportedOpError("select_and_scatter_add with a window entirely in padding")
-    out = ctx.out(0)
-    kb = ctx.kernel()
-    full = Nest(kb, x.shape)
-    if full.empty:
-        return
-    kb.emit(*full.wrap([Assign(Access(out.ref.name, out.storage_index(full.idx)), lit(0.0))]))
-    outer = Nest(kb, o_shape, "o")
-    if outer.empty:
-        return
-    m_t = kb.local(x.dtype, o_shape, "m")
-    a_t = kb.local(DType.I64, o_shape, "a")
-    m, a = m_t[tuple(outer.idx)], a_t[tuple(outer.idx)]
-    place = [math.prod(win[d + 1 :]) for d in range(nd)]
-    taps = Nest(kb, win, "w")
-    conds: list[Expr] = []
-    where: list[Expr] = []
-    linear: Expr | None = None
-    for d in range(nd):
-        pos = outer.aff(d, strides[d]).plus(taps.aff(d)).plus(-pads[d][0])
-        conds += range_guard(pos, x.shape[d])
-        where.append(pos.expr())
-        if win[d] > 1:
-            term = taps.idx[d] if place[d] == 1 else Binary("*", lit(place[d]), taps.idx[d])
-            linear = term if linear is None else Binary("+", linear, term)
-    value = read(x, where)
-    update = If(Binary(cmp, value, m), (Assign(m, value), Assign(a, linear or IntLit(0))))
-    walk = [_seq_all(s) for s in taps.wrap(guard(conds, [update]))]
-    dst: list[Expr] = []
-    for d in range(nd):
-        start = outer.aff(d, strides[d]).plus(-pads[d][0]).expr()
-        if win[d] == 1:
-            dst.append(start)
-            continue
-        tap: Expr = a if place[d] == 1 else Binary("//", a, lit(place[d]))
-        if any(w > 1 for w in win[:d]):
-            tap = Binary("%", tap, lit(win[d]))
-        dst.append(tap if const_int(start) == 0 else Binary("+", start, tap))
-    init = lit(-math.inf) if cmp == ">" else lit(math.inf)
-    body: list[Stmt] = [
-        Assign(m, init),
-        Assign(a, lit(math.prod(win) - 1)),
-        *walk,
-        Reduce(Access(out.ref.name, out.storage_index(dst)), "+", read(src, outer.idx)),
-    ]
-    kb.emit(*outer.wrap(body))
-
-
-def _seq_all(s: Stmt) -> Stmt:
-    """``s`` with every ``for`` in it made sequential (a running extreme is ordered)."""
-    if isinstance(s, For):
-        return dataclasses.replace(s, seq=True, body=tuple(_seq_all(b) for b in s.body))
-    if isinstance(s, If):
-        return dataclasses.replace(s, body=tuple(_seq_all(b) for b in s.body))
-    return s
+    spec = WindowSpec(
+        window=tuple(int(v) for v in p["window_dimensions"]),
+        strides=tuple(int(v) for v in p["window_strides"]),
+        padding=tuple(int(lo) for lo, _ in p["padding"]),
+    )
+    select = select_by_compare(x, src.shape, spec, cmp)
+    emit_select_scatter(ctx, src, ctx.out(0), select, names=("i", "o"))

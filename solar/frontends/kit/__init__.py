@@ -40,6 +40,7 @@ from solar.frontends.kit.index import (
     LoopVars,
     Nest,
     all_of,
+    as_int,
     broadcast_map,
     const_int,
     expand_param,
@@ -57,9 +58,9 @@ from solar.frontends.kit.index import (
 from solar.frontends.kit.loader import (
     UserCode,
     check_overrides,
+    guard_user_code,
     import_model_file,
     module_int_constants,
-    raised_by_solar,
     user_frames,
 )
 from solar.frontends.kit.lowered import CondRegion, LoweredProgram, UncoveredValue
@@ -116,6 +117,7 @@ __all__ = [
     "UserCode",
     "accumulate_dtype",
     "all_of",
+    "as_int",
     "as_expr",
     "cast",
     "broadcast_map",
@@ -128,6 +130,7 @@ __all__ = [
     "iadd",
     "iadd_const_last",
     "check_overrides",
+    "guard_user_code",
     "import_model_file",
     "symbolic_notes",
     "symbolize_sizes",
@@ -142,7 +145,6 @@ __all__ = [
     "one",
     "output_name",
     "param_name",
-    "raised_by_solar",
     "range_guard",
     "reduce_identity",
     "reduced_batch_reference",

@@ -3,7 +3,8 @@
 Contract: both frontends capture a distributed program once per rank (each rank's
 collectives name their group by its member ranks) and call `merge_ranks`, which
 checks that every rank ran the same program (FrontendError E0550 when a collective's
-shapes differ across ranks, E0552 for any other difference), fits each ``permute``'s
+shapes differ across ranks, E0552 for any other difference but literals that are one
+affine expression of ``rank``: `solar.frontends.kit.rank_fit`), fits each ``permute``'s
 per-rank destination to one expression of ``rank`` (E0553 when none fits), and
 returns the rank-0 program with ``world`` and the groups declared
 (docs/distributed.md, "Capturing distributed programs").
@@ -26,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from solar.diagnostics import FrontendError, ValidationMismatchError
+from solar.frontends.kit.rank_fit import fit_rank_literals
 from solar.ir import (
     RANK,
     Binary,
@@ -207,9 +209,11 @@ def merge_ranks(programs: Sequence[Program], destinations: Sequence[Mapping[str,
         if kernel.collective is not None and kernel.collective.kind == "permute":
             dest = {r: d[kernel.name] for r, d in enumerate(destinations) if kernel.name in d}
             fitted[kernel.name] = fit_destination(dest, world, wname)
-    texts = [print_program(_with_destinations(p, fitted)) for p in programs]
+    ranked = [_with_destinations(p, fitted) for p in programs]
+    texts = [print_program(p) for p in ranked]
+    affine = None if len(set(texts)) == 1 else fit_rank_literals(ranked)
     for rank, text in enumerate(texts[1:], start=1):
-        if text != texts[0]:
+        if text != texts[0] and affine is None:
             line = next(
                 (a, b)
                 for a, b in zip([*texts[0].splitlines(), ""], [*text.splitlines(), ""],
@@ -221,9 +225,10 @@ def merge_ranks(programs: Sequence[Program], destinations: Sequence[Mapping[str,
                 f"rank 0 has `{line[0].strip()}`",
                 code="E0552",
                 notes=("SOLAR captures SPMD programs: every rank runs the same kernels on "
-                       "tensors of the same shapes",),
+                       "tensors of the same shapes; numbers that differ across ranks must "
+                       "be one affine expression a + b * rank",),
             )
-    program = _with_destinations(first, fitted)
+    program = affine if affine is not None else ranked[0]
     names = sorted({k.collective.group for k in program.kernels
                     if k.collective is not None and k.collective.group is not None})
     merged = dataclasses.replace(

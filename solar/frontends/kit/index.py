@@ -15,9 +15,10 @@ extent. The analyses' normalised linear form is `solar.ir.Lin`.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, SupportsIndex
 
 from solar.frontends.kit.table import UnsupportedOpError
 from solar.frontends.kit.values import shape_numel
@@ -28,6 +29,7 @@ __all__ = [
     "LoopVars",
     "Nest",
     "all_of",
+    "as_int",
     "broadcast_map",
     "const_int",
     "expand_param",
@@ -306,9 +308,21 @@ def fmin(a: Expr, b: Expr) -> Expr:
     return Call("min", (a, b))
 
 
-def expand_param(
-    value: int | Sequence[int] | None, n: int, name: str, default: int | None = None
-) -> tuple[int, ...]:
+def as_int(value: object, name: str) -> int:
+    """An integer parameter of an op (an ``int``, or any value with ``__index__``).
+
+    >>> as_int(True, "groups"), as_int(3, "groups")
+    (1, 3)
+
+    Raises:
+        UnsupportedOpError: anything else.
+    """
+    if isinstance(value, SupportsIndex):
+        return operator.index(value)
+    raise UnsupportedOpError(f"{name} is not an integer: {value!r}")
+
+
+def expand_param(value: object, n: int, name: str, default: int | None = None) -> tuple[int, ...]:
     """An int-list parameter of length ``n`` (a single value is repeated).
 
     >>> expand_param([2], 3, "stride")
@@ -317,13 +331,17 @@ def expand_param(
     (3, 3)
 
     Raises:
-        UnsupportedOpError: the parameter is missing or has another length.
+        UnsupportedOpError: the parameter is missing, no int or int sequence, or has
+            another length.
     """
-    if value is None or (not isinstance(value, int) and len(value) == 0):
+    if value is None or (isinstance(value, Sequence) and len(value) == 0):
         if default is None:
             raise UnsupportedOpError(f"missing {name}")
         return (default,) * n
-    vals = (value,) if isinstance(value, int) else tuple(int(v) for v in value)
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        vals = tuple(as_int(v, name) for v in value)
+    else:
+        vals = (as_int(value, name),)
     if len(vals) == 1:
         return vals * n
     if len(vals) != n:

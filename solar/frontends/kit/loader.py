@@ -10,13 +10,14 @@ are assigned* (Note [Rebinding sizes]; `module_int_constants` reads them back). 
 override that names no integer constant of the file is a usage error (E0913) listing
 the names that exist. Exceptions the file itself raises go through
 the frontend's own ``user_code`` guard, so each frontend keeps its error codes and
-messages; `user_frames` and `raised_by_solar` are what those guards share (the user's
-part of a traceback, and whether SOLAR raised it).
+messages; `guard_user_code` is that guard, once for every frontend (each passes its
+error code and how it explains its framework's own errors).
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import copy
 import hashlib
 import importlib.util
@@ -24,7 +25,7 @@ import itertools
 import sys
 import traceback
 import types
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,9 +36,9 @@ from solar.guard import user_stdout_to_stderr
 __all__ = [
     "UserCode",
     "check_overrides",
+    "guard_user_code",
     "import_model_file",
     "module_int_constants",
-    "raised_by_solar",
     "user_frames",
     "user_stdout_to_stderr",
 ]
@@ -341,7 +342,49 @@ def user_frames(err: BaseException) -> tuple[str, ...]:
     )
 
 
-def raised_by_solar(err: BaseException) -> bool:
+def _raised_by_solar(err: BaseException) -> bool:
     """True when ``err`` was raised in SOLAR's own code (a bug, not the user's fault)."""
     frames = traceback.extract_tb(err.__traceback__)
     return bool(frames) and frames[-1].filename.startswith(_SOLAR_DIR)
+
+
+Explain = Callable[[str, Exception], FrontendError | None]
+"""A frontend's own diagnostic for an exception of its framework (JAX's tracer errors),
+or ``None`` for the plain E05xx one."""
+
+
+@contextlib.contextmanager
+def guard_user_code(
+    what: str, *, code: str, explain: Explain | None = None, first_line: bool = False
+) -> Iterator[None]:
+    """Run user code: any exception it raises becomes a `FrontendError` (the one gate
+    into user code of every frontend; each wraps it as its ``user_code``).
+
+    Args:
+        what: what runs (``"importing m.py"``, ``"the model's forward"``).
+        code: the frontend's error code for an exception of the user's code.
+        explain: the frontend's own diagnostic for some exceptions, tried first.
+        first_line: keep only the first line of the exception's message.
+
+    Raises:
+        FrontendError: ``code`` (or ``explain``'s) with the user traceback's last
+            frames and the exception's message as notes. An exception SOLAR's own code
+            raised inside the block (a dispatch hook of the capture) is a bug and
+            propagates as it is.
+    """
+    try:
+        with user_stdout_to_stderr():  # Note [User output]
+            yield
+    except FrontendError:
+        raise
+    except Exception as err:
+        if _raised_by_solar(err):
+            raise  # a SOLAR bug inside a hook the user's code called, not the user's fault
+        special = explain(what, err) if explain is not None else None
+        if special is not None:
+            raise special from err
+        name, message = type(err).__name__, str(err)
+        if first_line:
+            message = message.splitlines()[0] if message else ""
+        notes = (*user_frames(err), f"{name}: {message}")
+        raise FrontendError(f"{what} raised {name}", code=code, notes=notes) from err

@@ -113,17 +113,18 @@ class Recapture(Generic[B]):
     seconds: Callable[[B], float] | None = None
 
 
-def executor_seconds(program: Program, reference_bytes: int) -> float:
+def executor_seconds(program: Program, reference_bytes: int, *, held_bytes: int = 0) -> float:
     """The validator's predicted time to execute ``program`` (`solar.validate.
     estimate_workload`), which a reference must also fit (Note [Reference budget]):
     a reference the executor cannot check in its time budget is no use. Infinite
     where the executor's memory estimate is over its budget for a reference budget of
     ``reference_bytes`` (`solar.budget.executor_budget_bytes`, Note
-    [Validation memory]): it would refuse the run."""
+    [Validation memory]): it would refuse the run. ``held_bytes``: what the reference
+    run will hold while the executor checks it (Note [Budget before the build])."""
     from solar.validate import estimate_workload
 
     work = estimate_workload(program)
-    if work.memory_bytes > executor_budget_bytes(reference_bytes):
+    if work.memory_bytes > executor_budget_bytes(reference_bytes, held_bytes=held_bytes):
         return math.inf
     return work.seconds
 

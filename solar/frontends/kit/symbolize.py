@@ -39,14 +39,16 @@ so such a size leaves no literal to follow.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, is_dataclass, replace
 from fractions import Fraction
-from typing import Any
+from typing import Any, Final, NamedTuple
 
 from solar.diagnostics import FrontendError, SolarError
+from solar.guard import InterruptedRunError, ResultCodec, run_own_process
 from solar.ir import Binary, FloatLit, IntLit, Name, Program, SizeDecl, verify_program
 
 __all__ = ["CaptureAt", "SizeFit", "SymbolicProgram", "symbolic_notes", "symbolize_sizes"]
@@ -293,14 +295,68 @@ Raises:
 """
 
 
-def _probe(capture_at: CaptureAt, sizes: dict[str, int]) -> Any:
-    """``capture_at(sizes)``; a program that ends itself there (``sys.exit`` at a size it
-    was never run at) is a failed probe, so the size stays constant with a note, instead
-    of ending the analysis of the sizes the user asked for."""
+class _Probe(NamedTuple):
+    """A re-capture as symbolize reads it: same structure as the base capture, its
+    integer literals, and every size constant as it ran."""
+
+    same: bool
+    ints: tuple[int, ...]
+    sizes: dict[str, int]
+
+
+def _encode_probe(p: _Probe) -> str:
+    return json.dumps([p.same, list(p.ints), p.sizes])
+
+
+def _decode_probe(text: str) -> _Probe:
+    """A `_Probe` from the probe process; nothing else (ValueError)."""
+    same, ints, sizes = json.loads(text)
+    if (
+        type(same) is not bool
+        or not isinstance(ints, list)
+        or not all(type(i) is int for i in ints)
+        or not isinstance(sizes, dict)
+        or not all(type(v) is int for v in sizes.values())
+    ):
+        raise ValueError("not a probe")
+    return _Probe(same, tuple(ints), sizes)
+
+
+_PROBES: Final = ResultCodec(_encode_probe, _decode_probe)
+
+
+def _probe(capture_at: CaptureAt, sizes: dict[str, int], skel: Any) -> _Probe | SolarError:
+    """``capture_at(sizes)`` compared with the base capture's skeleton ``skel``, in a
+    process of its own where the guarded run gives it one (Note [Probes in a process of
+    their own] in `solar.guard`). A program that ends itself there (``sys.exit``, a
+    segfault, an abort at a size it was never run at) is a failed probe, so the size
+    stays constant with a note, instead of ending the analysis of the sizes the user
+    asked for; a time limit or an interrupt still ends it.
+
+    Returns:
+        The probe, or the error that failed it (E0530 ``sys.exit``, E0531 a crash, the
+        capture's own errors).
+
+    Raises:
+        SolarError: E0950 or E0951, which end the analysis.
+    """
+
+    def run() -> _Probe:
+        try:
+            other, ran = capture_at(sizes)
+        except SystemExit as err:
+            raise FrontendError(
+                f"the program called sys.exit({err.code!r})", code="E0530"
+            ) from None
+        o_skel, ints = _literals(other)
+        return _Probe(o_skel == skel, ints, dict(ran))
+
     try:
-        return capture_at(sizes)
-    except SystemExit as err:
-        raise FrontendError(f"the program called sys.exit({err.code!r})", code="E0530") from None
+        return run_own_process(run, codec=_PROBES)
+    except SolarError as err:
+        if isinstance(err, InterruptedRunError) or err.code == "E0950":
+            raise  # an interrupt or the time limit: the analysis stops, not the probe
+        return err
 
 
 def symbolize_sizes(
@@ -338,49 +394,24 @@ def symbolize_sizes(
     if not candidates:
         return SymbolicProgram(program, {}, constant, "the file has no size constant above 1")
     skel, base_ints = _literals(program)
-    moved: dict[str, tuple[int, ...]] = {}
-    derived: set[str] = set()
-    for s in candidates:
-        try:
-            other, sizes = _probe(capture_at, {**fixed, s: binding[s] * _PERTURB})
-        except SolarError as err:
-            constant[s] = f"capturing at {s}={binding[s] * _PERTURB} failed: {err.message}"
-            continue
-        derived.update(k for k, v in sizes.items() if k != s and binding.get(k) != v)
-        o_skel, ints = _literals(other)
-        if o_skel != skel:
-            constant[s] = f"the program's structure changes with {s}"
-            continue
-        moved[s] = ints
-    for s in sorted(derived & set(moved)):
-        del moved[s]
+    moved, derived = _perturb_each(skel, candidates, binding, capture_at, fixed, constant)
     follows = tuple(sorted(derived & set(binding)))
     fits = _fit_all(base_ints, moved, binding, constant)
     if fits is None or not moved:
         return SymbolicProgram(program, {}, constant, "no size constant could be followed")
-    names = sorted(moved)
-    at = {s: binding[s] * _VERIFY for s in names}
-    where = "3x"
-    if verify_input_bytes is not None and (
-        _input_bytes(program, fits, {**binding, **at}) > verify_input_bytes
-    ):
-        at = {s: v // 2 if v % 2 == 0 and v >= 4 else v * _VERIFY for s, v in
-              ((s, binding[s]) for s in names)}
-        where = ", ".join(f"{s}={v}" for s, v in at.items())
+    at, where = _check_point(program, fits, binding, sorted(moved), verify_input_bytes)
     check = {**binding, **at}
-    try:
-        checked, verify_sizes = _probe(capture_at, {**fixed, **at})
-    except SolarError as err:
+    checked = _probe(capture_at, {**fixed, **at}, skel)
+    if isinstance(checked, SolarError):
         return SymbolicProgram(program, {}, constant,
-                               f"the check capture at {where} failed: {err.message}")
-    verify_ints = _literals(checked)
-    if verify_ints[0] != skel:
+                               f"the check capture at {where} failed: {checked.message}")
+    if not checked.same:
         return SymbolicProgram(program, {}, constant,
                                f"the program's structure changes at {where}")
-    check.update({k: v for k, v in verify_sizes.items() if k in check})
+    check.update({k: v for k, v in checked.sizes.items() if k in check})
     chosen: dict[int, SizeFit] = {}
     for n, options in fits.items():
-        good = [f for f in options if f.value(check) == verify_ints[1][n]]
+        good = [f for f in options if f.value(check) == checked.ints[n]]
         if not good:
             return SymbolicProgram(
                 program, {}, constant,
@@ -391,6 +422,53 @@ def symbolize_sizes(
     return replace(
         _build(program, binding, chosen, constant), derived=follows, checked_at=where
     )
+
+
+def _perturb_each(
+    skel: Any,
+    candidates: list[str],
+    binding: Mapping[str, int],
+    capture_at: CaptureAt,
+    fixed: Mapping[str, int],
+    constant: dict[str, str],
+) -> tuple[dict[str, tuple[int, ...]], set[str]]:
+    """Re-capture at 2x each candidate: ``(the literals of each that kept the program's
+    structure, the constants that moved with another: derived)``; why the others stay
+    constant goes into ``constant``. A derived constant is no size of its own."""
+    moved: dict[str, tuple[int, ...]] = {}
+    derived: set[str] = set()
+    for s in candidates:
+        probe = _probe(capture_at, {**fixed, s: binding[s] * _PERTURB}, skel)
+        if isinstance(probe, SolarError):
+            constant[s] = f"capturing at {s}={binding[s] * _PERTURB} failed: {probe.message}"
+            continue
+        derived.update(k for k, v in probe.sizes.items() if k != s and binding.get(k) != v)
+        if not probe.same:
+            constant[s] = f"the program's structure changes with {s}"
+            continue
+        moved[s] = probe.ints
+    for s in sorted(derived & set(moved)):
+        del moved[s]
+    return moved, derived
+
+
+def _check_point(
+    program: Program,
+    fits: Mapping[int, list[SizeFit]],
+    binding: Mapping[str, int],
+    names: list[str],
+    verify_input_bytes: int | None,
+) -> tuple[dict[str, int], str]:
+    """Where the fits are checked, and how the note names it: 3x each size, or halved
+    sizes when the inputs there would be over ``verify_input_bytes``."""
+    at = {s: binding[s] * _VERIFY for s in names}
+    if verify_input_bytes is None or (
+        _input_bytes(program, fits, {**binding, **at}) <= verify_input_bytes
+    ):
+        return at, "3x"
+    at = {s: v // 2 if v % 2 == 0 and v >= 4 else v * _VERIFY for s, v in
+          ((s, binding[s]) for s in names)}
+    return at, ", ".join(f"{s}={v}" for s, v in at.items())
 
 
 def _input_bytes(

@@ -42,7 +42,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from solar.frontends.llm.config import LLMConfig
 from solar.frontends.llm.errors import (
@@ -59,6 +59,7 @@ from solar.frontends.llm.prompt import Message
 
 if TYPE_CHECKING:
     import openai
+    from openai.types.chat import ChatCompletionMessageParam
 
 __all__ = ["Completion", "make_client", "request_completion"]
 
@@ -284,7 +285,8 @@ def _once(client: openai.OpenAI, config: LLMConfig, messages: Sequence[Message])
     start = time.monotonic()
     with client.chat.completions.with_streaming_response.create(
         model=config.model,
-        messages=list(messages),  # type: ignore[arg-type]
+        # a Message is one of openai's system/user/assistant message dicts
+        messages=cast("list[ChatCompletionMessageParam]", list(messages)),
         temperature=config.temperature,
     ) as response:
         body, too_large = _read_body(response, config.max_body_bytes, start + config.timeout_s)

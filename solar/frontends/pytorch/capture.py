@@ -56,6 +56,7 @@ from solar.frontends.pytorch.loader import (
     Instance,
     ProgramSource,
     instantiate,
+    meta_to_fake,
 )
 from solar.frontends.pytorch.meta_mode import MetaBlockedError, MetaMode, dynamo_import_deferred
 from solar.frontends.pytorch.recorder import (
@@ -65,6 +66,7 @@ from solar.frontends.pytorch.recorder import (
     run_recorded,
     tensor_bytes,
 )
+from solar.frontends.pytorch.reparam import attributes_restored
 
 __all__ = [
     "REAL_BUDGET_BYTES",
@@ -112,14 +114,17 @@ def capture_program(
     """
     reason = "requested" if real else None
     if not real:
-        meta = _capture_on_meta(source, strict=bool(on_meta)) if on_meta is not False else None
+        meta, built = (
+            _capture_on_meta(source, strict=bool(on_meta)) if on_meta is not False else (None, None)
+        )
         if meta is not None:
             return meta
         from torch._subclasses.fake_tensor import FakeTensorMode
 
         fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
-        with _quiet_fake_tensors():
-            inst = instantiate(source, fake_mode=fake_mode)
+        with _quiet_fake_tensors():  # the meta build, on fake tensors, where it converts
+            inst = meta_to_fake(built, source, fake_mode) if built is not None else None
+            inst = inst or instantiate(source, fake_mode=fake_mode)
         try:
             with _quiet_fake_tensors():
                 return _finish(source, inst, fake_mode, None)
@@ -183,30 +188,37 @@ _META_ERRORS = (RuntimeError, NotImplementedError, TypeError, ValueError, Attrib
 """What meta execution raises for what it cannot do (besides user-code `FrontendError` E0501)."""
 
 
-def _capture_on_meta(source: ProgramSource, *, strict: bool = False) -> TorchCapture | None:
-    """The capture on the meta device, or ``None`` when meta execution cannot run it.
+def _capture_on_meta(
+    source: ProgramSource, *, strict: bool = False
+) -> tuple[TorchCapture | None, Instance | None]:
+    """The capture on the meta device, or ``None`` when meta execution cannot run it,
+    with the program built on meta when only its forward could not run there (its
+    attributes as they were before the forward: the fake capture takes it, Note
+    [Model-file runs]).
 
     Any failure (including a genuine error in the user's code, which the fake-tensor
-    run then reports) returns ``None``; nothing is built for real here. With ``strict``
+    run then reports) returns no capture; nothing is built for real here. With ``strict``
     (Note [Meta re-captures]) the failure is raised instead: the user's own error as it
     is, anything else as E0501 naming what meta execution could not do.
     """
     mode = MetaMode()
+    inst = None
     try:
         with dynamo_import_deferred():
             inst = instantiate(source, fake_mode=mode, real_fallback=False)
-            capture = _finish(source, inst, mode, None)
+            with attributes_restored(inst.module):
+                capture = _finish(source, inst, mode, None)
     except FrontendError as err:
         if err.code != "E0501" or strict:
             raise
-        return None
+        return None, inst
     except (MetaBlockedError, *_META_ERRORS) as err:
         if strict:
             raise _not_on_meta(source, str(err)) from err
-        return None
+        return None, inst
     if mode.blocked is not None and strict:
         raise _not_on_meta(source, mode.blocked)
-    return capture if mode.blocked is None else None
+    return (capture, None) if mode.blocked is None else (None, inst)
 
 
 def _not_on_meta(source: ProgramSource, why: str) -> FrontendError:

@@ -169,23 +169,18 @@ def _has_data(t: Any) -> bool:
     return not isinstance(t, FakeTensor) and t.device.type != "meta"
 
 
-@contextlib.contextmanager
-def composite_calls(rec: _Sink, *, rnns: bool = True) -> Iterator[None]:
-    """Record circular pads and (with ``rnns``) the calls of `COMPOSITE_RNNS` whole into
-    ``rec`` (module docstring).
+class _Wholes:
+    """The replacements that record a call whole into ``rec`` (`composite_calls`)."""
 
-    Args:
-        rec: the recorder; its ``suspended`` flag is set while the outputs are made, so
-            the calls making them are not recorded.
-        rnns: record the RNNs whole too (off for a training step, which differentiates
-            through their per-step ops; a circular pad's decomposition still runs, so
-            autograd records its backward).
-    """
-    import torch
-    from torch import _VF
+    def __init__(self, rec: _Sink, pad: Any) -> None:
+        self.rec, self.pad = rec, pad
 
-    def wrap(name: str, func: Any) -> Any:
+    def rnn(self, name: str, func: Any) -> Any:
+        """``func`` (``_VF.lstm``...) recorded as one ``aten.<name>.input`` call."""
+        import torch
+
         op = getattr(torch.ops.aten, name).input
+        rec = self.rec
 
         def whole(*args: Any, **kwargs: Any) -> Any:
             if kwargs or rec.suspended or not is_composite_call(func, args):
@@ -201,50 +196,79 @@ def composite_calls(rec: _Sink, *, rnns: bool = True) -> Iterator[None]:
         whole.__name__ = name
         return whole
 
-    def unrecorded(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        rec.suspended = True
+    def _unrecorded(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        self.rec.suspended = True
         try:
             return func(*args, **kwargs)
         finally:
-            rec.suspended = False
+            self.rec.suspended = False
 
-    def whole_pad(*args: Any, **kwargs: Any) -> Any:
+    def circular_pad(self, *args: Any, **kwargs: Any) -> Any:
+        """``torch._C._nn.pad``: a whole circular pad as one ``_pad_circular`` call."""
+        import torch
+
         call = _pad_args(args, kwargs)
-        if rec.suspended or call is None or not is_whole_circular_pad(*call):
-            return pad(*args, **kwargs)
-        out = unrecorded(pad, args, kwargs)
-        rec.record(torch.ops.aten._pad_circular.default, (call[0], list(call[1])), {}, out)
+        if self.rec.suspended or call is None or not is_whole_circular_pad(*call):
+            return self.pad(*args, **kwargs)
+        out = self._unrecorded(self.pad, args, kwargs)
+        self.rec.record(torch.ops.aten._pad_circular.default, (call[0], list(call[1])), {}, out)
         return out
 
-    def whole_op(name: str, func: Any) -> Any:
+    def op(self, name: str, func: Any) -> Any:
+        """``func`` recorded as the device kernel's call (Note [CUDA kernel granularity])."""
+
         def whole(*args: Any, **kwargs: Any) -> Any:
-            call = None if rec.suspended else _device_call(name, args, kwargs)
+            call = None if self.rec.suspended else _device_call(name, args, kwargs)
             if call is None:
                 return func(*args, **kwargs)
-            out = unrecorded(func, args, kwargs)
-            rec.record(call[0], call[1], {}, out)
+            out = self._unrecorded(func, args, kwargs)
+            self.rec.record(call[0], call[1], {}, out)
             return out
 
         whole.__name__ = name
         return whole
 
+
+@contextlib.contextmanager
+def composite_calls(rec: _Sink, *, rnns: bool = True) -> Iterator[None]:
+    """Record circular pads and (with ``rnns``) the calls of `COMPOSITE_RNNS` whole into
+    ``rec`` (module docstring).
+
+    Args:
+        rec: the recorder; its ``suspended`` flag is set while the outputs are made, so
+            the calls making them are not recorded.
+        rnns: record the RNNs whole too (off for a training step, which differentiates
+            through their per-step ops; a circular pad's decomposition still runs, so
+            autograd records its backward).
+    """
+    import torch
+    from torch import _VF
+
+    wholes = _Wholes(rec, torch._C._nn.pad)
     # Note [Composite RNN capture]: patched, not intercepted by a TorchFunctionMode: an
     # active mode makes ``has_torch_function`` true, which turns off the fast paths eager
     # takes (``nn.MultiheadAttention``, ``nn.TransformerEncoderLayer``).
-    missing = object()
     # nn.RNNBase calls ``_VF.gru``; users may call ``torch.gru``. Note [CUDA kernel
     # granularity]: the device-kernel entries in forward captures only, as the RNNs.
     patches: list[tuple[Any, str, Any]] = [
-        (owner, name, wrap(name, getattr(owner, name)))
+        (owner, name, wholes.rnn(name, getattr(owner, name)))
         for owner in (_VF, torch) for name in (sorted(COMPOSITE_RNNS) if rnns else ())
     ] + [
-        (owner, name, whole_op(name, getattr(owner, name)))
+        (owner, name, wholes.op(name, getattr(owner, name)))
         for owner, name in ((torch, "rms_norm"), (torch, "softmax"), (torch, "log_softmax"),
                             (torch.Tensor, "softmax"), (torch.Tensor, "log_softmax"))
         if rnns
     ]
-    pad = torch._C._nn.pad
-    patches.append((torch._C._nn, "pad", whole_pad))
+    patches.append((torch._C._nn, "pad", wholes.circular_pad))
+    with _patched(patches):
+        yield
+
+
+@contextlib.contextmanager
+def _patched(patches: list[tuple[Any, str, Any]]) -> Iterator[None]:
+    """``setattr(owner, name, new)`` for each patch, undone on exit (an attribute the
+    owner did not hold itself is deleted again)."""
+    missing = object()
     saved = [(owner, name, vars(owner).get(name, missing)) for owner, name, _ in patches]
     for owner, name, new in patches:
         setattr(owner, name, new)

@@ -40,6 +40,8 @@ from solar.frontends.kit.collectives import (
     merge_ranks,
     world_size_of,
 )
+from solar.frontends.pytorch.capture_dist import distributed_capture
+from solar.frontends.pytorch.train_step import TrainStep
 from solar.ir import Program, parse_program, print_program
 
 __all__ = [
@@ -96,9 +98,10 @@ def _group_ranks(name: str) -> tuple[int, ...]:
 
 
 def capture_rank(
-    path: str | Path, rank: int, world: int
+    path: str | Path, rank: int, world: int, step: TrainStep | None = None
 ) -> tuple[Any, LoweredProgram, dict[str, int]]:
-    """Capture and lower one rank of ``path``; a process group must be initialised.
+    """Capture and lower one rank of ``path`` (one training ``step`` of it when given);
+    a process group must be initialised.
 
     Returns:
         The `TorchCapture`, its lowering, and each ``permute`` kernel's destination.
@@ -107,11 +110,11 @@ def capture_rank(
     from solar.frontends.pytorch.ops_collective import GROUP_RANKS, SENDS, Sends
     from solar.frontends.pytorch.trace import trace_model_file
 
-    capture = trace_model_file(path)
+    capture = trace_model_file(path, train=step is not None, step=step)
     if "torch.distributed.tensor" in sys.modules:
         # DTensor propagates shardings by running ops on fake tensors the first time it
         # meets an op; the recorder sees those too. The second capture finds them cached.
-        capture = trace_model_file(path)
+        capture = trace_model_file(path, train=step is not None, step=step)
     sends = Sends()
     tokens = (current_rank.set(RankContext(rank, world)), GROUP_RANKS.set(_group_ranks),
               SENDS.set(sends))
@@ -124,8 +127,11 @@ def capture_rank(
     return capture, lowered, sends.destinations
 
 
-def capture_distributed(path: str | Path, *, world: int | None = None) -> DistributedProgram:
-    """Capture every rank of ``path`` under the fake process group and merge them.
+def capture_distributed(
+    path: str | Path, *, world: int | None = None, step: TrainStep | None = None
+) -> DistributedProgram:
+    """Capture every rank of ``path`` under the fake process group and merge them;
+    with ``step``, one training step of each rank (``--train``: train_step.py).
 
     Raises:
         FrontendError: E0554 (no world size), E0550-E0553 (ranks disagree), or a
@@ -134,8 +140,8 @@ def capture_distributed(path: str | Path, *, world: int | None = None) -> Distri
     world = world if world is not None else world_size_of(path)
     ranks, destinations = [], []
     for rank in range(world):
-        with _fake_group(rank, world):
-            _, lowered, dest = capture_rank(path, rank, world)
+        with _fake_group(rank, world), distributed_capture():
+            _, lowered, dest = capture_rank(path, rank, world, step)
         ranks.append(lowered)
         destinations.append(dest)
     program = merge_ranks([r.program for r in ranks], destinations)
@@ -145,12 +151,16 @@ def capture_distributed(path: str | Path, *, world: int | None = None) -> Distri
 _WORKER = """
 import sys
 from solar.frontends.pytorch.distributed import run_gloo_rank
-run_gloo_rank(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5])
+run_gloo_rank(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5],
+              train=sys.argv[6] == "train")
 """
 
 
-def run_gloo_rank(path: str, rank: int, world: int, store: str, out: str) -> None:
-    """One real-run rank (in its own process): capture, lower, run for real, save.
+def run_gloo_rank(
+    path: str, rank: int, world: int, store: str, out: str, *, train: bool = False
+) -> None:
+    """One real-run rank (in its own process): capture, lower, run for real, save;
+    with ``train``, one training step with the default optimizer (``--train``).
 
     Writes ``out`` (``.npz``): ``in:NAME`` and ``out:NAME`` arrays and the rank's IR
     text under ``ir``.
@@ -169,8 +179,10 @@ def run_gloo_rank(path: str, rank: int, world: int, store: str, out: str) -> Non
         timeout=timedelta(seconds=REAL_RUN_TIMEOUT_S),
     )
     try:
-        capture, lowered, dest = capture_rank(path, rank, world)
-        inputs, outputs = reference_data(lowered, capture)
+        with distributed_capture():
+            step = TrainStep() if train else None
+            capture, lowered, dest = capture_rank(path, rank, world, step)
+            inputs, outputs = reference_data(lowered, capture)
     finally:
         dist.destroy_process_group()
     arrays = {f"in:{k}": v for k, v in inputs.items()}
@@ -181,14 +193,17 @@ def run_gloo_rank(path: str, rank: int, world: int, store: str, out: str) -> Non
     np.savez(out, **arrays)  # type: ignore[arg-type]
 
 
-def _real_run(path: Path, world: int, timeout_s: float) -> list[dict[str, np.ndarray]]:
+def _real_run(
+    path: Path, world: int, timeout_s: float, train: bool
+) -> list[dict[str, np.ndarray]]:
     with tempfile.TemporaryDirectory(prefix="solar-gloo-") as tmp:
         store = os.path.join(tmp, "store")
         outs = [os.path.join(tmp, f"rank{r}.npz") for r in range(world)]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
         procs = [
             subprocess.Popen(
-                [sys.executable, "-c", _WORKER, str(path), str(r), str(world), store, outs[r]],
+                [sys.executable, "-c", _WORKER, str(path), str(r), str(world), store, outs[r],
+                 "train" if train else "forward"],
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
                 env=env,
@@ -239,8 +254,10 @@ def validate_with_gloo(
     timeout_s: float = REAL_RUN_TIMEOUT_S,
     rtol: float = 1e-4,
     atol: float = 1e-5,
+    train: bool = False,
 ) -> RankCheck:
-    """Run ``path`` on ``world`` gloo processes and compare with the simulated IR.
+    """Run ``path`` on ``world`` gloo processes and compare with the simulated IR; with
+    ``train``, one training step of it (``--train``, the default optimizer).
 
     Raises:
         FrontendError: E0554, E0555 (a rank failed or deadlocked), E0550-E0553.
@@ -250,7 +267,7 @@ def validate_with_gloo(
 
     path = Path(path)
     world = world if world is not None else world_size_of(path)
-    real = _real_run(path, world, timeout_s)
+    real = _real_run(path, world, timeout_s, train)
     programs = [parse_program(str(r["ir"]), filename=f"<rank {k}>") for k, r in enumerate(real)]
     program = merge_ranks(programs, [dict(_pairs(r["destinations"])) for r in real])
     inputs = [{k[3:]: v for k, v in r.items() if k.startswith("in:")} for r in real]

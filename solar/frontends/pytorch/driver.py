@@ -47,7 +47,6 @@ from solar.frontends.kit import (
     Unsupported,
     UnsupportedOpError,
     input_name,
-    nest,
     output_name,
     param_name,
     sanitize_name,
@@ -66,6 +65,7 @@ from solar.frontends.pytorch.capture_types import (
     op_name,
     tensor_args,
 )
+from solar.frontends.pytorch.drawn import ORDER_OPS, RANDOM_OPS, emit_drawn
 from solar.frontends.pytorch.ir_edits import (
     aliases_last,
     emit_copy,
@@ -74,7 +74,7 @@ from solar.frontends.pytorch.ir_edits import (
     splice_program,
 )
 from solar.frontends.pytorch.registry import LOWERINGS, LoweringFn, OpCall, OpFallback
-from solar.ir import Assign, DType, Role
+from solar.ir import DType, Role
 
 __all__ = ["INPLACE_PARTIAL_OPS", "RANDOM_OPS", "ir_dtype", "lower_capture"]
 
@@ -85,37 +85,6 @@ INPLACE_PARTIAL_OPS = frozenset({
 })  # fmt: skip
 """In-place ops that write only some elements of ``self``: lowered as writes into the
 existing tensor (their lowerings skip the copy of ``self`` when output is ``self``)."""
-
-RANDOM_OPS = frozenset({
-    "rand", "randn", "rand_like", "randn_like", "randint", "randint_like", "randperm",
-    "bernoulli", "bernoulli_", "normal", "normal_", "uniform_", "exponential_",
-    "geometric_", "cauchy_", "log_normal_", "random_", "native_dropout", "multinomial",
-    "poisson",
-})  # fmt: skip
-"""Ops that draw random values: lowered by `_Lowerer.lower_random` (Note [Random ops])."""
-
-ORDER_OPS = frozenset({
-    "sort", "argsort", "topk", "kthvalue", "median", "nanmedian", "mode", "histc", "bincount",
-    "nonzero", "unique", "_unique2", "unique_consecutive", "unique_dim", "searchsorted",
-    "bucketize",
-})  # fmt: skip
-"""Selection and counting ops (MoE routing: ``topk``, ``sort``, ``histc``): lowered like
-random ops, from the values the real run computed (Note [Random ops]); their writes
-and the reads of their inputs are charged, their comparisons are not (a lower bound)."""
-
-# Note [Random ops]
-# ~~~~~~~~~~~~~~~~~
-# A random op's values cannot be recomputed by the IR, so each output is a copy kernel
-# from an extra input ``r<call>_<op>`` holding what the real (seeded) run drew: the
-# reference replay keeps the call's outputs exactly as for an uncovered op, so the rest
-# of the program validates against eager. The op counts as covered; for the bounds the
-# copy becomes a fill (`solar.ir.fill_generated`): its writes are charged, no read.
-# ``native_dropout`` (both outputs drawn) and training-mode ``dropout`` (which eager
-# decomposes into ``bernoulli_``, ``div_``, ``mul``) follow the same path. So do the
-# `ORDER_OPS` (sort, topk, histc...): an exact sort in affine IR needs a quadratic
-# number of comparisons, which would overstate the work; instead the kernel also reads
-# each tensor input once into a kernel-local (charged as the input's reads, no FLOPs),
-# and validation checks everything downstream on the real selection.
 
 _RESHAPES = frozenset({
     "view", "_unsafe_view", "reshape", "squeeze", "unsqueeze", "flatten", "alias", "detach",
@@ -302,32 +271,19 @@ class _Lowerer(LoweringDriver):
         outs = self.outputs_for(call)
         path = sanitize_name(call.module_path) if call.module_path else ""
         kb = self.pb.kernel(f"{path}_{op}" if path else op)
-        if op in ORDER_OPS:
-            for a in tensor_args(call):
-                x = self.env.get(a.id)
-                if x is not None and x.rank > 0:
-                    seen = kb.local(x.dtype, x.shape, "seen")
-                    idx = kb.fresh_vars(x.rank)
-                    kb.emit(
-                        *nest(
-                            list(zip(idx, x.shape, strict=True)),
-                            [Assign(seen[tuple(idx)], x.at(idx))],
-                        )
-                    )
-                    self.seen_locals.append(seen.name)
-        for pos, (m, out) in enumerate(zip(call.outputs, outs, strict=True)):
-            if m is None or out is None:
-                continue
-            hint = f"r{call.index}_{op}" + (f"_{pos}" if pos else "")
-            src = self.declare_uncovered(hint, ir_dtype(m.dtype), m.shape, (call.index,), pos)
-            self.roles[src.ref.name] = "input"
-            self.generated.append(src.ref.name)
-            idx = kb.fresh_vars(out.rank)
-            body = Assign(out.at(idx), src.at(idx))
-            kb.emit(*nest(list(zip(idx, out.shape, strict=True)), [body]))
+        ins = [self.env.get(a.id) for a in tensor_args(call)] if op in ORDER_OPS else []
+        self.seen_locals += emit_drawn(kb, call, ins, outs, self._drawn_input)
         self.pb.finish_kernel(kb)
         self.coverage.lowered += 1
         self.bind_outputs(call, outs, None)
+
+    def _drawn_input(self, call: RecordedCall, pos: int, meta: TensorMeta) -> TensorInfo:
+        """The extra input ``r<call>_<op>`` that holds what the real run drew."""
+        hint = f"r{call.index}_{op_name(call.target)}" + (f"_{pos}" if pos else "")
+        src = self.declare_uncovered(hint, ir_dtype(meta.dtype), meta.shape, (call.index,), pos)
+        self.roles[src.ref.name] = "input"
+        self.generated.append(src.ref.name)
+        return src
 
     def attempt_lowering(
         self, fn: LoweringFn, opcall: OpCall, call: RecordedCall, *, inline: bool

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from solar.frontends.protocol import (
     FrontendOptions,
@@ -78,8 +78,9 @@ class TorchFrontend:
         world = declared_world_size(path) if path is not None else None
         if world is not None:
             assert path is not None
-            refuse_unsupported("torch", options, frozenset(), where="a torch.distributed file")
-            return _distributed(path, world, progress)
+            refuse_unsupported("torch", options, _DISTRIBUTED_OPTIONS,
+                               where="a torch.distributed file")
+            return _distributed(path, world, progress, _train_step(options))
 
         progress("capturing ATen ops over fake tensors")
         capture = trace_model_file(
@@ -162,13 +163,19 @@ _TORCH_OPTIONS: frozenset[OptionName] = frozenset(
 """What the PyTorch frontend honours (`refuse_unsupported`): all but ``--reference``."""
 
 
-def _distributed(path: Path, world: int, progress: Progress) -> FrontendResult:
+_DISTRIBUTED_OPTIONS: frozenset[OptionName] = frozenset({"train_step", "optimizer"})
+"""What a ``torch.distributed`` file honours: a training step (``--train``)."""
+
+
+def _distributed(
+    path: Path, world: int, progress: Progress, step: TrainStep | None
+) -> FrontendResult:
     """A ``torch.distributed`` file (``WORLD_SIZE = n``): each rank captured under the
     fake process group, merged into one SPMD program (docs/distributed.md)."""
     from solar.frontends.pytorch.distributed import capture_distributed
 
     progress(f"capturing {world} ranks under the fake process group")
-    dist = capture_distributed(path, world=world)
+    dist = capture_distributed(path, world=world, step=step)
     first = dist.ranks[0]
     return FrontendResult(
         name="torch",
@@ -272,6 +279,8 @@ class _RealBuild:
     def __init__(self, source: ProgramSource) -> None:
         self._source = source
         self._built: Instance | None = None
+        self._prebuilt: ProgramSource | None = None
+        self._as_built: tuple[tuple[str, int, int], ...] = ()
         self._measured = False
 
     def for_reference(self, capture: TorchCapture) -> TorchCapture:
@@ -287,8 +296,8 @@ class _RealBuild:
             return capture
         src = self._source
         inst = instantiate(replace(src, step=None, train=src.train or src.step is not None))
-        self._built = inst
-        prebuilt = ProgramSource(
+        self._built, self._as_built = inst, _fingerprint(inst)
+        prebuilt = self._prebuilt = ProgramSource(
             name=self._source.name,
             target=inst.fn,
             example_inputs=inst.args,
@@ -298,6 +307,21 @@ class _RealBuild:
             namespace=inst.namespace,  # a training step reads the file's hooks
         )
         return replace(capture, source=prebuilt)
+
+    def for_float64(self, capture: TorchCapture) -> TorchCapture:
+        """``capture`` to run in float64: a float64 copy of the reference's build when
+        the reference left it as built (no parameter, buffer, tensor attribute or input
+        replaced or written in place: their version counters say so; no training step),
+        else a fresh float64 build (Note [Model-file runs])."""
+        inst, prebuilt = self._built, self._prebuilt
+        if (
+            inst is None
+            or prebuilt is None
+            or self._source.step is not None
+            or _fingerprint(inst) != self._as_built
+        ):
+            return replace(capture, source=replace(capture.source, float64=True))
+        return replace(capture, source=replace(prebuilt, float64=True))
 
     def for_measure(self) -> Instance:
         """The reference's build if there is one, else a fresh one."""
@@ -310,6 +334,27 @@ class _RealBuild:
             return instantiate(self._source)
         step = self._source.step
         return inst if step is None else training_instance(inst, step)
+
+
+def _fingerprint(inst: Instance) -> tuple[tuple[str, int, int], ...]:
+    """Every tensor of a built program (parameters, buffers, tensor attributes, inputs)
+    by where it is, with its identity and version counter: equal twice when nothing was
+    replaced or written in place in between."""
+    import torch
+    from torch.utils._pytree import tree_flatten
+
+    found: list[tuple[str, Any]] = list(inst.state.items())
+    module = inst.module
+    if isinstance(module, torch.nn.Module):
+        found += list(module.named_parameters()) + list(module.named_buffers())
+        for path, mod in module.named_modules():
+            found += [(f"{path}.{k}", v) for k, v in vars(mod).items()
+                      if isinstance(v, torch.Tensor)]
+    leaves, _ = tree_flatten(inst.input_tree())
+    found += [(f"input {k}", x) for k, x in enumerate(leaves)]
+    return tuple(
+        (name, id(t), t._version) for name, t in found if isinstance(t, torch.Tensor)
+    )
 
 
 def _result(

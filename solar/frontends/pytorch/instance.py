@@ -8,15 +8,14 @@ arbitrary exceptions from the user's code are caught and turned into `FrontendEr
 
 from __future__ import annotations
 
-import contextlib
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
 from solar.diagnostics import FrontendError
-from solar.frontends.kit import raised_by_solar, user_frames
-from solar.guard import user_stdout_to_stderr
+from solar.frontends.kit import guard_user_code, user_frames
 
 __all__ = ["SEED", "Instance", "seed_everything", "user_code"]
 
@@ -70,28 +69,27 @@ def seed_everything(seed: int = SEED) -> None:
     random.seed(seed)
 
 
-@contextlib.contextmanager
-def user_code(what: str) -> Iterator[None]:
-    """Run user code; any exception it raises becomes `FrontendError` E0501.
+def _explain(what: str, err: Exception) -> FrontendError | None:
+    """A backward under the inference capture: say how to bound the training step."""
+    if "does not require grad" not in str(err):
+        return None
+    name = type(err).__name__
+    return FrontendError(
+        f"{what} raised {name}",
+        code="E0501",
+        notes=(
+            *user_frames(err),
+            f"{name}: {err}",
+            "the program runs a backward: bound a training step with --train (docs/training.md)",
+        ),
+    )
+
+
+def user_code(what: str) -> AbstractContextManager[None]:
+    """Run user code; any exception it raises becomes `FrontendError` E0501
+    (`solar.frontends.kit.guard_user_code`, the one gate of every frontend).
 
     Raises:
         FrontendError: E0501 with the user traceback's last frames as notes.
     """
-    try:
-        with user_stdout_to_stderr():  # Note [User output]
-            yield
-    except FrontendError:
-        raise
-    except Exception as err:
-        if raised_by_solar(err):
-            raise  # a SOLAR bug inside a dispatch hook, not the user's fault
-        notes = (*user_frames(err), f"{type(err).__name__}: {err}")
-        if "does not require grad" in str(err):  # a backward under the inference capture
-            notes = (
-                *notes,
-                "the program runs a backward: bound a training step with --train "
-                "(docs/training.md)",
-            )
-        raise FrontendError(
-            f"{what} raised {type(err).__name__}", code="E0501", notes=notes
-        ) from err
+    return guard_user_code(what, code="E0501", explain=_explain)

@@ -142,6 +142,31 @@ def splice_program(
         ValueError: the program names an ``a<k>``/``out<k>`` that does not exist.
     """
     sizes = resolve_sizes(kernel_program)
+    binding = _bind_tensors(pb, kernel_program, args, outs, sizes, prefix)
+    for kernel in kernel_program.kernels:
+        kb = pb.kernel(f"{prefix}_{kernel.name}" if prefix else kernel.name)
+        local_names: dict[str, str] = {}
+        for loc in kernel.locals:
+            local_shape = [eval_int(d, sizes) for d in loc.shape]
+            local_names[loc.name] = kb.local(loc.dtype, local_shape, loc.name).name
+        var_names: dict[str, str] = {}
+        for stmt, _ctx in walk_stmts(kernel.body):
+            if isinstance(stmt, For) and stmt.var not in var_names:
+                var_names[stmt.var] = pb.unique(stmt.var)
+        fix = _Rebind(binding, local_names, var_names, sizes)
+        kb.emit(*(map_stmt(s, fix, _renamer(var_names)) for s in kernel.body))
+        pb.finish_kernel(kb)
+
+
+def _bind_tensors(
+    pb: ProgramBuilder,
+    kernel_program: Program,
+    args: Sequence[TensorInfo],
+    outs: Sequence[TensorInfo],
+    sizes: Mapping[str, int],
+    prefix: str,
+) -> dict[str, TensorInfo]:
+    """``a<k>``/``out<k>`` to ``args``/``outs``; every other tensor a new program temp."""
     binding: dict[str, TensorInfo] = {}
     for decl in kernel_program.tensors:
         name = decl.name
@@ -153,36 +178,32 @@ def splice_program(
             shape = tuple(eval_int(d, sizes) for d in decl.shape)
             ref = pb.tensor("temp", decl.dtype, shape, f"{prefix}_{name}" if prefix else name)
             binding[name] = TensorInfo(ref, shape, decl.dtype)
-    for kernel in kernel_program.kernels:
-        kb = pb.kernel(f"{prefix}_{kernel.name}" if prefix else kernel.name)
-        local_names: dict[str, str] = {}
-        for loc in kernel.locals:
-            local_shape = [eval_int(d, sizes) for d in loc.shape]
-            local_names[loc.name] = kb.local(loc.dtype, local_shape, loc.name).name
-        var_names: dict[str, str] = {}
-        for stmt, _ctx in walk_stmts(kernel.body):
-            if isinstance(stmt, For) and stmt.var not in var_names:
-                var_names[stmt.var] = pb.unique(stmt.var)
+    return binding
 
-        def fix(
-            e: Expr, _locals: dict[str, str] = local_names, _vars: dict[str, str] = var_names
-        ) -> Expr | None:
-            if isinstance(e, Name):
-                if e.name in _vars:
-                    return Name(_vars[e.name])
-                if e.name in sizes:
-                    return IntLit(sizes[e.name])
-            if isinstance(e, Access):
-                if e.tensor in binding:
-                    return Access(
-                        binding[e.tensor].ref.name, binding[e.tensor].storage_index(e.indices)
-                    )
-                if e.tensor in _locals:
-                    return Access(_locals[e.tensor], e.indices)
-            return None
 
-        kb.emit(*(map_stmt(s, fix, _renamer(var_names)) for s in kernel.body))
-        pb.finish_kernel(kb)
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Rebind:
+    """The expression rewrite of a spliced kernel: loop variables renamed, sizes as
+    their values, bound tensors through their view maps, locals renamed."""
+
+    binding: Mapping[str, TensorInfo]
+    local_names: Mapping[str, str]
+    var_names: Mapping[str, str]
+    sizes: Mapping[str, int]
+
+    def __call__(self, e: Expr) -> Expr | None:
+        if isinstance(e, Name):
+            if e.name in self.var_names:
+                return Name(self.var_names[e.name])
+            if e.name in self.sizes:
+                return IntLit(self.sizes[e.name])
+        if isinstance(e, Access):
+            if e.tensor in self.binding:
+                bound = self.binding[e.tensor]
+                return Access(bound.ref.name, bound.storage_index(e.indices))
+            if e.tensor in self.local_names:
+                return Access(self.local_names[e.tensor], e.indices)
+        return None
 
 
 def _renamer(names: Mapping[str, str]) -> Callable[[str], str]:

@@ -48,6 +48,7 @@ __all__ = [
     "ProgramSource",
     "build_real_within_budget",
     "instantiate",
+    "meta_to_fake",
     "module_int_constants",
     "seed_everything",
     "user_code",
@@ -238,14 +239,52 @@ def _entry_inputs(
         return _as_args(get_inputs(), "get_inputs()"), {}
 
 
-def _fake_wrap(inst: Instance, fake_mode: Any) -> Instance:
-    """Turn a real instance into a fake one: params and inputs via ``from_tensor``."""
+def meta_to_fake(built: Instance, source: ProgramSource, fake_mode: Any) -> Instance | None:
+    """``built`` (on the meta device, whose forward could not run there) as an instance
+    over ``fake_mode``'s CPU tensors, without building it again (Note [Model-file runs]
+    in `solar.frontends.protocol`); ``None`` where that is not exact: a training step,
+    batch cut or float64 build, a callable that is not a module, or a module holding a
+    meta tensor besides its parameters and buffers (a plain attribute, a list of them).
+    """
+    import torch
+    from torch.utils._pytree import tree_flatten
+
+    module = built.module
+    if source.step is not None or source.batch is not None or source.float64:
+        return None
+    if not isinstance(module, torch.nn.Module) or built.fn is not module:
+        return None
+    for mod in module.modules():
+        held = [v for k, v in vars(mod).items() if k not in ("_parameters", "_buffers")]
+        leaves, _ = tree_flatten(held)
+        if any(isinstance(x, torch.Tensor) and x.device.type == "meta" for x in leaves):
+            return None
+
+    def conv(x: Any) -> Any:
+        if not isinstance(x, torch.Tensor):
+            return x
+        if x.device.type != "meta":
+            return fake_mode.from_tensor(x)
+        with fake_mode:
+            t = torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device="cpu")
+        return t.requires_grad_(x.requires_grad)
+
+    return _fake_wrap(built, fake_mode, conv)
+
+
+def _fake_wrap(
+    inst: Instance, fake_mode: Any, conv: Callable[[Any], Any] | None = None
+) -> Instance:
+    """Turn a real instance into a fake one: params and inputs via ``from_tensor``
+    (or ``conv``)."""
     import torch
 
     from solar.frontends.pytorch.reparam import attributes_restored, swapped_state
 
-    def conv(x: Any) -> Any:
-        return fake_mode.from_tensor(x) if isinstance(x, torch.Tensor) else x
+    if conv is None:
+
+        def conv(x: Any) -> Any:
+            return fake_mode.from_tensor(x) if isinstance(x, torch.Tensor) else x
 
     args = tuple(torch.utils._pytree.tree_map(conv, a) for a in inst.args)
     kwargs = {k: torch.utils._pytree.tree_map(conv, v) for k, v in inst.kwargs.items()}

@@ -83,6 +83,75 @@ def _bcast(shape: Sequence[int], full: Sequence[int], idx: Sequence[Expr]) -> li
     ]
 
 
+def _kv_repeat(q: TensorInfo, k: TensorInfo, v: TensorInfo) -> int:
+    """How many query heads share a key/value head (grouped-query attention; 1 without).
+
+    Raises:
+        UnsupportedOpError: q/k/v shapes that do not fit.
+    """
+    if k.shape[-1] != q.shape[-1] or v.shape[-2] != k.shape[-2] or k.rank != q.rank:
+        raise UnsupportedOpError("attention: q/k/v shapes do not match")
+    if q.rank < 3 or k.shape[-3] == q.shape[-3]:
+        return 1
+    if q.shape[-3] % k.shape[-3]:
+        raise UnsupportedOpError("attention: query heads not a multiple of key/value heads")
+    return q.shape[-3] // k.shape[-3]
+
+
+def _lead_nest(
+    kb: Sink, q: TensorInfo, k: TensorInfo, rep: int
+) -> tuple[Nest, list[Expr], list[Expr]]:
+    """The lead loops and the query's and key/value's lead indices; with GQA the head
+    dim becomes (kv head, rep)."""
+    lead, kv_lead = q.shape[:-2], k.shape[:-2]
+    if rep > 1:
+        outer = Nest(kb, [*lead[:-1], kv_lead[-1], rep], ["b"] * (len(lead) - 1) + ["h", "r"])
+        hk, r = outer.idx[-2], outer.idx[-1]
+        return outer, [*outer.idx[:-2], iadd(imul(hk, rep), r)], [*outer.idx[:-2], hk]
+    outer = Nest(kb, list(lead), ["b"] * (len(lead) - 1) + ["h"] if lead else [])
+    kv_idx = [
+        IntLit(0) if kd == 1 and qd != 1 else ix
+        for kd, qd, ix in zip(kv_lead, lead, outer.idx, strict=True)
+    ]
+    return outer, list(outer.idx), kv_idx
+
+
+def _masked(
+    mask: TensorInfo | None, scaled: Expr, full: Sequence[int], at: list[Expr], acc: DType
+) -> Expr:
+    """A scaled logit under the mask at ``at`` (of the ``full`` score shape): a boolean
+    mask selects ``-inf``, a float one is added."""
+    if mask is None:
+        return scaled
+    mval = LowerCtx.read(mask, _bcast(mask.shape, full, at))
+    if mask.dtype == DType.BOOL:
+        return Call("select", (mval, scaled, Unary("-", lit(float("inf")))))
+    return Binary("+", scaled, cast(mval, mask.dtype, acc))
+
+
+def _weight_rows(
+    kb: Sink,
+    weights: TensorInfo,
+    probs: TensorRef,
+    l_at: Expr,
+    row: list[Expr],
+    j_hi: Expr,
+    n_k: int,
+) -> list[Stmt]:
+    """The attention weights of one query row: ``P / l`` up to ``j_hi``, zeros after."""
+    (j5, j6) = kb.fresh_vars(2, "j")
+    body = nest(
+        [(j5, j_hi)],
+        [Assign(LowerCtx.write(weights, [*row, j5]), Binary("/", probs[(*row, j5)], l_at))],
+    )
+    if not (isinstance(j_hi, IntLit) and j_hi.value == n_k):
+        body += nest(
+            [(j6, j_hi, lit(n_k))],
+            [Assign(LowerCtx.write(weights, [*row, j6]), lit(0.0))],
+        )
+    return body
+
+
 def emit_attention(ctx: LowerCtx, kb: Sink, a: Attention) -> None:
     """Emit the attention loops for ``a`` into ``kb``.
 
@@ -93,29 +162,9 @@ def emit_attention(ctx: LowerCtx, kb: Sink, a: Attention) -> None:
     q, k, v = a.q, a.k, a.v
     lead, (n_q, e_dim) = q.shape[:-2], q.shape[-2:]
     n_k, ev = k.shape[-2], v.shape[-1]
-    if k.shape[-1] != e_dim or v.shape[-2] != n_k or len(k.shape) != len(q.shape):
-        raise UnsupportedOpError("attention: q/k/v shapes do not match")
-    rep = 1
-    if lead and k.shape[-3] != q.shape[-3]:
-        if q.shape[-3] % k.shape[-3]:
-            raise UnsupportedOpError("attention: query heads not a multiple of key/value heads")
-        rep = q.shape[-3] // k.shape[-3]
-    kv_lead = k.shape[:-2]
     acc = accumulate_dtype(a.out.dtype)
     scale = a.scale if a.scale is not None else 1.0 / math.sqrt(e_dim)
-    # lead loops; with GQA the head dim becomes (kv head, rep)
-    if rep > 1:
-        outer = Nest(kb, [*lead[:-1], kv_lead[-1], rep], ["b"] * (len(lead) - 1) + ["h", "r"])
-        hk, r = outer.idx[-2], outer.idx[-1]
-        q_lead = [*outer.idx[:-2], iadd(imul(hk, rep), r)]
-        kv_idx = [*outer.idx[:-2], hk]
-    else:
-        outer = Nest(kb, list(lead), ["b"] * (len(lead) - 1) + ["h"] if lead else [])
-        q_lead = list(outer.idx)
-        kv_idx = [
-            IntLit(0) if kd == 1 and qd != 1 else ix
-            for kd, qd, ix in zip(kv_lead, lead, outer.idx, strict=True)
-        ]
+    outer, q_lead, kv_idx = _lead_nest(kb, q, k, _kv_repeat(q, k, v))
     scores = kb.local(acc, [*lead, n_q, n_k], "scores")
     # Note [Mask spellings] in solar.ir.masks: with a mask, the masked logits and the
     # probabilities get locals of their own, each written once, so that a mask the
@@ -136,13 +185,7 @@ def emit_attention(ctx: LowerCtx, kb: Sink, a: Attention) -> None:
             cast(ctx.read(q, [*q_lead, i, d]), q.dtype, acc),
             cast(ctx.read(k, [*kv_idx, j, d]), k.dtype, acc),
         )
-        scaled: Expr = Binary("*", s_at, lit(scale))
-        if a.mask is not None:
-            mval = ctx.read(a.mask, _bcast(a.mask.shape, full, [*q_lead, i, j]))
-            if a.mask.dtype == DType.BOOL:
-                scaled = Call("select", (mval, scaled, Unary("-", lit(float("inf")))))
-            else:
-                scaled = Binary("+", scaled, cast(mval, a.mask.dtype, acc))
+        scaled = _masked(a.mask, Binary("*", s_at, lit(scale)), full, [*q_lead, i, j], acc)
         s3 = probs[(*q_lead, i, j3)]
         out_t: Access = (
             o_acc[(*q_lead, i, d2)] if o_acc is not None else ctx.write(a.out, [*q_lead, i, d2])
@@ -201,21 +244,7 @@ def emit_attention(ctx: LowerCtx, kb: Sink, a: Attention) -> None:
                 )
             )
         if a.weights is not None:
-            (j5, j6) = kb.fresh_vars(2, "j")
-            body += nest(
-                [(j5, j_hi)],
-                [
-                    Assign(
-                        ctx.write(a.weights, [*q_lead, i, j5]),
-                        Binary("/", probs[(*q_lead, i, j5)], l_at),
-                    )
-                ],
-            )
-            if not (isinstance(j_hi, IntLit) and j_hi.value == n_k):
-                body += nest(
-                    [(j6, j_hi, lit(n_k))],
-                    [Assign(ctx.write(a.weights, [*q_lead, i, j6]), lit(0.0))],
-                )
+            body += _weight_rows(kb, a.weights, probs, l_at, [*q_lead, i], j_hi, n_k)
         return body
 
     stmts: list[Stmt] = []

@@ -3,7 +3,9 @@
 Contract: as ops_backward.py (one kernel per call, eager's formulas):
 ``convolution_backward`` (input gradient = the transposed convolution of the output
 gradient through `ops_conv.conv`, weight gradient = the correlation of the output gradient
-with the input, bias gradient = a sum; one launch for all three),
+with the input through the kit's `emit_conv_weight_grad`, bias gradient = a sum; one
+launch for all three),
+``max_pool{2,3}d_with_indices_backward`` (the kit's `emit_select_scatter`),
 ``avg_pool{1,2,3}d_backward`` and ``_adaptive_avg_pool{2,3}d_backward`` (the
 forward's windows and divisors, `ops_pool`), ``embedding_dense_backward``,
 ``select_backward``, ``slice_backward`` and ``diagonal_backward`` (zeros, then the
@@ -23,12 +25,17 @@ from solar.frontends.kit import (
     UnsupportedOpError,
     accumulate_dtype,
     cast,
+    expand_param,
     guard,
-    iadd,
-    imul,
     nest,
 )
-from solar.frontends.kit.emit import WindowFn, WindowSpec, window_source
+from solar.frontends.kit.emit import (
+    WindowFn,
+    WindowSpec,
+    emit_conv_weight_grad,
+    emit_select_scatter,
+    select_by_index,
+)
 from solar.frontends.pytorch.lowering_utils import binop, norm_dim, out0, tensor_arg
 from solar.frontends.pytorch.ops_backward import OneKernel
 from solar.frontends.pytorch.ops_conv import ConvArgs, conv
@@ -61,9 +68,9 @@ def _convolution_backward(ctx: LowerCtx, call: OpCall) -> None:
         raise UnsupportedOpError("unbatched convolution backward")
     groups = int(call.arg(9, "groups"))
     fwd = ConvArgs(
-        stride=_expand(call.arg(4, "stride"), nd),
-        padding=_expand(call.arg(5, "padding"), nd),
-        dilation=_expand(call.arg(6, "dilation"), nd),
+        stride=expand_param(call.arg(4, "stride"), nd, "stride"),
+        padding=expand_param(call.arg(5, "padding"), nd, "padding"),
+        dilation=expand_param(call.arg(6, "dilation"), nd, "dilation"),
         transposed=not transposed,
         groups=groups,
     )
@@ -71,10 +78,12 @@ def _convolution_backward(ctx: LowerCtx, call: OpCall) -> None:
     ctx = OneKernel(ctx)
     if dx is not None:  # the adjoint: a transposed conv of the gradient, or a conv for one
         conv(ctx, g, w, None, dx, fwd)
-    if dw is not None and transposed:
-        _weight_grad(ctx, x, g, dw, fwd, ("c", "k", ("ih", "iw", "id")))
-    elif dw is not None:
-        _weight_grad(ctx, g, x, dw, fwd, ("k", "c", ("oh", "ow", "od")))
+    if dw is not None:  # a convolution's: dense dY, windowed X; a transposed one's swapped
+        dense, windowed = (x, g) if transposed else (g, x)
+        emit_conv_weight_grad(
+            ctx, dense, windowed, dw, strides=fwd.stride, padding=fwd.padding,
+            dilation=fwd.dilation, groups=groups, hint="conv_backward_weight",
+        )  # fmt: skip
     if db is not None:
         kb = ctx.kernel("conv_backward_bias")
         ch, red = Nest(kb, [g.shape[1]], "k"), Nest(kb, [g.shape[0], *g.shape[2:]], "i")
@@ -99,64 +108,6 @@ def _convolution_backward(ctx: LowerCtx, call: OpCall) -> None:
                 ]
             )
         )
-
-
-def _weight_grad(
-    ctx: LowerCtx,
-    dense: TensorInfo,
-    windowed: TensorInfo,
-    dw: TensorInfo,
-    spec: ConvArgs,
-    names: tuple[str, str, tuple[str, ...]],
-) -> None:
-    """A convolution's weight gradient, with ``a`` the dense operand's channel in its group
-    and ``b`` the windowed operand's (``names``: the IR loop names of ``a``, ``b`` and
-    the dense operand's spatial dims):
-    ``dW[g*A + a, b, r] = sum_{n, o} D[n, g*A + a, o] * Wn[n, g*B + b, s*o + d*r - p]``.
-
-    A convolution's is ``dense = G`` (``a`` the output channel ``k``), ``windowed = X``;
-    a transposed convolution's ``dense = X``, ``windowed = G`` (``a`` the input channel).
-    """
-    nd = dw.rank - 2
-    groups = spec.groups
-    a_per, b_per = (dw.shape[0] // groups), dw.shape[1]
-    kb = ctx.kernel("conv_backward_weight")
-    dt = accumulate_dtype(dw.dtype)
-    a_name, b_name, spatial = names
-    outer = Nest(
-        kb, [groups, a_per, b_per, *dw.shape[2:]], ["g", a_name, b_name, *("r", "s", "t")[:nd]]
-    )
-    inner = Nest(kb, [dense.shape[0], *dense.shape[2:]], ["n", *spatial[:nd]])
-    gi, ai, bi, taps = outer.idx[0], outer.idx[1], outer.idx[2], outer.idx[3:]
-    n, osp = inner.idx[0], inner.idx[1:]
-    aa = iadd(imul(gi, a_per), ai)
-    conds: list[Expr] = []
-    src: list[Expr] = []
-    for d in range(nd):
-        a = inner.aff(1 + d, spec.stride[d]).plus(outer.aff(3 + d, spec.dilation[d]))
-        cs, e = window_source(a.plus(-spec.padding[d]), windowed.shape[2 + d])
-        conds += cs
-        src.append(e)
-    acc = kb.local(dt, [], "acc").scalar()
-    prod = Binary(
-        "*",
-        cast(ctx.read(dense, [n, aa, *osp]), dense.dtype, dt),
-        cast(ctx.read(windowed, [n, iadd(imul(gi, b_per), bi), *src]), windowed.dtype, dt),
-    )
-    kb.emit(
-        *outer.wrap(
-            [
-                Assign(acc, lit(0.0)),
-                *inner.wrap(guard(conds, [Reduce(acc, "+", prod)])),
-                Assign(ctx.write(dw, [aa, bi, *taps]), cast(acc, dt, dw.dtype)),
-            ]
-        )
-    )
-
-
-def _expand(v: object, nd: int) -> tuple[int, ...]:
-    vals = tuple(int(a) for a in v) if isinstance(v, tuple | list) else (int(v),)  # type: ignore[call-overload]
-    return vals * nd if len(vals) == 1 else vals
 
 
 @LOWERINGS.register("aten.embedding_dense_backward.default")
@@ -311,9 +262,9 @@ def _avg_pool_backward(nd: int) -> Callable[[LowerCtx, OpCall], None]:
         count_include_pad, divisor_override)``: the forward's windows and divisors
         (``ceil_mode`` and excluded padding give windows of varying size)."""
         g, out = tensor_arg(call, 0, "grad_output"), out0(call)
-        kernel = _expand(call.arg(2, "kernel_size"), nd)
-        stride = _expand(call.arg(3, "stride") or kernel, nd)
-        padding = _expand(call.arg(4, "padding"), nd)
+        kernel = expand_param(call.arg(2, "kernel_size"), nd, "kernel_size")
+        stride = expand_param(call.arg(3, "stride") or kernel, nd, "stride")
+        padding = expand_param(call.arg(4, "padding"), nd, "padding")
         include_pad = bool(call.arg(6, "count_include_pad"))
         override = call.arg(7, "divisor_override")
         in_sp = out.shape[out.rank - nd :]
@@ -335,25 +286,11 @@ def _max_pool_backward(nd: int, indices_pos: int = 7) -> Callable[[LowerCtx, OpC
         """``max_pool{nd}d_with_indices_backward(grad, self, kernel, stride, padding,
         dilation, ceil_mode, indices)`` and ``adaptive_max_pool{nd}d_backward(grad, self,
         indices)``: zeros, then each output's gradient added at its argmax (``indices``
-        are flat over the pooled plane)."""
+        are flat over the pooled plane): the kit's `emit_select_scatter`, as JAX's
+        ``select_and_scatter_add``, with the forward's indices as the selection."""
         g, out = tensor_arg(call, 0, "grad_output"), out0(call)
         idx = tensor_arg(call, indices_pos, "indices")
-        lead = g.rank - nd
-        plane = out.shape[lead:]
-        kb, _ = _zero_then(ctx, out)
-        src = Nest(kb, g.shape, "i")
-        flat = ctx.read(idx, src.idx)
-        dst: list[Expr] = []
-        inner = 1
-        for d in reversed(range(nd)):
-            pos: Expr = flat if inner == 1 else Binary("//", flat, IntLit(inner))
-            if d > 0:
-                pos = Binary("%", pos, IntLit(plane[d]))
-            dst.insert(0, pos)
-            inner *= plane[d]
-        target = ctx.write(out, [*src.idx[:lead], *dst])
-        value = cast(ctx.read(g, src.idx), g.dtype, out.dtype)
-        kb.emit(*src.wrap([Reduce(target, "+", value)]))
+        emit_select_scatter(ctx, g, out, select_by_index(idx, out.shape[out.rank - nd :]))
 
     return lower
 

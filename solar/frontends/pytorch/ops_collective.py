@@ -19,7 +19,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from solar.frontends.kit import TensorInfo, UnsupportedOpError
-from solar.frontends.kit.collectives import current_rank, group_for
+from solar.frontends.kit.collectives import RankContext, current_rank, group_for
 from solar.frontends.pytorch.lowering_utils import out0, tensor_arg
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
 from solar.ir import Collective, CollectiveKind, CollectiveOp, IntLit
@@ -184,12 +184,18 @@ def _send(ctx: LowerCtx, call: OpCall) -> tuple[TensorInfo, ...]:
 
 @LOWERINGS.register("c10d.recv_")
 def _recv(ctx: LowerCtx, call: OpCall) -> None:
-    """The buffer's new version: a ``permute`` from this rank's oldest unpaired send (an
-    SPMD exchange: every rank sends, and receives what is sent to it)."""
+    """The buffer's new version: a ``permute`` from this rank's oldest unpaired send at
+    the same offset (an SPMD exchange: every rank sends, and a receive from ``rank - k``
+    gets what that rank sent to its ``+ k``), else the oldest unpaired send."""
     state = _sends()
     if not state.pending:
         raise UnsupportedOpError("a receive without a send on this rank")
-    x, dest = state.pending.pop(0)
+    _, members = _group(call.arg(1, "process_group"))
+    ctx_rank = current_rank.get() or RankContext(0, 1)  # set: `_group` checked it
+    me, world = ctx_rank.rank, ctx_rank.world
+    offset = (me - members[int(call.arg(2, "srcRank"))]) % world
+    match = [k for k, (_, d) in enumerate(state.pending) if (d - me) % world == offset]
+    x, dest = state.pending.pop(match[0] if match else 0)
     out = out0(call)
     if not x.is_storage or not out.is_storage:
         raise UnsupportedOpError("a send or receive of a view")

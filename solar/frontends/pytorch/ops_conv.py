@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from solar.frontends.kit import TensorInfo, UnsupportedOpError, expand_param
+from solar.frontends.kit import TensorInfo, UnsupportedOpError, as_int, expand_param
 from solar.frontends.kit.emit import ConvSpec, emit_conv
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
 
@@ -83,17 +83,17 @@ def _args(
         if padding == "valid":
             pad: tuple[int, ...] = (0,) * nd
         elif padding == "same":
-            dil = expand_param(dilation, nd, "dilation", 1)  # type: ignore[arg-type]
+            dil = expand_param(dilation, nd, "dilation", 1)
             # torch pads total = d * (k - 1), the smaller half first.
             pad = tuple(d * (k - 1) // 2 for d, k in zip(dil, weight.shape[2:], strict=True))
         else:
             raise UnsupportedOpError(f"unknown padding mode {padding!r}")
     else:
-        pad = expand_param(padding, nd, "padding", 0)  # type: ignore[arg-type]
+        pad = expand_param(padding, nd, "padding", 0)
     return ConvArgs(
-        stride=expand_param(stride, nd, "stride", 1),  # type: ignore[arg-type]
+        stride=expand_param(stride, nd, "stride", 1),
         padding=pad,
-        dilation=expand_param(dilation, nd, "dilation", 1),  # type: ignore[arg-type]
+        dilation=expand_param(dilation, nd, "dilation", 1),
         transposed=bool(transposed),
         groups=int(groups),
     )
@@ -138,7 +138,7 @@ def _run(
     out = call.outputs[0]
     if not isinstance(x, TensorInfo) or not isinstance(w, TensorInfo) or out is None:
         raise UnsupportedOpError(f"{call.target}: tensor arguments expected")
-    args = _args(w, stride, padding, dilation, bool(transposed), int(groups))  # type: ignore[call-overload]
+    args = _args(w, stride, padding, dilation, bool(transposed), as_int(groups, "groups"))
     conv(ctx, x, w, _opt(bias), out, args)
 
 

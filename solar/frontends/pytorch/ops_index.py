@@ -15,6 +15,7 @@ indexing compacts (``ops_mask_index.py``).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from solar.frontends.kit import (
     Sink,
@@ -49,7 +50,7 @@ from solar.frontends.pytorch.ops_mask_index import (
     lower_mask_index_put,
 )
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
-from solar.ir import Access, Assign, DType, Expr, If, IntLit, Name, Reduce, ReduceOp, Stmt, lit
+from solar.ir import Assign, DType, Expr, If, IntLit, Name, Reduce, ReduceOp, Stmt, lit
 
 __all__ = ["advanced_index", "wrap_negative"]
 
@@ -124,6 +125,59 @@ def wrap_negative(index: Expr, extent: int) -> Expr:
     return fn("select", binop("<", index, IntLit(0)), binop("+", index, IntLit(extent)), index)
 
 
+@dataclass(frozen=True, slots=True)
+class _Advanced:
+    """The layout of ``x[indices]`` (NumPy advanced indexing): the indexed dims ``pos``
+    and their index tensors, the broadcast index shape ``bshape``, the sliced dims
+    before and after it in the result, and the result shape."""
+
+    pos: list[int]
+    tensors: list[TensorInfo]
+    bshape: list[int]
+    before: list[int]
+    after: list[int]
+    result: tuple[int, ...]
+
+    @staticmethod
+    def of(shape: Sequence[int], indices: Sequence[TensorInfo | None]) -> _Advanced:
+        pos = [k for k, t in enumerate(indices) if t is not None]
+        if not pos:
+            raise UnsupportedOpError("index with no index tensors")
+        tensors = [t for t in indices if t is not None]
+        for t in tensors:
+            _check_index(t)
+        brank = max(t.rank for t in tensors)
+        bshape = [1] * brank
+        for t in tensors:
+            for k, d in enumerate(t.shape):
+                j = brank - t.rank + k
+                bshape[j] = d if bshape[j] == 1 else bshape[j]
+        rest = [k for k in range(len(shape)) if k not in pos]
+        if pos == list(range(pos[0], pos[-1] + 1)):  # adjacent: the index dims stay in place
+            before = [k for k in rest if k < pos[0]]
+            after = [k for k in rest if k > pos[-1]]
+        else:
+            before, after = [], rest
+        result = [shape[k] for k in before] + bshape + [shape[k] for k in after]
+        return _Advanced(pos, tensors, bshape, before, after, tuple(result))
+
+    def start(self, shape: Sequence[int]) -> StartReader:
+        """Entry ``j``: index tensor ``j`` at the broadcast point (`wrap_negative`)."""
+
+        def read(batch: Sequence[Expr], j: int) -> Expr:
+            t = self.tensors[j]
+            at = LowerCtx.read(t, bcast_index(t.shape, self.bshape, batch))
+            return wrap_negative(at, shape[self.pos[j]])
+
+        return read
+
+    def scatter_dims(self) -> ScatterDims:
+        """``x[indices] = v`` as a scatter: the sliced dims are the update's window."""
+        nb, brank = len(self.before), len(self.bshape)
+        window = (*range(nb), *range(nb + brank, nb + brank + len(self.after)))
+        return ScatterDims(window, frozenset(self.pos), tuple(self.pos))
+
+
 def advanced_index(
     shape: Sequence[int], indices: Sequence[TensorInfo | None]
 ) -> tuple[tuple[int, ...], IndexFn]:
@@ -134,44 +188,22 @@ def advanced_index(
         The result shape and a function from result indices to ``x`` indices (with
         indirect accesses of the index tensors).
     """
-    pos = [k for k, t in enumerate(indices) if t is not None]
-    if not pos:
-        raise UnsupportedOpError("index with no index tensors")
-    tensors = [indices[k] for k in pos]
-    for t in tensors:
-        assert t is not None
-        _check_index(t)
-    brank = max(t.rank for t in tensors if t is not None)
-    bshape = [1] * brank
-    for t in tensors:
-        assert t is not None
-        for k, d in enumerate(t.shape):
-            j = brank - t.rank + k
-            bshape[j] = d if bshape[j] == 1 else bshape[j]
-    adjacent = pos == list(range(pos[0], pos[-1] + 1))
-    rest = [k for k in range(len(shape)) if k not in pos]
-    if adjacent:
-        before = [k for k in rest if k < pos[0]]
-        after = [k for k in rest if k > pos[-1]]
-        result = [shape[k] for k in before] + bshape + [shape[k] for k in after]
-    else:
-        before, after = [], rest
-        result = bshape + [shape[k] for k in rest]
+    adv = _Advanced.of(shape, indices)
+    start = adv.start(shape)
 
     def index_fn(idx: Sequence[Expr]) -> list[Expr]:
         out: list[Expr] = [IntLit(0)] * len(shape)
-        nb = len(before)
-        bidx = list(idx[nb : nb + brank])
-        for k in before:
-            out[k] = idx[before.index(k)]
-        for j, k in enumerate(after):
-            out[k] = idx[nb + brank + j]
-        for k, t in zip(pos, tensors, strict=True):
-            assert t is not None
-            out[k] = wrap_negative(LowerCtx.read(t, bcast_index(t.shape, bshape, bidx)), shape[k])
+        nb = len(adv.before)
+        bidx = list(idx[nb : nb + len(adv.bshape)])
+        for k in adv.before:
+            out[k] = idx[adv.before.index(k)]
+        for j, k in enumerate(adv.after):
+            out[k] = idx[nb + len(adv.bshape) + j]
+        for j, k in enumerate(adv.pos):
+            out[k] = start(bidx, j)
         return out
 
-    return tuple(result), index_fn
+    return adv.result, index_fn
 
 
 @LOWERINGS.register("aten.index", "aten._unsafe_index")
@@ -255,10 +287,6 @@ def _start(ctx: LowerCtx, call: OpCall, x: TensorInfo, out: TensorInfo) -> Sink:
     return kb
 
 
-def _store(target: Access, op: ReduceOp | None, value: Expr) -> Stmt:
-    return Assign(target, value) if op is None else Reduce(target, op, value)
-
-
 def _copy(x: TensorInfo, out: TensorInfo) -> Reader | None:
     """``out = self`` first, unless the op runs in place."""
     return None if same_value(x, out) else (lambda idx: cast(x.at(idx), x.dtype, out.dtype))
@@ -304,27 +332,20 @@ def _scatter(ctx: LowerCtx, call: OpCall) -> None:
 
 @LOWERINGS.register("aten.index_put", "aten._index_put_impl")
 def _index_put(ctx: LowerCtx, call: OpCall) -> None:
+    """``x[indices] = values`` (``+=`` with ``accumulate``): a scatter whose window is the
+    sliced dims and whose starts are the (broadcast) index tensors."""
     x, out = tensor_arg(call, 0, "self"), out0(call)
     values = call.arg(2, "values")
     accumulate = bool(call.arg(3, "accumulate", False))
     if is_mask_index(call.arg(1, "indices")):
         return lower_mask_index_put(ctx, call, accumulate=accumulate)
-    rshape, index_fn = advanced_index(x.shape, call.arg(1, "indices"))
-    kb = _start(ctx, call, x, out)
-    kb.emit(
-        *_nest(
-            kb,
-            ctx,
-            rshape,
-            lambda idx: [
-                _store(
-                    ctx.write(out, index_fn(idx)),
-                    "+" if accumulate else None,
-                    operand(values, idx, rshape, out.dtype),
-                )
-            ],
-        )
-    )
+    adv = _Advanced.of(x.shape, call.arg(1, "indices"))
+    emit_scatter(
+        ctx.kernel(), out.shape, out.at, adv.start(x.shape), adv.scatter_dims(), adv.result,
+        lambda idx: operand(values, idx, adv.result, out.dtype), out.dtype,
+        "+" if accumulate else None, copy=_copy(x, out), hint="i",
+    )  # fmt: skip
+    return None
 
 
 def _dim_scatter(op: ReduceOp | None, fill: bool = False) -> Callable[[LowerCtx, OpCall], None]:
@@ -361,8 +382,6 @@ LOWERINGS.register("aten.index_add")(_dim_scatter("+"))
 LOWERINGS.register("aten.index_copy")(_dim_scatter(None))
 LOWERINGS.register("aten.index_fill")(_dim_scatter(None, fill=True))
 
-_ = lit
-
 
 def _scatter_mean(
     ctx: LowerCtx,
@@ -375,7 +394,8 @@ def _scatter_mean(
 ) -> None:
     """``scatter_reduce(.., "mean", include_self)``: per target the sum and a count
     (kernel-locals; the count starts at 1 where ``self`` is included), then each target
-    divided by its count (floor division for integers, as eager's ``div_``).
+    divided by its count (floor division for integers, as eager's ``div_``). The sum is
+    `emit_scatter`'s, which counts and flags each target in the same loop nest.
 
     Note [Scatter mean division]: which elements are targets depends on the index
     values, so the division runs under a value-dependent guard on a local ``hit`` flag
@@ -397,33 +417,25 @@ def _scatter_mean(
             ],
         )
     )
-
-    def targets(idx: tuple[Name, ...]) -> tuple[Expr, ...]:
-        t: list[Expr] = list(idx)
-        t[dim] = ctx.read(index, idx)
-        return tuple(t)
-
+    batching, positions = _along(x.rank, dim)
+    dims = ScatterDims((), frozenset({dim}), (dim,), batching, positions)
+    start = _dim_start(index)
     if not include_self:
         zero = scalar_lit(0, out.dtype)
-        kb.emit(
-            *_nest(kb, ctx, index.shape, lambda idx: [Assign(ctx.write(out, targets(idx)), zero)])
-        )
-    kb.emit(
-        *_nest(
-            kb,
-            ctx,
-            index.shape,
-            lambda idx: [
-                Reduce(
-                    ctx.write(out, targets(idx)),
-                    "+",
-                    cast(ctx.read(src, idx), src.dtype, out.dtype),
-                ),
-                Reduce(count[targets(idx)], "+", scalar_lit(1, out.dtype)),
-                Assign(hit[targets(idx)], lit(True)),
-            ],
-        )
-    )
+        emit_scatter(
+            kb, out.shape, out.at, start, dims, index.shape, lambda _i: zero, out.dtype, None,
+            hint="i",
+        )  # fmt: skip
+
+    def counted(dst: Sequence[Expr]) -> list[Stmt]:
+        at = tuple(dst)
+        return [Reduce(count[at], "+", scalar_lit(1, out.dtype)), Assign(hit[at], lit(True))]
+
+    emit_scatter(
+        kb, out.shape, out.at, start, dims, index.shape,
+        lambda idx: cast(src.at(idx), src.dtype, out.dtype), out.dtype, "+", hint="i",
+        also=counted,
+    )  # fmt: skip
     div = "/" if out.dtype.is_float else "//"
 
     def finish(idx: tuple[Name, ...]) -> list[Stmt]:

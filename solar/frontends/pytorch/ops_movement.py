@@ -103,8 +103,9 @@ def _x(call: OpCall) -> TensorInfo:
 
 
 def _shape(call: OpCall, k: int = 0) -> tuple[int, ...]:
-    if k < len(call.out_shapes) and call.out_shapes[k] is not None:
-        return call.out_shapes[k]  # type: ignore[return-value]
+    shape = call.out_shapes[k] if k < len(call.out_shapes) else None
+    if shape is not None:
+        return shape
     raise UnsupportedOpError(f"{call.target}: output shape unknown")
 
 

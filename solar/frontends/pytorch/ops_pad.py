@@ -97,7 +97,7 @@ def _border_pad_backward(mode: PadMode) -> Callable[[LowerCtx, OpCall], None]:
             if any(seg.hi <= seg.lo for seg in combo):
                 continue
             idx = ctx.vars(kb, out.rank)
-            src = [seg.src(v) for seg, v in zip(combo, idx, strict=True)]  # type: ignore[misc]
+            src = [seg.source(v) for seg, v in zip(combo, idx, strict=True)]
             value = cast(ctx.read(g, idx), g.dtype, out.dtype)
             dims = [(v, seg.lo, seg.hi) for v, seg in zip(idx, combo, strict=True)]
             kb.emit(*nest(dims, [Reduce(ctx.write(out, src), "+", value)]))

@@ -118,11 +118,10 @@ class _Rnn:
                 *nest([(k2, hid)], [Reduce(gh[b, g], "+", hin)]),
             ]
         else:
-            init: Expr = lit(0.0)
-            if bias_i is not None and bias_h is not None:
-                init = _add(bias_i, bias_h)
-            elif bias_i is not None or bias_h is not None:
-                init = bias_i if bias_i is not None else bias_h  # type: ignore[assignment]
+            present = [e for e in (bias_i, bias_h) if e is not None]
+            init: Expr = lit(0.0) if not present else present[0]
+            if len(present) == 2:
+                init = _add(present[0], present[1])
             pre = [
                 Assign(gi[b, g], init),
                 *nest([(k, n_in)], [Reduce(gi[b, g], "+", xin)]),
@@ -202,11 +201,9 @@ def emit_rnn(
                 raise UnsupportedOpError(f"{mode}: weight shapes do not match hidden size {hid}")
     kb = ctx.kernel(mode.split("_")[0])
     acc = accumulate_dtype(x.dtype)
-    rnn = _Rnn(ctx, kb, mode, acc, n_b, hid)
-
-    def tb(t: Expr, b: Expr) -> list[Expr]:
-        return [b, t] if batch_first else [t, b]
-
+    run = _Sequence(
+        _Rnn(ctx, kb, mode, acc, n_b, hid), x, out, batch_first, n_t, dirs, (h0, c0, hy, cy)
+    )
     prev: TensorRef | None = None
     for li, layer in enumerate(weights):
         last = li == len(weights) - 1
@@ -215,58 +212,94 @@ def emit_rnn(
             if last and out is not None
             else kb.local(acc, [n_t, n_b, dirs * hid], f"layer{li}")
         )
-        n_in = x.shape[2] if li == 0 else dirs * hid
         for di, w in enumerate(layer):
-            ld = li * dirs + di
-            h = kb.local(acc, [n_b, hid], "h")
-            c = kb.local(acc, [n_b, hid], "c") if mode == "lstm" else None
-            init = Nest(kb, [n_b, hid], ["b", "j"])
-            bj = init.idx
-            stmts: list[Stmt] = [
-                Assign(h[tuple(bj)], rnn.val(h0[0], h0[1](ld, *bj)) if h0 else lit(0.0))
-            ]
-            if c is not None:
-                stmts.append(
-                    Assign(c[tuple(bj)], rnn.val(c0[0], c0[1](ld, *bj)) if c0 else lit(0.0))
-                )
-            kb.emit(*init.wrap(stmts))
-            (s,) = kb.fresh_vars(1, "t")
-            back = reverse or di == 1
-            t_idx: Expr = Binary("-", lit(n_t - 1), s) if back else s
-
-            def x_at(
-                t: Expr, b: Expr, k: Expr, _li: int = li, _prev: TensorRef | None = prev
-            ) -> Expr:
-                if _li == 0:
-                    return rnn.val(x, [*tb(t, b), k])
-                assert _prev is not None
-                return _prev[t, b, k]
-
-            def write_out(
-                t: Expr,
-                b: Expr,
-                j: Expr,
-                _buf: TensorRef | None = buf,
-                _di: int = di,
-                _h: TensorRef = h,
-            ) -> list[Stmt]:
-                feat = iadd(imul(_di, hid), j)
-                if _buf is not None:
-                    return [Assign(_buf[t, b, feat], _h[b, j])]
-                assert out is not None
-                return [Assign(ctx.write(out, [*tb(t, b), feat]), _h[b, j])]
-
-            body = rnn.step(w, x_at, n_in, h, c, t_idx, write_out)
-            kb.emit(For(s.name, lit(0), lit(n_t), tuple(body), seq=True))
-            fin = Nest(kb, [n_b, hid], ["b", "j"])
-            outs: list[Stmt] = []
-            if hy is not None:
-                outs.append(Assign(ctx.write(hy[0], hy[1](ld, *fin.idx)), h[tuple(fin.idx)]))
-            if cy is not None and c is not None:
-                outs.append(Assign(ctx.write(cy[0], cy[1](ld, *fin.idx)), c[tuple(fin.idx)]))
-            if outs:
-                kb.emit(*fin.wrap(outs))
+            run.direction(li, di, w, buf, prev, back=reverse or di == 1)
         prev = buf
+
+
+_State = tuple[TensorInfo, StateIndex] | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Sequence:
+    """The whole recurrence of one call: its input and output, time and layer extents,
+    and the states ``(h0, c0, hy, cy)``; `direction` emits one layer-direction."""
+
+    rnn: _Rnn
+    x: TensorInfo
+    out: TensorInfo | None
+    batch_first: bool
+    n_t: int
+    dirs: int
+    states: tuple[_State, _State, _State, _State]
+
+    def tb(self, t: Expr, b: Expr) -> list[Expr]:
+        return [b, t] if self.batch_first else [t, b]
+
+    def direction(
+        self,
+        li: int,
+        di: int,
+        w: RnnWeights,
+        buf: TensorRef | None,
+        prev: TensorRef | None,
+        *,
+        back: bool,
+    ) -> None:
+        """Layer ``li``, direction ``di``: the initial state, the ``seq for t`` steps
+        (into ``buf``, or the output for the last layer), the final state."""
+        rnn, hid = self.rnn, self.rnn.hidden
+        ld = li * self.dirs + di
+        h, c = self._initial(ld)
+        (s,) = rnn.kb.fresh_vars(1, "t")
+        t_idx: Expr = Binary("-", lit(self.n_t - 1), s) if back else s
+
+        def x_at(t: Expr, b: Expr, k: Expr) -> Expr:
+            if li == 0:
+                return rnn.val(self.x, [*self.tb(t, b), k])
+            assert prev is not None
+            return prev[t, b, k]
+
+        def write_out(t: Expr, b: Expr, j: Expr) -> list[Stmt]:
+            feat = iadd(imul(di, hid), j)
+            if buf is not None:
+                return [Assign(buf[t, b, feat], h[b, j])]
+            assert self.out is not None
+            return [Assign(rnn.ctx.write(self.out, [*self.tb(t, b), feat]), h[b, j])]
+
+        n_in = self.x.shape[2] if li == 0 else self.dirs * hid
+        body = rnn.step(w, x_at, n_in, h, c, t_idx, write_out)
+        rnn.kb.emit(For(s.name, lit(0), lit(self.n_t), tuple(body), seq=True))
+        self._final(ld, h, c)
+
+    def _initial(self, ld: int) -> tuple[TensorRef, TensorRef | None]:
+        """The state locals ``h`` (and ``c``), set from ``h0``/``c0`` or zeros."""
+        rnn, kb = self.rnn, self.rnn.kb
+        h0, c0 = self.states[0], self.states[1]
+        h = kb.local(rnn.acc, [rnn.batch, rnn.hidden], "h")
+        c = kb.local(rnn.acc, [rnn.batch, rnn.hidden], "c") if rnn.mode == "lstm" else None
+        init = Nest(kb, [rnn.batch, rnn.hidden], ["b", "j"])
+        bj = init.idx
+        stmts: list[Stmt] = [
+            Assign(h[tuple(bj)], rnn.val(h0[0], h0[1](ld, *bj)) if h0 else lit(0.0))
+        ]
+        if c is not None:
+            stmts.append(Assign(c[tuple(bj)], rnn.val(c0[0], c0[1](ld, *bj)) if c0 else lit(0.0)))
+        kb.emit(*init.wrap(stmts))
+        return h, c
+
+    def _final(self, ld: int, h: TensorRef, c: TensorRef | None) -> None:
+        """``hy``/``cy`` from the state locals."""
+        rnn = self.rnn
+        hy, cy = self.states[2], self.states[3]
+        fin = Nest(rnn.kb, [rnn.batch, rnn.hidden], ["b", "j"])
+        outs: list[Stmt] = []
+        if hy is not None:
+            outs.append(Assign(rnn.ctx.write(hy[0], hy[1](ld, *fin.idx)), h[tuple(fin.idx)]))
+        if cy is not None and c is not None:
+            outs.append(Assign(rnn.ctx.write(cy[0], cy[1](ld, *fin.idx)), c[tuple(fin.idx)]))
+        if outs:
+            rnn.kb.emit(*fin.wrap(outs))
 
 
 def _t(x: object) -> TensorInfo:

@@ -7,6 +7,7 @@ solar/pipeline/validation.py) live here.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
@@ -27,6 +28,8 @@ __all__ = ["ReferencePlanner", "reduced_plan"]
 class RealBuild(Protocol):
     def for_reference(self, capture: TorchCapture) -> TorchCapture: ...
 
+    def for_float64(self, capture: TorchCapture) -> TorchCapture: ...
+
 
 Reduced = Callable[[int, float, bool], ValidationPlan]
 
@@ -36,7 +39,9 @@ def _float64_values(
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """The real run of ``capture`` again in float64 (Note [Float64 re-check] in
     solar/pipeline/validation.py): a float64 copy of the model, the same inputs, parameters,
-    optimizer state and seeded draws, cast; ``(inputs, outputs)`` by IR name.
+    optimizer state and seeded draws, cast; ``(inputs, outputs)`` by IR name. A
+    ``capture`` whose source is float64 already (`RealBuild.for_float64`: a float64
+    copy of the reference's own build) runs as it is.
 
     The float64 run touches twice the fp32 run's bytes; it may use twice the reference
     budget (by default half of ``MemAvailable``, the executor's own share), since the
@@ -56,7 +61,9 @@ def _float64_values(
             f"budget ({format_memory(budget)})",
             code="E0511",
         )
-    wide = replace(capture, source=replace(capture.source, float64=True))
+    wide = capture
+    if not capture.source.float64:
+        wide = replace(capture, source=replace(capture.source, float64=True))
     inputs, outputs, _ = reference_values(lowered, wide)
     return inputs, outputs
 
@@ -132,14 +139,22 @@ class ReferencePlanner:
         from solar.frontends.pytorch.reference import program_bytes
 
         fits_bytes = program_bytes(self.capture) <= self.budget
-        if fits_bytes and executor_seconds(self.lowered.program, self.budget) <= self.seconds:
+        # Note [Budget before the build] in `solar.budget`
+        held = 2 * program_bytes(self.capture)
+        seconds = executor_seconds(self.lowered.program, self.budget, held_bytes=held)
+        if fits_bytes and seconds <= self.seconds:
             return self._with_float64_size(self._full())
         try:
             return self._with_float64_size(self._smaller(float64=False))
         except FrontendError as err:
             if err.code != "E0511" or not fits_bytes:
                 raise
-        return self._with_float64_size(self._full())
+            if seconds == math.inf:  # its check would be refused: do not build it
+                raise FrontendError(err.message, code="E0511", notes=(
+                    *err.notes, "the full program's run fits the reference budget, but its "
+                    "check would not fit the executor's memory beside the model and values "
+                    "the run holds")) from None
+        return self._with_float64_size(self._full())  # only the time is over: sampled
 
     def _full(self) -> ValidationPlan:
         from solar.frontends.pytorch.reference import reference_values
@@ -154,7 +169,7 @@ class ReferencePlanner:
         )
 
         def float64() -> ValidationPlan:
-            ins, outs = _float64_values(lowered, capture, self.budget)
+            ins, outs = _float64_values(lowered, self.real.for_float64(capture), self.budget)
             return ValidationPlan(lowered.program, ins, outs, "full", sizes=sizes)
 
         return ValidationPlan(lowered.program, inputs, outputs, "full", note, sizes=sizes,

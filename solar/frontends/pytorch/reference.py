@@ -188,10 +188,14 @@ def reference_at_reduced_sizes(
 def _check_seconds(budget_bytes: int, capture: TorchCapture, *, float64: bool = False) -> float:
     """The executor's predicted time to check ``capture``'s program (lowered without
     any LLM fallback: an uncovered op is an input, which costs it nothing), infinite
-    over its memory budget for a reference budget of ``budget_bytes``; with ``float64``,
-    of the program widened to f64."""
+    over its memory budget for a reference budget of ``budget_bytes`` once the run
+    holds its model and values (Note [Budget before the build] in `solar.budget`); with
+    ``float64``, of the program widened to f64."""
     program = lower_capture(capture).program
-    return executor_seconds(widen_to_f64(program) if float64 else program, budget_bytes)
+    held = 2 * program_bytes(capture)
+    return executor_seconds(
+        widen_to_f64(program) if float64 else program, budget_bytes, held_bytes=held
+    )
 
 
 def _sizes(capture: TorchCapture) -> Mapping[str, int]:

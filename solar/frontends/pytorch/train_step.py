@@ -10,7 +10,8 @@ instance's callable runs, on the same (fake or real) tensors the forward uses:
    program inputs after the model's inputs.
 2. **backward**: ``torch.autograd.grad`` of the loss with respect to every parameter
    and every input that requires grad (a file whose forward calls ``loss.backward()``
-   itself keeps its own backward; its gradients are read from ``.grad``).
+   itself keeps its own backward, and a model holding DDP runs ``loss.backward()`` so
+   that DDP's gradient hooks fire; their gradients are read from ``.grad``).
 3. **optimizer**: one update written out of place with the ATen calls of PyTorch's
    single-tensor (``foreach=False``) implementations, so each kernel eager launches is
    one IR kernel (Note [Optimizer math]). Its state (momentum buffer, Adam moments) is
@@ -143,8 +144,8 @@ def phase_of_kernel(name: str) -> Phase:
 
 
 # ---------------------------------------------------------------------------- building
-def _hook(namespace: Any, name: str) -> Any:
-    fn = getattr(namespace, name, None) if namespace is not None else None
+def _hook(namespace: Any, name: str) -> Callable[..., Any] | None:
+    fn: object = getattr(namespace, name, None) if namespace is not None else None
     return fn if callable(fn) else None
 
 
@@ -152,17 +153,17 @@ def _file_loss(namespace: Any) -> Callable[..., Any] | None:
     """``loss_fn`` of the file, or what its ``get_loss()`` returns."""
     fn = _hook(namespace, "loss_fn")
     if fn is not None:
-        return fn  # type: ignore[no-any-return]
+        return fn
     get = _hook(namespace, "get_loss")
     if get is None:
         return None
     with user_code("get_loss()"):
-        loss = get()
+        loss: object = get()
     if not callable(loss):
         raise FrontendError(
             f"get_loss() returned {type(loss).__name__}, expected a callable", code="E0503"
         )
-    return loss  # type: ignore[no-any-return]
+    return loss
 
 
 def _targets(namespace: Any, fake_mode: Any) -> tuple[Any, ...]:
@@ -232,6 +233,19 @@ def _file_optimizer(namespace: Any, params: Sequence[Any]) -> OptimizerSpec | No
     with user_code("get_optimizer(params)"):
         opt = get(list(params))
     return optimizer_from(opt)
+
+
+def _reduces_gradients(module: Any) -> bool:
+    """True when ``module`` holds a ``DistributedDataParallel`` module: its gradients
+    are all-reduced from accumulate-grad hooks, which ``torch.autograd.grad`` never
+    runs (Note [DDP capture] in capture_dist.py)."""
+    import sys
+
+    if "torch.nn.parallel" not in sys.modules or not hasattr(module, "modules"):
+        return False
+    from torch.nn.parallel import DistributedDataParallel
+
+    return any(isinstance(m, DistributedDataParallel) for m in module.modules())
 
 
 def _phase_module(name: str) -> Any:
@@ -400,6 +414,9 @@ def training_instance(inst: Instance, step: TrainStep, *, fake_mode: Any = None)
                 raise FrontendError("the loss is not a one-element tensor", code="E0503")
             wrt = [*tensors, *grad_inputs]
             if any(t.grad is not None for t in leaves):  # the forward ran its own backward
+                grads = [t.grad if t.is_leaf else None for t in wrt]
+            elif _reduces_gradients(inst.module):  # DDP's hooks need .backward()
+                loss.backward()  # type: ignore[no-untyped-call]  # Backward phase: _backward_marked
                 grads = [t.grad if t.is_leaf else None for t in wrt]
             else:
                 grads = list(backward(lambda: torch.autograd.grad(loss, wrt, allow_unused=True)))

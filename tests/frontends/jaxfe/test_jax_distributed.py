@@ -3,6 +3,7 @@ device count is set before JAX initialises) and validated against the real run."
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -55,3 +56,31 @@ def test_a_program_that_is_not_one_shard_map_is_e0557(tmp_path: Path) -> None:
     with pytest.raises(FrontendError) as err:
         capture_on_host_devices(path)
     assert err.value.code == "E0557"
+
+
+def test_jit_with_named_sharding_is_e0557_naming_the_partitioners_collectives(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "named.py"
+    path.write_text(textwrap.dedent("""
+        import jax
+        import jax.numpy as jnp
+        import numpy as np
+        from jax.sharding import NamedSharding, PartitionSpec as P
+
+        WORLD_SIZE = 2
+
+        def f(x, w):
+            mesh = jax.make_mesh((2,), ("tp",), axis_types=(jax.sharding.AxisType.Auto,))
+            split = (NamedSharding(mesh, P(None, "tp")), NamedSharding(mesh, P("tp", None)))
+            g = jax.jit(lambda x, w: jnp.tanh(x @ w), in_shardings=split,
+                        out_shardings=NamedSharding(mesh, P()))
+            return g(x, w)
+
+        def get_inputs():
+            return [np.ones((8, 16), np.float32), np.ones((16, 4), np.float32)]
+    """))
+    with pytest.raises(FrontendError) as err:
+        capture_on_host_devices(path)
+    assert err.value.code == "E0557"
+    assert "all-reduce of f32[8,4]" in err.value.notes[0]  # the contraction is split

@@ -21,8 +21,12 @@ from solar.frontends.kit.emit import (
     Epilogue,
     WindowSpec,
     emit_conv,
+    emit_conv_weight_grad,
     emit_dot_general,
     emit_reduce_window,
+    emit_select_scatter,
+    select_by_compare,
+    select_by_index,
 )
 from solar.ir import DType, Program, lit, verify_program
 from solar.validate import execute_program
@@ -31,15 +35,21 @@ RNG = np.random.default_rng(0)
 
 
 def _program(
-    shapes: list[tuple[int, ...]], out_shape: tuple[int, ...], emit: Callable[..., None]
+    shapes: list[tuple[int, ...]],
+    out_shape: tuple[int, ...],
+    emit: Callable[..., None],
+    given: tuple[np.ndarray, ...] = (),
 ) -> tuple[Program, dict[str, np.ndarray], str]:
-    """A program with inputs of ``shapes``, one output, and ``emit(ctx, out, *inputs)``."""
+    """A program with random f32 inputs of ``shapes`` then the ``given`` arrays (f32 or
+    int64), one output, and ``emit(ctx, out, *inputs)``."""
     pb = ProgramBuilder("t")
     ins, arrays = [], {}
-    for shape in shapes:
-        ref = pb.tensor("input", DType.F32, shape, "x")
-        ins.append(TensorInfo(ref, shape, DType.F32))
-        arrays[ref.name] = RNG.standard_normal(shape).astype(np.float32)
+    values = [RNG.standard_normal(shape).astype(np.float32) for shape in shapes]
+    for value in [*values, *given]:
+        dtype = DType.F32 if value.dtype == np.float32 else DType.I64
+        ref = pb.tensor("input", dtype, value.shape, "x")
+        ins.append(TensorInfo(ref, value.shape, dtype))
+        arrays[ref.name] = value
     out = TensorInfo(pb.tensor("output", DType.F32, out_shape, "y"), out_shape, DType.F32)
     host = BuilderKernels(pb)
     emit(LowerCtx(host, "op"), out, *ins)
@@ -182,3 +192,71 @@ def test_reduce_window_max_skips_padding() -> None:
         for s in range(3)
     )
     assert _flops(prog) == 2 * real_taps  # one max per real tap (none in padding), 2 rows
+
+
+@pytest.mark.parametrize("groups", [1, 2])
+def test_conv_weight_grad_is_a_conv_with_roles_swapped(groups: int) -> None:
+    """``dW[k, c, r, s] = sum_{n, i, j} G[n, k, i, j] Xpad[n, g*Cg + c, 2i + r, 2j + s]``,
+    two FLOPs per real tap (none charged in the padding)."""
+    n, c, h, k, stride, pad = 2, 4, 7, 6, 2, 1
+    oh = (h + 2 * pad - 3) // stride + 1
+    prog, arrays, y = _program(
+        [(n, k, oh, oh), (n, c, h, h)],
+        (k, c // groups, 3, 3),
+        lambda ctx, out, g, x: emit_conv_weight_grad(
+            ctx, g, x, out, strides=(2, 2), padding=(1, 1), dilation=(1, 1), groups=groups
+        ),
+    )
+    g, x = arrays.values()
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    kg, cg = k // groups, c // groups
+    want = np.zeros((k, cg, 3, 3))
+    for o in range(k):
+        chans = slice(o // kg * cg, (o // kg + 1) * cg)
+        for r in range(3):
+            for t in range(3):
+                win = xp[:, chans, r : r + stride * oh : stride, t : t + stride * oh : stride]
+                want[o, :, r, t] = np.einsum("nij,ncij->c", g[:, o], win)
+    np.testing.assert_allclose(_run(prog, arrays, y), want, rtol=1e-4, atol=1e-4)
+    real = sum(0 <= stride * i + r - pad < h for i in range(oh) for r in range(3))
+    assert _flops(prog) == 2 * n * k * cg * real * real
+
+
+def _max_pool_ref(x: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """2x2 stride-2 max pooling of ``[B, H, W]``: the gradient (at each window's first
+    maximum) and the flat argmax indices over the plane."""
+    dx = np.zeros_like(x)
+    idx = np.zeros(g.shape, np.int64)
+    for b, i, j in np.ndindex(*g.shape):
+        win = x[b, 2 * i : 2 * i + 2, 2 * j : 2 * j + 2]
+        r, s = np.unravel_index(int(np.argmax(win)), win.shape)
+        idx[b, i, j] = (2 * i + r) * x.shape[2] + 2 * j + s
+        dx[b, 2 * i + r, 2 * j + s] += g[b, i, j]
+    return dx, idx
+
+
+def test_select_scatter_by_compare_is_the_max_pool_gradient() -> None:
+    """XLA's selection: one compare per tap and one add per window."""
+    spec = WindowSpec(window=(1, 2, 2), strides=(1, 2, 2), padding=(0, 0, 0))
+
+    def emit(ctx: LowerCtx, out: TensorInfo, x: TensorInfo, g: TensorInfo) -> None:
+        emit_select_scatter(ctx, g, out, select_by_compare(x, g.shape, spec, ">"))
+
+    prog, arrays, y = _program([(2, 4, 6), (2, 2, 3)], (2, 4, 6), emit)
+    x, g = arrays.values()
+    np.testing.assert_allclose(_run(prog, arrays, y), _max_pool_ref(x, g)[0])
+    assert _flops(prog) == x.size + g.size
+
+
+def test_select_scatter_by_index_reads_the_forward_indices() -> None:
+    """PyTorch's selection: the forward's flat indices, so one add per window only."""
+    x = RNG.standard_normal((2, 4, 6)).astype(np.float32)
+    g = RNG.standard_normal((2, 2, 3)).astype(np.float32)
+    want, idx = _max_pool_ref(x, g)
+
+    def emit(ctx: LowerCtx, out: TensorInfo, g: TensorInfo, i: TensorInfo) -> None:
+        emit_select_scatter(ctx, g, out, select_by_index(i, (4, 6)))
+
+    prog, arrays, y = _program([], (2, 4, 6), emit, (g, idx))
+    np.testing.assert_allclose(_run(prog, arrays, y), want)
+    assert _flops(prog) == g.size

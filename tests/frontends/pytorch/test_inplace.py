@@ -45,6 +45,31 @@ def _slice_add(x: Any) -> Any:
     return x
 
 
+def _row_mul(x: Any) -> Any:
+    x[3] *= 2
+    return x
+
+
+def _column_sub(x: Any) -> Any:
+    x[:, 5] -= 1
+    return x
+
+
+def _narrow_add(x: Any) -> Any:
+    x.narrow(1, 2, 3).add_(1)
+    return x
+
+
+def _diagonal_add(x: Any) -> Any:
+    x.diagonal().add_(1)
+    return x
+
+
+def _strided_rows(x: Any) -> Any:
+    x[::2] *= 3
+    return x
+
+
 def _decode(cache: Any, q: Any, k: Any) -> Any:
     cache[7:8] = k  # a KV cache written in place at position 7, then attended over
     return torch.softmax(q @ cache.T, -1) @ cache
@@ -63,9 +88,15 @@ CASES: dict[str, tuple[Callable[..., Any], list[tuple[int, ...]], int, int]] = {
     # a gathered subscript, so as one row (a lower bound)
     "index_copy_": (_index_copy, [(N, N), (2, N)], 2 * 8 + 2 * 4 * N + 4 * N,
                     2 * 8 + 2 * 4 * N + 4 * N),
-    # read and write the 64 x 4 slice; the unfused model also charges the write-back
-    # ``copy_`` eager skips (source and destination are the same view)
-    "slice_add": (_slice_add, [(N, N)], 2 * 4 * 4 * N, 4 * 4 * 4 * N),
+    # read and write the 64 x 4 slice, one kernel (``add_`` on the view): the write-back
+    # ``copy_`` has the same view as source and destination, which eager skips
+    "slice_add": (_slice_add, [(N, N)], 2 * 4 * 4 * N, 2 * 4 * 4 * N),
+    # in-place ops on other views: read and write the view's elements once
+    "row_mul": (_row_mul, [(N, N)], 2 * 4 * N, 2 * 4 * N),
+    "column_sub": (_column_sub, [(N, N)], 2 * 4 * N, 2 * 4 * N),
+    "narrow_add_": (_narrow_add, [(N, N)], 2 * 4 * 3 * N, 2 * 4 * 3 * N),
+    "diagonal_add_": (_diagonal_add, [(N, N)], 2 * 4 * N, 2 * 4 * N),
+    "strided_rows_mul": (_strided_rows, [(N, N)], 2 * 4 * (N // 2) * N, 2 * 4 * (N // 2) * N),
     # q and k read, the 63 old cache rows read (the new one is k), one output row written
     "kv_cache_decode": (_decode, [(N, N), (1, N), (1, N)],
                         4 * (N + N + (N - 1) * N + N), 34816),

@@ -26,6 +26,8 @@ pytestmark = pytest.mark.torch
 N, C = 8, 64
 F = torch.nn.functional
 _rms = torch.nn.RMSNorm(C)
+_ln, _gn, _lin = torch.nn.LayerNorm(C), torch.nn.GroupNorm(4, C), torch.nn.Linear(C, C)
+_tgt = torch.randint(0, C, (N,))
 
 # name: (program, input dtype, kernels, unfused bytes by hand)
 CASES: dict[str, tuple[Callable[[Any], Any], Any, list[str], int]] = {
@@ -40,6 +42,25 @@ CASES: dict[str, tuple[Callable[[Any], Any], Any, list[str], int]] = {
                                 torch.bfloat16, ["softmax"], (2 + 4) * N * C),
     "Tensor_log_softmax_half_to_float": (lambda x: x.log_softmax(-1, dtype=torch.float32),
                                          torch.float16, ["log_softmax"], (2 + 4) * N * C),
+    # The audit of composites CUDA runs as one kernel (issue 28 item 2), as captured:
+    # native_layer_norm writes y and the per-row mean and rstd (N each), reads x, w, b
+    "nn_LayerNorm": (_ln, torch.float32, ["layer_norm"], 4 * N * C * 2 + 4 * 2 * C + 4 * 2 * N),
+    # native_group_norm: y, and mean and rstd per (row, group)
+    "nn_GroupNorm": (_gn, torch.float32, ["group_norm"], 4 * N * C * 2 + 4 * 2 * C + 4 * 2 * N * 4),
+    "gelu_tanh": (lambda x: F.gelu(x, approximate="tanh"), torch.float32, ["gelu"], 8 * N * C),
+    "silu": (F.silu, torch.float32, ["silu"], 8 * N * C),
+    # two kernels on CUDA too: log_softmax, then nll_loss (N i64 targets, the picked
+    # elements as one gathered element (a lower bound), the scalar loss)
+    "cross_entropy": (lambda x: F.cross_entropy(x, _tgt), torch.float32,
+                      ["log_softmax", "nll_loss"], 8 * N * C + 8 * N + 4 + 4),
+    # addmm with the bias in the GEMM epilogue: x, W, b read, y written
+    "nn_Linear_bias": (_lin, torch.float32, ["addmm"], 4 * (N * C + C * C + C + N * C)),
+    "linalg_vector_norm": (lambda x: torch.linalg.vector_norm(x, dim=-1), torch.float32,
+                           ["linalg_vector_norm"], 4 * N * C + 4 * N),
+    # F.normalize is three kernels in eager CUDA as well: norm, clamp_min, div
+    "F_normalize": (lambda x: F.normalize(x, dim=-1), torch.float32,
+                    ["linalg_vector_norm", "clamp_min", "div"],
+                    (4 * N * C + 4 * N) + 2 * 4 * N + (4 * N * C + 4 * N + 4 * N * C)),
     # forms CUDA also runs as one kernel, recorded as before
     "softmax_float": (lambda x: torch.softmax(x, -1), torch.float32, ["softmax"], 8 * N * C),
     "softmax_half": (lambda x: torch.softmax(x, -1), torch.float16, ["softmax"], 4 * N * C),

@@ -105,3 +105,50 @@ def test_causal_mask_spellings_bound_the_triangle(case: str) -> None:
         assert 2 * TRI <= got[0] < 2 * TRI + 4 * B * H * T * T
         return
     assert got == want
+
+
+HQ, HKV = 4, 2  # grouped-query attention: two query heads per K/V head
+GQA_TRI = 2 * B * HQ * (T * (T + 1) // 2) * D
+
+
+class GqaBoolMask(nn.Module):
+    def forward(self, q: Any, k: Any, v: Any) -> Any:
+        m = torch.ones(T, T, dtype=torch.bool).tril()
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=m, enable_gqa=True)
+
+
+class GqaAdditiveMask(nn.Module):
+    def forward(self, q: Any, k: Any, v: Any) -> Any:
+        m = nn.Transformer.generate_square_subsequent_mask(T)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=m, enable_gqa=True)
+
+
+class GqaRepeated(nn.Module):
+    def forward(self, q: Any, k: Any, v: Any) -> Any:
+        k, v = (x.repeat_interleave(HQ // HKV, dim=1) for x in (k, v))
+        m = torch.ones(T, T, dtype=torch.bool).tril()
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=m)
+
+
+class GqaCausal(nn.Module):
+    def forward(self, q: Any, k: Any, v: Any) -> Any:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+
+
+GQA_CASES = {"enable_gqa_bool_tril": GqaBoolMask, "enable_gqa_square_subsequent": GqaAdditiveMask,
+             "repeat_interleave_kv_bool_tril": GqaRepeated, "enable_gqa_is_causal": GqaCausal}
+
+
+@pytest.mark.parametrize("case", list(GQA_CASES))
+def test_grouped_query_attention_masks_bound_the_triangle(case: str) -> None:
+    # Note [Split heads]: the query head HQ_per_HKV * h + r of a GQA kernel covers its dim,
+    # so the masked scores are a constant region as in MHA: both contractions on the
+    # triangle (hand: 2 * GQA_TRI), plus element-wise work below 4 flops per score
+    q = torch.randn(B, HQ, T, D)
+    k, v = torch.randn(B, HKV, T, D), torch.randn(B, HKV, T, D)
+    report = analyze_module(GQA_CASES[case](), (q, k, v),
+                            AnalyzeOptions(archs=("H100_SXM",), validate="auto"))  # type: ignore[arg-type]
+    assert report.validation is not None and report.validation.status == "passed"
+    got = sum(int(x.flops) for x in report.archs[0].kernels if x.unit == "tensor"
+              or "attention" in x.name)
+    assert 2 * GQA_TRI <= got < 2 * GQA_TRI + 4 * B * HQ * T * T

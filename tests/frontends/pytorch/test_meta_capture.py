@@ -42,7 +42,7 @@ FALLS_BACK = {
 
 def _fake_capture(name: str, monkeypatch: pytest.MonkeyPatch) -> capture_mod.TorchCapture:
     with monkeypatch.context() as m:
-        m.setattr(capture_mod, "_capture_on_meta", lambda source, **_: None)
+        m.setattr(capture_mod, "_capture_on_meta", lambda source, **_: (None, None))
         return capture_program(source_for_file(SAMPLES / f"{name}.py"))
 
 
@@ -50,7 +50,7 @@ def _fake_capture(name: str, monkeypatch: pytest.MonkeyPatch) -> capture_mod.Tor
 def test_meta_capture_lowers_to_the_fake_capture_ir(
     name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    meta = capture_mod._capture_on_meta(source_for_file(SAMPLES / f"{name}.py"))
+    meta, _ = capture_mod._capture_on_meta(source_for_file(SAMPLES / f"{name}.py"))
     if name in FALLS_BACK:
         assert meta is None
         return
@@ -61,10 +61,18 @@ def test_meta_capture_lowers_to_the_fake_capture_ir(
 
 
 @pytest.mark.parametrize(("name", "target"), sorted((k, v) for k, v in FALLS_BACK.items() if v))
-def test_device_dependent_programs_are_captured_as_on_cpu(name: str, target: str) -> None:
+def test_device_dependent_programs_are_captured_as_on_cpu(
+    name: str, target: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The meta build is captured over fake tensors without building it again (Note
+    [Model-file runs]), and gives what a fresh fake build gives."""
     capture = capture_program(source_for_file(SAMPLES / f"{name}.py"))
     assert target in {c.target for c in capture.calls}
     assert not capture.info.used_real_values
+    fresh = _fake_capture(name, monkeypatch)
+    assert print_program(lower_capture(capture).program) == print_program(
+        lower_capture(fresh).program
+    )
 
 
 _NO_DYNAMO = """

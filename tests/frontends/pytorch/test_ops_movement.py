@@ -172,6 +172,31 @@ def test_scatter_with_duplicates_accumulates() -> None:
     )
 
 
+def _put(a: torch.Tensor, indices: list[object], v: torch.Tensor, **kw: bool) -> torch.Tensor:
+    return torch.ops.aten.index_put(a, indices, v, **kw)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda a, v, i, j: _put(a, [None, i, None, j], v[:2, :3, :4]),  # index dims lead
+        lambda a, v, i, j: _put(a, [None, None, i, j], v[:3, :3, :2], accumulate=True),
+        lambda a, v, i, j: _put(a, [i.view(2, 1), None, None, j.view(1, 2)], v[0, :1, :1]),
+        lambda a, v, i, j: a.index_put((i - 3,), v[0, 0, 0]),  # negative: from the end
+    ],
+)
+def test_index_put_advanced_layouts(fn: object) -> None:
+    """``index_put`` is a scatter over NumPy's advanced-indexing layout: broadcast index
+    tensors, non-adjacent index dims (moved to the front), negative indices."""
+    check_program(
+        fn,
+        torch.randn(3, 3, 4, 5),
+        torch.randn(3, 4, 5),
+        torch.tensor([2, 0]),
+        torch.tensor([4, 1]),
+    )
+
+
 REARRANGE = [
     lambda x: F.pad(x, (1, 2)),
     lambda x: F.pad(x, (1, -1, 2, 0), value=3.0),

@@ -191,3 +191,226 @@ def test_send_recv_ring_is_a_permute_and_matches_gloo() -> None:
     check = validate_with_gloo(SAMPLES / "dist_ring.py", world=2, timeout_s=240)
     assert check.world == 2 and check.sizes["W"] == 2
     assert check.max_abs_error["y0"] < 1e-5
+
+
+def test_batch_isend_irecv_is_a_permute_and_matches_gloo() -> None:
+    d = capture_distributed(SAMPLES / "dist_batch_p2p.py")
+    verify_program(d.program)
+    right, left = collectives(d.program)  # the sends, in the batch's order
+    assert right.kind == left.kind == "permute"
+    assert right.pairs == ((0, 1), (1, 2), (2, 3), (3, 0))
+    assert left.pairs == ((0, 3), (1, 0), (2, 1), (3, 2))
+    check = validate_with_gloo(SAMPLES / "dist_batch_p2p.py", timeout_s=240)
+    assert check.world == 4 and check.max_abs_error["y0"] < 1e-5
+
+
+def test_a_batch_posting_its_receive_first_pairs_with_its_send(tmp_path: Path) -> None:
+    path = _write(tmp_path, """
+        class Model(nn.Module):
+            def forward(self, x):
+                rank, world = dist.get_rank(), dist.get_world_size()
+                got = torch.empty_like(x)
+                ops = [dist.P2POp(dist.irecv, got, (rank - 1) % world),
+                       dist.P2POp(dist.isend, x * 3.0, (rank + 1) % world)]
+                for work in dist.batch_isend_irecv(ops):
+                    work.wait()
+                return got + 1.0
+
+        def get_inputs():
+            return [torch.randn(4, 4)]
+    """)
+    d = capture_distributed(path)
+    (swap,) = collectives(d.program)
+    assert swap.kind == "permute" and swap.pairs == ((0, 1), (1, 0))
+
+
+DDP_PARAM_BYTES = (32 * 16 + 32 + 16 * 32 + 16) * 4
+"""The MLP of dist_ddp_mlp.py: its gradients, f32."""
+
+
+def test_ddp_gradients_are_all_reduced_once_each() -> None:
+    d = capture_distributed(SAMPLES / "dist_ddp_mlp.py")
+    verify_program(d.program)
+    assert all(r.coverage == () for r in d.ranks)
+    reduced = collectives(d.program)
+    assert {(c.kind, c.op, c.group) for c in reduced} == {("all_reduce", "sum", None)}
+    assert sorted(c.buffer_bytes for c in reduced) == [16 * 4, 32 * 4, 512 * 4, 512 * 4]
+    assert sum(c.buffer_bytes for c in reduced) == DDP_PARAM_BYTES
+
+
+def test_ddp_step_matches_a_real_gloo_run() -> None:
+    check = validate_with_gloo(SAMPLES / "dist_ddp_mlp.py", timeout_s=240)
+    assert check.world == 2 and set(check.max_abs_error) == {"y0", "y1", "y2", "y3", "y4"}
+    assert max(check.max_abs_error.values()) < 1e-6
+
+
+_DDP_TWIN = """
+import sys
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from solar.frontends.pytorch.capture_dist import distributed_capture
+
+rank, store, sample = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+dist.init_process_group("gloo", init_method="file://" + store, rank=rank, world_size=2)
+ns = {}
+exec(open(sample).read(), ns)
+
+def grads(emulated):
+    torch.manual_seed(0)
+    model = ns["MLP"]()
+    with distributed_capture() if emulated else torch.enable_grad():
+        x = torch.randn(8, 16, generator=torch.Generator().manual_seed(1)) * (1 + rank)
+        ddp = DDP(model)  # alive until the backward ran: its reducer reduces
+        ddp(x).square().mean().backward()
+    return [p.grad for p in model.parameters()]
+
+real, ours = grads(False), grads(True)
+print(max(float((a - b).abs().max()) for a, b in zip(real, ours, strict=True)))
+dist.destroy_process_group()
+"""
+
+
+def test_ddp_capture_reduces_gradients_as_ddps_own_reducer(tmp_path: Path) -> None:
+    """Note [DDP capture]: the Python reduction gives the gradients DDP's C++ reducer
+    gives, on a real two-rank gloo run."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    procs = [
+        subprocess.Popen([sys.executable, "-c", _DDP_TWIN, str(r), str(tmp_path / "store"),
+                          str(SAMPLES / "dist_ddp_mlp.py")],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        for r in range(2)
+    ]
+    outs = [p.communicate(timeout=240) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs[0][1][-500:]
+    assert all(float(out.decode().strip()) < 1e-6 for out, _ in outs)
+
+
+def test_rank_dependent_literals_become_affine_in_rank() -> None:
+    d = capture_distributed(SAMPLES / "dist_rank_slices.py")
+    verify_program(d.program)
+    text = print_program(d.program)
+    for line in ("x0[i0 + 4 * rank, i1]", "t2_full[i0, i1] = rank", "* (1.0 + 0.5 * rank)"):
+        assert line in text
+    check = validate_with_gloo(SAMPLES / "dist_rank_slices.py", timeout_s=240)
+    assert check.world == 3 and check.max_abs_error["y0"] < 1e-5
+
+
+def test_rank_dependent_literals_that_are_not_affine_are_e0552(tmp_path: Path) -> None:
+    path = _write(tmp_path, """
+        class Model(nn.Module):
+            def forward(self, x):
+                r = dist.get_rank()
+                return funcol.all_reduce(x[r * r : r * r + 2] * 2.0, "sum", dist.group.WORLD)
+
+        def get_inputs():
+            return [torch.randn(8, 4)]
+    """)
+    path.write_text(path.read_text().replace("WORLD_SIZE = 2", "WORLD_SIZE = 3"))
+    with pytest.raises(FrontendError) as err:  # offsets 0, 1, 4: two ranks always fit
+        capture_distributed(path)
+    assert err.value.code == "E0552" and "a + b * rank" in err.value.notes[0]
+
+
+def test_fsdp2_gathers_parameters_and_reduce_scatters_gradients() -> None:
+    d = capture_distributed(SAMPLES / "dist_fsdp_mlp.py")
+    verify_program(d.program)
+    assert all(r.coverage == () for r in d.ranks)
+    up, down = (32 * 16 + 32) * 4, (16 * 32 + 16) * 4  # each layer's full parameters
+    got = [(c.kind, c.op, c.buffer_bytes) for c in collectives(d.program)]
+    assert got == [("all_gather", None, up), ("all_gather", None, down),
+                   ("reduce_scatter", "avg", down), ("reduce_scatter", "avg", up)]
+    check = validate_with_gloo(SAMPLES / "dist_fsdp_mlp.py", timeout_s=240)
+    assert check.world == 2 and max(check.max_abs_error.values()) < 1e-6
+
+
+def test_fsdp2_copy_ops_as_aten_ops_match_torchs() -> None:
+    """Note [FSDP2 capture]: the replacements write what the fsdp ops write."""
+    import torch
+    from torch.distributed.fsdp._fully_shard import _fsdp_collectives
+
+    from solar.frontends.pytorch.capture_dist import distributed_capture
+
+    assert _fsdp_collectives is not None  # defines the fsdp ops
+    g = torch.Generator().manual_seed(0)
+    shards = [torch.randn(12, generator=g), torch.randn(6, generator=g)]
+    grads = [torch.randn(8, 3, generator=g), torch.randn(4, generator=g)]
+    gathered = torch.randn(2, 18, generator=g)
+
+    def run() -> list[torch.Tensor]:
+        buffer = torch.zeros(36)
+        given, _ = torch.ops.fsdp.all_gather_copy_in(shards, buffer, [12, 6], 18, 1)
+        outs = [torch.zeros(2, 12), torch.zeros(2, 6)]
+        torch.ops.fsdp.split_with_sizes_copy(gathered, [12, 6], dim=1, out=outs)
+        packed = torch.zeros(28)
+        torch.ops.fsdp.chunk_cat(grads, 0, 2, out=packed)
+        return [given.clone(), *outs, packed]
+
+    want = run()
+    with distributed_capture():
+        got = run()
+    for a, b in zip(got, want, strict=True):  # torch's chunk_cat also reshapes `out`
+        torch.testing.assert_close(a.reshape(-1), b.reshape(-1), rtol=0, atol=0)
+
+
+def test_ddp_under_train_all_reduces_in_the_backward_and_matches_gloo() -> None:
+    from solar.frontends.pytorch.train_step import TrainStep
+
+    d = capture_distributed(SAMPLES / "dist_ddp_train.py", step=TrainStep())
+    verify_program(d.program)
+    reduces = [k.name for k in d.program.kernels if k.collective is not None]
+    assert reduces and all(name.startswith("backward_all_reduce") for name in reduces)
+    assert any(k.name.startswith("optimizer_") for k in d.program.kernels)
+    assert sum(c.buffer_bytes for c in collectives(d.program)) == (16 * 32 + 32 + 32 * 8 + 8) * 4
+    check = validate_with_gloo(SAMPLES / "dist_ddp_train.py", train=True, timeout_s=240)
+    assert check.world == 2 and len(check.max_abs_error) == 9  # loss, 4 grads, 4 params
+    assert max(check.max_abs_error.values()) < 1e-6
+
+
+def test_ddp_no_sync_micro_batch_is_not_all_reduced(tmp_path: Path) -> None:
+    path = _write(tmp_path, """
+        from torch.nn.parallel import DistributedDataParallel
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.ddp = DistributedDataParallel(nn.Linear(8, 4))
+
+            def forward(self, x):
+                with torch.enable_grad():
+                    with self.ddp.no_sync():  # accumulate: no communication
+                        self.ddp(x[:2]).sum().backward()
+                    self.ddp(x[2:]).sum().backward()  # the last micro-batch reduces
+                return tuple(p.grad for p in self.ddp.parameters())
+
+        def get_inputs():
+            return [torch.randn(4, 8)]
+    """)
+    d = capture_distributed(path)
+    assert [c.buffer_bytes for c in collectives(d.program)] == [4 * 4, 32 * 4]
+
+
+def test_ddp_with_a_compressing_comm_hook_is_e0559(tmp_path: Path) -> None:
+    path = _write(tmp_path, """
+        from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+        from torch.nn.parallel import DistributedDataParallel
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.ddp = DistributedDataParallel(nn.Linear(8, 4))
+                self.ddp.register_comm_hook(None, default_hooks.fp16_compress_hook)
+
+            def forward(self, x):
+                return self.ddp(x)
+
+        def get_inputs():
+            return [torch.randn(4, 8)]
+    """)
+    with pytest.raises(FrontendError) as err:
+        capture_distributed(path)
+    assert err.value.code == "E0559"

@@ -14,6 +14,11 @@ forms, both affine where they can be:
   ``Y[n, g*Kg + k, l*i + d*r - p] += X[n, g*Cg + c, i] * W[..., r]`` guarded to the
   output extent: affine, no ``%``.
 
+`emit_conv_weight_grad` is a convolution's weight gradient as such a convolution, with the
+roles swapped (as XLA's autodiff builds it): the windowed operand is the lhs with batch
+and feature exchanged, the dense one the kernel, strides and kernel dilation exchanged,
+the groups batch groups.
+
 Output extents come from the declared output, so asymmetric padding and PyTorch's
 ``output_padding`` need nothing special. Low-precision outputs accumulate in an f32
 kernel-local (`solar.frontends.kit.accumulate_dtype`). Loop variables are named
@@ -36,7 +41,7 @@ from solar.frontends.kit.table import UnsupportedOpError
 from solar.frontends.kit.values import TensorInfo
 from solar.ir import Access, Assign, Binary, Expr, IntLit, Reduce, Stmt
 
-__all__ = ["ConvSpec", "Layout", "emit_conv"]
+__all__ = ["ConvSpec", "Layout", "emit_conv", "emit_conv_weight_grad"]
 
 Layout = tuple[int | None, ...]
 """Positions of (batch or out-feature, feature, spatial...) in an operand; a ``None``
@@ -211,6 +216,45 @@ def emit_conv(
     if acc is not None:
         fin = Nest(kb, list(out.shape), "i")
         kb.emit(*fin.wrap([Assign(ctx.write(out, fin.idx), acc[tuple(fin.idx)])]))
+
+
+def emit_conv_weight_grad(
+    ctx: LowerCtx,
+    dense: Operand,
+    windowed: Operand,
+    dw: TensorInfo,
+    *,
+    strides: tuple[int, ...],
+    padding: tuple[int, ...],
+    dilation: tuple[int, ...],
+    groups: int,
+    hint: str | None = None,
+) -> None:
+    """Emit the weight gradient of a convolution (``dense``, ``windowed``: ``[N, G*A, *O]``
+    and ``[N, G*B, *I]``; ``dw``: ``[G*A, B, *R]``; the forward's ``strides``,
+    ``padding``, ``dilation`` and ``groups``):
+    ``dW[g*A + a, b, r] = sum_{n, o} D[n, g*A + a, o] * Wn[n, g*B + b, s*o + d*r - p]``.
+
+    That is `emit_conv` in gather form over an output ``[B, G*A, *R]`` laid out as ``dw``
+    (batch ``b``, feature ``g*A + a``), lhs ``Wn`` with ``n`` as its feature and its
+    channel as the batch (``batch_groups = G``), kernel ``D`` (out-feature its channel,
+    in-feature ``n``, taps ``o``), window strides ``d`` and kernel dilation ``s``. A
+    convolution's is ``dense = dY``, ``windowed = X``; a transposed convolution's
+    ``dense = X``, ``windowed = dY`` (its weight is ``[C, K/G, *R]``).
+    """
+    nd = len(strides)
+    spatial = tuple(range(2, nd + 2))
+    spec = ConvSpec(
+        strides=dilation,
+        padding=padding,
+        lhs_dilation=(1,) * nd,
+        rhs_dilation=strides,
+        batch_groups=groups,
+        lhs_layout=(1, 0, *spatial),
+        rhs_layout=(1, 0, *spatial),
+        out_layout=(1, 0, *spatial),
+    )
+    emit_conv(ctx, windowed, dense, dw, spec, hint=hint)
 
 
 _OUT = ("od", "oh", "ow")

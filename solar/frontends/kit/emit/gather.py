@@ -253,12 +253,15 @@ def emit_scatter(
     mode: IndexMode = "PROMISE_IN_BOUNDS",
     copy: Reader | None = None,
     hint: str = "u",
+    also: Callable[[Sequence[Expr]], list[Stmt]] | None = None,
 ) -> None:
     """``out = x`` (when ``copy`` reads ``x``), then ``out[start(b) + w] op= update[b, w]``
     for every update element (XLA ``scatter``; ``op`` ``None`` overwrites).
 
     Out-of-bounds updates (``FILL_OR_DROP``) combine the identity of ``op`` (or keep the
-    old value). ``hint`` names the update loop's variables.
+    old value). ``hint`` names the update loop's variables. ``also`` adds statements at
+    the same destination index after each update, in the same loop nest (PyTorch's
+    ``scatter_reduce(mean)`` counts its targets there).
     """
     if copy is not None:
         full = Nest(kb, out_shape, "i")
@@ -299,4 +302,4 @@ def emit_scatter(
         keep = tgt if op is None else reduce_identity(op, update_dtype)
         val = Call("select", (ok, val, keep))
     stmt: Stmt = Assign(tgt, val) if op is None else Reduce(tgt, op, val)
-    kb.emit(*nest.wrap([stmt]))
+    kb.emit(*nest.wrap([stmt, *(also(dst) if also is not None else ())]))

@@ -63,6 +63,16 @@ class Segment:
     hi: int
     src: Callable[[Expr], Expr] | None
 
+    def source(self, v: Expr) -> Expr:
+        """The source index at output index ``v`` (border segments always have one).
+
+        Raises:
+            UnsupportedOpError: a padding segment (no source).
+        """
+        if self.src is None:
+            raise UnsupportedOpError("a padding segment has no source index")
+        return self.src(v)
+
 
 def identity(v: Expr) -> Expr:
     """``v -> v``."""
