@@ -28,7 +28,7 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(VENV)/bin/ruff check solar tests benchmarks
 	$(VENV)/bin/mypy solar
-	$(PY) -m pytest -n 2 -q
+	$(PY) -m pytest -n 2 -q tests solar  # solar: the docstring examples (--doctest-modules)
 
 # The core suite without torch/jax installed: their tests must skip, not fail.
 test-core:

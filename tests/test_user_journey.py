@@ -241,13 +241,14 @@ def test_summary_ranks_kernels_says_the_roof_and_suggests_bf16(
     r = run_cli(capsys, "analyze", str(GPT), "--validate", "off", "-q", "--top", "2")
     lines = r.out.splitlines()
     head = next(i for i, line in enumerate(lines) if "next steps: 2 of 10 kernels" in line)
-    rows = lines[head + 2 : head + 4]
+    # rows with a source line take two lines: the name and its source, then the numbers
+    names, rows = lines[head + 3 : head + 7 : 2], lines[head + 4 : head + 7 : 2]
     # fc and out move 2*B*T*d*4d FLOPs each: the two largest kernels, at the TF32 roof
-    assert rows[0].split()[0] in ("fc_addmm", "out_addmm")
-    assert rows[1].split()[0] in ("fc_addmm", "out_addmm")
+    assert names[0].split()[0] in ("fc_addmm", "out_addmm")
+    assert names[1].split()[0] in ("fc_addmm", "out_addmm")
     # fp32-accurate on H100: 3 TF32 passes (Note [Emulated fp32])
     assert all("tensor:3xtf32" in row and "--precision bf16" in row for row in rows)
-    assert not lines[head + 4].startswith("    ")  # --top 2: two rows
+    assert not lines[head + 7].startswith("    ")  # --top 2: two rows
     assert ("hint: cast to bf16: fp32/TF32 matmuls and convolutions (93% of the unfused "
             "bound)") in r.out
     assert "--precision bf16 bounds: fused <= " in r.out  # the bound the hint gives

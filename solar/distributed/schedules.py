@@ -171,7 +171,7 @@ def pipeline_bounds(costs: StageCosts, micro_batches: int, chunks: int = 1, *,
 
     >>> b = pipeline_bounds(StageCosts((1.0,) * 4, (1.0,) * 4, (1.0,) * 4, (0.0,) * 4), 8)
     >>> b.work_s, b.time_s, b.binding
-    (24.0, 27.0, 'work')
+    (24.0, 27.0, 'fill')
     """
     _check(costs, micro_batches, chunks)
     p, m, v, send = costs.stages, micro_batches, chunks, costs.send_s

@@ -113,8 +113,8 @@ def by_module(archs: Sequence[ArchBounds], module_paths: Sequence[str]
     ...               precision="tf32", time_s=1e-6, bottleneck="memory",
     ...               arithmetic_intensity_flops_per_byte=0.25)
     >>> a = ArchBounds(arch="H100", display_name="H100", precision_policy="default",
-    ...                cache_assumption="warm", dram_bandwidth_bytes_per_s=1.0, bounds=(),
-    ...                kernels=(k,))
+    ...                cache_assumption="warm", peak_flops_per_s={},
+    ...                dram_bandwidth_bytes_per_s=1.0, bounds=(), kernels=(k,))
     >>> [(r.name, r.kernels, r.flops) for r in by_module([a], ["blk", "blk.fc"])]
     [('blk', 1, 2.0), ('blk.fc', 1, 2.0)]
     """

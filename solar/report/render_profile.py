@@ -43,6 +43,10 @@ HINT_MIN_GAIN = 0.05
 NAME_W = 24
 """The kernel column of one-line rows; a longer name takes a line of its own."""
 
+LINE_W = 100
+"""The widest one-line row (the renderer's ~100 columns); wider tables take two lines a
+row: the name (and source) on one, the numbers below it."""
+
 _LOW_PRECISION = ("bf16", "fp16", "fp8")
 
 
@@ -50,20 +54,24 @@ def _fmt() -> tuple[Callable[[float], str], Callable[[float], str], Callable[[fl
     return format_time, format_flops, format_bytes
 
 
-def _table(head: str, names: Sequence[str], cells: Sequence[str], width: int) -> list[str]:
-    """Rows of ``names`` and ``cells`` under ``head`` (Note [Full names])."""
+def _table(head: str, names: Sequence[str], cells: Sequence[str], width: int,
+           tags: Sequence[str] = ()) -> list[str]:
+    """Rows of ``names`` and ``cells`` under ``head`` (Note [Full names]); ``tags`` (a
+    kernel's source line) follow the cells on one-line rows, the name on two-line rows."""
+    tags = tags or [""] * len(names)
     w = max((len(n) for n in names), default=0)
-    if w <= width:
-        w = max(w, len(head.split()[0]) if head else 0)
-        first, _, rest = head.partition(" ")
-        lines = [f"    {first:<{w}} {rest}"]
-        lines.extend(f"    {n:<{w}} {c}" for n, c in zip(names, cells, strict=True))
-        return lines
+    w = max(w, len(head.split()[0]) if head else 0)
     first, _, rest = head.partition(" ")
-    lines = [f"    {first}", f"      {rest}"]
-    for n, c in zip(names, cells, strict=True):
-        lines.append(f"    {n}")
-        lines.append(f"      {c}")
+    tag_w = max(len(t) for t in tags) if tags else 0
+    tag_head = f"  {'source':<{tag_w}}" if tag_w else ""
+    rows = [f"    {n:<{w}} {c}" + (f"  {t:<{tag_w}}" if tag_w else "")
+            for n, c, t in zip(names, cells, tags, strict=True)]
+    if w <= width and max(len(r.rstrip()) for r in rows) <= LINE_W:
+        return [f"    {first:<{w}} {rest}{tag_head}".rstrip(), *(r.rstrip() for r in rows)]
+    lines = [f"    {first}" + ("  (source)" if tag_w else ""), f"      {rest}".rstrip()]
+    for n, c, t in zip(names, cells, tags, strict=True):
+        lines.append(f"    {n}  ({t})" if t else f"    {n}")
+        lines.append(f"      {c}".rstrip())
     return lines
 
 
@@ -104,19 +112,16 @@ def kernel_table(kernels: Sequence[KernelRow], top: int, next_step: Callable[[Ke
         f"  next steps: {len(ranked)} of {len(kernels)} kernels by unfused bound "
         "(no per-kernel measurement of this device):"
     ]
-    # the user's source line of each kernel, when the frontend knows it (kernels[].source)
-    w = max((len(k.source or "-") for k in ranked), default=0) if any(
-        k.source for k in ranked) else 0
-    src = [f"{k.source or '-':<{w}}  " if w else "" for k in ranked]
     cells = [
         f"{ftime(k.time_s):>10} {k.time_s / total:6.1%} {fflops(k.flops):>11} "
-        f"{fbytes(k.bytes):>9}  {s}{roof_label(k):<13} {next_step(k)}"
-        for k, s in zip(ranked, src, strict=True)
+        f"{fbytes(k.bytes):>9}  {roof_label(k):<13} {next_step(k):<32}"
+        for k in ranked
     ]
-    where = f"{'source':<{w}}  " if w else ""
-    cols = (f"kernel {'bound':>10} {'share':>6} {'FLOPs':>11} {'bytes':>9}  {where}{'roof':<13} "
-            "next step")
-    return [*head, *_table(cols, [k.name for k in ranked], cells, NAME_W)]
+    cols = (f"kernel {'bound':>10} {'share':>6} {'FLOPs':>11} {'bytes':>9}  {'roof':<13} "
+            f"{'next step':<32}")
+    # the user's source line of each kernel, when the frontend knows it (kernels[].source)
+    tags = [k.source or "-" for k in ranked] if any(k.source for k in ranked) else []
+    return [*head, *_table(cols, [k.name for k in ranked], cells, NAME_W, tags)]
 
 
 def breakdown_lines(arch: ArchBounds, rows: Sequence[BreakdownRow], what: str, top: int

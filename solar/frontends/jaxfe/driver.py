@@ -34,7 +34,7 @@ from solar.frontends.jaxfe.core import (
     read,
     uint8_inexact,
 )
-from solar.frontends.jaxfe.sources import eqn_source
+from solar.frontends.jaxfe.sources import eqn_function_scope, eqn_source, jit_name
 from solar.frontends.jaxfe.walk import (
     inline_args,
     inline_body,
@@ -118,6 +118,7 @@ class Lowerer(LoweringDriver):
         self.strip_root = strip_root
         self.scope = ""
         self.dotted_scope = ""  # `scope` with its parts joined by dots
+        self._functions: tuple[str, ...] = ()  # the calls' functions (Note [JAX kernel names])
         self.constants: list[tuple[str, np.ndarray]] = self.journaled([])
         self.cond_regions: list[CondRegion] = self.journaled([])
         self._consts: dict[int, tuple[Any, Value]] = self.journaled({})
@@ -164,6 +165,10 @@ class Lowerer(LoweringDriver):
         name = f"{self.scope}_{hint}" if self.scope else hint
         if self._phase != "forward":  # Note [JAX step phases]: named like a PyTorch step's
             name = f"{self._phase}_{name}"
+            # the phase is a module of the report, as a PyTorch step's (Note [Kernel origins])
+            self.module_paths.add(self._phase)
+            if self.dotted_scope:
+                self.module_paths.add(f"{self._phase}.{self.dotted_scope}")
         kb = self.pb.kernel(name)
         self._pending.append(kb)
         return kb
@@ -335,6 +340,7 @@ class Lowerer(LoweringDriver):
     @contextlib.contextmanager
     def _scoped(self, eqn: Any) -> Iterator[None]:
         saved, saved_dotted, saved_source = self.scope, self.dotted_scope, self.pb.source
+        saved_functions = self._functions
         self.pb.source = eqn_source(eqn) or saved_source  # Note [JAX kernel sources]
         strip = self.strip_root and not saved
         inner = sanitize_scope(str(eqn.source_info.name_stack), strip)
@@ -343,10 +349,21 @@ class Lowerer(LoweringDriver):
             dotted = sanitize_scope(str(eqn.source_info.name_stack), strip, sep=".")
             self.dotted_scope = f"{saved_dotted}.{dotted}" if saved_dotted else dotted
             self.module_paths.add(self.dotted_scope)
+        elif not saved:  # Note [JAX kernel names]
+            named, whole = eqn_function_scope(eqn)
+            named = named if whole else (*self._functions, *named)
+            if inline_body(eqn) is not None:  # a call: its body's functions start here
+                called = jit_name(eqn) if self.pb.source else ""  # not a jitted entry's
+                self._functions = (*named, called) if called else named
+            elif named:
+                self.scope = sanitize_name("_".join(named))
+                self.dotted_scope = ".".join(named)
+                self.module_paths.add(self.dotted_scope)
         try:
             yield
         finally:
             self.scope, self.dotted_scope, self.pb.source = saved, saved_dotted, saved_source
+            self._functions = saved_functions
 
     def _lower_one(self, eqn: Any, ins: Sequence[Value], path: tuple[int, ...]) -> list[Value]:
         body = inline_body(eqn)

@@ -7,6 +7,27 @@ standard library and the JAX libraries that wrap ``lax`` calls (Flax, equinox, h
 optax: their module paths already name the kernel, Note [Kernel origins]) are skipped
 too, so the line is the innermost one of the user's own code. Only file names and line
 numbers are read, no traceback is formatted.
+
+Note [JAX kernel names]
+~~~~~~~~~~~~~~~~~~~~~~~
+A kernel is named ``<scope>_<primitive>``. Inside a Flax/haiku module the scope is the
+module path of jax's name stack (``Dense_0``). Outside every module the name stack says
+nothing (jax inlines ``jnp``/``jax.nn`` calls into the caller's jaxpr), so the scope comes
+from the equation's traceback (`eqn_function_scope`): the user's own functions between
+the entry and the equation (``def attention(...)`` called from the entry ``f``), then the
+``jax.nn`` function the innermost of them called (``gelu``, ``softmax``), giving
+``attention_softmax_exp`` rather than ``exp_3``. Methods count by their own name; dunder
+methods (``Model.__call__``), lambdas, private (``_x``) names and a ``jax.nn`` name equal
+to its primitive (``jax.nn.tanh``'s ``tanh``) add nothing; the entry is the frame that
+SOLAR's capture called. jax traces a ``jit`` body (and a ``custom_jvp`` one) on a stack of
+its own that starts at the jitted function, so a body's names are relative: they follow
+the functions of the call that inlines it plus, for a user's ``@jax.jit`` function, its
+name (`jit_name`: ``block_attention_softmax_exp`` for ``block`` calling a jitted
+``attention``); a jitted entry's name adds nothing, nor do the jitted helpers of jax's
+own libraries (``jnp.where``'s ``_where``). The dotted scope (``attention.softmax``) joins
+``module_paths``, so the report's op-type rows still read ``exp`` and its module rows
+gain the function (Note [Kernel origins] in `solar.report.breakdown`). Names stay unique
+(the builder numbers repeats) and stable (function names, not line numbers).
 """
 
 from __future__ import annotations
@@ -15,10 +36,12 @@ import importlib.util
 import os
 from typing import Any
 
-__all__ = ["eqn_source"]
+__all__ = ["eqn_function_scope", "eqn_source", "jit_name"]
 
 _LIBRARIES = ("jax", "jaxlib", "flax", "equinox", "haiku", "optax", "solar")
 _SKIP: list[str] = []
+_NN: list[str] = []
+_SOLAR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "")
 
 
 def _skipped() -> tuple[str, ...]:
@@ -47,3 +70,57 @@ def eqn_source(eqn: Any) -> str:
         if not frame.file_name.startswith(skip):
             return f"{os.path.basename(frame.file_name)}:{frame.start_line}"
     return ""
+
+
+
+def _nn_api() -> str:
+    if not _NN:
+        import jax._src.nn
+
+        _NN.append(os.path.join(os.path.dirname(jax._src.nn.__file__), ""))
+    return _NN[0]
+
+
+def _plain(name: str) -> bool:
+    return name.isidentifier() and not name.startswith("_")
+
+
+def eqn_function_scope(eqn: Any) -> tuple[tuple[str, ...], bool]:
+    """The functions an equation was made in, outermost first, for its kernel name
+    (Note [JAX kernel names]): the user's own functions below the entry, then the
+    ``jax.nn`` function the innermost one called (``("attention", "softmax")``); and
+    whether they start at the entry (``False``: below the jitted function whose body
+    jax traced on a stack of its own)."""
+    traceback = getattr(getattr(eqn, "source_info", None), "traceback", None)
+    if traceback is None:
+        return (), True
+    skip, nn_api = _skipped(), _nn_api()
+    user: list[str] = []
+    api = ""
+    whole = False
+    for frame in traceback.frames:  # innermost first
+        if frame.file_name.startswith(_SOLAR):  # the capture that called the entry
+            whole = True
+            break
+        if not frame.file_name.startswith(skip):
+            user.append(frame.function_name.rsplit(".", 1)[-1])
+        elif not user and frame.file_name.startswith(nn_api):
+            api = frame.function_name  # ends as the outermost jax.nn frame below the user's
+    # user[-1]: the entry, or the jitted function a stack of its own starts at
+    named = [n for n in reversed(user[:-1]) if _plain(n)]
+    if _plain(api) and api != eqn.primitive.name:
+        named.append(api)
+    return tuple(named), whole
+
+
+def jit_name(eqn: Any) -> str:
+    """The name of the user's function a ``jit`` equation calls (``@jax.jit def
+    attention``), or ``""`` for a library's (``jnp.where``'s ``_where``) and other calls."""
+    name = eqn.params.get("name") if eqn.primitive.name in ("pjit", "jit") else None
+    body = eqn.params.get("jaxpr")
+    info = getattr(getattr(body, "jaxpr", body), "debug_info", None)
+    where = getattr(info, "func_src_info", None) or ""
+    file = where.rpartition(" at ")[2].rpartition(":")[0]
+    if not isinstance(name, str) or not _plain(name) or not file or file.startswith(_skipped()):
+        return ""
+    return name

@@ -91,7 +91,8 @@ def test_local_window_scores_count_the_band(tmp_path: Any) -> None:
     report = analyze(path, AnalyzeOptions(frontend="jax", archs=("H100_SXM",)))
     assert report.validation.status == "passed"
     flops = {k.name: k.flops for k in report.archs[0].kernels}
-    assert flops["dot_general"] == 2 * 58 * 8 * 2
-    assert flops["mul"] == 2 * 58
-    assert flops["dot_general_1"] == 2 * 16 * 16 * 8 * 2
+    # kernels named from their source (Note [JAX kernel names]): jax.nn's function
+    assert flops["dot_product_attention_dot_general"] == 2 * 58 * 8 * 2
+    assert flops["dot_product_attention_mul"] == 2 * 58
+    assert flops["dot_product_attention_dot_general_1"] == 2 * 16 * 16 * 8 * 2
     assert any("constant buffers" in n for n in report.frontend.notes)

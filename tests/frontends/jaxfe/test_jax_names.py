@@ -1,0 +1,89 @@
+"""JAX kernels named from their source (issue 31, Note [JAX kernel names]): the user's
+functions and the ``jax.nn`` function they called, not ``exp_3``."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from solar.frontends.jaxfe import lower_jaxpr, trace_function, trace_jax_file
+from solar.report.breakdown import kernel_origin
+
+jax = pytest.importorskip("jax")
+pytestmark = pytest.mark.jax
+
+SAMPLES = Path(__file__).resolve().parents[3] / "samples" / "jax"
+
+
+def attention(q, k, v):  # type: ignore[no-untyped-def]
+    return jax.nn.softmax(q @ k.T, axis=-1) @ v
+
+
+def mlp(x, w):  # type: ignore[no-untyped-def]
+    return jax.nn.gelu(x @ w)
+
+
+def f(q, k, v, w):  # type: ignore[no-untyped-def]
+    return mlp(attention(q, k, v), w)
+
+
+def test_kernels_are_named_from_the_user_functions_and_jax_nn() -> None:
+    x = np.ones((8, 8), np.float32)
+    lowered = lower_jaxpr(trace_function(f, [x, x, x, x]))
+    names = [k.name for k in lowered.program.kernels]
+    assert {"attention_dot_general", "attention_softmax_exp", "attention_softmax_reduce_max",
+            "attention_dot_general_1", "mlp_dot_general", "mlp_gelu_tanh"} <= set(names)
+    assert len(set(names)) == len(names)
+    assert all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", n) for n in names)
+    # the entry `f` and the test's own frames (pytest's) name nothing
+    assert not any(n.startswith(("f_", "test_", "pytest")) for n in names)
+    assert {"attention", "attention.softmax", "mlp", "mlp.gelu"} <= set(lowered.module_paths)
+    # op-type rows stay primitives (Note [Kernel origins])
+    assert kernel_origin("attention_softmax_exp", lowered.module_paths) == (
+        "attention.softmax", "exp")
+
+
+def test_a_jitted_function_names_its_body_and_a_jitted_entry_does_not() -> None:
+    # jax traces a jit body on a stack of its own: the call's function scope and the
+    # `jit` name carry over; the entry's own name adds nothing
+    attn = jax.jit(attention)
+
+    def block(x):  # type: ignore[no-untyped-def]
+        return attn(x, x, x)
+
+    @jax.jit
+    def g(x):  # type: ignore[no-untyped-def]
+        return block(x) + attn(x, x, x) * 2.0 + jax.nn.relu(x)
+
+    x = np.ones((8, 8), np.float32)
+    names = [k.name for k in lower_jaxpr(trace_function(g, [x])).program.kernels]
+    assert {"block_attention_dot_general", "block_attention_softmax_exp",
+            "attention_dot_general", "attention_softmax_exp", "relu_max", "mul",
+            "add"} <= set(names)
+    assert not any(n.startswith("g_") for n in names)
+
+
+def test_names_are_stable() -> None:
+    x = np.ones((4, 4), np.float32)
+    runs = [[k.name for k in lower_jaxpr(trace_function(f, [x, x, x, x])).program.kernels]
+            for _ in range(2)]
+    assert runs[0] == runs[1]
+
+
+@pytest.mark.parametrize(
+    ("sample", "expected"),
+    [
+        ("flax_mlp.py", {"gelu_tanh", "gelu_tanh_1", "softmax_exp", "Dense_0_dot_general"}),
+        ("mpc_rollout.py", {"softmax_exp", "softmax_reduce_sum"}),
+        ("train_mlp_sgd.py", {"model_dot_general", "model_relu_max",
+                              "backward_model_dot_general"}),
+    ],
+)
+def test_samples_name_their_functions(sample: str, expected: set[str]) -> None:
+    names = {k.name for k in lower_jaxpr(trace_jax_file(SAMPLES / sample)).program.kernels}
+    assert expected <= names
+    # no kernel named only after its primitive where a function made it
+    assert not {"tanh", "exp", "tanh_1", "exp_1", "dot_general_1"} & names
