@@ -11,6 +11,7 @@ under it; Note [Independent FLOP count] in capture.py says what ``count_flops`` 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -250,22 +251,20 @@ class Recorder:
 # Only the code object's file name and the frame's line are read, walking
 # ``sys._getframe``: no traceback is formatted. A call no user frame made (autograd's
 # backward, run from SOLAR's training step) has none.
-_INTERNAL: list[str] = []
-
-
+@functools.cache
 def _internal_prefixes() -> tuple[str, ...]:
     """The directories of SOLAR, torch and the standard library, and ``<``."""
-    if not _INTERNAL:
-        import sysconfig
+    import sysconfig
 
-        import torch
+    import torch
 
-        solar = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        _INTERNAL.append(solar + os.sep)  # this file is solar/frontends/pytorch/recorder.py
-        _INTERNAL.append(os.path.dirname(torch.__file__ or "") + os.sep)
-        _INTERNAL.append(sysconfig.get_paths()["stdlib"] + os.sep)
-        _INTERNAL.append("<")  # <frozen importlib._bootstrap>, <string>
-    return tuple(_INTERNAL)
+    solar = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return (
+        solar + os.sep,  # this file is solar/frontends/pytorch/recorder.py
+        os.path.dirname(torch.__file__ or "") + os.sep,
+        sysconfig.get_paths()["stdlib"] + os.sep,
+        "<",  # <frozen importlib._bootstrap>, <string>
+    )
 
 
 def user_source() -> str:
