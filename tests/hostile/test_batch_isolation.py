@@ -67,7 +67,11 @@ def test_no_global_state_passes_between_files(tmp_path: Path) -> None:
     leaky = by_file["a_leaky/model.py"].rows[0]
     plain = by_file["b_plain/model.py"].rows[0]
     # the leaky file sees its own settings ...
-    assert (leaky.flops, leaky.compulsory_dram_bytes, leaky.precision) == (2 * 4**3, 3 * 16 * 8, "tf32")
+    assert (leaky.flops, leaky.compulsory_dram_bytes, leaky.precision) == (
+        2 * 4**3,
+        3 * 16 * 8,
+        "tf32",
+    )
     # ... and the next file none of them: its own helpers (N=64), float32, no TF32
     assert plain.flops == 2 * 64**3
     assert plain.compulsory_dram_bytes == 3 * 64 * 64 * 4
