@@ -33,10 +33,12 @@ class Block(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, s, h = x.shape
-        q, k, v = self.qkv(self.ln1(x)).split(h, dim=-1)
-        q, k, v = (t.view(b, s, HEADS, h // HEADS).transpose(1, 2) for t in (q, k, v))
+        # chunk(3) and -1 heads: the same program on one device, and one TP rank's shard
+        # (h / tp wide) under torch's tensor parallelism (solar/frontends/pytorch/derive_plan.py)
+        q, k, v = self.qkv(self.ln1(x)).chunk(3, dim=-1)
+        q, k, v = (t.view(b, s, -1, h // HEADS).transpose(1, 2) for t in (q, k, v))
         y = functional.scaled_dot_product_attention(q, k, v, is_causal=True)
-        x = x + self.proj(y.transpose(1, 2).reshape(b, s, h))
+        x = x + self.proj(y.transpose(1, 2).reshape(b, s, -1))
         return x + self.fc2(functional.gelu(self.fc1(self.ln2(x))))
 
 

@@ -183,12 +183,16 @@ class PlanFile:
         layers: module path of the repeated block stack (``layers``,
             ``transformer.h``), when the name cannot be inferred.
         replicated: module paths whose work TP does not shard (norms by default).
+        tp_plan: ``(module path, style)``: torch's TP plan for a derived rank
+            (``colwise``/``rowwise``/``replicate``; ``*`` matches one path component;
+            Note [Derived ranks] in `solar.distributed.derived`).
     """
 
     plan: ParallelPlan
     heads: int | None = None
     layers: str | None = None
     replicated: tuple[str, ...] = field(default_factory=tuple)
+    tp_plan: tuple[tuple[str, str], ...] = field(default_factory=tuple)
 
 
 def load_plan_file(path: Path) -> PlanFile:
@@ -198,6 +202,7 @@ def load_plan_file(path: Path) -> PlanFile:
         heads: 96
         layers: transformer.h
         replicated: [ln_f]
+        tp_plan: {layers.*.qkv: colwise, layers.*.proj: rowwise}
 
     Raises:
         PlanError: E0805 for a file that is no such mapping.
@@ -210,7 +215,7 @@ def load_plan_file(path: Path) -> PlanFile:
         raise PlanError(f"plan file {path} is not valid YAML: {err}", code="E0805") from None
     if not isinstance(data, dict) or not isinstance(data.get("parallel"), dict):
         raise PlanError(f"plan file {path} needs a `parallel:` mapping", code="E0805")
-    unknown = set(data) - {"parallel", "heads", "layers", "replicated"}
+    unknown = set(data) - {"parallel", "heads", "layers", "replicated", "tp_plan"}
     if unknown:
         raise PlanError(f"plan file {path}: unknown key(s) {', '.join(sorted(unknown))}",
                         code="E0805")
@@ -227,7 +232,14 @@ def load_plan_file(path: Path) -> PlanFile:
     if not isinstance(replicated, list) or not all(isinstance(r, str) for r in replicated):
         raise PlanError(f"plan file {path}: `replicated` must be a list of module paths",
                         code="E0805")
-    return PlanFile(_plan_from(par, origin=str(path)), heads, layers, tuple(replicated))
+    tp_plan = data.get("tp_plan", {})
+    if not isinstance(tp_plan, dict) or not all(
+            isinstance(k, str) and v in ("colwise", "rowwise", "replicate")
+            for k, v in tp_plan.items()):
+        raise PlanError(f"plan file {path}: `tp_plan` maps module paths to colwise, rowwise "
+                        "or replicate", code="E0805")
+    return PlanFile(_plan_from(par, origin=str(path)), heads, layers, tuple(replicated),
+                    tuple(tp_plan.items()))
 
 
 def check_plan(

@@ -34,6 +34,7 @@ from solar.distributed.collectives import (
     min_bytes_per_rank,
     place_groups,
 )
+from solar.distributed.derived import DerivedRank, rank_work_of, tp_collectives_of
 from solar.distributed.failures import Failure
 from solar.distributed.moe_step import moe_info, raise_step, with_moe
 from solar.distributed.pipelining import PipelineReport, pipeline_report
@@ -143,8 +144,10 @@ def bound_step(
     phase_of: Callable[[str], str],
     precision: PrecisionPolicy,
     size_constants: Mapping[str, int] | None = None,
+    derived: DerivedRank | None = None,
 ) -> DistributedInfo:
-    """Bound one step of ``request.plan`` for a single-device program.
+    """Bound one step of ``request.plan`` for a single-device program; with ``derived``,
+    its TP rank as torch runs it (Note [Derived ranks] in `solar.distributed.derived`).
 
     Raises:
         HardwareSpecError: unknown or invalid cluster (E0405, E0406).
@@ -185,8 +188,13 @@ def bound_step(
                      global_batch=request.global_batch, micro_batch=request.micro_batch,
                      recompute=request.recompute, phase=request.phase)
     inputs = sum(_bytes(d, sizes) for d in program.tensors if d.role == "input")
-    hbm_bytes = fused.dram_bytes / (plan.tp * plan.pp * plan.cp) + \
-        (m - 1) * inputs / (plan.pp * plan.cp)
+    hbm_bytes = fused.dram_bytes / (plan.tp * plan.pp * plan.cp)
+    if derived is not None:
+        work, hbm_bytes = rank_work_of(derived, work, plan, spec, precision=precision,
+                                       micro_batches=m, global_batch=request.global_batch,
+                                       micro_batch=request.micro_batch,
+                                       recompute=request.recompute, phase=request.phase)
+    hbm_bytes += (m - 1) * inputs / (plan.pp * plan.cp)
     hbm_s = hbm_bytes / spec.dram_bandwidth_bytes_per_s
     memory = _memory(s, plan, request, spec, m)
 
@@ -195,6 +203,10 @@ def bound_step(
             return captured[1], ("the captured program's collectives, as one rank runs them",)
         colls, notes = plan_collectives(s, plan, stage=stage, micro_batches=m,
                                         recompute=request.recompute, phase=request.phase)
+        if derived is not None:
+            colls = (*(c for c in colls if c.axis != "tp"), *tp_collectives_of(
+                derived, plan, micro_batches=m, recompute=request.recompute,
+                phase=request.phase))
         return [(c, _stride(plan, c.axis)) for c in colls], notes
 
     info = _assemble(cluster, spec, plan, world, request, s, work, hbm_s, memory,
@@ -371,6 +383,7 @@ def bound_prepared(
     phase_of: Callable[[str], str] | None,
     precision: PrecisionPolicy,
     size_constants: Mapping[str, int] | None = None,
+    derived: DerivedRank | None = None,
 ) -> DistributedInfo:
     """`bound_step` for a prepared program: ``phase_of`` is the captured training
     step's (``None`` for a forward program).
@@ -386,7 +399,7 @@ def bound_prepared(
         raise PlanError(f"--phase {request.phase} bounds a forward program: drop --train",
                         code="E0806")
     return bound_step(program, graph, sizes, request, phase_of=phase_of or _forward,
-                      precision=precision, size_constants=size_constants)
+                      precision=precision, size_constants=size_constants, derived=derived)
 
 
 def _forward(_name: str) -> str:

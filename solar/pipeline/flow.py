@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from solar.diagnostics import UsageError
 from solar.files import write_atomic
@@ -29,9 +28,6 @@ from solar.pipeline.prepare import PreparedProgram, load_program, prepare_progra
 from solar.pipeline.training import training_info
 from solar.pipeline.validation import validate_front
 from solar.report import InputInfo, Report
-
-if TYPE_CHECKING:
-    from solar.distributed import DistributedRequest
 
 __all__ = ["analyze", "analyze_front", "analyze_module", "lift_source", "prepare"]
 
@@ -86,7 +82,7 @@ def analyze(
     else:
         say(f"loading {path} ({options.frontend} frontend)")
     front = load_program(source, options, progress=say)
-    return analyze_front(front, source_info(source, options), specs, options, say)
+    return analyze_front(front, source_info(source, options), specs, options, say, path=path)
 
 
 def analyze_module(
@@ -116,6 +112,8 @@ def analyze_front(
     specs: Sequence[HardwareSpec],
     options: AnalyzeOptions,
     say: Progress,
+    *,
+    path: Path | None = None,
 ) -> Report:
     """Prepare → validate → measure → bounds → report for a frontend's result."""
     prepared = prepare_program(front, options, say)
@@ -135,22 +133,30 @@ def analyze_front(
     report = report_at(base, point, options)
     if options.distributed is not None:
         say(f"bounding the plan on {options.distributed.cluster}")
-        report = _with_distributed(report, prepared, options.distributed)
+        report = _with_distributed(report, prepared, options, path)
     return report
 
 
 def _with_distributed(
-    report: Report, prepared: PreparedProgram, request: DistributedRequest
+    report: Report, prepared: PreparedProgram, options: AnalyzeOptions, path: Path | None
 ) -> Report:
-    """The report with its ``distributed`` section (docs/distributed.md)."""
+    """The report with its ``distributed`` section (docs/distributed.md); each rank's
+    program derived by torch's tensor parallelism where it can be (`solar.distributed.
+    derived`), else analytically, as its assumptions say."""
     from solar.distributed import bound_prepared
+    from solar.distributed.derived import derive_for
 
-    front = prepared.front
+    front, request = prepared.front, options.distributed
+    assert request is not None
+    derived, note = derive_for(path, request, frontend=front.name, sizes=options.sizes,
+                               train=options.train_step, optimizer=options.optimizer)
     info = bound_prepared(
         prepared.program, prepared.graph, prepared.sizes, request,
         phase_of=front.step.phase_of if front.step is not None else None,
-        precision=prepared.precision, size_constants=front.source_sizes,
+        precision=prepared.precision, size_constants=front.source_sizes, derived=derived,
     )  # fmt: skip
+    if note is not None:
+        info = info.model_copy(update={"assumptions": (note, *info.assumptions)})
     warnings = report.warnings
     if not info.memory.feasible:
         warnings += (f"plan {info.plan.label} does not fit: it needs at least "

@@ -41,6 +41,7 @@ from solar.frontends.kit.collectives import (
     world_size_of,
 )
 from solar.frontends.pytorch.capture_dist import distributed_capture
+from solar.frontends.pytorch.loader import ProgramSource, source_for_file
 from solar.frontends.pytorch.train_step import TrainStep
 from solar.ir import Program, parse_program, print_program
 
@@ -98,23 +99,25 @@ def _group_ranks(name: str) -> tuple[int, ...]:
 
 
 def capture_rank(
-    path: str | Path, rank: int, world: int, step: TrainStep | None = None
+    path: str | Path, rank: int, world: int, step: TrainStep | None = None,
+    *, source: ProgramSource | None = None,
 ) -> tuple[Any, LoweredProgram, dict[str, int]]:
-    """Capture and lower one rank of ``path`` (one training ``step`` of it when given);
-    a process group must be initialised.
+    """Capture and lower one rank of ``path`` (one training ``step`` of it when given),
+    or of ``source`` when given; a process group must be initialised.
 
     Returns:
         The `TorchCapture`, its lowering, and each ``permute`` kernel's destination.
     """
+    from solar.frontends.pytorch.capture import capture_program
     from solar.frontends.pytorch.driver import lower_capture
     from solar.frontends.pytorch.ops_collective import GROUP_RANKS, SENDS, Sends
-    from solar.frontends.pytorch.trace import trace_model_file
 
-    capture = trace_model_file(path, train=step is not None, step=step)
+    src = source or source_for_file(path, train=step is not None, step=step)
+    capture = capture_program(src)
     if "torch.distributed.tensor" in sys.modules:
         # DTensor propagates shardings by running ops on fake tensors the first time it
         # meets an op; the recorder sees those too. The second capture finds them cached.
-        capture = trace_model_file(path, train=step is not None, step=step)
+        capture = capture_program(src)
     sends = Sends()
     tokens = (current_rank.set(RankContext(rank, world)), GROUP_RANKS.set(_group_ranks),
               SENDS.set(sends))

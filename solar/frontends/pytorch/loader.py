@@ -79,6 +79,8 @@ class ProgramSource:
         float64: build a real instance in float64 (a copy of the module, its floating
             inputs and a step's targets and optimizer state cast, values unchanged), for
             validation's float64 re-check (Note [Float64 re-check] in solar/pipeline/validation.py).
+        transform: applied to the built ``nn.Module`` before its inputs are built (a
+            derived tensor-parallel rank: `solar.frontends.pytorch.derive_plan_capture`).
     """
 
     name: str
@@ -96,6 +98,7 @@ class ProgramSource:
     step: TrainStep | None = None
     namespace: Any = field(default=None, compare=False)
     float64: bool = False
+    transform: Callable[[Any], Any] | None = field(default=None, compare=False)
 
 
 def _entry_point(module: types.ModuleType, name: str, path: Path) -> Callable[..., Any]:
@@ -194,6 +197,8 @@ def _build_from_file(source: ProgramSource, fake_mode: Any) -> Instance:
             user_code=user_code,
             seed=seed_everything,
         )
+        if source.transform is not None:
+            model = source.transform(model)
     args, kwargs = _entry_inputs(source, module, where, ctx)
     check_call(model, args, kwargs, what=f"{attr} on its {len(args) + len(kwargs)} input(s)")
     if fake_mode is not None and (source.inputs_path is not None or source.input_shapes):

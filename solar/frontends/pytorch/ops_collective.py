@@ -6,7 +6,9 @@ over whole program-level tensors; ``wait_tensor`` and ``_wrap_tensor_autograd`` 
 free (they return their input). The group argument is a process-group name, resolved
 to its member ranks while the capture's process group is alive (`GROUP_RANKS`, set by
 `solar.frontends.pytorch.distributed`), and named by `solar.frontends.kit.collectives`.
-Outside a distributed capture, and for a collective on a view, a reduction torch has
+Outside a distributed capture, and for a collective on a view (but an all-reduce or
+broadcast of all of the view's storage: Note [Elementwise collectives on views]), a
+reduction torch has
 but the IR has not (``band``...), or uneven all-to-all splits, the op stays uncovered.
 DTensor, FSDP2 and tensor-parallel modules reach these ops through their own dispatch
 (docs/distributed.md, "Capturing distributed programs").
@@ -20,9 +22,10 @@ from dataclasses import dataclass, field
 
 from solar.frontends.kit import TensorInfo, UnsupportedOpError
 from solar.frontends.kit.collectives import RankContext, current_rank, group_for
+from solar.frontends.kit.context import BuilderKernels
 from solar.frontends.pytorch.lowering_utils import out0, tensor_arg
 from solar.frontends.pytorch.registry import LOWERINGS, LowerCtx, OpCall
-from solar.ir import Collective, CollectiveKind, CollectiveOp, IntLit
+from solar.ir import Collective, CollectiveKind, CollectiveOp, Expr, IntLit
 
 __all__ = ["GROUP_RANKS", "SENDS"]
 
@@ -78,23 +81,47 @@ def _op(value: object) -> CollectiveOp:
 
 def _emit(
     ctx: LowerCtx, call: OpCall, kind: CollectiveKind, source: int = 0, **fields: object
-) -> None:
+) -> tuple[TensorInfo, ...] | None:
     """One collective kernel from tensor argument ``source`` (a one-tensor list: its
-    tensor) into the call's first output."""
+    tensor) into the call's first output (Note [Elementwise collectives on views])."""
     x, out = call.arg(source, "input"), out0(call)
     if isinstance(x, tuple) and len(x) == 1:
         x = x[0]
     if not isinstance(x, TensorInfo):
         raise UnsupportedOpError(f"{call.target}: the source is not one tensor")
+    if not x.is_storage and out.is_storage and kind in ("all_reduce", "broadcast") \
+            and x.numel == _numel(x.ref.shape) and isinstance(ctx.host, BuilderKernels):
+        whole = ctx.host.pb.tensor("temp", x.dtype, x.ref.shape, f"{out.ref.name}_whole")
+        ctx.collective(kind, Collective(kind, whole.name, x.ref.name, **fields))  # type: ignore[arg-type]
+        return (TensorInfo(whole, x.shape, x.dtype, x.index_map),)
     if not x.is_storage or not out.is_storage:
         raise UnsupportedOpError("a collective on a view")
     ctx.collective(kind, Collective(kind, out.ref.name, x.ref.name, **fields))  # type: ignore[arg-type]
+    return None
+
+
+# Note [Elementwise collectives on views]
+# A row-parallel Linear's output reaches its all-reduce as a view: ``addmm`` writes
+# ``[tokens, hidden]`` and the view gives it back the input's ``[batch, seq, hidden]``.
+# An all-reduce (or broadcast) treats every element alike, so on a view of all of its
+# storage's elements it is the collective of the storage, viewed the same way: the
+# kernel reduces the storage into a new one of its shape, and the call's result is that
+# tensor through the view's map. The bytes are the view's (the same elements).
+
+
+def _numel(shape: tuple[Expr, ...]) -> int:
+    n = 1
+    for d in shape:
+        if not isinstance(d, IntLit):
+            return -1
+        n *= d.value
+    return n
 
 
 @LOWERINGS.register("_c10d_functional.all_reduce")
-def _all_reduce(ctx: LowerCtx, call: OpCall) -> None:
+def _all_reduce(ctx: LowerCtx, call: OpCall) -> tuple[TensorInfo, ...] | None:
     group, _ = _group(call.arg(2, "group_name"))
-    _emit(ctx, call, "all_reduce", op=_op(call.arg(1, "reduce_op")), group=group)
+    return _emit(ctx, call, "all_reduce", op=_op(call.arg(1, "reduce_op")), group=group)
 
 
 @LOWERINGS.register("_c10d_functional.all_gather_into_tensor")
@@ -121,14 +148,14 @@ def _all_to_all(ctx: LowerCtx, call: OpCall) -> None:
 
 
 @LOWERINGS.register("_c10d_functional.broadcast")
-def _broadcast(ctx: LowerCtx, call: OpCall) -> None:
+def _broadcast(ctx: LowerCtx, call: OpCall) -> tuple[TensorInfo, ...] | None:
     # The backends read ``src`` as a position in the group (gloo rejects a global rank
     # outside it), whatever the group: so does the IR's ``root``.
     group, members = _group(call.arg(2, "group_name"))
     src = int(call.arg(1, "src"))
     if not 0 <= src < len(members):
         raise UnsupportedOpError(f"broadcast from position {src} of a group of {len(members)}")
-    _emit(ctx, call, "broadcast", root=src, group=group)
+    return _emit(ctx, call, "broadcast", root=src, group=group)
 
 
 @LOWERINGS.register("_c10d_functional.wait_tensor", "_c10d_functional._wrap_tensor_autograd")

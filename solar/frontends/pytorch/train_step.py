@@ -57,6 +57,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias
 
 from solar.diagnostics import FrontendError
+from solar.frontends.pytorch.capture_dist import local_shard
 from solar.frontends.pytorch.instance import SEED, Instance, seed_everything, user_code
 from solar.training import Phase
 
@@ -391,9 +392,11 @@ def _meta_fused_sgd() -> None:
 
 
 def _state_values(kind: str, p: Any, k: int) -> Any:
-    """Seeded optimizer state for parameter ``k`` (non-negative second moments)."""
+    """Seeded optimizer state for parameter ``k`` (non-negative second moments); of its
+    local shard for a DTensor (the optimizer updates each rank's shard)."""
     import torch
 
+    p = local_shard(p)
     if p.device.type == "meta" or _is_fake(p):
         return torch.empty_like(p, requires_grad=False)
     gen = torch.Generator().manual_seed(SEED + 1000 + k)
@@ -537,7 +540,8 @@ def _apply_updates(
         for (_, p), g, keys in zip(params, grads, slots, strict=False):
             if g is None:
                 continue
-            p2, s2 = _update(spec, p, g, [state[k] for k in keys])
+            # a DTensor's shard (tensor parallelism): each rank updates its own shard
+            p2, s2 = _update(spec, local_shard(p), local_shard(g), [state[k] for k in keys])
             new_params.append(p2)
             new_state.extend(s2)
     return (*new_params, *new_state)
