@@ -18,7 +18,7 @@ what torch's plan runs on one rank: the sharded Linears at 1/tp, and in full wha
 plan leaves replicated (embeddings, the output head, the loss, norms, attention when the
 heads are not split, the optimizer's update of replicated parameters). Its per-rank
 FLOPs are therefore the analytic ones plus the replicated work the analytic rule divides
-(tests/distributed/test_derived.py checks this), and its TP collectives are the ones
+(tests/parallel/test_derived.py checks this), and its TP collectives are the ones
 DTensor inserts (each row-parallel output's all-reduce in the forward, each
 column-parallel input's in the backward), with their captured buffers. The rank
 program's compute, compulsory HBM bytes and TP collectives replace the analytic ones;

@@ -20,6 +20,7 @@ run's outputs differ from the simulated ones (plus the merge's E0550-E0553).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -152,18 +153,35 @@ def capture_distributed(
 
 
 _WORKER = """
-import sys
+import json, sys
 from solar.frontends.pytorch.distributed import run_gloo_rank
 run_gloo_rank(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5],
-              train=sys.argv[6] == "train")
+              train=sys.argv[6] == "train", derive=json.loads(sys.argv[7]))
 """
 
 
+def _derived_source(path: str, world: int, step: TrainStep | None,
+                    derive: Mapping[str, Any]) -> ProgramSource:
+    """The model file sharded by the TP plan ``derive["styles"]`` over all ``world``
+    ranks, at the sizes ``derive["sizes"]`` (a derived rank: `derive_plan_capture`)."""
+    import dataclasses
+
+    from solar.frontends.pytorch.derive_plan import TPPlan, apply_tp_plan, tp_mesh
+
+    plan, mesh = TPPlan(dict(derive["styles"]), "given"), tp_mesh(world)
+    source = source_for_file(path, overrides=dict(derive.get("sizes", {})),
+                             train=step is not None, step=step)
+    return dataclasses.replace(source, transform=lambda m: apply_tp_plan(m, plan, mesh))
+
+
 def run_gloo_rank(
-    path: str, rank: int, world: int, store: str, out: str, *, train: bool = False
+    path: str, rank: int, world: int, store: str, out: str, *, train: bool = False,
+    derive: Mapping[str, Any] | None = None,
 ) -> None:
     """One real-run rank (in its own process): capture, lower, run for real, save;
-    with ``train``, one training step with the default optimizer (``--train``).
+    with ``train``, one training step with the default optimizer (``--train``); with
+    ``derive`` (``styles``: a TP plan, ``sizes``: size constants), the single-device
+    model file sharded by that plan (`_derived_source`).
 
     Writes ``out`` (``.npz``): ``in:NAME`` and ``out:NAME`` arrays and the rank's IR
     text under ``ir``.
@@ -184,7 +202,8 @@ def run_gloo_rank(
     try:
         with distributed_capture():
             step = TrainStep() if train else None
-            capture, lowered, dest = capture_rank(path, rank, world, step)
+            source = _derived_source(path, world, step, derive) if derive else None
+            capture, lowered, dest = capture_rank(path, rank, world, step, source=source)
             inputs, outputs = reference_data(lowered, capture)
     finally:
         dist.destroy_process_group()
@@ -197,7 +216,7 @@ def run_gloo_rank(
 
 
 def _real_run(
-    path: Path, world: int, timeout_s: float, train: bool
+    path: Path, world: int, timeout_s: float, train: bool, derive: Mapping[str, Any] | None,
 ) -> list[dict[str, np.ndarray]]:
     with tempfile.TemporaryDirectory(prefix="solar-gloo-") as tmp:
         store = os.path.join(tmp, "store")
@@ -206,7 +225,7 @@ def _real_run(
         procs = [
             subprocess.Popen(
                 [sys.executable, "-c", _WORKER, str(path), str(r), str(world), store, outs[r],
-                 "train" if train else "forward"],
+                 "train" if train else "forward", json.dumps(derive or {})],
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
                 env=env,
@@ -258,9 +277,13 @@ def validate_with_gloo(
     rtol: float = 1e-4,
     atol: float = 1e-5,
     train: bool = False,
+    derive: Mapping[str, Any] | None = None,
 ) -> RankCheck:
     """Run ``path`` on ``world`` gloo processes and compare with the simulated IR; with
-    ``train``, one training step of it (``--train``, the default optimizer).
+    ``train``, one training step of it (``--train``, the default optimizer); with
+    ``derive`` (``{"styles": {module path: colwise|rowwise}, "sizes": {...}}``), the
+    single-device file sharded by that TP plan on every rank (a derived rank,
+    `solar.frontends.pytorch.derive_plan_capture`).
 
     Raises:
         FrontendError: E0554, E0555 (a rank failed or deadlocked), E0550-E0553.
@@ -270,7 +293,7 @@ def validate_with_gloo(
 
     path = Path(path)
     world = world if world is not None else world_size_of(path)
-    real = _real_run(path, world, timeout_s, train)
+    real = _real_run(path, world, timeout_s, train, derive)
     programs = [parse_program(str(r["ir"]), filename=f"<rank {k}>") for k, r in enumerate(real)]
     program = merge_ranks(programs, [dict(_pairs(r["destinations"])) for r in real])
     inputs = [{k[3:]: v for k, v in r.items() if k.startswith("in:")} for r in real]
