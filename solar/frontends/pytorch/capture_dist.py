@@ -196,21 +196,47 @@ def _chunk_cat(original: Any) -> Any:
     return chunk_cat
 
 
+# Note [Unrecorded sharding propagation]
+# The first time DTensor meets an op (with given shapes and placements) it runs the op on
+# fake tensors of the global shapes to learn the output's metadata; a capture's dispatch
+# mode would record those calls as the program's. While a distributed capture runs, that
+# propagation runs with the dispatch modes set aside (it makes its own fake tensors), so a
+# single capture records only the local ops (`solar.frontends.pytorch.distributed.
+# capture_rank` captures a derived rank once).
+
+
+def _unrecorded(propagate: Any) -> Any:
+    """DTensor's sharding propagation with no dispatch mode active (Note [Unrecorded
+    sharding propagation])."""
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    def quiet(self: Any, op_schema: Any) -> Any:
+        with _disable_current_modes():
+            return propagate(self, op_schema)
+
+    return quiet
+
+
 @contextlib.contextmanager
 def distributed_capture() -> Iterator[None]:
     """What a distributed capture changes in torch while it runs: DDP's gradient
     reduction in Python (Note [DDP capture]), FSDP2's copy ops as ATen ops (Note
-    [FSDP2 capture]), and batched point-to-point ops posted sends first (the batch's
-    order does not matter to torch)."""
+    [FSDP2 capture]), batched point-to-point ops posted sends first (the batch's
+    order does not matter to torch), and DTensor's sharding propagation unrecorded
+    (Note [Unrecorded sharding propagation])."""
     import torch
     import torch.distributed as dist
     from torch.distributed.fsdp._fully_shard import (
         _fsdp_collectives,  # registers fsdp ops
         _fsdp_param,
     )
+    from torch.distributed.tensor._sharding_prop import ShardingPropagator
     from torch.nn.parallel import DistributedDataParallel
 
     assert _fsdp_collectives is not None
+    propagate = ShardingPropagator.propagate_op_sharding_non_cached
+    ShardingPropagator.propagate_op_sharding_non_cached = _unrecorded(  # type: ignore[method-assign]
+        propagate)
     free = _fsdp_param.free_storage
     _fsdp_param.free_storage = _free_storage(free)
     fsdp = torch.ops.fsdp
@@ -225,6 +251,7 @@ def distributed_capture() -> Iterator[None]:
     try:
         yield
     finally:
+        ShardingPropagator.propagate_op_sharding_non_cached = propagate  # type: ignore[method-assign]
         DistributedDataParallel.forward = saved[0]  # type: ignore[method-assign]
         dist.batch_isend_irecv = saved[1]
         for name, op in ops.items():

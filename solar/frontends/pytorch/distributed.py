@@ -114,8 +114,10 @@ def capture_rank(
     from solar.frontends.pytorch.ops_collective import GROUP_RANKS, SENDS, Sends
 
     src = source or source_for_file(path, train=step is not None, step=step)
-    capture = capture_program(src)
-    if "torch.distributed.tensor" in sys.modules:
+    # a derived rank (``source``) runs on fake tensors (DTensor on meta cannot run its
+    # collectives), captured once (Note [Unrecorded sharding propagation])
+    capture = capture_program(src, on_meta=False if source is not None else None)
+    if source is None and "torch.distributed.tensor" in sys.modules:
         # DTensor propagates shardings by running ops on fake tensors the first time it
         # meets an op; the recorder sees those too. The second capture finds them cached.
         capture = capture_program(src)
