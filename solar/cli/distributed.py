@@ -51,7 +51,8 @@ PlanFileOption: TypeAlias = Annotated[
     Path | None,
     typer.Option("--plan", metavar="FILE",
                  help="A plan YAML file: parallel:, heads:, layers: (module path), "
-                      "replicated: [module paths]."),
+                      "replicated: [module paths], tp_plan: {module path: "
+                      "colwise|rowwise|replicate}."),
 ]
 MicroBatchOption: TypeAlias = Annotated[
     int | None,
