@@ -56,6 +56,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DerivedRank",
+    "RankDeriver",
     "analytic_note",
     "derive_for",
     "derive_rank",
@@ -192,6 +193,22 @@ def tp_collectives_of(
     return [Collective(op, n, nbytes, dtype, "tp", ph, count,  # type: ignore[arg-type]
                        "as torch's tensor parallelism runs it (derived rank)")
             for (op, n, nbytes, dtype, ph), count in rows.items()]
+
+
+class RankDeriver:
+    """`derive_for` deferred: `solar.distributed.step` calls it once the plan is checked
+    (a bad plan fails before any capture); ``note`` is then the report's words."""
+
+    def __init__(self, path: Path | None, request: DistributedRequest, *, frontend: str,
+                 sizes: Mapping[str, int], train: bool, optimizer: str) -> None:
+        self.args = (path, request)
+        self.options = {"frontend": frontend, "sizes": sizes, "train": train,
+                        "optimizer": optimizer}
+        self.note: str | None = None
+
+    def __call__(self) -> DerivedRank | None:
+        derived, self.note = derive_for(*self.args, **self.options)  # type: ignore[arg-type]
+        return derived
 
 
 def derive_for(

@@ -144,10 +144,11 @@ def bound_step(
     phase_of: Callable[[str], str],
     precision: PrecisionPolicy,
     size_constants: Mapping[str, int] | None = None,
-    derived: DerivedRank | None = None,
+    derived: DerivedRank | Callable[[], DerivedRank | None] | None = None,
 ) -> DistributedInfo:
-    """Bound one step of ``request.plan`` for a single-device program; with ``derived``,
-    its TP rank as torch runs it (Note [Derived ranks] in `solar.distributed.derived`).
+    """Bound one step of ``request.plan`` for a single-device program; with ``derived``
+    (or what derives it, called once the plan is checked), its TP rank as torch runs it
+    (Note [Derived ranks] in `solar.distributed.derived`).
 
     Raises:
         HardwareSpecError: unknown or invalid cluster (E0405, E0406).
@@ -166,7 +167,7 @@ def bound_step(
         if captured is None:
             raise PlanError("--cluster without --parallel needs a distributed program "
                             "(one with a world size); give --parallel or --plan", code="E0806")
-        plan, m = ParallelPlan(), 1
+        plan, m, rank = ParallelPlan(), 1, None
         world = captured[0]
         if cluster.max_gpus is not None and world > cluster.max_gpus:
             raise PlanError(f"the program's world of {world} ranks exceeds cluster "
@@ -179,6 +180,7 @@ def bound_step(
         m = check_plan(plan, max_gpus=cluster.max_gpus, cluster=cluster.name,
                        micro_batch=request.micro_batch, global_batch=request.global_batch,
                        heads=s.heads, layers=s.layers if s.stack else None)
+        rank = derived() if callable(derived) else derived
     compiled = compile_costs(graph)
     unfused = compute_bounds(compiled, spec, model="unfused", precision_policy=precision,
                              sizes=sizes, cache="cold")
@@ -189,8 +191,8 @@ def bound_step(
                      recompute=request.recompute, phase=request.phase)
     inputs = sum(_bytes(d, sizes) for d in program.tensors if d.role == "input")
     hbm_bytes = fused.dram_bytes / (plan.tp * plan.pp * plan.cp)
-    if derived is not None:
-        work, hbm_bytes = rank_work_of(derived, work, plan, spec, precision=precision,
+    if rank is not None:
+        work, hbm_bytes = rank_work_of(rank, work, plan, spec, precision=precision,
                                        micro_batches=m, global_batch=request.global_batch,
                                        micro_batch=request.micro_batch,
                                        recompute=request.recompute, phase=request.phase)
@@ -203,9 +205,9 @@ def bound_step(
             return captured[1], ("the captured program's collectives, as one rank runs them",)
         colls, notes = plan_collectives(s, plan, stage=stage, micro_batches=m,
                                         recompute=request.recompute, phase=request.phase)
-        if derived is not None:
+        if rank is not None:
             colls = (*(c for c in colls if c.axis != "tp"), *tp_collectives_of(
-                derived, plan, micro_batches=m, recompute=request.recompute,
+                rank, plan, micro_batches=m, recompute=request.recompute,
                 phase=request.phase))
         return [(c, _stride(plan, c.axis)) for c in colls], notes
 
@@ -383,7 +385,7 @@ def bound_prepared(
     phase_of: Callable[[str], str] | None,
     precision: PrecisionPolicy,
     size_constants: Mapping[str, int] | None = None,
-    derived: DerivedRank | None = None,
+    derived: DerivedRank | Callable[[], DerivedRank | None] | None = None,
 ) -> DistributedInfo:
     """`bound_step` for a prepared program: ``phase_of`` is the captured training
     step's (``None`` for a forward program).

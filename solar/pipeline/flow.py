@@ -144,19 +144,19 @@ def _with_distributed(
     program derived by torch's tensor parallelism where it can be (`solar.distributed.
     derived`), else analytically, as its assumptions say."""
     from solar.distributed import bound_prepared
-    from solar.distributed.derived import derive_for
+    from solar.distributed.derived import RankDeriver
 
     front, request = prepared.front, options.distributed
     assert request is not None
-    derived, note = derive_for(path, request, frontend=front.name, sizes=options.sizes,
-                               train=options.train_step, optimizer=options.optimizer)
+    derived = RankDeriver(path, request, frontend=front.name, sizes=options.sizes,
+                          train=options.train_step, optimizer=options.optimizer)
     info = bound_prepared(
         prepared.program, prepared.graph, prepared.sizes, request,
         phase_of=front.step.phase_of if front.step is not None else None,
         precision=prepared.precision, size_constants=front.source_sizes, derived=derived,
     )  # fmt: skip
-    if note is not None:
-        info = info.model_copy(update={"assumptions": (note, *info.assumptions)})
+    if derived.note is not None:
+        info = info.model_copy(update={"assumptions": (derived.note, *info.assumptions)})
     warnings = report.warnings
     if not info.memory.feasible:
         warnings += (f"plan {info.plan.label} does not fit: it needs at least "

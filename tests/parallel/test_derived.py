@@ -12,7 +12,7 @@ import pytest
 from solar.bounds import compile_costs, compute_bounds
 from solar.diagnostics import PlanError
 from solar.distributed import DistributedRequest, PlanFile, bound_prepared, parse_parallel
-from solar.distributed.derived import DerivedRank, derive_for, derive_rank
+from solar.distributed.derived import DerivedRank, RankDeriver, derive_for, derive_rank
 from solar.distributed.structure import infer_structure
 from solar.hw import load_hardware_spec
 from solar.pipeline import AnalyzeOptions, PreparedProgram, analyze, lift_source
@@ -259,3 +259,15 @@ def test_a_derived_rank_matches_a_real_gloo_run(tmp_path: Path) -> None:
                                derive={"styles": dict(d.plan.styles)})
     assert check.world == TP and check.sizes["HIDDEN"] == 32
     assert max(check.max_abs_error.values()) < 1e-5
+
+
+def test_a_bad_plan_fails_before_any_derivation(single: PreparedProgram) -> None:
+    req = _request("tp=8,dp=1")  # 4 heads: E0802
+    deriver = RankDeriver(GPT, req, frontend="torch", sizes=SMALL, train=True,
+                          optimizer="auto")
+    assert single.front.step is not None
+    with pytest.raises(PlanError) as err:
+        bound_prepared(single.program, single.graph, single.sizes, req,
+                       phase_of=single.front.step.phase_of, precision=single.precision,
+                       size_constants=single.front.source_sizes, derived=deriver)
+    assert err.value.code == "E0802" and deriver.note is None
