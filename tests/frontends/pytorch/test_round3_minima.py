@@ -62,6 +62,21 @@ def _cat(*xs: Any) -> Any:
     return torch.cat(xs, 0)
 
 
+class Bags(nn.Module):
+    """``EmbeddingBag`` in sum and mean mode, with per-sample weights, over bags of
+    unequal sizes (one empty): Note [Bag ranges]."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.s = nn.EmbeddingBag(V, N, mode="sum")
+        self.m = nn.EmbeddingBag(V, N, mode="mean")
+
+    def forward(self, idx: Any, offsets: Any, psw: Any) -> Any:
+        return (self.s(idx, offsets), self.m(idx, offsets),
+                self.s(idx, offsets, per_sample_weights=psw))
+
+
+V, NI, NB = 1000, 24, 6  # embedding bags: table rows, indices, bags
 B, H, L, D = 1, 4, 512, 64  # large enough that the contractions decide at 3xTF32
 TRI = L * (L + 1) // 2
 N = 64
@@ -91,6 +106,14 @@ CASES: dict[str, tuple[Any, Callable[[], list[Any]], dict[str, float], float, fl
     # Note [Disjoint boxes]: every piece written once
     "cat_of_16_rows": (Fn(_cat), lambda: [torch.randn(1, N) for _ in range(16)], {},
                        2 * 4 * 16 * N, 1.0),
+    # per output: the 24 distinct indices' rows of a table, the indices and offsets read,
+    # the bags written (psw read once). The gathered rows count one row (Note [Gathers]):
+    # 3 x (64 + 24 + 1 row) rows of 256 B plus the i64 indices and offsets
+    "embedding_bag_sum_mean_weighted": (
+        Bags(), lambda: [torch.randperm(V)[:NI], torch.tensor([0, 3, 3, 10, 16, 20]),
+                         torch.randn(NI)],
+        {"vector:fp32": 3 * NI * N}, 8 * (NI + NB) + 4 * NI + 2 * 4 * NI * N + 3 * 4 * NB * N,
+        0.3),
 }
 
 
@@ -100,6 +123,7 @@ def test_fused_bound_is_below_the_hand_minimum(case: str) -> None:
     report = analyze_module(module, inputs(), AnalyzeOptions(archs=("H100_SXM",),
                                                              cache="cold"))
     assert report.validation is not None and report.validation.status == "passed"
+    assert report.coverage.complete
     tensor = sum(f / PEAK[p] for p, f in flops.items() if p.startswith("tensor"))
     vector = max([f / PEAK[p] for p, f in flops.items() if p.startswith("vector")] or [0.0])
     minimum = max(tensor, vector, nbytes / BW)
