@@ -12,7 +12,13 @@ import pytest
 
 from solar.bounds import compute_bounds
 from solar.einsum import lift_to_einsum
-from solar.ir import Program, elide_masked_work, eliminate_dead_code, parse_program
+from solar.ir import (
+    Program,
+    elide_masked_work,
+    eliminate_dead_code,
+    forward_copies,
+    parse_program,
+)
 
 from .conftest import h100
 
@@ -74,6 +80,23 @@ def _cat(k: int) -> str:
            f"kernel cat {{ {pieces} }}\n"
 
 
+def _upcast_mm(dtype: str, wide: str = "f32") -> str:
+    """``a.float() @ b.float()``: the casts in kernels of their own, as eager runs them."""
+    return f"""solar-ir 1
+program upcast
+size M = 8192
+input A : {dtype}[M, M]
+input B : {dtype}[M, M]
+temp A2 : {wide}[M, M]
+temp B2 : {wide}[M, M]
+output C : {wide}[M, M]
+kernel ca {{ for i in 0 .. M {{ for j in 0 .. M {{ A2[i, j] = {wide}(A[i, j]) }} }} }}
+kernel cb {{ for i in 0 .. M {{ for j in 0 .. M {{ B2[i, j] = {wide}(B[i, j]) }} }} }}
+kernel mm {{ for i in 0 .. M {{ for j in 0 .. M {{ C[i, j] = 0.0
+  for k in 0 .. M {{ C[i, j] += A2[i, k] * B2[k, j] }} }} }} }}
+"""
+
+
 # name: (program text, hand FLOPs on the bf16 tensor cores, hand compulsory bytes,
 #        least fraction of the hand minimum time the fused bound reaches)
 CASES: dict[str, tuple[str, int, int, float]] = {
@@ -84,11 +107,17 @@ CASES: dict[str, tuple[str, int, int, float]] = {
     # Note [Disjoint boxes]: 256 rows read and 256 rows written. Before: one row written
     # (the pieces' union was their max), 1/2 of the minimum
     "cat_of_256_rows": (_cat(256), 0, 2 * 4 * 256 * 4096, 1.0),
+    # Note [Copies], exact widening: bf16 x bf16 products are exact in fp32, so bf16 tensor
+    # cores accumulating in fp32 do this arithmetic (1.111 ms); A, B read as bf16, C
+    # written in fp32. Before: the fp32 temps made it an fp32 matmul at 3xTF32 (6.668 ms)
+    "bf16_upcast_matmul": (_upcast_mm("bf16"), 2 * 8192**3, 2 * 2 * 8192**2 + 4 * 8192**2,
+                           1.0),
+    "f16_upcast_matmul": (_upcast_mm("f16"), 2 * 8192**3, 2 * 2 * 8192**2 + 4 * 8192**2, 1.0),
 }
 
 
 def _prepared(text: str) -> Program:
-    return eliminate_dead_code(elide_masked_work(parse_program(text)))
+    return eliminate_dead_code(forward_copies(elide_masked_work(parse_program(text))))
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -99,6 +128,19 @@ def test_fused_bound_lies_below_the_hand_minimum(case: str) -> None:
     assert bound.dram_bytes <= nbytes
     assert bound.time_s <= minimum * (1 + 1e-9)
     assert bound.time_s >= fraction * minimum
+
+
+@pytest.mark.parametrize(("dtype", "wide", "pipe"), [
+    ("bf16", "f32", "tensor:bf16"), ("f16", "f32", "tensor:fp16"),
+    # fp8 tensor cores accumulate below fp32 accuracy, and an fp64 product is not an fp32
+    # one: those casts stay kernels and the matmul stays at its written precision
+    ("f8e4m3", "f32", "tensor:3xtf32"), ("f32", "f64", "tensor:fp64"),
+])
+def test_only_exact_widening_casts_are_read_through(dtype: str, wide: str, pipe: str) -> None:
+    bound = compute_bounds(lift_to_einsum(_prepared(_upcast_mm(dtype, wide))), h100(),
+                           model="fused", cache="cold")
+    busiest = max(bound.compute_time_s_by_pipe, key=bound.compute_time_s_by_pipe.__getitem__)
+    assert busiest.label == pipe
 
 
 def test_band_with_a_size_named_width_keeps_only_the_band() -> None:
