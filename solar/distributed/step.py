@@ -285,19 +285,23 @@ def _assemble(
     for stage in range(plan.pp):
         colls, notes = collectives_of(stage)
         assumptions.extend(n for n in notes if n not in assumptions)
-        links: dict[str, float] = {}
+        directions: dict[str, tuple[float, float]] = {}
         estimate = 0.0
         for c, where in colls:
             if not c.in_bound:
                 continue
-            for charge in charge_collective(c, where, cluster):
-                links[charge.resource] = links.get(charge.resource, 0.0) + c.count * charge.time_s
+            for ch in charge_collective(c, where, cluster):
+                sent, received = directions.get(ch.resource, (0.0, 0.0))
+                directions[ch.resource] = (sent + c.count * ch.sent_s,
+                                           received + c.count * ch.received_s)
             estimate += c.count * alpha_estimate_s(c, where, cluster)
             if stage == 0:
                 coll_rows.extend(_collective_rows(c, where, cluster))
         if stage == 0:
             coll_rows.extend(r for c, where in colls if not c.in_bound
                              for r in _collective_rows(c, where, cluster))
+        # Note [Directions]: each link resource is busy for its busier direction's sum
+        links = {res: max(pair) for res, pair in directions.items()}
         resources = {"compute": work.compute_s, "hbm": hbm_s, **links}
         binding = max(resources, key=lambda r: resources[r])
         time_s = resources[binding]

@@ -138,3 +138,15 @@ def test_cli_errors(capsys: pytest.CaptureFixture[str], args: list[str], code: s
     r = run_cli(capsys, "analyze", str(BLOCK), "--validate", "off", "-q", *args)
     assert r.code == 2
     assert f"error[{code}]" in r.err
+
+
+def test_zero_on_nvls_loads_each_direction_once(step: PreparedProgram) -> None:
+    """ZeRO-1 on one DGX H100 (NVLS): the reduce-scatter sends 3/4 S and receives S/4,
+    the all-gather the reverse; the rank's injection link is busy S / bandwidth, not
+    the 1.5 S the two rows' larger directions add to (Note [Directions])."""
+    info = _bound(step, "tp=1,dp=4,zero=1", micro=2, global_batch=8)
+    rs, ag = (next(c for c in info.collectives if c.op == op)
+              for op in ("reduce_scatter", "all_gather"))
+    assert rs.bytes_per_rank == ag.bytes_per_rank
+    assert rs.time_s + ag.time_s == pytest.approx(1.5 * rs.bytes_per_rank / 500e9)
+    assert info.ranks[0].links_s["injection"] == pytest.approx(rs.bytes_per_rank / 500e9)
