@@ -55,11 +55,14 @@ def test_context_parallel_charges_the_k_v_gather(step: PreparedProgram) -> None:
     """Fused QKV (3 x 64 wide): K/V width 64, so min(2 kv, hidden) = 64 per token, / (cp
     tp); the ranks move (cp-1)/cp of it for the 32 tokens (Note [Context-parallel K/V])."""
     info = _bound(step, "tp=2,cp=2,dp=2")
-    (row,) = [c for c in info.collectives if c.axis == "cp"]
+    row, back = [c for c in info.collectives if c.axis == "cp"]
     itemsize = 4  # the sample's float32 activations
     assert (row.op, row.in_bound) == ("all_gather", True)
     assert row.bytes_per_rank == 32 * 64 * itemsize / (2 * 2)
     assert row.min_bytes_per_rank == pytest.approx(row.bytes_per_rank / 2)
+    # the backward's dK/dV exchange: the same bytes the other way
+    assert (back.op, back.phase, back.in_bound) == ("reduce_scatter", "backward", True)
+    assert back.min_bytes_per_rank == row.min_bytes_per_rank
 
 
 @pytest.mark.parametrize(("plan", "unsharded"), [
