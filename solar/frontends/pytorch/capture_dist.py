@@ -97,10 +97,11 @@ def local_shard(t: Any) -> Any:
 # ``_pre_forward`` broadcasts every module buffer from the group's rank 0 before the
 # forward, unless the previous forward ran under ``no_sync()``; the replacement does the
 # same with one in-place ``dist.broadcast`` per buffer, so the buffers' bytes are charged
-# as DDP's coalesced broadcast moves them. A forward under ``no_sync()`` (gradient accumulation) or without grad gets no hooks, as
-# DDP's reducer skips it. A DDP with a communication hook (``register_comm_hook``: fp16
-# compression, PowerSGD...), a buffer hook or mixed precision is refused (E0559):
-# charging the tensors' own bytes could exceed what its communication moves.
+# as DDP's coalesced broadcast moves them. A forward under ``no_sync()`` (gradient
+# accumulation) or without grad gets no hooks, as DDP's reducer skips it. A DDP with a
+# communication hook (``register_comm_hook``: fp16 compression, PowerSGD...), a buffer
+# hook or mixed precision is refused (E0559): charging the tensors' own bytes could
+# exceed what its communication moves.
 # A gradient reaches its hook only through ``.backward()``: the step's ``loss.backward()``
 # must run inside the file (an entry or forward that calls it).
 
