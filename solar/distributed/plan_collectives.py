@@ -167,6 +167,9 @@ def plan_collectives(  # noqa: C901 - one block per plan axis
             notes.append("expert gradients' data-parallel reduction not charged")
     if plan.cp > 1:
         out.extend(_context_parallel(s, plan, m * layers, dtype, notes, train=train))
+    if plan.ep > 1 and not s.moe:
+        notes.append(f"ep={plan.ep}: no experts were recognised in the model, so expert "
+                     "parallelism moves and divides nothing")
     if plan.ep > 1 and s.moe and s.hidden:
         per = 4.0 if train else 2.0
         out.append(Collective("all_to_all", plan.ep, act, dtype, "ep",

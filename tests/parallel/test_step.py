@@ -153,3 +153,41 @@ def test_zero_on_nvls_loads_each_direction_once(step: PreparedProgram) -> None:
     assert rs.bytes_per_rank == ag.bytes_per_rank
     assert rs.time_s + ag.time_s == pytest.approx(1.5 * rs.bytes_per_rank / 500e9)
     assert info.ranks[0].links_s["injection"] == pytest.approx(rs.bytes_per_rank / 500e9)
+
+
+@pytest.fixture(scope="module")
+def forward() -> PreparedProgram:
+    sizes = {"BATCH": 2, "SEQ": 64, "D_MODEL": 128, "HEADS": 4}
+    return lift_source(ROOT / "samples" / "torch" / "gpt_block.py",
+                       AnalyzeOptions(validate="off", sizes=sizes))
+
+
+def _infer(prepared: PreparedProgram, plan: str, phase: str) -> DistributedInfo:
+    req = DistributedRequest("DGX_H100", parse_parallel(plan), 2, 8, phase=phase)  # type: ignore[arg-type]
+    return bound_prepared(prepared.program, prepared.graph, prepared.sizes, req,
+                          phase_of=None, precision=prepared.precision,
+                          size_constants=prepared.front.source_sizes)
+
+
+def test_decode_is_one_token_per_sequence_after_a_kv_cache(forward: PreparedProgram) -> None:
+    """Note [Decode step]: from the 64-token forward, a decode step does 1/64 of each
+    kernel's work, reads the rank's parameters and KV cache, and all-reduces one
+    token per sequence per TP point."""
+    pre, dec = (_infer(forward, "tp=2,dp=4", ph) for ph in ("prefill", "decode"))
+    assert dec.ranks[0].compute_s == pytest.approx(pre.ranks[0].compute_s / 64)
+    assert dec.structure.tokens_per_micro_batch == 2
+    assert pre.structure.tokens_per_micro_batch == 2 * 64
+    (ar_pre,), (ar_dec,) = ([c for c in d.collectives if c.axis == "tp"] for d in (pre, dec))
+    assert ar_dec.bytes_per_rank == pytest.approx(ar_pre.bytes_per_rank / 64)
+    assert ar_dec.count_per_step == ar_pre.count_per_step
+    params = dec.memory.parameter_bytes  # the rank's share, tp=2
+    cache = 2 * 1 * (2 * 64) * 128 * 4 / 2   # K and V, 1 layer, 128 tokens, f32, / tp
+    assert dec.memory.activation_bytes == pytest.approx(cache)
+    assert dec.ranks[0].hbm_s == pytest.approx((params + cache) / 3.35e12)
+    assert any(a.startswith("decode: one new token") for a in dec.assumptions)
+    assert dec.step.tokens_per_s_ceiling == pytest.approx(8 / dec.step.time_s)  # type: ignore[operator]
+
+
+def test_expert_parallelism_on_a_dense_model_is_said(forward: PreparedProgram) -> None:
+    info = _infer(forward, "tp=1,dp=4,ep=2", "prefill")
+    assert any("no experts" in a for a in info.assumptions)
