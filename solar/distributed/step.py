@@ -254,7 +254,7 @@ def _with_pipeline(info: DistributedInfo, pipe: PipelineReport) -> DistributedIn
                      "it (schedule-free)" if a.startswith("per-hop latency and pipeline")
                      else a for a in info.assumptions),
                    "pipeline ranks run their F/B/W operations one at a time (one compute "
-                   "stream); chunks of a rank are equal shares of its layers")
+                   "stream); chunks of a rank are equal shares of its layers", *pipe.skipped)
     step = raise_step(step, pipe.bound_s, pipe.binding)
     return info.model_copy(update={"step": step, "schedule": pipe.info, "stages": pipe.stages,
                                    "failures": pipe.failures, "assumptions": assumptions})

@@ -129,3 +129,12 @@ def test_gantt_legend_gives_each_operation_its_colour(gpt: PreparedProgram) -> N
                if text.get_text() in _OPS}
     assert colours == {kind: colour.lower() for kind, colour in _OPS.items()}
     assert list(ax.get_yticks()) == [0, 1, 2, 3]  # one tick per pipeline rank
+
+
+def test_schedules_all_says_which_schedules_these_sizes_cannot_run(gpt: PreparedProgram) -> None:
+    info = _bound(gpt, "tp=1,pp=4,dp=4", global_batch=32, schedules=("all",))
+    assert info.schedule is not None
+    bounded = {r.schedule for r in info.schedule.schedules}
+    assert "interleaved" not in bounded and "1f1b" in bounded  # vpp = 1
+    assert any(a.startswith("schedule interleaved not bounded: ") and "vpp" in a
+               for a in info.assumptions)
