@@ -298,13 +298,16 @@ def validate_on_host_devices(
     rtol: float = 1e-4,
     atol: float = 1e-5,
 ) -> HostCheck:
-    """Run the file on ``world`` host devices and compare each rank with the IR.
+    """Run the file on ``world`` host devices and compare each rank with the IR, each
+    output within ``rtol``/``atol`` or the policy tolerance of its dtype and reductions
+    (`solar.validate.output_tolerances`, e.g. for bf16), whichever is larger.
 
     Raises:
         FrontendError: as `capture_on_host_devices`.
         ValidationMismatchError: a rank's output differs beyond the tolerance (E0556).
     """
-    from solar.validate import execute_distributed
+    from solar.ir import resolve_sizes
+    from solar.validate import execute_distributed, output_tolerances
 
     path = Path(path)
     world = world if world is not None else world_size_of(path)
@@ -320,8 +323,14 @@ def validate_on_host_devices(
         {k.split(":", 2)[2]: v for k, v in result.items() if k.startswith(f"{r}:out:")}
         for r in range(world)
     ]
-    errors = compare_ranks(got, want, rtol=rtol, atol=atol,
-                           what=f"the real run on {world} host devices")
+    policy = output_tolerances(program, resolve_sizes(program), want[0])
+    errors: dict[str, float] = {}
+    for name in want[0]:
+        tol = policy.get(name)
+        errors |= compare_ranks(got, [{name: w[name]} for w in want],
+                                rtol=max(rtol, tol.rtol if tol else 0.0),
+                                atol=max(atol, tol.atol if tol else 0.0),
+                                what=f"the real run on {world} host devices")
     sizes = {v.split("=")[0]: int(v.split("=")[1]) for v in result["sizes"].tolist()}
     replay = float(result["replay_error"]) if "replay_error" in result else None
     return HostCheck(world, mesh, sizes, errors, str(result["via"]), replay)

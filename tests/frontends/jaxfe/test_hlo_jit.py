@@ -81,6 +81,59 @@ def test_transposed_device_order_matches_the_real_run(tmp_path: Path) -> None:
     assert max(check.max_abs_error.values()) < 1e-5
 
 
+STYLES = {
+    # shardings only as constraints inside the function: XLA propagates them
+    "constraints": """
+        def f(x, w):
+            x = jax.lax.with_sharding_constraint(x, s("dp", None))
+            w = jax.lax.with_sharding_constraint(w, s(None, "tp"))
+            return jax.lax.with_sharding_constraint(jnp.tanh(x @ w).sum(1), s("dp"))
+    """,
+    # work outside the jitted, sharded call
+    "outer_ops": """
+        def f(x, w):
+            g = jax.jit(lambda x, w: jnp.tanh(x @ w), in_shardings=(s("dp", None),
+                        s(None, "tp")), out_shardings=s("dp", "tp"))
+            return g(x * 2, w) + 1.0
+    """,
+    # bf16 matmul, f32 gelu and sum: compared at the bf16 policy tolerance
+    "bf16": """
+        def f(x, w):
+            def g(x, w):
+                h = x.astype(jnp.bfloat16) @ w.astype(jnp.bfloat16)
+                return jax.nn.gelu(h.astype(jnp.float32)).sum()
+            return jax.jit(g, in_shardings=(s(None, "tp"), s("tp", None)),
+                           out_shardings=s())(x, w)
+    """,
+}
+PRELUDE = """
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import NamedSharding, PartitionSpec as P
+
+WORLD_SIZE = 4
+mesh = jax.make_mesh((2, 2), ("dp", "tp"), axis_types=(jax.sharding.AxisType.Auto,) * 2)
+
+def s(*spec):
+    return NamedSharding(mesh, P(*spec))
+
+def get_inputs():
+    rng = np.random.default_rng(0)
+    return [rng.standard_normal((8, 16)).astype(np.float32),
+            rng.standard_normal((16, 8)).astype(np.float32)]
+"""
+
+
+@pytest.mark.parametrize("style", sorted(STYLES))
+def test_program_styles_match_the_real_run(tmp_path: Path, style: str) -> None:
+    path = tmp_path / f"{style}.py"
+    path.write_text(textwrap.dedent(PRELUDE) + textwrap.dedent(STYLES[style]))
+    check = validate_on_host_devices(path)
+    assert check.via == "jit" and check.replay_error == 0.0
+    assert max(check.max_abs_error.values()) < (0.1 if style == "bf16" else 1e-5)
+
+
 def test_an_hlo_op_without_replay_is_e0571(tmp_path: Path) -> None:
     path = tmp_path / "cumsum.py"
     path.write_text(textwrap.dedent("""
