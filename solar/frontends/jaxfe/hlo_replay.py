@@ -41,7 +41,17 @@ from solar.frontends.jaxfe.hlo_parse import (
     slice_bounds,
 )
 
-__all__ = ["MAPPED_OPCODES", "entry_parameter_types", "jax_dtype", "replay_entry"]
+__all__ = [
+    "Replayer",
+    "array_type",
+    "entry_parameter_types",
+    "jax_dtype",
+    "mapped_opcodes",
+    "monoid",
+    "register",
+    "replay_entry",
+    "unmapped",
+]
 
 # Note [HLO sources]
 # ~~~~~~~~~~~~~~~~~~
@@ -82,7 +92,7 @@ def _unmapped_type(name: str) -> Any:
     raise FrontendError(f"HLO element type `{name}` has no JAX dtype", code="E0571")
 
 
-def _array(t: HloType) -> ArrayType:
+def array_type(t: HloType) -> ArrayType:
     if not isinstance(t, ArrayType):
         raise FrontendError(f"expected an array type, found {t}", code="E0570")
     return t
@@ -92,7 +102,7 @@ _MONOIDS = {"add": "add", "maximum": "max", "minimum": "min", "multiply": "mul",
             "and": "and", "or": "or"}
 
 
-def _monoid(comp: Computation) -> str | None:
+def monoid(comp: Computation) -> str | None:
     """``add``/``max``/... when ``comp`` is one binary op of its two parameters."""
     root = comp.root
     params = {i.name for i in comp.instructions if i.opcode == "parameter"}
@@ -101,7 +111,7 @@ def _monoid(comp: Computation) -> str | None:
     return None
 
 
-def _unmapped(instr: Instruction, what: str = "") -> FrontendError:
+def unmapped(instr: Instruction, what: str = "") -> FrontendError:
     where = f" at {instr.source.file.rsplit('/', 1)[-1]}:{instr.source.line}" if (
         instr.source) else ""
     return FrontendError(
@@ -114,7 +124,7 @@ def _unmapped(instr: Instruction, what: str = "") -> FrontendError:
     )
 
 
-class _Replayer:
+class Replayer:
     """Evaluates computations of one module with lax calls (inside a shard_map)."""
 
     def __init__(self, module: HloModule, mesh: Mesh) -> None:
@@ -141,7 +151,7 @@ class _Replayer:
                                     code="E0570", span=instr.span) from None
             handler = _OPS.get(instr.opcode)
             if handler is None:
-                raise _unmapped(instr)
+                raise unmapped(instr)
             src = instr.source
             if src is not None and src.line > 0:
                 env[instr.name] = _caller_at(src.file, src.line, src.function)(
@@ -152,7 +162,7 @@ class _Replayer:
 
     def axes(self, instr: Instruction, *, ordered: bool) -> tuple[str, ...]:
         if "channel_id" not in instr.attrs:
-            raise _unmapped(instr, " across replicas (no channel_id)")
+            raise unmapped(instr, " across replicas (no channel_id)")
         groups = replica_groups(instr.attrs.get("replica_groups"), self.world)
         return mesh_axes_of(groups, self.mesh, ordered=ordered)
 
@@ -181,11 +191,11 @@ def _reachable(comp: Computation) -> set[str]:
     return seen
 
 
-Handler = Callable[[_Replayer, Instruction, list[Any], Sequence[Any]], Any]
+Handler = Callable[[Replayer, Instruction, list[Any], Sequence[Any]], Any]
 _OPS: dict[str, Handler] = {}
 
 
-def _op(*names: str) -> Callable[[Handler], Handler]:
+def register(*names: str) -> Callable[[Handler], Handler]:
     def register(fn: Handler) -> Handler:
         for name in names:
             _OPS[name] = fn
@@ -218,31 +228,31 @@ _BINARY = {
 _COMPARE = {"EQ": "eq", "NE": "ne", "LT": "lt", "LE": "le", "GT": "gt", "GE": "ge"}
 
 
-@_op(*_UNARY)
-def _unary(r: _Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
+@register(*_UNARY)
+def _unary(r: Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
     return getattr(_lax(), _UNARY[i.opcode])(ops[0])
 
 
-@_op(*_BINARY)
-def _binary(r: _Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
+@register(*_BINARY)
+def _binary(r: Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
     return getattr(_lax(), _BINARY[i.opcode])(ops[0], ops[1])
 
 
-@_op("round-nearest-afz", "round-nearest-even")
-def _round(r: _Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
+@register("round-nearest-afz", "round-nearest-even")
+def _round(r: Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
     lax = _lax()
     even = i.opcode == "round-nearest-even"
     method = lax.RoundingMethod.TO_NEAREST_EVEN if even else lax.RoundingMethod.AWAY_FROM_ZERO
     return lax.round(ops[0], method)
 
 
-@_op("copy", "optimization-barrier")
-def _identity(r: _Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
+@register("copy", "optimization-barrier")
+def _identity(r: Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
     return ops[0]
 
 
-@_op("parameter")
-def _parameter(r: _Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
+@register("parameter")
+def _parameter(r: Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
     k = ints(i.literal)
     if len(k) != 1 or not 0 <= k[0] < len(args):
         raise FrontendError(f"%{i.name}: parameter {i.literal} out of range", code="E0570",
@@ -250,9 +260,9 @@ def _parameter(r: _Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]
     return args[k[0]]
 
 
-@_op("constant")
-def _constant(r: _Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
-    t = _array(i.type)
+@register("constant")
+def _constant(r: Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
+    t = array_type(i.type)
     value = np.asarray(literal_values(i.literal), dtype=_dtype(t.dtype))
     if value.size != prod(t.dims):
         raise FrontendError(f"%{i.name}: a literal of {value.size} values for {t.dims}",
@@ -260,66 +270,66 @@ def _constant(r: _Replayer, i: Instruction, ops: list[Any], args: Sequence[Any])
     return value.reshape(t.dims)
 
 
-@_op("iota")
-def _iota(r: _Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
-    t = _array(i.type)
+@register("iota")
+def _iota(r: Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
+    t = array_type(i.type)
     (dim,) = ints(i.attrs.get("iota_dimension"))
     return _lax().broadcasted_iota(_dtype(t.dtype), t.dims, dim)
 
 
-@_op("partition-id")
-def _partition_id(r: _Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
-    return _lax().convert_element_type(r.partition_id(), _dtype(_array(i.type).dtype))
+@register("partition-id")
+def _partition_id(r: Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
+    return _lax().convert_element_type(r.partition_id(), _dtype(array_type(i.type).dtype))
 
 
-@_op("replica-id")
-def _replica_id(r: _Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
-    return np.zeros((), _dtype(_array(i.type).dtype))  # one replica: SPMD partitions only
+@register("replica-id")
+def _replica_id(r: Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
+    return np.zeros((), _dtype(array_type(i.type).dtype))  # one replica: SPMD partitions only
 
 
-@_op("convert")
-def _convert(r: _Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
-    return _lax().convert_element_type(ops[0], _dtype(_array(i.type).dtype))
+@register("convert")
+def _convert(r: Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
+    return _lax().convert_element_type(ops[0], _dtype(array_type(i.type).dtype))
 
 
-@_op("bitcast-convert")
-def _bitcast_convert(r: _Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
-    t = _array(i.type)
+@register("bitcast-convert")
+def _bitcast_convert(r: Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
+    t = array_type(i.type)
     if tuple(np.shape(ops[0])) != t.dims:
-        raise _unmapped(i, " changing the element width")
+        raise unmapped(i, " changing the element width")
     return _lax().bitcast_convert_type(ops[0], _dtype(t.dtype))
 
 
-@_op("broadcast")
-def _broadcast(r: _Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
-    return _lax().broadcast_in_dim(ops[0], _array(i.type).dims, ints(i.attrs.get("dimensions")))
+@register("broadcast")
+def _broadcast(r: Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
+    return _lax().broadcast_in_dim(ops[0], array_type(i.type).dims, ints(i.attrs.get("dimensions")))
 
 
-@_op("reshape")
-def _reshape(r: _Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
-    return _lax().reshape(ops[0], _array(i.type).dims)
+@register("reshape")
+def _reshape(r: Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
+    return _lax().reshape(ops[0], array_type(i.type).dims)
 
 
-@_op("transpose")
-def _transpose(r: _Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
+@register("transpose")
+def _transpose(r: Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
     return _lax().transpose(ops[0], ints(i.attrs.get("dimensions")))
 
 
-@_op("reverse")
-def _reverse(r: _Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
+@register("reverse")
+def _reverse(r: Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
     return _lax().rev(ops[0], ints(i.attrs.get("dimensions")))
 
 
-@_op("compare")
-def _compare(r: _Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
+@register("compare")
+def _compare(r: Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
     direction = str(i.attrs.get("direction"))
     if direction not in _COMPARE:
-        raise _unmapped(i, f" with direction={direction}")
+        raise unmapped(i, f" with direction={direction}")
     return getattr(_lax(), _COMPARE[direction])(ops[0], ops[1])
 
 
-@_op("select")
-def _select(r: _Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
+@register("select")
+def _select(r: Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
     lax = _lax()
     pred = ops[0]
     if np.ndim(pred) == 0 and np.ndim(ops[1]) > 0:
@@ -327,29 +337,29 @@ def _select(r: _Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -
     return lax.select(pred, ops[1], ops[2])
 
 
-@_op("clamp")
-def _clamp(r: _Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
+@register("clamp")
+def _clamp(r: Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
     return _lax().clamp(ops[0], ops[1], ops[2])
 
 
-@_op("dot")
-def _dot(r: _Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
+@register("dot")
+def _dot(r: Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
     a = i.attrs
     dims = ((ints(a.get("lhs_contracting_dims")), ints(a.get("rhs_contracting_dims"))),
             (ints(a.get("lhs_batch_dims")), ints(a.get("rhs_batch_dims"))))
-    out = _dtype(_array(i.type).dtype)
+    out = _dtype(array_type(i.type).dtype)
     return _lax().dot_general(ops[0], ops[1], dims, preferred_element_type=out)
 
 
-@_op("reduce")
-def _reduce(r: _Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
+@register("reduce")
+def _reduce(r: Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
     lax = _lax()
     comp = r.computation(i.attrs.get("to_apply"), i)
     n = len(ops) // 2
     dims = ints(i.attrs.get("dimensions"))
-    monoid = _monoid(comp)
-    if n == 1 and monoid is not None:
-        fn = getattr(lax, {"and": "bitwise_and", "or": "bitwise_or"}.get(monoid, monoid))
+    op = monoid(comp)
+    if n == 1 and op is not None:
+        fn = getattr(lax, {"and": "bitwise_and", "or": "bitwise_or"}.get(op, op))
         return lax.reduce(ops[0], ops[1], fn, dims)
     if n == 1:
         return lax.reduce(ops[0], ops[1], lambda a, b: r.run(comp, (a, b)), dims)
@@ -358,31 +368,31 @@ def _reduce(r: _Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -
     return tuple(out)
 
 
-@_op("slice")
-def _slice(r: _Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
+@register("slice")
+def _slice(r: Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
     bounds = slice_bounds(i.attrs.get("slice"))
     return _lax().slice(ops[0], [b.start for b in bounds], [b.stop for b in bounds],
                         [b.step for b in bounds])
 
 
-@_op("dynamic-slice")
-def _dynamic_slice(r: _Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
+@register("dynamic-slice")
+def _dynamic_slice(r: Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
     return _lax().dynamic_slice(ops[0], ops[1:], ints(i.attrs.get("dynamic_slice_sizes")))
 
 
-@_op("dynamic-update-slice")
-def _dynamic_update(r: _Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
+@register("dynamic-update-slice")
+def _dynamic_update(r: Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
     return _lax().dynamic_update_slice(ops[0], ops[1], ops[2:])
 
 
-@_op("concatenate")
-def _concatenate(r: _Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
+@register("concatenate")
+def _concatenate(r: Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
     (dim,) = ints(i.attrs.get("dimensions"))
     return _lax().concatenate(ops, dim)
 
 
-@_op("pad")
-def _pad(r: _Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
+@register("pad")
+def _pad(r: Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
     config = []
     for dim in str(i.attrs.get("padding", "")).split("x"):
         parts = [int(p) for p in dim.split("_")]
@@ -390,31 +400,31 @@ def _pad(r: _Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> A
     return _lax().pad(ops[0], ops[1], config)
 
 
-@_op("tuple")
-def _tuple(r: _Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
+@register("tuple")
+def _tuple(r: Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
     return tuple(ops)
 
 
-@_op("get-tuple-element")
-def _get_tuple_element(r: _Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
+@register("get-tuple-element")
+def _get_tuple_element(r: Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
     (index,) = ints(i.attrs.get("index"))
     return ops[0][index]
 
 
-@_op("call")
-def _call(r: _Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
+@register("call")
+def _call(r: Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
     return r.run(r.computation(i.attrs.get("to_apply"), i), ops)
 
 
-@_op("while")
-def _while(r: _Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
+@register("while")
+def _while(r: Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
     cond = r.computation(i.attrs.get("condition"), i)
     body = r.computation(i.attrs.get("body"), i)
     return _lax().while_loop(lambda c: r.run(cond, (c,)), lambda c: r.run(body, (c,)), ops[0])
 
 
-@_op("conditional")
-def _conditional(r: _Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
+@register("conditional")
+def _conditional(r: Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
     lax = _lax()
     a = i.attrs
     if "branch_computations" in a:
@@ -432,15 +442,15 @@ def _conditional(r: _Replayer, i: Instruction, ops: list[Any], args: Sequence[An
     return lax.switch(index, fns, *ops[1:])
 
 
-def _collective_op(r: _Replayer, i: Instruction) -> str:
-    op = _monoid(r.computation(i.attrs.get("to_apply"), i))
+def _collective_op(r: Replayer, i: Instruction) -> str:
+    op = monoid(r.computation(i.attrs.get("to_apply"), i))
     if op not in ("add", "max", "min"):
-        raise _unmapped(i, f" reducing with `{op or 'a computation'}`")
+        raise unmapped(i, f" reducing with `{op or 'a computation'}`")
     return op
 
 
-@_op("all-reduce")
-def _all_reduce(r: _Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
+@register("all-reduce")
+def _all_reduce(r: Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
     lax = _lax()
     fn = {"add": lax.psum, "max": lax.pmax, "min": lax.pmin}[_collective_op(r, i)]
     axes = r.axes(i, ordered=False)
@@ -448,39 +458,39 @@ def _all_reduce(r: _Replayer, i: Instruction, ops: list[Any], args: Sequence[Any
     return tuple(out) if isinstance(i.type, TupleType) else out[0]
 
 
-def _one_dim(r: _Replayer, i: Instruction, ops: list[Any]) -> int:
+def _one_dim(r: Replayer, i: Instruction, ops: list[Any]) -> int:
     dims = ints(i.attrs.get("dimensions"))
     if len(ops) != 1 or len(dims) != 1:
-        raise _unmapped(i, f" of {len(ops)} operands")
+        raise unmapped(i, f" of {len(ops)} operands")
     return dims[0]
 
 
-@_op("all-gather")
-def _all_gather(r: _Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
+@register("all-gather")
+def _all_gather(r: Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
     dim = _one_dim(r, i, ops)
     axes = r.axes(i, ordered=True)
     return _lax().all_gather(ops[0], axes, axis=dim, tiled=True) if axes else ops[0]
 
 
-@_op("reduce-scatter")
-def _reduce_scatter(r: _Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
+@register("reduce-scatter")
+def _reduce_scatter(r: Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
     dim = _one_dim(r, i, ops)
     if _collective_op(r, i) != "add":
-        raise _unmapped(i, " reducing with max/min")
+        raise unmapped(i, " reducing with max/min")
     axes = r.axes(i, ordered=True)
     return _lax().psum_scatter(ops[0], axes, scatter_dimension=dim, tiled=True) if axes else (
         ops[0])
 
 
-@_op("all-to-all")
-def _all_to_all(r: _Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
+@register("all-to-all")
+def _all_to_all(r: Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
     dim = _one_dim(r, i, ops)
     axes = r.axes(i, ordered=True)
     return _lax().all_to_all(ops[0], axes, dim, dim, tiled=True) if axes else ops[0]
 
 
-@_op("collective-permute")
-def _collective_permute(r: _Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
+@register("collective-permute")
+def _collective_permute(r: Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
     pairs = [ints(g) for g in getattr(i.attrs.get("source_target_pairs"), "items", ())]
     if not pairs:
         return _lax().full_like(ops[0], 0)
@@ -488,13 +498,17 @@ def _collective_permute(r: _Replayer, i: Instruction, ops: list[Any], args: Sequ
     return _lax().ppermute(ops[0], axis, perm)
 
 
-MAPPED_OPCODES: frozenset[str] = frozenset(_OPS)
-"""The HLO opcodes the replay maps (any other is E0571)."""
+def mapped_opcodes() -> frozenset[str]:
+    """The HLO opcodes the replay maps (any other is E0571)."""
+    from solar.frontends.jaxfe import hlo_ops_indexed  # noqa: F401 - registers its ops
+
+    return frozenset(_OPS)
 
 
 def replay_entry(module: HloModule, mesh: Mesh) -> Callable[..., tuple[Any, ...]]:
     """The per-device function of ``module``'s ENTRY computation (see the module doc)."""
-    replayer = _Replayer(module, mesh)
+    mapped_opcodes()  # every handler registered
+    replayer = Replayer(module, mesh)
     entry = module.entry_computation
 
     def flatten(value: Any) -> list[Any]:

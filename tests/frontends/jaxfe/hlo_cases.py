@@ -95,6 +95,9 @@ def _cases() -> dict[str, Callable[[], dict[str, Any]]]:
     w1 = rng.standard_normal((16, 32)).astype(np.float32)
     w2 = rng.standard_normal((32, 16)).astype(np.float32)
     sq = rng.standard_normal((8, 8)).astype(np.float32) / 4
+    idx = rng.integers(0, 16, (4, 6)).astype(np.int32)
+    img = rng.standard_normal((4, 8, 8, 3)).astype(np.float32)
+    kernel = rng.standard_normal((3, 3, 3, 8)).astype(np.float32)
     m22 = _mesh((2, 2), ("dp", "tp"))
     t22 = _mesh((2, 2), ("dp", "tp"), transposed=True)
     m212 = _mesh((2, 1, 2), ("a", "b", "c"))
@@ -122,6 +125,17 @@ def _cases() -> dict[str, Callable[[], dict[str, Any]]]:
             lambda x: jax.lax.cond(x.sum() > 0, lambda v: v * 2, lambda v: v - 1, x),
             m22, [sq], (P("dp", "tp"),), P("dp", "tp")),
         "misc": lambda: run_case(_misc, m22, [sq], (P("dp", "tp"),), P()),
+        "gather": lambda: run_case(lambda e, i: e[i], m22, [w1, idx],
+                                   (P(None, "tp"), P("dp", None)), P("dp", None, "tp")),
+        "scatter_add": lambda: run_case(lambda x, i, u: x.at[i].add(u), m22,
+                                        [w1, idx[0], w1[:6]],
+                                        (P(None, "tp"), P(), P(None, "tp")), P(None, "tp")),
+        "conv": lambda: run_case(
+            lambda x, w: jax.lax.conv_general_dilated(
+                x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")),
+            m22, [img, kernel], (P("dp"), P(None, None, None, "tp")), P("dp", None, None, "tp")),
+        "sort": lambda: run_case(lambda x: (jnp.sort(x, axis=1), jnp.argsort(x, axis=0)), m22,
+                                 [sq], (P("dp", "tp"),), (P("dp"), P(None, "tp"))),
         "cumsum": lambda: run_case(lambda x: jnp.cumsum(x, 0), m22, [sq], (P("dp", "tp"),),
                                    P("dp", "tp")),
     }

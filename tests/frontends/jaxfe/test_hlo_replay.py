@@ -18,7 +18,7 @@ import pytest
 from solar.diagnostics import FrontendError
 from solar.frontends.jaxfe.hlo_mesh import mesh_axes_of
 from solar.frontends.jaxfe.hlo_parse import parse_hlo
-from solar.frontends.jaxfe.hlo_replay import MAPPED_OPCODES, replay_entry
+from solar.frontends.jaxfe.hlo_replay import mapped_opcodes, replay_entry
 
 pytest.importorskip("jax")
 pytestmark = pytest.mark.jax
@@ -69,12 +69,21 @@ def test_replay_equals_the_compiled_program(
     assert case["collectives"] == collectives
 
 
+@pytest.mark.parametrize(("name", "opcode"), [("gather", "gather"), ("scatter_add", "scatter"),
+                                              ("conv", "convolution"), ("sort", "sort")])
+def test_replay_of_ops_with_dimension_numbers(cases: dict[str, Any], name: str,
+                                              opcode: str) -> None:
+    case = cases[name]
+    assert case.get("code") is None, case
+    assert opcode in case["ops"] and case["error"] == 0.0
+
+
 def test_replay_covers_the_ops_of_resharding(cases: dict[str, Any]) -> None:
     case = cases["misc"]
     assert case["error"] == 0.0
     assert {"pad", "concatenate", "slice", "dynamic-slice", "iota", "partition-id", "select",
             "all-to-all", "all-gather", "collective-permute"} <= set(case["ops"])
-    assert set(case["ops"]) <= MAPPED_OPCODES
+    assert set(case["ops"]) <= mapped_opcodes()
 
 
 def test_an_opcode_without_replay_is_e0571_naming_it(cases: dict[str, Any]) -> None:
@@ -150,7 +159,7 @@ def test_replay_of_plain_ops_matches_numpy() -> None:
     np.testing.assert_array_equal(np.asarray(r), x.max(axis=1))
 
 
-@pytest.mark.parametrize("opcode", ["custom-call", "sort", "rng-bit-generator", "fft"])
+@pytest.mark.parametrize("opcode", ["custom-call", "reduce-window", "rng-bit-generator", "fft"])
 def test_a_live_unmapped_opcode_is_e0571(opcode: str) -> None:
     text = ONE_DEVICE.replace("OPCODE", opcode).replace("tuple(%y, %r)", "tuple(%dead, %r)")
     x, w = np.ones((4, 8), np.float32), np.ones((8, 3), np.float32)
