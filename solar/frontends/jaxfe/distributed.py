@@ -190,6 +190,8 @@ def run_host_worker(path: str, out: str, real: bool) -> None:
             for name, arr in zip(lowered.inputs, ins[rank], strict=False):
                 if name is not None:
                     arrays[f"{rank}:in:{name}"] = arr
+            for name, value in lowered.constant_values:  # the same on every rank
+                arrays[f"{rank}:in:{name}"] = np.asarray(value)
             for name, arr in zip(lowered.outputs, outs[rank], strict=False):
                 if name is not None:
                     arrays[f"{rank}:out:{name}"] = arr

@@ -1,10 +1,13 @@
-"""Replica groups and permute pairs of partitioned HLO as axes of a device mesh.
+"""Replica groups and permute pairs of partitioned HLO as axes of a device mesh, and
+its partition-id arithmetic.
 
 Contract: partition ``p`` is the device at mesh coordinates ``np.unravel_index(p,
 shape)`` (the jit capture rebuilds the mesh in partition order, so this holds); a
 group of partitions is the set of those that differ only along some mesh axes
 (`mesh_axes_of`), and a collective-permute moves along one axis when every pair does
 and the move is the same on every line of that axis (`permute_axes`). Pure numpy.
+`u32_is_index_math` says when the u32 values derived from ``partition-id`` may be
+replayed as s32 (Note [u32 indices]).
 """
 
 from __future__ import annotations
@@ -17,8 +20,9 @@ from typing import TypeAlias
 import numpy as np
 
 from solar.diagnostics import FrontendError, Span
+from solar.frontends.jaxfe.hlo_parse import HloModule, HloType, TupleType, literal_values
 
-__all__ = ["Mesh", "mesh_axes_of", "permute_axes"]
+__all__ = ["Mesh", "mesh_axes_of", "permute_axes", "u32_is_index_math"]
 
 Mesh: TypeAlias = Sequence[tuple[str, int]]
 """``(axis name, size)`` in mesh order."""
@@ -85,3 +89,46 @@ def permute_axes(
         if implied == want:
             return name, sorted(moves)
     return tuple(n for n, s in mesh if s > 1), sorted(want)
+
+
+# Note [u32 indices]
+# ~~~~~~~~~~~~~~~~~~
+# The partitioner computes each device's offsets from `partition-id`, a u32, through
+# u32 tables indexed by it (`constant({0, 0, 1, 1})`, dynamic-slice, reshape, multiply).
+# The IR has no unsigned types, so such ops would stay uncovered (and the program could
+# not be validated). When every u32 value of a module is that kind of index arithmetic
+# (u32 only from partition-id, constants below 2^31 and the ops below; no u32 parameter,
+# output, or conversion to u32) the replay computes them in s32, where they take the same
+# values. Any other u32 use (bit manipulation, random bits) keeps u32 (and is reported
+# uncovered by the lowering).
+_U32_INDEX_OPS = frozenset({
+    "partition-id", "constant", "dynamic-slice", "reshape", "broadcast", "slice", "add",
+    "subtract", "multiply", "compare", "select", "clamp", "maximum", "minimum",
+    "concatenate", "copy", "transpose", "tuple", "get-tuple-element", "convert",
+})
+
+
+def _u32(t: HloType) -> bool:
+    if isinstance(t, TupleType):
+        return any(_u32(e) for e in t.elements)
+    return t.dtype == "u32"
+
+
+def u32_is_index_math(module: HloModule) -> bool:
+    """Whether every u32 value of ``module`` is partition index arithmetic (the Note)."""
+    entry = module.entry_computation
+    if any(_u32(t) for _, t in entry.params) or _u32(entry.root.type):
+        return False
+    for comp in module.computations.values():
+        types = {i.name: i.type for i in comp.instructions}
+        for i in comp.instructions:
+            if _u32(i.type) and (i.opcode == "convert" or i.opcode not in _U32_INDEX_OPS):
+                return False
+            if any(_u32(types[o]) for o in i.operands if o in types) and (
+                    i.opcode not in _U32_INDEX_OPS):
+                return False
+            if i.opcode == "constant" and _u32(i.type):
+                values = np.asarray(literal_values(i.literal), dtype=np.float64)
+                if values.size and values.max() >= 2**31:
+                    return False
+    return True

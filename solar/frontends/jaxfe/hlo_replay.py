@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from solar.diagnostics import FrontendError
-from solar.frontends.jaxfe.hlo_mesh import Mesh, mesh_axes_of, permute_axes
+from solar.frontends.jaxfe.hlo_mesh import Mesh, mesh_axes_of, permute_axes, u32_is_index_math
 from solar.frontends.jaxfe.hlo_parse import (
     ArrayType,
     Computation,
@@ -131,6 +131,12 @@ class Replayer:
         self.module = module
         self.mesh = tuple(mesh)
         self.world = prod(s for _, s in mesh)
+        self.u32_as_s32 = u32_is_index_math(module)
+
+    def dtype(self, name: str) -> Any:
+        """The JAX dtype of HLO element type ``name`` in this replay (Note [u32 indices]
+        in hlo_mesh.py)."""
+        return _dtype("s32" if name == "u32" and self.u32_as_s32 else name)
 
     def computation(self, value: Value | None, instr: Instruction) -> Computation:
         if not isinstance(value, Ref) or value.name not in self.module.computations:
@@ -263,7 +269,7 @@ def _parameter(r: Replayer, i: Instruction, ops: list[Any], args: Sequence[Any])
 @register("constant")
 def _constant(r: Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
     t = array_type(i.type)
-    value = np.asarray(literal_values(i.literal), dtype=_dtype(t.dtype))
+    value = np.asarray(literal_values(i.literal), dtype=r.dtype(t.dtype))
     if value.size != prod(t.dims):
         raise FrontendError(f"%{i.name}: a literal of {value.size} values for {t.dims}",
                             code="E0570", span=i.span)
@@ -274,22 +280,22 @@ def _constant(r: Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) 
 def _iota(r: Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
     t = array_type(i.type)
     (dim,) = ints(i.attrs.get("iota_dimension"))
-    return _lax().broadcasted_iota(_dtype(t.dtype), t.dims, dim)
+    return _lax().broadcasted_iota(r.dtype(t.dtype), t.dims, dim)
 
 
 @register("partition-id")
 def _partition_id(r: Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
-    return _lax().convert_element_type(r.partition_id(), _dtype(array_type(i.type).dtype))
+    return _lax().convert_element_type(r.partition_id(), r.dtype(array_type(i.type).dtype))
 
 
 @register("replica-id")
 def _replica_id(r: Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
-    return np.zeros((), _dtype(array_type(i.type).dtype))  # one replica: SPMD partitions only
+    return np.zeros((), r.dtype(array_type(i.type).dtype))  # one replica: SPMD partitions only
 
 
 @register("convert")
 def _convert(r: Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> Any:
-    return _lax().convert_element_type(ops[0], _dtype(array_type(i.type).dtype))
+    return _lax().convert_element_type(ops[0], r.dtype(array_type(i.type).dtype))
 
 
 @register("bitcast-convert")
@@ -297,7 +303,7 @@ def _bitcast_convert(r: Replayer, i: Instruction, ops: list[Any], args: Sequence
     t = array_type(i.type)
     if tuple(np.shape(ops[0])) != t.dims:
         raise unmapped(i, " changing the element width")
-    return _lax().bitcast_convert_type(ops[0], _dtype(t.dtype))
+    return _lax().bitcast_convert_type(ops[0], r.dtype(t.dtype))
 
 
 @register("broadcast")
@@ -347,7 +353,7 @@ def _dot(r: Replayer, i: Instruction, ops: list[Any], args: Sequence[Any]) -> An
     a = i.attrs
     dims = ((ints(a.get("lhs_contracting_dims")), ints(a.get("rhs_contracting_dims"))),
             (ints(a.get("lhs_batch_dims")), ints(a.get("rhs_batch_dims"))))
-    out = _dtype(array_type(i.type).dtype)
+    out = r.dtype(array_type(i.type).dtype)
     return _lax().dot_general(ops[0], ops[1], dims, preferred_element_type=out)
 
 

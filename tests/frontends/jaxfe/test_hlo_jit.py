@@ -96,6 +96,13 @@ STYLES = {
                         s(None, "tp")), out_shardings=s("dp", "tp"))
             return g(x * 2, w) + 1.0
     """,
+    # a partition-dependent constant: XLA slices it by partition-id through u32 tables
+    "partition_offsets": """
+        def f(x, w):
+            g = jax.jit(lambda x, w: jnp.tanh(x @ w) + jnp.arange(8.0),
+                        in_shardings=(s("dp", "tp"), s("tp", None)), out_shardings=s("dp", "tp"))
+            return g(x, w)
+    """,
     # bf16 matmul, f32 gelu and sum: compared at the bf16 policy tolerance
     "bf16": """
         def f(x, w):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from solar.diagnostics import FrontendError
+from solar.frontends.jaxfe.hlo_mesh import u32_is_index_math
 from solar.frontends.jaxfe.hlo_parse import (
     ArrayType,
     Group,
@@ -183,3 +184,25 @@ def test_unknown_replica_group_form_is_e0570() -> None:
     with pytest.raises(FrontendError) as err:
         replica_groups(instr.attrs["replica_groups"], 4)  # type: ignore[attr-defined]
     assert err.value.code == "E0570"
+
+
+U32 = [
+    # the partitioner's offset table: partition-id indexes a u32 constant
+    (["%t = u32[4]{0} constant({0, 0, 1, 1})", "%p = u32[] partition-id()",
+      "%d = u32[1]{0} dynamic-slice(%t, %p), dynamic_slice_sizes={1}",
+      "%r = u32[] reshape(%d)", "%c = s32[] convert(%r)"], True),
+    # bit manipulation of u32 values is not index arithmetic
+    (["%p = u32[] partition-id()", "%k = u32[] constant(3)",
+      "%s = u32[] shift-right-logical(%p, %k)"], False),
+    # a constant at or above 2^31 would change value in s32
+    (["%t = u32[2]{0} constant({0, 4294967295})"], False),
+    # a float converted to u32 (negative values saturate differently)
+    (["%f = f32[] constant(-1)", "%u = u32[] convert(%f)"], False),
+]
+
+
+@pytest.mark.parametrize(("lines", "narrow"), U32)
+def test_u32_index_math(lines: list[str], narrow: bool) -> None:
+    text = module_with("%param = f32[4,16]{1,0} parameter(0)", *lines,
+                       "ROOT %out = f32[4,16]{1,0} copy(%param)")
+    assert u32_is_index_math(parse_hlo(text)) is narrow
