@@ -14,16 +14,17 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-import jax
-import jax.numpy as jnp
 import numpy as np
-from jax.sharding import Mesh, NamedSharding
-from jax.sharding import PartitionSpec as P
+import pytest
 
-from solar.diagnostics import SolarError
-from solar.frontends.jaxfe.hlo_jit import device_blocks, jit_device_program, replay_error
-from solar.frontends.jaxfe.hlo_mesh import mesh_axes_of
-from solar.frontends.jaxfe.hlo_parse import replica_groups
+jax = pytest.importorskip("jax")  # collected for doctests too (--doctest-modules)
+jnp = jax.numpy
+Mesh, NamedSharding, P = jax.sharding.Mesh, jax.sharding.NamedSharding, jax.sharding.PartitionSpec
+
+from solar.diagnostics import SolarError  # noqa: E402
+from solar.frontends.jaxfe.hlo_jit import device_blocks, jit_device_program, replay_error  # noqa: E402
+from solar.frontends.jaxfe.hlo_mesh import mesh_axes_of  # noqa: E402
+from solar.frontends.jaxfe.hlo_parse import replica_groups  # noqa: E402
 
 COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all",
                "collective-permute")
