@@ -163,3 +163,19 @@ def test_an_hlo_op_without_replay_is_e0571(tmp_path: Path) -> None:
         capture_on_host_devices(path)
     assert err.value.code == "E0571"
     assert "`reduce-window`" in err.value.message and "cumsum.py:" in err.value.message
+
+
+def test_a_mesh_smaller_than_the_world_is_e0557(tmp_path: Path) -> None:
+    path = tmp_path / "small_mesh.py"
+    path.write_text(textwrap.dedent(PRELUDE).replace(
+        'mesh = jax.make_mesh((2, 2), ("dp", "tp"), axis_types=(jax.sharding.AxisType.Auto,) * 2)',
+        'mesh = jax.make_mesh((2,), ("dp",), axis_types=(jax.sharding.AxisType.Auto,),\n'
+        '                     devices=jax.devices()[:2])') + textwrap.dedent("""
+        def f(x, w):
+            return jax.jit(lambda x, w: x @ w, in_shardings=(s("dp"), s()),
+                           out_shardings=s("dp"))(x, w)
+    """))
+    with pytest.raises(FrontendError) as err:
+        capture_on_host_devices(path)
+    assert err.value.code == "E0557"
+    assert "the mesh has 2 devices but the file sets WORLD_SIZE = 4" in err.value.message
