@@ -167,3 +167,23 @@ def test_a_live_unmapped_opcode_is_e0571(opcode: str) -> None:
         replay_entry(parse_hlo(text), [("x", 1)])(x, w)
     assert err.value.code == "E0571"
     assert f"`{opcode}`" in err.value.message and "%dead" in err.value.message
+
+
+MALFORMED = [
+    # an operand defined after its use
+    (ONE_DEVICE.replace("%t = f32[4,3]{1,0} tanh(%dot)", "%t = f32[4,3]{1,0} tanh(%late)")
+     .replace("%dead = f32[4,3]{1,0} OPCODE(%y)", "%late = f32[4,3]{1,0} copy(%dot)"),
+     "before it is defined"),
+    # a reduction naming no computation
+    (ONE_DEVICE.replace("to_apply=%region", "to_apply=%nowhere"), "names no computation"),
+    # a parameter number beyond the arguments
+    (ONE_DEVICE.replace("parameter(1)\n  %dot", "parameter(7)\n  %dot"), "out of range"),
+]
+
+
+@pytest.mark.parametrize(("text", "message"), MALFORMED)
+def test_malformed_hlo_is_e0570(text: str, message: str) -> None:
+    x, w = np.ones((4, 8), np.float32), np.ones((8, 3), np.float32)
+    with pytest.raises(FrontendError) as err:
+        replay_entry(parse_hlo(text.replace("OPCODE", "copy")), [("x", 1)])(x, w)
+    assert err.value.code == "E0570" and message in err.value.message
