@@ -138,7 +138,7 @@ def run_host_worker(path: str, out: str, real: bool) -> None:
     import jax
 
     from solar.frontends.jaxfe.capture import trace_jax_file
-    from solar.frontends.jaxfe.hlo_jit import capture_jit, device_blocks, replay_error
+    from solar.frontends.jaxfe.hlo_jit import capture_jit
     from solar.frontends.jaxfe.lowering import lower_jaxpr
     from solar.frontends.jaxfe.ops_collective import DESTINATIONS, MESH
 
@@ -180,22 +180,69 @@ def run_host_worker(path: str, out: str, real: bool) -> None:
         "kernel_sources": np.array(json.dumps(lowered.kernel_sources)),
     }
     if real:
-        args = (*capture.init_params(), *capture.input_values)
-        if jit_program is None:
-            ins, outs = _shard_map_blocks(capture, eqn, mesh, args)
-        else:
-            ins, outs = device_blocks(jit_program, args)
-            arrays["replay_error"] = np.array(replay_error(jit_program, ins, outs))
-        for rank in range(world):
-            for name, arr in zip(lowered.inputs, ins[rank], strict=False):
-                if name is not None:
-                    arrays[f"{rank}:in:{name}"] = arr
-            for name, value in lowered.constant_values:  # the same on every rank
-                arrays[f"{rank}:in:{name}"] = np.asarray(value)
-            for name, arr in zip(lowered.outputs, outs[rank], strict=False):
-                if name is not None:
-                    arrays[f"{rank}:out:{name}"] = arr
+        arrays |= _real_run(capture, lowered, body, eqn if jit_program is None else jit_program,
+                            mesh)
     np.savez(out, **arrays)  # type: ignore[arg-type]
+
+
+def _real_run(
+    capture: Any, lowered: Any, body: Any, source: Any, mesh: Sequence[tuple[str, int]]
+) -> dict[str, np.ndarray]:
+    """Run the real program on the host devices: each rank's inputs (with the HLO's
+    constants and the real values of uncovered ops) and outputs, keyed ``rank:in:name``
+    and ``rank:out:name``; for a jit (``source`` a `JitDeviceProgram`, else the
+    shard_map equation) also the replay's largest difference from it."""
+    from solar.frontends.jaxfe.hlo_jit import JitDeviceProgram, device_blocks, replay_error
+
+    arrays: dict[str, np.ndarray] = {}
+    args = (*capture.init_params(), *capture.input_values)
+    if isinstance(source, JitDeviceProgram):
+        ins, outs = device_blocks(source, args)
+        arrays["replay_error"] = np.array(replay_error(source, ins, outs))
+        device_mesh = source.replay_mesh
+    else:
+        ins, outs = _shard_map_blocks(capture, source, mesh, args)
+        device_mesh = source.params["mesh"]
+    if lowered.uncovered_values:
+        tapped = _uncovered_blocks(body, device_mesh, lowered.uncovered_values, ins)
+        for rank, values in enumerate(tapped):
+            arrays |= {f"{rank}:in:{k}": v for k, v in values.items()}
+    for rank in range(len(ins)):
+        for name, arr in zip(lowered.inputs, ins[rank], strict=False):
+            if name is not None:
+                arrays[f"{rank}:in:{name}"] = arr
+        for name, value in lowered.constant_values:  # the same on every rank
+            arrays[f"{rank}:in:{name}"] = np.asarray(value)
+        for name, arr in zip(lowered.outputs, outs[rank], strict=False):
+            if name is not None:
+                arrays[f"{rank}:out:{name}"] = arr
+    return arrays
+
+
+def _uncovered_blocks(
+    body: Any, mesh: Any, values: Sequence[Any], ins: Sequence[Sequence[np.ndarray]]
+) -> list[dict[str, np.ndarray]]:
+    """Per rank, the real values of the outputs of the ops the lowering left uncovered
+    (`solar.frontends.kit.UncoveredValue`): the device program evaluated op by op on
+    every device, the rank's input blocks stacked along a leading axis over the mesh."""
+    import jax
+    from jax.sharding import PartitionSpec as P
+
+    from solar.frontends.jaxfe.reference import eval_with_taps
+
+    taps = [(v.site, v.output) for v in values]
+
+    def per_device(*xs: Any) -> tuple[Any, ...]:
+        found = eval_with_taps(body, [x[0] for x in xs], taps)
+        return tuple(found[t][None] for t in taps)
+
+    spec = P(tuple(mesh.axis_names))  # type: ignore[no-untyped-call]
+    n = len(ins[0])
+    fn = jax.jit(jax.shard_map(per_device, mesh=mesh, in_specs=(spec,) * n, out_specs=spec,
+                               check_vma=False))
+    got = fn(*(np.stack([rank[k] for rank in ins]) for k in range(n)))
+    return [{v.name: np.asarray(g[p]) for v, g in zip(values, got, strict=True)}
+            for p in range(len(ins))]
 
 
 def _shard_map_blocks(
