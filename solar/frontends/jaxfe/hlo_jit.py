@@ -14,8 +14,9 @@ per rank. `device_blocks` gives each partition's blocks of the compiled program'
 inputs and outputs, and `replay_error` the largest difference between the replay and
 the compiled program on them.
 
-Still refused (E0557): a program whose shardings name no mesh (nothing is sharded),
-a mesh whose devices are not the executable's, parameters JAX adds or drops.
+Still refused (E0557): a program XLA does not partition or whose shardings name no
+mesh, several meshes, a mesh of another size than ``WORLD_SIZE`` or whose devices are
+not the executable's, and a per-device program with other parameters than the inputs.
 """
 
 from __future__ import annotations
@@ -44,9 +45,10 @@ __all__ = [
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class JitDeviceProgram:
-    """One device's program of a sharded ``jit``: the ``shard_map`` equation whose body
-    replays the partitioned HLO, its mesh axes, the compiled program and its devices in
-    partition order."""
+    """One device's program of a sharded ``jit``: the closed jaxpr of the ``shard_map``
+    body that replays the partitioned HLO and its abstract inputs, the mesh axes, the
+    mesh in partition order, the compiled program and its devices in partition order,
+    and the parsed HLO with its text."""
 
     body: Any
     local: tuple[Any, ...]
