@@ -83,12 +83,15 @@ class JaxFrontend:
         if world is not None:  # a shard_map program (docs/distributed.md)
             from solar.frontends.jaxfe.distributed import capture_on_host_devices
 
-            progress(f"capturing the shard_map body on {world} host devices")
+            progress(f"capturing the per-device program on {world} host devices")
             host = capture_on_host_devices(path, world=world)
+            what = ("the shard_map body's jaxpr" if host.via == "shard_map" else
+                    "XLA's per-device HLO of the jit, replayed as a jaxpr")
             return FrontendResult(
                 name="jax",
                 program=host.program,
-                captured_with=f"the shard_map body's jaxpr, on {world} host devices",
+                captured_with=f"{what}, on {world} host devices",
+                kernel_sources=host.kernel_sources,
                 ops_total=host.ops_seen,
                 uncovered=host.coverage,
                 keep_live=host.keep_live,
