@@ -28,6 +28,13 @@ own libraries (``jnp.where``'s ``_where``). The dotted scope (``attention.softma
 ``module_paths``, so the report's op-type rows still read ``exp`` and its module rows
 gain the function (Note [Kernel origins] in `solar.report.breakdown`). Names stay unique
 (the builder numbers repeats) and stable (function names, not line numbers).
+
+A ``scan`` or ``while`` is one kernel (docs/jax.md), made where the loop was called but
+doing what its body does, so its scope is the body's (`loop_body_scope`): the functions
+that all the body's equations share, outermost first (``run_step_scan`` for a ``step``
+passed to ``lax.scan`` inside ``run``; ``body_scan`` for ``fori_loop(0, n, body, x)``,
+whose jax-made counter equations name nothing and are left out), and the loop's own
+scope when the body names nothing.
 """
 
 from __future__ import annotations
@@ -36,7 +43,7 @@ import importlib.util
 import os
 from typing import Any
 
-__all__ = ["eqn_function_scope", "eqn_source", "jit_name"]
+__all__ = ["eqn_function_scope", "eqn_source", "jit_name", "loop_body_scope"]
 
 _LIBRARIES = ("jax", "jaxlib", "flax", "equinox", "haiku", "optax", "solar")
 _SKIP: list[str] = []
@@ -85,32 +92,74 @@ def _plain(name: str) -> bool:
     return name.isidentifier() and not name.startswith("_")
 
 
+def _frames(eqn: Any) -> tuple[list[str], str, bool]:
+    """The user's functions an equation was made in (innermost first), the ``jax.nn``
+    function the innermost of them called, and whether the frames reach the entry."""
+    traceback = getattr(getattr(eqn, "source_info", None), "traceback", None)
+    if traceback is None:
+        return [], "", True
+    skip, nn_api = _skipped(), _nn_api()
+    user: list[str] = []
+    api = ""
+    for frame in traceback.frames:  # innermost first
+        if frame.file_name.startswith(_SOLAR):  # the capture that called the entry
+            return user, api, True
+        if not frame.file_name.startswith(skip):
+            user.append(frame.function_name.rsplit(".", 1)[-1])
+        elif not user and frame.file_name.startswith(nn_api):
+            api = frame.function_name  # ends as the outermost jax.nn frame below the user's
+    return user, api, False
+
+
+def _scope(eqn: Any, user: list[str], api: str) -> list[str]:
+    # user[-1]: the entry, or the function a stack of its own starts at
+    named = [n for n in reversed(user[:-1]) if _plain(n)]
+    if _plain(api) and api != eqn.primitive.name:
+        named.append(api)
+    return named
+
+
 def eqn_function_scope(eqn: Any) -> tuple[tuple[str, ...], bool]:
     """The functions an equation was made in, outermost first, for its kernel name
     (Note [JAX kernel names]): the user's own functions below the entry, then the
     ``jax.nn`` function the innermost one called (``("attention", "softmax")``); and
     whether they start at the entry (``False``: below the jitted function whose body
     jax traced on a stack of its own)."""
-    traceback = getattr(getattr(eqn, "source_info", None), "traceback", None)
-    if traceback is None:
-        return (), True
-    skip, nn_api = _skipped(), _nn_api()
-    user: list[str] = []
-    api = ""
-    whole = False
-    for frame in traceback.frames:  # innermost first
-        if frame.file_name.startswith(_SOLAR):  # the capture that called the entry
-            whole = True
-            break
-        if not frame.file_name.startswith(skip):
-            user.append(frame.function_name.rsplit(".", 1)[-1])
-        elif not user and frame.file_name.startswith(nn_api):
-            api = frame.function_name  # ends as the outermost jax.nn frame below the user's
-    # user[-1]: the entry, or the jitted function a stack of its own starts at
-    named = [n for n in reversed(user[:-1]) if _plain(n)]
-    if _plain(api) and api != eqn.primitive.name:
-        named.append(api)
-    return tuple(named), whole
+    user, api, whole = _frames(eqn)
+    return tuple(_scope(eqn, user, api)), whole
+
+
+_LOOP_BODIES = {"scan": "jaxpr", "while": "body_jaxpr"}
+
+
+def loop_body_scope(eqn: Any) -> tuple[tuple[str, ...], bool] | None:
+    """The function scope of a ``scan``/``while`` equation (Note [JAX kernel names]):
+    the loop's own, then the body function and the functions below it that all the
+    body's equations share (jax traces a body on a stack of its own, which starts at the
+    body function); and whether it starts at the entry. ``None`` for other equations and
+    for a body whose equations name nothing."""
+    key = _LOOP_BODIES.get(eqn.primitive.name)
+    if key is None:
+        return None
+    outer, whole = eqn_function_scope(eqn)
+    body = eqn.params[key]
+    common: list[str] | None = None
+    for e in getattr(body, "jaxpr", body).eqns:
+        user, api, reaches_entry = _frames(e)
+        scope = _scope(e, user, api)
+        if reaches_entry:  # traced on the caller's stack: relative to the entry
+            if scope[: len(outer)] != list(outer):
+                continue
+            scope = scope[len(outer) :]
+        elif user and _plain(user[-1]):
+            scope.insert(0, user[-1])
+        if not scope:  # jax's own (`fori_loop`'s counter), or nothing to name
+            continue
+        k = 0
+        while common is not None and k < min(len(common), len(scope)) and common[k] == scope[k]:
+            k += 1
+        common = scope if common is None else common[:k]
+    return ((*outer, *common), whole) if common else None
 
 
 def jit_name(eqn: Any) -> str:

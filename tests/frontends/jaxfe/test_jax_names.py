@@ -13,6 +13,7 @@ from solar.frontends.jaxfe import lower_jaxpr, trace_function, trace_jax_file
 from solar.report.breakdown import kernel_origin
 
 jax = pytest.importorskip("jax")
+jnp = jax.numpy
 pytestmark = pytest.mark.jax
 
 SAMPLES = Path(__file__).resolve().parents[3] / "samples" / "jax"
@@ -87,3 +88,38 @@ def test_samples_name_their_functions(sample: str, expected: set[str]) -> None:
     assert expected <= names
     # no kernel named only after its primitive where a function made it
     assert not {"tanh", "exp", "tanh_1", "exp_1", "dot_general_1"} & names
+
+
+def _cell(h, x):  # type: ignore[no-untyped-def]
+    return jnp.tanh(h + x)
+
+
+def _rnn(xs):  # type: ignore[no-untyped-def]
+    def step(h, x):  # type: ignore[no-untyped-def]
+        h = _cell(h, x)
+        return h, h * 2.0
+
+    return jax.lax.scan(step, jnp.zeros(4), xs)
+
+
+def loops(xs, v):  # type: ignore[no-untyped-def]
+    def body(i, v):  # type: ignore[no-untyped-def]
+        return v * 0.5 + 1.0
+
+    def wbody(s):  # type: ignore[no-untyped-def]
+        return s[0] + 1, s[1] * 2.0
+
+    a = jax.lax.fori_loop(0, 5, body, v)
+    b = jax.lax.while_loop(lambda s: s[0] < 3, wbody, (0, v))
+    return _rnn(xs), a, b, jax.lax.scan(lambda c, x: (c + x, c), v, xs)
+
+
+def test_loop_kernels_are_named_after_their_body_function() -> None:
+    # a loop is one kernel doing what its body does: the loop's caller, then the body
+    # function (jax traces it on a stack of its own); a lambda body names nothing
+    x = np.ones((6, 4), np.float32)
+    lowered = lower_jaxpr(trace_function(loops, [x, x[0]]))
+    names = [k.name for k in lowered.program.kernels]
+    # `_rnn` is private and names nothing; `step`, an IR keyword, is not suffixed
+    assert names == ["body_scan", "wbody_while", "step_scan", "scan"]
+    assert {"body", "wbody", "step"} <= set(lowered.module_paths)
