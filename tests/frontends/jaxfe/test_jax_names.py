@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -123,3 +124,29 @@ def test_loop_kernels_are_named_after_their_body_function() -> None:
     # `_rnn` is private and names nothing; `step`, an IR keyword, is not suffixed
     assert names == ["body_scan", "wbody_while", "step_scan", "scan"]
     assert {"body", "wbody", "step"} <= set(lowered.module_paths)
+
+
+def test_nnx_and_equinox_modules_name_their_kernels() -> None:
+    # no name stack outside linen: the user's module class (its `__call__`) and the
+    # library module it called (the outermost: eqx.nn.MLP, not the Linear inside)
+    nnx = pytest.importorskip("flax.nnx")
+    eqx = pytest.importorskip("equinox")
+
+    class Block(nnx.Module):  # type: ignore[misc]
+        def __init__(self, rngs: Any) -> None:
+            self.norm = nnx.LayerNorm(8, rngs=rngs)
+            self.fc = nnx.Linear(8, 8, rngs=rngs)
+
+        def __call__(self, x: Any) -> Any:
+            return self.fc(self.norm(x))
+
+    block = Block(nnx.Rngs(0))
+    mlp = eqx.nn.MLP(8, 4, 16, 1, key=jax.random.PRNGKey(0))
+
+    def g(x):  # type: ignore[no-untyped-def]
+        return jax.vmap(mlp)(block(x))
+
+    x = np.ones((2, 8), np.float32)
+    names = [k.name for k in lower_jaxpr(trace_function(g, [x])).program.kernels]
+    assert {"Block_LayerNorm_rsqrt", "Block_Linear_dot_general", "MLP_dot_general",
+            "MLP_relu_max"} <= set(names), names
