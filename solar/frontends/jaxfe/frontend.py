@@ -75,6 +75,7 @@ class JaxFrontend:
             float64_literals,
             reference_at_reduced_sizes,
             reference_data,
+            x64_literals,
         )
         from solar.frontends.jaxfe.xla import xla_cost_analysis
         from solar.frontends.kit.collectives import declared_world_size
@@ -130,7 +131,7 @@ class JaxFrontend:
 
                 def float64() -> ValidationPlan:
                     ins, outs = reference_data(capture, lowered=lowered, float64=True)
-                    program = float64_literals(lowered.program)
+                    program = float64_literals(lowered.program, x64_literals(capture))
                     return ValidationPlan(program, ins, outs, "full")
 
                 wide = None if lowered.uncovered_values else float64
