@@ -149,6 +149,11 @@ def _bound_notes(arch: ArchBounds, report: Report) -> list[str]:
             "in the L2 under the warm-cache\n        assumption (repeated runs); "
             "--cache cold charges them to DRAM once"
         )
+    if fused is not None and unfused is not None and unfused.dram_bytes < fused.dram_bytes:
+        lines.append(  # Note [Warm cache] in docs/bounds.md: the unfused credit is per kernel
+            "  note: unfused DRAM bytes below fused: the warm L2 is credited to each kernel "
+            "alone;\n        every run still moves at least the fused DRAM bytes"
+        )
     if fused is not None and unfused is not None and unfused.time_s > fused.time_s:
         gain = unfused.time_s - fused.time_s
         share = gain / unfused.time_s
@@ -178,6 +183,13 @@ def _policy_assumption(arch: ArchBounds) -> list[str]:
     ]
 
 
+def _policy_reason(arch: ArchBounds, report: Report) -> list[str]:
+    """Why the frontend chose the policy, when it did (JAX's DEFAULT matmul precision)."""
+    tail = f": precision policy {arch.precision_policy}"
+    return [f"  precision: {printable(n.removesuffix(tail))}"
+            for n in report.frontend.notes if n.endswith(tail)]
+
+
 def _arch_block(arch: ArchBounds, report: Report, top: int) -> list[str]:
     lines = [
         f"{arch.display_name} [{arch.arch}]"
@@ -185,6 +197,7 @@ def _arch_block(arch: ArchBounds, report: Report, top: int) -> list[str]:
         + f" — precision policy {arch.precision_policy}",
         f"  cache: {arch.cache_assumption}",
         *_policy_assumption(arch),
+        *_policy_reason(arch, report),
         f"  {'model':<12} {'bound':>12} {'compute':>12} {'memory':>12} {'DRAM bytes':>11} "
         f"{'AI F/B':>8}  bottleneck",
     ]
@@ -319,6 +332,18 @@ def _sizes_line(report: Report) -> str | None:
     return f"sizes: {sizes}"
 
 
+def _parameters_line(report: Report) -> str:
+    """The parameter count; a training step's also holds the optimizer's state, which
+    the line says (the training block splits it)."""
+    head = (f"parameters: {format_count(report.parameters or 0)} elements, "
+            f"{format_bytes(report.parameter_bytes or 0)}")
+    t = report.training
+    if t is None or not t.optimizer_state_bytes:
+        return f"{head} (parameters and buffers)"
+    return (f"{head} (parameters, buffers and the optimizer's state: the model's own are "
+            f"{format_bytes(t.parameter_bytes)})")
+
+
 def render_text(report: Report, *, top: int = TOP_KERNELS) -> str:
     """The terminal summary of a report.
 
@@ -343,10 +368,7 @@ def render_text(report: Report, *, top: int = TOP_KERNELS) -> str:
         "(inputs, parameters, outputs once)"
     )
     if report.parameters is not None:
-        lines.append(
-            f"parameters: {format_count(report.parameters)} elements, "
-            f"{format_bytes(report.parameter_bytes or 0)} (parameters and buffers)"
-        )
+        lines.append(_parameters_line(report))
     if report.measurement is not None:
         m = report.measurement
         lines.append(

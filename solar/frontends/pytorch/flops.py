@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from solar.frontends.pytorch.capture_types import RecordedCall
 
 __all__ = [
+    "CONVOLUTION_BACKWARD_OPS",
     "CONVOLUTION_OPS",
     "EXTRA_FORMULAS",
     "padding_flops",
@@ -30,6 +31,11 @@ __all__ = [
 CONVOLUTION_OPS = frozenset({"convolution", "_convolution", "convolution_overrideable"})
 """ATen convolutions whose positional arguments are ``(input, weight, bias, stride,
 padding, dilation, transposed, ...)``."""
+CONVOLUTION_BACKWARD_OPS = frozenset({"convolution_backward", "convolution_backward_overrideable"})
+"""ATen convolution backwards: ``(grad_output, input, weight, bias_sizes, stride, padding,
+dilation, transposed, ...)``. The gradients of the input and of the weight each pair
+every output position with every tap, as the forward does: the taps over zero padding
+are no necessary work in either."""
 
 
 def _valid_taps(size: int, kernel: int, stride: int, pad: int, dilation: int) -> tuple[int, int]:
@@ -108,9 +114,14 @@ def padding_flops(op: str, args: Sequence[Any], flops: int) -> int:
     or, for a transposed convolution, that lands on outputs its ``padding`` crops.
 
     ``args`` are the call's positional arguments with tensors replaced by their shapes.
-    Zero for anything but a convolution with padding.
+    Zero for anything but a convolution (or a non-transposed convolution's backward)
+    with padding.
     """
-    if op not in CONVOLUTION_OPS or len(args) < 7 or flops <= 0:
+    if op in CONVOLUTION_BACKWARD_OPS and len(args) >= 8 and not args[7]:
+        args = (args[1], args[2], None, *args[4:8])  # the forward's (input, weight, ...)
+    elif op not in CONVOLUTION_OPS:
+        return 0
+    if len(args) < 7 or flops <= 0:
         return 0
     x, w, _bias, stride, padding, dilation, transposed = args[:7]
     spatial, kernel = tuple(x)[2:], tuple(w)[2:]
