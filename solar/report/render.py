@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from solar.diagnostics import printable
 from solar.report.render_distributed import distributed_lines
 from solar.report.render_profile import (
+    LINE_W,
     breakdown_lines,
     column_notes,
     kernel_table,
@@ -115,6 +116,17 @@ def _headroom_lines(arch: ArchBounds, report: Report) -> list[str]:
     return lines
 
 
+def _wrap_at_width(text: str) -> list[str]:
+    """A line of the device block wrapped at the summary's width, continued under its text.
+
+    >>> _wrap_at_width("  cache: " + "word " * 30)[1][:12]
+    '         wor'
+    """
+    import textwrap
+
+    return textwrap.wrap(text, LINE_W, subsequent_indent=" " * 9) or [""]
+
+
 def _wrap(text: str, width: int) -> list[str]:
     import textwrap
 
@@ -195,7 +207,7 @@ def _arch_block(arch: ArchBounds, report: Report, top: int) -> list[str]:
         f"{arch.display_name} [{arch.arch}]"
         + (" (measured spec)" if arch.spec_measured else "")
         + f" — precision policy {arch.precision_policy}",
-        f"  cache: {arch.cache_assumption}",
+        *_wrap_at_width(f"  cache: {arch.cache_assumption}"),
         *_policy_assumption(arch),
         *_policy_reason(arch, report),
         f"  {'model':<12} {'bound':>12} {'compute':>12} {'memory':>12} {'DRAM bytes':>11} "
