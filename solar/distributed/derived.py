@@ -123,6 +123,8 @@ def derive_rank(
     plan = request.plan
     if plan is None or plan.tp < 2:
         return "the plan has no tensor parallelism"
+    if request.phase == "decode":
+        return "a decode step (one token per sequence) is derived analytically"
     if plan.sp:
         return "sequence parallelism is derived analytically (Note [Derived ranks])"
     patterns = dict(request.plan_file.tp_plan) if request.plan_file is not None else {}
