@@ -23,7 +23,10 @@ DTensor inserts (each row-parallel output's all-reduce in the forward, each
 column-parallel input's in the backward), with their captured buffers. The rank
 program's compute, compulsory HBM bytes and TP collectives replace the analytic ones;
 pipeline (÷ pp: the average stage), context parallelism (÷ cp), data parallelism and
-ZeRO (the gradient collectives, the optimizer's ÷ dp) and memory stay analytic. The
+ZeRO (the gradient collectives, the optimizer's ÷ dp), memory, a decode step and the
+pipeline schedules' per-stage work (`solar.distributed.pipelining`) stay analytic. Linears
+that read one input (separate Q/K/V, gate and up projections) each all-reduce their input
+gradient in the backward, as torch runs them; a fused projection reduces once. The
 bound is that of the plan as torch's tensor parallelism runs it: a framework that also
 shards the replicated work (Megatron's vocabulary-parallel embedding and loss) does less,
 so the analytic rule (which shards all of it) is kept as the fallback and as the cross-
