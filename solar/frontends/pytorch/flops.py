@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from solar.frontends.pytorch.capture_types import RecordedCall
 
 __all__ = [
+    "CONVOLUTION_BACKWARD_OPS",
     "CONVOLUTION_OPS",
     "CORRECTED_FORMULAS",
     "EXTRA_FORMULAS",
@@ -34,6 +35,11 @@ __all__ = [
 CONVOLUTION_OPS = frozenset({"convolution", "_convolution", "convolution_overrideable"})
 """ATen convolutions whose positional arguments are ``(input, weight, bias, stride,
 padding, dilation, transposed, ...)``."""
+CONVOLUTION_BACKWARD_OPS = frozenset({"convolution_backward", "convolution_backward_overrideable"})
+"""ATen convolution backwards: ``(grad_output, input, weight, bias_sizes, stride, padding,
+dilation, transposed, ...)``. The gradients of the input and of the weight each pair
+every output position with every tap, as the forward does: the taps over zero padding
+are no necessary work in either."""
 
 
 def _valid_taps(size: int, kernel: int, stride: int, pad: int, dilation: int) -> tuple[int, int]:
@@ -117,7 +123,7 @@ def padding_flops(op: str, args: Sequence[Any], flops: int) -> int:
     ``grad_weight`` (``input`` against ``grad_output``), pair the same output positions
     with the same taps as the forward, so the share over padding is the forward's.
     """
-    if op == "convolution_backward" and len(args) >= 9:
+    if op in CONVOLUTION_BACKWARD_OPS and len(args) >= 9:
         _grad_out, x, w, _bias_sizes, stride, padding, dilation, transposed, out_pad = args[:9]
         op, args = "convolution", (x, w, None, stride, padding, dilation, transposed, out_pad)
     if op not in CONVOLUTION_OPS or len(args) < 7 or flops <= 0:

@@ -143,3 +143,34 @@ def test_a_padded_grouped_convolution_step_is_no_false_shortfall(groups: int) ->
     assert check.padding_flops > 0
     assert check.solar_flops >= check.covered_flops - check.padding_flops
     assert backward > forward
+
+
+# A convolution's backward: both gradients pair every output with every tap, as the
+# forward does, so the same share of taps falls on the padding (the README tour's
+# `solar analyze samples/torch/train_cnn.py --train` warned of a 2.1% FLOP shortfall).
+BACKWARD = [(7, 3, 1, 1, 1), (8, 3, 2, 1, 1), (9, 5, 1, 2, 2), (6, 1, 1, 0, 1)]
+
+
+@pytest.mark.parametrize("case", BACKWARD)
+def test_backward_padding_is_the_forward_share(case: tuple[int, ...]) -> None:
+    n, k, s, p, d = case
+    forward = ((2, 3, n, n), (4, 3, k, k), None, (s, s), (p, p), (d, d), False)
+    out = (n + 2 * p - d * (k - 1) - 1) // s + 1
+    total = 2 * 2 * 4 * 3 * out * out * k * k
+    backward = ((2, 4, out, out), (2, 3, n, n), (4, 3, k, k), [4], (s, s), (p, p), (d, d),
+                False, (0, 0), 1, [True, True, False])  # fmt: skip
+    assert padding_flops("convolution_backward", backward, 2 * total) == 2 * padding_flops(
+        "convolution", forward, total
+    )
+
+
+def test_a_padded_convolution_trained_is_no_false_shortfall() -> None:
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(), torch.nn.Conv2d(8, 8, 3, padding=1)
+    )
+    report = solar.analyze(model, (torch.randn(2, 3, 10, 10),), validate="off", train=True)
+    check = report.coverage.independent_flops
+    assert check is not None
+    assert check.padding_flops > 0
+    assert not check.shortfall, check
+    assert check.solar_flops >= check.covered_flops - check.padding_flops
