@@ -30,7 +30,7 @@ def _require(model: ZooModel) -> None:
 
 
 def test_zoo_is_large_and_varied() -> None:
-    assert len(ZOO) >= 110
+    assert len(ZOO) >= 120
     assert {z.library for z in ZOO} == LIBRARIES
     assert sum(not z.slow for z in ZOO) >= 45  # most of it runs in CI
     trained = {z.library for z in ZOO if z.train}
