@@ -74,6 +74,10 @@ def _validation_line(report: Report) -> str:
         head += ", in float64: the fp32 check failed"
     if v.fraction_checked < 1.0:
         head += f", {v.fraction_checked:.1%} of outputs checked"
+    if v.real_run is not None:  # Note [Distributed validation] in solar/pipeline/validation.py
+        head += f", against a real run on {v.real_run}"
+        if v.mesh:
+            head += ", mesh " + " x ".join(f"{k}={n}" for k, n in v.mesh.items())
     head += f"{tol_text}, max abs err {worst:.2e}, {v.wall_time_s:.2f} s)"
     if sizes:
         head += f"\n            at {sizes}"

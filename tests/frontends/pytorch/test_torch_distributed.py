@@ -163,7 +163,7 @@ def test_dtensor_tensor_parallel_mlp_matches_a_real_gloo_run() -> None:
 def test_analyze_bounds_a_distributed_file_per_rank() -> None:
     from solar.pipeline import AnalyzeOptions, analyze
 
-    report = analyze(SAMPLES / "dist_tp_mlp.py", AnalyzeOptions())
+    report = analyze(SAMPLES / "dist_tp_mlp.py", AnalyzeOptions(validate="off"))
     assert report.sizes == {"W": 2}
     assert report.ir.kernels == 4
     assert "fake process group" in report.frontend.captured_with
