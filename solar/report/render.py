@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from solar.diagnostics import printable
 from solar.report.render_distributed import distributed_lines
 from solar.report.render_profile import (
+    LINE_W,
     breakdown_lines,
     column_notes,
     kernel_table,
@@ -115,6 +116,17 @@ def _headroom_lines(arch: ArchBounds, report: Report) -> list[str]:
     return lines
 
 
+def _wrap_at_width(text: str) -> list[str]:
+    """A line of the device block wrapped at the summary's width, continued under its text.
+
+    >>> _wrap_at_width("  cache: " + "word " * 30)[1][:12]
+    '         wor'
+    """
+    import textwrap
+
+    return textwrap.wrap(text, LINE_W, subsequent_indent=" " * 9) or [""]
+
+
 def _wrap(text: str, width: int) -> list[str]:
     import textwrap
 
@@ -149,6 +161,11 @@ def _bound_notes(arch: ArchBounds, report: Report) -> list[str]:
             "in the L2 under the warm-cache\n        assumption (repeated runs); "
             "--cache cold charges them to DRAM once"
         )
+    if fused is not None and unfused is not None and unfused.dram_bytes < fused.dram_bytes:
+        lines.append(  # Note [Warm cache] in docs/bounds.md: the unfused credit is per kernel
+            "  note: unfused DRAM bytes below fused: the warm L2 is credited to each kernel "
+            "alone;\n        every run still moves at least the fused DRAM bytes"
+        )
     if fused is not None and unfused is not None and unfused.time_s > fused.time_s:
         gain = unfused.time_s - fused.time_s
         share = gain / unfused.time_s
@@ -178,13 +195,21 @@ def _policy_assumption(arch: ArchBounds) -> list[str]:
     ]
 
 
+def _policy_reason(arch: ArchBounds, report: Report) -> list[str]:
+    """Why the frontend chose the policy, when it did (JAX's DEFAULT matmul precision)."""
+    tail = f": precision policy {arch.precision_policy}"
+    return [f"  precision: {printable(n.removesuffix(tail))}"
+            for n in report.frontend.notes if n.endswith(tail)]
+
+
 def _arch_block(arch: ArchBounds, report: Report, top: int) -> list[str]:
     lines = [
         f"{arch.display_name} [{arch.arch}]"
         + (" (measured spec)" if arch.spec_measured else "")
         + f" — precision policy {arch.precision_policy}",
-        f"  cache: {arch.cache_assumption}",
+        *_wrap_at_width(f"  cache: {arch.cache_assumption}"),
         *_policy_assumption(arch),
+        *_policy_reason(arch, report),
         f"  {'model':<12} {'bound':>12} {'compute':>12} {'memory':>12} {'DRAM bytes':>11} "
         f"{'AI F/B':>8}  bottleneck",
     ]
@@ -254,6 +279,8 @@ def _coverage_lines(report: Report) -> list[str]:
             more = f" and {len(ind.unseen_ops) - 4} more" if len(ind.unseen_ops) > 4 else ""
             verdict = f"ok; the counter has no formula for {names}{more}"
         padding = f", {format_flops(ind.padding_flops)} over padding" if ind.padding_flops else ""
+        if ind.masked_flops:
+            padding += f", {format_flops(ind.masked_flops)} masked"
         sep = "\n    " if len(verdict) > 40 else " "
         lines.append(
             f"  FLOPs check vs {ind.counter.rsplit('.', 1)[-1]}: SOLAR "
@@ -319,6 +346,18 @@ def _sizes_line(report: Report) -> str | None:
     return f"sizes: {sizes}"
 
 
+def _parameters_line(report: Report) -> str:
+    """The parameter count; a training step's also holds the optimizer's state, which
+    the line says (the training block splits it)."""
+    head = (f"parameters: {format_count(report.parameters or 0)} elements, "
+            f"{format_bytes(report.parameter_bytes or 0)}")
+    t = report.training
+    if t is None or not t.optimizer_state_bytes:
+        return f"{head} (parameters and buffers)"
+    return (f"{head} (parameters, buffers and the optimizer's state: the model's own are "
+            f"{format_bytes(t.parameter_bytes)})")
+
+
 def render_text(report: Report, *, top: int = TOP_KERNELS) -> str:
     """The terminal summary of a report.
 
@@ -343,10 +382,7 @@ def render_text(report: Report, *, top: int = TOP_KERNELS) -> str:
         "(inputs, parameters, outputs once)"
     )
     if report.parameters is not None:
-        lines.append(
-            f"parameters: {format_count(report.parameters)} elements, "
-            f"{format_bytes(report.parameter_bytes or 0)} (parameters and buffers)"
-        )
+        lines.append(_parameters_line(report))
     if report.measurement is not None:
         m = report.measurement
         lines.append(

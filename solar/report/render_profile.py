@@ -121,7 +121,28 @@ def kernel_table(kernels: Sequence[KernelRow], top: int, next_step: Callable[[Ke
             f"{'next step':<32}")
     # the user's source line of each kernel, when the frontend knows it (kernels[].source)
     tags = [k.source or "-" for k in ranked] if any(k.source for k in ranked) else []
-    return [*head, *_table(cols, [k.name for k in ranked], cells, NAME_W, tags)]
+    return [*head, *_table(cols, [k.name for k in ranked], cells, NAME_W, tags),
+            *_legend(ranked)]
+
+
+def _legend(ranked: Sequence[KernelRow]) -> list[str]:
+    """What the kernel table's ``bytes`` and ``roof`` columns are (``bytes`` is no DRAM
+    figure), and what an emulated pipe's name means, when one is listed.
+
+    >>> k = KernelRow(name="mm", flops=1.0, bytes=8.0, unit="tensor", precision="3xtf32",
+    ...               time_s=1e-6, bottleneck="compute", arithmetic_intensity_flops_per_byte=0.1)
+    >>> print("\\n".join(_legend([k])))
+        bytes: the distinct bytes a kernel reads and writes (through L2 or DRAM); roof: what
+        binds it, memory or its compute pipe:precision (3xtf32: fp32 accuracy in 3 TF32 passes)
+    """
+    emulated = sorted({k.precision for k in ranked if roof_label(k) != "memory"
+                       and k.precision[:1].isdigit() and "x" in k.precision})
+    passes = ", ".join(f"{p}: fp32 accuracy in {p.split('x')[0]} {p.split('x')[1].upper()} "
+                       "passes" for p in emulated)
+    return ["    bytes: the distinct bytes a kernel reads and writes (through L2 or DRAM); "
+            "roof: what",
+            "    binds it, memory or its compute pipe:precision" + (f" ({passes})" if passes
+                                                                     else "")]
 
 
 def breakdown_lines(arch: ArchBounds, rows: Sequence[BreakdownRow], what: str, top: int
@@ -166,6 +187,12 @@ def precision_hint(arch: ArchBounds) -> list[str]:
     share = sum(k.time_s for k in arch.kernels if _fp32_tensor(k)) / unfused
     moves = ", ".join(f"{name} <= {ftime(new)} (-{(old - new) / old:.0%})"
                       for name, old, new in gains)
+    if share < 0.005:  # nothing runs on an fp32 tensor pipe: only the bytes move
+        return [
+            "  hint: cast to bf16: fp32 tensors at 2 bytes (the program has no fp32 matmul "
+            "or convolution);",
+            f"        --precision bf16 bounds: {moves}",
+        ]
     return [
         f"  hint: cast to bf16: fp32/TF32 matmuls and convolutions ({share:.0%} of the unfused "
         "bound)",

@@ -1,0 +1,56 @@
+"""The summary read as a newcomer reads it (issue 31, round three): every number says
+what it is, and no line contradicts another. Each case runs `solar analyze` on a bundled
+sample as a user would and checks the lines a first reading tripped over."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT
+
+pytestmark = pytest.mark.slow
+
+
+def _analyze(*args: str) -> str:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "120"}
+    done = subprocess.run(
+        [sys.executable, "-m", "solar", "analyze", *args, "-q"], cwd=ROOT, env=env,
+        capture_output=True, text=True, timeout=900, check=False, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout + done.stderr
+
+
+@pytest.mark.torch
+def test_a_training_step_names_what_its_parameter_count_holds() -> None:
+    pytest.importorskip("torch")
+    out = _analyze("samples/torch/train_cnn.py", "--train", "--validate", "off")
+    # 26.1 k elements: the model's 13 k parameters and SGD's momentum buffer, as many
+    assert ("parameters: 26.1 k elements, 104 kB (parameters, buffers and the optimizer's "
+            "state: the model's own are 52.1 kB)") in out
+    assert "memory: parameters 52.1 kB, optimizer state 52.1 kB" in out
+    # the backward convolutions' taps over padding are no work for either count
+    assert "FLOP SHORTFALL" not in out
+    assert "(ok)" in out.split("FLOPs check vs FlopCounterMode")[1].splitlines()[0]
+
+
+@pytest.mark.torch
+def test_an_elementwise_program_gets_no_matmul_hint_nor_zero_times() -> None:
+    pytest.importorskip("torch")
+    out = _analyze("samples/torch/elementwise_mix.py", "--validate", "off")
+    assert "matmuls and convolutions (0% of the unfused bound)" not in out
+    assert "  hint: cast to bf16: fp32 tensors at 2 bytes (the program has no fp32 matmul" in out
+    rows = [line for line in out.splitlines() if "%" in line and " ns " in line]
+    assert rows
+    assert not [r for r in rows if " 0.0 ns " in r], rows  # a share of a bound is never 0.0 ns
+
+
+@pytest.mark.jax
+def test_a_jax_program_says_why_its_policy_is_tf32() -> None:
+    pytest.importorskip("jax")
+    out = _analyze("samples/jax/flax_mlp.py", "--validate", "off")
+    assert "— precision policy tf32" in out
+    assert "  precision: JAX runs fp32 matmuls at DEFAULT precision (TF32 on GPUs" in out
