@@ -8,7 +8,8 @@ again within more memory, when to re-check in float64) is this module's.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
@@ -22,10 +23,12 @@ from solar.budget import (
 from solar.diagnostics import FrontendError
 from solar.frontends import Progress, ValidationPlan
 from solar.frontends.kit import reference_budget_bytes
+from solar.frontends.protocol import RealRunCheck
 from solar.ir import DType, float_dtypes, widen_to_f64
 from solar.pipeline.options import AnalyzeOptions
 from solar.pipeline.prepare import PreparedProgram
 from solar.report import ValidationInfo, float64_validation, skipped_validation, validation_info
+from solar.report.schema import OutputCheck
 
 if TYPE_CHECKING:
     from solar.validate import ValidationResult
@@ -75,6 +78,8 @@ def _validate_once(
 ) -> ValidationInfo:
     if options.validate == "off":
         return skipped_validation("validation disabled (--validate off)")
+    if prepared.reference is None and prepared.front.real_run is not None:
+        return _real_run(prepared.front.real_run, options, progress)
     if prepared.reference is None:
         return skipped_validation(
             prepared.front.no_reference_reason or "no source program to compare against"
@@ -115,6 +120,30 @@ def _validate_once(
     if result.status == "failed":
         return _recheck_in_float64(plan, info, strategy, options, progress)
     return info
+
+
+def _real_run(run: Callable[[], RealRunCheck], options: AnalyzeOptions,
+              progress: Progress) -> ValidationInfo:
+    """A distributed program against a real run of all its ranks (docs/distributed.md,
+    "Validation against a real run"): passed, or E0556 raised on a difference; a run
+    that crashes or deadlocks (E0555) is a skip under ``auto`` (Note [Validation never
+    blocks analysis])."""
+    progress("validating every rank against a real run")
+    start = time.monotonic()
+    try:
+        check = run()
+    except FrontendError as err:
+        if options.validate != "auto":
+            raise
+        return skipped_validation(f"no real run: error[{err.code}]: "
+                                  f"{'; '.join((err.message, *err.notes))}")
+    outputs = tuple(OutputCheck(name=name, passed=True, max_abs_error=error,
+                                max_rel_error=None, rtol=check.rtol, atol=check.atol)
+                    for name, error in check.max_abs_error.items())
+    return ValidationInfo(status="passed", strategy=f"real run on {check.what}",
+                          sizes=dict(check.sizes), fraction_checked=1.0, outputs=outputs,
+                          wall_time_s=time.monotonic() - start,
+                          reason=f"every rank's outputs, world size {check.world}")
 
 
 # Note [Float64 re-check]

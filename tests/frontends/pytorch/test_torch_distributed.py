@@ -167,6 +167,12 @@ def test_analyze_bounds_a_distributed_file_per_rank() -> None:
     assert report.sizes == {"W": 2}
     assert report.ir.kernels == 4
     assert "fake process group" in report.frontend.captured_with
+    # validated as the CLI runs it: every rank against 2 real gloo processes, and the
+    # report says which world size and sizes were checked
+    v = report.validation
+    assert (v.status, v.strategy) == ("passed", "real run on 2 gloo processes")
+    assert v.sizes["W"] == 2 and "world size 2" in (v.reason or "")
+    assert v.outputs and all(o.passed and (o.max_abs_error or 0.0) < 1e-4 for o in v.outputs)
 
 
 def test_in_place_c10d_collectives_match_a_real_gloo_run() -> None:
