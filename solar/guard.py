@@ -298,7 +298,8 @@ def _diagnose(err: BaseException, signals: _Signals, time_limit_s: float) -> Sol
         )
     if isinstance(err, SystemExit):
         return FrontendError(
-            f"the program called sys.exit({err.code!r}): a model file must not end the process",
+            f"the program called sys.exit({_exit_code_text(err.code)}): a model file must not "
+            "end the process",
             code="E0530",
             notes=frames,
         )
@@ -309,6 +310,20 @@ def _diagnose(err: BaseException, signals: _Signals, time_limit_s: float) -> Sol
         code="E0532",
         notes=frames,
     )
+
+
+def _exit_code_text(code: object) -> str:
+    """How ``sys.exit(code)`` is shown: an int, a string or None as written, anything else
+    by its type (its ``repr`` is the user's code, and may fail or never end).
+
+    >>> _exit_code_text(3), _exit_code_text(10**5000), _exit_code_text([1])
+    ('3', 'an int of 16,610 bits', 'a list')
+    """
+    if isinstance(code, int) and not isinstance(code, bool) and code.bit_length() > 60:
+        return f"an int of {code.bit_length():,} bits"
+    if code is None or type(code) in (bool, int, str):
+        return repr(code)
+    return f"a {type(code).__name__}"
 
 
 def _user_frames(err: BaseException) -> tuple[str, ...]:

@@ -342,7 +342,9 @@ def main() -> None:
         format="%(message)s",
         stream=sys.stderr,
     )
-    with _collector_policy():
+    from solar.streams import ignored_exceptions_as_warnings
+
+    with _collector_policy(), ignored_exceptions_as_warnings():  # Note [Ignored exceptions]
         _run_app()
 
 
