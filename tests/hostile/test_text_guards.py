@@ -93,6 +93,12 @@ CASES: dict[str, tuple[Argv, str, int]] = {  # argv -> (code, exit); before: E09
                                                   "E0933", 2),
     "sweep file: an alias to its own anchor": (lambda t: _sweep(t, "set: &s {M: [*s]}\n"),
                                                "E0933", 2),
+    "a hardware spec holding a NUL": (
+        lambda t: ["specs", "show", _file(t, "s.yaml", "name: a\0b\n")], "E0402", 2),
+    "-o a name too long for the file system": (
+        lambda t: ["analyze", str(MATMUL), "-q", "-o", str(t / ("x" * 300))], "E0941", 2),
+    "--save-ir a name too long for the file system": (
+        lambda t: ["analyze", str(MATMUL), "-q", "--save-ir", str(t / ("x" * 300))], "E0941", 2),
 }
 
 
@@ -132,3 +138,27 @@ def test_a_long_line_is_shown_as_a_window(
     assert_diagnostic(r, "E0101", 1)
     assert len(r.err) < 2000
     assert "...mmm" in r.err and "!" in r.err
+
+
+def test_ir_run_writes_its_archive_to_a_device(capsys: pytest.CaptureFixture[str]) -> None:
+    softmax = SAMPLES / "ir" / "softmax.alir"
+    r = run_cli(capsys, "ir", "run", str(softmax), "--set", "B=4", "--set", "N=4",
+                "-o", "/dev/null")
+    assert r.code == 0, r.err  # before: E0999, a zip writer cannot seek on /dev/null
+    assert "wrote /dev/null" in r.err + r.out
+
+
+def test_plot_of_a_report_with_a_huge_program_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("matplotlib")
+    import json
+
+    report = tmp_path / "r.json"
+    assert run_cli(capsys, "analyze", str(MATMUL), "-q", "-o", str(report)).code == 0
+    data = json.loads(report.read_text())
+    data["program"] = "p" * 10_000_000  # before: matplotlib laid out a 10 MB title (hung)
+    report.write_text(json.dumps(data))
+    r = run_cli(capsys, "plot", str(report), "-o", str(tmp_path / "r.png"))
+    assert r.code == 0, r.err
+    assert (tmp_path / "r.png").stat().st_size > 1000

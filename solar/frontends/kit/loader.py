@@ -32,6 +32,7 @@ from pathlib import Path
 
 from solar.diagnostics import FrontendError, UsageError, exception_text
 from solar.guard import user_stdout_to_stderr
+from solar.tampering import remember_interpreter
 
 __all__ = [
     "UserCode",
@@ -372,6 +373,7 @@ def guard_user_code(
             raised inside the block (a dispatch hook of the capture) is a bug and
             propagates as it is.
     """
+    remember_interpreter()  # Note [Shared interpreter], before the program's code runs
     try:
         with user_stdout_to_stderr():  # Note [User output]
             yield
