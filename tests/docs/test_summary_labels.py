@@ -54,6 +54,8 @@ def test_a_jax_program_says_why_its_policy_is_tf32() -> None:
     out = _analyze("samples/jax/flax_mlp.py", "--validate", "off")
     assert "— precision policy tf32" in out
     assert "  precision: JAX runs fp32 matmuls at DEFAULT precision (TF32 on GPUs" in out
+    # XLA's own count beside SOLAR's, as FlopCounterMode's is for PyTorch
+    assert "  FLOPs check vs XLA cost_analysis: SOLAR 12.9 GFLOP, XLA " in out
 
 
 @pytest.mark.torch
