@@ -281,6 +281,8 @@ def _coverage_lines(report: Report) -> list[str]:
             more = f" and {len(ind.unseen_ops) - 4} more" if len(ind.unseen_ops) > 4 else ""
             verdict = f"ok; the counter has no formula for {names}{more}"
         padding = f", {format_flops(ind.padding_flops)} over padding" if ind.padding_flops else ""
+        if ind.masked_flops:
+            padding += f", {format_flops(ind.masked_flops)} masked"
         sep = "\n    " if len(verdict) > 40 else " "
         lines.append(
             f"  FLOPs check vs {ind.counter.rsplit('.', 1)[-1]}: SOLAR "

@@ -104,8 +104,9 @@ def _schedule_lines(d: DistributedInfo) -> list[str]:
                      f"{format_time(st.optimizer_s):<11}  {format_time(st.bubble_s)}")
     fl = d.failures
     if fl is not None:
-        lines.append(f"  failures: step >= {format_time(fl.time_s)} (no failure "
-                     f"{format_time(fl.no_failure_s)}; dropping the pipelines "
+        lines.append(f"  failures (one-way schedule-free bound): step >= "
+                     f"{format_time(fl.time_s)} (no failure {format_time(fl.no_failure_s)}; "
+                     f"dropping the pipelines "
                      f"{format_time(fl.drop_pipelines_s)})")
         lines.extend(
             f"    stage {r.stage}: {r.down} down, +{r.extra_micro_batches} micro-batch(es) "

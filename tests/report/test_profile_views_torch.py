@@ -49,7 +49,7 @@ def test_json_report_has_modules_op_types_and_parameters(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     report = _json(capsys, tmp_path, RESNET)
-    assert report["schema_version"] == "1.6"
+    assert report["schema_version"] == "1.7"
     modules = {m["name"]: m for m in report["modules"]}
     # every nn.Module that ran a kernel, with the parents of nested ones (fvcore's by_module)
     assert {"conv1", "bn1", "conv2", "bn2", "relu", "shortcut", "shortcut.0",
