@@ -180,7 +180,7 @@ def _distributed(
     progress(f"capturing {world} ranks under the fake process group")
     dist = capture_distributed(path, world=world, step=step)
     first = dist.ranks[0]
-    # the real run's step takes the default optimizer (`run_gloo_rank`)
+    # the real run trains with the file's optimizer (TrainStep()), as --train does
     checkable = step is None or step == TrainStep()
     return FrontendResult(
         name="torch",
@@ -191,8 +191,8 @@ def _distributed(
         real_run=partial(_gloo_check, path, world, step is not None, dist.program)
         if checkable else None,
         no_reference_reason=None if checkable else (
-            "a distributed training step with --optimizer: the real gloo run takes the "
-            "default optimizer's step only"
+            "a distributed program trained with a chosen optimizer: validate it against a "
+            "real gloo run (solar.frontends.pytorch.distributed.validate_with_gloo)"
         ),
         keep_live=first.keep_alive,
         uncovered_values=tuple(v.name for v in first.uncovered_values),
