@@ -21,7 +21,10 @@ LIBRARIES = {
 
 
 def _param(z: ZooModel) -> object:
-    return pytest.param(z, id=z.name, marks=[pytest.mark.slow] if z.slow else [])
+    marks = [pytest.mark.slow] if z.slow else []
+    if z.extended:
+        marks.append(pytest.mark.zoo_extended)
+    return pytest.param(z, id=z.name, marks=marks)
 
 
 def _require(model: ZooModel) -> None:
