@@ -44,6 +44,7 @@ __all__ = [
     "Span",
     "UsageError",
     "ValidationMismatchError",
+    "exception_text",
     "printable",
     "render_diagnostic",
 ]
@@ -221,6 +222,43 @@ def _escape(m: re.Match[str]) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
+MAX_SHOWN_CHARS = 2000
+"""The most characters of one message or note a diagnostic shows (Note [Bounded
+diagnostics])."""
+
+_SOURCE_WINDOW = 120
+"""The characters of a source line shown around the caret."""
+
+
+def _bounded(text: str, *, lines: bool = False) -> str:
+    """Note [Bounded diagnostics]: a message, a note or a source line comes from the
+    user's files or code (an exception's message, a 7 MB line of IR); the diagnostic shows
+    at most `MAX_SHOWN_CHARS` of it, escaped by `printable`, and says how much it left out.
+
+    >>> _bounded("x" * 2005)[-40:]
+    'xxxxxxxxxxxxxxx... (5 more characters)'
+    """
+    shown = text[:MAX_SHOWN_CHARS]
+    rest = len(text) - len(shown)
+    return printable(shown, lines=lines) + (f"... ({rest:,} more characters)" if rest else "")
+
+
+def exception_text(err: BaseException) -> str | None:
+    """``str(err)``, or ``None`` when the exception's own ``__str__`` fails (the user's
+    exception classes run arbitrary code there: they raise, recurse, or return a non-str).
+
+    >>> class Odd(Exception):
+    ...     def __str__(self): raise RuntimeError
+    >>> exception_text(Odd()) is None, exception_text(ValueError("bad"))
+    (True, 'bad')
+    """
+    try:
+        text = str(err)
+    except Exception:  # noqa: BLE001 (any exception of the user's __str__)
+        return None
+    return text if isinstance(text, str) else None
+
+
 def render_diagnostic(err: SolarError, *, context_lines: int = 0) -> str:
     """Render an error as ``error[CODE]: message`` with location and caret.
 
@@ -231,7 +269,7 @@ def render_diagnostic(err: SolarError, *, context_lines: int = 0) -> str:
     Returns:
         The multi-line diagnostic text (no trailing newline).
     """
-    out = [f"error[{err.code}]: {printable(err.message)}"]
+    out = [f"error[{err.code}]: {_bounded(err.message)}"]
     span = err.span
     if span is not None:
         line, col = span.source.line_col(span.start)
@@ -241,12 +279,20 @@ def render_diagnostic(err: SolarError, *, context_lines: int = 0) -> str:
         out.append(f"{pad}--> {span.source.name}:{line}:{col}")
         out.append(f"{pad} |")
         for ctx in range(max(1, line - context_lines), line):
-            out.append(f"{str(ctx).rjust(width)} | {span.source.line_text(ctx)}")
-        text = span.source.line_text(line)
-        out.append(f"{line} | {text}")
+            shown = span.source.line_text(ctx)[:_SOURCE_WINDOW]
+            out.append(f"{str(ctx).rjust(width)} | {printable(shown)}")
+        raw = span.source.line_text(line)
+        long_line = len(raw) > _SOURCE_WINDOW  # shown as a window around the caret
+        start = max(0, col - 1 - _SOURCE_WINDOW // 2) if long_line else 0
+        end = start + _SOURCE_WINDOW if long_line else len(raw)
         n_carets = end_col - col if end_line == line and end_col > col else 1
-        n_carets = max(1, min(n_carets, max(1, len(text) - col + 1)))
-        out.append(f"{pad} | {' ' * (col - 1)}{'^' * n_carets}")
+        n_carets = max(1, min(n_carets, end - col + 1))
+        before = printable(raw[start : col - 1])
+        marked = printable(raw[col - 1 : col - 1 + n_carets])
+        after = printable(raw[col - 1 + n_carets : end])
+        lead, tail = ("..." if start else ""), ("..." if end < len(raw) else "")
+        out.append(f"{line} | {lead}{before}{marked}{after}{tail}")
+        out.append(f"{pad} | {' ' * (len(lead) + len(before))}{'^' * max(1, len(marked))}")
     for note in err.notes:
-        out.append(f"  = note: {printable(note, lines=True)}")
+        out.append(f"  = note: {_bounded(note, lines=True)}")
     return "\n".join(out)

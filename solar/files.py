@@ -37,6 +37,7 @@ symbolic link is followed, so the link keeps pointing at the new file.
 from __future__ import annotations
 
 import contextlib
+import io
 import math
 import os
 import stat
@@ -54,12 +55,14 @@ if TYPE_CHECKING:  # numpy is imported where an archive is read (`solar --help` 
     import numpy as np
 
 __all__ = [
+    "MAX_DATA_VALUES",
     "MAX_IR_BYTES",
     "MAX_NPZ_BYTES",
     "MAX_TEXT_BYTES",
     "DataError",
     "append_atomic",
     "atomic_output",
+    "check_data",
     "check_input",
     "load_npz",
     "open_input",
@@ -107,8 +110,11 @@ def parse_data(text: str | bytes, *, fmt: Literal["json", "yaml"]) -> object:
 
     Note [Structured text]: a parser of nested data recurses, so 20,000 nested brackets
     end in ``RecursionError``; Python refuses integers of more than 4300 digits with
-    ``ValueError``; JSON admits ``NaN`` and ``Infinity``. Each is refused here as a
-    `DataError`, and the caller turns it into its own coded diagnostic; the data that
+    ``ValueError``; JSON admits ``NaN`` and ``Infinity``; a YAML alias shares its anchor's
+    value, so nine lines of aliases stand for 10^9 strings (a "billion laughs") and one
+    alias to its own anchor makes a list that holds itself, and a walk over either never
+    ends. Each is refused here as a
+    `DataError` (`check_data`), and the caller turns it into its own coded diagnostic; the data that
     comes back holds only dicts, lists, strings, finite floats, ints and booleans (and
     None), whose types the caller still checks field by field.
 
@@ -128,8 +134,8 @@ def parse_data(text: str | bytes, *, fmt: Literal["json", "yaml"]) -> object:
 
     try:
         if fmt == "json":
-            return json.loads(text, parse_constant=_no_constant)
-        return _finite(yaml.safe_load(text))
+            return check_data(json.loads(text, parse_constant=_no_constant))
+        return check_data(yaml.safe_load(text))
     except RecursionError:
         raise DataError("nested too deeply") from None
     except json.JSONDecodeError as err:
@@ -144,18 +150,51 @@ def _no_constant(name: str) -> object:
     raise ValueError(f"{name} is not a number")
 
 
-def _finite(data: object) -> object:
-    """``data`` with every float checked finite (YAML reads ``.nan`` and ``.inf``)."""
-    todo = [data]
+MAX_DATA_VALUES = 1_000_000
+"""The most values a document of structured text may hold once YAML aliases are expanded
+(a sweep file or a plan holds hundreds; Note [Structured text])."""
+
+
+def check_data(data: object) -> object:
+    """``data`` (as a YAML or JSON parser built it) once checked; see Note [Structured
+    text]. Each container is visited once, so the check is linear in the text.
+
+    Raises:
+        DataError: a float that is not finite, a container that holds itself, or more
+            than `MAX_DATA_VALUES` values once aliases are expanded.
+
+    >>> check_data({"a": [1, 2.5]})
+    {'a': [1, 2.5]}
+    >>> bomb = ["x"] * 10
+    >>> for _ in range(6):
+    ...     bomb = [bomb] * 10
+    >>> check_data(bomb)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    solar.files.DataError: holds 1,111,111 values once YAML aliases are expanded, ...
+    """
+    expanded: dict[int, int] = {}  # id of a container -> its values, aliases expanded
+    open_ids: set[int] = set()
+    todo: list[tuple[object, bool]] = [(data, False)]
     while todo:
-        item = todo.pop()
+        item, done = todo.pop()
         if isinstance(item, float) and not math.isfinite(item):
-            raise ValueError(f"{item} is not a finite number")
-        if isinstance(item, dict):
-            todo.extend(item.keys())
-            todo.extend(item.values())
-        elif isinstance(item, list):
-            todo.extend(item)
+            raise DataError(f"{item} is not a finite number")
+        if not isinstance(item, dict | list) or (id(item) in expanded and not done):
+            continue
+        children = [*item.keys(), *item.values()] if isinstance(item, dict) else item
+        if not done:
+            if id(item) in open_ids:
+                raise DataError("a value holds itself (a YAML alias to its own anchor)")
+            open_ids.add(id(item))
+            todo.append((item, True))
+            todo.extend((c, False) for c in children)
+            continue
+        open_ids.discard(id(item))
+        expanded[id(item)] = count = 1 + sum(expanded.get(id(c), 1) for c in children)
+        if count > MAX_DATA_VALUES:
+            raise DataError(f"holds {count:,} values once YAML aliases are expanded, over "
+                            f"the limit of {MAX_DATA_VALUES:,}")
     return data
 
 
@@ -366,8 +405,12 @@ def prepare_output(path: Path) -> Path:
     Raises:
         UsageError: E0940 ``path`` is a directory; E0941 a parent cannot be created.
     """
-    target = Path(os.path.realpath(path)) if path.is_symlink() else path
-    if target.is_dir():
+    try:  # a name too long for the file system is an OSError here, not False
+        target = Path(os.path.realpath(path)) if path.is_symlink() else path
+        is_dir = target.is_dir()
+    except OSError as err:
+        raise UsageError(f"cannot write {path}: {err.strerror or err}", code="E0941") from None
+    if is_dir:
         raise UsageError(
             f"cannot write {path}: it is a directory",
             code="E0940",
@@ -423,7 +466,9 @@ def atomic_output(path: Path) -> Iterator[IO[bytes]]:
             fd = os.open(target, os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
             os.set_blocking(fd, True)
             with os.fdopen(fd, "wb") as fh:
-                yield fh
+                buffer = io.BytesIO()  # seekable, as a zip writer needs (`/dev/null` is not)
+                yield buffer
+                fh.write(buffer.getbuffer())
         except OSError as err:
             raise _write_error(path, err) from None
         return

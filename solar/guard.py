@@ -13,6 +13,8 @@ E0531  the process running the program was killed by a signal (a segfault in nat
        code, an abort, SIGKILL from the OOM killer)
 E0532  the program raised ``KeyboardInterrupt`` itself (no Ctrl-C was pressed)
 E0533  the child's result could not be read (Note [Result channel] in `solar.outcome`)
+E0534  SOLAR failed after the program changed the interpreter (Note [Shared interpreter]
+       in `solar.tampering`): a library function replaced, the recursion limit lowered
 E0950  the program ran past ``--time-limit`` (an endless loop in import or forward)
 E0951  SOLAR was interrupted (SIGINT, SIGTERM, SIGHUP); exit 128 + the signal number
 =====  ==================================================================================
@@ -67,6 +69,7 @@ from types import FrameType
 from typing import IO, Any, Final, TypeVar
 
 from solar.diagnostics import FrontendError, ResourceError, SolarError
+from solar.orphans import adopt_orphans, children, stop_orphans
 from solar.outcome import (
     JSON_VALUES,
     MAX_RESULT_BYTES,
@@ -80,6 +83,7 @@ from solar.outcome import (
     encode_value,
 )
 from solar.streams import standard_streams, user_stdout_to_stderr
+from solar.tampering import tampering_error
 
 __all__ = [
     "DEFAULT_TIME_LIMIT_S",
@@ -298,7 +302,8 @@ def _diagnose(err: BaseException, signals: _Signals, time_limit_s: float) -> Sol
         )
     if isinstance(err, SystemExit):
         return FrontendError(
-            f"the program called sys.exit({err.code!r}): a model file must not end the process",
+            f"the program called sys.exit({_exit_code_text(err.code)}): a model file must not "
+            "end the process",
             code="E0530",
             notes=frames,
         )
@@ -309,6 +314,20 @@ def _diagnose(err: BaseException, signals: _Signals, time_limit_s: float) -> Sol
         code="E0532",
         notes=frames,
     )
+
+
+def _exit_code_text(code: object) -> str:
+    """How ``sys.exit(code)`` is shown: an int, a string or None as written, anything else
+    by its type (its ``repr`` is the user's code, and may fail or never end).
+
+    >>> _exit_code_text(3), _exit_code_text(10**5000), _exit_code_text([1])
+    ('3', 'an int of 16,610 bits', 'a list')
+    """
+    if isinstance(code, int) and not isinstance(code, bool) and code.bit_length() > 60:
+        return f"an int of {code.bit_length():,} bits"
+    if code is None or type(code) in (bool, int, str):
+        return repr(code)
+    return f"a {type(code).__name__}"
 
 
 def _user_frames(err: BaseException) -> tuple[str, ...]:
@@ -337,6 +356,7 @@ def _run_in_child(fn: Callable[[], T], time_limit_s: float, codec: ResultCodec[T
     # (whatever the handler was: SIG_IGN in a background job included)
     forward = _Forwarder()
     old = {s: signal.signal(s, forward.handler) for s in _STOP_SIGNALS}
+    keep = children() if adopt_orphans() else None  # Note [Left-behind processes]
     # where the child's faulthandler writes its stack on a crash, or just before the kill
     try:
         with tempfile.TemporaryFile() as stacks:
@@ -351,6 +371,8 @@ def _run_in_child(fn: Callable[[], T], time_limit_s: float, codec: ResultCodec[T
             payload, status = _parent(pid, read_fd, time_limit_s, stacks, forward)
             return _outcome(payload, status, stacks, codec)
     finally:
+        if keep is not None and os.getpid() == parent:
+            stop_orphans(keep)
         for s, h in old.items():
             signal.signal(s, h)
 
@@ -384,7 +406,8 @@ def _child(
         except (TimeLimitReachedError, SystemExit, KeyboardInterrupt) as err:
             payload = encode_error(_diagnose(err, signals, time_limit_s))
         except Exception as err:  # noqa: BLE001 - a SOLAR bug: carried to the parent's E0999
-            payload = encode_bug(err)
+            tampered = tampering_error(err)  # Note [Shared interpreter]: or the program's doing
+            payload = encode_bug(err) if tampered is None else encode_error(tampered)
         with os.fdopen(write_fd, "wb") as out:
             out.write(payload)
         sys.stdout.flush()

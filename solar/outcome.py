@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Generic, TypeVar
 
 from solar import diagnostics
-from solar.diagnostics import SolarError, Source, Span
+from solar.diagnostics import SolarError, Source, Span, exception_text
 
 __all__ = [
     "ERROR_CLASSES",
@@ -140,7 +140,8 @@ def encode_bug(err: BaseException) -> bytes:
     """An unexpected exception (a SOLAR bug) as an outcome."""
     text = "".join(traceback.format_exception(err))
     return _dumps(
-        {"kind": "bug", "type": type(err).__name__, "message": str(err), "traceback": text}
+        {"kind": "bug", "type": type(err).__name__, "message": exception_text(err) or "?",
+         "traceback": text}
     )
 
 

@@ -2,7 +2,9 @@
 
 Contract: `user_stdout_to_stderr` sends what user code prints to stderr (Note [User
 output]); `standard_streams` guards descriptors 1 and 2 and the ``sys`` streams for the
-whole guarded run (Note [Standard streams]).
+whole guarded run (Note [Standard streams]); `ignored_exceptions_as_warnings` turns the
+tracebacks Python prints for exceptions nobody can catch into one warning line each
+(Note [Ignored exceptions]).
 
 Note [Standard streams]: stdout is the report's alone. While ``fn`` runs, descriptor 1
 points at stderr (in the child for good; in this process until ``fn`` returns), so a
@@ -15,12 +17,17 @@ and 2 are put back afterwards, so a model that closes them leaves SOLAR able to 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sys
+import threading
+import types
 from collections.abc import Iterable, Iterator
 from typing import IO, Any, Final
 
-__all__ = ["standard_streams", "user_stdout_to_stderr"]
+__all__ = ["ignored_exceptions_as_warnings", "standard_streams", "user_stdout_to_stderr"]
+
+logger = logging.getLogger("solar")
 
 
 class _KeptOpen:
@@ -96,3 +103,52 @@ def user_stdout_to_stderr() -> Iterator[None]:
     """
     with contextlib.redirect_stdout(sys.stderr):
         yield
+
+
+@contextlib.contextmanager
+def ignored_exceptions_as_warnings() -> Iterator[None]:
+    """Note [Ignored exceptions]: an exception raised where nobody can catch it (a
+    ``__del__`` method, a ``gc.callbacks`` entry, a weakref callback, a thread's target)
+    is reported by Python itself, as "Exception ignored in ..." and a traceback on
+    stderr. The program's own objects do this (a model whose ``__del__`` raises), during
+    the guarded run or long after it, when the collector frees them. While the block runs
+    (`solar.cli.main`, so the whole command, the guarded child included) each is one
+    ``warning:`` line on the ``solar`` logger instead, naming the exception and where
+    it was raised; the hooks Python had come back afterwards."""
+    old = sys.unraisablehook, threading.excepthook
+    sys.unraisablehook, threading.excepthook = _unraisable, _thread_exception
+    try:
+        yield
+    finally:
+        sys.unraisablehook, threading.excepthook = old
+
+
+def _unraisable(report: Any) -> None:
+    where = report.err_msg or "Exception ignored in"
+    if report.object is not None:
+        where = f"{where} {_name_of(report.object)}"
+    _warn(report.exc_type, report.exc_value, where)
+
+
+def _thread_exception(report: Any) -> None:
+    if report.exc_type is SystemExit:
+        return  # as Python's own hook: a thread's sys.exit ends the thread silently
+    name = getattr(report.thread, "name", None) if report.thread is not None else None
+    _warn(report.exc_type, report.exc_value, f"Exception ignored in thread {name or '?'}")
+
+
+def _warn(exc_type: type[BaseException] | None, exc: BaseException | None, where: str) -> None:
+    from solar.diagnostics import exception_text, printable
+
+    text = exception_text(exc) if exc is not None else None
+    name = getattr(exc_type, "__name__", "an exception")
+    message = f"{name}: {text}" if text else name
+    logger.warning("warning: %s: %s", printable(where.rstrip(": ")), printable(message[:500]))
+
+
+def _name_of(obj: object) -> str:
+    """A function's or method's qualified name, or an object's type: never its ``repr``
+    (the program's code, which may fail)."""
+    if isinstance(obj, types.FunctionType | types.MethodType | types.BuiltinFunctionType):
+        return obj.__qualname__
+    return f"a {type(obj).__name__} object"

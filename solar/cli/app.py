@@ -18,7 +18,7 @@ import sys
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeAlias, TypeVar
 
 import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup
@@ -355,7 +355,9 @@ def main() -> None:
         format="%(message)s",
         stream=sys.stderr,
     )
-    with _collector_policy():
+    from solar.streams import ignored_exceptions_as_warnings
+
+    with _collector_policy(), ignored_exceptions_as_warnings():  # Note [Ignored exceptions]
         _run_app()
 
 
@@ -386,16 +388,29 @@ def _run_app() -> None:
             echo_err(err.traceback_text)
         sys.exit(2)
     except Exception as err:  # noqa: BLE001 — the one boundary: anything unexpected -> exit 2
-        show = getattr(err, "show", None)
-        if callable(show) and hasattr(err, "exit_code"):  # click/typer usage errors
-            # unknown option, missing or extra argument (typer's vendored click)
-            echo_err(click_usage(err).render())
-            sys.exit(2)
-        echo_err(f"error[E0999]: internal error: {type(err).__name__}: {err}")
-        echo_err("  = note: this is a bug in SOLAR; set SOLAR_DEBUG=1 to see the traceback")
-        if os.environ.get("SOLAR_DEBUG"):
-            traceback.print_exc()
+        _unexpected(err)
+
+
+def _unexpected(err: Exception) -> NoReturn:
+    """Exit on an exception no handler expected: click's usage errors (E0904), a failure
+    after the program changed the interpreter (E0534, Note [Shared interpreter]), else a
+    bug in SOLAR (E0999)."""
+    show = getattr(err, "show", None)
+    if callable(show) and hasattr(err, "exit_code"):  # click/typer usage errors
+        # unknown option, missing or extra argument (typer's vendored click)
+        echo_err(click_usage(err).render())
         sys.exit(2)
+    from solar.tampering import tampering_error
+
+    tampered = tampering_error(err)
+    if tampered is not None:
+        echo_err(tampered.render())
+        sys.exit(tampered.exit_code)
+    echo_err(f"error[E0999]: internal error: {type(err).__name__}: {err}")
+    echo_err("  = note: this is a bug in SOLAR; set SOLAR_DEBUG=1 to see the traceback")
+    if os.environ.get("SOLAR_DEBUG"):
+        traceback.print_exception(err)
+    sys.exit(2)
 
 
 def _bad_parameter(err: typer.BadParameter) -> UsageError:

@@ -34,7 +34,9 @@ from solar.distributed.schedules import StageCosts, pipeline_bounds
 
 __all__ = ["Failure", "FailureBound", "bound_failures", "parse_failure"]
 
-_FAIL = re.compile(r"^\s*stage\s*=\s*(\d+)\s*:\s*k\s*=\s*(\d+)\s*$")
+_FAIL = re.compile(r"^\s*stage\s*=\s*([0-9]{1,18})\s*:\s*k\s*=\s*([0-9]{1,18})\s*$")
+"""At most 18 digits: a longer number is no stage or count, and Python refuses to convert
+one of over 4300 digits (docs/reliability.md)."""
 
 
 @dataclass(frozen=True, slots=True)

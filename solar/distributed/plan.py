@@ -31,10 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, TypeAlias
 
-import yaml
-
 from solar.diagnostics import PlanError, UsageError
-from solar.files import read_text
+from solar.files import DataError, parse_data, read_text
 from solar.options import Recompute, StepPhase
 
 __all__ = [
@@ -111,7 +109,9 @@ class ParallelPlan:
         return ",".join(parts)
 
 
-_ITEM = re.compile(r"^\s*([a-z]+)\s*=\s*(\d+)\s*$")
+_ITEM = re.compile(r"^\s*([a-z]+)\s*=\s*([0-9]{1,18})\s*$")
+"""At most 18 digits (a longer value is out of range anyway, and Python refuses to convert
+one of over 4300 digits)."""
 
 
 def parse_parallel(text: str) -> ParallelPlan:
@@ -208,10 +208,9 @@ def load_plan_file(path: Path) -> PlanFile:
         PlanError: E0805 for a file that is no such mapping.
         UsageError: the file cannot be read.
     """
-    text = read_text(path, max_bytes=1 << 20)
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
+        data = parse_data(read_text(path, max_bytes=1 << 20), fmt="yaml")
+    except DataError as err:
         raise PlanError(f"plan file {path} is not valid YAML: {err}", code="E0805") from None
     if not isinstance(data, dict) or not isinstance(data.get("parallel"), dict):
         raise PlanError(f"plan file {path} needs a `parallel:` mapping", code="E0805")

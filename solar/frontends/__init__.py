@@ -18,6 +18,7 @@ from solar.frontends.protocol import (
     FrontendResult,
     ModuleFrontend,
     Progress,
+    RealRunCheck,
     ReferenceCheck,
     ValidationPlan,
 )
@@ -38,6 +39,7 @@ __all__ = [
     "KernelBuilder",
     "ProgramBuilder",
     "Progress",
+    "RealRunCheck",
     "ReferenceCheck",
     "TensorRef",
     "ValidationPlan",

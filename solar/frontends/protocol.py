@@ -78,6 +78,7 @@ __all__ = [
     "ModuleFrontend",
     "PlanStrategy",
     "Progress",
+    "RealRunCheck",
     "ReferenceCheck",
     "OptionName",
     "ValidationPlan",
@@ -194,6 +195,29 @@ class ValidationPlan:
 
 
 @dataclass(frozen=True, slots=True)
+class RealRunCheck:
+    """What the real run of a distributed program compared with the simulated IR (every
+    rank's every output element; docs/distributed.md "Validation against a real run").
+
+    Attributes:
+        real_run: how the program ran, in words (``2 gloo CPU processes``).
+        world: the world size it ran at.
+        sizes: the file's size constants it ran at (and the world size).
+        outputs: per output ``(name, max_abs_error, rtol, atol)``: its largest error
+            over all ranks and the tolerance it was checked at.
+        mesh: the device mesh's axes and sizes (JAX), else empty.
+        note: what else was checked (a ``jit`` program's HLO replay), or ``None``.
+    """
+
+    real_run: str
+    world: int
+    sizes: Mapping[str, int]
+    outputs: tuple[tuple[str, float, float, float], ...]
+    mesh: Mapping[str, int] = field(default_factory=dict)
+    note: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class FrontendResult:
     """A frontend's program and what it knows about it.
 
@@ -207,6 +231,10 @@ class FrontendResult:
         reference: builds the validation plan (runs the real program); ``None`` when
             there is nothing to compare with (then ``no_reference_reason`` says why).
         no_reference_reason: why ``reference`` is ``None``.
+        real_run: a distributed program's check against its real run on ``world``
+            processes or host devices, given the run's time limit in seconds; raises
+            the frontend's coded errors (E0555 a rank failed or deadlocked, E0556 an
+            output differs, E0558 ...). ``None`` for a single-device program.
         measure: times the real program on the local device; ``None`` if not runnable.
         ir_sizes: size bindings for the IR (IR files: the ``--set`` values).
         source_sizes: the model file's size constants as captured (``--set`` applied),
@@ -243,6 +271,7 @@ class FrontendResult:
     uncovered: tuple[UncoveredOp, ...] = ()
     reference: Callable[[], ValidationPlan] | None = None
     no_reference_reason: str | None = None
+    real_run: Callable[[float], RealRunCheck] | None = field(default=None, compare=False)
     measure: Callable[[], Timing] | None = None
     ir_sizes: Mapping[str, int] = field(default_factory=dict)
     source_sizes: Mapping[str, int] = field(default_factory=dict)

@@ -171,8 +171,9 @@ def _yaml_mapping(
         HardwareSpecError: E0402 YAML syntax; E0403 not a mapping.
     """
     source = TextSource(filename, text)
-    loader = _SpecLoader(text)
+    loader: _SpecLoader | None = None
     try:
+        loader = _SpecLoader(text)  # its reader refuses a NUL or another control character
         root = loader.get_single_node()
         data: object = loader.construct_document(root) if root is not None else None
     except yaml.YAMLError as err:
@@ -186,7 +187,8 @@ def _yaml_mapping(
             f"invalid YAML in {what} {filename}: {str(err).split(';')[0]}", code="E0402"
         ) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     if not isinstance(data, Mapping):
         raise HardwareSpecError(
             f"{what} {filename} must be a YAML mapping of field names to values",
@@ -298,6 +300,7 @@ def _unknown_name_error(name: str, key: str) -> HardwareSpecError:
 def _yaml_error(err: yaml.YAMLError, source: TextSource) -> HardwareSpecError:
     mark = err.problem_mark if isinstance(err, yaml.MarkedYAMLError) else None
     problem = (err.problem if isinstance(err, yaml.MarkedYAMLError) else None) or str(err)
+    problem = problem.splitlines()[0] if problem else "?"
     if mark is None:
         return HardwareSpecError(
             f"invalid YAML in hardware spec {source.name}: {problem}", code="E0402"

@@ -123,7 +123,7 @@ class _ToAst(Transformer[Token, Program]):
         return GroupDecl(str(name), key, span=self._span(meta))
 
     def version(self, meta: Any, tok: Token) -> int:
-        return int(tok)
+        return self._int(meta, tok)
 
     def size_decl(self, meta: Any, name: Token, value: Expr) -> SizeDecl:
         return SizeDecl(str(name), value, span=self._span(meta))
@@ -295,15 +295,22 @@ class _ToAst(Transformer[Token, Program]):
         return self._binary("%", meta, a, b)
 
     def int_lit(self, meta: Any, tok: Token) -> IntLit:
+        return IntLit(self._int(meta, tok), span=self._span(meta))
+
+    def _int(self, meta: Any, tok: Token) -> int:
+        """An integer token's value (the version line's, a literal's).
+
+        Raises:
+            IRSyntaxError: E0105 over Python's integer-conversion digit limit.
+        """
         try:
-            value = int(tok)
-        except ValueError:  # over Python's integer-conversion digit limit
+            return int(tok)
+        except ValueError:
             raise IRSyntaxError(
                 f"integer literal of {len(tok)} digits is out of range",
                 code="E0105",
                 span=self._span(meta),
             ) from None
-        return IntLit(value, span=self._span(meta))
 
     def float_lit(self, meta: Any, tok: Token) -> FloatLit:
         value = float(tok)

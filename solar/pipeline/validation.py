@@ -8,7 +8,8 @@ again within more memory, when to re-check in float64) is this module's.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
@@ -20,12 +21,18 @@ from solar.budget import (
     uncapped_validation_memory,
 )
 from solar.diagnostics import FrontendError
-from solar.frontends import Progress, ValidationPlan
+from solar.frontends import Progress, RealRunCheck, ValidationPlan
 from solar.frontends.kit import reference_budget_bytes
 from solar.ir import DType, float_dtypes, widen_to_f64
 from solar.pipeline.options import AnalyzeOptions
 from solar.pipeline.prepare import PreparedProgram
-from solar.report import ValidationInfo, float64_validation, skipped_validation, validation_info
+from solar.report import (
+    ValidationInfo,
+    float64_validation,
+    real_run_validation,
+    skipped_validation,
+    validation_info,
+)
 
 if TYPE_CHECKING:
     from solar.validate import ValidationResult
@@ -75,6 +82,8 @@ def _validate_once(
 ) -> ValidationInfo:
     if options.validate == "off":
         return skipped_validation("validation disabled (--validate off)")
+    if prepared.front.real_run is not None:
+        return _against_real_run(prepared.front.real_run, options, progress)
     if prepared.reference is None:
         return skipped_validation(
             prepared.front.no_reference_reason or "no source program to compare against"
@@ -115,6 +124,38 @@ def _validate_once(
     if result.status == "failed":
         return _recheck_in_float64(plan, info, strategy, options, progress)
     return info
+
+
+# Note [Distributed validation]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A distributed program (a ``WORLD_SIZE`` file) has no single-device reference: its
+# frontend gives a check against a real run instead (`FrontendResult.real_run`: the
+# PyTorch file on ``WORLD_SIZE`` gloo CPU processes, the JAX file on as many host
+# devices), at the file's own sizes and world size, which the report records with the
+# mesh, each output's largest error over all ranks and its tolerance. The run gets
+# ``--time-budget`` seconds. The policy is the single-device one: a real run that
+# cannot be made (a rank crashed or timed out: E0555; the JAX run failed: E0558) skips
+# the validation under ``auto``, saying why (Note [Validation never blocks analysis]),
+# and is the error under ``full``/``sampled``; an IR whose outputs differ from the real
+# run's is always the error (E0556), as are ranks that disagree (E0550-E0553).
+_REAL_RUN_FAILED = frozenset({"E0555", "E0558"})
+
+
+def _against_real_run(
+    check: Callable[[float], RealRunCheck], options: AnalyzeOptions, progress: Progress
+) -> ValidationInfo:
+    """Note [Distributed validation]."""
+    progress("validating against a real run of every rank")
+    start = time.monotonic()
+    try:
+        result = check(options.time_budget_s)
+    except FrontendError as err:
+        if options.validate != "auto" or err.code not in _REAL_RUN_FAILED:
+            raise
+        return skipped_validation(
+            f"no real run: error[{err.code}]: {'; '.join((err.message, *err.notes))}"
+        )
+    return real_run_validation(result, time.monotonic() - start)
 
 
 # Note [Float64 re-check]

@@ -62,6 +62,7 @@ from solar.report.sections import (
     UncoveredRow,
     coverage_info,
     float64_validation,
+    real_run_validation,
     skipped_validation,
     validation_info,
 )
@@ -118,6 +119,7 @@ __all__ = [
     "tiny_bound_warnings",
     "report_json_schema",
     "float64_validation",
+    "real_run_validation",
     "skipped_validation",
     "validation_info",
     "with_profile",

@@ -146,9 +146,10 @@ def _title(report: Report, row: ArchBounds) -> str:
         sizes = sizes[:87] + "..."
     cache = row.cache_assumption.split(":", 1)[0]
     used = ", ".join(sorted({f"{k.unit}:{k.precision}" for k in row.kernels if k.flops > 0}))
-    head = f"SOLAR — {printable(report.program)}" + (f" ({sizes})" if sizes else "")
+    # names from the report are shortened: a 10 MB title keeps matplotlib busy for minutes
+    head = f"SOLAR — {_short(printable(report.program), 80)}" + (f" ({sizes})" if sizes else "")
     tail = (
-        f"{row.display_name} [{row.arch}]"
+        f"{_short(printable(row.display_name), 60)} [{_short(printable(row.arch), 40)}]"
         + (" (measured spec)" if row.spec_measured else "")
         + f" · precision policy {row.precision_policy} ({used}) · {cache} cache"
     )

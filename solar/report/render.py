@@ -19,6 +19,7 @@ most of the bound, the summary suggests ``--precision bf16`` to see that bound.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from solar.diagnostics import printable
@@ -74,6 +75,10 @@ def _validation_line(report: Report) -> str:
         head += ", in float64: the fp32 check failed"
     if v.fraction_checked < 1.0:
         head += f", {v.fraction_checked:.1%} of outputs checked"
+    if v.real_run is not None:  # Note [Distributed validation] in solar/pipeline/validation.py
+        head += f", against a real run on {v.real_run}"
+        if v.mesh:
+            head += ", mesh " + " x ".join(f"{k}={n}" for k, n in v.mesh.items())
     head += f"{tol_text}, max abs err {worst:.2e}, {v.wall_time_s:.2f} s)"
     if sizes:
         head += f"\n            at {sizes}"
@@ -271,6 +276,7 @@ def _coverage_lines(report: Report) -> list[str]:
             # what inside a loop stopped it (Note [What stopped a loop] in jaxfe/driver.py)
             why = f"{u.op} uncovered:"
             lines += [f"    {n}" for n in report.frontend.notes if n.startswith(why)]
+    lines.extend(_xla_lines(report))
     ind = cov.independent_flops
     if ind is not None:
         verdict = "!! SHORTFALL: SOLAR counts less" if ind.shortfall else "ok"
@@ -288,6 +294,21 @@ def _coverage_lines(report: Report) -> list[str]:
             f"in covered ops{padding}{sep}({verdict})"
         )
     return lines
+
+
+_XLA_NOTE = re.compile(r"^XLA cost_analysis \((?P<stage>\w+)\): .*\bflops (?P<flops>[-+.\deE]+)")
+
+
+def _xla_lines(report: Report) -> list[str]:
+    """XLA's own FLOP count beside SOLAR's (a JAX program's cross-check, from the
+    frontend's notes): no verdict, XLA counts its own lowering (docs/jax.md)."""
+    counts = {m["stage"]: float(m["flops"])
+              for m in map(_XLA_NOTE.match, report.frontend.notes) if m}
+    if not counts:
+        return []
+    theirs = ", ".join(f"{format_flops(v)} {stage}" for stage, v in sorted(counts.items()))
+    return [f"  FLOPs check vs XLA cost_analysis: SOLAR {format_flops(report.flops)}, XLA "
+            f"{theirs}"]
 
 
 def _training_block(t: TrainingInfo) -> list[str]:

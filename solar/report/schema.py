@@ -45,7 +45,7 @@ __all__ = [
     "report_json_schema",
 ]
 
-REPORT_SCHEMA_VERSION = "1.7"
+REPORT_SCHEMA_VERSION = "1.8"
 
 _FROZEN = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
@@ -199,6 +199,17 @@ class ValidationInfo(BaseModel):
     )
     fp32_check: Fp32Check | None = Field(
         default=None, description="the fp32 comparison a float64 re-check followed"
+    )
+    real_run: str | None = Field(
+        default=None,
+        description="(1.8) a distributed program's reference: how its real run ran "
+        "(`2 gloo CPU processes`, `4 host devices (shard_map)`); null otherwise",
+    )
+    world_size: int | None = Field(
+        default=None, description="(1.8) the world size the real run and the IR ran at"
+    )
+    mesh: dict[str, int] | None = Field(
+        default=None, description="(1.8) the JAX device mesh's axes and sizes, in order"
     )
 
 

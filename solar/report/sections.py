@@ -23,6 +23,7 @@ from solar.report.schema import (
 )
 
 if TYPE_CHECKING:
+    from solar.frontends import RealRunCheck
     from solar.validate import ValidationResult
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "UncoveredRow",
     "coverage_info",
     "float64_validation",
+    "real_run_validation",
     "skipped_validation",
     "validation_info",
 ]
@@ -148,6 +150,29 @@ def skipped_validation(reason: str) -> ValidationInfo:
     """The validation section when nothing was run."""
     return ValidationInfo(
         status="skipped", strategy="none", sizes={}, fraction_checked=0.0, reason=reason
+    )
+
+
+def real_run_validation(check: RealRunCheck, wall_time_s: float) -> ValidationInfo:
+    """The validation section of a distributed program checked against its real run:
+    every element of every rank's outputs compared (strategy ``full``), ``passed``
+    (a mismatch raises E0556 instead: `solar.pipeline.validation`)."""
+    outputs = tuple(
+        OutputCheck(name=name, passed=True, max_abs_error=_finite(err), max_rel_error=None,
+                    rtol=rtol, atol=atol)
+        for name, err, rtol, atol in check.outputs
+    )
+    return ValidationInfo(
+        status="passed",
+        strategy="full",
+        sizes=dict(check.sizes),
+        fraction_checked=1.0,
+        outputs=outputs,
+        wall_time_s=wall_time_s,
+        reason=check.note,
+        real_run=check.real_run,
+        world_size=check.world,
+        mesh=dict(check.mesh) or None,
     )
 
 

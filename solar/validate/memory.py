@@ -71,9 +71,19 @@ def over_budget_message(what: str, needed: float, budget: float) -> str:
 
     >>> over_budget_message("`mm`", 3 * 2**20, 2**30)
     'executing `mm` needs about 3 MiB, over the memory budget of 1,024 MiB'
+    >>> over_budget_message("`p`", 2**4000, 2**30)
+    'executing `p` needs about 10^1198 MiB, over the memory budget of 1,024 MiB'
     """
-    return (f"executing {what} needs about {needed / 2**20:,.0f} MiB, over the memory budget "
-            f"of {budget / 2**20:,.0f} MiB")
+    return (f"executing {what} needs about {_mib(needed)} MiB, over the memory budget "
+            f"of {_mib(budget)} MiB")
+
+
+def _mib(size_bytes: float) -> str:
+    """``size_bytes`` in MiB with thousands separators; an exact integer too large for a
+    float (a product of thousands of sizes) as a power of ten."""
+    if isinstance(size_bytes, int) and size_bytes >= 2**20 * 10**15:
+        return f"10^{int(((size_bytes >> 20).bit_length() - 1) * math.log10(2))}"
+    return f"{size_bytes / 2**20:,.0f}"
 
 
 # Conservative throughput model of the executor on a small CPU (2 cores).

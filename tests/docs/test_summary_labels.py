@@ -54,3 +54,27 @@ def test_a_jax_program_says_why_its_policy_is_tf32() -> None:
     out = _analyze("samples/jax/flax_mlp.py", "--validate", "off")
     assert "— precision policy tf32" in out
     assert "  precision: JAX runs fp32 matmuls at DEFAULT precision (TF32 on GPUs" in out
+    # XLA's own count beside SOLAR's, as FlopCounterMode's is for PyTorch
+    assert "  FLOPs check vs XLA cost_analysis: SOLAR 12.9 GFLOP, XLA " in out
+
+
+@pytest.mark.torch
+def test_a_pipelined_plan_names_one_binding_stage_and_says_what_the_estimate_is() -> None:
+    pytest.importorskip("torch")
+    out = _analyze(
+        "benchmarks/distributed/gpt.py", "--train", "--validate", "off", "--set", "LAYERS=8",
+        "--set", "HIDDEN=4096", "--set", "HEADS=32", "--set", "SEQ=2048", "--set", "VOCAB=1024",
+        "--cluster", "DGX_H100", "--parallel", "tp=8,pp=4,dp=1", "--global-batch", "16",
+    )  # fmt: skip
+    step = next(line for line in out.splitlines() if line.startswith("  step >= "))
+    # "binds: pipeline work (bidirectional, stage 1), stage 0" named two stages
+    assert "binds: pipeline work (bidirectional, stage " in step
+    assert step.count("stage") == 1, step
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if "estimate (not a bound)" in line)
+    estimate = float(lines[at].split("per-hop latency: ")[1].split()[0])
+    bound = float(step.split("step >= ")[1].split()[0])
+    assert estimate < bound  # a per-rank figure below the bound: the next line says why
+    assert lines[at + 1] == ("    (both of the busiest rank's resources alone: the step bound "
+                             "also holds the pipeline's order)")
+    assert len(lines[at + 1]) <= 100

@@ -135,7 +135,7 @@ def test_a_newer_minor_version_is_read(
     write: Callable[..., str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     def edit(d: Report) -> None:
-        d["schema_version"] = "1.7"
+        d["schema_version"] = "1.9"
 
     assert run_cli(capsys, "gate", write(edit)).code == 0
 

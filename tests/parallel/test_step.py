@@ -118,7 +118,7 @@ def test_report_and_summary(tmp_path: Path) -> None:
     req = DistributedRequest("DGX_H100", parse_parallel("tp=2,pp=2,dp=2"), 2, 8)
     report = analyze(BLOCK, AnalyzeOptions(validate="off", train=True, train_step=True,
                                            distributed=req))
-    assert report.distributed is not None and report.schema_version == "1.7"
+    assert report.distributed is not None and report.schema_version == "1.8"
     text = render_text(report)
     assert "distributed: tp=2,pp=2,dp=2 on DGX_H100" in text and "step >= " in text
     again = type(report).model_validate_json(report.to_json())

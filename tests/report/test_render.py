@@ -182,5 +182,6 @@ def test_the_kernel_table_says_what_bytes_and_roof_are(tmp_path: Path) -> None:
     text = render_text(_report(tmp_path, 4096))
     legend = "    bytes: the distinct bytes a kernel reads and writes (through L2 or DRAM)"
     assert legend in text
-    assert "(3xtf32: fp32 accuracy in 3 TF32 passes)" in text  # the default policy's fp32 mm
+    assert "    (3xtf32: fp32 accuracy in 3 TF32 passes)" in text  # the default policy's fp32 mm
+    assert "; AI F/B: FLOPs" in text
     assert all(len(line) <= 100 for line in text.splitlines() if "bytes:" in line)

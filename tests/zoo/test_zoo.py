@@ -16,12 +16,15 @@ pytestmark = pytest.mark.torch
 
 LIBRARIES = {
     "torchvision", "timm", "transformers", "torch_geometric", "diffusers", "monai",
-    "ultralytics", "open_clip",
+    "ultralytics", "open_clip", "einops",
 }  # fmt: skip
 
 
 def _param(z: ZooModel) -> object:
-    return pytest.param(z, id=z.name, marks=[pytest.mark.slow] if z.slow else [])
+    marks = [pytest.mark.slow] if z.slow else []
+    if z.extended:
+        marks.append(pytest.mark.zoo_extended)
+    return pytest.param(z, id=z.name, marks=marks)
 
 
 def _require(model: ZooModel) -> None:
@@ -30,11 +33,12 @@ def _require(model: ZooModel) -> None:
 
 
 def test_zoo_is_large_and_varied() -> None:
-    assert len(ZOO) >= 50
+    assert len(ZOO) >= 120
     assert {z.library for z in ZOO} == LIBRARIES
     assert sum(not z.slow for z in ZOO) >= 45  # most of it runs in CI
     trained = {z.library for z in ZOO if z.train}
     assert trained >= LIBRARIES - {"torchvision", "timm", "transformers"}  # tests/training
+    assert len({z.name for z in ZOO}) == len(ZOO)
 
 
 @pytest.mark.parametrize("model", [_param(z) for z in ZOO])

@@ -80,6 +80,8 @@ class HostCheck:
     max_abs_error: dict[str, float]
     via: str = "shard_map"
     replay_error: float | None = None
+    tolerances: dict[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
+    """Each output's ``(rtol, atol)``: the larger of the given ones and its policy's."""
 
 
 def _unwrap(jaxpr: Any) -> Any:
@@ -346,10 +348,12 @@ def validate_on_host_devices(
     timeout_s: float = TIMEOUT_S,
     rtol: float = 1e-4,
     atol: float = 1e-5,
+    program: Program | None = None,
 ) -> HostCheck:
     """Run the file on ``world`` host devices and compare each rank with the IR, each
     output within ``rtol``/``atol`` or the policy tolerance of its dtype and reductions
-    (`solar.validate.output_tolerances`, e.g. for bf16), whichever is larger.
+    (`solar.validate.output_tolerances`, e.g. for bf16), whichever is larger. The IR is
+    ``program`` (the analysis's capture) when given, else the run's own capture.
 
     Raises:
         FrontendError: as `capture_on_host_devices`.
@@ -361,7 +365,8 @@ def validate_on_host_devices(
     path = Path(path)
     world = world if world is not None else world_size_of(path)
     result = _run_worker(path, world, True, timeout_s)
-    program = parse_program(str(result["ir"]), filename=str(path))
+    if program is None:
+        program = parse_program(str(result["ir"]), filename=str(path))
     mesh = tuple((m.split("=")[0], int(m.split("=")[1])) for m in result["mesh"].tolist())
     inputs = [
         {k.split(":", 2)[2]: v for k, v in result.items() if k.startswith(f"{r}:in:")}
@@ -374,12 +379,14 @@ def validate_on_host_devices(
     ]
     policy = output_tolerances(program, resolve_sizes(program), want[0])
     errors: dict[str, float] = {}
+    tolerances: dict[str, tuple[float, float]] = {}
     for name in want[0]:
         tol = policy.get(name)
+        tolerances[name] = (max(rtol, tol.rtol if tol else 0.0),
+                            max(atol, tol.atol if tol else 0.0))
         errors |= compare_ranks(got, [{name: w[name]} for w in want],
-                                rtol=max(rtol, tol.rtol if tol else 0.0),
-                                atol=max(atol, tol.atol if tol else 0.0),
+                                rtol=tolerances[name][0], atol=tolerances[name][1],
                                 what=f"the real run on {world} host devices")
     sizes = {v.split("=")[0]: int(v.split("=")[1]) for v in result["sizes"].tolist()}
     replay = float(result["replay_error"]) if "replay_error" in result else None
-    return HostCheck(world, mesh, sizes, errors, str(result["via"]), replay)
+    return HostCheck(world, mesh, sizes, errors, str(result["via"]), replay, tolerances)

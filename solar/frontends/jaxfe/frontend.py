@@ -12,6 +12,7 @@ function and its inputs (Note [Model-file runs] in `solar.frontends.protocol`).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,6 +22,7 @@ from solar.frontends.protocol import (
     FrontendResult,
     OptionName,
     Progress,
+    RealRunCheck,
     ReferenceCheck,
     ValidationPlan,
     refuse_unsupported,
@@ -97,10 +99,7 @@ class JaxFrontend:
                 uncovered=host.coverage,
                 keep_live=host.keep_live,
                 uncovered_values=host.uncovered_values,
-                no_reference_reason=(
-                    "a distributed program: validate it on host devices "
-                    "(solar.frontends.jaxfe.distributed.validate_on_host_devices)"
-                ),
+                real_run=partial(_host_check, path, world, host.program),
             )
 
         progress("capturing jaxpr on abstract values")
@@ -269,3 +268,27 @@ def _default_matmul_is_tf32() -> bool:
 
     value = getattr(jax.config, "jax_default_matmul_precision", None)
     return value is None or str(value).lower() not in _FP32_ACCURATE_PRECISIONS
+
+
+def _host_check(path: Path, world: int, program: Program, timeout_s: float) -> RealRunCheck:
+    """``program`` against the real run of ``path`` on ``world`` host devices.
+
+    Raises:
+        FrontendError: E0557, E0558 (the run failed or timed out), E0550-E0553.
+        ValidationMismatchError: an output differs beyond the tolerance (E0556).
+    """
+    from solar.frontends.jaxfe.distributed import validate_on_host_devices
+
+    check = validate_on_host_devices(path, world=world, timeout_s=timeout_s, program=program)
+    note = None
+    if check.replay_error is not None:
+        note = (f"the replayed partitioned HLO differs from the compiled jit by at most "
+                f"{check.replay_error:.3g} on any device")
+    return RealRunCheck(
+        real_run=f"{world} host devices ({check.via})",
+        world=check.world,
+        sizes=dict(check.sizes),
+        outputs=tuple((k, e, *check.tolerances[k]) for k, e in check.max_abs_error.items()),
+        mesh=dict(check.mesh),
+        note=note,
+    )

@@ -31,8 +31,9 @@ from typing import Any
 import numpy as np
 
 from solar.diagnostics import FrontendError
+from solar.frontends.jaxfe.hlo_device import entry_parameter_types, replay_entry
 from solar.frontends.jaxfe.hlo_parse import HloModule, parse_hlo
-from solar.frontends.jaxfe.hlo_replay import entry_parameter_types, jax_dtype, replay_entry
+from solar.frontends.jaxfe.hlo_replay import jax_dtype
 
 __all__ = [
     "JitDeviceProgram",

@@ -1,6 +1,7 @@
 """Replay one device's HLO (after SPMD partitioning) as a Python function of lax calls.
 
-Contract: ``(HloModule, mesh axes) -> per-device function`` (`replay_entry`): the
+Contract: ``(HloModule, mesh axes) -> per-device function`` (`hlo_device.replay_entry`,
+with every handler registered: this module's and `hlo_ops_indexed`'s): the
 function takes the ENTRY computation's parameters (in parameter order) and returns its
 outputs (a ROOT tuple flattened), calling ``jax.lax`` once per HLO instruction the ROOT
 depends on. It must run inside ``shard_map`` over a mesh with those axes: partition
@@ -42,14 +43,12 @@ from solar.frontends.jaxfe.hlo_parse import (
 )
 
 __all__ = [
+    "OPS",
     "Replayer",
     "array_type",
-    "entry_parameter_types",
     "jax_dtype",
-    "mapped_opcodes",
     "monoid",
     "register",
-    "replay_entry",
     "unmapped",
 ]
 
@@ -155,7 +154,7 @@ class Replayer:
             except KeyError as err:
                 raise FrontendError(f"%{instr.name} uses %{err.args[0]} before it is defined",
                                     code="E0570", span=instr.span) from None
-            handler = _OPS.get(instr.opcode)
+            handler = OPS.get(instr.opcode)
             if handler is None:
                 raise unmapped(instr)
             src = instr.source
@@ -198,13 +197,14 @@ def _reachable(comp: Computation) -> set[str]:
 
 
 Handler = Callable[[Replayer, Instruction, list[Any], Sequence[Any]], Any]
-_OPS: dict[str, Handler] = {}
+OPS: dict[str, Handler] = {}
+"""The replay's handlers by HLO opcode (filled by `register`)."""
 
 
 def register(*names: str) -> Callable[[Handler], Handler]:
     def register(fn: Handler) -> Handler:
         for name in names:
-            _OPS[name] = fn
+            OPS[name] = fn
         return fn
 
     return register
@@ -502,44 +502,6 @@ def _collective_permute(r: Replayer, i: Instruction, ops: list[Any], args: Seque
         return _lax().full_like(ops[0], 0)
     axis, perm = permute_axes(pairs, r.mesh, i.name, i.span)
     return _lax().ppermute(ops[0], axis, perm)
-
-
-def mapped_opcodes() -> frozenset[str]:
-    """The HLO opcodes the replay maps (any other is E0571)."""
-    from solar.frontends.jaxfe import hlo_ops_indexed  # noqa: F401 - registers its ops
-
-    return frozenset(_OPS)
-
-
-def replay_entry(module: HloModule, mesh: Mesh) -> Callable[..., tuple[Any, ...]]:
-    """The per-device function of ``module``'s ENTRY computation (see the module doc)."""
-    mapped_opcodes()  # every handler registered
-    replayer = Replayer(module, mesh)
-    entry = module.entry_computation
-
-    def flatten(value: Any) -> list[Any]:
-        if isinstance(value, tuple):
-            return [leaf for v in value for leaf in flatten(v)]
-        return [value]
-
-    def device_program(*args: Any) -> tuple[Any, ...]:
-        return tuple(flatten(replayer.run(entry, args)))
-
-    return device_program
-
-
-def entry_parameter_types(module: HloModule) -> tuple[ArrayType, ...]:
-    """The ENTRY computation's parameter types in parameter order (arrays only).
-
-    Raises:
-        FrontendError: a tuple-typed parameter (E0571).
-    """
-    out = []
-    for name, t in module.entry_computation.params:
-        if not isinstance(t, ArrayType):
-            raise FrontendError(f"ENTRY parameter %{name} is a tuple", code="E0571")
-        out.append(t)
-    return tuple(out)
 
 
 def jax_dtype(t: ArrayType) -> Any:

@@ -30,8 +30,9 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
-from solar.diagnostics import FrontendError, UsageError
+from solar.diagnostics import FrontendError, UsageError, exception_text
 from solar.guard import user_stdout_to_stderr
+from solar.tampering import remember_interpreter
 
 __all__ = [
     "UserCode",
@@ -372,6 +373,7 @@ def guard_user_code(
             raised inside the block (a dispatch hook of the capture) is a bug and
             propagates as it is.
     """
+    remember_interpreter()  # Note [Shared interpreter], before the program's code runs
     try:
         with user_stdout_to_stderr():  # Note [User output]
             yield
@@ -380,10 +382,12 @@ def guard_user_code(
     except Exception as err:
         if _raised_by_solar(err):
             raise  # a SOLAR bug inside a hook the user's code called, not the user's fault
-        special = explain(what, err) if explain is not None else None
+        text = exception_text(err)  # None: the exception's own __str__ failed
+        special = explain(what, err) if explain is not None and text is not None else None
         if special is not None:
             raise special from err
-        name, message = type(err).__name__, str(err)
+        name = type(err).__name__
+        message = "(its message cannot be shown: its __str__ fails)" if text is None else text
         if first_line:
             message = message.splitlines()[0] if message else ""
         notes = (*user_frames(err), f"{name}: {message}")

@@ -40,7 +40,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from solar.diagnostics import FrontendError
+from solar.diagnostics import FrontendError, exception_text
 from solar.frontends.pytorch.caches import caches_filled_here_cleared
 from solar.frontends.pytorch.capture_types import (
     CallKind,
@@ -149,11 +149,11 @@ def _capture(source: ProgramSource, *, real: bool, on_meta: bool | None) -> Torc
                     f"inputs and parameters take {need / 2**30:.1f} GiB",
                     code="E0505",
                     notes=(
-                        f"fake execution stopped at: {cause}",
+                        f"fake execution stopped at: {exception_text(cause)}",
                         "reduce the sizes in the model file",
                     ),
                 ) from err
-            reason = f"{type(cause).__name__}: {cause}".splitlines()[0]
+            reason = f"{type(cause).__name__}: {exception_text(cause)}".splitlines()[0]
     # the fallback builds within the budget (Note [Memory budget] in solar.budget), and
     # through `instantiate`, so a training step, batch cut or float64 is never dropped
     inst = instantiate(source, within_budget=not real)
@@ -221,7 +221,7 @@ def _capture_on_meta(
         return None, inst
     except (MetaBlockedError, *_META_ERRORS) as err:
         if strict:
-            raise _not_on_meta(source, str(err)) from err
+            raise _not_on_meta(source, exception_text(err) or type(err).__name__) from err
         return None, inst
     if mode.blocked is not None and strict:
         raise _not_on_meta(source, mode.blocked)

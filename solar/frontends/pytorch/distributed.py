@@ -280,12 +280,14 @@ def validate_with_gloo(
     atol: float = 1e-5,
     train: bool = False,
     derive: Mapping[str, Any] | None = None,
+    program: Program | None = None,
 ) -> RankCheck:
     """Run ``path`` on ``world`` gloo processes and compare with the simulated IR; with
     ``train``, one training step of it (``--train``, the default optimizer); with
     ``derive`` (``{"styles": {module path: colwise|rowwise}, "sizes": {...}}``), the
     single-device file sharded by that TP plan on every rank (a derived rank,
-    `solar.frontends.pytorch.derive_plan_capture`).
+    `solar.frontends.pytorch.derive_plan_capture`). The IR is ``program`` (the
+    analysis's capture) when given, else the one merged from the real run's own captures.
 
     Raises:
         FrontendError: E0554, E0555 (a rank failed or deadlocked), E0550-E0553.
@@ -296,8 +298,10 @@ def validate_with_gloo(
     path = Path(path)
     world = world if world is not None else world_size_of(path)
     real = _real_run(path, world, timeout_s, train, derive)
-    programs = [parse_program(str(r["ir"]), filename=f"<rank {k}>") for k, r in enumerate(real)]
-    program = merge_ranks(programs, [dict(_pairs(r["destinations"])) for r in real])
+    if program is None:
+        programs = [parse_program(str(r["ir"]), filename=f"<rank {k}>")
+                    for k, r in enumerate(real)]
+        program = merge_ranks(programs, [dict(_pairs(r["destinations"])) for r in real])
     inputs = [{k[3:]: v for k, v in r.items() if k.startswith("in:")} for r in real]
     got = execute_distributed(program, inputs)
     want = [{k[4:]: v for k, v in r.items() if k.startswith("out:")} for r in real]

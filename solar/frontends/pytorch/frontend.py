@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,7 @@ from solar.frontends.protocol import (
     FrontendResult,
     OptionName,
     Progress,
+    RealRunCheck,
     ReferenceCheck,
     ValidationPlan,
     refuse_unsupported,
@@ -173,22 +175,49 @@ def _distributed(
     """A ``torch.distributed`` file (``WORLD_SIZE = n``): each rank captured under the
     fake process group, merged into one SPMD program (docs/distributed.md)."""
     from solar.frontends.pytorch.distributed import capture_distributed
+    from solar.frontends.pytorch.train_step import TrainStep
 
     progress(f"capturing {world} ranks under the fake process group")
     dist = capture_distributed(path, world=world, step=step)
     first = dist.ranks[0]
+    # the real run trains with the file's optimizer (TrainStep()), as --train does
+    checkable = step is None or step == TrainStep()
     return FrontendResult(
         name="torch",
         program=dist.program,
         captured_with=f"ATen calls of each of {world} ranks under the fake process group",
         ops_total=first.ops_seen,
         uncovered=first.coverage,
-        no_reference_reason=(
-            "a distributed program: validate it against a real gloo run "
-            "(solar.frontends.pytorch.distributed.validate_with_gloo)"
+        real_run=partial(_gloo_check, path, world, step is not None, dist.program)
+        if checkable else None,
+        no_reference_reason=None if checkable else (
+            "a distributed program trained with a chosen optimizer: validate it against a "
+            "real gloo run (solar.frontends.pytorch.distributed.validate_with_gloo)"
         ),
         keep_live=first.keep_alive,
         uncovered_values=tuple(v.name for v in first.uncovered_values),
+    )
+
+
+def _gloo_check(
+    path: Path, world: int, train: bool, program: Program, timeout_s: float
+) -> RealRunCheck:
+    """``program`` against the real run of ``path`` on ``world`` gloo processes.
+
+    Raises:
+        FrontendError: E0555 (a rank failed or deadlocked), E0550-E0553.
+        ValidationMismatchError: an output differs beyond the tolerance (E0556).
+    """
+    from solar.frontends.pytorch.distributed import validate_with_gloo
+
+    rtol, atol = 1e-4, 1e-5
+    check = validate_with_gloo(path, world=world, timeout_s=timeout_s, rtol=rtol, atol=atol,
+                               train=train, program=program)
+    return RealRunCheck(
+        real_run=f"{world} gloo CPU processes",
+        world=check.world,
+        sizes=dict(check.sizes),
+        outputs=tuple((k, e, rtol, atol) for k, e in check.max_abs_error.items()),
     )
 
 

@@ -33,7 +33,12 @@ from solar.frontends.inputs import InputShape
 from solar.frontends.kit import FRAMEWORK_DTYPE_NAMES
 from solar.ir import DType
 
-__all__ = ["MAX_SHAPE_INPUT_BYTES", "inputs_from_shapes", "load_inputs_file"]
+__all__ = [
+    "MAX_SHAPE_INPUT_BYTES",
+    "check_input_tensors",
+    "inputs_from_shapes",
+    "load_inputs_file",
+]
 
 MAX_SHAPE_INPUT_BYTES: Final = 2 << 30
 """Inputs drawn from ``--input-shape`` are real tensors: at most 2 GiB of them (as a
@@ -134,30 +139,50 @@ def _pt_inputs(path: Path) -> tuple[tuple[Any, ...], dict[str, Any]]:
         kwargs = dict(obj)
     else:
         raise FrontendError(f"inputs file {path} holds {type(obj).__name__}", code="E0507")
-    for name, value in (*enumerate(args), *kwargs.items()):
-        _check_tensor(path, str(name), value)
+    check_input_tensors(f"inputs file {path}", args, kwargs)
     return args, kwargs
 
 
-def _check_tensor(path: Path, name: str, value: Any) -> None:
-    """Refuse a tensor a program cannot be run on for its reference (Note [Given inputs])."""
-    import torch
+def check_input_tensors(
+    origin: str,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    *,
+    any_device: bool = False,
+    meta: bool = False,
+) -> None:
+    """Refuse a tensor a program cannot be run on for its reference (Note [Given inputs]):
+    the one check of inputs from a file and from ``get_inputs()`` (where a tensor on an
+    accelerator is the program's own choice: ``any_device``; and on the meta device, the
+    build's own: ``meta``).
 
-    if not isinstance(value, torch.Tensor):
-        return
-    kind = (
-        "a quantized" if value.is_quantized
-        else "a nested" if value.is_nested
-        else f"a {value.layout} (not strided)" if value.layout != torch.strided
-        else f"a {value.device.type}" if value.device.type != "cpu"
-        else None
-    )  # fmt: skip
-    if kind is not None:
-        raise FrontendError(
-            f"inputs file {path}: input `{name}` is {kind} tensor; inputs are dense CPU "
-            "tensors (save them with .to_dense().cpu())",
-            code="E0507",
-        )
+    Raises:
+        FrontendError: E0507 a quantized, nested, sparse or (unless ``meta``) meta tensor,
+            or, unless ``any_device``, one off the CPU, in ``args``/``kwargs`` or a list
+            in them.
+    """
+    import torch
+    from torch.utils._pytree import keystr, tree_flatten_with_path
+
+    leaves, _ = tree_flatten_with_path((list(args), kwargs))
+    for key, value in leaves:
+        if not isinstance(value, torch.Tensor):
+            continue
+        device = value.device.type
+        kind = (
+            "a quantized" if value.is_quantized
+            else "a nested" if value.is_nested
+            else f"a {value.layout} (not strided)" if value.layout != torch.strided
+            else "a meta (no values)" if device == "meta" and not meta
+            else f"a {device}" if device not in ("cpu", "meta") and not any_device
+            else None
+        )  # fmt: skip
+        if kind is not None:
+            raise FrontendError(
+                f"{origin}: input{keystr(key[1:])} is {kind} tensor; inputs are dense "
+                "tensors with values (.to_dense(), .cpu())",
+                code="E0507",
+            )
 
 
 def inputs_from_shapes(shapes: tuple[InputShape, ...]) -> tuple[tuple[Any, ...], dict[str, Any]]:

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from solar.diagnostics import FrontendError
+from solar.diagnostics import FrontendError, exception_text
 from solar.frontends.inputs import InputShape
 from solar.frontends.kit import (
     check_overrides,
@@ -38,7 +38,11 @@ from solar.frontends.kit import (
 )
 from solar.frontends.pytorch.batch import cut_batch
 from solar.frontends.pytorch.entry import build_entry, check_call, entry_kind
-from solar.frontends.pytorch.inputs import inputs_from_shapes, load_inputs_file
+from solar.frontends.pytorch.inputs import (
+    check_input_tensors,
+    inputs_from_shapes,
+    load_inputs_file,
+)
 from solar.frontends.pytorch.instance import Instance, seed_everything, user_code
 from solar.frontends.pytorch.train_step import TrainStep, training_instance
 
@@ -199,7 +203,7 @@ def _build_from_file(source: ProgramSource, fake_mode: Any) -> Instance:
         )
         if source.transform is not None:
             model = source.transform(model)
-    args, kwargs = _entry_inputs(source, module, where, ctx)
+    args, kwargs = _entry_inputs(source, module, where, ctx, real=fake_mode is None)
     check_call(model, args, kwargs, what=f"{attr} on its {len(args) + len(kwargs)} input(s)")
     if fake_mode is not None and (source.inputs_path is not None or source.input_shapes):
 
@@ -218,7 +222,7 @@ def _build_from_file(source: ProgramSource, fake_mode: Any) -> Instance:
 
 
 def _entry_inputs(
-    source: ProgramSource, module: types.ModuleType, where: Path, ctx: Any
+    source: ProgramSource, module: types.ModuleType, where: Path, ctx: Any, *, real: bool
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """The inputs: ``--inputs`` file, ``--input-shape`` specs, else ``get_inputs()``.
 
@@ -241,7 +245,10 @@ def _entry_inputs(
     get_inputs = _entry_point(module, "get_inputs", where)
     with ctx, user_code("get_inputs()"):
         seed_everything()
-        return _as_args(get_inputs(), "get_inputs()"), {}
+        args = _as_args(get_inputs(), "get_inputs()")
+    # a fake or meta build may put every tensor on the meta device; a real one needs values
+    check_input_tensors("get_inputs()", args, {}, any_device=True, meta=not real)
+    return args, {}
 
 
 def meta_to_fake(built: Instance, source: ProgramSource, fake_mode: Any) -> Instance | None:
@@ -389,7 +396,8 @@ def _as_float64(inst: Instance) -> Instance:
         module = copy.deepcopy(inst.module).to(torch.float64)
     except (TypeError, RuntimeError, copy.Error) as err:  # an attribute deepcopy refuses
         raise FrontendError(
-            f"the model cannot be copied to float64: {type(err).__name__}: {err}",
+            f"the model cannot be copied to float64: {type(err).__name__}: "
+            f"{exception_text(err)}",
             code="E0501",
         ) from err
     return dataclasses.replace(

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from solar.diagnostics import FrontendError
 from solar.frontends.pytorch.capture_dist import (
     P2P_OPS,
     has_dtensor,
@@ -89,6 +90,28 @@ class Ids:
             int(t.storage_offset()),
             sid,
         )
+
+
+def _check_dense(target: str, leaves: Sequence[Any]) -> None:
+    """Refuse an op that makes a tensor the IR cannot represent: sparse, quantized or
+    nested (its sizes, strides and storage are not those of a dense array).
+
+    Raises:
+        FrontendError: E0510.
+    """
+    import torch
+
+    for x in leaves:
+        if isinstance(x, torch.Tensor) and (
+            x.is_nested or x.is_quantized or x.layout != torch.strided
+        ):
+            kind = "nested" if x.is_nested else "quantized" if x.is_quantized else str(x.layout)
+            raise FrontendError(
+                f"`{target}` makes a {kind.removeprefix('torch.')} tensor, which the IR "
+                "cannot represent (it holds dense, strided tensors)",
+                code="E0510",
+                notes=("analyse the program on dense tensors (.to_dense(), .dequantize())",),
+            )
 
 
 def _call_kind(func: Any) -> tuple[CallKind, tuple[int, ...]]:
@@ -192,6 +215,7 @@ class Recorder:
         has_tensor = any(isinstance(x, torch.Tensor) for x in leaves)
         if not has_tensor and target not in _HOST_OPS and target not in P2P_OPS:
             return
+        _check_dense(target, leaves)
         index = len(self.calls)
         if self.expect is not None and (index >= len(self.expect) or self.expect[index] != target):
             expected = self.expect[index] if index < len(self.expect) else "end of program"

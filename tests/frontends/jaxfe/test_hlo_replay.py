@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from solar.diagnostics import FrontendError
+from solar.frontends.jaxfe.hlo_device import mapped_opcodes, replay_entry
 from solar.frontends.jaxfe.hlo_mesh import mesh_axes_of
 from solar.frontends.jaxfe.hlo_parse import parse_hlo
-from solar.frontends.jaxfe.hlo_replay import mapped_opcodes, replay_entry
 
 pytest.importorskip("jax")
 pytestmark = pytest.mark.jax

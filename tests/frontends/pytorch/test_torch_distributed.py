@@ -163,10 +163,17 @@ def test_dtensor_tensor_parallel_mlp_matches_a_real_gloo_run() -> None:
 def test_analyze_bounds_a_distributed_file_per_rank() -> None:
     from solar.pipeline import AnalyzeOptions, analyze
 
-    report = analyze(SAMPLES / "dist_tp_mlp.py", AnalyzeOptions())
+    report = analyze(SAMPLES / "dist_tp_mlp.py", AnalyzeOptions(time_budget_s=300.0))
     assert report.sizes == {"W": 2}
     assert report.ir.kernels == 4
     assert "fake process group" in report.frontend.captured_with
+    # validated as the CLI runs it: every rank against 2 real gloo processes, and the
+    # report says which world size and sizes were checked
+    v = report.validation
+    assert (v.status, v.strategy) == ("passed", "full")
+    assert (v.real_run, v.world_size, v.mesh) == ("2 gloo CPU processes", 2, None)
+    assert v.sizes["W"] == 2 and v.sizes["WORLD_SIZE"] == 2
+    assert v.outputs and all(o.passed and (o.max_abs_error or 0.0) < 1e-4 for o in v.outputs)
 
 
 def test_in_place_c10d_collectives_match_a_real_gloo_run() -> None:
