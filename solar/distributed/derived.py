@@ -12,25 +12,28 @@ takes from a derived rank. Pure but for `derive_rank`.
 
 Note [Derived ranks]
 ~~~~~~~~~~~~~~~~~~~~
-The analytic rule divides every kernel of the single-device program by tp but the
-norms (Note [Replicated work] in `solar.distributed.structure`). A derived rank runs
-what torch's plan runs on one rank: the sharded Linears at 1/tp, and in full whatever the
+The analytic rule divides every kernel of the single-device program by tp but the norms
+(Note [Replicated work] in `solar.distributed.structure`). A derived rank runs what
+torch's plan runs on one rank: the sharded Linears at 1/tp, and in full whatever the
 plan leaves replicated (embeddings, the output head, the loss, norms, attention when the
 heads are not split, the optimizer's update of replicated parameters). Its per-rank
 FLOPs are therefore the analytic ones plus the replicated work the analytic rule divides
 (tests/parallel/test_derived.py checks this), and its TP collectives are the ones
 DTensor inserts (each row-parallel output's all-reduce in the forward, each
 column-parallel input's in the backward), with their captured buffers. The rank
-program's compute, compulsory HBM bytes and TP collectives replace the analytic ones;
-pipeline (÷ pp: the average stage), context parallelism (÷ cp), data parallelism and
-ZeRO (the gradient collectives, the optimizer's ÷ dp), memory, a decode step and the
-pipeline schedules' per-stage work (`solar.distributed.pipelining`) stay analytic. Linears
-that read one input (separate Q/K/V, gate and up projections) each all-reduce their input
+program's compute, compulsory HBM bytes and TP collectives give a second step bound,
+``step.derived_step_s``; the step bound is the lower of it and the analytic division's
+(`solar.distributed.step._with_derived`: the derived rank is one framework's
+implementation, the analytic division holds for any that shards as much); pipeline (÷
+pp: the average stage), context parallelism (÷ cp), data parallelism and ZeRO (the
+gradient collectives, the optimizer's ÷ dp), memory, a decode step and the pipeline
+schedules' per-stage work (`solar.distributed.pipelining`) stay analytic. Linears that
+read one input (separate Q/K/V, gate and up projections) each all-reduce their input
 gradient in the backward, as torch runs them; a fused projection reduces once. The
-bound is that of the plan as torch's tensor parallelism runs it: a framework that also
-shards the replicated work (Megatron's vocabulary-parallel embedding and loss) does less,
-so the analytic rule (which shards all of it) is kept as the fallback and as the cross-
-check, and plans with sequence parallelism (whose norm and residual sharding torch's
+derived bound is that of the plan as torch's tensor parallelism runs it: a framework
+that also shards the replicated work (Megatron's vocabulary-parallel embedding and loss)
+does less, so the analytic rule (which shards all of it) stays in the step bound, and
+plans with sequence parallelism (whose norm and residual sharding torch's
 ``SequenceParallel`` needs model-specific input layouts for) stay analytic.
 """
 
@@ -92,9 +95,9 @@ class DerivedRank:
 
     def note(self) -> str:
         """The report's words for where each rank's program came from."""
-        return (f"per-rank program: derived by torch's tensor parallelism ({self.source} "
-                f"plan: {self.label}) on rank 0 of {self.tp} under the fake process group "
-                "(Note [Derived ranks])")
+        return (f"TP rank derived by torch's tensor parallelism ({self.source} "
+                f"plan: {self.label}) on rank 0 of {self.tp} under the fake process group: "
+                "its step bound is step.derived_step_s (Note [Derived ranks])")
 
 
 def analytic_note(reason: str) -> str:

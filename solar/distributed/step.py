@@ -183,11 +183,12 @@ def bound_step(
                      context=dec.context if dec is not None else 1)
     inputs = sum(_bytes(d, sizes) for d in program.tensors if d.role == "input")
     hbm_bytes = fused.dram_bytes / (plan.tp * plan.pp * plan.cp)
+    derived_work: tuple[RankWork, float] | None = None
     if rank is not None:
-        work, hbm_bytes = rank_work_of(rank, work, plan, spec, precision=precision,
-                                       micro_batches=m, global_batch=request.global_batch,
-                                       micro_batch=request.micro_batch,
-                                       recompute=request.recompute, phase=request.phase)
+        derived_work = rank_work_of(rank, work, plan, spec, precision=precision,
+                                    micro_batches=m, global_batch=request.global_batch,
+                                    micro_batch=request.micro_batch,
+                                    recompute=request.recompute, phase=request.phase)
     hbm_bytes += (m - 1) * inputs / (plan.pp * plan.cp)
     if dec is not None and dec.context > 1:
         hbm_bytes = dec.hbm_bytes(s, plan, m)
@@ -196,12 +197,12 @@ def bound_step(
     if dec is not None:
         s = dec.structure  # one token per sequence from here: the per-token collectives
 
-    def collectives_of(stage: int) -> tuple[list[Placed], tuple[str, ...]]:
+    def collectives_of(stage: int, derived: bool = False) -> tuple[list[Placed], tuple[str, ...]]:
         if captured is not None:
             return captured[1], ("the captured program's collectives, as one rank runs them",)
         colls, notes = plan_collectives(s, plan, stage=stage, micro_batches=m,
                                         recompute=request.recompute, phase=request.phase)
-        if rank is not None:
+        if derived and rank is not None:
             colls = (*(c for c in colls if c.axis != "tp"), *tp_collectives_of(
                 rank, plan, micro_batches=m, recompute=request.recompute,
                 phase=request.phase))
@@ -209,6 +210,12 @@ def bound_step(
 
     info = _assemble(cluster, spec, plan, world, request, s, work, hbm_s, memory,
                      collectives_of)
+    if derived_work is not None and dec is None:
+        info = _with_derived(info, _assemble(
+            cluster, spec, plan, world, request, s, derived_work[0],
+            (derived_work[1] + hbm_bytes - fused.dram_bytes / (plan.tp * plan.pp * plan.cp))
+            / spec.dram_bandwidth_bytes_per_s, memory,
+            lambda stage: collectives_of(stage, derived=True)))
     if dec is not None:
         info = info.model_copy(update={"assumptions": (*info.assumptions, _decode_note(dec))})
     if request.moe_load is not None:
@@ -224,6 +231,25 @@ def bound_step(
                            micro_batches=m, recompute=request.recompute,
                            schedules=request.schedules, failures=request.failures)
     return _with_pipeline(info, pipe)
+
+
+def _with_derived(info: DistributedInfo, derived: DistributedInfo) -> DistributedInfo:
+    """``info`` (the analytic division) with the step bound of the rank torch's own
+    tensor parallelism derives beside it (Note [Derived ranks]). The sound bound is the
+    lower of the two: a framework that also shards what torch's plan replicates
+    (Megatron's vocabulary-parallel embedding, head and loss) runs less than the derived
+    rank, never less than the analytic division."""
+    a, d = info.step.time_s, derived.step.time_s
+    if a is None or d is None:
+        return info
+    if d < a:  # the derived rank runs less (a kernel the analytic rule keeps whole)
+        info, derived = derived, info
+    step = info.step.model_copy(update={"derived_step_s": d})
+    note = (f"torch's own tensor-parallel plan bounds the step at {d:.4g} s "
+            f"(step.derived_step_s); the step bound is the lower of it and the analytic "
+            f"division ({a:.4g} s), which holds for frameworks that also shard the "
+            "embeddings, head and loss (Note [Derived ranks])")
+    return info.model_copy(update={"step": step, "assumptions": (*info.assumptions, note)})
 
 
 def _plan_world_batches(request: DistributedRequest, captured: tuple[int, list[Placed]] | None,

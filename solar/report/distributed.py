@@ -85,6 +85,12 @@ class StepRow(BaseModel):
     alpha_estimate_s: float = Field(
         description="ESTIMATE, not a bound: the bound with per-hop latencies added to links"
     )
+    derived_step_s: float | None = Field(
+        default=None,
+        description="the step bound of the rank torch's own tensor-parallel plan runs "
+        "(parallelize_module under the fake process group); time_s is the lower of it and "
+        "the analytic division; null when no rank was derived",
+    )
 
 
 class RankRow(BaseModel):

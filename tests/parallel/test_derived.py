@@ -12,7 +12,13 @@ import pytest
 from solar.bounds import compile_costs, compute_bounds
 from solar.diagnostics import PlanError
 from solar.distributed import DistributedRequest, PlanFile, bound_prepared, parse_parallel
-from solar.distributed.derived import DerivedRank, RankDeriver, derive_for, derive_rank
+from solar.distributed.derived import (
+    DerivedRank,
+    RankDeriver,
+    derive_for,
+    derive_rank,
+    tp_collectives_of,
+)
 from solar.distributed.structure import infer_structure
 from solar.hw import load_hardware_spec
 from solar.pipeline import AnalyzeOptions, PreparedProgram, analyze, lift_source
@@ -173,12 +179,20 @@ def test_derived_tp_collectives_are_megatrons(single: PreparedProgram,
 
     tokens_by_hidden = SMALL["SEQ"] * SMALL["HIDDEN"] * 2  # bf16
     m, per_layer = 2, 2  # micro-batches per rank; attention + MLP
-    assert rows(ours) == rows(analytic) == [
-        ("all_reduce", ph, tokens_by_hidden, m * SMALL["LAYERS"] * per_layer)
-        for ph in ("backward", "forward")]
-    assert ours.ranks[0].compute_s >= analytic.ranks[0].compute_s  # the replicated work
+    expected = [("all_reduce", ph, tokens_by_hidden, m * SMALL["LAYERS"] * per_layer)
+                for ph in ("backward", "forward")]
+    assert rows(analytic) == expected
+    plan = parse_parallel("tp=2,dp=2")
+    captured = tp_collectives_of(derived, plan, micro_batches=m, recompute="none",
+                                 phase="train")
+    assert sorted((c.op, c.phase, c.bytes, c.count) for c in captured) == expected
+    # the step bound is the lower of the two (Note [Derived ranks]): the derived rank
+    # charges the replicated embedding, head and loss in full, which Megatron shards
     assert ours.step.time_s is not None and analytic.step.time_s is not None
-    assert ours.step.time_s >= analytic.step.time_s
+    assert ours.step.derived_step_s is not None
+    assert ours.step.derived_step_s >= analytic.step.time_s == ours.step.time_s
+    assert any("step.derived_step_s" in a for a in ours.assumptions)
+    assert analytic.step.derived_step_s is None
     assert ours.step.model_flops == analytic.step.model_flops  # MFU counts the model
 
 
