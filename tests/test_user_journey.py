@@ -248,7 +248,7 @@ def test_summary_ranks_kernels_says_the_roof_and_suggests_bf16(
     assert names[1].split()[0] in ("fc_addmm", "out_addmm")
     # fp32-accurate on H100: 3 TF32 passes (Note [Emulated fp32])
     assert all("tensor:3xtf32" in row and "--precision bf16" in row for row in rows)
-    assert not lines[head + 7].startswith("    ")  # --top 2: two rows
+    assert lines[head + 7].startswith("    bytes: ")  # --top 2: two rows, then the legend
     assert ("hint: cast to bf16: fp32/TF32 matmuls and convolutions (93% of the unfused "
             "bound)") in r.out
     assert "--precision bf16 bounds: fused <= " in r.out  # the bound the hint gives

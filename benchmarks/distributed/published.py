@@ -6,6 +6,11 @@ and prints a markdown table. tests/parallel/test_published.py keeps the same tab
 a regression test (the bound must stay at or below the measured time).
 
     python benchmarks/distributed/published.py [NAME ...]
+    python benchmarks/distributed/published.py --schedule all [NAME ...]
+
+With ``--schedule all`` each pipelined run is analysed with ``--schedule all`` too and the
+table gives every schedule's bound beside the schedule-free ones (docs/distributed.md,
+"With the pipeline schedules").
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 GPT = ROOT / "benchmarks" / "distributed" / "gpt.py"
@@ -101,8 +107,8 @@ RUNS = (
 )
 
 
-def command(run: Run, output: Path) -> list[str]:
-    """The `solar analyze` command line of one run."""
+def command(run: Run, output: Path, schedules: str | None = None) -> list[str]:
+    """The `solar analyze` command line of one run (``schedules``: `--schedule`)."""
     return [
         sys.executable, "-m", "solar", "analyze", str(GPT), "--train", "--validate", "off",
         "-q", "--set", f"LAYERS={run.layers}", "--set", f"HIDDEN={run.hidden}",
@@ -110,17 +116,18 @@ def command(run: Run, output: Path) -> list[str]:
         "--set", f"BATCH={run.micro_batch}", "--cluster", run.cluster,
         "--parallel", run.parallel, "--micro-batch", str(run.micro_batch),
         "--global-batch", str(run.global_batch), "--recompute", run.recompute,
-        "--output", str(output),
+        "--output", str(output), *(["--schedule", schedules] if schedules else []),
     ]
 
 
-def measure(run: Run) -> dict[str, float]:
-    """Analyse one run; its bound, wall time and peak RSS."""
+def measure(run: Run, schedules: str | None = None) -> dict[str, Any]:
+    """Analyse one run; its bound, wall time, peak RSS and (with ``schedules``) the
+    report's pipeline section."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "r.json"
         start = time.monotonic()
-        proc = subprocess.run(["/usr/bin/time", "-v", *command(run, out)], cwd=ROOT,
-                              capture_output=True, text=True, check=True)
+        proc = subprocess.run(["/usr/bin/time", "-v", *command(run, out, schedules)],
+                              cwd=ROOT, capture_output=True, text=True, check=True)
         wall = time.monotonic() - start
         report = json.loads(out.read_text())
     rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", proc.stderr).group(1))
@@ -128,18 +135,53 @@ def measure(run: Run) -> dict[str, float]:
                                              proc.stderr))
     d = report["distributed"]
     return {"bound_s": d["step"]["time_s"], "wall_s": wall, "cpu_s": cpu, "rss_mb": rss / 1024,
-            "binding": d["step"]["binding"], "mfu": d["step"]["mfu_ceiling"]}
+            "binding": d["step"]["binding"], "mfu": d["step"]["mfu_ceiling"],
+            "resource_s": max(r["time_s"] for r in d["ranks"]), "schedule": d.get("schedule")}
 
 
-def main(names: list[str]) -> None:
-    """Print the table for the runs named (all by default)."""
-    print("| run | plan | GPUs | global batch x seq | measured s | SOLAR bound s | "
-          "measured/bound | binds | analysis wall s (CPU s) | RSS MB |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+SCHEDULE_COLUMNS = ("1f1b", "zb-h1", "zb-h2", "zbv", "dualpipe")
+
+
+def _schedule_row(run: Run, r: dict[str, Any]) -> str:
+    """One row of the `--schedule all` table: the schedule-free bounds and each schedule."""
+    sc = r["schedule"]
+    times = {row["schedule"]: row["time_s"] for row in sc["schedules"]}
+    own = sc["drawn"]
+    own_cell = (f"{times[own]:.3f}, {run.measured_s / times[own]:.2f}" if own == "interleaved"
+                else f"(vpp=1: {own}) {times[own]:.3f}, {run.measured_s / times[own]:.2f}")
+    bi = sc["bidirectional_s"]
+    cells = [f"{times[k]:.3f}" if k in times else "-" for k in SCHEDULE_COLUMNS]
+    return (f"| {run.name} | {run.measured_s} | {r['resource_s']:.3f} | {sc['one_way_s']:.3f} "
+            f"| {f'{bi:.3f}' if bi is not None else '- (pp odd)'} | {r['bound_s']:.3f} | "
+            f"{run.measured_s / r['bound_s']:.2f} | {r['binding']} | {own_cell} | "
+            f"{' | '.join(cells)} | {sc['periodic_s']:.3f} |")
+
+
+def main(argv: list[str]) -> None:
+    """Print the table for the runs named (all by default); ``--schedule all`` prints
+    the pipelined runs' schedule table instead."""
+    schedules = None
+    if argv[:1] == ["--schedule"]:
+        schedules, argv = argv[1], argv[2:]
+    names = argv
+    if schedules:
+        print("| run | measured s | resource bound s | one-way schedule-free s | "
+              "bidirectional s | step bound s | measured / bound | binds | the run's "
+              "schedule s, measured / it | " + " | ".join(SCHEDULE_COLUMNS) + " | periodic |")
+        print("|---" * (9 + len(SCHEDULE_COLUMNS) + 1) + "|")
+    else:
+        print("| run | plan | GPUs | global batch x seq | measured s | SOLAR bound s | "
+              "measured/bound | binds | analysis wall s (CPU s) | RSS MB |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
     for run in RUNS:
-        if names and run.name not in names:
+        if (names and run.name not in names) or (schedules and not run.own_schedule):
             continue
-        r = measure(run)
+        if schedules and "pp=1," in run.parallel:
+            continue
+        r = measure(run, schedules)
+        if schedules:
+            print(_schedule_row(run, r), flush=True)
+            continue
         print(f"| {run.name} | {run.parallel}, recompute {run.recompute} | {run.gpus} | "
               f"{run.global_batch} x {run.seq} | {run.measured_s} | {r['bound_s']:.3f} | "
               f"{run.measured_s / r['bound_s']:.2f} | {r['binding']} | {r['wall_s']:.0f} "

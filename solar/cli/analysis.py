@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeAlias
 import typer
 
 from solar.cli.app import (
+    FRONTEND_HELP,
+    VALIDATE_HELP,
     ArchOption,
     QuietOption,
     SetOption,
@@ -120,13 +122,13 @@ TimeLimitOption: TypeAlias = Annotated[
     "analyze",
     epilog=examples(
         "solar analyze samples/torch/gpt_block.py  # bounds on H100_SXM, validated",
-        "solar analyze model.py --arch H100_SXM --arch B200 -o report.json",
-        "solar analyze model.py --set SEQ=4096 --top 3 --format json",
+        "solar analyze examples/kernelbench_mlp.py --arch H100_SXM --arch B200 -o report.json",
+        "solar analyze samples/torch/gpt_block.py --set SEQ=4096 --top 3 --format json",
         "solar analyze examples/tinynet.py --entry TinyNet --input-shape x=2,8",
         "solar analyze model.py --inputs inputs.npz  # arr_0.. positional, other names keyword",
         "solar analyze samples/torch/train_cnn.py --train  # one training step",
-        "solar analyze gpt.py --train --cluster DGX_H100 --parallel tp=8,pp=4,dp=2 "
-        "--micro-batch 1 --global-batch 64",
+        "solar analyze benchmarks/distributed/gpt.py --train --validate off --cluster DGX_H100 "
+        "--parallel tp=8,pp=4,dp=2 --micro-batch 1 --global-batch 64",
     ),
 )
 def analyze(
@@ -139,12 +141,12 @@ def analyze(
     cache: Annotated[
         CacheState, typer.Option(help="Cache state: warm (repeated runs) or cold (first run).")
     ] = "warm",
-    frontend: Annotated[FrontendChoice, typer.Option(help="Frontend.")] = "auto",
+    frontend: Annotated[FrontendChoice, typer.Option(help=FRONTEND_HELP)] = "auto",
     ir: Annotated[
         Path | None, typer.Option("--ir", help="Analyse this hand-written IR against the model.")
     ] = None,
     set_: SetOption = None,
-    validate: Annotated[ValidateMode, typer.Option(help="Validation mode.")] = "auto",
+    validate: Annotated[ValidateMode, typer.Option(help=VALIDATE_HELP)] = "auto",
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write the JSON report here.")
     ] = None,
@@ -191,12 +193,18 @@ def analyze(
             "$SOLAR_VALIDATION_MEMORY, 1024 MiB, or of MemAvailable if less)."
         ),
     ] = None,
-    model: Annotated[str | None, typer.Option(help="LLM model name (LLM frontend).")] = None,
-    temperature: Annotated[float | None, typer.Option(help="LLM temperature.")] = None,
-    max_attempts: Annotated[int | None, typer.Option(help="LLM repair attempts.")] = None,
-    timeout: Annotated[float | None, typer.Option(help="LLM request timeout (s).")] = None,
+    model: Annotated[str | None, typer.Option(
+        help="LLM model name (LLM frontend; default $SOLAR_LLM_MODEL).")] = None,
+    temperature: Annotated[float | None, typer.Option(help="LLM temperature (default 0).")] = None,
+    max_attempts: Annotated[int | None, typer.Option(
+        help="LLM replies to try, the first plus repairs (default 4).")] = None,
+    timeout: Annotated[float | None, typer.Option(
+        help="LLM request timeout in seconds (default 120).")] = None,
     llm_cache_dir: Annotated[
-        Path | None, typer.Option("--llm-cache-dir", help="LLM translation cache directory.")
+        Path | None, typer.Option(
+            "--llm-cache-dir",
+            help="LLM translation cache directory (default $SOLAR_CACHE_DIR/llm, else "
+            "./.solar-cache/llm).")
     ] = None,
     llm_cache: Annotated[
         bool,
@@ -368,7 +376,7 @@ def bounds(
     inputs: InputsOption = None,
     input_shape: InputShapeOption = None,
     precision: Annotated[PrecisionPolicy, typer.Option(help="Precision policy.")] = "default",
-    frontend: Annotated[FrontendChoice, typer.Option(help="Frontend.")] = "auto",
+    frontend: Annotated[FrontendChoice, typer.Option(help=FRONTEND_HELP)] = "auto",
     format_: Annotated[
         OutputFormat, typer.Option("--format", help="Stdout: a table (text) or JSON.")
     ] = "text",
@@ -422,7 +430,7 @@ def bounds(
     "compare",
     epilog=examples(
         "solar compare samples/ir/matmul.alir --set M=4096 --set N=4096 --set K=4096",
-        "solar compare model.py --arch H100_SXM --arch MI300X --arch TPU_v5p --format json",
+        "solar compare samples/torch/gpt_block.py --arch H100_SXM --arch MI300X --arch TPU_v5p",
     ),
 )
 def compare(
@@ -435,7 +443,7 @@ def compare(
     ] = None,
     set_: SetOption = None,
     precision: Annotated[PrecisionPolicy, typer.Option(help="Precision policy.")] = "default",
-    frontend: Annotated[FrontendChoice, typer.Option(help="Frontend.")] = "auto",
+    frontend: Annotated[FrontendChoice, typer.Option(help=FRONTEND_HELP)] = "auto",
     entry: EntryOption = None,
     entry_args: EntryArgsOption = None,
     inputs: InputsOption = None,
@@ -470,7 +478,7 @@ def compare(
     "provision",
     epilog=examples(
         "solar provision samples/torch/gpt_block.py --target-ms 2.0",
-        "solar provision model.py --target-ms 0.5 --model unfused --format json",
+        "solar provision examples/kernelbench_mlp.py --target-ms 0.5 --model unfused --format json",
     ),
 )
 def provision(
@@ -486,7 +494,7 @@ def provision(
     ] = None,
     set_: SetOption = None,
     precision: Annotated[PrecisionPolicy, typer.Option(help="Precision policy.")] = "default",
-    frontend: Annotated[FrontendChoice, typer.Option(help="Frontend.")] = "auto",
+    frontend: Annotated[FrontendChoice, typer.Option(help=FRONTEND_HELP)] = "auto",
     entry: EntryOption = None,
     entry_args: EntryArgsOption = None,
     inputs: InputsOption = None,
@@ -524,7 +532,7 @@ def provision(
 
 @cache_app.command(
     "clear",
-    epilog=examples("solar cache clear", "solar cache clear --llm-cache-dir samples/llm/cache"),
+    epilog=examples("solar cache clear", "solar cache clear --llm-cache-dir my-llm-cache/"),
 )
 def cache_clear(
     cache_dir: Annotated[

@@ -39,8 +39,10 @@ if TYPE_CHECKING:
 __all__ = [
     "ARCH_HELP",
     "EXIT_CODES",
+    "FRONTEND_HELP",
     "QUIET_HELP",
     "SET_HELP",
+    "VALIDATE_HELP",
     "ArchOption",
     "QuietOption",
     "SetOption",
@@ -89,6 +91,14 @@ ARCH_HELP = (
 )
 QUIET_HELP = "No progress on stderr (stages are shown as they start otherwise)."
 SET_HELP = "Rebind a size constant of the file: NAME=VALUE (repeatable)."
+FRONTEND_HELP = (
+    "Frontend: auto picks ir for .alir, jax for a file that imports jax/flax (not torch), "
+    "else torch; llm translates through an OpenAI-compatible endpoint (docs/llm.md)."
+)
+VALIDATE_HELP = (
+    "Validation mode: auto (full when it fits the time and memory budgets, else at reduced "
+    "sizes, else sampled), full, sampled (a random sample of loop iterations), off."
+)
 
 ArchOption: TypeAlias = Annotated[
     list[str] | None, typer.Option("--arch", metavar="SPEC", help=ARCH_HELP)
@@ -217,14 +227,17 @@ app = typer.Typer(
     help="SOLAR: speed-of-light bounds for PyTorch and JAX programs.",
     epilog=examples(
         "solar analyze samples/torch/gpt_block.py  # bounds on the default H100_SXM",
-        "solar analyze model.py --arch A100_SXM_80GB --format json -o report.json",
+        "solar analyze examples/kernelbench_mlp.py --arch A100_SXM_80GB --format json -o r.json",
         "solar ir fmt samples/ir/matmul.alir",
         "solar COMMAND --help  # each command's options and examples",
     ),
 )
 ir_app = _group(
     "Check, format and run Affine Loop IR files.",
-    examples("solar ir check samples/ir/*.alir", "solar ir run samples/ir/matmul.alir"),
+    examples(
+        "solar ir check samples/ir/*.alir",
+        "solar ir run samples/ir/matmul.alir --set M=64 --set N=64 --set K=64",
+    ),
 )
 specs_app = _group(
     "Browse the hardware spec library.",
@@ -232,7 +245,7 @@ specs_app = _group(
 )
 cache_app = _group(
     "Manage the LLM translation cache.",
-    examples("solar cache clear", "solar cache clear --llm-cache-dir samples/llm/cache"),
+    examples("solar cache clear", "solar cache clear --llm-cache-dir my-llm-cache/"),
 )
 app.add_typer(ir_app, name="ir")
 app.add_typer(specs_app, name="specs")

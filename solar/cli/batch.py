@@ -13,7 +13,16 @@ from typing import Annotated
 
 import typer
 
-from solar.cli.app import ArchOption, SetOption, app, echo_err, examples, parse_sets
+from solar.cli.app import (
+    FRONTEND_HELP,
+    VALIDATE_HELP,
+    ArchOption,
+    SetOption,
+    app,
+    echo_err,
+    examples,
+    parse_sets,
+)
 from solar.diagnostics import UsageError
 from solar.options import (
     DEFAULT_ARCH,
@@ -46,7 +55,7 @@ def batch(
     arch: ArchOption = None,
     precision: Annotated[PrecisionPolicy, typer.Option(help="Precision policy.")] = "default",
     cache: Annotated[CacheState, typer.Option(help="Cache state: warm or cold.")] = "warm",
-    frontend: Annotated[FrontendChoice, typer.Option(help="Frontend.")] = "auto",
+    frontend: Annotated[FrontendChoice, typer.Option(help=FRONTEND_HELP)] = "auto",
     set_: SetOption = None,
     entry: Annotated[str | None, typer.Option(help="Function to analyse in each file.")] = None,
     workers: Annotated[
@@ -62,7 +71,7 @@ def batch(
         str | None,
         typer.Option(help="Dask scheduler address (tcp://host:8786); default: a LocalCluster."),
     ] = None,
-    validate: Annotated[ValidateMode, typer.Option(help="Validation mode.")] = "auto",
+    validate: Annotated[ValidateMode, typer.Option(help=VALIDATE_HELP)] = "auto",
     train: Annotated[
         bool,
         typer.Option(help="Bound one training step of each file (as `solar analyze --train`)."),

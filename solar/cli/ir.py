@@ -63,7 +63,7 @@ def ir_check(
     "fmt",
     epilog=examples(
         "solar ir fmt samples/ir/conv2d.alir",
-        "solar ir fmt my.alir > my.fmt.alir  # comments are kept",
+        "solar ir fmt samples/ir/conv2d.alir > conv2d.fmt.alir  # comments are kept",
     ),
 )
 def ir_fmt(
@@ -87,7 +87,7 @@ def _load_checked(file: Path) -> Program:
 @ir_app.command(
     "run",
     epilog=examples(
-        "solar ir run samples/ir/matmul.alir  # seeded random inputs",
+        "solar ir run samples/ir/matmul.alir --set M=64 --set N=64 --set K=64  # random inputs",
         "solar ir run samples/ir/matmul.alir --inputs examples/matmul_inputs.npz  # sizes: shapes",
         "solar ir run samples/ir/matmul.alir --set M=64 -o outputs.npz",
     ),

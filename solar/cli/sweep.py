@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from solar.cli.app import ArchOption, app, echo_err, examples
+from solar.cli.app import FRONTEND_HELP, VALIDATE_HELP, ArchOption, app, echo_err, examples
 from solar.cli.distributed import (
     ClusterOption,
     GlobalBatchOption,
@@ -55,11 +55,13 @@ __all__ = ["sweep"]
     epilog=examples(
         "solar sweep samples/ir/transformer_block.alir --set B=1,8,64 --set T=512,2048 "
         "--precision default,bf16",
-        "solar sweep model.py --set SEQ=512..4096:512 --table csv --out sweep/",
+        "solar sweep samples/torch/gpt_block.py --set SEQ=512..4096:512 --table csv --out sweep/",
         "solar sweep sweep.yaml --engine dask",
-        "solar sweep gpt.py --train --cluster DGX_H100 --parallel tp=1,2,4,8 --parallel pp=1,2,4 "
+        "solar sweep benchmarks/distributed/gpt.py --train --validate off --cluster DGX_H100 "
+        "--parallel tp=1,2,4,8 --parallel pp=1,2,4 "
         "--parallel dp=4 --global-batch 64  # plans ranked by bound",
-        "solar sweep gpt.py --train --cluster DGX_H100 --parallel pp=4,8 --parallel vpp=1,2 "
+        "solar sweep benchmarks/distributed/gpt.py --train --validate off --cluster DGX_H100 "
+        "--parallel pp=4,8 --parallel vpp=1,2 "
         "--parallel mb=1,2 --global-batch 256 --schedule all --engine dask  # schedules",
         exit_codes="Exit codes: 0 every point analysed; 1 a capture failed or failed "
         "validation; 2 usage; 129/130/143 stopped by SIGHUP/SIGINT/SIGTERM (after the table "
@@ -78,11 +80,16 @@ def sweep(
         ),
     ] = None,
     precision: Annotated[
-        str | None, typer.Option(help="Precision policies, comma-separated (default,bf16).")
+        str | None,
+        typer.Option(help="Precision policies, comma-separated, e.g. default,bf16 "
+                     "(default: default, or the sweep file's)."),
     ] = None,
-    cache: Annotated[CacheState | None, typer.Option(help="Cache state: warm or cold.")] = None,
-    frontend: Annotated[FrontendChoice | None, typer.Option(help="Frontend.")] = None,
-    validate: Annotated[ValidateMode | None, typer.Option(help="Validation mode.")] = None,
+    cache: Annotated[CacheState | None, typer.Option(
+        help="Cache state: warm or cold (default: warm, or the sweep file's).")] = None,
+    frontend: Annotated[FrontendChoice | None, typer.Option(
+        help=f"{FRONTEND_HELP} Default: auto, or the sweep file's.")] = None,
+    validate: Annotated[ValidateMode | None, typer.Option(
+        help=f"{VALIDATE_HELP} Default: auto, or the sweep file's.")] = None,
     entry: EntryOption = None,
     entry_args: EntryArgsOption = None,
     inputs: InputsOption = None,

@@ -18,6 +18,7 @@ from solar.distributed.collectives import (
     alpha_estimate_s,
     charge_collective,
     cut_bytes,
+    direction_bytes,
     min_bytes_per_rank,
     place_group,
 )
@@ -53,6 +54,7 @@ __all__ = [
     "charge_collective",
     "check_plan",
     "cut_bytes",
+    "direction_bytes",
     "infer_structure",
     "load_plan_file",
     "min_bytes_per_rank",

@@ -10,19 +10,32 @@ resource of one rank busy (docs/distributed.md derives each formula):
   N_d domains with k members in each charges the bytes that must cross the domain
   boundary, divided among the k members' NICs (Note [Cuts]).
 
-Minimum bytes per rank, one direction, for a group of n ranks and a buffer of S bytes
-(Patarasuk & Yuan 2009; nccl-tests doc/PERFORMANCE.md):
+Minimum bytes per rank, for a group of n ranks and a buffer of S bytes (Patarasuk &
+Yuan 2009; nccl-tests doc/PERFORMANCE.md), sent and received (Note [Directions]):
 
-=============== ================================ ==========================
-op              S is                             bytes per rank
-=============== ================================ ==========================
-all_reduce      the buffer                       2(n-1)/n S; S with in-network reduction
-all_gather      the gathered output              (n-1)/n S
-reduce_scatter  the input                        (n-1)/n S
-all_to_all      what one rank holds (uniform)    (n-1)/n S (the larger of out and in)
-send_recv       the message                      S
-broadcast       the buffer                       S
-=============== ================================ ==========================
+=============== ================================ ===============================
+op              S is                             bytes per rank (sent, received)
+=============== ================================ ===============================
+all_reduce      the buffer                       2(n-1)/n S each; S each in-network
+all_gather      the gathered output              (n-1)/n S each; S/n sent in-network
+reduce_scatter  the input                        (n-1)/n S each; S/n received in-network
+all_to_all      what one rank holds (uniform)    (n-1)/n S each
+send_recv       the message                      S each (a stage sends and receives one)
+broadcast       the buffer                       (n-1)/n S each; S/n sent in-network
+=============== ================================ ===============================
+
+Note [Directions]: every link is full duplex, so a rank's sends and receives load
+different directions: a resource's busy time is the larger of its summed sent and its
+summed received bytes over the bandwidth of one direction (`direction_bytes`). Where
+the fabric reduces in the switch (NVLS, SHARP) and multicasts, a reduce-scatter must
+send each rank's contributions to the other shards ((n-1)/n S) but receive only its own
+reduced shard (S/n), an all-gather the reverse; charging each at its larger direction
+and adding them would count 2(n-1)/n S for a reduce-scatter plus an all-gather where
+S each way suffices. Every figure is the group's average per rank (for a broadcast the
+n-1 receivers' S over n ranks; without in-network work the bytes sent equal the bytes
+received), or a minimum that holds on every rank; a sum of averages is the average of
+the sums, at most the busiest rank's, so adding them per direction stays a lower bound
+(two broadcasts from different roots included).
 
 Per-hop latency is zero in the bound; `alpha_estimate_s` adds it for a labelled
 *estimate* only.
@@ -45,6 +58,8 @@ __all__ = [
     "alpha_estimate_s",
     "charge_collective",
     "cut_bytes",
+    "cut_direction_bytes",
+    "direction_bytes",
     "min_bytes_per_rank",
     "place_group",
     "place_groups",
@@ -102,12 +117,16 @@ class GroupPlacement:
 
 @dataclass(frozen=True, slots=True)
 class LinkCharge:
-    """A lower bound on the time one collective keeps one resource of a rank busy."""
+    """A lower bound on the time one collective keeps one resource of a rank busy:
+    ``bytes`` (the larger direction) over one direction's bandwidth is ``time_s``;
+    ``sent_s`` and ``received_s`` are each direction's share (Note [Directions])."""
 
     resource: Resource
     link: str
     bytes: float
     time_s: float
+    sent_s: float = 0.0
+    received_s: float = 0.0
 
 
 def place_group(group_size: int, stride: int, domain_size: int) -> GroupPlacement:
@@ -135,10 +154,40 @@ def place_group(group_size: int, stride: int, domain_size: int) -> GroupPlacemen
     return GroupPlacement(domains, per_domain)
 
 
+def direction_bytes(
+    op: CollectiveOp, group_size: int, size_bytes: float, *, in_network: bool = False
+) -> tuple[float, float]:
+    """The fewest bytes one rank must send and receive (Note [Directions]).
+
+    >>> direction_bytes("reduce_scatter", 4, 400.0, in_network=True)
+    (300.0, 100.0)
+    >>> direction_bytes("all_gather", 4, 400.0, in_network=True)
+    (100.0, 300.0)
+    >>> direction_bytes("broadcast", 4, 400.0)
+    (300.0, 300.0)
+    """
+    n = group_size
+    if n <= 1 or size_bytes <= 0:
+        return 0.0, 0.0
+    share = (n - 1) / n * size_bytes
+    match op:
+        case "all_reduce":
+            both = float(size_bytes) if in_network else 2.0 * share
+            return both, both
+        case "all_gather" | "broadcast":
+            return (size_bytes / n if in_network else share), share
+        case "reduce_scatter":
+            return share, (size_bytes / n if in_network else share)
+        case "all_to_all":
+            return share, share
+        case "send_recv":
+            return float(size_bytes), float(size_bytes)
+
+
 def min_bytes_per_rank(
     op: CollectiveOp, group_size: int, size_bytes: float, *, in_network: bool = False
 ) -> float:
-    """The fewest bytes one rank must send (or receive), one direction.
+    """The fewest bytes one rank must move in its busier direction.
 
     >>> min_bytes_per_rank("all_reduce", 8, 800.0)
     1400.0
@@ -149,23 +198,37 @@ def min_bytes_per_rank(
     >>> min_bytes_per_rank("all_reduce", 1, 800.0)
     0.0
     """
-    n = group_size
-    if n <= 1 or size_bytes <= 0:
-        return 0.0
+    return max(direction_bytes(op, group_size, size_bytes, in_network=in_network))
+
+
+def cut_direction_bytes(
+    op: CollectiveOp, placement: GroupPlacement, size_bytes: float, *, in_network: bool = False
+) -> tuple[float, float]:
+    """Bytes that must leave and enter one domain, per member of the group in it
+    (Note [Cuts]): the domain is one super-node of the formula, its k members share it.
+
+    >>> cut_direction_bytes("all_gather", GroupPlacement(4, 2), 800.0, in_network=True)
+    (100.0, 300.0)
+    """
+    nd, k = placement.domains, placement.per_domain
+    if nd <= 1 or size_bytes <= 0:
+        return 0.0, 0.0
     match op:
-        case "all_reduce":
-            return float(size_bytes) if in_network else 2.0 * (n - 1) / n * size_bytes
-        case "all_gather" | "reduce_scatter" | "all_to_all":
-            return (n - 1) / n * size_bytes
-        case "send_recv" | "broadcast":
-            return float(size_bytes)
+        case "all_reduce" | "all_gather" | "reduce_scatter" | "broadcast":
+            sent, received = direction_bytes(op, nd, size_bytes, in_network=in_network)
+            return sent / k, received / k
+        case "all_to_all":
+            n = nd * k
+            return (n - k) / n * size_bytes, (n - k) / n * size_bytes
+        case "send_recv":
+            return float(size_bytes), float(size_bytes)
 
 
 def cut_bytes(
     op: CollectiveOp, placement: GroupPlacement, size_bytes: float, *, in_network: bool = False
 ) -> float:
-    """Bytes that must cross one domain's boundary, per member of the group in it
-    (Note [Cuts]): the domain is one super-node of the formula, its k members share it.
+    """Bytes that must cross one domain's boundary in the busier direction, per member
+    of the group in it (`cut_direction_bytes`).
 
     >>> cut_bytes("all_reduce", GroupPlacement(16, 1), 1600.0)   # DP over 16 nodes
     3000.0
@@ -176,17 +239,7 @@ def cut_bytes(
     >>> cut_bytes("all_gather", GroupPlacement(1, 8), 800.0)      # inside one domain
     0.0
     """
-    nd, k = placement.domains, placement.per_domain
-    if nd <= 1 or size_bytes <= 0:
-        return 0.0
-    match op:
-        case "all_reduce" | "all_gather" | "reduce_scatter" | "broadcast":
-            return min_bytes_per_rank(op, nd, size_bytes, in_network=in_network) / k
-        case "all_to_all":
-            n = nd * k
-            return (n - k) / n * size_bytes
-        case "send_recv":
-            return float(size_bytes)
+    return max(cut_direction_bytes(op, placement, size_bytes, in_network=in_network))
 
 
 def place_groups(groups: tuple[tuple[int, ...], ...], domain_size: int) -> GroupPlacement:
@@ -233,16 +286,24 @@ def charge_collective(
         not spans or (cluster.scale_out is not None and cluster.scale_out.in_network_reduction)
     )
     charges: list[LinkCharge] = []
-    inj = min_bytes_per_rank(coll.op, coll.group_size, coll.bytes, in_network=reduces)
-    if inj > 0:
+    sent, received = direction_bytes(coll.op, coll.group_size, coll.bytes, in_network=reduces)
+    if max(sent, received) > 0:
         bw = up.bandwidth_per_direction_bytes_per_s + nic
-        charges.append(LinkCharge("injection", f"{up.fabric} + NICs", inj, inj / bw))
+        charges.append(_charge("injection", f"{up.fabric} + NICs", sent, received, bw))
     if spans and cluster.scale_out is not None and nic > 0:
         out_reduces = cluster.scale_out.in_network_reduction
-        cut = cut_bytes(coll.op, placement, coll.bytes, in_network=out_reduces)
-        if cut > 0:
-            charges.append(LinkCharge("scale-out", cluster.scale_out.network, cut, cut / nic))
+        sent, received = cut_direction_bytes(coll.op, placement, coll.bytes,
+                                             in_network=out_reduces)
+        if max(sent, received) > 0:
+            charges.append(_charge("scale-out", cluster.scale_out.network, sent, received,
+                                   nic))
     return tuple(charges)
+
+
+def _charge(resource: Resource, link: str, sent: float, received: float,
+            bw: float) -> LinkCharge:
+    most = max(sent, received)
+    return LinkCharge(resource, link, most, most / bw, sent / bw, received / bw)
 
 
 def alpha_estimate_s(coll: Collective, stride: int | GroupPlacement,

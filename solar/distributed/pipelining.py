@@ -54,6 +54,7 @@ class PipelineReport:
     binding: str
     costs: StageCosts
     failures: FailureInfo | None = None
+    skipped: tuple[str, ...] = ()
 
 
 def boundary_send_s(s: ModelStructure, plan: ParallelPlan, cluster: ClusterSpec) -> float:
@@ -108,14 +109,16 @@ def pipeline_report(
     wanted = list(SCHEDULES) if "all" in schedules else [str(x) for x in schedules]
     wanted = wanted or [default]
     rows: list[ScheduleBound] = []
+    skipped: list[str] = []
     for name in wanted:
         sched: Schedule = next(x for x in SCHEDULES if x == name)
         chunks = plan.vpp if sched == "interleaved" else 1
         try:
             rows.append(bound_schedule(costs, sched, m, chunks))
-        except PlanError:
+        except PlanError as err:
             if "all" not in schedules:
                 raise
+            skipped.append(f"schedule {sched} not bounded: {err.message}")
     drawn = next((b for b in rows if b.schedule == default), rows[0] if rows else None)
     p = plan.pp
     stages = tuple(
@@ -142,7 +145,7 @@ def pipeline_report(
     )
     return PipelineReport(info=info, stages=stages, bound_s=bound, binding=binding,
                           costs=costs, failures=_failures(costs, failures, plan, m, v_lb, drawn,
-                                                          s))
+                                                          s), skipped=tuple(skipped))
 
 
 def _failures(costs: StageCosts, failures: Sequence[Failure], plan: ParallelPlan, m: int,

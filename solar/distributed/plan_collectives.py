@@ -20,24 +20,46 @@ without ``--moe-load``) is left out of the bound and said in the assumptions.
   every micro-batch (ZeRO 3). With cp > 1 the gradient group is dp*cp.
 * CP: Note [Context-parallel K/V].
 
-Note [Context-parallel K/V]: the sequence of ``N`` tokens is split over ``cp`` ranks
-(``N / cp`` each, as the compute split assumes) and attention is causal (or full) over
-the whole sequence, so every later token's output depends on the keys and values of
-the first chunk. Whatever splits heads and tokens, the rank holding that chunk must send
-out, for each of its ``N / cp`` tokens and each head, that head's K and V, or the
-token's layer input (``hidden``, every head's at once), or partial outputs of the later
-queries (at least ``hidden`` per later token: more); so at least
-``N / cp x min(2 kv, hidden)`` bytes, ``1/tp`` of them per TP rank (TP splits the heads,
-and each TP rank can send a different slice of the layer input). Charged, slightly
-below that, as an all-gather over the cp group of ``S = N min(2 kv, hidden) / (cp tp)``
-(``(cp-1)/cp S`` per rank), once per layer and micro-batch in the forward. Megatron's
-all-gather and ring (p2p) context parallelism move about ``cp`` times this per rank
-(every rank gets all K/V of its heads), Ulysses' head-split all-to-all about
-``(hidden + 2 kv) / min(2 kv, hidden)`` times (Megatron-LM ``cp_comm_type`` p2p /
-all_gather / a2a; Liu et al., "Ring Attention", arXiv 2310.01889; Jacobs et al.,
+Note [Context-parallel K/V]: the sequence of ``N`` tokens is split over ``cp`` ranks,
+``N / cp`` each, as the compute split assumes (contiguous chunks, or Megatron's
+load-balanced split of ``2 cp`` chunks, rank ``r`` holding chunks ``r`` and
+``2 cp - 1 - r``: any equal split), and attention is causal (or full) over the whole
+sequence. Per token and head, write ``w = min(2 kv, hidden)`` for the least of what can
+stand for a token's keys and values: its K and V (``2 kv``), or its layer input
+(``hidden``, every head's at once). The argument is a count of what must leave each
+rank; ``S = N w / (cp tp)`` is one chunk's worth per TP rank (TP splits the heads, and
+each TP rank can send a different slice of the layer input).
+
+* Forward. A key token ``t`` with a later query on another rank must be represented
+  there: the rank holding ``t`` sends ``w`` for it, or receives those queries and sends
+  their partial outputs (at least ``hidden`` per query, and there are at least as many
+  such later queries as keys for both splits: more). Only the tokens after the last
+  token held elsewhere, at most one chunk on the rank holding the last token, escape, so
+  the ranks send at least ``(cp - 1) N w / tp`` together: ``(cp - 1)/cp S`` per rank on
+  average, the all-gather of ``S`` charged once per layer and micro-batch.
+* Backward (training). ``dK`` and ``dV`` of a key token ``t`` sum over every later
+  query; for each query token ``q`` with an earlier key on another rank, the rank
+  holding ``q`` sends ``q``'s part (its Q and dO, at least ``hidden``: dO is as wide as
+  the attention output), or computes partial ``dK``/``dV`` of those earlier keys (with
+  the K/V it received in the forward) and sends them back (at least ``w`` per earlier
+  key, and there are at least as many such earlier keys as queries: the time reversal of
+  the forward's count). Only the tokens before the first token held elsewhere escape,
+  so again ``(cp - 1)/cp S`` per rank on average: the reduce-scatter of ``S`` charged
+  once per layer and micro-batch in the backward. The backward's information depends on
+  dO, which does not exist during the forward: no forward transfer can stand for it.
+
+Per rank this is the average over the cp group; a sum of averages is the average of the
+sums, at most the busiest rank's (Note [Directions] in `solar.distributed.collectives`),
+and without in-network work the bytes received equal the bytes sent. Megatron's
+all_gather context parallelism has these two collectives' form over the whole sequence
+(every rank gathers all K/V forward and reduce-scatters all dK/dV backward, ``2 kv``
+per token): about ``cp`` times these bytes per rank, as its ring (p2p) form; Ulysses'
+head-split all-to-all about ``(hidden + 2 kv) / w`` times (Megatron-LM ``cp_comm_type`` p2p /
+all_gather / a2a; Liu et al., "Ring Attention", arXiv 2310.01889, Sec. 3; Jacobs et al.,
 "DeepSpeed Ulysses", arXiv 2309.14509). Assumed (and listed): no attention window, and
-no rank recomputes another rank's chunk to avoid the exchange. The backward's dK/dV
-exchange is not charged: its least is not proven here.
+no rank recomputes another rank's chunk to avoid the exchange. Not charged (a lower
+bound may leave it out): the softmax statistics, and a full recompute's repeat of the
+forward exchange.
 """
 
 from __future__ import annotations
@@ -50,7 +72,7 @@ __all__ = ["plan_collectives"]
 
 
 def _context_parallel(s: ModelStructure, plan: ParallelPlan, count: float, dtype: str,
-                      notes: list[str]) -> list[Collective]:
+                      notes: list[str], *, train: bool) -> list[Collective]:
     """Note [Context-parallel K/V]."""
     if not s.kv_width or not s.hidden:
         notes.append("context-parallel K/V exchange not charged: no attention K/V width "
@@ -58,11 +80,17 @@ def _context_parallel(s: ModelStructure, plan: ParallelPlan, count: float, dtype
         return []
     per_token = min(2 * s.kv_width, s.hidden) * s.act_bytes / plan.tp
     notes.append("context parallelism: attention spans the whole sequence (no window) and "
-                 "no rank recomputes another rank's sequence chunk (the forward K/V exchange "
-                 "is charged; the backward dK/dV exchange is not, its minimum is not proven)")
-    return [Collective("all_gather", plan.cp, s.tokens * per_token / plan.cp, dtype, "cp",
-                       "forward", count, "K/V of the other sequence chunks, the least any "
-                       "split of heads and tokens moves (min(2 kv, hidden) / (cp tp) per token)")]
+                 "no rank recomputes another rank's sequence chunk (the forward K/V and the "
+                 "backward dK/dV exchanges are charged)")
+    chunk = s.tokens * per_token / plan.cp
+    out = [Collective("all_gather", plan.cp, chunk, dtype, "cp", "forward", count,
+                      "K/V of the other sequence chunks, the least any split of heads "
+                      "and tokens moves (min(2 kv, hidden) / (cp tp) per token)")]
+    if train:
+        out.append(Collective("reduce_scatter", plan.cp, chunk, dtype, "cp", "backward",
+                              count, "dK/dV partials for the earlier sequence chunks (or "
+                              "the later chunks' Q and dO, more)"))
+    return out
 
 
 def _dtype(nbytes: int) -> str:
@@ -138,7 +166,10 @@ def plan_collectives(  # noqa: C901 - one block per plan axis
         if s.expert_param_bytes:
             notes.append("expert gradients' data-parallel reduction not charged")
     if plan.cp > 1:
-        out.extend(_context_parallel(s, plan, m * layers, dtype, notes))
+        out.extend(_context_parallel(s, plan, m * layers, dtype, notes, train=train))
+    if plan.ep > 1 and not s.moe:
+        notes.append(f"ep={plan.ep}: no experts were recognised in the model, so expert "
+                     "parallelism moves and divides nothing")
     if plan.ep > 1 and s.moe and s.hidden:
         per = 4.0 if train else 2.0
         out.append(Collective("all_to_all", plan.ep, act, dtype, "ep",

@@ -34,6 +34,7 @@ from solar.distributed.collectives import (
     min_bytes_per_rank,
     place_groups,
 )
+from solar.distributed.decode import DecodeStep, decode_step
 from solar.distributed.failures import Failure
 from solar.distributed.moe_step import moe_info, raise_step, with_moe
 from solar.distributed.pipelining import PipelineReport, pipeline_report
@@ -104,7 +105,8 @@ def _structure_info(s: ModelStructure) -> StructureInfo:
 
 
 def _memory(s: ModelStructure, plan: ParallelPlan, req: DistributedRequest,
-            spec: HardwareSpec, micro_batches: int) -> MemoryRow:
+            spec: HardwareSpec, micro_batches: int,
+            decode: DecodeStep | None = None) -> MemoryRow:
     shard = plan.tp * plan.pp
     dense, expert = s.param_bytes - s.expert_param_bytes, s.expert_param_bytes
     params = dense / shard + expert / (shard * plan.ep)
@@ -118,7 +120,9 @@ def _memory(s: ModelStructure, plan: ParallelPlan, req: DistributedRequest,
     if plan.zero >= 3:
         params /= plan.dp
     per_layer_input = s.tokens / plan.cp * (s.hidden or 0) * s.act_bytes
-    if not train:
+    if decode is not None:  # the KV caches stay (Note [Decode step])
+        acts = decode.cache_bytes(plan, micro_batches)
+    elif not train:
         acts = 0.0
     elif req.recompute == "none":
         acts = s.saved_activation_bytes / (plan.tp * plan.pp * plan.cp)
@@ -159,23 +163,9 @@ def bound_step(
         replicated_paths=pf.replicated if pf else (),
     )
     captured = _captured(program, sizes, cluster, phase_of)
-    if request.plan is None:
-        if captured is None:
-            raise PlanError("--cluster without --parallel needs a distributed program "
-                            "(one with a world size); give --parallel or --plan", code="E0806")
-        plan, m = ParallelPlan(), 1
-        world = captured[0]
-        if cluster.max_gpus is not None and world > cluster.max_gpus:
-            raise PlanError(f"the program's world of {world} ranks exceeds cluster "
-                            f"{cluster.name}'s {cluster.max_gpus} GPUs", code="E0803")
-    else:
-        if captured is not None:
-            raise PlanError("the program is already distributed (world size "
-                            f"{captured[0]}): drop --parallel/--plan", code="E0806")
-        plan, world = request.plan, request.plan.world
-        m = check_plan(plan, max_gpus=cluster.max_gpus, cluster=cluster.name,
-                       micro_batch=request.micro_batch, global_batch=request.global_batch,
-                       heads=s.heads, layers=s.layers if s.stack else None)
+    plan, world, m = _plan_world_batches(request, captured, cluster, s)
+    # a captured program's collectives are its own: its decode step is the program
+    dec = decode_step(s) if request.phase == "decode" and request.plan is not None else None
     compiled = compile_costs(graph)
     unfused = compute_bounds(compiled, spec, model="unfused", precision_policy=precision,
                              sizes=sizes, cache="cold")
@@ -183,12 +173,17 @@ def bound_step(
                            sizes=sizes, cache="cold")
     work = rank_work(unfused.kernels, s, plan, micro_batches=m,
                      global_batch=request.global_batch, micro_batch=request.micro_batch,
-                     recompute=request.recompute, phase=request.phase)
+                     recompute=request.recompute, phase=request.phase,
+                     context=dec.context if dec is not None else 1)
     inputs = sum(_bytes(d, sizes) for d in program.tensors if d.role == "input")
     hbm_bytes = fused.dram_bytes / (plan.tp * plan.pp * plan.cp) + \
         (m - 1) * inputs / (plan.pp * plan.cp)
+    if dec is not None and dec.context > 1:
+        hbm_bytes = dec.hbm_bytes(s, plan, m)
     hbm_s = hbm_bytes / spec.dram_bandwidth_bytes_per_s
-    memory = _memory(s, plan, request, spec, m)
+    memory = _memory(s, plan, request, spec, m, dec)
+    if dec is not None:
+        s = dec.structure  # one token per sequence from here: the per-token collectives
 
     def collectives_of(stage: int) -> tuple[list[Placed], tuple[str, ...]]:
         if captured is not None:
@@ -199,6 +194,8 @@ def bound_step(
 
     info = _assemble(cluster, spec, plan, world, request, s, work, hbm_s, memory,
                      collectives_of)
+    if dec is not None:
+        info = info.model_copy(update={"assumptions": (*info.assumptions, _decode_note(dec))})
     if request.moe_load is not None:
         info = with_moe(info, moe_info(
             program, s, plan, cluster, peak_flops_per_s=work.peak_flops_per_s,
@@ -214,6 +211,41 @@ def bound_step(
     return _with_pipeline(info, pipe)
 
 
+def _plan_world_batches(request: DistributedRequest, captured: tuple[int, list[Placed]] | None,
+                        cluster: ClusterSpec, s: ModelStructure,
+                        ) -> tuple[ParallelPlan, int, int]:
+    """The plan, the world size and the micro-batches per rank; a captured program's
+    world checked against the cluster, a plan by `check_plan`."""
+    if request.plan is None:
+        if captured is None:
+            raise PlanError("--cluster without --parallel needs a distributed program "
+                            "(one with a world size); give --parallel or --plan", code="E0806")
+        world = captured[0]
+        if cluster.max_gpus is not None and world > cluster.max_gpus:
+            raise PlanError(f"the program's world of {world} ranks exceeds cluster "
+                            f"{cluster.name}'s {cluster.max_gpus} GPUs", code="E0803")
+        return ParallelPlan(), world, 1
+    if captured is not None:
+        raise PlanError("the program is already distributed (world size "
+                        f"{captured[0]}): drop --parallel/--plan", code="E0806")
+    plan = request.plan
+    m = check_plan(plan, max_gpus=cluster.max_gpus, cluster=cluster.name,
+                   micro_batch=request.micro_batch, global_batch=request.global_batch,
+                   heads=s.heads, layers=s.layers if s.stack else None)
+    return plan, plan.world, m
+
+
+def _decode_note(dec: DecodeStep) -> str:
+    if dec.context == 1:
+        return "decode: the program is taken as one decode step (one token per sequence)"
+    cache = ("the KV cache read once" if dec.kv_cache_bytes else
+             "no KV cache charged (no attention K/V width was recognised)")
+    return (f"decode: one new token per sequence after a KV cache of {dec.context} tokens, "
+            f"derived from the {dec.context}-token forward (each kernel's work / "
+            f"{dec.context}; parameters and {cache}; collectives per token; "
+            "Note [Decode step])")
+
+
 def _with_pipeline(info: DistributedInfo, pipe: PipelineReport) -> DistributedInfo:
     """Add the pipeline section; the schedule-free bound raises the step bound where it
     is higher (Note [Schedule-free bounds] in `solar.distributed.schedules`)."""
@@ -222,7 +254,7 @@ def _with_pipeline(info: DistributedInfo, pipe: PipelineReport) -> DistributedIn
                      "it (schedule-free)" if a.startswith("per-hop latency and pipeline")
                      else a for a in info.assumptions),
                    "pipeline ranks run their F/B/W operations one at a time (one compute "
-                   "stream); chunks of a rank are equal shares of its layers")
+                   "stream); chunks of a rank are equal shares of its layers", *pipe.skipped)
     step = raise_step(step, pipe.bound_s, pipe.binding)
     return info.model_copy(update={"step": step, "schedule": pipe.info, "stages": pipe.stages,
                                    "failures": pipe.failures, "assumptions": assumptions})
@@ -285,19 +317,23 @@ def _assemble(
     for stage in range(plan.pp):
         colls, notes = collectives_of(stage)
         assumptions.extend(n for n in notes if n not in assumptions)
-        links: dict[str, float] = {}
+        directions: dict[str, tuple[float, float]] = {}
         estimate = 0.0
         for c, where in colls:
             if not c.in_bound:
                 continue
-            for charge in charge_collective(c, where, cluster):
-                links[charge.resource] = links.get(charge.resource, 0.0) + c.count * charge.time_s
+            for ch in charge_collective(c, where, cluster):
+                sent, received = directions.get(ch.resource, (0.0, 0.0))
+                directions[ch.resource] = (sent + c.count * ch.sent_s,
+                                           received + c.count * ch.received_s)
             estimate += c.count * alpha_estimate_s(c, where, cluster)
             if stage == 0:
                 coll_rows.extend(_collective_rows(c, where, cluster))
         if stage == 0:
             coll_rows.extend(r for c, where in colls if not c.in_bound
                              for r in _collective_rows(c, where, cluster))
+        # Note [Directions]: each link resource is busy for its busier direction's sum
+        links = {res: max(pair) for res, pair in directions.items()}
         resources = {"compute": work.compute_s, "hbm": hbm_s, **links}
         binding = max(resources, key=lambda r: resources[r])
         time_s = resources[binding]

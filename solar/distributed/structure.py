@@ -228,15 +228,15 @@ def infer_structure(
         for s in shape:
             numel *= s
         batch = shape[0] if shape else None
-        if x0.dtype.name.startswith(("i", "u", "b")) and not x0.dtype.name.startswith("bf"):
+        if not x0.dtype.is_float:  # token ids (the enum's name is upper case: its value)
             tokens = numel
         elif hidden and shape and shape[-1] == hidden:
             tokens = numel // hidden
         else:
             tokens = shape[0] * shape[1] if len(shape) >= 2 else max(numel, 1)
-        if x0.dtype.name.startswith(("f", "bf")):
+        if x0.dtype.is_float:
             act_bytes = x0.dtype.itemsize_bytes
-    if model and (x0 is None or not x0.dtype.name.startswith(("f", "bf"))):
+    if model and (x0 is None or not x0.dtype.is_float):
         act_bytes = model[0].dtype.itemsize_bytes
     if heads is None and size_constants:
         named = {k.upper(): v for k, v in size_constants.items()}

@@ -60,6 +60,7 @@ def rank_work(
     micro_batch: int,
     recompute: Recompute,
     phase: Phase,
+    context: int = 1,
 ) -> RankWork:
     """The per-rank compute of one step of ``plan`` (module docstring).
 
@@ -72,6 +73,8 @@ def rank_work(
         micro_batch: samples per micro-batch.
         recompute: the activation recompute policy.
         phase: what the step is.
+        context: for a decode step, the program's tokens per sequence: each forward
+            kernel counts ``1 / context`` of its work (Note [Decode step]).
 
     Returns:
         The rank's work.
@@ -79,6 +82,7 @@ def rank_work(
     sharded = plan.tp * plan.cp * plan.pp
     replicated = (plan.tp if plan.sp else 1) * plan.cp * plan.pp
     optimizer = plan.tp * plan.pp * (plan.dp if plan.zero >= 1 else 1)
+    per_seq = context if phase == "decode" else 1
     by_pipe: dict[ResolvedPipe, float] = {}
     phases: dict[str, float] = {}
     flops_by_pipe: dict[Pipe | None, float] = {}
@@ -93,8 +97,8 @@ def rank_work(
             runs, div = 1.0, optimizer
         else:
             runs = float(micro_batches)
-            div = replicated if k.name in structure.replicated else sharded
-            model_flops += k.flops
+            div = (replicated if k.name in structure.replicated else sharded) * per_seq
+            model_flops += k.flops / per_seq
             if recompute == "full" and phase == "train" and k.name in structure.stack_forward:
                 runs += micro_batches
                 phases["recompute"] = phases.get("recompute", 0.0) + \

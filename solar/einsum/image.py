@@ -194,49 +194,55 @@ def _offset(e: Expr) -> tuple[str | None, int] | None:
             return None
 
 
-def _box(img: AccessImage) -> tuple[tuple[int, int], ...] | None:
-    """The subscript box ``[lo, hi)`` per dimension, if the image is provably that box.
+def _box(img: AccessImage) -> tuple[tuple[int, int] | None, ...] | None:
+    """Per dimension, a literal range ``[lo, hi)`` that holds the image's subscripts in
+    that dim, or None where none is known (None for an image that may not execute).
 
-    Every subscript is ``var + c`` (each loop variable in at most one subscript) or a
-    constant, over unguarded, step-1, non-empty loops with literal bounds; else None.
+    A subscript ``var + c`` over a step-1 loop with literal bounds gives the loop's range
+    shifted by ``c``, a constant ``c`` gives ``[c, c + 1)``; anything else (a size-bound
+    loop, another affine form) is unknown. Guards only shrink the image, so the ranges
+    hold under them too (Note [Disjoint boxes]).
     """
-    if img.key == _ZERO_KEY or img.guards:
+    if img.key == _ZERO_KEY:
         return None
-    ranges: dict[str, tuple[int, int]] = {}
+    ranges: dict[str, tuple[int, int] | None] = {}
     for lp in img.loops:
-        if not (isinstance(lp.lo, IntLit) and isinstance(lp.hi, IntLit)) or lp.step != 1:
-            return None
-        if lp.hi.value <= lp.lo.value:
-            return None
-        ranges[lp.var] = (lp.lo.value, lp.hi.value)
-    box: list[tuple[int, int]] = []
-    used: set[str] = set()
+        lo, hi = lp.lo, lp.hi
+        literal = isinstance(lo, IntLit) and isinstance(hi, IntLit) and lp.step == 1
+        ranges[lp.var] = (int(lo.value), int(hi.value)) if literal else None  # type: ignore[union-attr]
+    box: list[tuple[int, int] | None] = []
     for e in img.indices:
         off = _offset(e)
-        if off is None:
-            return None
-        var, c = off
-        if var is None:
-            box.append((c, c + 1))
+        if off is None or (off[0] is not None and ranges.get(off[0]) is None):
+            box.append(None)
             continue
-        if var not in ranges or var in used:
-            return None
-        used.add(var)
-        lo, hi = ranges[var]
-        box.append((lo + c, hi + c))
+        var, c = off
+        r = (0, 1) if var is None else ranges[var]
+        assert r is not None
+        box.append((r[0] + c, r[1] + c))
     return tuple(box)
 
 
+# Note [Disjoint boxes]: the pieces ``cat``/``stack`` write into one output (and ``split``
+# reads of one input) lie in disjoint slabs of it: ``y[i + 1, j]`` over ``i in 0 .. 1``
+# and ``y[i, j]`` over the same loop differ in dim 0, whatever the other dims' extents
+# (a size ``N`` in ``j in 0 .. N`` is the same range in both). Two images are disjoint when
+# one dim has known, non-intersecting ranges in both; then their union is the sum of their
+# counts (each exact or a lower bound). Before, every dim had to be literal, so the 256
+# rows a ``cat`` of 256 ``[1, N]`` tensors writes counted as one row.
+
+
 def _disjoint_boxes(items: Sequence[AccessImage]) -> bool:
-    """True if every image is a box (see `_box`) and no two of them intersect."""
+    """True if every two images are separated in some dim (see `_box`)."""
     boxes = [_box(img) for img in items]
     if any(b is None for b in boxes):
         return False
     for i, a in enumerate(boxes):
         for b in boxes[i + 1 :]:
             assert a is not None and b is not None
-            if len(a) != len(b) or all(
-                lo1 < hi2 and lo2 < hi1 for (lo1, hi1), (lo2, hi2) in zip(a, b, strict=True)
+            if len(a) != len(b) or not any(
+                ra is not None and rb is not None and (ra[1] <= rb[0] or rb[1] <= ra[0])
+                for ra, rb in zip(a, b, strict=True)
             ):
                 return False
     return True

@@ -78,6 +78,7 @@ __all__ = [
     "ModuleFrontend",
     "PlanStrategy",
     "Progress",
+    "RealRunCheck",
     "ReferenceCheck",
     "OptionName",
     "ValidationPlan",
@@ -194,6 +195,27 @@ class ValidationPlan:
 
 
 @dataclass(frozen=True, slots=True)
+class RealRunCheck:
+    """A distributed program checked against a real run of all its ranks (gloo
+    processes): what ran and each output's largest error over the ranks.
+
+    Attributes:
+        what: the run, in words (``2 gloo processes``).
+        world: the ranks that ran.
+        sizes: the sizes the program ran at.
+        max_abs_error: per output, the largest absolute error over all ranks.
+        rtol, atol: the tolerance every output met.
+    """
+
+    what: str
+    world: int
+    sizes: Mapping[str, int]
+    max_abs_error: Mapping[str, float]
+    rtol: float
+    atol: float
+
+
+@dataclass(frozen=True, slots=True)
 class FrontendResult:
     """A frontend's program and what it knows about it.
 
@@ -207,6 +229,9 @@ class FrontendResult:
         reference: builds the validation plan (runs the real program); ``None`` when
             there is nothing to compare with (then ``no_reference_reason`` says why).
         no_reference_reason: why ``reference`` is ``None``.
+        real_run: for a distributed program, runs all its ranks for real and compares
+            them with the simulated IR (raises E0556 on a difference); ``None`` if the
+            frontend cannot.
         measure: times the real program on the local device; ``None`` if not runnable.
         ir_sizes: size bindings for the IR (IR files: the ``--set`` values).
         source_sizes: the model file's size constants as captured (``--set`` applied),
@@ -243,6 +268,7 @@ class FrontendResult:
     uncovered: tuple[UncoveredOp, ...] = ()
     reference: Callable[[], ValidationPlan] | None = None
     no_reference_reason: str | None = None
+    real_run: Callable[[], RealRunCheck] | None = None
     measure: Callable[[], Timing] | None = None
     ir_sizes: Mapping[str, int] = field(default_factory=dict)
     source_sizes: Mapping[str, int] = field(default_factory=dict)

@@ -158,21 +158,26 @@ def _loop_vars(loops: tuple[For, ...]) -> frozenset[str]:
     return frozenset(f.var for f in loops)
 
 
-def _walk(body: tuple[Stmt, ...], visit: _Visit, loops: tuple[For, ...] = (),
-          guards: tuple[Pred, ...] = ()) -> tuple[Stmt, ...]:
+def _walk(body: tuple[Stmt, ...], visit: _Visit, sizes: frozenset[str],
+          loops: tuple[For, ...] = (), guards: tuple[Pred, ...] = ()) -> tuple[Stmt, ...]:
     """Rewrite every leaf with ``visit(leaf, enclosing loops, enclosing index guards)``."""
     out: list[Stmt] = []
     for st in body:
         match st:
             case For():
-                out.append(replace(st, body=_walk(st.body, visit, (*loops, st), guards)))
+                out.append(replace(st, body=_walk(st.body, visit, sizes, (*loops, st), guards)))
             case If():
-                ps = conjunction(st.cond, _loop_vars(loops))
+                ps = conjunction(st.cond, _loop_vars(loops) | sizes)
                 g = guards if ps is None else (*guards, *ps)
-                out.append(replace(st, body=_walk(st.body, visit, loops, g)))
+                out.append(replace(st, body=_walk(st.body, visit, sizes, loops, g)))
             case _:
                 out.append(visit(st, loops, guards))
     return tuple(out)
+
+
+def _sizes(program: Program) -> frozenset[str]:
+    """The program's size names: variables of predicates (Note [Size terms])."""
+    return frozenset(d.name for d in program.sizes)
 
 
 def _leaves(program: Program) -> list[tuple[_Leaf, tuple[For, ...], tuple[Pred, ...]]]:
@@ -182,8 +187,9 @@ def _leaves(program: Program) -> list[tuple[_Leaf, tuple[For, ...], tuple[Pred, 
         found.append((st, loops, guards))
         return st
 
+    sizes = _sizes(program)
     for k in program.kernels:
-        _walk(k.body, visit)
+        _walk(k.body, visit, sizes)
     return found
 
 
@@ -237,6 +243,7 @@ class _Masks:
             self.decls.update((t.name, t) for t in k.locals)
         self.keep = keep
         self.sizes = {d.name: d.value for d in program.sizes}
+        self.names = _sizes(program)
         self.writers: dict[str, int] = {}
         for st, _, _ in _leaves(program):
             self.writers[st.target.tensor] = self.writers.get(st.target.tensor, 0) + 1
@@ -304,7 +311,7 @@ def _formula(m: _Masks, k: Kernel) -> tuple[str, Access, Expr] | None:
     while len(body) == 1 and isinstance(body[0], For):
         loops.append(body[0])
         body = body[0].body
-    lv = _loop_vars(tuple(loops))
+    lv = _loop_vars(tuple(loops)) | m.names
     if len(body) == 1 and isinstance(body[0], Assign):
         target, value = body[0].target, body[0].value
     elif (len(body) == 2 and all(isinstance(b, If) and len(b.body) == 1
@@ -338,7 +345,7 @@ def _inline_formulas(m: _Masks) -> Program:
     for k in m.program.kernels:
         if formulas:
             def visit(st: _Leaf, loops: tuple[For, ...], guards: tuple[Pred, ...]) -> Stmt:
-                lv = _loop_vars(loops)
+                lv = _loop_vars(loops) | m.names
                 if isinstance(st, Reduce) and sum(isinstance(x, Access)
                                                   for x in _all(st.value)) >= 2:
                     # a product of two reads is tensor-core work; a literal in place of
@@ -361,7 +368,7 @@ def _inline_formulas(m: _Masks) -> Program:
                 new = fold_all(map_expr(st.value, sub), lv)
                 return st if new == st.value else replace(st, value=new)
 
-            k = replace(k, body=_walk(k.body, visit))
+            k = replace(k, body=_walk(k.body, visit, m.names))
         f = _formula(m, k)
         if f is not None:
             formulas[f[0]] = (f[1], f[2])
@@ -380,13 +387,13 @@ def _forward(m: _Masks, program: Program) -> Program:
         return a.tensor not in nonfinite
 
     def visit(st: _Leaf, loops: tuple[For, ...], guards: tuple[Pred, ...]) -> Stmt:
-        lv = _loop_vars(loops)
-        hits = _hits(st.value, loops, regions, current[0])
+        lv = _loop_vars(loops) | m.names
+        hits = _hits(st.value, loops, regions, current[0], m.names)
         if isinstance(st, Reduce):
             return _reduce_identity(st, loops, guards, hits, finite, nonfinite)
         st = _hoist(st, lv, hits, finite)
         if m.writers.get(st.target.tensor) == 1 and m.full_range(st.target, loops) and not guards:
-            region = _assign_region(st, lv, hits, finite)
+            region = _assign_region(st, lv, hits, finite, m.names)
             if region is not None:
                 regions[st.target.tensor] = replace(region, kernel=current[0],
                                                     target=st.target.indices, loops=loops)
@@ -395,7 +402,7 @@ def _forward(m: _Masks, program: Program) -> Program:
     kernels = []
     for k in program.kernels:
         current[0] = k.name
-        kernels.append(replace(k, body=_walk(k.body, visit)))
+        kernels.append(replace(k, body=_walk(k.body, visit, m.names)))
     return replace(program, kernels=tuple(kernels))
 
 
@@ -461,16 +468,16 @@ def _replace(e: Expr, node: Expr, value: Expr) -> Expr:
 
 
 def _hits(value: Expr, loops: tuple[For, ...], regions: Mapping[str, _Region],
-          kernel: str) -> list[tuple[Access, _Region, tuple[Pred, ...]]]:
+          kernel: str, sizes: frozenset[str]) -> list[tuple[Access, _Region, tuple[Pred, ...]]]:
     """The reads of ``value`` that fall in a known region, with the conditions (over the
     loop variables) outside of which they do."""
     hits = []
-    lv = _loop_vars(loops)
+    lv = _loop_vars(loops) | sizes
     for a, _ in _collect(value, lv):
         r = regions.get(a.tensor)
         if r is None or (r.kernel == kernel and not r.written_at(a, loops)):
             continue
-        ps = all_from_dims(r.outside, a.indices, lv)
+        ps = all_from_dims(r.outside, a.indices, lv, sizes)
         if ps is not None:
             hits.append((a, r, ps))
     return hits
@@ -478,7 +485,7 @@ def _hits(value: Expr, loops: tuple[For, ...], regions: Mapping[str, _Region],
 
 def _assign_region(st: Assign, lv: frozenset[str],
                    hits: list[tuple[Access, _Region, tuple[Pred, ...]]],
-                   finite: Callable[[Access], bool]) -> _Region | None:
+                   finite: Callable[[Access], bool], sizes: frozenset[str]) -> _Region | None:
     """The constant region an assignment over a whole tensor gives its target, if any."""
     target, sel = st.target, st.value
     if isinstance(sel, Call) and sel.func == "select":
@@ -487,12 +494,12 @@ def _assign_region(st: Assign, lv: frozenset[str],
         for value, outside in ((sel.args[1], conjunction_not(c, lv)),
                                (sel.args[2], conjunction(c, lv))):
             v = literal_value(value)
-            dims = None if not outside else all_to_dims(outside, target.indices)
+            dims = None if not outside else all_to_dims(outside, target.indices, sizes)
             if isinstance(v, float) and dims is not None:
                 return _Region(v, dims)
     for a, r, ps in hits:
         v = const_value(_subst(st.value, a, lit(r.value)), finite)
-        dims = all_to_dims(ps, target.indices)
+        dims = all_to_dims(ps, target.indices, sizes)
         if v is not None and dims is not None:
             return _Region(v, dims)
     return None
@@ -509,20 +516,20 @@ def _backward(m: _Masks, program: Program) -> Program:
     for _ in range(16):
         sites: dict[str, list[tuple[Access, tuple[Pred, ...], frozenset[str]]]] = {}
         for st, loops, guards in _leaves(program):
-            lv = _loop_vars(loops)
+            lv = _loop_vars(loops) | m.names
             for a, preds in _collect(st.value, lv):
                 sites.setdefault(a.tensor, []).append((a, (*guards, *preds), lv))
             for i in st.target.indices:
                 for a, preds in _collect(i, lv):
                     sites.setdefault(a.tensor, []).append((a, (*guards, *preds), lv))
         for k in program.kernels:
-            _cond_sites(k.body, (), (), sites)
+            _cond_sites(k.body, (), (), sites, m.names)
         changed = False
         for name, reads in sites.items():
-            q = _common_guard(reads) if m.maskable(name) else None
+            q = _common_guard(reads, m.names) if m.maskable(name) else None
             if q is None:
                 continue
-            new = _guard_writers(program, name, q)
+            new = _guard_writers(program, name, q, m.names)
             if new is not program:
                 program, changed = new, True
         if not changed:
@@ -531,44 +538,47 @@ def _backward(m: _Masks, program: Program) -> Program:
 
 
 def _cond_sites(body: tuple[Stmt, ...], loops: tuple[For, ...], guards: tuple[Pred, ...],
-                sites: dict[str, list[tuple[Access, tuple[Pred, ...], frozenset[str]]]]) -> None:
+                sites: dict[str, list[tuple[Access, tuple[Pred, ...], frozenset[str]]]],
+                sizes: frozenset[str]) -> None:
     """The reads in ``if`` conditions (value-dependent ones read tensors too)."""
     for st in body:
         if isinstance(st, For):
-            _cond_sites(st.body, (*loops, st), guards, sites)
+            _cond_sites(st.body, (*loops, st), guards, sites, sizes)
         elif isinstance(st, If):
-            lv = _loop_vars(loops)
+            lv = _loop_vars(loops) | sizes
             for a, preds in _collect(st.cond, lv):
                 sites.setdefault(a.tensor, []).append((a, (*guards, *preds), lv))
             ps = conjunction(st.cond, lv)
-            _cond_sites(st.body, loops, guards if ps is None else (*guards, *ps), sites)
+            _cond_sites(st.body, loops, guards if ps is None else (*guards, *ps), sites, sizes)
 
 
 def _common_guard(
-    reads: list[tuple[Access, tuple[Pred, ...], frozenset[str]]],
+    reads: list[tuple[Access, tuple[Pred, ...], frozenset[str]]], sizes: frozenset[str],
 ) -> tuple[Pred, ...] | None:
     """The conditions over the tensor's dims that every read sits under, if any."""
     first, guards, _ = reads[0]
     common: list[Pred] = []
     for g in guards:
-        q = to_dims_partial(g, first.indices)
+        q = to_dims_partial(g, first.indices, sizes)
         if q is None or q in common:
             continue
-        if all(from_dims(q, a.indices, lv) in gs for a, gs, lv in reads):
+        if all(from_dims(q, a.indices, lv, sizes) in gs for a, gs, lv in reads):
             common.append(q)
     return tuple(common) or None
 
 
 
-def _guard_writers(program: Program, name: str, qs: tuple[Pred, ...]) -> Program:
+def _guard_writers(program: Program, name: str, qs: tuple[Pred, ...], sizes: frozenset[str]
+                   ) -> Program:
     def visit(st: _Leaf, loops: tuple[For, ...], guards: tuple[Pred, ...]) -> Stmt:
         if st.target.tensor != name:
             return st
-        lv = _loop_vars(loops)
-        ps = tuple(p for q in qs if (p := from_dims(q, st.target.indices, lv)) is not None)
+        lv = _loop_vars(loops) | sizes
+        ps = tuple(p for q in qs
+                   if (p := from_dims(q, st.target.indices, lv, sizes)) is not None)
         return _guarded(st, ps, guards)
 
-    kernels = tuple(replace(k, body=_walk(k.body, visit)) for k in program.kernels)
+    kernels = tuple(replace(k, body=_walk(k.body, visit, sizes)) for k in program.kernels)
     return program if kernels == program.kernels else replace(program, kernels=kernels)
 
 

@@ -6,6 +6,15 @@ in `solar.ir.masks`). A predicate can be moved between the loop variables of an 
 and the dims of the tensor it reads (``_0``, ``_1``...: `to_dims`, `from_dims`), printed
 back as an IR comparison (`pred_expr`), and checked for a non-empty reduction range
 (`nonempty`). Anything not affine gives None: the caller then leaves the work dense.
+
+Note [Size terms]: a mask's offsets are often named sizes, not literals (a sliding window
+``j > i - W`` with ``W = 128`` a module constant, which the frontend keeps as the size
+``W`` so that the bound is a formula of it). Callers pass the loop variables together
+with the program's size names to `pred_of`/`conjunction`, so a size is a variable of the
+predicate, and pass the size names as ``sizes`` to `compose` and the dim conversions,
+which keep a size as itself while they substitute loop variables and dims. `nonempty`
+already takes every variable outside its box of loops as a size, positive at every
+binding.
 """
 
 from __future__ import annotations
@@ -84,13 +93,15 @@ def conjunction_not(e: Expr, loop_vars: frozenset[str]) -> tuple[Pred, ...] | No
 
 
 def all_from_dims(ps: tuple[Pred, ...], subscripts: tuple[Expr, ...],
-                   loop_vars: frozenset[str]) -> tuple[Pred, ...] | None:
-    out = tuple(from_dims(p, subscripts, loop_vars) for p in ps)
+                   loop_vars: frozenset[str], sizes: frozenset[str] = frozenset()
+                   ) -> tuple[Pred, ...] | None:
+    out = tuple(from_dims(p, subscripts, loop_vars, sizes) for p in ps)
     return None if any(q is None for q in out) else out  # type: ignore[return-value]
 
 
-def all_to_dims(ps: tuple[Pred, ...], subscripts: tuple[Expr, ...]) -> tuple[Pred, ...] | None:
-    out = tuple(to_dims(p, subscripts) for p in ps)
+def all_to_dims(ps: tuple[Pred, ...], subscripts: tuple[Expr, ...],
+                sizes: frozenset[str] = frozenset()) -> tuple[Pred, ...] | None:
+    out = tuple(to_dims(p, subscripts, sizes) for p in ps)
     return None if any(q is None for q in out) else out  # type: ignore[return-value]
 
 
@@ -117,11 +128,16 @@ def pred_expr(p: Pred) -> Expr:
     return Binary("<=", total(pos, lhs_const), total(neg, rhs_const))
 
 
-def compose(p: Pred, subs: Mapping[str, Lin]) -> Pred | None:
-    """Substitute affine forms for the variables of ``p``."""
+def compose(p: Pred, subs: Mapping[str, Lin], sizes: frozenset[str] = frozenset()
+            ) -> Pred | None:
+    """Substitute affine forms for the variables of ``p``; a size (Note [Size terms])
+    stays itself, any other variable without a form makes the result None."""
     coefs: dict[str, int] = {}
     const = p.const
     for v, c in p.coefs:
+        if v not in subs and v in sizes:
+            coefs[v] = coefs.get(v, 0) + c
+            continue
         if v not in subs:
             return None
         for w, d in subs[v].coefs:
@@ -134,32 +150,37 @@ def _dim(d: int) -> str:
     return f"_{d}"
 
 
-def to_dims(p: Pred, subscripts: tuple[Expr, ...]) -> Pred | None:
+def to_dims(p: Pred, subscripts: tuple[Expr, ...], sizes: frozenset[str] = frozenset()
+            ) -> Pred | None:
     """A predicate over loop variables as one over a tensor's dims (plain subscripts)."""
-    names = {s.name: _dim(d) for d, s in enumerate(subscripts) if isinstance(s, Name)}
-    if len(names) != sum(isinstance(s, Name) for s in subscripts):
+    loops = [(d, s.name) for d, s in enumerate(subscripts)
+             if isinstance(s, Name) and s.name not in sizes]
+    names = {v: _dim(d) for d, v in loops}
+    if len(names) != len(loops) or len(loops) != sum(isinstance(s, Name) for s in subscripts):
         return None
-    return compose(p, {v: Lin(((names[v], 1),), 0) for v in names})
+    return compose(p, {v: Lin(((names[v], 1),), 0) for v in names}, sizes)
 
 
-def from_dims(p: Pred, subscripts: tuple[Expr, ...], loop_vars: frozenset[str]) -> Pred | None:
+def from_dims(p: Pred, subscripts: tuple[Expr, ...], loop_vars: frozenset[str],
+              sizes: frozenset[str] = frozenset()) -> Pred | None:
     """A predicate over a tensor's dims at the subscripts of an access."""
     subs: dict[str, Lin] = {}
     for d, s in enumerate(subscripts):
-        lin = linear_form(s, {}, loop_vars=loop_vars)
+        lin = linear_form(s, {}, loop_vars=loop_vars | sizes)
         if lin is not None:
             subs[_dim(d)] = lin
-    return compose(p, subs)
+    return compose(p, subs, sizes)
 
 
-def to_dims_partial(p: Pred, subscripts: tuple[Expr, ...]) -> Pred | None:
+def to_dims_partial(p: Pred, subscripts: tuple[Expr, ...], sizes: frozenset[str] = frozenset()
+                    ) -> Pred | None:
     names: dict[str, str] = {}
     for d, s in enumerate(subscripts):
-        if isinstance(s, Name):
+        if isinstance(s, Name) and s.name not in sizes:
             if s.name in names:
                 return None
             names[s.name] = _dim(d)
-    return compose(p, {v: Lin(((names[v], 1),), 0) for v in names})
+    return compose(p, {v: Lin(((names[v], 1),), 0) for v in names}, sizes)
 
 
 def nonempty(ps: tuple[Pred, ...], loops: tuple[For, ...], reduced: frozenset[str]) -> bool:

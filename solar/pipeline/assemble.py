@@ -288,6 +288,7 @@ def bounds_at(
         front.ops_total, front.uncovered,
         counted_flops=front.counted_flops if _at_analysed(base, sizes) else None,
         padding_flops=front.padding_flops,
+        masked_flops=base.prepared.masked_flops,
         solar_flops=point.work.flops + base.compiled.graph.repeated_flops(point.work.sizes),
     )
     return PointBounds(sizes, precision, cache, point.bounds, point.work, coverage)
@@ -375,11 +376,11 @@ def _coverage_warnings(coverage: CoverageInfo) -> list[str]:
         )
     ind = coverage.independent_flops
     if ind is not None and ind.shortfall:
-        need = ind.covered_flops - ind.padding_flops
+        need = ind.covered_flops - ind.padding_flops - ind.masked_flops
         out.append(
             f"FLOP SHORTFALL: SOLAR counts {ind.solar_flops / 1e9:.4g} GFLOP but "
             f"{ind.counter} counts {need / 1e9:.4g} GFLOP in the ops SOLAR covers "
-            f"(padding excluded; {1 - ind.solar_flops / need:.1%} short): work was "
+            f"(padding and masked work excluded; {1 - ind.solar_flops / need:.1%} short): work was "
             "dropped or mis-counted, so the bounds are too low; this is a bug to report"
         )
     return out

@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from solar.diagnostics import SolarError, UsageError, ValidationMismatchError
-from solar.einsum import EinsumGraph, lift_to_einsum
+from solar.einsum import Count, EinsumGraph, lift_to_einsum
 from solar.files import MAX_IR_BYTES, check_input, read_text
 from solar.frontends import (
     FrontendResult,
@@ -44,7 +44,7 @@ from solar.frontends.kit import reference_budget_bytes
 from solar.frontends.kit.sorting import sorts_as_copies
 from solar.ir import (
     DType,
-    IntLit,
+    Kernel,
     Program,
     elide_masked_work,
     eliminate_dead_code,
@@ -216,6 +216,8 @@ class PreparedProgram:
         duplicate_kernels: kernels of ``program`` that compute the same values as an
             earlier one, whose readers read the earlier one's result for the bounds (Note
             [Duplicate kernels] in `solar.ir.passes`).
+        masked_flops: contraction FLOPs a constant mask hides, at ``sizes`` (Note
+            [Masked FLOPs]).
     """
 
     front: FrontendResult
@@ -228,6 +230,7 @@ class PreparedProgram:
     graph: EinsumGraph
     copy_kernels: int = 0
     duplicate_kernels: int = 0
+    masked_flops: float = 0.0
 
 
 def prepare_program(
@@ -263,7 +266,7 @@ def prepare_program(
     return PreparedProgram(
         front, program, remembered, notes, sizes, precision, bounds.program,
         lift_to_einsum(bounds.program), copy_kernels=bounds.copies,
-        duplicate_kernels=bounds.duplicates,
+        duplicate_kernels=bounds.duplicates, masked_flops=bounds.masked_flops.evaluate(sizes),
     )  # fmt: skip
 
 
@@ -347,9 +350,12 @@ def _fits_reference(program: Program, sizes: Mapping[str, int], options: Analyze
 
 def _may_hold_pattern(program: Program) -> bool:
     """Whether a parameter has a shape and type `solar.validate.constant_params` reads (a
-    concrete shape; a float or boolean matrix, or an integer vector)."""
+    float or boolean matrix, or an integer vector). Its extents may be sizes: a buffer
+    ``ones(L, L).tril()`` of a file's module constant ``L`` has the shape ``[L, L]``, and
+    `constant_params` reads it only where the run's values have the shape at the program's
+    sizes (issue 28 round 3: such a buffer stayed dense, 2x its minimum)."""
     for t in program.tensors:
-        if t.role != "param" or not all(isinstance(d, IntLit) for d in t.shape):
+        if t.role != "param":
             continue
         numeric = t.dtype.is_float or t.dtype == DType.BOOL
         if (len(t.shape) >= 2 and numeric) or (len(t.shape) == 1 and not numeric):
@@ -368,12 +374,14 @@ class BoundsProgram:
         masked: whether a constant mask applied.
         copies: copy kernels read through (dead only once their copies were).
         duplicates: kernels that repeat an earlier one's work (dead only once merged).
+        masked_flops: the contraction FLOPs the mask hides (Note [Masked FLOPs]).
     """
 
     program: Program
     masked: bool
     copies: int
     duplicates: int
+    masked_flops: Count
 
 
 def bounds_program(front: FrontendResult, program: Program) -> BoundsProgram:
@@ -402,4 +410,34 @@ def bounds_program(front: FrontendResult, program: Program) -> BoundsProgram:
         masked=unmasked is not program,
         copies=unforwarded - len(p.kernels),
         duplicates=unmerged - unforwarded,
+        masked_flops=masked_contraction_flops(program, unmasked),
     )
+
+
+# Note [Masked FLOPs]
+# ~~~~~~~~~~~~~~~~~~~
+# A constant causal mask leaves the masked-out scores uncomputed (Note [Constant masks]):
+# ``Q K^T``, ``P V`` and their backward products are charged over the kept triangle, a
+# lower bound on the work, while torch's FLOP counter charges the dense ``bmm``. Like
+# the convolution taps over zero padding (Note [Padding FLOPs]), that difference is no
+# dropped work, so the FLOPs check (Note [FLOP shortfall]) subtracts it: the contraction
+# FLOPs of the kernels the mask rewrote, before the rewrite less after it. Only
+# contractions count: the counter sees nothing else.
+
+
+def masked_contraction_flops(before: Program, after: Program) -> Count:
+    """The contraction FLOPs ``after`` (``before`` with masked work skipped, same
+    kernels by name) leaves out: each rewritten kernel lifted alone, before and after."""
+    if after is before:
+        return Count.of(0)
+    old = {k.name: k for k in before.kernels}
+    changed = [(old[k.name], k) for k in after.kernels if k.name in old and old[k.name] != k]
+    if not changed:
+        return Count.of(0)
+
+    def contraction_flops(program: Program, kernels: tuple[Kernel, ...]) -> Count:
+        graph = lift_to_einsum(replace(program, kernels=kernels))
+        return Count.total(n.flops for n in graph.nodes if n.work == "contraction")
+
+    dense = contraction_flops(before, tuple(b for b, _ in changed))
+    return (dense - contraction_flops(after, tuple(a for _, a in changed))).clamp0()

@@ -8,8 +8,11 @@ again within more memory, when to re-check in float64) is this module's.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Literal
+
+import numpy as np
 
 from solar.budget import (
     executor_budget_bytes,
@@ -20,10 +23,12 @@ from solar.budget import (
 from solar.diagnostics import FrontendError
 from solar.frontends import Progress, ValidationPlan
 from solar.frontends.kit import reference_budget_bytes
+from solar.frontends.protocol import RealRunCheck
 from solar.ir import DType, float_dtypes, widen_to_f64
 from solar.pipeline.options import AnalyzeOptions
 from solar.pipeline.prepare import PreparedProgram
 from solar.report import ValidationInfo, float64_validation, skipped_validation, validation_info
+from solar.report.schema import OutputCheck
 
 if TYPE_CHECKING:
     from solar.validate import ValidationResult
@@ -73,6 +78,8 @@ def _validate_once(
 ) -> ValidationInfo:
     if options.validate == "off":
         return skipped_validation("validation disabled (--validate off)")
+    if prepared.reference is None and prepared.front.real_run is not None:
+        return _real_run(prepared.front.real_run, options, progress)
     if prepared.reference is None:
         return skipped_validation(
             prepared.front.no_reference_reason or "no source program to compare against"
@@ -115,6 +122,30 @@ def _validate_once(
     return info
 
 
+def _real_run(run: Callable[[], RealRunCheck], options: AnalyzeOptions,
+              progress: Progress) -> ValidationInfo:
+    """A distributed program against a real run of all its ranks (docs/distributed.md,
+    "Validation against a real run"): passed, or E0556 raised on a difference; a run
+    that crashes or deadlocks (E0555) is a skip under ``auto`` (Note [Validation never
+    blocks analysis])."""
+    progress("validating every rank against a real run")
+    start = time.monotonic()
+    try:
+        check = run()
+    except FrontendError as err:
+        if options.validate != "auto":
+            raise
+        return skipped_validation(f"no real run: error[{err.code}]: "
+                                  f"{'; '.join((err.message, *err.notes))}")
+    outputs = tuple(OutputCheck(name=name, passed=True, max_abs_error=error,
+                                max_rel_error=None, rtol=check.rtol, atol=check.atol)
+                    for name, error in check.max_abs_error.items())
+    return ValidationInfo(status="passed", strategy=f"real run on {check.what}",
+                          sizes=dict(check.sizes), fraction_checked=1.0, outputs=outputs,
+                          wall_time_s=time.monotonic() - start,
+                          reason=f"every rank's outputs, world size {check.world}")
+
+
 # Note [Float64 re-check]
 # ~~~~~~~~~~~~~~~~~~~~~~~
 # The tolerance policy (docs/validation.md) scales with the longest reduction feeding an
@@ -140,6 +171,47 @@ def _validate_once(
 # and 25 of the zoo's 33 steps pass it; the re-check costs a second real run and check
 # only where fp32 fails (a wrong IR pays it too, and fails twice). docs/validation.md
 # § Float64 re-check has the rest.
+
+
+# Note [Float64 noise floor]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Some outputs are rounding noise whatever the precision: a gradient that is zero in
+# exact arithmetic (a key bias under softmax: flax's attention has one by default) comes
+# out as ~1e-9 in fp32 and ~1e-17 in float64, and Adam's first step divides it by
+# `sqrt(v) + eps`, so the updated bias is ~lr * g / eps in both: 1e-4 in fp32, 1e-12 in
+# float64, a different value for every summation order. The float64 re-check cannot
+# compare such an output at its base atol (1e-12) any more than fp32 could at 1e-6 (a
+# linen transformer's AdamW step failed on its key biases only). The program itself
+# says how much rounding moves each output: its fp32 and float64 runs differ by
+# `d = max |p32 - p64|`, about the amplification times u32 (p64 is exact to u64). Two
+# float64 evaluations (the IR's and the program's) then differ by about the same
+# amplification times u64 each, so the re-check's atol is at least
+# `16 * (u64 / u32) * d` = `3e-8 * d` (`rounding_floors`: 2 for two evaluations, 8 of
+# margin). For an output rounding does not amplify, d is within the fp32 tolerance and
+# the floor is ~1e-14, below the float64 policy; a wrong lowering still has to hide in
+# 3e-8 of the program's own fp32 rounding, far tighter than the fp32 check.
+_NOISE_MARGIN = 16 * 2.0**-53 / 2.0**-24
+
+
+def rounding_floors(
+    fp32: Mapping[str, np.ndarray], fp64: Mapping[str, np.ndarray]
+) -> dict[str, float]:
+    """The float64 re-check's least atol per output (Note [Float64 noise floor]), from
+    the program's own fp32 and float64 outputs of the same run (the caller checks the
+    sizes); none where shapes differ or the difference is not finite."""
+    floors: dict[str, float] = {}
+    for name, single in fp32.items():
+        wide = fp64.get(name)
+        if wide is None or np.shape(wide) != np.shape(single) or np.size(single) == 0:
+            continue
+        a, b = np.asarray(single), np.asarray(wide)
+        if a.dtype.kind != "f" or b.dtype.kind != "f":
+            continue
+        with np.errstate(invalid="ignore", over="ignore"):
+            d = float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64))))
+        if np.isfinite(d) and d > 0:
+            floors[name] = _NOISE_MARGIN * d
+    return floors
 
 
 def _recheck_in_float64(
@@ -170,11 +242,15 @@ def _recheck_in_float64(
         wide_plan = plan.float64()
     except FrontendError as err:
         return unchecked(f"error[{err.code}]: {err.message}")
+    same_run = (wide_plan.strategy, dict(wide_plan.sizes)) == (plan.strategy, dict(plan.sizes))
+    floors = rounding_floors(plan.outputs, wide_plan.outputs) if same_run else {}
+
     def check() -> ValidationResult:
         return validate(
             widen_to_f64(wide_plan.program),
             wide_plan.inputs,
             wide_plan.outputs,
+            atol_floor=floors,
             strategy=strategy,
             time_budget_s=options.time_budget_s,
             memory_budget_bytes=_executor_budget(options),

@@ -211,8 +211,11 @@ class FailureInfo(BaseModel):
     (docs/distributed.md, Note [Re-routed micro-batches])."""
 
     model_config = _FROZEN
-    time_s: float = Field(description="lower bound of one step with the failures")
-    no_failure_s: float = Field(description="the same (schedule-free) bound without them")
+    time_s: float = Field(description="lower bound of one step with the failures, for "
+                          "one-way schedules (every micro-batch enters at rank 0: all but "
+                          "dualpipe), from the pipeline's work, fill and drain")
+    no_failure_s: float = Field(description="the same (one-way schedule-free) bound "
+                                "without them")
     drop_pipelines_s: float = Field(
         description="baseline: the pipelines that lost a replica are dropped")
     binding_stage: int = Field(description="failed stage whose survivors bind; -1: none")

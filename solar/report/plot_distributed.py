@@ -57,6 +57,8 @@ def extra_panels(d: DistributedInfo) -> list[Callable[[Any], None]]:
 
 def _draw_gantt(ax: Any, d: DistributedInfo) -> None:
     """The drawn schedule's operations per rank (F, B, W), the schedule-free bound."""
+    from matplotlib.patches import Patch  # matplotlib is imported lazily (solar.report.plot)
+
     assert d.schedule is not None
     row = next(r for r in d.schedule.schedules if r.schedule == d.schedule.drawn)
     top = row.time_s or 1.0
@@ -68,13 +70,15 @@ def _draw_gantt(ax: Any, d: DistributedInfo) -> None:
                     color=_OPS.get(name[0], "#999999"), edgecolor="white", linewidth=0.3)
     ax.axvline(d.schedule.bound_s * scale, color="black", linestyle="--",
                label="any schedule >=")
-    for kind, color in _OPS.items():
-        ax.barh([], [], color=color, label=kind)
+    handles, _ = ax.get_legend_handles_labels()
+    # an empty barh has no patch to take the colour from: one patch per kind
+    handles.extend(Patch(color=color, label=kind) for kind, color in _OPS.items())
+    ax.set_yticks(range(len(row.gantt)))
     ax.invert_yaxis()
     ax.set_xlabel(f"time ({unit})")
     ax.set_ylabel("pipeline rank")
     ax.set_title(f"{row.schedule}: step >= {row.time_s * scale:.3g} {unit}", fontsize=10)
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(handles=handles, fontsize=8, loc="lower right")
 
 
 def _draw_failures(ax: Any, d: DistributedInfo) -> None:
@@ -85,9 +89,10 @@ def _draw_failures(ax: Any, d: DistributedInfo) -> None:
     ax.plot(ks, [t for _, t in fl.curve], marker="o", label="re-routed to survivors")
     ax.axhline(fl.drop_pipelines_s, color="#EE6677", linestyle=":",
                label="drop the failed pipelines (this failure set)")
+    ax.set_xticks(ks)
     ax.set_xlabel(f"replicas down at stage {max(fl.binding_stage, 0)}")
     ax.set_ylabel("step bound (s)")
-    ax.set_title("step bound with failures", fontsize=10)
+    ax.set_title("step bound with failures (one-way schedules)", fontsize=10)
     ax.legend(fontsize=8)
 
 

@@ -19,11 +19,13 @@ most of the bound, the summary suggests ``--precision bf16`` to see that bound.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from solar.diagnostics import printable
 from solar.report.render_distributed import distributed_lines
 from solar.report.render_profile import (
+    LINE_W,
     breakdown_lines,
     column_notes,
     kernel_table,
@@ -115,6 +117,17 @@ def _headroom_lines(arch: ArchBounds, report: Report) -> list[str]:
     return lines
 
 
+def _wrap_at_width(text: str) -> list[str]:
+    """A line of the device block wrapped at the summary's width, continued under its text.
+
+    >>> _wrap_at_width("  cache: " + "word " * 30)[1][:12]
+    '         wor'
+    """
+    import textwrap
+
+    return textwrap.wrap(text, LINE_W, subsequent_indent=" " * 9) or [""]
+
+
 def _wrap(text: str, width: int) -> list[str]:
     import textwrap
 
@@ -149,6 +162,11 @@ def _bound_notes(arch: ArchBounds, report: Report) -> list[str]:
             "in the L2 under the warm-cache\n        assumption (repeated runs); "
             "--cache cold charges them to DRAM once"
         )
+    if fused is not None and unfused is not None and unfused.dram_bytes < fused.dram_bytes:
+        lines.append(  # Note [Warm cache] in docs/bounds.md: the unfused credit is per kernel
+            "  note: unfused DRAM bytes below fused: the warm L2 is credited to each kernel "
+            "alone;\n        every run still moves at least the fused DRAM bytes"
+        )
     if fused is not None and unfused is not None and unfused.time_s > fused.time_s:
         gain = unfused.time_s - fused.time_s
         share = gain / unfused.time_s
@@ -178,13 +196,21 @@ def _policy_assumption(arch: ArchBounds) -> list[str]:
     ]
 
 
+def _policy_reason(arch: ArchBounds, report: Report) -> list[str]:
+    """Why the frontend chose the policy, when it did (JAX's DEFAULT matmul precision)."""
+    tail = f": precision policy {arch.precision_policy}"
+    return [f"  precision: {printable(n.removesuffix(tail))}"
+            for n in report.frontend.notes if n.endswith(tail)]
+
+
 def _arch_block(arch: ArchBounds, report: Report, top: int) -> list[str]:
     lines = [
         f"{arch.display_name} [{arch.arch}]"
         + (" (measured spec)" if arch.spec_measured else "")
         + f" — precision policy {arch.precision_policy}",
-        f"  cache: {arch.cache_assumption}",
+        *_wrap_at_width(f"  cache: {arch.cache_assumption}"),
         *_policy_assumption(arch),
+        *_policy_reason(arch, report),
         f"  {'model':<12} {'bound':>12} {'compute':>12} {'memory':>12} {'DRAM bytes':>11} "
         f"{'AI F/B':>8}  bottleneck",
     ]
@@ -246,6 +272,7 @@ def _coverage_lines(report: Report) -> list[str]:
             # what inside a loop stopped it (Note [What stopped a loop] in jaxfe/driver.py)
             why = f"{u.op} uncovered:"
             lines += [f"    {n}" for n in report.frontend.notes if n.startswith(why)]
+    lines.extend(_xla_lines(report))
     ind = cov.independent_flops
     if ind is not None:
         verdict = "!! SHORTFALL: SOLAR counts less" if ind.shortfall else "ok"
@@ -254,6 +281,8 @@ def _coverage_lines(report: Report) -> list[str]:
             more = f" and {len(ind.unseen_ops) - 4} more" if len(ind.unseen_ops) > 4 else ""
             verdict = f"ok; the counter has no formula for {names}{more}"
         padding = f", {format_flops(ind.padding_flops)} over padding" if ind.padding_flops else ""
+        if ind.masked_flops:
+            padding += f", {format_flops(ind.masked_flops)} masked"
         sep = "\n    " if len(verdict) > 40 else " "
         lines.append(
             f"  FLOPs check vs {ind.counter.rsplit('.', 1)[-1]}: SOLAR "
@@ -261,6 +290,21 @@ def _coverage_lines(report: Report) -> list[str]:
             f"in covered ops{padding}{sep}({verdict})"
         )
     return lines
+
+
+_XLA_NOTE = re.compile(r"^XLA cost_analysis \((?P<stage>\w+)\): .*\bflops (?P<flops>[-+.\deE]+)")
+
+
+def _xla_lines(report: Report) -> list[str]:
+    """XLA's own FLOP count beside SOLAR's (a JAX program's cross-check, from the
+    frontend's notes): no verdict, XLA counts its own lowering (docs/jax.md)."""
+    counts = {m["stage"]: float(m["flops"])
+              for m in map(_XLA_NOTE.match, report.frontend.notes) if m}
+    if not counts:
+        return []
+    theirs = ", ".join(f"{format_flops(v)} {stage}" for stage, v in sorted(counts.items()))
+    return [f"  FLOPs check vs XLA cost_analysis: SOLAR {format_flops(report.flops)}, XLA "
+            f"{theirs}"]
 
 
 def _training_block(t: TrainingInfo) -> list[str]:
@@ -319,6 +363,18 @@ def _sizes_line(report: Report) -> str | None:
     return f"sizes: {sizes}"
 
 
+def _parameters_line(report: Report) -> str:
+    """The parameter count; a training step's also holds the optimizer's state, which
+    the line says (the training block splits it)."""
+    head = (f"parameters: {format_count(report.parameters or 0)} elements, "
+            f"{format_bytes(report.parameter_bytes or 0)}")
+    t = report.training
+    if t is None or not t.optimizer_state_bytes:
+        return f"{head} (parameters and buffers)"
+    return (f"{head} (parameters, buffers and the optimizer's state: the model's own are "
+            f"{format_bytes(t.parameter_bytes)})")
+
+
 def render_text(report: Report, *, top: int = TOP_KERNELS) -> str:
     """The terminal summary of a report.
 
@@ -343,10 +399,7 @@ def render_text(report: Report, *, top: int = TOP_KERNELS) -> str:
         "(inputs, parameters, outputs once)"
     )
     if report.parameters is not None:
-        lines.append(
-            f"parameters: {format_count(report.parameters)} elements, "
-            f"{format_bytes(report.parameter_bytes or 0)} (parameters and buffers)"
-        )
+        lines.append(_parameters_line(report))
     if report.measurement is not None:
         m = report.measurement
         lines.append(

@@ -27,15 +27,20 @@ def distributed_lines(d: DistributedInfo) -> list[str]:
         lines.append(f"  step: INFEASIBLE, no bound: needs >= {format_bytes(mem.total_bytes)} "
                      f"per GPU of {format_bytes(mem.capacity_bytes)}")
     else:
+        # a pipeline binding names its own stage ("pipeline work (..., stage 3)")
+        where = "" if "stage" in s.binding else f", stage {s.binding_rank}"
         lines.append(
-            f"  step >= {format_time(s.time_s)} (bound; binds: {s.binding}, stage "
-            f"{s.binding_rank}); MFU <= {_pct(s.mfu_ceiling)} of "
+            f"  step >= {format_time(s.time_s)} (bound; binds: {s.binding}{where}); MFU <= "
+            f"{_pct(s.mfu_ceiling)} of "
             f"{format_flops(s.mfu_peak_flops_per_s)}/s; tokens/s <= "
             + (f"{s.tokens_per_s_ceiling:,.0f}" if s.tokens_per_s_ceiling else "-")
         )
     lines.append(f"  estimate (not a bound) with per-hop latency: "
                  f"{format_time(s.alpha_estimate_s)}; no-overlap sum (reference): "
                  f"{format_time(s.no_overlap_s)}")
+    if s.time_s is not None and s.alpha_estimate_s < s.time_s:
+        lines.append("    (both of the busiest rank's resources alone: the step bound also "
+                     "holds the pipeline's order)")
     lines.append("  stage  compute      HBM          " + "  ".join(
         f"{k:<11}" for k in sorted({k for r in d.ranks for k in r.links_s})) + "  binds")
     for r in d.ranks:
@@ -99,8 +104,9 @@ def _schedule_lines(d: DistributedInfo) -> list[str]:
                      f"{format_time(st.optimizer_s):<11}  {format_time(st.bubble_s)}")
     fl = d.failures
     if fl is not None:
-        lines.append(f"  failures: step >= {format_time(fl.time_s)} (no failure "
-                     f"{format_time(fl.no_failure_s)}; dropping the pipelines "
+        lines.append(f"  failures (one-way schedule-free bound): step >= "
+                     f"{format_time(fl.time_s)} (no failure {format_time(fl.no_failure_s)}; "
+                     f"dropping the pipelines "
                      f"{format_time(fl.drop_pipelines_s)})")
         lines.extend(
             f"    stage {r.stage}: {r.down} down, +{r.extra_micro_batches} micro-batch(es) "

@@ -75,6 +75,15 @@ def _table(head: str, names: Sequence[str], cells: Sequence[str], width: int,
     return lines
 
 
+def _ai(flops_per_byte: float) -> str:
+    """A kernel's FLOPs per byte in at most 7 characters.
+
+    >>> _ai(381.12), _ai(2.5e6)
+    ('381.1', '2.5e+06')
+    """
+    return f"{flops_per_byte:.1f}" if flops_per_byte < 1e5 else f"{flops_per_byte:.2g}"
+
+
 def _fp32_tensor(k: KernelRow) -> bool:
     return k.unit == "tensor" and (k.precision in ("fp32", "tf32") or "x" in k.precision)
 
@@ -113,15 +122,38 @@ def kernel_table(kernels: Sequence[KernelRow], top: int, next_step: Callable[[Ke
         "(no per-kernel measurement of this device):"
     ]
     cells = [
-        f"{ftime(k.time_s):>10} {k.time_s / total:6.1%} {fflops(k.flops):>11} "
-        f"{fbytes(k.bytes):>9}  {roof_label(k):<13} {next_step(k):<32}"
+        f"{ftime(k.time_s):>10} {k.time_s / total:6.1%}  {fflops(k.flops):>10} "
+        f"{fbytes(k.bytes):>8} {_ai(k.arithmetic_intensity_flops_per_byte):>7}  "
+        f"{roof_label(k):<13} {next_step(k):<32}"
         for k in ranked
     ]
-    cols = (f"kernel {'bound':>10} {'share':>6} {'FLOPs':>11} {'bytes':>9}  {'roof':<13} "
-            f"{'next step':<32}")
+    cols = (f"kernel {'bound':>10} {'share':>6}  {'FLOPs':>10} {'bytes':>8} {'AI F/B':>7}  "
+            f"{'roof':<13} {'next step':<32}")
     # the user's source line of each kernel, when the frontend knows it (kernels[].source)
     tags = [k.source or "-" for k in ranked] if any(k.source for k in ranked) else []
-    return [*head, *_table(cols, [k.name for k in ranked], cells, NAME_W, tags)]
+    return [*head, *_table(cols, [k.name for k in ranked], cells, NAME_W, tags),
+            *_legend(ranked)]
+
+
+def _legend(ranked: Sequence[KernelRow]) -> list[str]:
+    """What the kernel table's ``bytes`` and ``roof`` columns are (``bytes`` is no DRAM
+    figure), and what an emulated pipe's name means, when one is listed.
+
+    >>> k = KernelRow(name="mm", flops=1.0, bytes=8.0, unit="tensor", precision="3xtf32",
+    ...               time_s=1e-6, bottleneck="compute", arithmetic_intensity_flops_per_byte=0.1)
+    >>> print("\\n".join(_legend([k])))
+        bytes: the distinct bytes a kernel reads and writes (through L2 or DRAM); AI F/B: FLOPs
+        per byte of them; roof: what binds it, memory or its compute pipe:precision
+        (3xtf32: fp32 accuracy in 3 TF32 passes)
+    """
+    emulated = sorted({k.precision for k in ranked if roof_label(k) != "memory"
+                       and k.precision[:1].isdigit() and "x" in k.precision})
+    passes = ", ".join(f"{p}: fp32 accuracy in {p.split('x')[0]} {p.split('x')[1].upper()} "
+                       "passes" for p in emulated)
+    return ["    bytes: the distinct bytes a kernel reads and writes (through L2 or DRAM); "
+            "AI F/B: FLOPs",
+            "    per byte of them; roof: what binds it, memory or its compute pipe:precision"
+            + (f"\n    ({passes})" if passes else "")]
 
 
 def breakdown_lines(arch: ArchBounds, rows: Sequence[BreakdownRow], what: str, top: int
@@ -166,6 +198,12 @@ def precision_hint(arch: ArchBounds) -> list[str]:
     share = sum(k.time_s for k in arch.kernels if _fp32_tensor(k)) / unfused
     moves = ", ".join(f"{name} <= {ftime(new)} (-{(old - new) / old:.0%})"
                       for name, old, new in gains)
+    if share < 0.005:  # nothing runs on an fp32 tensor pipe: only the bytes move
+        return [
+            "  hint: cast to bf16: fp32 tensors at 2 bytes (the program has no fp32 matmul "
+            "or convolution);",
+            f"        --precision bf16 bounds: {moves}",
+        ]
     return [
         f"  hint: cast to bf16: fp32/TF32 matmuls and convolutions ({share:.0%} of the unfused "
         "bound)",

@@ -45,7 +45,7 @@ __all__ = [
     "report_json_schema",
 ]
 
-REPORT_SCHEMA_VERSION = "1.6"
+REPORT_SCHEMA_VERSION = "1.7"
 
 _FROZEN = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
@@ -124,9 +124,14 @@ class IndependentFlops(BaseModel):
     padding_flops: float = Field(
         0.0, description="of covered_flops, multiply-adds over zero padding (not work)"
     )
+    masked_flops: float = Field(
+        0.0, description="(1.7) of covered_flops, contraction FLOPs a constant mask hides "
+        "(masked-out attention scores: not work)"
+    )
     solar_flops: float = Field(description="the report's `flops` (SOLAR's covered work)")
     shortfall: bool = Field(
-        description="solar_flops < (covered_flops - padding_flops) * (1 - tolerance)"
+        description="solar_flops < (covered_flops - padding_flops - masked_flops) "
+        "* (1 - tolerance)"
     )
     tolerance: float
     unseen_ops: tuple[str, ...] = Field(

@@ -39,9 +39,10 @@ FLOP_SHORTFALL_TOLERANCE = 0.01
 ones too), the independent counter only those of contractions (matmul, convolution,
 attention), with the same convention (a multiply-add is 2 FLOPs), except that SOLAR
 does not count the taps of a convolution over its zero padding (``padding_flops``,
-counted from shapes by the frontend). So SOLAR's FLOPs should never fall below the
-counter's FLOPs of the covered ops less padding; a shortfall beyond 1% means work was
-dropped or mis-counted."""
+counted from shapes by the frontend) nor the products a constant mask hides
+(``masked_flops``, Note [Masked FLOPs] in `solar.pipeline.prepare`). So SOLAR's FLOPs
+should never fall below the counter's FLOPs of the covered ops less those; a shortfall
+beyond 1% means work was dropped or mis-counted."""
 
 
 class UncoveredRow(Protocol):
@@ -74,6 +75,7 @@ def coverage_info(
     *,
     counted_flops: int | None = None,
     padding_flops: int = 0,
+    masked_flops: float = 0.0,
     counter: str = "torch.utils.flop_counter.FlopCounterMode",
     solar_flops: float | None = None,
 ) -> CoverageInfo:
@@ -86,6 +88,9 @@ def coverage_info(
     >>> c = coverage_info(0, (), counted_flops=1000, solar_flops=900.0)
     >>> c.uncovered_flops_fraction, c.independent_flops.shortfall
     (0.0, True)
+    >>> coverage_info(0, (), counted_flops=1000, masked_flops=200, solar_flops=900.0
+    ...               ).independent_flops.shortfall
+    False
     >>> from solar.frontends.kit import UncoveredOp
     >>> coverage_info(9, (UncoveredOp("sort", 1, 0.2, "", 100),), solar_flops=300.0
     ...               ).uncovered_flops_fraction
@@ -114,15 +119,17 @@ def coverage_info(
         missing = sum(r.counted_flops or 0.0 for r in rows)
         covered = total - missing
         padding = float(min(padding_flops, covered))
+        masked = float(min(masked_flops, covered - padding))
         flops_share = missing / total if total > 0 else 0.0
         if solar_flops is not None:
-            expected = (covered - padding) * (1.0 - FLOP_SHORTFALL_TOLERANCE)
+            expected = (covered - padding - masked) * (1.0 - FLOP_SHORTFALL_TOLERANCE)
             independent = IndependentFlops(
                 counter=counter,
                 total_flops=total,
                 uncovered_flops=missing,
                 covered_flops=covered,
                 padding_flops=padding,
+                masked_flops=masked,
                 solar_flops=float(solar_flops),
                 shortfall=solar_flops < expected,
                 tolerance=FLOP_SHORTFALL_TOLERANCE,

@@ -13,6 +13,8 @@ def format_time(seconds: float) -> str:
     '2.050 ms'
     >>> format_time(9.76e280)
     '9.760e+280 s'
+    >>> format_time(4.1e-11), format_time(0.0)  # a share of a bound never shows as 0.0
+    ('0.041 ns', '0.0 ns')
     """
     if seconds >= 1e6:  # 11.6 days: digits past this say nothing
         return f"{seconds:.3e} s"
@@ -22,6 +24,8 @@ def format_time(seconds: float) -> str:
         return f"{seconds * 1e3:.3f} ms"
     if seconds >= 1e-6:
         return f"{seconds * 1e6:.3f} µs"
+    if 0 < seconds < 5e-11:
+        return f"{seconds * 1e9:.2g} ns"
     return f"{seconds * 1e9:.1f} ns"
 
 

@@ -329,6 +329,7 @@ def validate(
     *,
     sizes: Mapping[str, int] | None = None,
     tolerance: Tolerance | Mapping[str, Tolerance] | None = None,
+    atol_floor: Mapping[str, float] | None = None,
     strategy: Strategy = "auto",
     time_budget_s: float = 60.0,
     reference_at: ReferenceProvider | None = None,
@@ -345,6 +346,7 @@ def validate(
         reference_outputs: the reference program's outputs on those inputs.
         sizes: the free-size binding of the reference data (defaults otherwise).
         tolerance: override the policy tolerance (one for all, or per output).
+        atol_floor: a least ``atol`` per output, over the tolerance (policy or override).
         strategy: ``auto``, ``full``, ``reduced-sizes`` or ``sampled``.
         time_budget_s: wall-time budget of planning and execution (time spent in
             ``reference_at`` is not charged); execution stops past it (``skipped``).
@@ -399,7 +401,7 @@ def validate(
     if run is None:
         return finish("skipped", "; ".join(reasons) or "nothing to run", sizes=bound)
     deadline = start + time_budget_s + charged
-    return _execute(program, run, tolerance, deadline, budget, finish, clock)
+    return _execute(program, run, tolerance, deadline, budget, finish, clock, atol_floor or {})
 
 
 def memory_budget_bytes_default() -> int:
@@ -415,6 +417,7 @@ def _execute(
     budget: int,
     finish: _Finish,
     clock: Callable[[], float],
+    atol_floor: Mapping[str, float],
 ) -> ValidationResult:
     try:
         bound = resolve_sizes(program, run.free_sizes)
@@ -450,6 +453,10 @@ def _execute(
     else:
         policy = output_tolerances(program, bound, run.expected)
         tolerances = {**policy, **tolerance}
+    tolerances = {
+        name: Tolerance(t.rtol, max(t.atol, atol_floor.get(name, 0.0)))
+        for name, t in tolerances.items()
+    }
     masks = dict(result.written)
     if run.strategy != "sampled":
         unwritten = [name for name, m in masks.items() if m is not None]

@@ -12,6 +12,7 @@ from solar.distributed import (
     GroupPlacement,
     charge_collective,
     cut_bytes,
+    direction_bytes,
     min_bytes_per_rank,
     place_group,
 )
@@ -27,7 +28,7 @@ TABLE = [
     ("reduce_scatter", 4, 1000.0, True, 750.0),  # the switch does not shrink a scatter
     ("all_to_all", 4, 1000.0, False, 750.0),
     ("send_recv", 2, 1000.0, False, 1000.0),
-    ("broadcast", 8, 1000.0, False, 1000.0),
+    ("broadcast", 8, 1000.0, False, 875.0),   # the 7 receivers' S over 8 ranks
     ("all_reduce", 1, 1000.0, False, 0.0),     # a group of one moves nothing
 ]
 
@@ -124,3 +125,41 @@ def test_bound_is_monotone_in_bytes(op: str, n: int, small: float, extra: float,
 def test_in_network_never_charges_more(op: str, n: int, size: float) -> None:
     assert min_bytes_per_rank(op, n, size, in_network=True) <= min_bytes_per_rank(  # type: ignore[arg-type]
         op, n, size)  # type: ignore[arg-type]
+
+
+# (op, n, S, in_network) -> (sent, received) per rank (Note [Directions])
+DIRECTIONS = [
+    ("reduce_scatter", 4, 1000.0, True, (750.0, 250.0)),   # own shard only comes back
+    ("all_gather", 4, 1000.0, True, (250.0, 750.0)),       # own shard leaves once
+    ("reduce_scatter", 4, 1000.0, False, (750.0, 750.0)),  # sent = received without
+    ("all_gather", 4, 1000.0, False, (750.0, 750.0)),      # in-network work
+    ("broadcast", 4, 1000.0, True, (250.0, 750.0)),
+    ("send_recv", 2, 1000.0, False, (1000.0, 1000.0)),
+]
+
+
+@pytest.mark.parametrize(("op", "n", "size", "innet", "expected"), DIRECTIONS)
+def test_sent_and_received_bytes(op: str, n: int, size: float, innet: bool,
+                                 expected: tuple[float, float]) -> None:
+    assert direction_bytes(op, n, size, in_network=innet) == pytest.approx(expected)  # type: ignore[arg-type]
+
+
+def test_nvls_reduce_scatter_and_all_gather_add_per_direction() -> None:
+    """ZeRO's reduce-scatter plus all-gather on NVSwitch 3 (NVLS): each rank sends its
+    contributions and its updated shard, S in all, and receives as much; adding each
+    op's busier direction would charge 2(n-1)/n S = 1.5 S for n = 4."""
+    dgx = load_cluster_spec("DGX_H100")
+    rs = Collective("reduce_scatter", 4, 1e9, "bf16", "dp", "backward")
+    ag = Collective("all_gather", 4, 1e9, "bf16", "dp", "optimizer")
+    (a,), (b,) = charge_collective(rs, 1, dgx), charge_collective(ag, 1, dgx)
+    sent, received = a.sent_s + b.sent_s, a.received_s + b.received_s
+    assert max(sent, received) == pytest.approx(1e9 / 500e9)
+    assert a.time_s + b.time_s == pytest.approx(1.5e9 / 500e9)  # the old, too high sum
+
+
+@given(op=ops, n=groups, size=sizes, innet=st.booleans())
+def test_busier_direction_is_the_minimum_bytes(op: str, n: int, size: float,
+                                               innet: bool) -> None:
+    sent, received = direction_bytes(op, n, size, in_network=innet)  # type: ignore[arg-type]
+    assert max(sent, received) == min_bytes_per_rank(op, n, size, in_network=innet)  # type: ignore[arg-type]
+    assert min(sent, received) >= 0.0

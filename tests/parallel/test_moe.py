@@ -128,6 +128,9 @@ def test_moe_section_on_a_captured_step(tmp_path: Path, capsys: pytest.CaptureFi
     d = report.distributed
     assert d is not None and d.moe is not None and d.failures is not None
     assert d.moe.experts == 8 and d.moe.group == 4 and d.moe.steps == 8
+    # token ids [1, SEQ=64] with hidden 64: 64 tokens (the width is no hidden size), so
+    # the tokens/s ceiling counts them all (it took 1 token, a 64x too low "ceiling")
+    assert d.structure.tokens_per_micro_batch == 64
     for s, o, b in zip(d.moe.static_s, d.moe.oracle_s, d.moe.balanced_s, strict=True):
         assert b <= o * (1 + 1e-9) and o <= s * (1 + 1e-9)
     assert "moe: zipf:1.2" in render_text(report)

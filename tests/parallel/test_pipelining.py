@@ -102,7 +102,7 @@ def test_failures_in_the_report(gpt: PreparedProgram) -> None:
     assert fl is not None and info.schedule is not None
     assert fl.no_failure_s == pytest.approx(info.schedule.one_way_s)
     assert fl.time_s >= fl.no_failure_s and fl.stages[0].extra_micro_batches == 3
-    assert "failures: step >=" in "\n".join(distributed_lines(info))
+    assert "failures (one-way schedule-free bound): step >=" in "\n".join(distributed_lines(info))
 
 
 def test_fail_without_a_pipeline_is_coded(capsys: pytest.CaptureFixture[str]) -> None:
@@ -111,3 +111,30 @@ def test_fail_without_a_pipeline_is_coded(capsys: pytest.CaptureFixture[str]) ->
                 "--cluster", "DGX_A100", "--parallel", "dp=2", "--global-batch", "2",
                 "--fail", "stage=0:k=1")
     assert r.code == 2 and "error[E0806]" in r.err
+
+
+def test_gantt_legend_gives_each_operation_its_colour(gpt: PreparedProgram) -> None:
+    pytest.importorskip("matplotlib")
+    from matplotlib.colors import to_hex
+    from matplotlib.figure import Figure
+
+    from solar.report.plot_distributed import _OPS, extra_panels
+
+    info = _bound(gpt, "tp=1,pp=4,dp=4", global_batch=32)
+    ax = Figure().add_subplot()
+    extra_panels(info)[0](ax)  # the Gantt chart comes first
+    legend = ax.get_legend()
+    colours = {text.get_text(): to_hex(handle.get_facecolor())
+               for text, handle in zip(legend.get_texts(), legend.legend_handles, strict=True)
+               if text.get_text() in _OPS}
+    assert colours == {kind: colour.lower() for kind, colour in _OPS.items()}
+    assert list(ax.get_yticks()) == [0, 1, 2, 3]  # one tick per pipeline rank
+
+
+def test_schedules_all_says_which_schedules_these_sizes_cannot_run(gpt: PreparedProgram) -> None:
+    info = _bound(gpt, "tp=1,pp=4,dp=4", global_batch=32, schedules=("all",))
+    assert info.schedule is not None
+    bounded = {r.schedule for r in info.schedule.schedules}
+    assert "interleaved" not in bounded and "1f1b" in bounded  # vpp = 1
+    assert any(a.startswith("schedule interleaved not bounded: ") and "vpp" in a
+               for a in info.assumptions)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from solar.distributed import ModelStructure, parse_parallel
+from solar.distributed import ModelStructure, min_bytes_per_rank, parse_parallel
 from solar.distributed.plan_collectives import plan_collectives
 
 H, TOKENS, LAYERS = 1024, 4096, 8
@@ -117,13 +117,50 @@ def test_memory_per_zero_stage(plan: str, params: float, grads: float, state: fl
 def test_context_parallel_gathers_the_other_chunks_k_and_v(kv: int, tp: int,
                                                            per_token: int) -> None:
     """Note [Context-parallel K/V]: an all-gather of min(2 kv, hidden)/(cp tp) bytes per
-    token over the cp group, once per layer and micro-batch in the forward."""
+    token over the cp group, once per layer and micro-batch in the forward, and a
+    reduce-scatter of the same size (the dK/dV exchange) in the backward."""
     colls, notes = plan_collectives(_structure(kv_width=kv), parse_parallel(f"tp={tp},cp=4"),
                                     stage=0, micro_batches=4, recompute="none", phase="train")
-    (c,) = [c for c in colls if c.axis == "cp"]
-    assert (c.op, c.group_size, c.phase, c.count) == ("all_gather", 4, "forward", 4 * LAYERS)
-    assert c.bytes == TOKENS * per_token / 4
+    fwd, bwd = [c for c in colls if c.axis == "cp"]
+    assert (fwd.op, fwd.group_size, fwd.phase, fwd.count) == (
+        "all_gather", 4, "forward", 4 * LAYERS)
+    assert (bwd.op, bwd.group_size, bwd.phase, bwd.count) == (
+        "reduce_scatter", 4, "backward", 4 * LAYERS)
+    assert fwd.bytes == bwd.bytes == TOKENS * per_token / 4
     assert any("recomputes another rank's sequence chunk" in n for n in notes)
+
+
+@pytest.mark.parametrize("phase", ["prefill", "decode"])
+def test_context_parallel_inference_has_no_backward_exchange(phase: str) -> None:
+    colls, _ = plan_collectives(_structure(kv_width=H), parse_parallel("cp=2"), stage=0,
+                                micro_batches=1, recompute="none", phase=phase)  # type: ignore[arg-type]
+    assert [(c.op, c.phase) for c in colls if c.axis == "cp"] == [("all_gather", "forward")]
+
+
+@pytest.mark.parametrize("cp", [2, 3, 4, 8])
+@pytest.mark.parametrize("split", ["contiguous", "zigzag"])
+def test_context_parallel_charge_is_at_most_the_counted_minimum(cp: int, split: str) -> None:
+    """Note [Context-parallel K/V], counted token by token: a key token must leave its
+    rank if a later token sits on another rank (forward), a query token if an earlier
+    one does (backward); the charged all-gather plus reduce-scatter per rank is at most
+    the average of those counts, for contiguous chunks and Megatron's load-balanced
+    split (rank r holds chunks r and 2 cp - 1 - r of 2 cp)."""
+    n = 8 * cp
+    if split == "contiguous":
+        owner = [t * cp // n for t in range(n)]
+    else:
+        half = n // (2 * cp)
+        owner = [min(t // half, 2 * cp - 1 - t // half) for t in range(n)]
+    later_elsewhere = sum(any(owner[q] != owner[t] for q in range(t + 1, n)) for t in range(n))
+    earlier_elsewhere = sum(any(owner[k] != owner[t] for k in range(t)) for t in range(n))
+    colls, _ = plan_collectives(_structure(kv_width=H, tokens=n), parse_parallel(f"cp={cp}"),
+                                stage=0, micro_batches=1, recompute="none", phase="train")
+    per_token = min(2 * H, H) * 2  # bf16, tp = 1
+    charged = sum(c.count * min_bytes_per_rank(c.op, c.group_size, c.bytes) for c in colls
+                  if c.axis == "cp") / LAYERS
+    assert charged <= (later_elsewhere + earlier_elsewhere) * per_token / cp * (1 + 1e-12)
+    if split == "contiguous":  # the all_gather CP shapes attain it
+        assert charged == pytest.approx(2 * (cp - 1) / cp * n / cp * per_token)
 
 
 def test_context_parallel_without_attention_is_not_charged() -> None:

@@ -55,11 +55,14 @@ def test_context_parallel_charges_the_k_v_gather(step: PreparedProgram) -> None:
     """Fused QKV (3 x 64 wide): K/V width 64, so min(2 kv, hidden) = 64 per token, / (cp
     tp); the ranks move (cp-1)/cp of it for the 32 tokens (Note [Context-parallel K/V])."""
     info = _bound(step, "tp=2,cp=2,dp=2")
-    (row,) = [c for c in info.collectives if c.axis == "cp"]
+    row, back = [c for c in info.collectives if c.axis == "cp"]
     itemsize = 4  # the sample's float32 activations
     assert (row.op, row.in_bound) == ("all_gather", True)
     assert row.bytes_per_rank == 32 * 64 * itemsize / (2 * 2)
     assert row.min_bytes_per_rank == pytest.approx(row.bytes_per_rank / 2)
+    # the backward's dK/dV exchange: the same bytes the other way
+    assert (back.op, back.phase, back.in_bound) == ("reduce_scatter", "backward", True)
+    assert back.min_bytes_per_rank == row.min_bytes_per_rank
 
 
 @pytest.mark.parametrize(("plan", "unsharded"), [
@@ -115,7 +118,7 @@ def test_report_and_summary(tmp_path: Path) -> None:
     req = DistributedRequest("DGX_H100", parse_parallel("tp=2,pp=2,dp=2"), 2, 8)
     report = analyze(BLOCK, AnalyzeOptions(validate="off", train=True, train_step=True,
                                            distributed=req))
-    assert report.distributed is not None and report.schema_version == "1.6"
+    assert report.distributed is not None and report.schema_version == "1.7"
     text = render_text(report)
     assert "distributed: tp=2,pp=2,dp=2 on DGX_H100" in text and "step >= " in text
     again = type(report).model_validate_json(report.to_json())
@@ -138,3 +141,53 @@ def test_cli_errors(capsys: pytest.CaptureFixture[str], args: list[str], code: s
     r = run_cli(capsys, "analyze", str(BLOCK), "--validate", "off", "-q", *args)
     assert r.code == 2
     assert f"error[{code}]" in r.err
+
+
+def test_zero_on_nvls_loads_each_direction_once(step: PreparedProgram) -> None:
+    """ZeRO-1 on one DGX H100 (NVLS): the reduce-scatter sends 3/4 S and receives S/4,
+    the all-gather the reverse; the rank's injection link is busy S / bandwidth, not
+    the 1.5 S the two rows' larger directions add to (Note [Directions])."""
+    info = _bound(step, "tp=1,dp=4,zero=1", micro=2, global_batch=8)
+    rs, ag = (next(c for c in info.collectives if c.op == op)
+              for op in ("reduce_scatter", "all_gather"))
+    assert rs.bytes_per_rank == ag.bytes_per_rank
+    assert rs.time_s + ag.time_s == pytest.approx(1.5 * rs.bytes_per_rank / 500e9)
+    assert info.ranks[0].links_s["injection"] == pytest.approx(rs.bytes_per_rank / 500e9)
+
+
+@pytest.fixture(scope="module")
+def forward() -> PreparedProgram:
+    sizes = {"BATCH": 2, "SEQ": 64, "D_MODEL": 128, "HEADS": 4}
+    return lift_source(ROOT / "samples" / "torch" / "gpt_block.py",
+                       AnalyzeOptions(validate="off", sizes=sizes))
+
+
+def _infer(prepared: PreparedProgram, plan: str, phase: str) -> DistributedInfo:
+    req = DistributedRequest("DGX_H100", parse_parallel(plan), 2, 8, phase=phase)  # type: ignore[arg-type]
+    return bound_prepared(prepared.program, prepared.graph, prepared.sizes, req,
+                          phase_of=None, precision=prepared.precision,
+                          size_constants=prepared.front.source_sizes)
+
+
+def test_decode_is_one_token_per_sequence_after_a_kv_cache(forward: PreparedProgram) -> None:
+    """Note [Decode step]: from the 64-token forward, a decode step does 1/64 of each
+    kernel's work, reads the rank's parameters and KV cache, and all-reduces one
+    token per sequence per TP point."""
+    pre, dec = (_infer(forward, "tp=2,dp=4", ph) for ph in ("prefill", "decode"))
+    assert dec.ranks[0].compute_s == pytest.approx(pre.ranks[0].compute_s / 64)
+    assert dec.structure.tokens_per_micro_batch == 2
+    assert pre.structure.tokens_per_micro_batch == 2 * 64
+    (ar_pre,), (ar_dec,) = ([c for c in d.collectives if c.axis == "tp"] for d in (pre, dec))
+    assert ar_dec.bytes_per_rank == pytest.approx(ar_pre.bytes_per_rank / 64)
+    assert ar_dec.count_per_step == ar_pre.count_per_step
+    params = dec.memory.parameter_bytes  # the rank's share, tp=2
+    cache = 2 * 1 * (2 * 64) * 128 * 4 / 2   # K and V, 1 layer, 128 tokens, f32, / tp
+    assert dec.memory.activation_bytes == pytest.approx(cache)
+    assert dec.ranks[0].hbm_s == pytest.approx((params + cache) / 3.35e12)
+    assert any(a.startswith("decode: one new token") for a in dec.assumptions)
+    assert dec.step.tokens_per_s_ceiling == pytest.approx(8 / dec.step.time_s)  # type: ignore[operator]
+
+
+def test_expert_parallelism_on_a_dense_model_is_said(forward: PreparedProgram) -> None:
+    info = _infer(forward, "tp=1,dp=4,ep=2", "prefill")
+    assert any("no experts" in a for a in info.assumptions)

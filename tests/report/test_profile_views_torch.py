@@ -49,7 +49,7 @@ def test_json_report_has_modules_op_types_and_parameters(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     report = _json(capsys, tmp_path, RESNET)
-    assert report["schema_version"] == "1.6"
+    assert report["schema_version"] == "1.7"
     modules = {m["name"]: m for m in report["modules"]}
     # every nn.Module that ran a kernel, with the parents of nested ones (fvcore's by_module)
     assert {"conv1", "bn1", "conv2", "bn2", "relu", "shortcut", "shortcut.0",
@@ -232,8 +232,8 @@ def test_kernels_carry_their_source_line(capsys: pytest.CaptureFixture[str], tmp
         assert file == "resnet_block.py" and lines[int(line) - 1].strip() == code
     text = _text(capsys, RESNET)
     # rows this wide take two lines: the full name and its source, then the numbers
-    assert re.search(r"^    kernel  \(source\)\n +bound +share +FLOPs +bytes +roof +next step$",
-                     text, re.M)
+    head = r"^    kernel  \(source\)\n +bound +share +FLOPs +bytes +AI F/B +roof +next step$"
+    assert re.search(head, text, re.M)
     assert re.search(rf"^    conv2_conv2d  \({kernels['conv2_conv2d']}\)\n .* tensor:", text, re.M)
     table = text[text.index("  next steps:"):text.index("  by op type:")]
     assert max(len(line) for line in table.splitlines()) <= 100

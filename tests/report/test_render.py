@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import SAMPLES
 
 from solar.pipeline import AnalyzeOptions, analyze
 from solar.report import Report, render_text
@@ -146,3 +147,41 @@ def test_columns_say_when_they_are_l2_figures(tmp_path: Path) -> None:
     assert "  memory column: the L2 term (bytes at L2 bandwidth)" in warm
     cold = render_text(_report(tmp_path, 1024, cache="cold"))
     assert "AI F/B column" not in cold
+
+
+# issue 31 round three: labels a newcomer reads without the docs
+
+SCALE = """solar-ir 1
+program scale
+size N = 4096
+input A : f32[N, N]
+output D : f32[N, N]
+kernel scale { for i in 0 .. N { for j in 0 .. N { D[i, j] = A[i, j] * 2.0 } } }
+"""
+
+
+def test_a_bytes_only_hint_does_not_speak_of_matmuls(tmp_path: Path) -> None:
+    path = tmp_path / "scale.alir"
+    path.write_text(SCALE)
+    text = render_text(analyze(path, AnalyzeOptions(archs=("H100_SXM",), validate="off")))
+    assert "  hint: cast to bf16: fp32 tensors at 2 bytes (the program has no fp32 matmul" in text
+    assert "matmuls and convolutions (0%" not in text
+    assert "--precision bf16 bounds: fused <= " in text
+
+
+def test_unfused_dram_bytes_below_fused_are_explained() -> None:
+    report = analyze(SAMPLES / "ir" / "matmul.alir", AnalyzeOptions(validate="off"))
+    unfused, fused = (next(b for b in report.archs[0].bounds if b.model == m)
+                      for m in ("unfused", "fused"))
+    assert unfused.dram_bytes < fused.dram_bytes  # 96.5 MB vs 149 MB (docs/bounds.md)
+    text = render_text(report)
+    assert "note: unfused DRAM bytes below fused: the warm L2 is credited to each kernel" in text
+
+
+def test_the_kernel_table_says_what_bytes_and_roof_are(tmp_path: Path) -> None:
+    text = render_text(_report(tmp_path, 4096))
+    legend = "    bytes: the distinct bytes a kernel reads and writes (through L2 or DRAM)"
+    assert legend in text
+    assert "    (3xtf32: fp32 accuracy in 3 TF32 passes)" in text  # the default policy's fp32 mm
+    assert "; AI F/B: FLOPs" in text
+    assert all(len(line) <= 100 for line in text.splitlines() if "bytes:" in line)

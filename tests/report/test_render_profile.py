@@ -43,7 +43,7 @@ def test_rows_fit_100_columns_and_names_are_whole(names: tuple[str, ...], source
 def test_short_rows_stay_on_one_line() -> None:
     lines = kernel_table([_kernel("mm", None, "vector"), _kernel("add", None, "vector")], 8,
                          next_step)
-    assert lines[1].split() == ["kernel", "bound", "share", "FLOPs", "bytes", "roof", "next",
-                                "step"]
+    assert lines[1].split() == ["kernel", "bound", "share", "FLOPs", "bytes", "AI", "F/B", "roof",
+                                "next", "step"]  # Nsight Compute's per-kernel figures
     assert lines[2].startswith("    mm ") and "µs" in lines[2]
     assert all(len(ln) <= LINE_W for ln in lines[1:])

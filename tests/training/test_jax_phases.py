@@ -223,7 +223,8 @@ def test_flax_nnx_step_with_an_optax_chain() -> None:
 
     x, y = np.ones((3, 4), np.float32), np.ones((3, 2), np.float32)
     by = _by_phase(_phases(step, params, opt.init(params), x, y))
-    assert sum(n.startswith("loss_dot_general") for n in by["forward"]) == 2  # from `loss`
+    # from `loss`, the user's `MLP` and the nnx.Linear it called (Note [JAX kernel names])
+    assert sum(n.startswith("loss_MLP_Linear_dot_general") for n in by["forward"]) == 2
     assert sum("dot_general" in n for n in by["backward"]) == 3  # dW2, dX2, dW1
     assert any(n.startswith("optimizer_sqrt") for n in by["optimizer"])  # the global norm
     assert not any("dot_general" in n for n in by["optimizer"])

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import catalogue_libs as libs
+import catalogue_more as more
 
 import solar  # noqa: F401  (as for every user: PyPI's CUDA torchvision imports, solar.torchvision_shim)
 
@@ -308,5 +309,136 @@ ZOO: tuple[ZooModel, ...] = (
     ZooModel("ultralytics/yolo11n", libs.yolo("yolo11n.yaml")),
     # open_clip, a two-layer CLIP from its config classes
     ZooModel("open_clip/clip_tiny", libs.clip_tiny, train=True),
+    *(ZooModel(name, build, slow=True, note=note, train=train)
+      for name, build, note, train in (  # issue 29, round three: -m slow runs them
+        ("transformers/gemma2", _hf_causal("Gemma2Config", num_key_value_heads=2, head_dim=16,
+                                           sliding_window=8), "", True),
+        ("transformers/phi3", _hf_causal("Phi3Config", num_key_value_heads=2, pad_token_id=0),
+         "", False),
+        ("transformers/qwen2_moe", _hf_causal(
+            "Qwen2MoeConfig", num_key_value_heads=2, moe_intermediate_size=32,
+            shared_expert_intermediate_size=64, num_experts=4, num_experts_per_tok=2), "", True),
+        ("transformers/gpt_neox", _hf_causal("GPTNeoXConfig"), "", False),
+        ("transformers/bloom", _hf_causal("BloomConfig"), "", False),
+        ("transformers/falcon", _hf_causal("FalconConfig"), "", False),
+        ("transformers/opt", _hf_causal("OPTConfig", ffn_dim=128, word_embed_proj_dim=64), "",
+         False),
+        ("transformers/gemma", _hf_causal("GemmaConfig", num_key_value_heads=1, head_dim=16),
+         "", False),
+        ("transformers/phi", _hf_causal("PhiConfig"), "", False),
+        ("transformers/olmo", _hf_causal("OlmoConfig", pad_token_id=0), "", False),
+        ("transformers/starcoder2", _hf_causal("Starcoder2Config", num_key_value_heads=2), "",
+         False),
+        ("transformers/mamba", _hf_causal("MambaConfig", state_size=8, expand=2,
+                                          conv_kernel=4), "depthwise causal conv1d", True),
+        ("transformers/llama_left_padded", more.hf_llama_left_padded,
+         "pad rows see no key (Note [Fully masked rows])", True),
+        ("transformers/albert", _hf_bert("AlbertConfig", "AlbertForMaskedLM",
+                                         embedding_size=32), "", False),
+        ("transformers/distilbert", _hf_bert("DistilBertConfig",
+                                             "DistilBertForSequenceClassification",
+                                             hidden_dim=128), "", False),
+        ("transformers/electra", _hf_bert("ElectraConfig", "ElectraForPreTraining",
+                                          embedding_size=32), "", False),
+        ("transformers/deberta_v2", _hf_bert(
+            "DebertaV2Config", "DebertaV2ForSequenceClassification", relative_attention=True,
+            position_buckets=8, pos_att_type=["p2c", "c2p"]), "", True),
+        ("transformers/modernbert", _hf_bert("ModernBertConfig", "ModernBertForMaskedLM",
+                                             global_attn_every_n_layers=2, local_attention=8,
+                                             pad_token_id=0), "", False),
+        ("transformers/bart", more.hf_bart, "", True),
+        ("transformers/t5_encoder_padded", more.hf_t5_encoder_padded, "", False),
+        ("transformers/clip", more.hf_clip, "", True),
+        ("transformers/detr", more.hf_detr, "", False),
+        ("transformers/swin", more.hf_vision(
+            "SwinConfig", "SwinForImageClassification", image_size=32, patch_size=4,
+            embed_dim=16, depths=[1, 1], num_heads=[2, 2], window_size=4, num_labels=10), "",
+         True),
+        ("transformers/segformer", more.hf_vision(
+            "SegformerConfig", "SegformerForSemanticSegmentation", num_encoder_blocks=2,
+            depths=[1, 1], sr_ratios=[2, 1], hidden_sizes=[16, 32], num_attention_heads=[1, 2],
+            patch_sizes=[7, 3], strides=[4, 2], mlp_ratios=[2, 2], decoder_hidden_size=32,
+            num_labels=4), "", False),
+        ("transformers/dinov2", more.hf_vision(
+            "Dinov2Config", "Dinov2Model", hidden_size=64, num_hidden_layers=2,
+            num_attention_heads=4, intermediate_size=128, image_size=32, patch_size=8), "",
+         False),
+        ("transformers/beit", more.hf_vision(
+            "BeitConfig", "BeitForImageClassification", hidden_size=64, num_hidden_layers=2,
+            num_attention_heads=4, intermediate_size=128, image_size=32, patch_size=8,
+            use_relative_position_bias=True, num_labels=10),
+         "lru_cache'd position index (Note [Function caches])", False),
+        ("transformers/resnet", more.hf_vision(
+            "ResNetConfig", "ResNetForImageClassification", embedding_size=16,
+            hidden_sizes=[16, 32], depths=[1, 1], layer_type="bottleneck", num_labels=10), "",
+         False),
+        ("transformers/mobilevit", more.hf_vision(
+            "MobileViTConfig", "MobileViTForImageClassification", image_size=32,
+            hidden_sizes=[32, 48, 64], neck_hidden_sizes=[8, 16, 24, 32, 48, 64, 96],
+            num_labels=10), "", False),
+        ("diffusers/sd3_transformer", more.sd3, "", True),
+        ("diffusers/flux_transformer", more.flux, "", True),
+        ("diffusers/pixart_transformer", more.pixart, "", True),
+        ("diffusers/controlnet", more.controlnet, "", False),
+        ("diffusers/vq_model", more.vq_model, "codebook cdist (_euclidean_dist)", True),
+        ("timm/efficientnet_b0", _timm("efficientnet_b0"), "depthwise backward", True),
+        ("timm/regnetx_002", _timm("regnetx_002"), "", False),
+        ("timm/vit_tiny_patch16_224", _timm("vit_tiny_patch16_224", size=32, img_size=32,
+                                            patch_size=8), "", True),
+        ("timm/mobilenetv3_small_100", _timm("mobilenetv3_small_100"), "", False),
+        ("timm/ghostnet_100", _timm("ghostnet_100"), "", False),
+        ("timm/edgenext_xx_small", _timm("edgenext_xx_small"), "", False),
+        ("timm/fastvit_t8", _timm("fastvit_t8"), "", False),
+        ("timm/repvgg_a0", _timm("repvgg_a0"), "", False),
+        ("timm/cait_xxs24_224", _timm("cait_xxs24_224", size=32, img_size=32, patch_size=8,
+                                      depth=2), "", False),
+        ("timm/maxvit_tiny_rw_224", _timm("maxvit_tiny_rw_224", img_size=64), "", False),
+        ("timm/hrnet_w18_small", _timm("hrnet_w18_small"), "", False),
+        ("torch_geometric/gatv2", more.pyg_pair(
+            lambda g: (g.GATv2Conv(16, 8, heads=2), g.GATv2Conv(16, 4))), "", True),
+        ("torch_geometric/cheb", more.pyg_pair(
+            lambda g: (g.ChebConv(16, 32, K=3), g.ChebConv(32, 4, K=3))), "", False),
+        ("torch_geometric/sgconv", more.pyg_pair(
+            lambda g: (g.SGConv(16, 32, K=2), g.SGConv(32, 4, K=2))), "", False),
+        ("torch_geometric/graphconv", more.pyg_pair(
+            lambda g: (g.GraphConv(16, 32, aggr="max"), g.GraphConv(32, 4, aggr="mean"))), "",
+         False),
+        ("torch_geometric/tag", more.pyg_pair(
+            lambda g: (g.TAGConv(16, 32, K=2), g.TAGConv(32, 4, K=2))), "", False),
+        ("torch_geometric/resgated", more.pyg_pair(
+            lambda g: (g.ResGatedGraphConv(16, 32), g.ResGatedGraphConv(32, 4))), "", False),
+        ("torch_geometric/gine", more.pyg_pair(
+            lambda g: (g.GINEConv(_linear(16, 32), edge_dim=8),
+                       g.GINEConv(_linear(32, 4), edge_dim=8)), edge_dim=8), "", True),
+        ("torch_geometric/edgeconv", more.pyg_pair(
+            lambda g: (g.EdgeConv(_linear(32, 32), aggr="max"), g.EdgeConv(_linear(64, 4)))),
+         "", False),
+        ("torch_geometric/global_pool", more.pyg_pooled, "", True),
+        ("monai/attention_unet", more.monai(
+            "AttentionUnet", (1, 1, 32, 32), spatial_dims=2, in_channels=1, out_channels=2,
+            channels=(8, 16, 32), strides=(2, 2)), "", False),
+        ("monai/unetr", more.monai(
+            "UNETR", (1, 1, 32, 32, 32), in_channels=1, out_channels=2, img_size=(32, 32, 32),
+            feature_size=8, hidden_size=48, mlp_dim=96, num_heads=4), "", True),
+        ("monai/vnet", more.monai("VNet", (1, 1, 16, 16, 16), spatial_dims=3, in_channels=1,
+                                  out_channels=2), "", False),
+        ("monai/densenet121", more.monai("DenseNet121", (1, 1, 32, 32), spatial_dims=2,
+                                         in_channels=1, out_channels=3), "", False),
+        ("monai/highresnet", more.monai("HighResNet", (1, 1, 32, 32), spatial_dims=2,
+                                        in_channels=1, out_channels=2), "", False),
+        ("monai/resnet3d", more.monai(
+            "ResNet", (1, 1, 16, 16, 16), block="basic", layers=[1, 1, 1, 1],
+            block_inplanes=[8, 16, 32, 64], spatial_dims=3, n_input_channels=1, num_classes=2),
+         "", False),
+        ("open_clip/clip_resnet", more.clip_resnet, "ModifiedResNet, attention pooling", False),
+        ("einops/vit", more.einops_vit, "", True),
+        ("einops/mixer", more.einops_mix, "EinMix, Reduce, einsum", True),
+      )),
 )
+
+
+def _linear(n_in: int, n_out: int) -> Any:
+    import torch
+
+    return torch.nn.Sequential(torch.nn.Linear(n_in, n_out), torch.nn.ReLU())
 

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.torch
 
 LIBRARIES = {
     "torchvision", "timm", "transformers", "torch_geometric", "diffusers", "monai",
-    "ultralytics", "open_clip",
+    "ultralytics", "open_clip", "einops",
 }  # fmt: skip
 
 
@@ -30,11 +30,12 @@ def _require(model: ZooModel) -> None:
 
 
 def test_zoo_is_large_and_varied() -> None:
-    assert len(ZOO) >= 50
+    assert len(ZOO) >= 110
     assert {z.library for z in ZOO} == LIBRARIES
     assert sum(not z.slow for z in ZOO) >= 45  # most of it runs in CI
     trained = {z.library for z in ZOO if z.train}
     assert trained >= LIBRARIES - {"torchvision", "timm", "transformers"}  # tests/training
+    assert len({z.name for z in ZOO}) == len(ZOO)
 
 
 @pytest.mark.parametrize("model", [_param(z) for z in ZOO])

@@ -1,23 +1,23 @@
-"""Capture a ``shard_map`` JAX program per device, and check it on N host devices.
+"""Capture a distributed JAX program per device, and check it on N host devices.
 
-Contract: ``model file -> DistributedProgram``. The file's function must be one
-``shard_map`` over a mesh (possibly under ``jit``); its body is each device's program,
-lowered once with the mesh known (`ops_collective`) and merged into one SPMD program
+Contract: ``model file -> DistributedProgram``. The file's function is one ``shard_map``
+over a mesh (possibly under ``jit``), or a ``jit`` with ``NamedSharding`` (no
+shard_map). Each device's program, the shard_map body or XLA's partitioned HLO
+replayed as one (`solar.frontends.jaxfe.hlo_jit`), is lowered once with the mesh known
+(`ops_collective`) and merged into one SPMD program
 (`solar.frontends.kit.collectives.merge_ranks`; rank = the row-major index of a
-device's mesh coordinates). JAX fixes its device count when it initialises, so the
-capture runs in a subprocess whose ``XLA_FLAGS`` forces ``WORLD_SIZE`` host devices
-(``--xla_force_host_platform_device_count``); the same subprocess runs the real program
-on those devices, so `validate_on_host_devices` compares every rank's outputs of the
-simulated IR (`solar.validate.execute_distributed`) with the real run's shards.
+device's mesh coordinates = XLA's partition id). JAX fixes its device count when it
+initialises, so the capture runs in a subprocess whose ``XLA_FLAGS`` forces
+``WORLD_SIZE`` host devices (``--xla_force_host_platform_device_count``); the same
+subprocess runs the real program on those devices (for a ``jit``: the compiled user
+program itself, not the replay), so `validate_on_host_devices` compares every rank's
+outputs of the simulated IR (`solar.validate.execute_distributed`) with the real run's
+shards.
 
-``jit`` with ``NamedSharding`` alone is not captured: its per-device program is what
-XLA's SPMD partitioner makes of it, which the jaxpr does not hold (E0557; write the
-sharded part with ``shard_map``). The error's notes name the collectives the
-partitioner gives each device (read from the compiled per-device HLO,
-`_partitioner_collectives`), so the user sees what the ``shard_map`` must write.
-
-Codes: E0557 not one shard_map, E0558 the capture subprocess failed or timed out,
-E0556 outputs differ from the real run (plus E0550-E0554 from the merge).
+Codes: E0557 neither one shard_map nor a jit whose shardings name a mesh
+(`solar.frontends.jaxfe.hlo_jit` lists what else it refuses), E0558 the capture
+subprocess failed or timed out, E0556 outputs differ from the real run, E0570/E0571
+HLO the jit capture cannot read or replay (plus E0550-E0554 from the merge).
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -55,7 +54,8 @@ TIMEOUT_S = 300.0
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class HostCapture:
-    """The SPMD program of a shard_map file and what its lowering left uncovered."""
+    """The SPMD program of a distributed file, what its lowering left uncovered, and
+    what its device program came from (``"shard_map"`` or ``"jit"``)."""
 
     program: Program
     world: int
@@ -63,17 +63,23 @@ class HostCapture:
     ops_seen: int
     keep_live: tuple[str, ...] = ()
     uncovered_values: tuple[str, ...] = ()
+    via: str = "shard_map"
+    kernel_sources: tuple[tuple[str, str], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class HostCheck:
     """What a host-device validation compared: the world size, the mesh, the file's size
-    constants the program ran at, and each output's largest error over all ranks."""
+    constants the program ran at, and each output's largest error over all ranks; for a
+    ``jit`` program (``via == "jit"``) also the largest difference between the replayed
+    partitioned HLO and the compiled program on every device."""
 
     world: int
     mesh: tuple[tuple[str, int], ...]
     sizes: dict[str, int]
     max_abs_error: dict[str, float]
+    via: str = "shard_map"
+    replay_error: float | None = None
 
 
 def _unwrap(jaxpr: Any) -> Any:
@@ -123,56 +129,36 @@ def _spec_slices(
     return tuple(out)
 
 
-_HLO_COLLECTIVE = re.compile(
-    r"= (\w+\[[\d,]*\])\S* (all-reduce|all-gather|reduce-scatter|all-to-all|"
-    r"collective-permute)(?:-start)?\("
-)
-
-
-def _partitioner_collectives(capture: Any) -> tuple[str, ...]:
-    """What XLA's SPMD partitioner makes each device communicate in a ``jit`` with
-    shardings: the collectives of the compiled per-device HLO, as notes for E0557 (what
-    a ``shard_map`` of the program would write)."""
-    import jax
-
-    try:
-        text = jax.jit(capture.flat_fn).lower(*capture.abstract_args).compile().as_text()
-    except (RuntimeError, ValueError, TypeError):  # not compilable here: no notes
-        return ()
-    found = [f"{m.group(2)} of {m.group(1)}" for m in _HLO_COLLECTIVE.finditer(text or "")]
-    if not found:
-        return ()
-    return (f"XLA's partitioner gives each device {len(found)} collective(s): "
-            + ", ".join(found[:8]) + ("..." if len(found) > 8 else ""),
-            "write the sharded computation with jax.shard_map to capture it")
-
-
 def run_host_worker(path: str, out: str, real: bool) -> None:
-    """The subprocess body: capture ``path``, lower its shard_map body, merge, and save
-    the IR text (``ir``), the mesh, and with ``real`` each rank's inputs and outputs."""
+    """The subprocess body: capture ``path``, lower its device program, merge, and save
+    the IR text (``ir``), the mesh, and with ``real`` each rank's inputs and outputs.
+
+    The device program is the ``shard_map`` body, or for a ``jit`` with ``NamedSharding``
+    XLA's partitioned HLO replayed as one (`solar.frontends.jaxfe.hlo_jit`)."""
     import jax
 
     from solar.frontends.jaxfe.capture import trace_jax_file
+    from solar.frontends.jaxfe.hlo_jit import capture_jit
     from solar.frontends.jaxfe.lowering import lower_jaxpr
     from solar.frontends.jaxfe.ops_collective import DESTINATIONS, MESH
 
     capture = trace_jax_file(path)
+    jit_program = None
     try:
         eqn = _unwrap(capture.closed_jaxpr.jaxpr)
-    except FrontendError as err:
-        raise FrontendError(err.message, code=err.code,
-                            notes=_partitioner_collectives(capture)) from None
-    mesh_obj = eqn.params["mesh"]
-    mesh = tuple((str(n), int(s)) for n, s in zip(mesh_obj.axis_names, mesh_obj.axis_sizes,
-                                                   strict=True))
+    except FrontendError:
+        jit_program = capture_jit(capture, jax.device_count())
+    if jit_program is None:
+        mesh_obj = eqn.params["mesh"]
+        mesh = tuple((str(n), int(s)) for n, s in zip(mesh_obj.axis_names,
+                                                       mesh_obj.axis_sizes, strict=True))
+        body = jax.extend.core.ClosedJaxpr(eqn.params["jaxpr"], ())
+        local = tuple(jax.ShapeDtypeStruct(v.aval.shape, v.aval.dtype)  # type: ignore[no-untyped-call]
+                      for v in body.jaxpr.invars)
+    else:
+        mesh, body, local = jit_program.mesh, jit_program.body, jit_program.local
     world = prod(s for _, s in mesh)
-    body = eqn.params["jaxpr"]
-    local = tuple(jax.ShapeDtypeStruct(v.aval.shape, v.aval.dtype) for v in body.invars)  # type: ignore[no-untyped-call]
-    body_capture = dataclasses.replace(
-        capture,
-        closed_jaxpr=jax.extend.core.ClosedJaxpr(body, ()),
-        abstract_args=local,
-    )
+    body_capture = dataclasses.replace(capture, closed_jaxpr=body, abstract_args=local)
     destinations: dict[str, dict[int, int]] = {}
     tokens = (MESH.set(mesh), DESTINATIONS.set(destinations))
     try:
@@ -190,23 +176,90 @@ def run_host_worker(path: str, out: str, real: bool) -> None:
         "ops_seen": np.array(lowered.ops_seen),
         "keep_live": np.array(list(lowered.keep_alive), dtype=str),
         "uncovered_values": np.array([v.name for v in lowered.uncovered_values], dtype=str),
+        "via": np.array("shard_map" if jit_program is None else "jit"),
+        "kernel_sources": np.array(json.dumps(lowered.kernel_sources)),
     }
     if real:
-        params = tuple(capture.init_params())
-        args = (*params, *capture.input_values)
-        outs = [np.asarray(o) for o in jax.jit(capture.flat_fn)(*args)]
-        names = [n for n in lowered.inputs]
-        in_specs, out_specs = eqn.params["in_specs"], eqn.params["out_specs"]
-        for rank in range(world):
-            for k, (name, arr) in enumerate(zip(names, args, strict=False)):
-                if name is not None:
-                    block = _spec_slices(in_specs[k], np.shape(arr), mesh, rank)
-                    arrays[f"{rank}:in:{name}"] = np.asarray(arr)[block]
-            for k, (name, arr) in enumerate(zip(lowered.outputs, outs, strict=False)):
-                if name is not None:
-                    arrays[f"{rank}:out:{name}"] = arr[_spec_slices(out_specs[k], arr.shape,
-                                                                     mesh, rank)]
+        arrays |= _real_run(capture, lowered, body, eqn if jit_program is None else jit_program,
+                            mesh)
     np.savez(out, **arrays)  # type: ignore[arg-type]
+
+
+def _real_run(
+    capture: Any, lowered: Any, body: Any, source: Any, mesh: Sequence[tuple[str, int]]
+) -> dict[str, np.ndarray]:
+    """Run the real program on the host devices: each rank's inputs (with the HLO's
+    constants and the real values of uncovered ops) and outputs, keyed ``rank:in:name``
+    and ``rank:out:name``; for a jit (``source`` a `JitDeviceProgram`, else the
+    shard_map equation) also the replay's largest difference from it."""
+    from solar.frontends.jaxfe.hlo_jit import JitDeviceProgram, device_blocks, replay_error
+
+    arrays: dict[str, np.ndarray] = {}
+    args = (*capture.init_params(), *capture.input_values)
+    if isinstance(source, JitDeviceProgram):
+        ins, outs = device_blocks(source, args)
+        arrays["replay_error"] = np.array(replay_error(source, ins, outs))
+        device_mesh = source.replay_mesh
+    else:
+        ins, outs = _shard_map_blocks(capture, source, mesh, args)
+        device_mesh = source.params["mesh"]
+    if lowered.uncovered_values:
+        tapped = _uncovered_blocks(body, device_mesh, lowered.uncovered_values, ins)
+        for rank, values in enumerate(tapped):
+            arrays |= {f"{rank}:in:{k}": v for k, v in values.items()}
+    for rank in range(len(ins)):
+        for name, arr in zip(lowered.inputs, ins[rank], strict=False):
+            if name is not None:
+                arrays[f"{rank}:in:{name}"] = arr
+        for name, value in lowered.constant_values:  # the same on every rank
+            arrays[f"{rank}:in:{name}"] = np.asarray(value)
+        for name, arr in zip(lowered.outputs, outs[rank], strict=False):
+            if name is not None:
+                arrays[f"{rank}:out:{name}"] = arr
+    return arrays
+
+
+def _uncovered_blocks(
+    body: Any, mesh: Any, values: Sequence[Any], ins: Sequence[Sequence[np.ndarray]]
+) -> list[dict[str, np.ndarray]]:
+    """Per rank, the real values of the outputs of the ops the lowering left uncovered
+    (`solar.frontends.kit.UncoveredValue`): the device program evaluated op by op on
+    every device, the rank's input blocks stacked along a leading axis over the mesh."""
+    import jax
+    from jax.sharding import PartitionSpec as P
+
+    from solar.frontends.jaxfe.reference import eval_with_taps
+
+    taps = [(v.site, v.output) for v in values]
+
+    def per_device(*xs: Any) -> tuple[Any, ...]:
+        found = eval_with_taps(body, [x[0] for x in xs], taps)
+        return tuple(found[t][None] for t in taps)
+
+    spec = P(tuple(mesh.axis_names))  # type: ignore[no-untyped-call]
+    n = len(ins[0])
+    fn = jax.jit(jax.shard_map(per_device, mesh=mesh, in_specs=(spec,) * n, out_specs=spec,
+                               check_vma=False))
+    got = fn(*(np.stack([rank[k] for rank in ins]) for k in range(n)))
+    return [{v.name: np.asarray(g[p]) for v, g in zip(values, got, strict=True)}
+            for p in range(len(ins))]
+
+
+def _shard_map_blocks(
+    capture: Any, eqn: Any, mesh: Sequence[tuple[str, int]], args: Sequence[Any]
+) -> tuple[list[list[np.ndarray]], list[list[np.ndarray]]]:
+    """Run the program; per rank, the blocks of its inputs and outputs (the shard_map's
+    ``in_specs`` / ``out_specs``)."""
+    import jax
+
+    outs = [np.asarray(o) for o in jax.jit(capture.flat_fn)(*args)]
+    in_specs, out_specs = eqn.params["in_specs"], eqn.params["out_specs"]
+    world = prod(s for _, s in mesh)
+    ins_r = [[np.asarray(a)[_spec_slices(in_specs[k], np.shape(a), mesh, rank)]
+              for k, a in enumerate(args)] for rank in range(world)]
+    outs_r = [[o[_spec_slices(out_specs[k], o.shape, mesh, rank)] for k, o in enumerate(outs)]
+              for rank in range(world)]
+    return ins_r, outs_r
 
 
 _WORKER = """
@@ -264,7 +317,7 @@ def _run_worker(path: Path, world: int, real: bool, timeout_s: float) -> dict[st
 def capture_on_host_devices(
     path: str | Path, *, world: int | None = None, timeout_s: float = TIMEOUT_S
 ) -> HostCapture:
-    """The SPMD program of a ``shard_map`` file, captured on ``world`` host devices.
+    """The SPMD program of a distributed file, captured on ``world`` host devices.
 
     Raises:
         FrontendError: E0554 (no ``WORLD_SIZE``), E0557, E0558, E0550-E0553.
@@ -281,6 +334,8 @@ def capture_on_host_devices(
         int(result["ops_seen"]),
         tuple(result["keep_live"].tolist()),
         tuple(result["uncovered_values"].tolist()),
+        str(result["via"]),
+        tuple((k, s) for k, s in json.loads(str(result["kernel_sources"]))),
     )
 
 
@@ -292,13 +347,16 @@ def validate_on_host_devices(
     rtol: float = 1e-4,
     atol: float = 1e-5,
 ) -> HostCheck:
-    """Run the file on ``world`` host devices and compare each rank with the IR.
+    """Run the file on ``world`` host devices and compare each rank with the IR, each
+    output within ``rtol``/``atol`` or the policy tolerance of its dtype and reductions
+    (`solar.validate.output_tolerances`, e.g. for bf16), whichever is larger.
 
     Raises:
         FrontendError: as `capture_on_host_devices`.
         ValidationMismatchError: a rank's output differs beyond the tolerance (E0556).
     """
-    from solar.validate import execute_distributed
+    from solar.ir import resolve_sizes
+    from solar.validate import execute_distributed, output_tolerances
 
     path = Path(path)
     world = world if world is not None else world_size_of(path)
@@ -314,7 +372,14 @@ def validate_on_host_devices(
         {k.split(":", 2)[2]: v for k, v in result.items() if k.startswith(f"{r}:out:")}
         for r in range(world)
     ]
-    errors = compare_ranks(got, want, rtol=rtol, atol=atol,
-                           what=f"the real run on {world} host devices")
+    policy = output_tolerances(program, resolve_sizes(program), want[0])
+    errors: dict[str, float] = {}
+    for name in want[0]:
+        tol = policy.get(name)
+        errors |= compare_ranks(got, [{name: w[name]} for w in want],
+                                rtol=max(rtol, tol.rtol if tol else 0.0),
+                                atol=max(atol, tol.atol if tol else 0.0),
+                                what=f"the real run on {world} host devices")
     sizes = {v.split("=")[0]: int(v.split("=")[1]) for v in result["sizes"].tolist()}
-    return HostCheck(world, mesh, sizes, errors)
+    replay = float(result["replay_error"]) if "replay_error" in result else None
+    return HostCheck(world, mesh, sizes, errors, str(result["via"]), replay)

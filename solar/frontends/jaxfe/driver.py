@@ -34,7 +34,12 @@ from solar.frontends.jaxfe.core import (
     read,
     uint8_inexact,
 )
-from solar.frontends.jaxfe.sources import eqn_function_scope, eqn_source, jit_name
+from solar.frontends.jaxfe.sources import (
+    eqn_function_scope,
+    eqn_source,
+    jit_name,
+    loop_body_scope,
+)
 from solar.frontends.jaxfe.walk import (
     inline_args,
     inline_body,
@@ -95,6 +100,12 @@ class NestedSink:
     def emit(self, *stmts: Any) -> None:
         """Append statements to the body."""
         self.stmts.extend(stmts)
+
+
+def _scope_name(scope: str) -> str:
+    """A kernel-name prefix: an identifier, left as it is when it is a keyword of the IR
+    (a body function ``step`` names ``step_scan``, not ``step__scan``)."""
+    return sanitize_name(scope).rstrip("_")
 
 
 class Lowerer(LoweringDriver):
@@ -345,18 +356,18 @@ class Lowerer(LoweringDriver):
         strip = self.strip_root and not saved
         inner = sanitize_scope(str(eqn.source_info.name_stack), strip)
         if inner:
-            self.scope = sanitize_name(f"{saved}_{inner}" if saved else inner)
+            self.scope = _scope_name(f"{saved}_{inner}" if saved else inner)
             dotted = sanitize_scope(str(eqn.source_info.name_stack), strip, sep=".")
             self.dotted_scope = f"{saved_dotted}.{dotted}" if saved_dotted else dotted
             self.module_paths.add(self.dotted_scope)
         elif not saved:  # Note [JAX kernel names]
-            named, whole = eqn_function_scope(eqn)
+            named, whole = loop_body_scope(eqn) or eqn_function_scope(eqn)
             named = named if whole else (*self._functions, *named)
             if inline_body(eqn) is not None:  # a call: its body's functions start here
                 called = jit_name(eqn) if self.pb.source else ""  # not a jitted entry's
                 self._functions = (*named, called) if called else named
             elif named:
-                self.scope = sanitize_name("_".join(named))
+                self.scope = _scope_name("_".join(named))
                 self.dotted_scope = ".".join(named)
                 self.module_paths.add(self.dotted_scope)
         try:

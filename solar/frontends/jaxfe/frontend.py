@@ -75,6 +75,7 @@ class JaxFrontend:
             float64_literals,
             reference_at_reduced_sizes,
             reference_data,
+            x64_literals,
         )
         from solar.frontends.jaxfe.xla import xla_cost_analysis
         from solar.frontends.kit.collectives import declared_world_size
@@ -83,12 +84,15 @@ class JaxFrontend:
         if world is not None:  # a shard_map program (docs/distributed.md)
             from solar.frontends.jaxfe.distributed import capture_on_host_devices
 
-            progress(f"capturing the shard_map body on {world} host devices")
+            progress(f"capturing the per-device program on {world} host devices")
             host = capture_on_host_devices(path, world=world)
+            what = ("the shard_map body's jaxpr" if host.via == "shard_map" else
+                    "XLA's per-device HLO of the jit, replayed as a jaxpr")
             return FrontendResult(
                 name="jax",
                 program=host.program,
-                captured_with=f"the shard_map body's jaxpr, on {world} host devices",
+                captured_with=f"{what}, on {world} host devices",
+                kernel_sources=host.kernel_sources,
                 ops_total=host.ops_seen,
                 uncovered=host.coverage,
                 keep_live=host.keep_live,
@@ -127,7 +131,7 @@ class JaxFrontend:
 
                 def float64() -> ValidationPlan:
                     ins, outs = reference_data(capture, lowered=lowered, float64=True)
-                    program = float64_literals(lowered.program)
+                    program = float64_literals(lowered.program, x64_literals(capture))
                     return ValidationPlan(program, ins, outs, "full")
 
                 wide = None if lowered.uncovered_values else float64

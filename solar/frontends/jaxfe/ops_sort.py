@@ -27,6 +27,14 @@ connected), but a radix sort compares nothing. NaNs and ``-0.0`` against ``0.0``
 ordered by `jax.lax.sort`'s total order, not by ``<``: ranks then collide or differ
 from XLA's, and validation fails (an unwritten output element, or other values) rather
 than passing silently.
+
+``top_k`` (`jax.lax.top_k`, along ``axis``) ranks its operand the same way, descending
+(``key_i > key_j`` for ``key_i < key_j``: the stable order XLA's ``top_k`` also returns,
+equal values by ascending index), scatters every value and its index into kernel-locals
+of the operand's shape (``top_k_sorted``, ``top_k_index``), then copies the first ``k``
+positions into its two outputs. Without the rank counts (the bounds' program) that is
+the operand read once, ``k`` values and ``k`` indices written per row, 0 FLOPs — what any
+top-k must at least move.
 """
 
 from __future__ import annotations
@@ -35,7 +43,7 @@ from collections.abc import Sequence
 
 from solar.frontends.jaxfe.core import EqnOperand, read
 from solar.frontends.jaxfe.driver import LOWERINGS, EqnCtx
-from solar.frontends.kit import Nest, UnsupportedOpError, nest
+from solar.frontends.kit import Nest, Sink, UnsupportedOpError, nest
 from solar.frontends.kit.sorting import SORT_RANK
 from solar.ir import (
     Access,
@@ -68,31 +76,67 @@ def _sort(ctx: EqnCtx) -> tuple[EqnOperand, ...] | None:
     rows = Nest(kb, shape)
     if rows.empty:
         return None
-    (j,) = kb.fresh_vars(1, "j")
-    i = rows.idx[d]
-    assert isinstance(i, Name)
-    other = [*rows.idx[:d], j, *rows.idx[d + 1:]]
-    rank = kb.local(DType.I64, shape, SORT_RANK)
-    at = rank[tuple(rows.idx)]
-
-    def count(later: bool, a: Sequence[Expr], b: Sequence[Expr]) -> Stmt:
-        """``rank += 1`` for each ``j`` after (``later``) or before ``i`` with
-        key(a) < key(b)."""
-        order = Binary(">" if later else "<", j, i)
-        less = _lexicographic_less([read(o, a) for o in ops[:num_keys]],
-                                   [read(o, b) for o in ops[:num_keys]])
-        one = Call("select", (less, IntLit(1), IntLit(0)))
-        step = Reduce(at, "+", one if later else Binary("-", IntLit(0), one))
-        (loop,) = nest([(j, shape[d])], [If(order, (step,))])
-        return loop
-
-    idx_i, idx_j = list(rows.idx), other
-    body: list[Stmt] = [Assign(at, i), count(True, idx_j, idx_i), count(False, idx_i, idx_j)]
+    at, body = _ranks(kb, rows, d, ops[:num_keys], descending=False)
     for k, o in enumerate(ops):
         out = ctx.out(k)
         place = [*rows.idx[:d], at, *rows.idx[d + 1:]]
         body.append(Assign(Access(out.ref.name, out.storage_index(place)), read(o, rows.idx)))
     kb.emit(*rows.wrap(body))
+    return None
+
+
+def _ranks(
+    kb: Sink, rows: Nest, d: int, keys: Sequence[EqnOperand], *, descending: bool
+) -> tuple[Access, list[Stmt]]:
+    """The ``sort_rank`` local's element at ``rows.idx`` and the statements that count
+    it: each position's place along axis ``d`` in the stable sort by ``keys``."""
+    (j,) = kb.fresh_vars(1, "j")
+    i = rows.idx[d]
+    assert isinstance(i, Name)
+    other = [*rows.idx[:d], j, *rows.idx[d + 1:]]
+    rank = kb.local(DType.I64, rows.extents, SORT_RANK)
+    at = rank[tuple(rows.idx)]
+    n = rows.extents[d]
+
+    def count(later: bool, a: Sequence[Expr], b: Sequence[Expr]) -> Stmt:
+        """``rank += 1`` for each ``j`` after (``later``) or before ``i`` with
+        key(a) < key(b) (descending: key(b) < key(a))."""
+        order = Binary(">" if later else "<", j, i)
+        ka, kb_ = [read(o, a) for o in keys], [read(o, b) for o in keys]
+        less = _lexicographic_less(kb_, ka) if descending else _lexicographic_less(ka, kb_)
+        one = Call("select", (less, IntLit(1), IntLit(0)))
+        step = Reduce(at, "+", one if later else Binary("-", IntLit(0), one))
+        (loop,) = nest([(j, n)], [If(order, (step,))])
+        return loop
+
+    idx_i = list(rows.idx)
+    return at, [Assign(at, i), count(True, other, idx_i), count(False, idx_i, other)]
+
+
+@LOWERINGS.register("top_k")
+def _top_k(ctx: EqnCtx) -> tuple[EqnOperand, ...] | None:
+    (x,) = ctx.ins
+    shape = tuple(int(e) for e in ctx.eqn.invars[0].aval.shape)
+    d = int(ctx.params.get("axis", len(shape) - 1)) % max(len(shape), 1)
+    k = int(ctx.params["k"])
+    if not shape or shape[d] == 1:
+        raise UnsupportedOpError(f"top_k of shape {shape} along axis {d}")
+    kb = ctx.kernel()
+    rows = Nest(kb, shape)
+    if rows.empty:
+        return None
+    at, body = _ranks(kb, rows, d, (x,), descending=True)
+    place = (*rows.idx[:d], at, *rows.idx[d + 1:])
+    values = kb.local(ctx.out_dtype(0), shape, "top_k_sorted")
+    indices = kb.local(ctx.out_dtype(1), shape, "top_k_index")
+    body += [Assign(values[place], read(x, rows.idx)), Assign(indices[place], rows.idx[d])]
+    kb.emit(*rows.wrap(body))
+    head = Nest(kb, (*shape[:d], k, *shape[d + 1:]))
+    copies = [
+        Assign(Access(out.ref.name, out.storage_index(head.idx)), local[tuple(head.idx)])
+        for out, local in ((ctx.out(0), values), (ctx.out(1), indices))
+    ]
+    kb.emit(*head.wrap(copies))
     return None
 
 

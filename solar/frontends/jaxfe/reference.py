@@ -40,6 +40,7 @@ from solar.frontends.kit import (
 __all__ = [
     "eval_with_taps",
     "float64_literals",
+    "x64_literals",
     "program_bytes",
     "reference_at_reduced_sizes",
     "reference_data",
@@ -142,14 +143,52 @@ def reference_data(
 # that rounds to it (`float64_literals`: `0.0010000000474974513` -> `0.001`), the Python
 # literal a user writes; a literal with more than float32's 9 significant digits
 # (`1 / 3`) comes back within float32 precision of what was written and may still
-# differ there.
+# differ there. Constants the program computes rather than writes are not decimals:
+# `jax.nn.gelu`'s `sqrt(2 / pi)`, cast to the input's dtype, is 0.7978845608028654 in
+# the float64 run but the shortest decimal of its float32 rounding is 0.7978846, a 3e-8
+# relative difference that an Adam step's update turned into float64 mismatches on 20 of
+# 59 outputs of a linen transformer. So the program is traced once more in float64
+# (`x64_literals`, abstract values, nothing runs) and a float32 literal of the IR that is
+# the rounding of one of that trace's float literals (and of no other) becomes that
+# literal; the shortest decimal is the fallback.
 
 
-def float64_literals(program: Program) -> Program:
+def x64_literals(capture: JaxCapture) -> dict[float, float]:
+    """The float literals of the program traced in float64 (Note [JAX float64 run]), keyed
+    by their float32 rounding; a rounding shared by two of them is left out."""
+    jax = require_jax()
+    from jax.extend.core import jaxprs_in_params
+
+    wide: dict[float, set[float]] = {}
+
+    def collect(jaxpr: Any) -> None:
+        for eqn in jaxpr.eqns:
+            for atom in eqn.invars:
+                value = np.asarray(getattr(atom, "val", None)) if not is_var(atom) else None
+                if value is not None and value.dtype.kind == "f" and value.ndim == 0:
+                    with np.errstate(over="ignore"):
+                        single = float(np.float32(value))
+                    if math.isfinite(single):  # float64's `finfo.min` is no float32's -inf
+                        wide.setdefault(single, set()).add(float(value))
+            for sub in jaxprs_in_params(eqn.params):
+                collect(sub)
+
+    args = tuple(
+        jax.ShapeDtypeStruct(a.shape, np.float64) if np.dtype(a.dtype) == np.float32 else a
+        for a in capture.abstract_args
+    )
+    with user_code(f"tracing {capture.name} in float64"), jax.enable_x64(True):
+        collect(jax.make_jaxpr(capture.flat_fn)(*args).jaxpr)
+    return {k: next(iter(v)) for k, v in wide.items() if len(v) == 1}
+
+
+def float64_literals(program: Program, traced: Mapping[float, float] | None = None) -> Program:
     """``program`` with each float literal that is a float32 value replaced by the
+    float64 trace's literal that rounds to it (``traced``, `x64_literals`), else by the
     shortest decimal that rounds to it (Note [JAX float64 run]): a jaxpr holds a Python
     scalar (``dt = 1e-3``) rounded to float32 (``0.0010000000474974513``), while the
     float64 run computes with the Python value itself (``0.001``)."""
+    traced = traced or {}
     import dataclasses
 
     from solar.ir import FloatLit
@@ -161,6 +200,8 @@ def float64_literals(program: Program) -> Program:
         single = np.float32(e.value)
         if float(single) != e.value:
             return None  # not a float32 value: written wider, kept
+        if e.value in traced:
+            return dataclasses.replace(e, value=traced[e.value])
         shortest = np.format_float_positional(single, unique=True, trim="-")
         return dataclasses.replace(e, value=float(shortest))
 

@@ -138,7 +138,7 @@ def equation_flops(eqn: Any) -> int | None:
         return None
     cost = _cost(raw)
     if cost is None or library_call or "flops" not in _first(raw):
-        return None  # no estimate (top_k) is not zero FLOPs
+        return None  # no estimate (approx_top_k) is not zero FLOPs
     if cost.flops < 0 or cost.transcendentals < 0:
         return None
     return int(cost.flops + cost.transcendentals)

@@ -41,6 +41,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from solar.diagnostics import FrontendError, exception_text
+from solar.frontends.pytorch.caches import caches_filled_here_cleared
 from solar.frontends.pytorch.capture_types import (
     CallKind,
     CaptureInfo,
@@ -97,7 +98,8 @@ def _fake_blocked_errors() -> tuple[type[BaseException], ...]:
 def capture_program(
     source: ProgramSource, *, real: bool = False, on_meta: bool | None = None
 ) -> TorchCapture:
-    """Capture ``source`` at ATen level (fake tensors unless ``real`` or forced).
+    """Capture ``source`` at ATen level (fake tensors unless ``real`` or forced); no
+    tensor of its run stays in a function cache (Note [Function caches] in caches.py).
 
     Args:
         source: the program.
@@ -112,6 +114,11 @@ def capture_program(
         FrontendError: loading/running errors (E0501-E0504), E0505 when real values are
             needed but inputs+parameters exceed `REAL_BUDGET_BYTES`.
     """
+    with caches_filled_here_cleared():
+        return _capture(source, real=real, on_meta=on_meta)
+
+
+def _capture(source: ProgramSource, *, real: bool, on_meta: bool | None) -> TorchCapture:
     reason = "requested" if real else None
     if not real:
         meta, built = (

@@ -92,12 +92,16 @@ def local_shard(t: Any) -> Any:
 # ``dist.all_reduce``) and make it the parameter's ``.grad``. One all-reduce per
 # parameter, in the order the gradients become ready: the bytes are those of DDP's
 # buckets (a bucket holds each gradient once; the all-reduce bound is linear in the
-# bytes, and per-launch latency is zero in the bound). Buffers (BatchNorm statistics)
-# that DDP broadcasts at each forward are not charged (a lower bound stays sound). A
-# forward under ``no_sync()`` (gradient accumulation) or without grad gets no hooks, as
-# DDP's reducer skips it. A DDP with a communication hook (``register_comm_hook``: fp16
-# compression, PowerSGD...) or mixed precision is refused (E0559): charging the
-# gradients' own bytes could exceed what its reduction moves.
+# bytes, and per-launch latency is zero in the bound). Buffers (BatchNorm statistics):
+# with ``broadcast_buffers=True`` (``forward_sync_buffers``, the default) DDP's
+# ``_pre_forward`` broadcasts every module buffer from the group's rank 0 before the
+# forward, unless the previous forward ran under ``no_sync()``; the replacement does the
+# same with one in-place ``dist.broadcast`` per buffer, so the buffers' bytes are charged
+# as DDP's coalesced broadcast moves them. A forward under ``no_sync()`` (gradient
+# accumulation) or without grad gets no hooks, as DDP's reducer skips it. A DDP with a
+# communication hook (``register_comm_hook``: fp16 compression, PowerSGD...), a buffer
+# hook or mixed precision is refused (E0559): charging the tensors' own bytes could
+# exceed what its communication moves.
 # A gradient reaches its hook only through ``.backward()``: the step's ``loss.backward()``
 # must run inside the file (an entry or forward that calls it).
 
@@ -106,18 +110,26 @@ def _ddp_forward(self: Any, *args: Any, **kwargs: Any) -> Any:
     import torch
     import torch.distributed as dist
 
-    if self._comm_hooks or self.mixed_precision is not None:
+    if self._comm_hooks or hasattr(self, "buffer_hook") or self.mixed_precision is not None:
         from solar.diagnostics import FrontendError
 
         raise FrontendError(
-            "DistributedDataParallel with a communication hook or mixed precision is not "
-            "captured: the bytes its reduction moves depend on them (a compressing hook "
-            "moves fewer than the gradients)",
+            "DistributedDataParallel with a communication hook, a buffer hook or mixed "
+            "precision is not captured: the bytes it moves depend on them (a compressing "
+            "hook moves fewer than the gradients)",
             code="E0559",
         )
     group = self.process_group
     scale = 1.0 / dist.get_world_size(group)
     sync = torch.is_grad_enabled() and self.require_backward_grad_sync  # False: no_sync()
+    # DDP's _pre_forward (`broadcast_buffers` before torch 2.13 named it)
+    if self.require_forward_param_sync and getattr(
+            self, "forward_sync_buffers", getattr(self, "broadcast_buffers", True)):
+        with torch.no_grad():
+            for name, buf in self.module.named_buffers():
+                if name not in self.parameters_to_ignore:
+                    dist.broadcast(buf, src=dist.get_global_rank(group, 0), group=group)
+    self.require_forward_param_sync = sync  # as DDP's _post_forward
     for p in self.module.parameters():
         if not p.requires_grad or not sync:
             continue

@@ -116,6 +116,11 @@ DEVICE_KERNELS: dict[str, str] = {
     "softmax": "aten._softmax.default(x, dim, half_to_float=True) for a 16-bit input and "
                "dtype=float32 (one CUDA kernel)",
     "log_softmax": "aten._log_softmax.default(x, dim, half_to_float=True), likewise",
+    "scaled_dot_product_attention": "aten.scaled_dot_product_attention.default for 4-D "
+                                    "inputs with a mask of another rank than 2 or 4 (ALiBi's "
+                                    "[H, L, L]): the CPU takes the math path, upcast to fp32 "
+                                    "for 16-bit inputs; CUDA runs one fused kernel at the "
+                                    "input dtype (Note [Whole attention])",
 }
 """Python entries recorded as the one ATen op CUDA runs for them."""
 
@@ -126,6 +131,8 @@ def _device_call(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tu
     or None (another form: left to the decomposition)."""
     import torch
 
+    if name == "scaled_dot_product_attention":
+        return _attention_call(args, kwargs)
     if name == "rms_norm":
         names = ("input", "normalized_shape", "weight", "eps")
         if len(args) > 4 or any(k not in names for k in kwargs):
@@ -144,6 +151,39 @@ def _device_call(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tu
         return None
     op = torch.ops.aten._softmax if name == "softmax" else torch.ops.aten._log_softmax
     return op.default, (x, dim, True)
+
+
+# Note [Whole attention]
+# ~~~~~~~~~~~~~~~~~~~~~~~~
+# ``F.scaled_dot_product_attention`` on 4-D inputs reaches the CPU flash kernel only for a
+# mask of rank 2 or 4; any other mask (ALiBi's per-head bias ``[H, L, L]``, a ``[L]`` key
+# padding row) sends the CPU to the math path, which casts 16-bit inputs to fp32 and runs
+# two fp32 ``bmm``s and a softmax. Charged as captured, the contractions ran at the
+# fp32-accurate 3xTF32 rate, 6x the bf16 minimum (issue 28 round 3: ALiBi, 2 x 16 heads x
+# 2048 x 128 bf16, fused 208.5 us against a 34.7 us minimum). CUDA's memory-efficient
+# kernel takes any broadcastable mask at the input dtype, so such a call is recorded whole
+# as ``aten.scaled_dot_product_attention`` (ops_attention.py lowers it as one attention
+# kernel at the input dtype); masks of rank 2 or 4 already reach a fused CPU kernel.
+
+
+def _attention_call(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, tuple[
+        Any, ...]] | None:
+    """The whole-attention call of Note [Whole attention], or None (left as dispatched)."""
+    import torch
+
+    names = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale",
+             "enable_gqa")
+    if len(args) > len(names) or any(k not in names for k in kwargs):
+        return None
+    b = {**dict(zip(names, args, strict=False)), **kwargs}
+    q, mask = b.get("query"), b.get("attn_mask")
+    if (not isinstance(q, torch.Tensor) or q.ndim != 4 or not isinstance(mask, torch.Tensor)
+            or mask.ndim in (2, 4) or float(b.get("dropout_p", 0.0)) != 0.0
+            or q.dtype not in (torch.float16, torch.bfloat16, torch.float32)):
+        return None
+    return torch.ops.aten.scaled_dot_product_attention.default, (
+        q, b["key"], b["value"], mask, 0.0, bool(b.get("is_causal", False)), b.get("scale"),
+        bool(b.get("enable_gqa", False)))
 
 
 def _outputs(args: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -256,7 +296,8 @@ def composite_calls(rec: _Sink, *, rnns: bool = True) -> Iterator[None]:
     ] + [
         (owner, name, wholes.op(name, getattr(owner, name)))
         for owner, name in ((torch, "rms_norm"), (torch, "softmax"), (torch, "log_softmax"),
-                            (torch.Tensor, "softmax"), (torch.Tensor, "log_softmax"))
+                            (torch.Tensor, "softmax"), (torch.Tensor, "log_softmax"),
+                            (torch.nn.functional, "scaled_dot_product_attention"))
         if rnns
     ]
     patches.append((torch._C._nn, "pad", wholes.circular_pad))

@@ -1,4 +1,6 @@
-"""Zero-padding multiply-adds inside torch's convolution FLOP count.
+"""Zero-padding multiply-adds inside torch's convolution FLOP count, and the formulas
+that fill or correct torch's table (Note [Counter gaps], Note [Grouped convolution
+backward]).
 
 Contract: ``(convolution call arguments, torch's FLOPs) -> FLOPs spent on padding``.
 torch's ``FlopCounterMode`` counts a convolution as ``2 * out elements * in channels
@@ -8,7 +10,8 @@ does not charge it). A transposed convolution's ``padding`` crops its output ins
 the taps that would write the cropped positions are no necessary work either. Note
 [Padding FLOPs]: to compare SOLAR's FLOPs with torch's
 count (Note [Independent FLOP count] in capture.py), the taps over padding are counted
-here from the shapes alone, independently of SOLAR's lowering, and subtracted.
+here from the shapes alone, independently of SOLAR's lowering, and subtracted, for
+the forward and for ``convolution_backward`` alike.
 """
 
 from __future__ import annotations
@@ -20,7 +23,9 @@ if TYPE_CHECKING:
     from solar.frontends.pytorch.capture_types import RecordedCall
 
 __all__ = [
+    "CONVOLUTION_BACKWARD_OPS",
     "CONVOLUTION_OPS",
+    "CORRECTED_FORMULAS",
     "EXTRA_FORMULAS",
     "padding_flops",
     "uncounted_ops",
@@ -30,6 +35,11 @@ __all__ = [
 CONVOLUTION_OPS = frozenset({"convolution", "_convolution", "convolution_overrideable"})
 """ATen convolutions whose positional arguments are ``(input, weight, bias, stride,
 padding, dilation, transposed, ...)``."""
+CONVOLUTION_BACKWARD_OPS = frozenset({"convolution_backward", "convolution_backward_overrideable"})
+"""ATen convolution backwards: ``(grad_output, input, weight, bias_sizes, stride, padding,
+dilation, transposed, ...)``. The gradients of the input and of the weight each pair
+every output position with every tap, as the forward does: the taps over zero padding
+are no necessary work in either."""
 
 
 def _valid_taps(size: int, kernel: int, stride: int, pad: int, dilation: int) -> tuple[int, int]:
@@ -108,8 +118,14 @@ def padding_flops(op: str, args: Sequence[Any], flops: int) -> int:
     or, for a transposed convolution, that lands on outputs its ``padding`` crops.
 
     ``args`` are the call's positional arguments with tensors replaced by their shapes.
-    Zero for anything but a convolution with padding.
+    Zero for anything but a convolution (or its backward) with padding. The backward's
+    two products, ``grad_input`` (the transposed convolution of ``grad_output``) and
+    ``grad_weight`` (``input`` against ``grad_output``), pair the same output positions
+    with the same taps as the forward, so the share over padding is the forward's.
     """
+    if op in CONVOLUTION_BACKWARD_OPS and len(args) >= 9:
+        _grad_out, x, w, _bias_sizes, stride, padding, dilation, transposed, out_pad = args[:9]
+        op, args = "convolution", (x, w, None, stride, padding, dilation, transposed, out_pad)
     if op not in CONVOLUTION_OPS or len(args) < 7 or flops <= 0:
         return 0
     x, w, _bias, stride, padding, dilation, transposed = args[:7]
@@ -177,6 +193,47 @@ EXTRA_FORMULAS: dict[str, Any] = {
 }
 """Formulas for ops torch's ``flop_registry`` does not know (Note [Counter gaps]), by
 overload-packet name, called like the registry's (tensors, then ``out_val``)."""
+
+
+# Note [Grouped convolution backward]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# torch's ``conv_backward_flop`` counts ``grad_weight`` as the convolution of ``input``
+# (batch and channels swapped) with ``grad_output``, whose channel product is then
+# ``C_in * C_out``: every input channel against every output channel, which is right
+# for ``groups = 1`` only. A grouped convolution pairs each output channel with the
+# ``C_in / groups`` input channels of its group, so the true count is the forward's,
+# ``1 / groups`` of torch's (a depthwise convolution's ``grad_weight``: ``C`` times too
+# many FLOPs, and a training step of EfficientNet or MobileNet read as a 90% "shortfall").
+# `CORRECTED_FORMULAS` applies torch's formula and divides that term by ``groups``;
+# ``grad_input`` (a transposed convolution with the grouped weight) torch counts right.
+
+
+def _conv_backward(
+    grad_out: Any, x: Any, w: Any, bias_sizes: Any, stride: Any, padding: Any,
+    dilation: Any, transposed: bool, output_padding: Any, groups: int, output_mask: Any,
+    *_args: Any, out_val: Any = None, **_kwargs: Any,
+) -> int:
+    import torch
+    from torch.utils.flop_counter import conv_flop_count, flop_registry
+
+    torch_count = flop_registry[torch.ops.aten.convolution_backward]
+    total = int(torch_count(grad_out, x, w, bias_sizes, stride, padding, dilation, transposed,
+                            output_padding, groups, output_mask, out_val=out_val))
+    grad_w = out_val[1] if out_val is not None and len(out_val) > 1 else None
+    if int(groups) <= 1 or not output_mask[1] or grad_w is None:
+        return total
+
+    def t(shape: Any) -> list[int]:
+        return [int(shape[1]), int(shape[0]), *map(int, shape[2:])]
+
+    a, b = (grad_out.shape, x.shape) if transposed else (x.shape, grad_out.shape)
+    counted = int(conv_flop_count(t(a), t(b), t(grad_w.shape)))
+    return total - counted + counted // int(groups)
+
+
+CORRECTED_FORMULAS: dict[str, Any] = {"convolution_backward": _conv_backward}
+"""Formulas that replace torch's where its count is wrong (Note [Grouped convolution
+backward]), by overload-packet name, called like the registry's."""
 
 
 def uncounted_ops(calls: Iterable[RecordedCall]) -> tuple[str, ...]:

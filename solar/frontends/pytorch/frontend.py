@@ -21,6 +21,7 @@ from solar.frontends.protocol import (
     FrontendResult,
     OptionName,
     Progress,
+    RealRunCheck,
     ReferenceCheck,
     ValidationPlan,
     refuse_unsupported,
@@ -184,12 +185,26 @@ def _distributed(
         ops_total=first.ops_seen,
         uncovered=first.coverage,
         no_reference_reason=(
-            "a distributed program: validate it against a real gloo run "
-            "(solar.frontends.pytorch.distributed.validate_with_gloo)"
+            "a distributed program trained with a chosen optimizer: validate it against a "
+            "real gloo run (solar.frontends.pytorch.distributed.validate_with_gloo)"
         ),
+        # the real run trains with the file's optimizer (TrainStep()), as --train does
+        real_run=(lambda: _gloo_check(path, world, step is not None))
+        if step is None or step.optimizer is None else None,
         keep_live=first.keep_alive,
         uncovered_values=tuple(v.name for v in first.uncovered_values),
     )
+
+
+def _gloo_check(path: Path, world: int, train: bool) -> RealRunCheck:
+    """The file on ``world`` gloo processes against the simulated IR (docs/distributed.md,
+    "Validation against a real run")."""
+    from solar.frontends.pytorch.distributed import validate_with_gloo
+
+    rtol, atol = 1e-4, 1e-5
+    check = validate_with_gloo(path, world=world, rtol=rtol, atol=atol, train=train)
+    return RealRunCheck(f"{world} gloo processes", check.world, check.sizes,
+                        check.max_abs_error, rtol, atol)
 
 
 def _train_step(options: FrontendOptions) -> TrainStep | None:

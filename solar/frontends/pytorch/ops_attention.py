@@ -12,6 +12,14 @@ triangle; rows past the key length (``L > S``) get a full-width loop. Grouped-qu
 attention (fewer key/value heads) splits the query-head loop into ``(kv head, rep)`` so
 every subscript stays affine. ``dropout_p > 0`` is random and is rejected.
 
+Note [Fully masked rows]: a query whose every key the mask hides (a left-padded
+batch: transformers' padding mask leaves the pad positions' rows all ``-inf``) has a
+row maximum of ``-inf``, and ``exp(S - m)`` is NaN there. torch returns zeros for such a
+row (the math path's ``_safe_softmax``, and CPU flash attention, whose logsumexp is
+then 0 too). With a mask, each row therefore ends in ``if m == -inf { row = 0 }``: a
+value-dependent ``if``, whose condition costs one comparison per row and whose zero
+writes are not charged (a lower bound: rows are rarely all masked).
+
 CPU dispatch (torch 2.13): ``F.scaled_dot_product_attention`` on 4-D inputs reaches
 ``_scaled_dot_product_flash_attention_for_cpu`` (boolean masks are first converted to
 additive float masks with ``where``; ``enable_gqa`` passes through); 3-D inputs take
@@ -45,6 +53,7 @@ from solar.ir import (
     Call,
     DType,
     Expr,
+    If,
     IntLit,
     Name,
     Reduce,
@@ -152,6 +161,22 @@ def _weight_rows(
     return body
 
 
+def _zero_if_all_masked(kb: Sink, a: Attention, m_at: Expr, row: list[Expr]) -> If:
+    """``if m == -inf``: the row's outputs are 0 (Note [Fully masked rows])."""
+    (d, j) = kb.fresh_vars(2, "z")
+    zeros: list[Stmt] = nest(
+        [(d, a.out.shape[-1])], [Assign(LowerCtx.write(a.out, [*row, d]), lit(0.0))]
+    )
+    if a.lse is not None:
+        tail = [IntLit(0)] * (a.lse.rank - len(row))
+        zeros.append(Assign(LowerCtx.write(a.lse, [*row, *tail]), lit(0.0)))
+    if a.weights is not None:
+        zeros += nest(
+            [(j, a.weights.shape[-1])], [Assign(LowerCtx.write(a.weights, [*row, j]), lit(0.0))]
+        )
+    return If(Binary("==", m_at, Unary("-", lit(float("inf")))), tuple(zeros))
+
+
 def emit_attention(ctx: LowerCtx, kb: Sink, a: Attention) -> None:
     """Emit the attention loops for ``a`` into ``kb``.
 
@@ -245,6 +270,8 @@ def emit_attention(ctx: LowerCtx, kb: Sink, a: Attention) -> None:
             )
         if a.weights is not None:
             body += _weight_rows(kb, a.weights, probs, l_at, [*q_lead, i], j_hi, n_k)
+        if a.mask is not None:
+            body.append(_zero_if_all_masked(kb, a, m_at, [*q_lead, i]))
         return body
 
     stmts: list[Stmt] = []

@@ -1,6 +1,6 @@
 """Lowerings of ``im2col`` (``F.unfold``), ``col2im`` (``F.fold``), ``trace``,
-``_cdist_forward`` (``torch.cdist``), ``_pdist_forward`` (``torch.pdist``) and
-``linalg_cross`` (``torch.linalg.cross``).
+``_cdist_forward`` and ``_euclidean_dist`` (``torch.cdist``), ``_pdist_forward``
+(``torch.pdist``) and ``linalg_cross`` (``torch.linalg.cross``).
 
 Contract: one kernel per call. ``im2col`` writes every column element (zero first where
 a window overhangs the padding, then the in-bounds taps under an affine guard, so
@@ -139,8 +139,18 @@ def _trace(ctx: LowerCtx, call: OpCall) -> None:
 
 @LOWERINGS.register("aten._cdist_forward")
 def _cdist(ctx: LowerCtx, call: OpCall) -> None:
+    _distances(ctx, call, float(call.arg(2, "p", 2.0)))
+
+
+@LOWERINGS.register("aten._euclidean_dist")
+def _euclidean_dist(ctx: LowerCtx, call: OpCall) -> None:
+    """``_euclidean_dist(x1, x2)``: what ``torch.cdist`` runs for ``p = 2`` over more than
+    25 rows (its matmul form, ``|a|^2 + |b|^2 - 2 a.b``; the same distances)."""
+    _distances(ctx, call, 2.0)
+
+
+def _distances(ctx: LowerCtx, call: OpCall, p: float) -> None:
     a, b, out = tensor_arg(call, 0, "x1"), tensor_arg(call, 1, "x2"), out0(call)
-    p = float(call.arg(2, "p", 2.0))
     if a.rank < 2 or a.shape[:-2] != b.shape[:-2] or a.shape[-1] != b.shape[-1]:
         raise UnsupportedOpError("cdist of operands with different batch or feature dims")
     if p <= 0 or not out.dtype.is_float or a.shape[-1] == 0:

@@ -36,7 +36,7 @@ from solar.frontends.pytorch.capture_types import (
     to_numpy,
 )
 from solar.frontends.pytorch.composite import composite_calls
-from solar.frontends.pytorch.flops import EXTRA_FORMULAS, padding_flops
+from solar.frontends.pytorch.flops import CORRECTED_FORMULAS, EXTRA_FORMULAS, padding_flops
 from solar.frontends.pytorch.loader import Instance, user_code
 from solar.frontends.pytorch.meta_mode import MetaMode
 
@@ -162,9 +162,10 @@ class Recorder:
             return None
         from torch.utils.flop_counter import flop_registry
 
-        formula = flop_registry.get(func._overloadpacket) or EXTRA_FORMULAS.get(
-            func._overloadpacket.__name__
-        )  # Note [Counter gaps] in flops.py
+        name = func._overloadpacket.__name__
+        # Note [Grouped convolution backward], Note [Counter gaps] in flops.py
+        formula = (CORRECTED_FORMULAS.get(name) or flop_registry.get(func._overloadpacket)
+                   or EXTRA_FORMULAS.get(name))
         return None if formula is None else int(formula(*args, **kwargs, out_val=out))
 
     def convert(self, a: Any, index: int) -> Any:

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from solar.diagnostics import FrontendError
+from solar.frontends.pytorch.caches import caches_filled_here_cleared
 from solar.frontends.pytorch.capture import plain_outputs
 from solar.frontends.pytorch.capture_types import NamedTensor, TorchCapture, to_numpy
 from solar.frontends.pytorch.loader import instantiate
@@ -95,7 +96,11 @@ def replay_values(capture: TorchCapture, *, keep: frozenset[int] = frozenset()) 
     ids = Ids()
     register_tensors(inst, ids)
     rec = Recorder(ids, inst.attr_names, keep, tuple(c.target for c in capture.calls))
-    with _default_dtype(torch.float64 if capture.source.float64 else None):
+    # the real run leaves no real tensor in a cache for a later fake capture (Note
+    # [Function caches] in caches.py)
+    with caches_filled_here_cleared(), _default_dtype(
+        torch.float64 if capture.source.float64 else None
+    ):
         out = run_recorded(inst, rec, None)
     if rec.diverged is None and len(rec.calls) != len(capture.calls):
         raise FrontendError(

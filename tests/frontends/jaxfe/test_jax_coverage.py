@@ -15,14 +15,14 @@ jnp = pytest.importorskip("jax.numpy")
 pytestmark = pytest.mark.jax
 
 
-def test_top_k_is_uncovered_and_program_still_validates() -> None:
+def test_approx_top_k_is_uncovered_and_program_still_validates() -> None:
     def f(x: Any) -> Any:
-        s = jax.lax.top_k(x * 2.0, 2)[0]
+        s = jax.lax.approx_max_k(x * 2.0, 2)[0]
         return s + 1.0, x.sum()
 
     lowered = check_fn(f, rand(4, 8), covered=False)
     (op,) = lowered.coverage
-    assert op.target == "top_k"
+    assert op.target == "approx_top_k"
     assert op.count == 1
     assert 0.0 < op.bytes_share < 1.0
     assert "no lowering" in op.reason
@@ -30,20 +30,20 @@ def test_top_k_is_uncovered_and_program_still_validates() -> None:
     roles = {t.name: t.role for t in lowered.program.tensors}
     for extra in lowered.uncovered_values:
         assert extra.name.startswith("u")
-        assert "_top_k" in extra.name
+        assert "_approx_top_k" in extra.name
         assert roles[extra.name] == "input"
     assert lowered.ops_seen == lowered.ops_lowered + 1
 
 
 def test_uncovered_inside_scan_uncovers_the_scan() -> None:
     def f(xs: Any) -> Any:
-        return jax.lax.scan(lambda c, x: (c + jax.lax.top_k(x, 3)[0], c), jnp.zeros(3), xs)
+        return jax.lax.scan(lambda c, x: (c + jax.lax.approx_max_k(x, 3)[0], c), jnp.zeros(3), xs)
 
     lowered = check_fn(f, rand(4, 3), covered=False)
     assert [u.target for u in lowered.coverage] == ["scan"]
-    assert "top_k" in lowered.coverage[0].reason
+    assert "approx_top_k" in lowered.coverage[0].reason
     # the note that carries it to the report (Note [What stopped a loop])
-    assert any(n.startswith("scan uncovered:") and "`top_k`" in n for n in lowered.notes)
+    assert any(n.startswith("scan uncovered:") and "`approx_top_k`" in n for n in lowered.notes)
 
 
 def test_a_loop_names_the_inner_equation_that_stopped_it() -> None:
@@ -76,7 +76,7 @@ def test_random_ops_are_uncovered_but_downstream_lowered() -> None:
 
 def test_effects_free_dead_code_is_skipped() -> None:
     def f(x: Any) -> Any:
-        _unused = jax.lax.top_k(x, 2)
+        _unused = jax.lax.approx_max_k(x, 2)
         return x * 2.0
 
     lowered = check_fn(f, rand(5))
@@ -90,7 +90,7 @@ def test_effects_free_dead_code_is_skipped() -> None:
 # unknown, as does an op XLA gives no estimate for.
 COUNTED: list[tuple[str, Any, np.ndarray, bool]] = [
     ("erf_inv", lambda x: jax.lax.erf_inv(jnp.tanh(x) * 0.5), rand(5, 7), True),
-    ("top_k", lambda x: jax.lax.top_k(x, 3)[0], rand(5, 7), False),
+    ("approx_top_k", lambda x: jax.lax.approx_max_k(x, 3)[0], rand(5, 7), False),
     ("eigh", lambda x: jnp.linalg.eigh(x @ x.T)[0], rand(5, 5), False),
     (
         "while",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from solar.frontends.jaxfe import lower_jaxpr, trace_function, trace_jax_file
 from solar.report.breakdown import kernel_origin
 
 jax = pytest.importorskip("jax")
+jnp = jax.numpy
 pytestmark = pytest.mark.jax
 
 SAMPLES = Path(__file__).resolve().parents[3] / "samples" / "jax"
@@ -87,3 +89,64 @@ def test_samples_name_their_functions(sample: str, expected: set[str]) -> None:
     assert expected <= names
     # no kernel named only after its primitive where a function made it
     assert not {"tanh", "exp", "tanh_1", "exp_1", "dot_general_1"} & names
+
+
+def _cell(h, x):  # type: ignore[no-untyped-def]
+    return jnp.tanh(h + x)
+
+
+def _rnn(xs):  # type: ignore[no-untyped-def]
+    def step(h, x):  # type: ignore[no-untyped-def]
+        h = _cell(h, x)
+        return h, h * 2.0
+
+    return jax.lax.scan(step, jnp.zeros(4), xs)
+
+
+def loops(xs, v):  # type: ignore[no-untyped-def]
+    def body(i, v):  # type: ignore[no-untyped-def]
+        return v * 0.5 + 1.0
+
+    def wbody(s):  # type: ignore[no-untyped-def]
+        return s[0] + 1, s[1] * 2.0
+
+    a = jax.lax.fori_loop(0, 5, body, v)
+    b = jax.lax.while_loop(lambda s: s[0] < 3, wbody, (0, v))
+    return _rnn(xs), a, b, jax.lax.scan(lambda c, x: (c + x, c), v, xs)
+
+
+def test_loop_kernels_are_named_after_their_body_function() -> None:
+    # a loop is one kernel doing what its body does: the loop's caller, then the body
+    # function (jax traces it on a stack of its own); a lambda body names nothing
+    x = np.ones((6, 4), np.float32)
+    lowered = lower_jaxpr(trace_function(loops, [x, x[0]]))
+    names = [k.name for k in lowered.program.kernels]
+    # `_rnn` is private and names nothing; `step`, an IR keyword, is not suffixed
+    assert names == ["body_scan", "wbody_while", "step_scan", "scan"]
+    assert {"body", "wbody", "step"} <= set(lowered.module_paths)
+
+
+def test_nnx_and_equinox_modules_name_their_kernels() -> None:
+    # no name stack outside linen: the user's module class (its `__call__`) and the
+    # library module it called (the outermost: eqx.nn.MLP, not the Linear inside)
+    nnx = pytest.importorskip("flax.nnx")
+    eqx = pytest.importorskip("equinox")
+
+    class Block(nnx.Module):  # type: ignore[misc]
+        def __init__(self, rngs: Any) -> None:
+            self.norm = nnx.LayerNorm(8, rngs=rngs)
+            self.fc = nnx.Linear(8, 8, rngs=rngs)
+
+        def __call__(self, x: Any) -> Any:
+            return self.fc(self.norm(x))
+
+    block = Block(nnx.Rngs(0))
+    mlp = eqx.nn.MLP(8, 4, 16, 1, key=jax.random.PRNGKey(0))
+
+    def g(x):  # type: ignore[no-untyped-def]
+        return jax.vmap(mlp)(block(x))
+
+    x = np.ones((2, 8), np.float32)
+    names = [k.name for k in lower_jaxpr(trace_function(g, [x])).program.kernels]
+    assert {"Block_LayerNorm_rsqrt", "Block_Linear_dot_general", "MLP_dot_general",
+            "MLP_relu_max"} <= set(names), names

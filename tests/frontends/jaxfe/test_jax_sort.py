@@ -62,3 +62,30 @@ def test_a_one_element_sort_is_the_identity() -> None:
     assert program_costs(lowered.program)[0] == 0
     assert not any(t.name.startswith("sort_rank") for k in lowered.program.kernels
                    for t in k.locals)
+
+
+TOP_K = [
+    ("last axis", lambda x: lax.top_k(x, 3)),
+    # abs: no -0.0, which XLA orders below 0.0 (Note [Sort ranks])
+    ("ties: equal values by ascending index", lambda x: lax.top_k(jnp.abs(jnp.round(x * 2)), 4)),
+    ("k = n", lambda x: lax.top_k(x, 7)),
+    ("then softmax of the values", lambda x: jax.nn.softmax(lax.top_k(x, 2)[0])),
+]
+
+
+@pytest.mark.parametrize(("case", "fn"), TOP_K, ids=[c[0] for c in TOP_K])
+def test_top_k_is_exact_and_charged_its_bytes_only(case: str, fn: Any) -> None:
+    lowered = check_fn(fn, X, rtol=1e-6, atol=1e-6)
+    assert lowered.fully_covered, case
+    flops, _, fused = program_costs(sorts_as_copies(lowered.program))
+    if case.startswith(("last", "k =")):
+        k = 3 if case.startswith("last") else 7
+        assert flops == 0
+        # the operand read once; k values (f32) and k indices (i32) written per row
+        assert fused == X.size * 4 + 2 * X.shape[0] * k * 4
+
+
+def test_top_k_along_a_middle_axis() -> None:
+    x = rand(3, 5, 4, seed=7)
+    lowered = check_fn(lambda v: lax.top_k(v, 2, axis=1), x, rtol=0.0, atol=0.0)
+    assert lowered.fully_covered

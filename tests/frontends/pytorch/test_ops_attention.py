@@ -75,6 +75,37 @@ def test_flash_cpu_with_mask_and_half() -> None:
     check_op(FLASH, q.half(), k.half(), v.half(), 0.0, False, rtol=1e-2, atol=1e-2)
 
 
+def _left_padded(b: int, n_q: int, n_k: int, pad: int) -> Any:
+    """A causal boolean mask whose first ``pad`` query rows see no key (left padding)."""
+    mask = torch.ones(b, 1, n_q, n_k, dtype=torch.bool).tril()
+    mask[:, :, :pad, :] = False
+    return mask
+
+
+def test_fully_masked_rows_are_zero_as_torch_returns_them() -> None:
+    # Note [Fully masked rows]: out 0 (and CPU flash's logsumexp 0), not NaN
+    q, k, v = torch.randn(2, 2, 5, 4), torch.randn(2, 2, 5, 4), torch.randn(2, 2, 5, 4)
+    mask = _left_padded(2, 5, 5, 2)
+    additive = torch.zeros(mask.shape).masked_fill(~mask, float("-inf"))
+    check_op(FLASH, q, k, v, 0.0, False, attn_mask=additive)
+    check_op(A.scaled_dot_product_attention.default, q, k, v, mask)
+    check_op(A._scaled_dot_product_attention_math.default, q, k, v, additive, 0.0, False)
+
+
+def test_a_left_padded_attention_step_validates() -> None:
+    import solar
+
+    class Padded(nn.Module):  # type: ignore[misc]
+        def forward(self, q: Any, k: Any, v: Any, mask: Any) -> Any:
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+    torch.manual_seed(0)
+    qkv = [torch.randn(2, 2, 6, 4, requires_grad=True) for _ in range(3)]
+    report = solar.analyze(Padded(), (*qkv, _left_padded(2, 6, 6, 3)), train=True)
+    assert report.coverage.complete
+    assert report.validation.status == "passed", report.validation
+
+
 def test_math_attention_weights() -> None:
     q, k, v = torch.randn(2, 3, 4, 8), torch.randn(2, 3, 6, 8), torch.randn(2, 3, 6, 5)
     check_op(A._scaled_dot_product_attention_math.default, q, k, v, None, 0.0, True)

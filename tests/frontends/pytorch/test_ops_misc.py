@@ -1,4 +1,5 @@
-"""ops_misc.py against torch: im2col (F.unfold), col2im (F.fold), trace, cdist, pdist, cross."""
+"""ops_misc.py against torch: im2col (F.unfold), col2im (F.fold), trace, cdist (and its
+_euclidean_dist form), pdist, cross."""
 
 from __future__ import annotations
 
@@ -36,6 +37,9 @@ CASES: dict[str, tuple[Callable[..., Any], tuple[tuple[int, ...], ...]]] = {
     "cdist_p3": (lambda x, y: torch.cdist(x, y, p=3.0), ((4, 6), (5, 6))),
     "cdist_pinf": (lambda x, y: torch.cdist(x, y, p=float("inf")), ((4, 6), (5, 6))),
     "cdist_batched": (lambda x, y: torch.cdist(x, y), ((2, 3, 4), (2, 5, 4))),
+    # over 25 rows p = 2 runs as _euclidean_dist (a VQ codebook lookup: diffusers' VQModel)
+    "cdist_euclidean_many_rows": (lambda x, y: torch.cdist(x, y), ((2, 30, 4), (2, 32, 4))),
+    "euclidean_dist": (lambda x, y: torch.ops.aten._euclidean_dist(x, y), ((3, 5), (4, 5))),
     "pdist_p2": (lambda x: torch.pdist(x), ((5, 3),)),
     "pdist_p1": (lambda x: torch.pdist(x, p=1.0), ((4, 6),)),
     "pdist_pinf": (lambda x: torch.pdist(x, p=float("inf")), ((6, 2),)),

@@ -167,6 +167,12 @@ def test_analyze_bounds_a_distributed_file_per_rank() -> None:
     assert report.sizes == {"W": 2}
     assert report.ir.kernels == 4
     assert "fake process group" in report.frontend.captured_with
+    # validated as the CLI runs it: every rank against 2 real gloo processes, and the
+    # report says which world size and sizes were checked
+    v = report.validation
+    assert (v.status, v.strategy) == ("passed", "real run on 2 gloo processes")
+    assert v.sizes["W"] == 2 and "world size 2" in (v.reason or "")
+    assert v.outputs and all(o.passed and (o.max_abs_error or 0.0) < 1e-4 for o in v.outputs)
 
 
 def test_in_place_c10d_collectives_match_a_real_gloo_run() -> None:
@@ -271,23 +277,66 @@ dist.destroy_process_group()
 """
 
 
-def test_ddp_capture_reduces_gradients_as_ddps_own_reducer(tmp_path: Path) -> None:
-    """Note [DDP capture]: the Python reduction gives the gradients DDP's C++ reducer
-    gives, on a real two-rank gloo run."""
+def _twin_errors(script: str, sample: Path, tmp_path: Path) -> list[float]:
+    """Run ``script`` on two real gloo ranks; the largest difference each prints."""
     import os
     import subprocess
     import sys
 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
     procs = [
-        subprocess.Popen([sys.executable, "-c", _DDP_TWIN, str(r), str(tmp_path / "store"),
-                          str(SAMPLES / "dist_ddp_mlp.py")],
+        subprocess.Popen([sys.executable, "-c", script, str(r), str(tmp_path / "store"),
+                          str(sample)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         for r in range(2)
     ]
     outs = [p.communicate(timeout=240) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outs[0][1][-500:]
-    assert all(float(out.decode().strip()) < 1e-6 for out, _ in outs)
+    return [float(out.decode().strip()) for out, _ in outs]
+
+
+def test_ddp_capture_reduces_gradients_as_ddps_own_reducer(tmp_path: Path) -> None:
+    """Note [DDP capture]: the Python reduction gives the gradients DDP's C++ reducer
+    gives, on a real two-rank gloo run."""
+    errors = _twin_errors(_DDP_TWIN, SAMPLES / "dist_ddp_mlp.py", tmp_path)
+    assert all(e < 1e-6 for e in errors)
+
+
+_DDP_BN_TWIN = _DDP_TWIN[:_DDP_TWIN.index("def grads")] + """
+def step(emulated):
+    torch.manual_seed(0)
+    model = ns["Model"]()
+    x = torch.randn(8, 16, generator=torch.Generator().manual_seed(1)) * (1 + rank)
+    with distributed_capture() if emulated else torch.enable_grad():
+        return model(x)
+
+real, ours = step(False), step(True)
+print(max(float((a - b).abs().max()) for a, b in zip(real, ours, strict=True)))
+dist.destroy_process_group()
+"""
+
+
+def test_ddp_broadcasts_buffers_from_rank_0_before_the_forward() -> None:
+    """Note [DDP capture]: with broadcast_buffers (the default) each forward broadcasts
+    the module's buffers (BatchNorm's running mean, variance and batch count) from rank
+    0, one in-place broadcast each, before the gradients' all-reduces; the simulated IR
+    matches the gloo run, whose ranks' statistics differ before the step."""
+    d = capture_distributed(SAMPLES / "dist_ddp_bn.py")
+    verify_program(d.program)
+    reduced = collectives(d.program)
+    casts = [c for c in reduced if c.kind == "broadcast"]
+    assert sorted(c.buffer_bytes for c in casts) == [8, 32 * 4, 32 * 4]
+    assert list(reduced[:3]) == casts  # before the forward's work
+    assert {c.kind for c in reduced[3:]} == {"all_reduce"}
+    check = validate_with_gloo(SAMPLES / "dist_ddp_bn.py", timeout_s=240)
+    assert check.world == 2 and max(check.max_abs_error.values()) < 1e-6
+
+
+def test_ddp_buffer_broadcast_is_ddps_own(tmp_path: Path) -> None:
+    """The emulated forward gives what DDP's own `_pre_forward` broadcast gives: the
+    loss, gradients and running statistics of each rank, on a real two-rank gloo run."""
+    errors = _twin_errors(_DDP_BN_TWIN, SAMPLES / "dist_ddp_bn.py", tmp_path)
+    assert all(e < 1e-6 for e in errors)
 
 
 def test_rank_dependent_literals_become_affine_in_rank() -> None:
