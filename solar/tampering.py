@@ -30,6 +30,7 @@ WATCHED_MODULES: Final = (
 
 _remembered: dict[str, dict[str, object]] = {}
 _recursion_limit: list[int] = []
+_modules: dict[str, object] = {}
 
 
 def remember_interpreter() -> None:
@@ -40,6 +41,9 @@ def remember_interpreter() -> None:
         module = sys.modules.get(name)
         if name not in _remembered and module is not None:
             _remembered[name] = dict(vars(module))
+    for name, module in list(sys.modules.items()):  # SOLAR's own modules, as imported
+        if name == "solar" or name.startswith("solar.") or name in WATCHED_MODULES:
+            _modules.setdefault(name, module)
     torch = sys.modules.get("torch")
     if "torch.Tensor" not in _remembered and torch is not None:
         _remembered["torch.Tensor"] = dict(vars(torch.Tensor))
@@ -51,6 +55,8 @@ def interpreter_changes() -> tuple[str, ...]:
     found: list[str] = []
     if _recursion_limit and sys.getrecursionlimit() < _recursion_limit[0]:
         found.append(f"sys.setrecursionlimit({sys.getrecursionlimit()})")
+    found += [f"sys.modules[{name!r}] replaced" for name, module in _modules.items()
+              if sys.modules.get(name) is not module]
     for name, before in _remembered.items():
         owner: object = sys.modules.get(name)
         if name == "torch.Tensor" and "torch" in sys.modules:

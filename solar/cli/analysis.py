@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeAlias
 
 import typer
 
@@ -107,6 +107,15 @@ def _llm_config(
         if value is not None:
             fields[key] = value
     return LLMConfig(**fields)
+
+
+TimeLimitOption: TypeAlias = Annotated[
+    float,
+    typer.Option(
+        "--time-limit", help="Stop the analysis after this many seconds (E0950, exit 1)."
+    ),
+]
+"""``--time-limit`` of every command that runs the user's program (Note [Guarded run])."""
 
 
 @app.command(
@@ -211,10 +220,7 @@ def analyze(
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Also log each pass's details on stderr.")
     ] = False,
-    time_limit: Annotated[
-        float,
-        typer.Option(help="Stop the analysis after this many seconds (E0950, exit 1)."),
-    ] = DEFAULT_TIME_LIMIT_S,
+    time_limit: TimeLimitOption = DEFAULT_TIME_LIMIT_S,
     top: Annotated[
         int, typer.Option("--top", min=0, help="Kernels listed per device in the summary.")
     ] = 8,
@@ -323,12 +329,14 @@ def _lift(
     precision: PrecisionPolicy,
     *,
     quiet: bool = False,
+    time_limit: float = DEFAULT_TIME_LIMIT_S,
 ) -> PreparedProgram:
     """The program's einsum graph, sizes and precision policy, as `solar analyze` has them.
 
-    The user's program runs under `solar.guard.run_guarded` in this process: the default
-    time limit, and ``sys.exit`` or ``KeyboardInterrupt`` in the model as diagnostics.
+    The user's program runs under `solar.guard.run_guarded` in this process: the time
+    limit, and ``sys.exit`` or ``KeyboardInterrupt`` in the model as diagnostics.
     """
+    check_positive("--time-limit", time_limit, maximum=MAX_TIME_LIMIT_S)
     from solar.cli.progress import announce_start, stage_progress
 
     start = announce_start(f"loading {source or given.entry} ({frontend} frontend)", quiet=quiet)
@@ -349,7 +357,7 @@ def _lift(
 
     # In this process: a prepared program holds closures that do not pickle, so a
     # segfault or `os._exit` is not contained here (it is in `solar analyze`).
-    return run_guarded(work, isolate=False)
+    return run_guarded(work, isolate=False, time_limit_s=time_limit)
 
 
 @app.command(
@@ -374,6 +382,7 @@ def bounds(
     ] = "text",
     json_: Annotated[bool, typer.Option("--json", hidden=True)] = False,
     quiet: QuietOption = False,
+    time_limit: TimeLimitOption = DEFAULT_TIME_LIMIT_S,
 ) -> None:
     """The three SOL bounds of a program on one or more devices (no validation)."""
     from solar.cli.tables import print_table
@@ -382,7 +391,9 @@ def bounds(
     from solar.report import dumps_deterministic, format_bytes, format_flops, format_time
 
     given = program_inputs(entry, entry_args, inputs, input_shape)
-    prepared = _lift(source, frontend, set_, given, precision, quiet=quiet)
+    prepared = _lift(
+        source, frontend, set_, given, precision, quiet=quiet, time_limit=time_limit
+    )
     sizes = prepared.sizes
     shown = dict(prepared.front.source_sizes or sizes)  # a model file: its size constants
     rows = [
@@ -439,6 +450,7 @@ def compare(
     input_shape: InputShapeOption = None,
     format_: Annotated[OutputFormat, typer.Option("--format", help="Stdout format.")] = "text",
     quiet: QuietOption = False,
+    time_limit: TimeLimitOption = DEFAULT_TIME_LIMIT_S,
 ) -> None:
     """Cross-platform table: the same program's bounds on several devices.
 
@@ -450,7 +462,9 @@ def compare(
     from solar.hw import list_hardware_specs, load_hardware_spec
 
     given = program_inputs(entry, entry_args, inputs, input_shape)
-    prepared = _lift(source, frontend, set_, given, precision, quiet=quiet)
+    prepared = _lift(
+        source, frontend, set_, given, precision, quiet=quiet, time_limit=time_limit
+    )
     specs = [load_hardware_spec(a) for a in arch] if arch else list(list_hardware_specs())
     rows = cross_platform(
         prepared.graph, specs, precision_policy=prepared.precision, sizes=prepared.sizes
@@ -487,6 +501,7 @@ def provision(
     input_shape: InputShapeOption = None,
     format_: Annotated[OutputFormat, typer.Option("--format", help="Stdout format.")] = "text",
     quiet: QuietOption = False,
+    time_limit: TimeLimitOption = DEFAULT_TIME_LIMIT_S,
 ) -> None:
     """Inverse roofline: the bandwidth and throughput a device needs to hit a target time.
 
@@ -498,7 +513,9 @@ def provision(
     from solar.hw import list_hardware_specs, load_hardware_spec
 
     given = program_inputs(entry, entry_args, inputs, input_shape)
-    prepared = _lift(source, frontend, set_, given, precision, quiet=quiet)
+    prepared = _lift(
+        source, frontend, set_, given, precision, quiet=quiet, time_limit=time_limit
+    )
     specs = [load_hardware_spec(a) for a in arch] if arch else list(list_hardware_specs())
     inv = inverse_roofline(
         prepared.graph,

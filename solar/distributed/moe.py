@@ -34,6 +34,7 @@ from __future__ import annotations
 import csv
 import heapq
 import io
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +48,9 @@ __all__ = ["ExpertLoad", "MoeBound", "MoeSetup", "bound_moe", "load_expert_load"
            "replica_counts", "synthetic_load"]
 
 MAX_LOAD_BYTES = 64 << 20
+MAX_LOAD_CELLS = 1 << 24
+"""The most loads (steps x layers x experts) a ``.csv`` may declare by its indices: the
+array is allocated from them, so ``step=10**9`` would take 8 GB."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +111,12 @@ def load_expert_load(path: Path) -> ExpertLoad:
                         code="E0810") from None
     if not rows:
         raise PlanError(f"{path}: no expert loads", code="E0810")
+    if min(min(k) for k in rows) < 0:
+        raise PlanError(f"{path}: a negative step, layer or expert index", code="E0810")
     shape = tuple(max(k[i] for k in rows) + 1 for i in range(3))
+    if math.prod(shape) > MAX_LOAD_CELLS:  # checked before the array is allocated
+        raise PlanError(f"{path}: indices up to {shape} declare {math.prod(shape):,} loads, "
+                        f"over the limit of {MAX_LOAD_CELLS:,}", code="E0810")
     arr = np.zeros(shape)
     for (s, layer, e), v in rows.items():
         arr[s, layer, e] = v

@@ -36,13 +36,16 @@ def get_inputs():
 """
 
 
-def _analyze(tmp_path: Path, forward: str, *, before: str = "", inputs: str = "") -> CliResult:
+def _analyze(
+    tmp_path: Path, forward: str, *, before: str = "", inputs: str = "", argv: tuple[str, ...] = ()
+) -> CliResult:
     path = tmp_path / "m.py"
     body = "".join(f"        {line}\n" for line in forward.splitlines())
     path.write_text(MODEL.format(before=before, forward=body,
                                  inputs=inputs or "torch.randn(8, 8)"))
     proc = subprocess.run(
-        [sys.executable, "-m", "solar", "analyze", str(path), "-q", "--format", "json"],
+        [sys.executable, "-m", "solar", *(argv or ("analyze",)), str(path), "-q", "--format",
+         "json"],
         cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )  # fmt: skip
@@ -73,6 +76,9 @@ ERRORS = {  # (before, forward, inputs) -> (code, a text of the diagnostic)
                                "return a * 2", "", "E0534", "numpy.asarray replaced"),
     "torch.Tensor replaced": ("", "torch.Tensor = None\nreturn a * 2", "", "E0534",
                               "torch.Tensor replaced"),
+    "sys.modules['solar'] replaced": ("", "import sys\nsys.modules['solar'] = None\n"
+                                       "sys.modules['solar.report'] = None\nreturn a * 2", "",
+                                       "E0534", "sys.modules['solar'] replaced"),
     "the recursion limit lowered to 60": ("", "import sys\nsys.setrecursionlimit(60)\n"
                                           "return a * 2", "", "E0534",
                                           "sys.setrecursionlimit(60)"),
@@ -133,4 +139,15 @@ def test_a_process_the_program_left_running_is_stopped(tmp_path: Path) -> None:
     for pid in map(int, pids.read_text().split()):
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+    assert_clean(r)
+
+
+@pytest.mark.parametrize("command", ["bounds", "compare", "provision"])
+def test_the_in_process_commands_take_a_time_limit(command: str, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    extra = ("--target-ms", "1") if command == "provision" else ()
+    r = _analyze(tmp_path, "while True: pass", argv=(command, "--time-limit", "10", *extra))
+    assert r.code == 1, r.err  # before: no --time-limit; the default hour of a hung process
+    assert re.search(r"^error\[E0950\]", r.err, re.MULTILINE), r.err
+    assert "while True: pass" in r.err
     assert_clean(r)

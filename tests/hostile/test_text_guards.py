@@ -162,3 +162,24 @@ def test_plot_of_a_report_with_a_huge_program_name(
     r = run_cli(capsys, "plot", str(report), "-o", str(tmp_path / "r.png"))
     assert r.code == 0, r.err
     assert (tmp_path / "r.png").stat().st_size > 1000
+
+
+MOE_LOADS = {  # a --moe-load CSV -> what it declares (before: a huge array, or accepted)
+    "a step index of 10**9": ("step,layer,expert,tokens\n1000000000,0,0,5\n", "over the limit"),
+    "an expert index of 10**14": ("step,layer,expert,tokens\n0,0,99999999999999,5\n",
+                                  "over the limit"),
+    "a negative step": ("step,layer,expert,tokens\n-1,0,0,5\n", "negative"),
+}
+
+
+@pytest.mark.parametrize("case", MOE_LOADS, ids=list(MOE_LOADS))
+def test_a_moe_load_is_checked_before_its_array_is_allocated(case: str, tmp_path: Path) -> None:
+    from solar.diagnostics import PlanError
+    from solar.distributed.moe import load_expert_load
+
+    text, message = MOE_LOADS[case]
+    path = tmp_path / "load.csv"
+    path.write_text(text)
+    with pytest.raises(PlanError, match=message) as err:  # before: 8 GB for 10**9 steps
+        load_expert_load(path)
+    assert err.value.code == "E0810"
