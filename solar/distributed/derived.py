@@ -43,12 +43,12 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from solar.bounds import compile_costs, compute_bounds
 from solar.bounds.precision import PrecisionPolicy
 from solar.distributed.collectives import Collective
-from solar.distributed.plan import ParallelPlan, Phase, Recompute
+from solar.distributed.plan import ParallelPlan, Phase, PlanFile, Recompute
 from solar.distributed.structure import infer_structure
 from solar.distributed.work import RankWork, rank_work
 from solar.hw.spec import HardwareSpec
@@ -57,7 +57,6 @@ from solar.ir import collectives as ir_collectives
 from solar.training import phase_of_kernel
 
 if TYPE_CHECKING:
-    from solar.distributed.step import DistributedRequest
     from solar.einsum import EinsumGraph
 
 __all__ = [
@@ -69,6 +68,22 @@ __all__ = [
     "rank_work_of",
     "tp_collectives_of",
 ]
+
+class RequestLike(Protocol):
+    """What a derivation reads of a `solar.distributed.step.DistributedRequest` (named
+    structurally: the step imports this module)."""
+
+    @property
+    def plan(self) -> ParallelPlan | None: ...
+    @property
+    def phase(self) -> Phase: ...
+    @property
+    def plan_file(self) -> PlanFile | None: ...
+
+
+Prepare = Callable[[Any, Program], Program]
+"""What makes a captured rank's program the one the bounds see (the frontend result and
+its program in, `solar.pipeline.prepare.bounds_program`'s program out)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,14 +122,17 @@ def analytic_note(reason: str) -> str:
 
 def derive_rank(
     path: Path,
-    request: DistributedRequest,
+    request: RequestLike,
     *,
     overrides: Mapping[str, int],
     train: bool,
     optimizer: str = "auto",
+    prepare: Prepare,
 ) -> DerivedRank | str:
     """Derive one TP rank of the model file ``path`` for ``request`` (module docstring);
-    the reason (for the report) where none is derived.
+    the reason (for the report) where none is derived. ``prepare`` makes the captured
+    rank the program the bounds see (the pipeline's `bounds_program`, passed in: this
+    layer does not import the pipeline).
 
     Raises:
         PlanError: E0805 a ``tp_plan`` path that names no Linear of the model.
@@ -124,7 +142,6 @@ def derive_rank(
     from solar.frontends.pytorch.derive_plan_capture import capture_tp_rank
     from solar.frontends.pytorch.train_step import OptimizerSpec, TrainStep
     from solar.ir import resolve_sizes, verify_program
-    from solar.pipeline.prepare import bounds_program
 
     plan = request.plan
     if plan is None or plan.tp < 2:
@@ -146,7 +163,7 @@ def derive_rank(
     program = derived.front.program
     verify_program(program)
     sizes = resolve_sizes(program, {})
-    bounds = bounds_program(derived.front, program).program
+    bounds = prepare(derived.front, program)
     phase_of: Callable[[str], str] = phase_of_kernel if train else _forward
     return DerivedRank(derived.plan.label(), derived.plan.source, plan.tp, bounds,
                        lift_to_einsum(bounds), sizes, phase_of)
@@ -207,11 +224,12 @@ class RankDeriver:
     """`derive_for` deferred: `solar.distributed.step` calls it once the plan is checked
     (a bad plan fails before any capture); ``note`` is then the report's words."""
 
-    def __init__(self, path: Path | None, request: DistributedRequest, *, frontend: str,
-                 sizes: Mapping[str, int], train: bool, optimizer: str) -> None:
+    def __init__(self, path: Path | None, request: RequestLike, *, frontend: str,
+                 sizes: Mapping[str, int], train: bool, optimizer: str,
+                 prepare: Prepare) -> None:
         self.args = (path, request)
         self.options = {"frontend": frontend, "sizes": sizes, "train": train,
-                        "optimizer": optimizer}
+                        "optimizer": optimizer, "prepare": prepare}
         self.note: str | None = None
 
     def __call__(self) -> DerivedRank | None:
@@ -220,8 +238,8 @@ class RankDeriver:
 
 
 def derive_for(
-    path: Path | None, request: DistributedRequest, *, frontend: str,
-    sizes: Mapping[str, int], train: bool, optimizer: str,
+    path: Path | None, request: RequestLike, *, frontend: str,
+    sizes: Mapping[str, int], train: bool, optimizer: str, prepare: Prepare,
 ) -> tuple[DerivedRank | None, str | None]:
     """The derived rank for an analysis of ``path`` (a PyTorch model file) and the
     report's note on where each rank's program came from; ``(None, None)`` for a program
@@ -234,7 +252,8 @@ def derive_for(
         return None, None
     if path is None or frontend != "torch" or path.suffix != ".py":
         return None, analytic_note("only a PyTorch model file's ranks are derived")
-    derived = derive_rank(path, request, overrides=sizes, train=train, optimizer=optimizer)
+    derived = derive_rank(path, request, overrides=sizes, train=train, optimizer=optimizer,
+                          prepare=prepare)
     if isinstance(derived, str):
         return None, analytic_note(derived)
     return derived, derived.note()

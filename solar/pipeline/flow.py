@@ -24,7 +24,13 @@ from solar.pipeline.options import (
     Source,
     source_info,
 )
-from solar.pipeline.prepare import PreparedProgram, load_program, prepare_program, quiet
+from solar.pipeline.prepare import (
+    PreparedProgram,
+    bounds_program,
+    load_program,
+    prepare_program,
+    quiet,
+)
 from solar.pipeline.training import training_info
 from solar.pipeline.validation import validate_front
 from solar.report import InputInfo, Report
@@ -149,7 +155,8 @@ def _with_distributed(
     front, request = prepared.front, options.distributed
     assert request is not None
     derived = RankDeriver(path, request, frontend=front.name, sizes=options.sizes,
-                          train=options.train_step, optimizer=options.optimizer)
+                          train=options.train_step, optimizer=options.optimizer,
+                          prepare=lambda f, p: bounds_program(f, p).program)
     info = bound_prepared(
         prepared.program, prepared.graph, prepared.sizes, request,
         phase_of=front.step.phase_of if front.step is not None else None,

@@ -44,6 +44,7 @@ from solar.frontends.kit import reference_budget_bytes
 from solar.frontends.kit.sorting import sorts_as_copies
 from solar.ir import (
     DType,
+    IntLit,
     Kernel,
     Program,
     elide_masked_work,
@@ -250,9 +251,11 @@ def prepare_program(
     sizes = resolve_sizes(program, front.ir_sizes)
     precision = effective_precision(front, options.precision)
     remembered = RememberedReference(reference) if reference is not None else None
+    validating = options.validate != "off"
     rewritten = _with_constant_params(
         program, remembered, say,
-        affordable=options.validate != "off" or _fits_reference(program, sizes, options),
+        affordable=validating or _fits_reference(program, sizes, options),
+        symbolic=validating,
     )  # fmt: skip
     say("lifting to einsum graph")
     bounds = bounds_program(front, rewritten)
@@ -317,14 +320,17 @@ def _with_constant_params(
     progress: Progress,
     *,
     affordable: bool = True,
+    symbolic: bool = True,
 ) -> Program:
     """``program`` with parameters whose captured values are an index pattern as index
     formulas (Note [One preparation path]); ``program`` itself when none is, when the
     real run is not available, or when it is not ``affordable`` (validation is off and
     the program does not fit the reference budget: a run nobody asked for would need a
     reduced-size search; the bounds then charge a constant mask dense, loose, not
-    unsound)."""
-    if reference is None or not affordable or not _may_hold_pattern(program):
+    unsound). Parameters of symbolic shape are read only when ``symbolic`` (validation
+    runs the program anyway); with validation off only a concrete-shaped one makes SOLAR
+    run the program (``--validate off`` runs nothing it need not)."""
+    if reference is None or not affordable or not _may_hold_pattern(program, symbolic):
         return program
     progress("computing reference outputs")
     try:
@@ -348,14 +354,14 @@ def _fits_reference(program: Program, sizes: Mapping[str, int], options: Analyze
     return total <= reference_budget_bytes(options.reference_budget_bytes)
 
 
-def _may_hold_pattern(program: Program) -> bool:
+def _may_hold_pattern(program: Program, symbolic: bool = True) -> bool:
     """Whether a parameter has a shape and type `solar.validate.constant_params` reads (a
     float or boolean matrix, or an integer vector). Its extents may be sizes: a buffer
     ``ones(L, L).tril()`` of a file's module constant ``L`` has the shape ``[L, L]``, and
     `constant_params` reads it only where the run's values have the shape at the program's
     sizes (issue 28 round 3: such a buffer stayed dense, 2x its minimum)."""
     for t in program.tensors:
-        if t.role != "param":
+        if t.role != "param" or not (symbolic or all(isinstance(d, IntLit) for d in t.shape)):
             continue
         numeric = t.dtype.is_float or t.dtype == DType.BOOL
         if (len(t.shape) >= 2 and numeric) or (len(t.shape) == 1 and not numeric):

@@ -20,8 +20,11 @@ from solar.distributed.derived import (
     tp_collectives_of,
 )
 from solar.distributed.structure import infer_structure
+from solar.frontends import FrontendResult
 from solar.hw import load_hardware_spec
+from solar.ir import Program
 from solar.pipeline import AnalyzeOptions, PreparedProgram, analyze, lift_source
+from solar.pipeline.prepare import bounds_program
 from solar.report import DistributedInfo
 
 pytest.importorskip("torch")
@@ -114,9 +117,13 @@ def single() -> PreparedProgram:
 
 @pytest.fixture(scope="module")
 def derived() -> DerivedRank:
-    d = derive_rank(GPT, _request(), overrides=SMALL, train=True)
+    d = derive_rank(GPT, _request(), overrides=SMALL, train=True, prepare=_prepare)
     assert isinstance(d, DerivedRank), d
     return d
+
+
+def _prepare(front: FrontendResult, program: Program) -> Program:
+    return bounds_program(front, program).program
 
 
 def _bound(p: PreparedProgram, d: DerivedRank | None, plan: str = "tp=2,dp=2",
@@ -199,7 +206,7 @@ def test_derived_tp_collectives_are_megatrons(single: PreparedProgram,
 def test_plan_file_shards_by_module_path() -> None:
     pf = PlanFile(parse_parallel("tp=2"),
                   tp_plan=(("layers.*.fc1", "colwise"), ("layers.*.fc2", "rowwise")))
-    d = derive_rank(GPT, _request("tp=2", pf), overrides=SMALL, train=False)
+    d = derive_rank(GPT, _request("tp=2", pf), overrides=SMALL, train=False, prepare=_prepare)
     assert isinstance(d, DerivedRank)
     assert (d.source, d.label) == ("plan file",
                                    "ColwiseParallel: layers.*.fc1; RowwiseParallel: layers.*.fc2")
@@ -213,7 +220,7 @@ def test_plan_file_shards_by_module_path() -> None:
 def test_a_bad_plan_file_path_is_e0805() -> None:
     pf = PlanFile(parse_parallel("tp=2"), tp_plan=(("layers.*.mlp", "colwise"),))
     with pytest.raises(PlanError) as err:
-        derive_rank(GPT, _request("tp=2", pf), overrides=SMALL, train=False)
+        derive_rank(GPT, _request("tp=2", pf), overrides=SMALL, train=False, prepare=_prepare)
     assert err.value.code == "E0805" and "layers.*.mlp" in err.value.message
 
 
@@ -246,15 +253,15 @@ def test_an_uninferable_model_falls_back_to_the_analytic_rank(tmp_path: Path) ->
 
 def test_only_a_pytorch_file_is_derived() -> None:
     derived, note = derive_for(None, _request(), frontend="torch", sizes={}, train=True,
-                               optimizer="auto")
+                               optimizer="auto", prepare=_prepare)
     assert derived is None and note is not None and note.startswith("per-rank program: analytic")
     assert derive_for(GPT, DistributedRequest("DGX_H100", None, 1, 1), frontend="torch",
-                      sizes={}, train=True, optimizer="auto") == (None, None)
+                      sizes={}, train=True, optimizer="auto", prepare=_prepare) == (None, None)
 
 
 def test_sequence_parallel_stays_analytic() -> None:
     assert "sequence parallelism" in str(
-        derive_rank(GPT, _request("tp=2,sp=1"), overrides=SMALL, train=True))
+        derive_rank(GPT, _request("tp=2,sp=1"), overrides=SMALL, train=True, prepare=_prepare))
 
 
 def test_a_derived_rank_matches_a_real_gloo_run(tmp_path: Path) -> None:
@@ -278,7 +285,7 @@ def test_a_derived_rank_matches_a_real_gloo_run(tmp_path: Path) -> None:
 def test_a_bad_plan_fails_before_any_derivation(single: PreparedProgram) -> None:
     req = _request("tp=8,dp=1")  # 4 heads: E0802
     deriver = RankDeriver(GPT, req, frontend="torch", sizes=SMALL, train=True,
-                          optimizer="auto")
+                          optimizer="auto", prepare=_prepare)
     assert single.front.step is not None
     with pytest.raises(PlanError) as err:
         bound_prepared(single.program, single.graph, single.sizes, req,
