@@ -19,6 +19,7 @@ over all axes (the shard_map lowering reports it uncovered).
 from __future__ import annotations
 
 import functools
+import types
 from collections.abc import Callable, Sequence
 from math import prod
 from typing import Any
@@ -61,16 +62,20 @@ __all__ = [
 # templates: the innermost user frame of the equation is then the user's own line.
 
 
+def _call_frame(fn: Callable[..., Any], a: Sequence[Any]) -> Any:
+    return fn(*a)
+
+
 @functools.cache
 def _caller_at(file: str, line: int, function: str) -> Callable[..., Any]:
+    """`_call_frame` with its code object renamed to the user's file, line and function (no
+    text is compiled: the HLO's metadata only names the frame)."""
     name = "".join(c if c.isalnum() or c == "_" else "_" for c in function) or "_hlo"
     if not name.isidentifier():
         name = f"_{name}"
-    code = "\n" * max(0, line - 1) + f"def {name}(fn, a): return fn(*a)\n"
-    scope: dict[str, Any] = {}
-    exec(compile(code, file, "exec"), scope)
-    fn: Callable[..., Any] = scope[name]
-    return fn
+    code = _call_frame.__code__.replace(co_filename=file, co_firstlineno=max(0, line - 1),
+                                  co_name=name, co_qualname=name)
+    return types.FunctionType(code, _call_frame.__globals__, name)
 
 
 def _dtype(name: str) -> Any:
