@@ -379,7 +379,7 @@ def guard_user_code(
             yield
     except FrontendError:
         raise
-    except Exception as err:  # noqa: BLE001 - the user-code boundary: any exception of theirs
+    except Exception as err:  # the user-code boundary: any exception of theirs
         if _raised_by_solar(err):
             raise  # a SOLAR bug inside a hook the user's code called, not the user's fault
         text = exception_text(err)  # None: the exception's own __str__ failed
